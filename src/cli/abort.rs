@@ -1,0 +1,30 @@
+//! `dshq abort ID`: the asker aborts a request (`ASK_ABORTED`). No lease is needed.
+
+use super::Ctx;
+use crate::clock::now_ms;
+use crate::error::Result;
+use crate::files::outbox;
+use crate::output::{emit, outcome_text};
+use crate::store::{self, requests};
+
+/// Arguments of `dshq abort`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The request id.
+    pub id: String,
+    /// Why (recorded in the outcome message).
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    let mut conn = ctx.db()?;
+    let now = now_ms();
+    let outcome = store::write(&mut conn, now, |tx| {
+        requests::abort(tx, &a.id, a.reason.as_deref(), "asker", now)
+    })?;
+    outbox::flush(&ctx.root, &mut conn)?;
+    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    Ok(())
+}

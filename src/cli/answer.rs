@@ -1,0 +1,297 @@
+//! `dshq answer ID`: answer a request with flags or a whole Answer document.
+//!
+//! Flags: `--select LABEL` (repeatable), `--custom TEXT`, `--skip`, and `--question QID` to
+//! start the flags of another question in a batch: `--question db --select Postgres
+//! --question note --skip`. Without `--lease` a transient lease is registered, used and
+//! released inside the same transaction, so it can never outlive the command.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::ArgMatches;
+use rusqlite::Transaction;
+
+use super::{default_provider_name, Ctx, TRANSIENT_TTL};
+use crate::clock::{duration_ms, now_ms, Millis};
+use crate::error::{Error, Result};
+use crate::files::{outbox, safe_read};
+use crate::output::{emit, outcome_text};
+use crate::protocol::answer::parse_answer;
+use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
+use crate::protocol::{Answer, AnswerItem};
+use crate::store::leases::{self, Lease};
+use crate::store::{self, requests};
+
+/// Arguments of `dshq answer`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The request id.
+    pub id: String,
+    /// Start the flags of question QID (for requests with several questions).
+    #[arg(long = "question", value_name = "QID")]
+    pub question: Vec<String>,
+    /// Select an option by its label (repeatable for multi-select).
+    #[arg(long = "select", value_name = "LABEL")]
+    pub select: Vec<String>,
+    /// Free text: overrides the selection in single-select, supplements it in multi-select.
+    #[arg(long = "custom", value_name = "TEXT")]
+    pub custom: Vec<String>,
+    /// Skip the question (nothing selected, no custom text).
+    #[arg(long = "skip", action = clap::ArgAction::Count)]
+    pub skip: u8,
+    /// A whole Answer document (`{"answers": [...]}`) from a file, or `-` for stdin.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["question", "select", "custom", "skip"])]
+    pub answers: Option<PathBuf>,
+    /// The provider lease token; without it a transient lease is taken and released.
+    #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
+    pub lease: Option<String>,
+    /// Provider name for a transient lease (default $USER).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Flag {
+    Question(String),
+    Select(String),
+    Custom(String),
+    Skip,
+}
+
+/// The answer flags in command-line order.
+fn ordered_flags(m: &ArgMatches) -> Vec<Flag> {
+    let mut all: Vec<(usize, Flag)> = Vec::new();
+    for (name, make) in [
+        ("question", Flag::Question as fn(String) -> Flag),
+        ("select", Flag::Select),
+        ("custom", Flag::Custom),
+    ] {
+        if let (Some(idx), Some(vals)) = (m.indices_of(name), m.get_many::<String>(name)) {
+            for (i, v) in idx.zip(vals) {
+                all.push((i, make(v.clone())));
+            }
+        }
+    }
+    let skip_given = m.value_source("skip") == Some(clap::parser::ValueSource::CommandLine);
+    if let Some(idx) = m.indices_of("skip").filter(|_| skip_given) {
+        for i in idx {
+            all.push((i, Flag::Skip));
+        }
+    }
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Group ordered flags into answer items. `only_question` is the id of the request's
+/// single question, used when no `--question` is given.
+fn items_from_flags(flags: &[Flag], question_ids: &[String]) -> Result<Vec<AnswerItem>> {
+    let mut groups: Vec<(Option<String>, Vec<&Flag>)> = Vec::new();
+    for f in flags {
+        match f {
+            Flag::Question(q) => groups.push((Some(q.clone()), Vec::new())),
+            other => {
+                if groups.is_empty() {
+                    groups.push((None, Vec::new()));
+                }
+                groups.last_mut().expect("a group exists").1.push(other);
+            }
+        }
+    }
+    if groups.iter().any(|(q, _)| q.is_none()) && groups.len() > 1 {
+        return Err(Error::Usage(
+            "put --select, --custom and --skip after the --question they belong to".into(),
+        ));
+    }
+    let mut items = Vec::new();
+    for (qid, flags) in groups {
+        let qid = match qid {
+            Some(q) => q,
+            None => match question_ids {
+                [only] => only.clone(),
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "the request has {} questions ({}); name each with --question QID before its flags",
+                        question_ids.len(),
+                        question_ids.join(", ")
+                    )))
+                }
+            },
+        };
+        let mut item = AnswerItem {
+            id: qid.clone(),
+            selected: Vec::new(),
+            custom: None,
+        };
+        let mut skip = false;
+        for f in &flags {
+            match f {
+                Flag::Select(l) => item.selected.push(l.clone()),
+                Flag::Custom(c) => {
+                    if item.custom.is_some() {
+                        return Err(Error::Usage(format!("question {qid}: give --custom once")));
+                    }
+                    item.custom = Some(c.clone());
+                }
+                Flag::Skip => skip = true,
+                Flag::Question(_) => unreachable!("questions start groups"),
+            }
+        }
+        if flags.is_empty() {
+            return Err(Error::Usage(format!(
+                "question {qid}: say --select LABEL, --custom TEXT or --skip"
+            )));
+        }
+        if skip && !item.is_skip() {
+            return Err(Error::Usage(format!(
+                "question {qid}: --skip cannot be combined with --select or --custom"
+            )));
+        }
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// Run `f` with the lease `token`, or with a transient lease registered in the request's
+/// context and released before the transaction commits.
+pub fn with_lease<T>(
+    tx: &Transaction,
+    id: &str,
+    token: Option<&str>,
+    name: Option<&str>,
+    now: Millis,
+    f: impl FnOnce(&Transaction, &Lease) -> Result<T>,
+) -> Result<T> {
+    match token.filter(|t| !t.trim().is_empty()) {
+        Some(token) => {
+            let lease = leases::authenticate(tx, token, now)?;
+            f(tx, &lease)
+        }
+        None => {
+            let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
+            let name = name
+                .map(str::to_string)
+                .unwrap_or_else(default_provider_name);
+            let reg = leases::register(tx, &row.context, &name, duration_ms(TRANSIENT_TTL), now)?;
+            let lease = leases::authenticate(tx, &reg.lease, now)?;
+            let out = f(tx, &lease)?;
+            leases::release(tx, &reg.lease, now)?;
+            Ok(out)
+        }
+    }
+}
+
+/// Run it. `m` are the subcommand's matches (for the order of the flags).
+pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()> {
+    let mut conn = ctx.db()?;
+    let answer = match &a.answers {
+        Some(path) => {
+            let bytes = if path.as_os_str() == "-" {
+                let mut buf = Vec::new();
+                std::io::stdin()
+                    .take(DEFAULT_MAX_REQUEST_BYTES + 1)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| Error::io("stdin", e))?;
+                buf
+            } else {
+                safe_read::read_limited(path, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+                    safe_read::ReadError::Io(io) => Error::io(path, io),
+                    other => Error::Usage(format!("{}: {other}", path.display())),
+                })?
+            };
+            parse_answer(&bytes)?
+        }
+        None => {
+            let flags = match m {
+                Some(m) => ordered_flags(m),
+                None => fallback_flags(&a),
+            };
+            if flags.is_empty() {
+                return Err(Error::Usage(
+                    "no answer given: use --select LABEL, --custom TEXT, --skip (with --question QID for batches) or --answers FILE"
+                        .into(),
+                ));
+            }
+            let row = requests::get(&conn, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
+            let qids: Vec<String> = row
+                .request()
+                .map(|r| r.questions.into_iter().map(|q| q.id).collect())
+                .unwrap_or_default();
+            Answer {
+                answers: items_from_flags(&flags, &qids)?,
+            }
+        }
+    };
+    let now = now_ms();
+    let outcome = store::write(&mut conn, now, |tx| {
+        with_lease(
+            tx,
+            &a.id,
+            a.lease.as_deref(),
+            a.name.as_deref(),
+            now,
+            |tx, lease| requests::answer(tx, lease, &a.id, &answer, now),
+        )
+    })?;
+    outbox::flush(&ctx.root, &mut conn)?;
+    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    Ok(())
+}
+
+/// Flags in a fixed order when no matches are available (library callers).
+fn fallback_flags(a: &Args) -> Vec<Flag> {
+    let mut v: Vec<Flag> = a.question.iter().cloned().map(Flag::Question).collect();
+    v.extend(a.select.iter().cloned().map(Flag::Select));
+    v.extend(a.custom.iter().cloned().map(Flag::Custom));
+    v.extend((0..a.skip).map(|_| Flag::Skip));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_without_question_answer_the_only_question() {
+        let items = items_from_flags(&[Flag::Select("A".into())], &ids(&["q1"])).unwrap();
+        assert_eq!(
+            items,
+            vec![AnswerItem {
+                id: "q1".into(),
+                selected: vec!["A".into()],
+                custom: None
+            }]
+        );
+    }
+
+    #[test]
+    fn flags_group_by_question_in_order() {
+        let flags = [
+            Flag::Question("a".into()),
+            Flag::Select("X".into()),
+            Flag::Custom("more".into()),
+            Flag::Question("b".into()),
+            Flag::Skip,
+        ];
+        let items = items_from_flags(&flags, &ids(&["a", "b"])).unwrap();
+        assert_eq!(items[0].selected, vec!["X".to_string()]);
+        assert_eq!(items[0].custom.as_deref(), Some("more"));
+        assert!(items[1].is_skip());
+    }
+
+    #[test]
+    fn batch_without_question_is_a_usage_error() {
+        let e = items_from_flags(&[Flag::Skip], &ids(&["a", "b"])).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)));
+    }
+
+    #[test]
+    fn skip_with_select_is_a_usage_error() {
+        let e =
+            items_from_flags(&[Flag::Skip, Flag::Select("A".into())], &ids(&["a"])).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)));
+    }
+}

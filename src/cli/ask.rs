@@ -1,0 +1,106 @@
+//! `dshq ask FILE|-`: submit a request, optionally waiting for its outcome.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{parse_duration, wait, Ctx};
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::files::{outbox, safe_read};
+use crate::output::emit;
+use crate::protocol::check::{parse_request, DEFAULT_MAX_REQUEST_BYTES};
+use crate::store::{self, requests};
+
+/// Arguments of `dshq ask`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The request JSON file, or `-` for stdin.
+    pub file: PathBuf,
+    /// Wait for the outcome and print it.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this long (WAIT_TIMEOUT).
+    #[arg(long, value_parser = parse_duration, requires = "wait")]
+    pub timeout: Option<Duration>,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    let bytes = if a.file.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .take(DEFAULT_MAX_REQUEST_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io("stdin", e))?;
+        if buf.len() as u64 > DEFAULT_MAX_REQUEST_BYTES {
+            return Err(Error::question(
+                crate::protocol::Code::BadRequest,
+                format!("the request is over the {DEFAULT_MAX_REQUEST_BYTES}-byte limit"),
+            ));
+        }
+        buf
+    } else {
+        safe_read::read_limited(&a.file, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+            safe_read::ReadError::Io(io) => Error::io(&a.file, io),
+            other => Error::question(
+                crate::protocol::Code::BadRequest,
+                format!("{}: {other}", a.file.display()),
+            ),
+        })?
+    };
+    let mut conn = ctx.db()?;
+    let now = now_ms();
+    let raw = String::from_utf8_lossy(&bytes).into_owned();
+    let result = parse_request(&bytes)
+        .map_err(Error::Question)
+        .and_then(|req| {
+            store::write(&mut conn, now, |tx| {
+                requests::accept(tx, req, None, "cli", now)
+            })
+        });
+    let accepted = match result {
+        Ok(a) => a,
+        Err(Error::Question(e)) => {
+            // Kept for the audit, and as an outcome when the id is known and free.
+            let v: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+            let field = |k: &str| {
+                v.as_ref()
+                    .and_then(|v| v.get(k))
+                    .and_then(|x| x.as_str())
+                    .map(str::to_string)
+            };
+            let id = field("id");
+            let context = field("context");
+            let rej = requests::Rejection {
+                id: id.as_deref(),
+                context: context.as_deref(),
+                body: &raw,
+                source: "cli",
+            };
+            store::write(&mut conn, now, |tx| {
+                requests::record_rejection(tx, &rej, &e, now)
+            })?;
+            outbox::flush(&ctx.root, &mut conn)?;
+            return Err(Error::Question(e));
+        }
+        Err(other) => return Err(other),
+    };
+    outbox::flush(&ctx.root, &mut conn)?;
+    if a.wait {
+        drop(conn);
+        return wait::wait_and_print(ctx, &accepted.id, a.timeout);
+    }
+    emit(ctx.json, &accepted, || {
+        if accepted.new {
+            format!("{}\n", accepted.id)
+        } else {
+            eprintln!(
+                "request {} was already accepted (same content)",
+                accepted.id
+            );
+            format!("{}\n", accepted.id)
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! `dshq list`: requests, newest first.
+
+use super::Ctx;
+use crate::error::{Error, Result};
+use crate::output::{emit, list_text, RequestSummary};
+use crate::store::requests::{self, ListFilter, Status};
+
+/// Arguments of `dshq list`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this status: pending, claimed, answered, cancelled, aborted, rejected.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only this context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// At most this many requests.
+    #[arg(long, default_value_t = 100)]
+    pub limit: i64,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    let status = match a.status.as_deref() {
+        None => None,
+        Some(s) => Some(Status::parse(s).ok_or_else(|| {
+            Error::Usage(format!(
+                "unknown status {s:?}: use pending, claimed, answered, cancelled, aborted or rejected"
+            ))
+        })?),
+    };
+    let conn = ctx.db()?;
+    let rows = requests::list(
+        &conn,
+        &ListFilter {
+            status,
+            context: a.context,
+            limit: Some(a.limit),
+            oldest_first: false,
+        },
+    )?;
+    let view: Vec<RequestSummary> = rows.iter().map(RequestSummary::from_row).collect();
+    emit(ctx.json, &view, || list_text(&view));
+    Ok(())
+}

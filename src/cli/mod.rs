@@ -1,0 +1,147 @@
+//! The command line: one file per subcommand and one dispatching `match`.
+//!
+//! Every command works on the database directly (the daemon is not needed), in the same
+//! immediate transactions the daemon uses, so it is safe alongside other processes.
+//! Commands that finish a request write its outcome file themselves.
+
+pub mod abort;
+pub mod agent;
+pub mod answer;
+pub mod ask;
+pub mod cancel;
+pub mod claim;
+pub mod daemon;
+pub mod list;
+pub mod provider;
+pub mod show;
+pub mod wait;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::root::Root;
+
+/// dshq: a durable queue of human questions for batch and offline agents.
+#[derive(Debug, Parser)]
+#[command(name = "dshq", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// State root (database, inbox, outbox). Default: $XDG_STATE_HOME/dshq.
+    #[arg(long, global = true, env = "DSHQ_ROOT", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Print exactly one JSON document on stdout (the result or {"error": ...}).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the host in the foreground: ingest the inbox, write the outbox, expire leases.
+    Daemon(daemon::Args),
+    /// Submit a request from a file or stdin; prints its id.
+    Ask(ask::Args),
+    /// Wait for a request's outcome.
+    Wait(wait::Args),
+    /// List requests, newest first.
+    List(list::Args),
+    /// Show one request with its questions, state and outcome.
+    Show(show::Args),
+    /// The provider lease: register, heartbeat, release, status.
+    #[command(subcommand)]
+    Provider(provider::Command),
+    /// Reserve a request for the live lease.
+    Claim(claim::Args),
+    /// Answer a request.
+    Answer(answer::Args),
+    /// Cancel a request as the human (ASK_CANCELLED).
+    Cancel(cancel::Args),
+    /// Abort a request as the asker (ASK_ABORTED).
+    Abort(abort::Args),
+    /// The agent registry: who may ask.
+    #[command(subcommand)]
+    Agent(agent::Command),
+}
+
+/// What every command gets.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The state root.
+    pub root: Root,
+    /// `--json`.
+    pub json: bool,
+}
+
+impl Ctx {
+    /// Open the database (creating the layout).
+    pub fn db(&self) -> Result<Connection> {
+        self.root.open_db()
+    }
+}
+
+/// Parse the process arguments (exits on a usage error, as clap does), returning the
+/// parsed command line and the `answer` subcommand's matches.
+pub fn parse() -> (Cli, Option<clap::ArgMatches>) {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let answer_matches = matches.subcommand_matches("answer").cloned();
+    (cli, answer_matches)
+}
+
+/// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
+/// carry the order of its flags).
+pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
+    let ctx = Ctx {
+        root: Root::resolve(cli.root)?,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Daemon(a) => daemon::run(&ctx, a),
+        Command::Ask(a) => ask::run(&ctx, a),
+        Command::Wait(a) => wait::run(&ctx, a),
+        Command::List(a) => list::run(&ctx, a),
+        Command::Show(a) => show::run(&ctx, a),
+        Command::Provider(c) => provider::run(&ctx, c),
+        Command::Claim(a) => claim::run(&ctx, a),
+        Command::Answer(a) => answer::run_with_matches(&ctx, a, answer_matches),
+        Command::Cancel(a) => cancel::run(&ctx, a),
+        Command::Abort(a) => abort::run(&ctx, a),
+        Command::Agent(c) => agent::run(&ctx, c),
+    }
+}
+
+/// Parse a humantime duration flag (`30s`, `5m`, `1h 30m`).
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration such as 30s or 5m: {e}"))
+}
+
+/// The lease token from `--lease` / `DSHQ_LEASE`, or a usage error naming both.
+pub fn require_lease(lease: Option<String>) -> Result<String> {
+    lease.filter(|l| !l.trim().is_empty()).ok_or_else(|| {
+        Error::Usage(
+            "no lease: pass --lease TOKEN or set DSHQ_LEASE (from `dshq provider register`)".into(),
+        )
+    })
+}
+
+/// The default provider name for transient leases: `$USER`, else `cli`.
+pub fn default_provider_name() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "cli".into())
+}
+
+/// How long a transient lease (taken for one command) lives at most.
+pub const TRANSIENT_TTL: Duration = Duration::from_secs(60);

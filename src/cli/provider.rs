@@ -1,0 +1,148 @@
+//! `dshq provider register|heartbeat|release|status`: the provider lease.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{default_provider_name, parse_duration, require_lease, Ctx};
+use crate::clock::{duration_ms, now_ms, rfc3339};
+use crate::error::Result;
+use crate::output::{emit, table};
+use crate::store::{self, leases};
+
+/// `dshq provider ...`
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Register as the one live provider of a context; prints the lease token.
+    Register {
+        /// The provider's name, recorded as who answered.
+        #[arg(long)]
+        name: Option<String>,
+        /// The context to answer for.
+        #[arg(long, default_value = crate::protocol::DEFAULT_CONTEXT)]
+        context: String,
+        /// How long the lease lives without a heartbeat.
+        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        ttl: Duration,
+    },
+    /// Extend the lease by its ttl.
+    Heartbeat {
+        /// The lease token.
+        #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
+        lease: Option<String>,
+    },
+    /// End the lease; its claims go back to pending. Releasing twice is fine.
+    Release {
+        /// The lease token.
+        #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
+        lease: Option<String>,
+    },
+    /// Show the live lease of each context (or of one context, or of one token).
+    Status {
+        /// Only this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Show this lease (live or not).
+        #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
+        lease: Option<String>,
+    },
+}
+
+/// `provider heartbeat` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatView {
+    /// The context.
+    pub context: String,
+    /// The provider name.
+    pub name: String,
+    /// Generation.
+    pub generation: i64,
+    /// New expiry.
+    pub expires_at: String,
+}
+
+/// `provider release` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseView {
+    /// False when it had already ended (not an error).
+    pub released: bool,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
+    let mut conn = ctx.db()?;
+    let now = now_ms();
+    match c {
+        Command::Register { name, context, ttl } => {
+            let name = name.unwrap_or_else(default_provider_name);
+            let reg = store::write(&mut conn, now, |tx| {
+                leases::register(tx, &context, &name, duration_ms(ttl), now)
+            })?;
+            emit(ctx.json, &reg, || {
+                eprintln!(
+                    "registered {} in context {} (generation {}), expires {}; heartbeat before then",
+                    reg.name, reg.context, reg.generation, reg.expires_at
+                );
+                format!("{}\n", reg.lease)
+            });
+        }
+        Command::Heartbeat { lease } => {
+            let token = require_lease(lease)?;
+            let l = store::write(&mut conn, now, |tx| leases::heartbeat(tx, &token, now))?;
+            let v = HeartbeatView {
+                context: l.context,
+                name: l.name,
+                generation: l.generation,
+                expires_at: rfc3339(l.expires_ms),
+            };
+            emit(ctx.json, &v, || {
+                format!("lease extended until {}\n", v.expires_at)
+            });
+        }
+        Command::Release { lease } => {
+            let token = require_lease(lease)?;
+            let released = store::write(&mut conn, now, |tx| leases::release(tx, &token, now))?;
+            let v = ReleaseView { released };
+            emit(ctx.json, &v, || {
+                if released {
+                    "lease released\n".into()
+                } else {
+                    "lease had already ended\n".into()
+                }
+            });
+        }
+        Command::Status { context, lease } => {
+            let list = match lease.filter(|l| !l.trim().is_empty()) {
+                Some(token) => vec![leases::info(&conn, &token, now)?],
+                None => leases::status(&conn, context.as_deref(), now)?,
+            };
+            emit(ctx.json, &list, || {
+                if list.is_empty() {
+                    return "no provider lease\n".into();
+                }
+                table(
+                    &["CONTEXT", "PROVIDER", "GEN", "LIVE", "EXPIRES", "CLAIMED"],
+                    list.iter()
+                        .map(|l| {
+                            vec![
+                                l.context.clone(),
+                                l.name.clone(),
+                                l.generation.to_string(),
+                                if l.live {
+                                    "yes".into()
+                                } else {
+                                    l.end_reason.clone().unwrap_or_else(|| "expired".into())
+                                },
+                                l.expires_at.clone(),
+                                l.claimed.to_string(),
+                            ]
+                        })
+                        .collect(),
+                )
+            });
+        }
+    }
+    Ok(())
+}

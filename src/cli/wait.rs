@@ -1,0 +1,97 @@
+//! `dshq wait ID`: wait for a request's outcome without busy polling.
+//!
+//! The database is the source of truth; a watch on `outbox/` wakes the wait as soon as an
+//! outcome file is written (by the daemon or a CLI command), and a one-second fallback
+//! covers a missed event. The request need not exist yet: an asker may drop a file and
+//! wait before the daemon has ingested it.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+use rusqlite::Connection;
+
+use super::{parse_duration, Ctx};
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::files::outbox;
+use crate::output::{emit, outcome_text};
+use crate::protocol::check::check_id;
+use crate::protocol::Outcome;
+use crate::root::Root;
+use crate::store::{self, requests};
+
+/// Arguments of `dshq wait`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The request id.
+    pub id: String,
+    /// Give up after this long (WAIT_TIMEOUT); default: wait forever.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    wait_and_print(ctx, &a.id, a.timeout)
+}
+
+/// Wait, print the outcome, and fail with its code when it is an error outcome.
+pub fn wait_and_print(ctx: &Ctx, id: &str, timeout: Option<Duration>) -> Result<()> {
+    let outcome = wait_for(&ctx.root, id, timeout)?;
+    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    match outcome {
+        Outcome::Answered(_) => Ok(()),
+        Outcome::Error(e) => Err(Error::Ended(e.error)),
+    }
+}
+
+fn check(root: &Root, conn: &mut Connection, id: &str) -> Result<Option<Outcome>> {
+    let Some(r) = requests::get_any(conn, id)? else {
+        return Ok(None);
+    };
+    if let Some(o) = r.outcome() {
+        return Ok(Some(o));
+    }
+    let now = now_ms();
+    if r.deadline_ms.is_some_and(|d| d < now) {
+        // Nobody has noticed the deadline yet (no daemon running): end it now.
+        store::write(conn, now, |_| Ok(()))?;
+        outbox::flush(root, conn)?;
+        return Ok(requests::get_any(conn, id)?.and_then(|r| r.outcome()));
+    }
+    Ok(None)
+}
+
+/// Block until request `id` has an outcome, or `timeout` passes.
+pub fn wait_for(root: &Root, id: &str, timeout: Option<Duration>) -> Result<Outcome> {
+    check_id("request id", id)?;
+    let started = Instant::now();
+    let mut conn = root.open_db()?;
+    let (tx, rx) = mpsc::channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+        let _ = tx.send(());
+    })
+    .map_err(|e| Error::io("file watcher", std::io::Error::other(e)))?;
+    watcher
+        .watch(&root.outbox(), RecursiveMode::NonRecursive)
+        .map_err(|e| Error::io(root.outbox(), std::io::Error::other(e)))?;
+    loop {
+        if let Some(o) = check(root, &mut conn, id)? {
+            return Ok(o);
+        }
+        let mut sleep = Duration::from_secs(1);
+        if let Some(t) = timeout {
+            let elapsed = started.elapsed();
+            if elapsed >= t {
+                return Err(Error::WaitTimeout {
+                    id: id.to_string(),
+                    waited: humantime::format_duration(t).to_string(),
+                });
+            }
+            sleep = sleep.min(t - elapsed);
+        }
+        let _ = rx.recv_timeout(sleep);
+        while rx.try_recv().is_ok() {}
+    }
+}

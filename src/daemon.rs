@@ -1,0 +1,245 @@
+//! The host loop: ingest the inbox, process answer files, expire what is due, write the
+//! outbox, and stop cleanly on SIGINT/SIGTERM.
+//!
+//! File-system events are only hints. The notify callback forwards into a channel and does
+//! nothing else; the loop treats any hint as "look at the directory now", so a lost or
+//! coalesced event costs latency, never data. The directories are scanned in full at
+//! start, after every hint, on every periodic tick, and after an event-queue overflow
+//! (which notify reports as a rescan flag or an error).
+//!
+//! The loop is synchronous on purpose: SQLite calls block anyway, and one thread with a
+//! channel is the simplest thing that cannot race with itself. It sleeps in
+//! `recv_timeout` until a hint arrives or the next lease/deadline falls due (at most one
+//! tick), so an idle daemon wakes about once a second and does no work.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use rusqlite::Connection;
+
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::files::{answers, inbox, outbox};
+use crate::root::Root;
+use crate::store::{self, requests};
+
+/// Daemon settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The longest the loop sleeps between full scans.
+    pub tick: Duration,
+    /// How many inbox files one transaction ingests.
+    pub batch: usize,
+    /// The size limit of inbox and answer files.
+    pub max_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            tick: Duration::from_secs(1),
+            batch: 512,
+            max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Hint {
+    Inbox,
+    Answers,
+    Rescan,
+    Shutdown,
+}
+
+/// Run the daemon until SIGINT or SIGTERM.
+pub fn run(root: &Root, config: &Config) -> Result<()> {
+    let mut conn = root.open_db()?;
+    let (tx, rx) = mpsc::channel::<Hint>();
+    let stop = Arc::new(AtomicBool::new(false));
+
+    // Signals: set the flag (checked between batches) and wake the loop.
+    {
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])
+        .map_err(|e| Error::io("signal handler", e))?;
+        let tx = tx.clone();
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("dshq-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    tracing::info!(signal = sig, "stopping after the current batch");
+                    stop.store(true, Ordering::SeqCst);
+                    let _ = tx.send(Hint::Shutdown);
+                }
+            })
+            .map_err(|e| Error::io("signal thread", e))?;
+    }
+
+    // File events: forwarded as hints, nothing more.
+    let inbox_dir = root.inbox_new();
+    let answers_dir = root.answers_new();
+    let mut watcher = {
+        let tx = tx.clone();
+        let inbox_dir = inbox_dir.clone();
+        notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let hint = match res {
+                Ok(ev) if ev.need_rescan() => Hint::Rescan,
+                Ok(ev) => {
+                    if ev.paths.iter().any(|p| p.starts_with(&inbox_dir)) {
+                        Hint::Inbox
+                    } else {
+                        Hint::Answers
+                    }
+                }
+                Err(_) => Hint::Rescan,
+            };
+            let _ = tx.send(hint);
+        })
+        .map_err(|e| Error::io("file watcher", std::io::Error::other(e)))?
+    };
+    for d in [&inbox_dir, &answers_dir] {
+        watcher
+            .watch(d, RecursiveMode::NonRecursive)
+            .map_err(|e| Error::io(d, std::io::Error::other(e)))?;
+    }
+    tracing::info!(root = %root.dir().display(), "daemon started");
+
+    // Startup: everything already there, and any outcome committed but not yet written.
+    pass(root, &mut conn, config, &stop, true, true);
+    while !stop.load(Ordering::SeqCst) {
+        let timeout = sleep_for(&conn, config.tick);
+        let first = match rx.recv_timeout(timeout) {
+            Ok(h) => Some(h),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let (mut do_inbox, mut do_answers) = match first {
+            None | Some(Hint::Rescan) => (true, true),
+            Some(Hint::Inbox) => (true, false),
+            Some(Hint::Answers) => (false, true),
+            Some(Hint::Shutdown) => break,
+        };
+        // Coalesce whatever else is queued: one scan serves them all.
+        while let Ok(h) = rx.try_recv() {
+            match h {
+                Hint::Inbox => do_inbox = true,
+                Hint::Answers => do_answers = true,
+                Hint::Rescan => {
+                    do_inbox = true;
+                    do_answers = true;
+                }
+                Hint::Shutdown => stop.store(true, Ordering::SeqCst),
+            }
+        }
+        if first.is_none() {
+            // Periodic tick: the full rescan that makes missed events harmless.
+            do_inbox = true;
+            do_answers = true;
+        }
+        pass(root, &mut conn, config, &stop, do_inbox, do_answers);
+    }
+    drop(watcher);
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// How long to sleep: until the next lease or deadline falls due, at most one tick.
+fn sleep_for(conn: &Connection, tick: Duration) -> Duration {
+    let now = now_ms();
+    match requests::next_due(conn) {
+        Ok(Some(due)) if due >= now => Duration::from_millis((due - now + 1) as u64).min(tick),
+        Ok(Some(_)) => Duration::from_millis(1),
+        _ => tick,
+    }
+}
+
+/// One pass: inbox, answer files, expiry, outbox. Errors are logged and retried on the
+/// next pass; the daemon keeps running.
+fn pass(
+    root: &Root,
+    conn: &mut Connection,
+    config: &Config,
+    stop: &AtomicBool,
+    do_inbox: bool,
+    do_answers: bool,
+) {
+    if do_inbox {
+        if let Err(e) = drain_inbox(root, conn, config, stop) {
+            tracing::error!(error = %e, "inbox pass failed; will retry");
+        }
+    }
+    if do_answers {
+        match answers::process(root, conn, config.max_bytes, now_ms()) {
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "answer pass failed; will retry"),
+        }
+    }
+    if let Err(e) = expire(conn) {
+        tracing::error!(error = %e, "expiry pass failed; will retry");
+    }
+    if let Err(e) = outbox::flush(root, conn) {
+        tracing::error!(error = %e, "outbox pass failed; will retry");
+    }
+}
+
+/// Ingest `inbox/new/` until a listing comes back empty, one transaction per batch,
+/// writing outcomes between batches so rejections reach askers promptly.
+fn drain_inbox(
+    root: &Root,
+    conn: &mut Connection,
+    config: &Config,
+    stop: &AtomicBool,
+) -> Result<()> {
+    loop {
+        let names = inbox::list_dir(&root.inbox_new())?;
+        if names.is_empty() {
+            return Ok(());
+        }
+        let mut progressed = false;
+        for chunk in names.chunks(config.batch.max(1)) {
+            let r = inbox::ingest(root, conn, chunk, config.max_bytes, now_ms())?;
+            progressed |= !r.accepted.is_empty()
+                || r.redelivered > 0
+                || !r.rejected.is_empty()
+                || !r.aborted.is_empty();
+            if stop.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+        }
+        outbox::flush(root, conn)?;
+        if !progressed {
+            // Only unreadable files remain: leave them for the next tick.
+            return Ok(());
+        }
+    }
+}
+
+/// Sweep expiries when something is due.
+fn expire(conn: &mut Connection) -> Result<()> {
+    let now = now_ms();
+    if let Some(due) = requests::next_due(conn)? {
+        if due < now {
+            let swept = store::write_no_sweep(conn, |tx| store::sweep(tx, now))?;
+            for id in &swept.leases {
+                tracing::info!(lease = id, "provider lease expired");
+            }
+            for id in &swept.released {
+                tracing::info!(id = %id, "claim returned to pending (lease ended)");
+            }
+            for id in &swept.aborted {
+                tracing::info!(id = %id, "request aborted: deadline passed");
+            }
+            for id in &swept.agents {
+                tracing::info!(agent = %id, "agent ended: ttl ran out");
+            }
+        }
+    }
+    Ok(())
+}

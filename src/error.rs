@@ -1,0 +1,160 @@
+//! The crate's error type: one variant per real failure, each mapped to a stable code
+//! ([`Code`]) and through it to a documented exit status.
+
+use std::path::PathBuf;
+
+use crate::protocol::{Code, UserQuestionError};
+
+/// Everything that can go wrong in dshq.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A protocol error with its own code (the ask checks, the answer rules, cancel/abort).
+    #[error(transparent)]
+    Question(#[from] UserQuestionError),
+    /// No request with that id.
+    #[error("no request with id {0:?}")]
+    NotFound(String),
+    /// No live agent instance with that id.
+    #[error("no live agent {id:?} with instance {instance:?}")]
+    AgentNotFound {
+        /// The agent id.
+        id: String,
+        /// The instance given.
+        instance: String,
+    },
+    /// The owner named by `agent enter --owner` is not live.
+    #[error("owner {0:?} is not a live agent: an owner must be live to own a new agent")]
+    OwnerNotLive(String),
+    /// The request is already final; final states never change.
+    #[error("request {id:?} is already {status}; final states never change")]
+    RequestFinal {
+        /// The request id.
+        id: String,
+        /// Its final status.
+        status: String,
+    },
+    /// The request is claimed by another lease.
+    #[error("request {id:?} is claimed by another provider lease")]
+    ClaimedElsewhere {
+        /// The request id.
+        id: String,
+    },
+    /// The lease answers for another context than the request's.
+    #[error("request {id:?} is in context {request_context:?} but the lease answers for {lease_context:?}")]
+    WrongContext {
+        /// The request id.
+        id: String,
+        /// The request's context.
+        request_context: String,
+        /// The lease's context.
+        lease_context: String,
+    },
+    /// A live provider already holds the context.
+    #[error("provider {name:?} already holds a live lease in context {context:?} (until {expires}); it is kept")]
+    DuplicateProvider {
+        /// The context.
+        context: String,
+        /// The live provider's name.
+        name: String,
+        /// When the live lease expires unless it heartbeats (RFC 3339).
+        expires: String,
+    },
+    /// The lease is not the live one of its context.
+    #[error("lease is not live ({0}); register a new one with `dshq provider register`")]
+    LeaseExpired(String),
+    /// No request is pending in the context (`claim --next`).
+    #[error("no pending request in context {0:?}")]
+    NothingPending(String),
+    /// A wait ran past its timeout.
+    #[error("no outcome for request {id:?} within {waited}")]
+    WaitTimeout {
+        /// The request id.
+        id: String,
+        /// The timeout, humanly.
+        waited: String,
+    },
+    /// The awaited request ended without an answer; its outcome document was printed.
+    #[error("{0}")]
+    Ended(UserQuestionError),
+    /// Bad or missing command-line input the parser could not catch.
+    #[error("{0}")]
+    Usage(String),
+    /// SQLite failed.
+    #[error("database error: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// A pragma did not take the value dshq needs (read back after setting it).
+    #[error("database pragma {pragma} is {actual:?}, expected {expected:?}")]
+    Pragma {
+        /// The pragma name.
+        pragma: &'static str,
+        /// What dshq set.
+        expected: String,
+        /// What SQLite reports.
+        actual: String,
+    },
+    /// The database was written by a newer dshq.
+    #[error(
+        "database schema version {found} is newer than this dshq knows ({known}); upgrade dshq"
+    )]
+    SchemaTooNew {
+        /// The version in the database.
+        found: i64,
+        /// The newest version this binary has.
+        known: i64,
+    },
+    /// A file-system operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The stable code of this error.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Question(e) => e.code,
+            Error::NotFound(_) | Error::AgentNotFound { .. } | Error::NothingPending(_) => {
+                Code::NotFound
+            }
+            Error::OwnerNotLive(_) => Code::CallerNotLive,
+            Error::RequestFinal { .. } => Code::RequestFinal,
+            Error::ClaimedElsewhere { .. } => Code::ClaimedElsewhere,
+            Error::WrongContext { .. } => Code::WrongContext,
+            Error::DuplicateProvider { .. } => Code::DuplicateProvider,
+            Error::LeaseExpired(_) => Code::LeaseExpired,
+            Error::WaitTimeout { .. } => Code::WaitTimeout,
+            Error::Usage(_) => Code::Usage,
+            Error::Ended(e) => e.code,
+            Error::Db(_) | Error::Pragma { .. } | Error::SchemaTooNew { .. } => Code::Store,
+            Error::Io { .. } => Code::Io,
+        }
+    }
+
+    /// The error as the dsh error document.
+    pub fn to_user_error(&self) -> UserQuestionError {
+        match self {
+            Error::Question(e) | Error::Ended(e) => e.clone(),
+            other => UserQuestionError::new(other.code(), other.to_string()),
+        }
+    }
+
+    /// Wrap an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A protocol error with `code` and `message`.
+    pub fn question(code: Code, message: impl Into<String>) -> Error {
+        Error::Question(UserQuestionError::new(code, message))
+    }
+}

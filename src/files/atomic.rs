@@ -1,0 +1,51 @@
+//! Durable file writes: write a temp file in the same directory, fsync it, rename it over
+//! the target, fsync the directory. A reader sees the old file or the whole new one, and
+//! after the directory fsync the new one survives a power cut.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Write `bytes` to `dir/name` atomically; fsync the directory when `sync_dir` (batch
+/// writers fsync it once with [`sync_dir`] instead).
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync_dir_after: bool) -> Result<()> {
+    // Names starting with '.' are ignored by every dshq reader, so a temp file is never read.
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let target = dir.join(name);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    if sync_dir_after {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// fsync a directory so renames and creations in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}

@@ -1,0 +1,355 @@
+//! Ingesting `inbox/new/`: question files (`NAME.json`) and abort files (`ID.abort`).
+//!
+//! A batch is read and checked first, then committed in one transaction, and only after
+//! the commit are the files removed (accepted) or moved to `rejected/` (rejected). A crash
+//! at any point leaves each file either still in the inbox (read again: an accepted
+//! request is recognised as the same content and accepted once, a rejection is recorded
+//! once) or already handled. Files in `inbox/tmp/` and names starting with `.` are never
+//! read.
+
+use std::fs;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::atomic::{sync_dir, write_atomic};
+use super::safe_read::{read_limited, ReadError};
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::protocol::check::{is_valid_id, parse_request};
+use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::Request;
+use crate::root::Root;
+use crate::store::{self, requests};
+
+/// What one ingest batch did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Ingested {
+    /// Newly accepted requests (ids).
+    pub accepted: Vec<String>,
+    /// Re-deliveries of requests already accepted.
+    pub redelivered: usize,
+    /// Inputs rejected (file name, code).
+    pub rejected: Vec<(String, Code)>,
+    /// Requests aborted by abort files.
+    pub aborted: Vec<String>,
+}
+
+/// The kind of an inbox entry, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `NAME.json`: a request; the stem is the fallback id.
+    Request(String),
+    /// `ID.abort`: abort request ID.
+    Abort(String),
+    /// Anything else: rejected as `BAD_REQUEST`.
+    Unknown,
+}
+
+/// Classify an inbox file name; `None` for names that are ignored (starting with `.`).
+pub fn classify(name: &str) -> Option<EntryKind> {
+    if name.starts_with('.') {
+        return None;
+    }
+    Some(if let Some(stem) = name.strip_suffix(".json") {
+        EntryKind::Request(stem.to_string())
+    } else if let Some(stem) = name.strip_suffix(".abort") {
+        EntryKind::Abort(stem.to_string())
+    } else {
+        EntryKind::Unknown
+    })
+}
+
+/// The names in a directory that are not ignored, sorted (oldest-looking first is not
+/// knowable cheaply; sorted keeps batches deterministic).
+pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            if !name.starts_with('.') {
+                names.push(name.to_string());
+            }
+        } else {
+            // Not UTF-8: cannot be an id; move it aside under a readable name.
+            let lossy = entry.file_name().to_string_lossy().replace('\u{fffd}', "_");
+            let _ = fs::rename(entry.path(), dir.join(format!("{lossy}.badname")));
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+enum Input {
+    Request {
+        name: String,
+        stem: String,
+        request: Request,
+        raw: String,
+    },
+    Abort {
+        name: String,
+        id: String,
+        reason: Option<String>,
+    },
+    Reject {
+        name: String,
+        id: Option<String>,
+        context: Option<String>,
+        raw: String,
+        error: UserQuestionError,
+    },
+}
+
+/// Read one inbox file into an [`Input`]; `None` when it vanished or cannot be read now.
+fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
+    let kind = classify(name)?;
+    let path = dir.join(name);
+    let stem_id = match &kind {
+        EntryKind::Request(s) => Some(s.clone()),
+        EntryKind::Abort(_) | EntryKind::Unknown => None,
+    };
+    let reject = |error: UserQuestionError, raw: String| Input::Reject {
+        name: name.to_string(),
+        id: stem_id.clone(),
+        context: None,
+        raw,
+        error,
+    };
+    let bytes = match read_limited(&path, max_bytes) {
+        Ok(b) => b,
+        Err(ReadError::Gone) => return None,
+        Err(e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. })) => {
+            return Some(reject(
+                UserQuestionError::new(Code::BadRequest, format!("{name}: {e}")),
+                String::new(),
+            ))
+        }
+        Err(ReadError::Io(e)) => {
+            tracing::warn!(file = name, error = %e, "cannot read inbox file; will retry");
+            return None;
+        }
+    };
+    let raw = String::from_utf8_lossy(&bytes).into_owned();
+    match kind {
+        EntryKind::Unknown => Some(reject(
+            UserQuestionError::new(
+                Code::BadRequest,
+                format!("{name}: unknown file kind; drop NAME.json to ask or ID.abort to abort"),
+            ),
+            raw,
+        )),
+        EntryKind::Abort(id) => {
+            if !is_valid_id(&id) {
+                return Some(reject(
+                    UserQuestionError::new(
+                        Code::BadRequest,
+                        format!("{name}: {id:?} is not a valid request id"),
+                    ),
+                    raw,
+                ));
+            }
+            let reason = raw.trim();
+            Some(Input::Abort {
+                name: name.to_string(),
+                id,
+                reason: (!reason.is_empty()).then(|| reason.chars().take(1000).collect()),
+            })
+        }
+        EntryKind::Request(stem) => match parse_request(&bytes) {
+            Ok(request) => Some(Input::Request {
+                name: name.to_string(),
+                stem,
+                request,
+                raw,
+            }),
+            Err(error) => {
+                // Salvage the id and context for the audit and the outbox, if readable.
+                let v: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+                let field = |k: &str| {
+                    v.as_ref()
+                        .and_then(|v| v.get(k))
+                        .and_then(|x| x.as_str())
+                        .map(str::to_string)
+                };
+                Some(Input::Reject {
+                    name: name.to_string(),
+                    id: field("id").or(Some(stem)),
+                    context: field("context"),
+                    raw,
+                    error,
+                })
+            }
+        },
+    }
+}
+
+/// Ingest the named files of `inbox/new/` as one transaction at `now`.
+pub fn ingest(
+    root: &Root,
+    conn: &mut Connection,
+    names: &[String],
+    max_bytes: u64,
+    now: Millis,
+) -> Result<Ingested> {
+    let dir = root.inbox_new();
+    let inputs: Vec<Input> = names
+        .iter()
+        .filter_map(|n| read_input(&dir, n, max_bytes))
+        .collect();
+    if inputs.is_empty() {
+        return Ok(Ingested::default());
+    }
+    // (file name, error to write beside it) for after the commit; None = remove.
+    let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
+    let mut out = Ingested::default();
+    store::write(conn, now, |tx| {
+        for input in &inputs {
+            match input {
+                Input::Request {
+                    name,
+                    stem,
+                    request,
+                    raw,
+                } => {
+                    let source = format!("inbox:{name}");
+                    match requests::accept(tx, request.clone(), Some(stem), &source, now) {
+                        Ok(a) => {
+                            if a.new {
+                                tracing::info!(id = %a.id, context = %a.context, file = %name, "request accepted");
+                                out.accepted.push(a.id);
+                            } else {
+                                tracing::info!(id = %a.id, file = %name, "re-delivery of an accepted request");
+                                out.redelivered += 1;
+                            }
+                            after.push((name.clone(), None));
+                        }
+                        Err(Error::Question(e)) => {
+                            let id = request.id.clone().unwrap_or_else(|| stem.clone());
+                            let rej = requests::Rejection {
+                                id: Some(&id),
+                                context: request.context.as_deref(),
+                                body: raw,
+                                source: &source,
+                            };
+                            requests::record_rejection(tx, &rej, &e, now)?;
+                            after.push((name.clone(), Some(e)));
+                        }
+                        Err(other) => return Err(other),
+                    }
+                }
+                Input::Abort { name, id, reason } => {
+                    let source = format!("inbox:{name}");
+                    match requests::abort(tx, id, reason.as_deref(), "asker", now) {
+                        Ok(_) => {
+                            tracing::info!(id = %id, "request aborted by abort file");
+                            out.aborted.push(id.clone());
+                            after.push((name.clone(), None));
+                        }
+                        Err(Error::RequestFinal { .. }) => {
+                            tracing::info!(id = %id, "abort file for a final request; nothing to do");
+                            after.push((name.clone(), None));
+                        }
+                        Err(Error::NotFound(_)) => {
+                            let e = UserQuestionError::new(
+                                Code::NotFound,
+                                format!("{name}: no request {id:?} to abort"),
+                            );
+                            let rej = requests::Rejection {
+                                id: None,
+                                context: None,
+                                body: &format!("abort {id}"),
+                                source: &source,
+                            };
+                            requests::record_rejection(tx, &rej, &e, now)?;
+                            after.push((name.clone(), Some(e)));
+                        }
+                        Err(other) => return Err(other),
+                    }
+                }
+                Input::Reject {
+                    name,
+                    id,
+                    context,
+                    raw,
+                    error,
+                } => {
+                    let source = format!("inbox:{name}");
+                    let rej = requests::Rejection {
+                        id: id.as_deref(),
+                        context: context.as_deref(),
+                        body: raw,
+                        source: &source,
+                    };
+                    requests::record_rejection(tx, &rej, error, now)?;
+                    after.push((name.clone(), Some(error.clone())));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    // Committed: now the files may go.
+    let mut moved_any = false;
+    for (name, error) in after {
+        let path = dir.join(&name);
+        match error {
+            None => {
+                if let Err(e) = fs::remove_file(&path) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(file = %name, error = %e, "cannot remove ingested file");
+                    }
+                }
+            }
+            Some(e) => {
+                tracing::warn!(file = %name, code = %e.code, message = %e.message, "input rejected");
+                move_rejected(&dir, &root.rejected(), &name, &e, now)?;
+                out.rejected.push((name, e.code));
+                moved_any = true;
+            }
+        }
+    }
+    if moved_any {
+        sync_dir(&root.rejected())?;
+    }
+    Ok(out)
+}
+
+/// Move `src_dir/name` into `rejected_dir` (never overwriting an earlier rejection) and
+/// write the error beside it as `STEM.error.json`.
+pub fn move_rejected(
+    src_dir: &Path,
+    rejected_dir: &Path,
+    name: &str,
+    error: &UserQuestionError,
+    now: Millis,
+) -> Result<()> {
+    let base = name.strip_suffix(".json").unwrap_or(name);
+    let mut target = name.to_string();
+    let mut stem = base.to_string();
+    let mut n = 0;
+    while fs::symlink_metadata(rejected_dir.join(&target)).is_ok()
+        || fs::symlink_metadata(rejected_dir.join(format!("{stem}.error.json"))).is_ok()
+    {
+        n += 1;
+        stem = format!("{base}.{now}-{n}");
+        target = if name.ends_with(".json") {
+            format!("{stem}.json")
+        } else {
+            stem.clone()
+        };
+    }
+    let src = src_dir.join(name);
+    match fs::rename(&src, rejected_dir.join(&target)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(&src, e)),
+    }
+    let mut doc = serde_json::to_string_pretty(error).expect("errors serialize");
+    doc.push('\n');
+    write_atomic(
+        rejected_dir,
+        &format!("{stem}.error.json"),
+        doc.as_bytes(),
+        false,
+    )
+}

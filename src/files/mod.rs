@@ -1,0 +1,12 @@
+//! The directory API: the language-agnostic way to ask and answer (spec §8).
+//!
+//! - [`atomic`]: durable writes (temp file, fsync, rename, fsync the directory).
+//! - [`inbox`]: reading a dropped file safely and ingesting batches of them.
+//! - [`answers`]: answer and cancel files from providers.
+//! - [`outbox`]: writing outcome documents, and catching up after a restart.
+
+pub mod answers;
+pub mod atomic;
+pub mod inbox;
+pub mod outbox;
+pub mod safe_read;

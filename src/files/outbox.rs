@@ -1,0 +1,47 @@
+//! Writing outcome documents to `outbox/ID.json`.
+//!
+//! A final request is committed with `outbox_pending = 1`; [`flush`] writes each pending
+//! outcome atomically, fsyncs the directory once per batch, and only then clears the flag.
+//! A crash anywhere in between leaves the flag set, so the outcome is written again after
+//! a restart (the same document, so writing it twice is harmless). Both the daemon and the
+//! CLI commands that finish a request call it, which is why a CLI answer reaches the outbox
+//! at once while the daemon runs.
+
+use rusqlite::Connection;
+
+use super::atomic::{sync_dir, write_atomic};
+use crate::error::Result;
+use crate::root::Root;
+use crate::store::{self, requests};
+
+/// How many outcomes one batch writes before committing the flags.
+pub const BATCH: i64 = 512;
+
+/// Write every pending outcome; returns how many were written.
+pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
+    let dir = root.outbox();
+    let mut total = 0;
+    loop {
+        let pending = requests::outbox_pending(conn, BATCH)?;
+        if pending.is_empty() {
+            return Ok(total);
+        }
+        let mut done = Vec::with_capacity(pending.len());
+        for (seq, outcome) in &pending {
+            write_atomic(
+                &dir,
+                &format!("{}.json", outcome.id()),
+                outcome.to_file_json().as_bytes(),
+                false,
+            )?;
+            tracing::info!(id = outcome.id(), "outcome written");
+            done.push(*seq);
+        }
+        sync_dir(&dir)?;
+        store::write_no_sweep(conn, |tx| requests::mark_outbox_written(tx, &done))?;
+        total += done.len();
+        if (pending.len() as i64) < BATCH {
+            return Ok(total);
+        }
+    }
+}

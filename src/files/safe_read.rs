@@ -1,0 +1,94 @@
+//! Reading a file someone else dropped, safely.
+//!
+//! The file is opened with `O_NOFOLLOW | O_NONBLOCK` (a symlink fails to open; a FIFO
+//! does not block), checked with `fstat` to be a regular file no larger than the limit,
+//! and read with a bound, so a symlink is never followed and a huge file is never read
+//! whole.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Why a dropped file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not a regular file (symlink, FIFO, directory, socket, device).
+    #[error("{0} is not a regular file; only regular files are read")]
+    NotRegular(&'static str),
+    /// Larger than the limit.
+    #[error("the file is {size} bytes, over the {limit}-byte limit")]
+    TooLarge {
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Gone before it could be read (another process took it).
+    #[error("the file disappeared")]
+    Gone,
+    /// Any other I/O error.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The kind of a non-regular file, for messages.
+pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
+    if ft.is_symlink() {
+        "a symlink"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+/// Read at most `limit` bytes of the regular file at `path`.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Gone),
+        Err(e) => return Err(e.into()),
+    };
+    if !meta.file_type().is_file() {
+        return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
+    }
+    let f: File = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Gone),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::NotRegular("a symlink"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // The path may have been swapped between lstat and open: trust only the open file.
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
+    }
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            limit,
+        });
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(ReadError::TooLarge {
+            size: buf.len() as u64,
+            limit,
+        });
+    }
+    Ok(buf)
+}

@@ -1,0 +1,38 @@
+//! The `dshq` binary: parse the command line, set up logging, run, and map errors to
+//! their stable codes and exit statuses.
+
+use std::io::IsTerminal;
+
+use dshq::output::{print_json, ErrorDoc};
+use dshq::Error;
+
+fn main() {
+    dshq::root::restrict_umask();
+    let (cli, answer_matches) = dshq::cli::parse();
+    // The daemon logs a line per request by default; other commands only warnings.
+    let default_level = match cli.command {
+        dshq::cli::Command::Daemon(_) => "info",
+        _ => "warn",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .init();
+    let json = cli.json;
+    let result = dshq::cli::run(cli, answer_matches.as_ref());
+    if let Err(e) = result {
+        let ue = e.to_user_error();
+        match (&e, json) {
+            // The outcome document was printed already; stdout carries only that.
+            (Error::Ended(_), true) => {}
+            (Error::Ended(_), false) => eprintln!("error: {}: {}", ue.code, ue.message),
+            (_, true) => print_json(&ErrorDoc { error: &ue }),
+            (_, false) => eprintln!("error: {}: {}", ue.code, ue.message),
+        }
+        std::process::exit(ue.code.exit_status());
+    }
+}

@@ -1,0 +1,391 @@
+//! Output: JSON structs for `--json` (a contract, tested as such) and human text for a
+//! terminal. Command logic builds these values; nothing here touches the database.
+
+use std::io::Write;
+
+use comfy_table::{presets, ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::clock::{human_ms, rfc3339, Millis};
+use crate::protocol::{Decision, Outcome, Question, UserQuestionError};
+use crate::store::requests::{RequestRow, Status};
+
+/// The asking agent as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    /// Agent id.
+    pub id: String,
+    /// Instance.
+    pub instance: String,
+    /// Lineage recorded at acceptance.
+    pub lineage: Option<String>,
+}
+
+/// One line of `dshq list`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestSummary {
+    /// Request id.
+    pub id: Option<String>,
+    /// Context.
+    pub context: String,
+    /// State.
+    pub status: Status,
+    /// Asking agent id.
+    pub agent: Option<String>,
+    /// How many questions.
+    pub questions: usize,
+    /// The first question's text.
+    pub question: Option<String>,
+    /// Whether any question is a plan review.
+    pub plan_review: bool,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// RFC 3339 end.
+    pub finished_at: Option<String>,
+    /// Provider holding the claim, or that answered/cancelled.
+    pub provider: Option<String>,
+    /// Error code of a request that ended without an answer.
+    pub error_code: Option<String>,
+    /// The decision of a plan review.
+    pub decision: Option<Decision>,
+}
+
+impl RequestSummary {
+    /// Build from a row.
+    pub fn from_row(r: &RequestRow) -> RequestSummary {
+        let req = r.request();
+        let questions = req.as_ref().map(|q| q.questions.as_slice()).unwrap_or(&[]);
+        RequestSummary {
+            id: r.id.clone(),
+            context: r.context.clone(),
+            status: r.status,
+            agent: r.agent_id.clone(),
+            questions: questions.len(),
+            question: questions.first().map(|q| q.question.clone()),
+            plan_review: questions.iter().any(|q| q.plan_review_approve().is_some()),
+            created_at: rfc3339(r.created_ms),
+            finished_at: r.finished_ms.map(rfc3339),
+            provider: r.provider.clone().or_else(|| r.claimed_by.clone()),
+            error_code: r.error_code.clone(),
+            decision: r.decision,
+        }
+    }
+}
+
+/// One question with its answer, for `dshq show`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionView {
+    /// The question as asked.
+    #[serde(flatten)]
+    pub question: Question,
+    /// Selected labels, once answered.
+    pub selected: Option<Vec<String>>,
+    /// Custom text, once answered.
+    pub custom: Option<String>,
+    /// Plan-review decision, once answered.
+    pub decision: Option<Decision>,
+}
+
+/// `dshq show ID`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestView {
+    /// Request id.
+    pub id: Option<String>,
+    /// Context.
+    pub context: String,
+    /// State.
+    pub status: Status,
+    /// The asking agent.
+    pub agent: Option<AgentView>,
+    /// Where it came from (`cli`, `inbox:FILE`).
+    pub source: String,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// RFC 3339 deadline.
+    pub deadline: Option<String>,
+    /// Provider holding the claim.
+    pub claimed_by: Option<String>,
+    /// RFC 3339 claim time.
+    pub claimed_at: Option<String>,
+    /// RFC 3339 end.
+    pub finished_at: Option<String>,
+    /// Whether a provider was required at acceptance.
+    pub require_provider: bool,
+    /// The questions with their answers.
+    pub questions: Vec<QuestionView>,
+    /// `meta`, untouched.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The outcome document, once final.
+    pub outcome: Option<Outcome>,
+    /// For a rejection: the raw input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
+
+impl RequestView {
+    /// Build from a row.
+    pub fn from_row(r: &RequestRow) -> RequestView {
+        let req = r.request();
+        let answer = r.parsed_answer();
+        let questions = req
+            .as_ref()
+            .map(|req| {
+                req.questions
+                    .iter()
+                    .map(|q| {
+                        let item = answer
+                            .as_ref()
+                            .and_then(|a| a.answers.iter().find(|i| i.id == q.id));
+                        QuestionView {
+                            question: q.clone(),
+                            selected: item.map(|i| i.selected.clone()),
+                            custom: item.and_then(|i| i.custom.clone()),
+                            decision: item.and_then(|i| crate::protocol::answer::decision(q, i)),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        RequestView {
+            id: r.id.clone(),
+            context: r.context.clone(),
+            status: r.status,
+            agent: r.agent_id.clone().map(|id| AgentView {
+                id,
+                instance: r.agent_instance.clone().unwrap_or_default(),
+                lineage: r.agent_lineage.clone(),
+            }),
+            source: r.source.clone(),
+            created_at: rfc3339(r.created_ms),
+            deadline: r.deadline_ms.map(rfc3339),
+            claimed_by: r.claimed_by.clone().filter(|_| r.status == Status::Claimed),
+            claimed_at: r.claimed_ms.map(rfc3339),
+            finished_at: r.finished_ms.map(rfc3339),
+            require_provider: req.as_ref().is_some_and(|q| q.requires_provider()),
+            questions,
+            meta: req.and_then(|q| q.meta),
+            outcome: r.outcome(),
+            raw: (r.status == Status::Rejected).then(|| r.body.clone()),
+        }
+    }
+}
+
+/// Print `value` as one JSON document on stdout.
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}
+
+/// Print `value` as JSON when `json`, else the human text.
+pub fn emit<T: Serialize + ?Sized>(json: bool, value: &T, human: impl FnOnce() -> String) {
+    if json {
+        print_json(value);
+    } else {
+        let text = human();
+        if !text.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{text}");
+            if !text.ends_with('\n') {
+                let _ = writeln!(out);
+            }
+        }
+    }
+}
+
+/// The `--json` error document: `{"error": {name, code, message}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDoc<'a> {
+    /// The error.
+    pub error: &'a UserQuestionError,
+}
+
+/// A plain table (no borders) for a terminal.
+pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().copied());
+    for r in rows {
+        t.add_row(r);
+    }
+    let mut s = t.to_string();
+    // comfy-table pads the first column with a space; trim each line's trailing spaces.
+    s = s
+        .lines()
+        .map(|l| l.trim_end().strip_prefix(' ').unwrap_or(l.trim_end()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    s
+}
+
+/// Shorten `s` to `n` characters with an ellipsis.
+pub fn ellipsize(s: &str, n: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= n {
+        one_line
+    } else {
+        let mut t: String = one_line.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// `3m ago` style age of a time.
+pub fn age(ms: Millis, now: Millis) -> String {
+    format!("{} ago", human_ms(((now - ms) / 1000) * 1000))
+}
+
+/// Human text of a list.
+pub fn list_text(rows: &[RequestSummary]) -> String {
+    if rows.is_empty() {
+        return "no requests\n".into();
+    }
+    table(
+        &[
+            "ID", "CONTEXT", "STATUS", "CREATED", "AGENT", "PROVIDER", "QUESTION",
+        ],
+        rows.iter()
+            .map(|r| {
+                let status = match (&r.error_code, &r.decision) {
+                    (Some(c), _) if r.status != Status::Answered => {
+                        format!("{} ({c})", r.status.as_str())
+                    }
+                    (_, Some(d)) => format!("{} ({})", r.status.as_str(), d.as_str()),
+                    _ => r.status.as_str().to_string(),
+                };
+                let mut q = r.question.clone().unwrap_or_default();
+                if r.questions > 1 {
+                    q = format!("{q} (+{})", r.questions - 1);
+                }
+                vec![
+                    r.id.clone().unwrap_or_else(|| "-".into()),
+                    r.context.clone(),
+                    status,
+                    r.created_at.clone(),
+                    r.agent.clone().unwrap_or_else(|| "-".into()),
+                    r.provider.clone().unwrap_or_else(|| "-".into()),
+                    ellipsize(&q, 50),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// Human text of one request.
+pub fn show_text(v: &RequestView) -> String {
+    let mut s = String::new();
+    let id = v.id.as_deref().unwrap_or("-");
+    s.push_str(&format!("request  {id}\n"));
+    s.push_str(&format!("status   {}\n", v.status.as_str()));
+    s.push_str(&format!("context  {}\n", v.context));
+    if let Some(a) = &v.agent {
+        s.push_str(&format!("agent    {} (instance {})", a.id, a.instance));
+        if let Some(l) = &a.lineage {
+            s.push_str(&format!(", lineage {l}"));
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!("source   {}\n", v.source));
+    s.push_str(&format!("created  {}\n", v.created_at));
+    if let Some(d) = &v.deadline {
+        s.push_str(&format!("deadline {d}\n"));
+    }
+    if let Some(c) = &v.claimed_by {
+        s.push_str(&format!("claimed  by {c}\n"));
+    }
+    if let Some(f) = &v.finished_at {
+        s.push_str(&format!("finished {f}\n"));
+    }
+    for (i, q) in v.questions.iter().enumerate() {
+        s.push('\n');
+        let q0 = &q.question;
+        if let Some(h) = &q0.header {
+            s.push_str(&format!("[{h}] "));
+        }
+        s.push_str(&format!(
+            "{}. {} (id {}{}{})\n",
+            i + 1,
+            q0.question,
+            q0.id,
+            if q0.is_multi() { ", multi-select" } else { "" },
+            if q0.plan_review_approve().is_some() {
+                ", plan-review"
+            } else {
+                ""
+            }
+        ));
+        if let Some(d) = &q0.detail {
+            for line in d.lines() {
+                s.push_str(&format!("   | {line}\n"));
+            }
+        }
+        for o in q0.options() {
+            let mark = match &q.selected {
+                Some(sel) if sel.contains(&o.label) => "[x]",
+                Some(_) => "[ ]",
+                None => " - ",
+            };
+            let approve = if q0.plan_review_approve() == Some(o.label.as_str()) {
+                " (approves)"
+            } else {
+                ""
+            };
+            match &o.description {
+                Some(desc) => s.push_str(&format!("   {mark} {}{approve}: {desc}\n", o.label)),
+                None => s.push_str(&format!("   {mark} {}{approve}\n", o.label)),
+            }
+        }
+        if let Some(c) = &q.custom {
+            s.push_str(&format!("   custom: {c}\n"));
+        }
+        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() {
+            s.push_str("   (skipped)\n");
+        }
+        if let Some(d) = q.decision {
+            s.push_str(&format!("   decision: {}\n", d.as_str()));
+        }
+    }
+    if let Some(Outcome::Error(e)) = &v.outcome {
+        s.push_str(&format!(
+            "\nerror    {}: {}\n",
+            e.error.code, e.error.message
+        ));
+    }
+    if let Some(raw) = &v.raw {
+        s.push_str(&format!("\ninput    {}\n", ellipsize(raw, 200)));
+    }
+    s
+}
+
+/// Human text of an outcome.
+pub fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Answered(a) => {
+            let mut s = format!("{} answered", a.id);
+            if let Some(p) = &a.provider {
+                s.push_str(&format!(" by {p}"));
+            }
+            if let Some(d) = a.decision {
+                s.push_str(&format!(" ({})", d.as_str()));
+            }
+            s.push('\n');
+            for item in &a.answer.answers {
+                let mut parts = item.selected.clone();
+                if let Some(c) = &item.custom {
+                    parts.push(format!("custom: {c}"));
+                }
+                if parts.is_empty() {
+                    parts.push("(skipped)".into());
+                }
+                s.push_str(&format!("  {}: {}\n", item.id, parts.join(", ")));
+            }
+            s
+        }
+        Outcome::Error(e) => format!("{} {}: {}\n", e.id, e.error.code, e.error.message),
+    }
+}

@@ -1,0 +1,279 @@
+//! The ask checks, in the spec's order (§3), each failing with its stable code.
+//!
+//! The checks are pure: what they need from the outside world (the time, whether an agent is
+//! a live root, whether a provider is live) is passed in through [`AskEnv`], so the order
+//! and the messages can be tested without a database. The store calls them inside the
+//! accepting transaction so the answer they give is the one that is committed.
+
+use std::collections::HashSet;
+
+use jiff::Timestamp;
+
+use super::error::{err, Code, UserQuestionError};
+use super::types::{AgentRef, Request, PLAN_REVIEW};
+
+/// The default maximum size of a request file or request body (1 MiB).
+pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 1024 * 1024;
+
+/// Whether `s` is a valid id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
+///
+/// Ids become file names (`outbox/ID.json`), so nothing else is accepted: no `/`, no
+/// leading dot, no spaces, nothing longer than 128 bytes.
+pub fn is_valid_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 128
+        && b[0].is_ascii_alphanumeric()
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// Check an id and say which id it was when it is bad.
+pub fn check_id(what: &str, s: &str) -> Result<(), UserQuestionError> {
+    if is_valid_id(s) {
+        Ok(())
+    } else {
+        Err(err(
+            Code::BadRequest,
+            format!(
+                "{what} {s:?} is not a valid id: use 1 to 128 characters from A-Z a-z 0-9 . _ -, \
+                 starting with a letter or digit"
+            ),
+        ))
+    }
+}
+
+/// Parse request JSON, mapping every serde failure (not JSON, wrong type, missing or
+/// unknown field) to `BAD_REQUEST` with serde's message, which names the field.
+pub fn parse_request(bytes: &[u8]) -> Result<Request, UserQuestionError> {
+    serde_json::from_slice::<Request>(bytes)
+        .map_err(|e| err(Code::BadRequest, format!("invalid request: {e}")))
+}
+
+/// A request that passed the structural check (order 0), with its id, context and
+/// absolute deadline resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalized {
+    /// The request, with `id` filled in.
+    pub request: Request,
+    /// The request id.
+    pub id: String,
+    /// The context.
+    pub context: String,
+    /// The absolute deadline, from `deadline` or acceptance time + `timeout`.
+    pub deadline: Option<Timestamp>,
+}
+
+/// Order 0: everything `BAD_REQUEST` covers that serde cannot see: ids, duplicates, empty
+/// labels, the deadline and timeout syntax. `fallback_id` is the file name when the JSON
+/// has no `id`; `now` resolves a relative `timeout`.
+pub fn check_structure(
+    mut request: Request,
+    fallback_id: Option<&str>,
+    now: Timestamp,
+) -> Result<Normalized, UserQuestionError> {
+    let id = match (&request.id, fallback_id) {
+        (Some(id), _) => id.clone(),
+        (None, Some(f)) => f.to_string(),
+        (None, None) => {
+            return Err(err(
+                Code::BadRequest,
+                "the request has no `id`; give one in the JSON (or name the file after it)",
+            ))
+        }
+    };
+    check_id("request id", &id)?;
+    request.id = Some(id.clone());
+    let context = request.context().to_string();
+    check_id("context", &context)?;
+    if let Some(agent) = &request.agent {
+        check_id("agent id", &agent.id)?;
+        check_id("agent instance", &agent.instance)?;
+    }
+    let mut seen = HashSet::new();
+    for q in &request.questions {
+        check_id("question id", &q.id)?;
+        if !seen.insert(q.id.as_str()) {
+            return Err(err(
+                Code::BadRequest,
+                format!(
+                    "duplicate question id {:?}: question ids must be unique within a request",
+                    q.id
+                ),
+            ));
+        }
+        let mut labels = HashSet::new();
+        for o in q.options() {
+            if o.label.is_empty() {
+                return Err(err(
+                    Code::BadRequest,
+                    format!("question {:?} has an option with an empty label", q.id),
+                ));
+            }
+            if !labels.insert(o.label.as_str()) {
+                return Err(err(
+                    Code::BadRequest,
+                    format!("question {:?} has the option label {:?} twice: labels are the returned values and must be unique", q.id, o.label),
+                ));
+            }
+        }
+    }
+    let deadline = match (&request.deadline, &request.timeout) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                Code::BadRequest,
+                "give either `deadline` or `timeout`, not both",
+            ))
+        }
+        (Some(d), None) => Some(d.parse::<Timestamp>().map_err(|e| {
+            err(
+                Code::BadRequest,
+                format!("`deadline` {d:?} is not an RFC 3339 time: {e}"),
+            )
+        })?),
+        (None, Some(t)) => {
+            let dur = humantime::parse_duration(t).map_err(|e| {
+                err(
+                    Code::BadRequest,
+                    format!("`timeout` {t:?} is not a duration such as \"30m\": {e}"),
+                )
+            })?;
+            let span = jiff::SignedDuration::try_from(dur)
+                .map_err(|_| err(Code::BadRequest, format!("`timeout` {t:?} is too long")))?;
+            Some(
+                now.checked_add(span)
+                    .map_err(|_| err(Code::BadRequest, format!("`timeout` {t:?} is too long")))?,
+            )
+        }
+        (None, None) => None,
+    };
+    Ok(Normalized {
+        request,
+        id,
+        context,
+        deadline,
+    })
+}
+
+/// What the registry says of an asking agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallerStatus {
+    /// The exact live instance of a root agent: it may ask.
+    LiveRoot,
+    /// The exact live instance, but owned by the live agent `owner`.
+    Delegated {
+        /// The owning agent's id.
+        owner: String,
+    },
+    /// Not a live instance; `why` says what the registry found.
+    NotLive {
+        /// Unknown id, exited, expired, or a stale instance.
+        why: String,
+    },
+}
+
+/// What the checks need to know about the world at acceptance time.
+pub trait AskEnv {
+    /// The registry's view of `agent`.
+    fn caller(&self, agent: &AgentRef) -> CallerStatus;
+    /// Whether a provider lease is live in `context`.
+    fn provider_live(&self, context: &str) -> bool;
+}
+
+/// Orders 1 to 5 on a structurally valid request.
+pub fn check_ask(
+    n: &Normalized,
+    now: Timestamp,
+    env: &dyn AskEnv,
+) -> Result<(), UserQuestionError> {
+    // 1: already aborted.
+    if let Some(deadline) = n.deadline {
+        if now > deadline {
+            return Err(err(
+                Code::AskAborted,
+                format!("request {:?} was aborted before it was accepted: its deadline {deadline} has passed", n.id),
+            ));
+        }
+    }
+    // 2: nothing to ask.
+    if n.request.questions.is_empty() {
+        return Err(err(
+            Code::EmptyQuestions,
+            format!(
+                "request {:?} has no questions: `questions` must hold at least one",
+                n.id
+            ),
+        ));
+    }
+    // 3: the caller must be a live runtime root.
+    if let Some(agent) = &n.request.agent {
+        match env.caller(agent) {
+            CallerStatus::LiveRoot => {}
+            CallerStatus::NotLive { why } => {
+                return Err(err(
+                    Code::CallerNotLive,
+                    format!(
+                        "agent {:?} instance {:?} is not a live registry entry ({why}); \
+                         enter the registry with `dshq agent enter --id {}` and ask with the instance it returns",
+                        agent.id, agent.instance, agent.id
+                    ),
+                ))
+            }
+            CallerStatus::Delegated { owner } => {
+                return Err(err(
+                    Code::DelegatedCaller,
+                    format!(
+                        "agent {:?} is owned by agent {owner:?} and has no human answerer; \
+                         put the unresolved question in its final result for {owner:?} to ask",
+                        agent.id
+                    ),
+                ))
+            }
+        }
+    }
+    // 4: intents must name their own option and carry the plan.
+    for q in &n.request.questions {
+        if let Some(intent) = &q.intent {
+            if intent.kind != PLAN_REVIEW {
+                return Err(err(
+                    Code::BadIntent,
+                    format!(
+                        "question {:?} has intent kind {:?}; the only kind is \"{PLAN_REVIEW}\"",
+                        q.id, intent.kind
+                    ),
+                ));
+            }
+            if !q.has_label(&intent.approve) {
+                return Err(err(
+                    Code::BadIntent,
+                    format!(
+                        "question {:?}: the plan-review intent approves {:?}, which is none of this question's option labels",
+                        q.id, intent.approve
+                    ),
+                ));
+            }
+            if q.detail.is_none() {
+                return Err(err(
+                    Code::BadIntent,
+                    format!(
+                        "question {:?} has a plan-review intent but no `detail`: put the plan in `detail`",
+                        q.id
+                    ),
+                ));
+            }
+        }
+    }
+    // 5: a provider must be live when the asker requires one.
+    if n.request.requires_provider() && !env.provider_live(&n.context) {
+        return Err(err(
+            Code::NoProvider,
+            format!(
+                "no provider is live in context {:?} and the request sets `requireProvider`; \
+                 drop `requireProvider` to queue it until a reviewer registers",
+                n.context
+            ),
+        ));
+    }
+    Ok(())
+}

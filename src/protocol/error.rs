@@ -1,0 +1,195 @@
+//! `UserQuestionError` and the stable error codes.
+//!
+//! Codes are the API for programs: they never change meaning once released. Messages are
+//! for people and may improve. The first group is dsh's vocabulary (spec §3, §4, §6); the
+//! second group is what a durable, multi-process queue adds (a request that does not
+//! exist, one that is already final, a wait that timed out, the store failing).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Every stable error code dshq reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Code {
+    /// Malformed input: not JSON, wrong type, unknown/missing field, bad id, duplicates, size.
+    BadRequest,
+    /// The request was aborted by the asker, or its deadline passed.
+    AskAborted,
+    /// The request has no questions.
+    EmptyQuestions,
+    /// The asking agent is not a live registry instance.
+    CallerNotLive,
+    /// The asking agent is live but owned by another agent (it has no human answerer).
+    DelegatedCaller,
+    /// An intent that names no option of its question, or that has no `detail`.
+    BadIntent,
+    /// `requireProvider` was set and no provider lease is live in the context.
+    NoProvider,
+    /// A request id that exists already with different content.
+    DuplicateId,
+    /// An answer that breaks one of the answer rules (spec §4).
+    BadAnswer,
+    /// The human (provider side) cancelled the request.
+    AskCancelled,
+    /// A live provider lease already exists in the context.
+    DuplicateProvider,
+    /// The lease is not the live one of its context (expired, released or unknown).
+    LeaseExpired,
+    /// No request (or agent) with that id.
+    NotFound,
+    /// The request is already in a final state; final states never change.
+    RequestFinal,
+    /// The request is claimed by another lease.
+    ClaimedElsewhere,
+    /// The lease answers for another context than the request's.
+    WrongContext,
+    /// Waiting for an outcome ran past its timeout.
+    WaitTimeout,
+    /// A command that needs an interactive terminal ran without one, or bad flags.
+    Usage,
+    /// The database failed (I/O error, corruption, schema newer than this binary).
+    Store,
+    /// A file-system operation failed.
+    Io,
+}
+
+impl Code {
+    /// The code as it is written on the wire, e.g. `BAD_REQUEST`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::BadRequest => "BAD_REQUEST",
+            Code::AskAborted => "ASK_ABORTED",
+            Code::EmptyQuestions => "EMPTY_QUESTIONS",
+            Code::CallerNotLive => "CALLER_NOT_LIVE",
+            Code::DelegatedCaller => "DELEGATED_CALLER",
+            Code::BadIntent => "BAD_INTENT",
+            Code::NoProvider => "NO_PROVIDER",
+            Code::DuplicateId => "DUPLICATE_ID",
+            Code::BadAnswer => "BAD_ANSWER",
+            Code::AskCancelled => "ASK_CANCELLED",
+            Code::DuplicateProvider => "DUPLICATE_PROVIDER",
+            Code::LeaseExpired => "LEASE_EXPIRED",
+            Code::NotFound => "NOT_FOUND",
+            Code::RequestFinal => "REQUEST_FINAL",
+            Code::ClaimedElsewhere => "CLAIMED_ELSEWHERE",
+            Code::WrongContext => "WRONG_CONTEXT",
+            Code::WaitTimeout => "WAIT_TIMEOUT",
+            Code::Usage => "USAGE",
+            Code::Store => "STORE",
+            Code::Io => "IO",
+        }
+    }
+
+    /// Parse a wire code (`BAD_REQUEST`) back into a [`Code`].
+    pub fn parse(s: &str) -> Option<Code> {
+        ALL_CODES.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    /// The process exit status a command ends with when it fails with this code.
+    ///
+    /// Documented in the README; grouped so scripts can branch on the class of failure.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            Code::Store | Code::Io => 1,
+            Code::Usage => 2,
+            Code::BadRequest
+            | Code::EmptyQuestions
+            | Code::BadIntent
+            | Code::DuplicateId
+            | Code::BadAnswer => 3,
+            Code::NotFound => 4,
+            Code::NoProvider
+            | Code::DuplicateProvider
+            | Code::LeaseExpired
+            | Code::ClaimedElsewhere
+            | Code::WrongContext => 5,
+            Code::RequestFinal => 6,
+            Code::CallerNotLive | Code::DelegatedCaller => 7,
+            Code::AskAborted | Code::AskCancelled => 8,
+            Code::WaitTimeout => 9,
+        }
+    }
+}
+
+/// Every code, in documentation order.
+pub const ALL_CODES: &[Code] = &[
+    Code::BadRequest,
+    Code::AskAborted,
+    Code::EmptyQuestions,
+    Code::CallerNotLive,
+    Code::DelegatedCaller,
+    Code::BadIntent,
+    Code::NoProvider,
+    Code::DuplicateId,
+    Code::BadAnswer,
+    Code::AskCancelled,
+    Code::DuplicateProvider,
+    Code::LeaseExpired,
+    Code::NotFound,
+    Code::RequestFinal,
+    Code::ClaimedElsewhere,
+    Code::WrongContext,
+    Code::WaitTimeout,
+    Code::Usage,
+    Code::Store,
+    Code::Io,
+];
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error document of dsh: `{name: "UserQuestionError", code, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct UserQuestionError {
+    /// Always `"UserQuestionError"`, as in dsh.
+    pub name: String,
+    /// The stable code.
+    pub code: Code,
+    /// A message a person can act on.
+    pub message: String,
+}
+
+impl UserQuestionError {
+    /// A new error with `code` and `message`.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        UserQuestionError {
+            name: "UserQuestionError".to_string(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Shorthand for building an error in the checks.
+pub(crate) fn err(code: Code, message: impl Into<String>) -> UserQuestionError {
+    UserQuestionError::new(code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_through_their_wire_spelling() {
+        for &c in ALL_CODES {
+            assert_eq!(Code::parse(c.as_str()), Some(c));
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.as_str()));
+        }
+    }
+
+    #[test]
+    fn error_document_has_dsh_shape() {
+        let e = UserQuestionError::new(Code::NoProvider, "nobody is answering");
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"name": "UserQuestionError", "code": "NO_PROVIDER", "message": "nobody is answering"})
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! The dsh user-questions vocabulary and its rules. Pure: no I/O, no SQLite, no clap.
+//!
+//! This is where dsh's semantics live: what a request and an answer look like
+//! ([`types`]), which requests may be asked ([`check`]), which answers are valid and what
+//! they decide ([`answer`]), and the stable error codes ([`error`]).
+
+pub mod answer;
+pub mod check;
+pub mod error;
+pub mod types;
+
+pub use error::{Code, UserQuestionError};
+pub use types::*;

@@ -1,0 +1,282 @@
+//! The dsh user-questions vocabulary as serde types (spec §2).
+//!
+//! The JSON is exactly the spec's: camelCase field names, `multi_select` accepted as an alias
+//! of `multiSelect`, and every struct denies unknown fields so a typo (`mutliSelect`) is a
+//! `BAD_REQUEST` naming the field instead of silently changing meaning. `meta` is kept as a
+//! JSON object in its original key order (serde_json's `preserve_order`), and is never read.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::UserQuestionError;
+
+/// Free-form JSON object carried untouched (`meta`).
+pub type Meta = serde_json::Map<String, serde_json::Value>;
+
+/// One choice of a question. The label is both what the human sees and the returned value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QuestionOption {
+    /// Shown to the human AND returned in `selected`; non-empty, unique within its question.
+    pub label: String,
+    /// Optional supporting text shown next to the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The only intent kind defined today.
+pub const PLAN_REVIEW: &str = "plan-review";
+
+/// A presentation intent: it changes how a question is shown and the recorded decision,
+/// never the answer format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Intent {
+    /// The intent kind; only `"plan-review"` is accepted today.
+    pub kind: String,
+    /// The label of the option that approves (by name, never by position).
+    pub approve: String,
+}
+
+/// One question of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Question {
+    /// Stable id chosen by the asker and echoed back in the answer.
+    pub id: String,
+    /// The question text.
+    pub question: String,
+    /// Supporting text shown with the question (for plan-review: the plan); never an option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// A short group title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// The choices; absent means free text only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<QuestionOption>>,
+    /// Several labels may be selected (default false). `multi_select` is dsh's model-facing
+    /// spelling and is accepted as an alias.
+    #[serde(
+        default,
+        alias = "multi_select",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub multi_select: Option<bool>,
+    /// A presentation intent such as plan-review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
+}
+
+impl Question {
+    /// Whether several labels may be selected.
+    pub fn is_multi(&self) -> bool {
+        self.multi_select.unwrap_or(false)
+    }
+
+    /// The options, or an empty slice for a free-text question.
+    pub fn options(&self) -> &[QuestionOption] {
+        self.options.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether `label` names one of this question's options.
+    pub fn has_label(&self, label: &str) -> bool {
+        self.options().iter().any(|o| o.label == label)
+    }
+
+    /// The approve label when this is a plan-review question.
+    pub fn plan_review_approve(&self) -> Option<&str> {
+        self.intent
+            .as_ref()
+            .filter(|i| i.kind == PLAN_REVIEW)
+            .map(|i| i.approve.as_str())
+    }
+}
+
+/// The asking agent: an exact live instance of the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentRef {
+    /// The agent id.
+    pub id: String,
+    /// The instance returned by `agent enter`.
+    pub instance: String,
+}
+
+/// A request: one or more questions asked together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Request {
+    /// The request id; from a file without `id`, the file name is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The provider context (default `"default"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The asking agent, or none for the agentless path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRef>,
+    /// The questions, asked and answered as one batch.
+    pub questions: Vec<Question>,
+    /// An absolute deadline (RFC 3339); past it the request is aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// A relative deadline from acceptance (`"30m"`, humantime syntax).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Fail with `NO_PROVIDER` instead of queueing when no provider is live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_provider: Option<bool>,
+    /// Free-form object stored and returned untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// The default provider context.
+pub const DEFAULT_CONTEXT: &str = "default";
+
+impl Request {
+    /// The context, defaulted.
+    pub fn context(&self) -> &str {
+        self.context.as_deref().unwrap_or(DEFAULT_CONTEXT)
+    }
+
+    /// Whether a live provider is required at acceptance.
+    pub fn requires_provider(&self) -> bool {
+        self.require_provider.unwrap_or(false)
+    }
+
+    /// Canonical JSON of the request as stored.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a Request always serializes")
+    }
+}
+
+/// The answer to one question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerItem {
+    /// The question id.
+    pub id: String,
+    /// Selected labels; empty for a skip or a custom-only answer.
+    pub selected: Vec<String>,
+    /// Free text ("Other"): overrides in single-select, supplements in multi-select.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<String>,
+}
+
+impl AnswerItem {
+    /// A skip: nothing selected and no custom text.
+    pub fn is_skip(&self) -> bool {
+        self.selected.is_empty() && self.custom.is_none()
+    }
+}
+
+/// A provider's answer to a whole request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Answer {
+    /// One item per question of the request.
+    pub answers: Vec<AnswerItem>,
+}
+
+impl Answer {
+    /// Canonical JSON of the answer as stored.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an Answer always serializes")
+    }
+}
+
+/// The recorded outcome of a plan-review question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// `selected == [intent.approve]`.
+    Approved,
+    /// Anything else; `custom` is the reviewer's feedback.
+    Declined,
+}
+
+impl Decision {
+    /// `approved` / `declined`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Declined => "declined",
+        }
+    }
+
+    /// Parse `approved` / `declined`.
+    pub fn parse(s: &str) -> Option<Decision> {
+        match s {
+            "approved" => Some(Decision::Approved),
+            "declined" => Some(Decision::Declined),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome document written to `outbox/ID.json` once a request is final.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Outcome {
+    /// The request was answered.
+    Answered(AnsweredOutcome),
+    /// The request ended without an answer (cancelled, aborted, rejected).
+    Error(ErrorOutcome),
+}
+
+/// `{"id", "status": "answered", "answer", "decision", "provider", "createdAt", "finishedAt"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnsweredOutcome {
+    /// The request id.
+    pub id: String,
+    /// Always `"answered"`.
+    pub status: String,
+    /// The provider's answer.
+    pub answer: Answer,
+    /// The plan-review decision when the request has exactly one plan-review question.
+    pub decision: Option<Decision>,
+    /// The name of the provider that answered.
+    pub provider: Option<String>,
+    /// When the request was accepted (RFC 3339).
+    pub created_at: String,
+    /// When it was answered (RFC 3339).
+    pub finished_at: String,
+}
+
+/// `{"id", "status": "error", "error", "createdAt", "finishedAt"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ErrorOutcome {
+    /// The request id.
+    pub id: String,
+    /// Always `"error"`.
+    pub status: String,
+    /// Why it ended (`ASK_CANCELLED`, `ASK_ABORTED`, or the rejection code).
+    pub error: UserQuestionError,
+    /// The provider that cancelled, when it was cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// When the request was accepted or rejected (RFC 3339).
+    pub created_at: String,
+    /// When it ended (RFC 3339).
+    pub finished_at: String,
+}
+
+impl Outcome {
+    /// The request id.
+    pub fn id(&self) -> &str {
+        match self {
+            Outcome::Answered(o) => &o.id,
+            Outcome::Error(o) => &o.id,
+        }
+    }
+
+    /// Pretty JSON with a trailing newline, as written to the outbox.
+    pub fn to_file_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("an Outcome always serializes");
+        s.push('\n');
+        s
+    }
+}

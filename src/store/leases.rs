@@ -1,0 +1,351 @@
+//! Provider leases: one live provider per context, fenced by an unguessable token.
+//!
+//! A token is `LEASE_ID.SECRET` where SECRET is 32 bytes from the OS; only its SHA-256 is
+//! stored and it is compared in constant time. Every operation authenticates the token
+//! and requires the lease to be live at `now` (not ended, `now <= expiresAt`) inside the
+//! same immediate transaction as its write, and heartbeat is a conditional update naming
+//! the lease id and generation: a stale holder matches no row and gets `LEASE_EXPIRED`.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::events::{self, hex, NewEvent};
+use crate::clock::{rfc3339, Millis};
+use crate::error::{Error, Result};
+
+/// A live, authenticated lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// Row id.
+    pub lease_id: i64,
+    /// The context it answers for.
+    pub context: String,
+    /// The provider's name (recorded as who answered).
+    pub name: String,
+    /// 1, 2, 3... per context.
+    pub generation: i64,
+    /// The ttl each heartbeat extends by.
+    pub ttl_ms: Millis,
+    /// When it dies unless it heartbeats.
+    pub expires_ms: Millis,
+}
+
+/// What `register` returns: the token is shown once and never stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registered {
+    /// The unguessable token (`--lease` / `DSHQ_LEASE`).
+    pub lease: String,
+    /// The context.
+    pub context: String,
+    /// The provider's name.
+    pub name: String,
+    /// The lease generation in its context.
+    pub generation: i64,
+    /// RFC 3339 expiry.
+    pub expires_at: String,
+}
+
+/// A lease as `provider status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseInfo {
+    /// Row id.
+    pub lease_id: i64,
+    /// The context.
+    pub context: String,
+    /// The provider's name.
+    pub name: String,
+    /// Generation.
+    pub generation: i64,
+    /// Whether it is live at the time asked.
+    pub live: bool,
+    /// RFC 3339 creation.
+    pub created_at: String,
+    /// RFC 3339 last heartbeat.
+    pub heartbeat_at: String,
+    /// RFC 3339 expiry.
+    pub expires_at: String,
+    /// RFC 3339 end, when ended.
+    pub ended_at: Option<String>,
+    /// `released` or `expired`, when ended.
+    pub end_reason: Option<String>,
+    /// Requests it holds claimed.
+    pub claimed: i64,
+}
+
+fn new_secret() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    getrandom::getrandom(&mut b).expect("the OS random source is available");
+    b
+}
+
+fn split_token(token: &str) -> Option<(i64, &str)> {
+    let (id, secret) = token.trim().split_once('.')?;
+    let id = id.parse::<i64>().ok()?;
+    if secret.len() != 64 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((id, secret))
+}
+
+/// Register a provider in `context`. `DUPLICATE_PROVIDER` when a live lease exists (it is
+/// kept, never replaced).
+pub fn register(
+    tx: &Transaction,
+    context: &str,
+    name: &str,
+    ttl_ms: Millis,
+    now: Millis,
+) -> Result<Registered> {
+    crate::protocol::check::check_id("context", context)?;
+    if name.trim().is_empty() {
+        return Err(Error::Usage("the provider name must not be empty".into()));
+    }
+    if ttl_ms <= 0 {
+        return Err(Error::Usage("the lease ttl must be positive".into()));
+    }
+    // The caller swept at `now`, so any unended lease here is live.
+    let live: Option<(String, Millis)> = tx
+        .query_row(
+            "SELECT name, expires_ms FROM leases WHERE context = ?1 AND ended_ms IS NULL",
+            [context],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((live_name, expires)) = live {
+        return Err(Error::DuplicateProvider {
+            context: context.to_string(),
+            name: live_name,
+            expires: rfc3339(expires),
+        });
+    }
+    let generation: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(generation), 0) + 1 FROM leases WHERE context = ?1",
+        [context],
+        |r| r.get(0),
+    )?;
+    let secret = hex(&new_secret());
+    let digest = Sha256::digest(secret.as_bytes());
+    let expires = now.saturating_add(ttl_ms);
+    tx.execute(
+        "INSERT INTO leases (context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+        params![context, name, generation, digest.as_slice(), ttl_ms, now, expires],
+    )?;
+    let lease_id = tx.last_insert_rowid();
+    events::append(
+        tx,
+        now,
+        NewEvent {
+            kind: "lease-registered",
+            lease_id: Some(lease_id),
+            actor: &format!("provider:{name}"),
+            data: serde_json::json!({"context": context, "generation": generation, "ttlMs": ttl_ms}),
+            ..Default::default()
+        },
+    )?;
+    Ok(Registered {
+        lease: format!("{lease_id}.{secret}"),
+        context: context.to_string(),
+        name: name.to_string(),
+        generation,
+        expires_at: rfc3339(expires),
+    })
+}
+
+struct Row {
+    lease_id: i64,
+    context: String,
+    name: String,
+    generation: i64,
+    digest: Vec<u8>,
+    ttl_ms: Millis,
+    expires_ms: Millis,
+    ended: Option<String>,
+}
+
+fn load(conn: &Connection, token: &str) -> Result<Row> {
+    let (id, secret) = split_token(token)
+        .ok_or_else(|| Error::LeaseExpired("the token is not a dshq lease token".into()))?;
+    let row = conn
+        .query_row(
+            "SELECT lease_id, context, name, generation, secret_sha256, ttl_ms, expires_ms, end_reason
+             FROM leases WHERE lease_id = ?1",
+            [id],
+            |r| {
+                Ok(Row {
+                    lease_id: r.get(0)?,
+                    context: r.get(1)?,
+                    name: r.get(2)?,
+                    generation: r.get(3)?,
+                    digest: r.get(4)?,
+                    ttl_ms: r.get(5)?,
+                    expires_ms: r.get(6)?,
+                    ended: r.get(7)?,
+                })
+            },
+        )
+        .optional()?;
+    let unknown = || Error::LeaseExpired("no such lease".into());
+    let row = row.ok_or_else(unknown)?;
+    let given = Sha256::digest(secret.as_bytes());
+    if !bool::from(given.as_slice().ct_eq(&row.digest)) {
+        return Err(unknown());
+    }
+    Ok(row)
+}
+
+/// Authenticate `token` and require it to be the live lease at `now`.
+pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease> {
+    let row = load(conn, token)?;
+    if let Some(reason) = row.ended {
+        return Err(Error::LeaseExpired(format!("it was {reason}")));
+    }
+    if now > row.expires_ms {
+        return Err(Error::LeaseExpired(format!(
+            "it expired at {}",
+            rfc3339(row.expires_ms)
+        )));
+    }
+    Ok(Lease {
+        lease_id: row.lease_id,
+        context: row.context,
+        name: row.name,
+        generation: row.generation,
+        ttl_ms: row.ttl_ms,
+        expires_ms: row.expires_ms,
+    })
+}
+
+/// Extend the live lease by its ttl; `LEASE_EXPIRED` for anything but the live lease.
+pub fn heartbeat(tx: &Transaction, token: &str, now: Millis) -> Result<Lease> {
+    let mut lease = authenticate(tx, token, now)?;
+    let expires = now.saturating_add(lease.ttl_ms);
+    let n = tx.execute(
+        "UPDATE leases SET heartbeat_ms = ?1, expires_ms = ?2
+         WHERE lease_id = ?3 AND generation = ?4 AND ended_ms IS NULL AND expires_ms >= ?1",
+        params![now, expires, lease.lease_id, lease.generation],
+    )?;
+    if n != 1 {
+        return Err(Error::LeaseExpired("it is no longer live".into()));
+    }
+    lease.expires_ms = expires;
+    Ok(lease)
+}
+
+/// End the lease; its claims go back to `pending`. Releasing an ended lease is not an
+/// error (returns `false`); an unknown or forged token is `LEASE_EXPIRED`.
+pub fn release(tx: &Transaction, token: &str, now: Millis) -> Result<bool> {
+    let row = load(tx, token)?;
+    if row.ended.is_some() {
+        return Ok(false);
+    }
+    end(tx, row.lease_id, &row.name, "released", now)?;
+    Ok(true)
+}
+
+/// End a lease for `reason` and return its claims to `pending`; returns the released ids.
+fn end(
+    tx: &Transaction,
+    lease_id: i64,
+    name: &str,
+    reason: &str,
+    now: Millis,
+) -> Result<Vec<String>> {
+    tx.execute(
+        "UPDATE leases SET ended_ms = ?1, end_reason = ?2 WHERE lease_id = ?3 AND ended_ms IS NULL",
+        params![now, reason, lease_id],
+    )?;
+    let actor = if reason == "expired" {
+        "daemon".to_string()
+    } else {
+        format!("provider:{name}")
+    };
+    events::append(
+        tx,
+        now,
+        NewEvent {
+            kind: if reason == "expired" {
+                "lease-expired"
+            } else {
+                "lease-released"
+            },
+            lease_id: Some(lease_id),
+            actor: &actor,
+            ..Default::default()
+        },
+    )?;
+    super::requests::unclaim_all(tx, lease_id, reason, &actor, now)
+}
+
+/// End every lease whose `expiresAt` has passed at `now`; returns each with the request ids
+/// that went back to `pending`.
+pub fn expire_due(tx: &Transaction, now: Millis) -> Result<Vec<(i64, Vec<String>)>> {
+    let due: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT lease_id, name FROM leases WHERE ended_ms IS NULL AND expires_ms < ?1",
+        )?;
+        let rows = stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut out = Vec::with_capacity(due.len());
+    for (id, name) in due {
+        let released = end(tx, id, &name, "expired", now)?;
+        out.push((id, released));
+    }
+    Ok(out)
+}
+
+/// Whether a provider is live in `context` at `now`.
+pub fn live_in(conn: &Connection, context: &str, now: Millis) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM leases WHERE context = ?1 AND ended_ms IS NULL AND expires_ms >= ?2",
+        )?
+        .exists(params![context, now])?)
+}
+
+fn info_row(r: &rusqlite::Row<'_>, now: Millis) -> rusqlite::Result<LeaseInfo> {
+    let expires: Millis = r.get(7)?;
+    let ended: Option<Millis> = r.get(8)?;
+    Ok(LeaseInfo {
+        lease_id: r.get(0)?,
+        context: r.get(1)?,
+        name: r.get(2)?,
+        generation: r.get(3)?,
+        live: ended.is_none() && now <= expires,
+        created_at: rfc3339(r.get(5)?),
+        heartbeat_at: rfc3339(r.get(6)?),
+        expires_at: rfc3339(expires),
+        ended_at: ended.map(rfc3339),
+        end_reason: r.get(9)?,
+        claimed: r.get(10)?,
+    })
+}
+
+const INFO_SQL: &str = "SELECT l.lease_id, l.context, l.name, l.generation, l.ttl_ms, l.created_ms, l.heartbeat_ms,
+        l.expires_ms, l.ended_ms, l.end_reason,
+        (SELECT COUNT(*) FROM requests r WHERE r.status = 'claimed' AND r.claimed_lease = l.lease_id)
+ FROM leases l";
+
+/// The live (or not-yet-swept) lease of each context, or of one context.
+pub fn status(conn: &Connection, context: Option<&str>, now: Millis) -> Result<Vec<LeaseInfo>> {
+    let mut stmt = conn.prepare(&format!(
+        "{INFO_SQL} WHERE l.ended_ms IS NULL AND (?1 IS NULL OR l.context = ?1) ORDER BY l.context"
+    ))?;
+    let rows = stmt.query_map([context], |r| info_row(r, now))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One lease by token (live or not), for `provider status --lease`.
+pub fn info(conn: &Connection, token: &str, now: Millis) -> Result<LeaseInfo> {
+    let row = load(conn, token)?;
+    Ok(conn.query_row(
+        &format!("{INFO_SQL} WHERE l.lease_id = ?1"),
+        [row.lease_id],
+        |r| info_row(r, now),
+    )?)
+}

@@ -1,0 +1,6 @@
+//! One integration-test binary: the real `dshq` binary on temporary roots.
+//!
+//! Every test spawns the binary (and, where it needs one, the real daemon) and waits on
+//! conditions with deadlines; nothing sleeps for a fixed time.
+
+mod helpers;
