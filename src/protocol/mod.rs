@@ -11,3 +11,6 @@ pub mod types;
 
 pub use error::{Code, UserQuestionError};
 pub use types::*;
+
+#[cfg(test)]
+mod tests;

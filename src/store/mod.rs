@@ -15,6 +15,9 @@ pub mod events;
 pub mod leases;
 pub mod requests;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::Path;
 use std::time::Duration;
 

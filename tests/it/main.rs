@@ -4,3 +4,7 @@
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
 mod helpers;
+mod agents;
+mod cli;
+mod crash;
+mod daemon;
