@@ -91,6 +91,8 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
         notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             let hint = match res {
                 Ok(ev) if ev.need_rescan() => Hint::Rescan,
+                // Our own directory listings open the directory: never a reason to look.
+                Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => return,
                 Ok(ev) => {
                     if ev.paths.iter().any(|p| p.starts_with(&inbox_dir)) {
                         Hint::Inbox
@@ -170,6 +172,7 @@ fn pass(
     do_inbox: bool,
     do_answers: bool,
 ) {
+    tracing::debug!(do_inbox, do_answers, "pass");
     if do_inbox {
         if let Err(e) = drain_inbox(root, conn, config, stop) {
             tracing::error!(error = %e, "inbox pass failed; will retry");

@@ -69,8 +69,10 @@ pub fn wait_for(root: &Root, id: &str, timeout: Option<Duration>) -> Result<Outc
     let started = Instant::now();
     let mut conn = root.open_db()?;
     let (tx, rx) = mpsc::channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        let _ = tx.send(());
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if !matches!(&res, Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_))) {
+            let _ = tx.send(());
+        }
     })
     .map_err(|e| Error::io("file watcher", std::io::Error::other(e)))?;
     watcher
