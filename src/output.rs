@@ -328,7 +328,7 @@ pub fn show_text(v: &RequestView) -> String {
             let mark = match &q.selected {
                 Some(sel) if sel.contains(&o.label) => "[x]",
                 Some(_) => "[ ]",
-                None => " - ",
+                None => "-",
             };
             let approve = if q0.plan_review_approve() == Some(o.label.as_str()) {
                 " (approves)"

@@ -8,12 +8,17 @@ pub mod abort;
 pub mod agent;
 pub mod answer;
 pub mod ask;
+pub mod audit;
 pub mod cancel;
 pub mod claim;
 pub mod daemon;
+pub mod events;
+pub mod export;
+pub mod history;
 pub mod list;
 pub mod provider;
 pub mod show;
+pub mod stats;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -67,6 +72,17 @@ pub enum Command {
     /// The agent registry: who may ask.
     #[command(subcommand)]
     Agent(agent::Command),
+    /// The audit: requests with who asked, who answered, when, and what was decided.
+    History(history::Args),
+    /// The full event trail of one request.
+    Events(events::Args),
+    /// Counts, wait percentiles, approval rate, and what is still waiting.
+    Stats(stats::Args),
+    /// Check the event log's hash chain.
+    #[command(subcommand)]
+    Audit(audit::Command),
+    /// Everything as NDJSON, for archiving elsewhere.
+    Export(export::Args),
 }
 
 /// What every command gets.
@@ -117,6 +133,11 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Cancel(a) => cancel::run(&ctx, a),
         Command::Abort(a) => abort::run(&ctx, a),
         Command::Agent(c) => agent::run(&ctx, c),
+        Command::History(a) => history::run(&ctx, a),
+        Command::Events(a) => events::run(&ctx, a),
+        Command::Stats(a) => stats::run(&ctx, a),
+        Command::Audit(c) => audit::run(&ctx, c),
+        Command::Export(a) => export::run(&ctx, a),
     }
 }
 

@@ -46,6 +46,8 @@ pub enum Code {
     WrongContext,
     /// Waiting for an outcome ran past its timeout.
     WaitTimeout,
+    /// The event log's hash chain does not verify (an event was changed, removed or reordered).
+    AuditBroken,
     /// A command that needs an interactive terminal ran without one, or bad flags.
     Usage,
     /// The database failed (I/O error, corruption, schema newer than this binary).
@@ -75,6 +77,7 @@ impl Code {
             Code::ClaimedElsewhere => "CLAIMED_ELSEWHERE",
             Code::WrongContext => "WRONG_CONTEXT",
             Code::WaitTimeout => "WAIT_TIMEOUT",
+            Code::AuditBroken => "AUDIT_BROKEN",
             Code::Usage => "USAGE",
             Code::Store => "STORE",
             Code::Io => "IO",
@@ -108,6 +111,7 @@ impl Code {
             Code::CallerNotLive | Code::DelegatedCaller => 7,
             Code::AskAborted | Code::AskCancelled => 8,
             Code::WaitTimeout => 9,
+            Code::AuditBroken => 10,
         }
     }
 }
@@ -131,6 +135,7 @@ pub const ALL_CODES: &[Code] = &[
     Code::ClaimedElsewhere,
     Code::WrongContext,
     Code::WaitTimeout,
+    Code::AuditBroken,
     Code::Usage,
     Code::Store,
     Code::Io,

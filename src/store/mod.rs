@@ -12,6 +12,7 @@
 
 pub mod agents;
 pub mod events;
+pub mod history;
 pub mod leases;
 pub mod requests;
 

@@ -1,0 +1,234 @@
+//! `dshq history`: the audit of who asked what, who answered, when, and what was decided.
+
+use std::io::IsTerminal;
+
+use super::Ctx;
+use crate::clock::{human_ms, now_ms, Millis};
+use crate::error::{Error, Result};
+use crate::output::{ellipsize, print_json, table};
+use crate::protocol::Decision;
+use crate::store::history::{self, HistoryFilter, HistoryRow};
+use crate::store::requests::Status;
+
+/// Output formats of `history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns (the default on a terminal).
+    Table,
+    /// One JSON array.
+    Json,
+    /// One JSON object per line (the default when piped).
+    Ndjson,
+    /// RFC 4180 CSV with a header; `questions` holds JSON.
+    Csv,
+}
+
+/// Arguments of `dshq history`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only requests from this agent id.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only this context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Only requests answered or cancelled by this provider.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Only this status: pending, claimed, answered, cancelled, aborted, rejected.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only this error code (e.g. ASK_CANCELLED, BAD_INTENT).
+    #[arg(long)]
+    pub code: Option<String>,
+    /// Only requests with a question of this intent (plan-review).
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// Only requests with a plan-review question approved or declined.
+    #[arg(long)]
+    pub decision: Option<String>,
+    /// Created at or after: a duration back from now (7d, 2h) or an RFC 3339 time.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Created before: a duration back from now or an RFC 3339 time.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only requests with a question whose text contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub grep: Option<String>,
+    /// At most this many rows, newest first (0: no limit).
+    #[arg(long, default_value_t = 1000)]
+    pub limit: i64,
+    /// Output format (default: table on a terminal, ndjson otherwise; json with --json).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+}
+
+/// Parse `7d` (that long before `now`) or an RFC 3339 time into milliseconds.
+pub fn parse_time(flag: &str, s: &str, now: Millis) -> Result<Millis> {
+    if let Ok(d) = humantime::parse_duration(s) {
+        return Ok(now - crate::clock::duration_ms(d));
+    }
+    s.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .map_err(|_| {
+            Error::Usage(format!(
+                "--{flag} {s:?}: give a duration such as 7d or an RFC 3339 time"
+            ))
+        })
+}
+
+/// Build the filter from the flags.
+pub fn filter(a: &Args, now: Millis) -> Result<HistoryFilter> {
+    let status = match a.status.as_deref() {
+        None => None,
+        Some(s) => {
+            Some(Status::parse(s).ok_or_else(|| Error::Usage(format!("unknown status {s:?}")))?)
+        }
+    };
+    let decision =
+        match a.decision.as_deref() {
+            None => None,
+            Some(d) => Some(Decision::parse(d).ok_or_else(|| {
+                Error::Usage(format!("--decision {d:?}: use approved or declined"))
+            })?),
+        };
+    Ok(HistoryFilter {
+        agent: a.agent.clone(),
+        context: a.context.clone(),
+        provider: a.provider.clone(),
+        status,
+        code: a.code.clone(),
+        intent: a.intent.clone(),
+        decision,
+        since: a
+            .since
+            .as_deref()
+            .map(|s| parse_time("since", s, now))
+            .transpose()?,
+        until: a
+            .until
+            .as_deref()
+            .map(|s| parse_time("until", s, now))
+            .transpose()?,
+        grep: a.grep.clone(),
+        limit: (a.limit > 0).then_some(a.limit),
+    })
+}
+
+/// Render rows as CSV (RFC 4180 quoting of commas, quotes and newlines).
+pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let io = |e: csv::Error| Error::io("csv", std::io::Error::other(e));
+    w.write_record([
+        "id",
+        "context",
+        "agent",
+        "lineage",
+        "createdAt",
+        "finishedAt",
+        "waitMs",
+        "status",
+        "code",
+        "decision",
+        "provider",
+        "questions",
+    ])
+    .map_err(io)?;
+    for r in rows {
+        w.write_record([
+            r.id.clone().unwrap_or_default(),
+            r.context.clone(),
+            r.agent.clone().unwrap_or_default(),
+            r.lineage.clone().unwrap_or_default(),
+            r.created_at.clone(),
+            r.finished_at.clone().unwrap_or_default(),
+            r.wait_ms.to_string(),
+            r.status.as_str().to_string(),
+            r.code.clone().unwrap_or_default(),
+            r.decision
+                .map(|d| d.as_str().to_string())
+                .unwrap_or_default(),
+            r.provider.clone().unwrap_or_default(),
+            serde_json::to_string(&r.questions).expect("questions serialize"),
+        ])
+        .map_err(io)?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| Error::io("csv", std::io::Error::other(e.to_string())))?;
+    Ok(String::from_utf8(bytes).expect("csv of UTF-8 strings is UTF-8"))
+}
+
+fn table_text(rows: &[HistoryRow]) -> String {
+    if rows.is_empty() {
+        return "no matching requests\n".into();
+    }
+    table(
+        &[
+            "ID", "CONTEXT", "AGENT", "CREATED", "WAIT", "STATUS", "DECISION", "PROVIDER",
+            "QUESTION",
+        ],
+        rows.iter()
+            .map(|r| {
+                let status = match &r.code {
+                    Some(c) => format!("{} ({c})", r.status.as_str()),
+                    None => r.status.as_str().to_string(),
+                };
+                let agent = match (&r.agent, &r.lineage) {
+                    (Some(a), Some(l)) => format!("{a} ({l})"),
+                    (Some(a), None) => a.clone(),
+                    _ => "-".into(),
+                };
+                vec![
+                    r.id.clone().unwrap_or_else(|| "-".into()),
+                    r.context.clone(),
+                    agent,
+                    r.created_at.clone(),
+                    human_ms(r.wait_ms),
+                    status,
+                    r.decision
+                        .map(|d| d.as_str().to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    r.provider.clone().unwrap_or_else(|| "-".into()),
+                    ellipsize(
+                        r.questions
+                            .first()
+                            .map(|q| q.question.as_str())
+                            .unwrap_or(""),
+                        40,
+                    ),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    let now = now_ms();
+    let f = filter(&a, now)?;
+    let conn = ctx.db()?;
+    let rows = history::history(&conn, &f, now)?;
+    let format = a.format.unwrap_or(if ctx.json {
+        Format::Json
+    } else if std::io::stdout().is_terminal() {
+        Format::Table
+    } else {
+        Format::Ndjson
+    });
+    match format {
+        Format::Json => print_json(&rows),
+        Format::Ndjson => {
+            let mut s = String::new();
+            for r in &rows {
+                s.push_str(&serde_json::to_string(r).expect("rows serialize"));
+                s.push('\n');
+            }
+            print!("{s}");
+        }
+        Format::Csv => print!("{}", to_csv(&rows)?),
+        Format::Table => println!("{}", table_text(&rows)),
+    }
+    Ok(())
+}

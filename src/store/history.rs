@@ -1,0 +1,366 @@
+//! The audit queries: the request history with filters, and the figures of `stats`.
+//!
+//! Filters become one SQL statement with bound parameters over indexed columns
+//! (`requests_agent`, `requests_created`, `requests_status`), newest first with a limit,
+//! so a filtered page stays fast on a large store. Questions and answers of the page are
+//! read per row by primary key.
+
+use rusqlite::{params_from_iter, types::Value as SqlValue, Connection};
+use serde::Serialize;
+
+use crate::clock::{rfc3339, Millis};
+use crate::error::Result;
+use crate::protocol::Decision;
+use crate::store::requests::Status;
+
+/// Filters of `dshq history` (all optional; combined with AND).
+#[derive(Debug, Clone, Default)]
+pub struct HistoryFilter {
+    /// Asking agent id.
+    pub agent: Option<String>,
+    /// Context.
+    pub context: Option<String>,
+    /// Provider that answered or cancelled.
+    pub provider: Option<String>,
+    /// Status.
+    pub status: Option<Status>,
+    /// Error code.
+    pub code: Option<String>,
+    /// Intent kind some question carries (`plan-review`).
+    pub intent: Option<String>,
+    /// Decision some plan-review question received.
+    pub decision: Option<Decision>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+    /// Substring of some question's text (case-insensitive for ASCII).
+    pub grep: Option<String>,
+    /// At most this many rows (newest first).
+    pub limit: Option<i64>,
+}
+
+/// One question of a history row, with its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryQuestion {
+    /// Question id.
+    pub id: String,
+    /// Question text.
+    pub question: String,
+    /// Intent kind, if any.
+    pub intent: Option<String>,
+    /// Selected labels, once answered.
+    pub selected: Option<Vec<String>>,
+    /// Custom text, once answered.
+    pub custom: Option<String>,
+    /// Plan-review decision, once answered.
+    pub decision: Option<Decision>,
+}
+
+/// One row of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRow {
+    /// Request id.
+    pub id: Option<String>,
+    /// Context.
+    pub context: String,
+    /// Asking agent id.
+    pub agent: Option<String>,
+    /// Its lineage at acceptance.
+    pub lineage: Option<String>,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// RFC 3339 end.
+    pub finished_at: Option<String>,
+    /// Milliseconds from acceptance to end (or to now for open requests).
+    pub wait_ms: Millis,
+    /// State.
+    pub status: Status,
+    /// Error code.
+    pub code: Option<String>,
+    /// Request-level decision.
+    pub decision: Option<Decision>,
+    /// Provider that answered or cancelled.
+    pub provider: Option<String>,
+    /// The questions with their answers.
+    pub questions: Vec<HistoryQuestion>,
+}
+
+fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('%');
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// The history, newest first.
+pub fn history(conn: &Connection, f: &HistoryFilter, now: Millis) -> Result<Vec<HistoryRow>> {
+    let mut sql = String::from(
+        "SELECT r.seq, r.id, r.context, r.agent_id, r.agent_lineage, r.created_ms, r.finished_ms, r.status,
+                r.error_code, r.decision, r.provider
+         FROM requests r WHERE 1 = 1",
+    );
+    let mut args: Vec<SqlValue> = Vec::new();
+    let mut push = |sql: &mut String, clause: &str, v: SqlValue| {
+        sql.push_str(clause);
+        args.push(v);
+    };
+    if let Some(a) = &f.agent {
+        push(&mut sql, " AND r.agent_id = ?", a.clone().into());
+    }
+    if let Some(c) = &f.context {
+        push(&mut sql, " AND r.context = ?", c.clone().into());
+    }
+    if let Some(p) = &f.provider {
+        push(&mut sql, " AND r.provider = ?", p.clone().into());
+    }
+    if let Some(s) = f.status {
+        push(&mut sql, " AND r.status = ?", s.as_str().to_string().into());
+    }
+    if let Some(c) = &f.code {
+        push(&mut sql, " AND r.error_code = ?", c.clone().into());
+    }
+    if let Some(i) = &f.intent {
+        push(
+            &mut sql,
+            " AND EXISTS (SELECT 1 FROM questions q WHERE q.request_seq = r.seq AND q.intent_kind = ?)",
+            i.clone().into(),
+        );
+    }
+    if let Some(d) = f.decision {
+        push(
+            &mut sql,
+            " AND EXISTS (SELECT 1 FROM questions q WHERE q.request_seq = r.seq AND q.decision = ?)",
+            d.as_str().to_string().into(),
+        );
+    }
+    if let Some(s) = f.since {
+        push(&mut sql, " AND r.created_ms >= ?", s.into());
+    }
+    if let Some(u) = f.until {
+        push(&mut sql, " AND r.created_ms < ?", u.into());
+    }
+    if let Some(g) = &f.grep {
+        push(
+            &mut sql,
+            " AND EXISTS (SELECT 1 FROM questions q WHERE q.request_seq = r.seq AND q.question LIKE ? ESCAPE '\\')",
+            like_escape(g).into(),
+        );
+    }
+    sql.push_str(" ORDER BY r.created_ms DESC, r.seq DESC LIMIT ?");
+    args.push(f.limit.unwrap_or(-1).into());
+
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+        let status: String = r.get(7)?;
+        let decision: Option<String> = r.get(9)?;
+        let created: Millis = r.get(5)?;
+        let finished: Option<Millis> = r.get(6)?;
+        Ok((
+            r.get::<_, i64>(0)?,
+            HistoryRow {
+                id: r.get(1)?,
+                context: r.get(2)?,
+                agent: r.get(3)?,
+                lineage: r.get(4)?,
+                created_at: rfc3339(created),
+                finished_at: finished.map(rfc3339),
+                wait_ms: finished.unwrap_or(now) - created,
+                status: Status::parse(&status).unwrap_or(Status::Rejected),
+                code: r.get(8)?,
+                decision: decision.as_deref().and_then(Decision::parse),
+                provider: r.get(10)?,
+                questions: Vec::new(),
+            },
+        ))
+    })?;
+    let mut out = Vec::new();
+    let mut q_stmt = conn.prepare_cached(
+        "SELECT qid, question, intent_kind, selected, custom, decision FROM questions WHERE request_seq = ?1 ORDER BY idx",
+    )?;
+    for row in rows {
+        let (seq, mut h) = row?;
+        let qs = q_stmt.query_map([seq], |r| {
+            let selected: Option<String> = r.get(3)?;
+            let decision: Option<String> = r.get(5)?;
+            Ok(HistoryQuestion {
+                id: r.get(0)?,
+                question: r.get(1)?,
+                intent: r.get(2)?,
+                selected: selected.and_then(|s| serde_json::from_str(&s).ok()),
+                custom: r.get(4)?,
+                decision: decision.as_deref().and_then(Decision::parse),
+            })
+        })?;
+        h.questions = qs.collect::<rusqlite::Result<_>>()?;
+        out.push(h);
+    }
+    Ok(out)
+}
+
+/// Wait-time percentiles (nearest rank) of one group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitStats {
+    /// The context or provider.
+    pub key: String,
+    /// Answered requests counted.
+    pub count: usize,
+    /// Median wait in ms.
+    pub p50_ms: Millis,
+    /// 90th percentile.
+    pub p90_ms: Millis,
+    /// 99th percentile.
+    pub p99_ms: Millis,
+}
+
+/// The figures of `dshq stats`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    /// Requests counted (created in the window).
+    pub total: i64,
+    /// Count per status.
+    pub by_status: Vec<(String, i64)>,
+    /// Count per error code.
+    pub by_code: Vec<(String, i64)>,
+    /// Answer wait per context (answered requests).
+    pub wait_by_context: Vec<WaitStats>,
+    /// Answer wait per provider (answered requests).
+    pub wait_by_provider: Vec<WaitStats>,
+    /// Plan-review questions approved.
+    pub approved: i64,
+    /// Plan-review questions declined.
+    pub declined: i64,
+    /// approved / (approved + declined), when any.
+    pub approval_rate: Option<f64>,
+    /// Requests pending or claimed now.
+    pub open: i64,
+    /// The oldest open request.
+    pub oldest_open: Option<OldestOpen>,
+}
+
+/// The oldest request still waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OldestOpen {
+    /// Request id.
+    pub id: String,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// How long it has waited, ms.
+    pub waiting_ms: Millis,
+}
+
+/// Nearest-rank percentile of sorted values: the value at rank ceil(p/100 * n).
+pub fn percentile(sorted: &[Millis], p: u32) -> Millis {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let n = sorted.len();
+    let rank = (p as usize * n).div_ceil(100).max(1);
+    sorted[rank.min(n) - 1]
+}
+
+fn wait_groups(conn: &Connection, column: &str, since: Millis) -> Result<Vec<WaitStats>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {column}, finished_ms - created_ms FROM requests
+         WHERE status = 'answered' AND created_ms >= ?1 AND {column} IS NOT NULL
+         ORDER BY {column}, finished_ms - created_ms"
+    ))?;
+    let mut rows = stmt.query([since])?;
+    let mut out: Vec<WaitStats> = Vec::new();
+    let mut key: Option<String> = None;
+    let mut waits: Vec<Millis> = Vec::new();
+    let flush = |key: &Option<String>, waits: &mut Vec<Millis>, out: &mut Vec<WaitStats>| {
+        if let Some(k) = key {
+            out.push(WaitStats {
+                key: k.clone(),
+                count: waits.len(),
+                p50_ms: percentile(waits, 50),
+                p90_ms: percentile(waits, 90),
+                p99_ms: percentile(waits, 99),
+            });
+        }
+        waits.clear();
+    };
+    while let Some(r) = rows.next()? {
+        let k: String = r.get(0)?;
+        if key.as_deref() != Some(k.as_str()) {
+            flush(&key, &mut waits, &mut out);
+            key = Some(k);
+        }
+        waits.push(r.get(1)?);
+    }
+    flush(&key, &mut waits, &mut out);
+    Ok(out)
+}
+
+/// Compute the stats for requests created at or after `since` (open-request figures are
+/// about now, whatever the window).
+pub fn stats(conn: &Connection, since: Option<Millis>, now: Millis) -> Result<Stats> {
+    let since = since.unwrap_or(i64::MIN);
+    let pairs = |sql: &str| -> Result<Vec<(String, i64)>> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    let by_status = pairs(
+        "SELECT status, COUNT(*) FROM requests WHERE created_ms >= ?1 GROUP BY status ORDER BY status",
+    )?;
+    let by_code = pairs(
+        "SELECT error_code, COUNT(*) FROM requests WHERE created_ms >= ?1 AND error_code IS NOT NULL
+         GROUP BY error_code ORDER BY error_code",
+    )?;
+    let total = by_status.iter().map(|(_, n)| n).sum();
+    let (approved, declined): (i64, i64) = conn.query_row(
+        "SELECT COALESCE(SUM(q.decision = 'approved'), 0), COALESCE(SUM(q.decision = 'declined'), 0)
+         FROM questions q JOIN requests r ON r.seq = q.request_seq
+         WHERE q.decision IS NOT NULL AND r.created_ms >= ?1",
+        [since],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let open: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM requests WHERE status IN ('pending', 'claimed')",
+        [],
+        |r| r.get(0),
+    )?;
+    let oldest_open = conn
+        .query_row(
+            "SELECT id, created_ms FROM requests WHERE status IN ('pending', 'claimed') ORDER BY created_ms, seq LIMIT 1",
+            [],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, Millis>(1)?)),
+        )
+        .map(|(id, c)| {
+            Some(OldestOpen {
+                id,
+                created_at: rfc3339(c),
+                waiting_ms: now - c,
+            })
+        })
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    Ok(Stats {
+        total,
+        by_status,
+        by_code,
+        wait_by_context: wait_groups(conn, "context", since)?,
+        wait_by_provider: wait_groups(conn, "provider", since)?,
+        approved,
+        declined,
+        approval_rate: (approved + declined > 0)
+            .then(|| approved as f64 / (approved + declined) as f64),
+        open,
+        oldest_open,
+    })
+}
