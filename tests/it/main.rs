@@ -3,8 +3,9 @@
 //! Every test spawns the binary (and, where it needs one, the real daemon) and waits on
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
-mod helpers;
 mod agents;
 mod cli;
 mod crash;
 mod daemon;
+mod helpers;
+mod audit;
