@@ -11,14 +11,17 @@ pub mod ask;
 pub mod audit;
 pub mod cancel;
 pub mod claim;
+pub mod completions;
 pub mod daemon;
 pub mod events;
 pub mod export;
 pub mod history;
 pub mod list;
 pub mod provider;
+pub mod schema;
 pub mod show;
 pub mod stats;
+pub mod validate;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -83,6 +86,14 @@ pub enum Command {
     Audit(audit::Command),
     /// Everything as NDJSON, for archiving elsewhere.
     Export(export::Args),
+    /// Check request files offline with the same code as ingestion.
+    Validate(validate::Args),
+    /// Print the JSON Schema of a request, answer or outcome document.
+    Schema(schema::Args),
+    /// Print a shell completion script.
+    Completions(completions::Args),
+    /// Print the man page.
+    Man,
 }
 
 /// What every command gets.
@@ -117,8 +128,18 @@ pub fn parse() -> (Cli, Option<clap::ArgMatches>) {
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
 /// carry the order of its flags).
 pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
+    let offline = matches!(
+        cli.command,
+        Command::Validate(_) | Command::Schema(_) | Command::Completions(_) | Command::Man
+    );
+    let root = match Root::resolve(cli.root) {
+        Ok(r) => r,
+        // Offline commands never touch the root.
+        Err(_) if offline => Root::new("."),
+        Err(e) => return Err(e),
+    };
     let ctx = Ctx {
-        root: Root::resolve(cli.root)?,
+        root,
         json: cli.json,
     };
     match cli.command {
@@ -138,6 +159,10 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Stats(a) => stats::run(&ctx, a),
         Command::Audit(c) => audit::run(&ctx, c),
         Command::Export(a) => export::run(&ctx, a),
+        Command::Validate(a) => validate::run(&ctx, a),
+        Command::Schema(a) => schema::run(&ctx, a),
+        Command::Completions(a) => completions::run(&ctx, a),
+        Command::Man => completions::man(&ctx),
     }
 }
 

@@ -9,6 +9,7 @@
 use std::fs;
 
 use rusqlite::Connection;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::inbox::{list_dir, move_rejected};
@@ -22,7 +23,7 @@ use crate::root::Root;
 use crate::store::{self, leases, requests};
 
 /// The answer file document.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerFile {
     /// The provider's lease token.

@@ -184,6 +184,68 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
     }
 }
 
+/// An offline check always finds the caller a live root and a provider live: those two
+/// checks need the database and happen at acceptance.
+struct OfflineEnv;
+
+impl crate::protocol::check::AskEnv for OfflineEnv {
+    fn caller(&self, _agent: &crate::protocol::AgentRef) -> crate::protocol::check::CallerStatus {
+        crate::protocol::check::CallerStatus::LiveRoot
+    }
+    fn provider_live(&self, _context: &str) -> bool {
+        true
+    }
+}
+
+/// What an offline validation found valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Valid {
+    /// A request file, with its id.
+    Request(String),
+    /// An abort file for this request id.
+    Abort(String),
+}
+
+/// Check a file offline exactly as ingestion reads and checks it (same safe read, same
+/// parse, same checks in the same order), except the registry (order 3), the provider
+/// (order 5) and duplicate ids, which need the database.
+pub fn validate_file(
+    path: &Path,
+    max_bytes: u64,
+    now: Millis,
+) -> std::result::Result<Valid, UserQuestionError> {
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        UserQuestionError::new(
+            Code::BadRequest,
+            format!("{}: not a file name", path.display()),
+        )
+    })?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if name.starts_with('.') {
+        return Err(UserQuestionError::new(
+            Code::BadRequest,
+            format!("{name}: names starting with '.' are ignored by the daemon"),
+        ));
+    }
+    match read_input(dir, name, max_bytes) {
+        None => Err(UserQuestionError::new(
+            Code::BadRequest,
+            format!("{name}: cannot be read"),
+        )),
+        Some(Input::Reject { error, .. }) => Err(error),
+        Some(Input::Abort { id, .. }) => Ok(Valid::Abort(id)),
+        Some(Input::Request { stem, request, .. }) => {
+            let ts = crate::clock::to_timestamp(now);
+            let n = crate::protocol::check::check_structure(request, Some(&stem), ts)?;
+            crate::protocol::check::check_ask(&n, ts, &OfflineEnv)?;
+            Ok(Valid::Request(n.id))
+        }
+    }
+}
+
 /// Ingest the named files of `inbox/new/` as one transaction at `now`.
 pub fn ingest(
     root: &Root,
@@ -339,17 +401,25 @@ pub fn move_rejected(
         };
     }
     let src = src_dir.join(name);
-    match fs::rename(&src, rejected_dir.join(&target)) {
-        Ok(()) => {}
+    match fs::symlink_metadata(&src) {
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(&src, e)),
     }
+    // The reason first (durably), then the input: a crash in between leaves the input where
+    // it was, to be rejected again (under a fresh name, as this reason file holds the
+    // stem), never an input in `rejected_dir` without its reason.
+    let error_name = format!("{stem}.error.json");
     let mut doc = serde_json::to_string_pretty(error).expect("errors serialize");
     doc.push('\n');
-    write_atomic(
-        rejected_dir,
-        &format!("{stem}.error.json"),
-        doc.as_bytes(),
-        false,
-    )
+    write_atomic(rejected_dir, &error_name, doc.as_bytes(), true)?;
+    match fs::rename(&src, rejected_dir.join(&target)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Taken meanwhile: no input, so no reason either.
+            let _ = fs::remove_file(rejected_dir.join(&error_name));
+            Ok(())
+        }
+        Err(e) => Err(Error::io(&src, e)),
+    }
 }

@@ -5,11 +5,12 @@
 //! second group is what a durable, multi-process queue adds (a request that does not
 //! exist, one that is already final, a wait that timed out, the store failing).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Every stable error code dshq reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Code {
     /// Malformed input: not JSON, wrong type, unknown/missing field, bad id, duplicates, size.
@@ -148,7 +149,7 @@ impl fmt::Display for Code {
 }
 
 /// The error document of dsh: `{name: "UserQuestionError", code, message}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct UserQuestionError {
     /// Always `"UserQuestionError"`, as in dsh.

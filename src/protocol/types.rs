@@ -5,6 +5,7 @@
 //! `BAD_REQUEST` naming the field instead of silently changing meaning. `meta` is kept as a
 //! JSON object in its original key order (serde_json's `preserve_order`), and is never read.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::error::UserQuestionError;
@@ -13,7 +14,7 @@ use super::error::UserQuestionError;
 pub type Meta = serde_json::Map<String, serde_json::Value>;
 
 /// One choice of a question. The label is both what the human sees and the returned value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuestionOption {
     /// Shown to the human AND returned in `selected`; non-empty, unique within its question.
@@ -28,7 +29,7 @@ pub const PLAN_REVIEW: &str = "plan-review";
 
 /// A presentation intent: it changes how a question is shown and the recorded decision,
 /// never the answer format.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Intent {
     /// The intent kind; only `"plan-review"` is accepted today.
@@ -38,10 +39,11 @@ pub struct Intent {
 }
 
 /// One question of a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Question {
     /// Stable id chosen by the asker and echoed back in the answer.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub id: String,
     /// The question text.
     pub question: String,
@@ -93,24 +95,28 @@ impl Question {
 }
 
 /// The asking agent: an exact live instance of the registry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentRef {
     /// The agent id.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub id: String,
     /// The instance returned by `agent enter`.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub instance: String,
 }
 
 /// A request: one or more questions asked together.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Request {
     /// The request id; from a file without `id`, the file name is used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub id: Option<String>,
     /// The provider context (default `"default"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub context: Option<String>,
     /// The asking agent, or none for the agentless path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,7 +158,7 @@ impl Request {
 }
 
 /// The answer to one question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AnswerItem {
     /// The question id.
@@ -172,7 +178,7 @@ impl AnswerItem {
 }
 
 /// A provider's answer to a whole request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Answer {
     /// One item per question of the request.
@@ -187,7 +193,7 @@ impl Answer {
 }
 
 /// The recorded outcome of a plan-review question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// `selected == [intent.approve]`.
@@ -216,7 +222,7 @@ impl Decision {
 }
 
 /// The outcome document written to `outbox/ID.json` once a request is final.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Outcome {
     /// The request was answered.
@@ -226,7 +232,7 @@ pub enum Outcome {
 }
 
 /// `{"id", "status": "answered", "answer", "decision", "provider", "createdAt", "finishedAt"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AnsweredOutcome {
     /// The request id.
@@ -246,7 +252,7 @@ pub struct AnsweredOutcome {
 }
 
 /// `{"id", "status": "error", "error", "createdAt", "finishedAt"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ErrorOutcome {
     /// The request id.

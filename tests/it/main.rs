@@ -9,3 +9,4 @@ mod crash;
 mod daemon;
 mod helpers;
 mod audit;
+mod examples;

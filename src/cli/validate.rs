@@ -1,0 +1,104 @@
+//! `dshq validate FILE...`: check question files offline with the same code as ingestion.
+//!
+//! No daemon and no database: the registry check (`CALLER_NOT_LIVE`, `DELEGATED_CALLER`),
+//! `NO_PROVIDER` and `DUPLICATE_ID` need the database and are left to acceptance.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Ctx;
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::files::inbox::{validate_file, Valid};
+use crate::output::emit;
+use crate::protocol::{Code, UserQuestionError};
+
+/// Arguments of `dshq validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Request files (`NAME.json`) or abort files (`ID.abort`).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Size limit in bytes, as the daemon's `--max-bytes`.
+    #[arg(long, default_value_t = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_bytes: u64,
+}
+
+/// One file's verdict.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// The file as given.
+    pub file: String,
+    /// Whether ingestion would accept it (registry and provider aside).
+    pub ok: bool,
+    /// The request id (or the id an abort file names).
+    pub id: Option<String>,
+    /// `request` or `abort`, when valid.
+    pub kind: Option<&'static str>,
+    /// The error, when invalid.
+    pub error: Option<UserQuestionError>,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    let now = now_ms();
+    let verdicts: Vec<Verdict> = a
+        .files
+        .iter()
+        .map(|f| {
+            let file = f.display().to_string();
+            match validate_file(f, a.max_bytes, now) {
+                Ok(Valid::Request(id)) => Verdict {
+                    file,
+                    ok: true,
+                    id: Some(id),
+                    kind: Some("request"),
+                    error: None,
+                },
+                Ok(Valid::Abort(id)) => Verdict {
+                    file,
+                    ok: true,
+                    id: Some(id),
+                    kind: Some("abort"),
+                    error: None,
+                },
+                Err(e) => Verdict {
+                    file,
+                    ok: false,
+                    id: None,
+                    kind: None,
+                    error: Some(e),
+                },
+            }
+        })
+        .collect();
+    let failed = verdicts.iter().filter(|v| !v.ok).count();
+    emit(ctx.json, &verdicts, || {
+        let mut s = String::new();
+        for v in &verdicts {
+            match &v.error {
+                None => s.push_str(&format!(
+                    "ok      {} ({} {})\n",
+                    v.file,
+                    v.kind.unwrap_or(""),
+                    v.id.as_deref().unwrap_or("")
+                )),
+                Some(e) => s.push_str(&format!("{:<7} {}: {}\n", "FAIL", v.file, e)),
+            }
+        }
+        s
+    });
+    if failed > 0 {
+        // The verdicts are the output; the exit status says some failed.
+        return Err(Error::Ended(UserQuestionError::new(
+            verdicts
+                .iter()
+                .find_map(|v| v.error.as_ref().map(|e| e.code))
+                .unwrap_or(Code::BadRequest),
+            format!("{failed} of {} files would be rejected", verdicts.len()),
+        )));
+    }
+    Ok(())
+}
