@@ -37,8 +37,8 @@ pub struct Args {
     #[arg(long = "custom", value_name = "TEXT")]
     pub custom: Vec<String>,
     /// Skip the question (nothing selected, no custom text).
-    #[arg(long = "skip", action = clap::ArgAction::Count)]
-    pub skip: u8,
+    #[arg(long = "skip", action = clap::ArgAction::Append, num_args = 0, default_missing_value = "true")]
+    pub skip: Vec<bool>,
     /// A whole Answer document (`{"answers": [...]}`) from a file, or `-` for stdin.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["question", "select", "custom", "skip"])]
     pub answers: Option<PathBuf>,
@@ -242,7 +242,7 @@ fn fallback_flags(a: &Args) -> Vec<Flag> {
     let mut v: Vec<Flag> = a.question.iter().cloned().map(Flag::Question).collect();
     v.extend(a.select.iter().cloned().map(Flag::Select));
     v.extend(a.custom.iter().cloned().map(Flag::Custom));
-    v.extend((0..a.skip).map(|_| Flag::Skip));
+    v.extend(a.skip.iter().map(|_| Flag::Skip));
     v
 }
 

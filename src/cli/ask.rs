@@ -86,6 +86,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         }
         Err(other) => return Err(other),
     };
+    if accepted.new {
+        outbox::remove_stale(&ctx.root, &accepted.id);
+    }
     outbox::flush(&ctx.root, &mut conn)?;
     if a.wait {
         drop(conn);

@@ -29,7 +29,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             ))
         })?),
     };
-    let conn = ctx.db()?;
+    let mut conn = ctx.db()?;
+    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
     let rows = requests::list(
         &conn,
         &ListFilter {

@@ -116,13 +116,39 @@ impl Ctx {
 /// parsed command line and the `answer` subcommand's matches.
 pub fn parse() -> (Cli, Option<clap::ArgMatches>) {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
-        Ok(c) => c,
-        Err(e) => e.exit(),
+    let matches = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match matches {
+        Ok(ok) => ok,
+        Err(e) => usage_exit(e),
     };
     let answer_matches = matches.subcommand_matches("answer").cloned();
     (cli, answer_matches)
+}
+
+/// Exit on a command-line parse error: with `--json` anywhere in the arguments, as the
+/// one JSON error document stdout promises (code `USAGE`, exit 2); otherwise as clap
+/// prints it. Help and version requests print normally.
+fn usage_exit(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let informational = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if !informational && std::env::args_os().any(|a| a == "--json") {
+        let message = e.render().to_string();
+        let message = message
+            .trim()
+            .strip_prefix("error: ")
+            .unwrap_or(message.trim());
+        let ue = crate::protocol::UserQuestionError::new(crate::protocol::Code::Usage, message);
+        crate::output::print_json(&crate::output::ErrorDoc { error: &ue });
+        std::process::exit(crate::protocol::Code::Usage.exit_status());
+    }
+    e.exit()
 }
 
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which

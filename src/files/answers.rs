@@ -109,7 +109,7 @@ pub fn process(
             store::write(conn, now, |tx| match &p {
                 Parsed::Answer(id, token, answer) => {
                     let lease = leases::authenticate(tx, token, now)?;
-                    requests::answer(tx, &lease, id, answer, now)?;
+                    requests::answer_replayable(tx, &lease, id, answer, now)?;
                     Ok((id.clone(), true))
                 }
                 Parsed::Cancel(id, token, reason) => {

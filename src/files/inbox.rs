@@ -350,7 +350,10 @@ pub fn ingest(
         }
         Ok(())
     })?;
-    // Committed: now the files may go.
+    // Committed: stale error outcomes of reused ids go first, then the files.
+    for id in &out.accepted {
+        super::outbox::remove_stale(root, id);
+    }
     let mut moved_any = false;
     for (name, error) in after {
         let path = dir.join(&name);

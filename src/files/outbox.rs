@@ -45,3 +45,15 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
         }
     }
 }
+
+/// Remove the outcome file of a request id that was just accepted anew: any file there is
+/// the error outcome of an earlier rejected input with the same id (rejections do not
+/// reserve ids), and must not be mistaken for this request's outcome.
+pub fn remove_stale(root: &Root, id: &str) {
+    let path = root.outcome_file(id);
+    match std::fs::remove_file(&path) {
+        Ok(()) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(id, error = %e, "cannot remove a stale outcome file"),
+    }
+}

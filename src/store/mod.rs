@@ -148,11 +148,29 @@ pub fn write<T>(
     now: Millis,
     f: impl FnOnce(&Transaction) -> Result<T>,
 ) -> Result<T> {
+    // Commit what is due on its own first, so a failing operation (say, a stale lease's
+    // answer) does not roll back the expiry it observed.
+    sweep_if_due(conn, now)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     sweep(&tx, now)?;
     let out = f(&tx)?;
     tx.commit()?;
     Ok(out)
+}
+
+/// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
+/// indexed read otherwise. Read commands call it so what they show is never stale (an
+/// expired lease's claim reads as `pending`).
+pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
+    match requests::next_due(conn)? {
+        Some(due) if due < now => {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let swept = sweep(&tx, now)?;
+            tx.commit()?;
+            Ok(Some(swept))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Run `f` in one `BEGIN IMMEDIATE` transaction without sweeping (bookkeeping writes such

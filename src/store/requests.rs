@@ -536,9 +536,33 @@ pub fn claim_next(tx: &Transaction, lease: &Lease, now: Millis) -> Result<Reques
     claim(tx, lease, &id, now)
 }
 
+/// Like [`answer`], but re-applying the identical answer with the same lease is accepted
+/// once more and changes nothing: an answer file processed again after a crash between
+/// the commit and the file's removal. Returns the outcome and whether it was a replay.
+pub fn answer_replayable(
+    tx: &Transaction,
+    lease: &Lease,
+    id: &str,
+    answer: &Answer,
+    now: Millis,
+) -> Result<(Outcome, bool)> {
+    if let Some(r) = get(tx, id)? {
+        if r.status == Status::Answered
+            && r.claimed_lease == Some(lease.lease_id)
+            && r.answer.as_deref() == Some(answer.to_json().as_str())
+        {
+            return Ok((
+                r.outcome().expect("an answered request has an outcome"),
+                true,
+            ));
+        }
+    }
+    Ok((self::answer(tx, lease, id, answer, now)?, false))
+}
+
 /// Answer a request with the live lease (claiming it implicitly when pending). An answer
-/// that breaks a rule is `BAD_ANSWER` and nothing changes. Re-applying the identical
-/// answer with the same lease (an answer file processed again after a crash) is accepted.
+/// that breaks a rule is `BAD_ANSWER` and nothing changes; a final request is
+/// `REQUEST_FINAL`, so of several racing answers exactly one wins.
 pub fn answer(
     tx: &Transaction,
     lease: &Lease,
@@ -547,14 +571,6 @@ pub fn answer(
     now: Millis,
 ) -> Result<Outcome> {
     let answer_json = answer.to_json();
-    if let Some(r) = get(tx, id)? {
-        if r.status == Status::Answered
-            && r.claimed_lease == Some(lease.lease_id)
-            && r.answer.as_deref() == Some(answer_json.as_str())
-        {
-            return Ok(r.outcome().expect("an answered request has an outcome"));
-        }
-    }
     let r = load_open(tx, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;

@@ -401,3 +401,27 @@ fn idle_daemon_does_not_spin() {
         "idle daemon used {used} ticks of {window}"
     );
 }
+
+#[test]
+fn reusing_a_rejected_id_removes_the_stale_error_outcome() {
+    let env = Env::new();
+    let _d = env.daemon();
+    let mut needs = simple_request("x");
+    needs["requireProvider"] = json!(true);
+    env.drop_file("x.json", &serde_json::to_vec(&needs).unwrap());
+    assert_eq!(env.wait_outcome("x")["error"]["code"], "NO_PROVIDER");
+    let lease = env.register("alice", "default", "10m");
+    env.drop_file("x.json", &serde_json::to_vec(&needs).unwrap());
+    assert!(wait_until(DEADLINE, || env
+        .json(&["show", "x"])
+        .ok()
+        .json()["status"]
+        == "pending"));
+    assert!(
+        env.outcome("x").is_none(),
+        "the earlier rejection's outcome must not stand for the new request"
+    );
+    env.json(&["answer", "x", "--select", "SQLite", "--lease", &lease])
+        .ok();
+    assert_eq!(env.wait_outcome("x")["status"], "answered");
+}
