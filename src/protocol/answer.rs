@@ -11,7 +11,7 @@ use super::types::{Answer, AnswerItem, Decision, Question};
 
 /// Parse an Answer document; serde failures are `BAD_ANSWER` with serde's message.
 pub fn parse_answer(bytes: &[u8]) -> Result<Answer, UserQuestionError> {
-    serde_json::from_slice::<Answer>(bytes)
+    super::check::parse_json::<Answer>(bytes)
         .map_err(|e| err(Code::BadAnswer, format!("invalid answer: {e}")))
 }
 

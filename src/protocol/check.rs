@@ -47,8 +47,28 @@ pub fn check_id(what: &str, s: &str) -> Result<(), UserQuestionError> {
 /// Parse request JSON, mapping every serde failure (not JSON, wrong type, missing or
 /// unknown field) to `BAD_REQUEST` with serde's message, which names the field.
 pub fn parse_request(bytes: &[u8]) -> Result<Request, UserQuestionError> {
-    serde_json::from_slice::<Request>(bytes)
-        .map_err(|e| err(Code::BadRequest, format!("invalid request: {e}")))
+    parse_json::<Request>(bytes).map_err(|e| err(Code::BadRequest, format!("invalid request: {e}")))
+}
+
+/// Deserialize JSON, prefixing serde's message with the path of the offending value
+/// (`questions[0].multiSelect: invalid type: ...`) so wrong types name their field too.
+pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(v) => match de.end() {
+            Ok(()) => Ok(v),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path.is_empty() || path == "." {
+                Err(inner.to_string())
+            } else {
+                Err(format!("{path}: {inner}"))
+            }
+        }
+    }
 }
 
 /// A request that passed the structural check (order 0), with its id, context and

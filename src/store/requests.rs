@@ -172,6 +172,12 @@ impl RequestRow {
     }
 }
 
+/// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
+/// `?4` the generation. A stale holder (ended, expired, or another generation) matches
+/// no row.
+const LEASE_LIVE: &str = "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
+                          AND ended_ms IS NULL AND expires_ms >= ?2)";
+
 const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message";
@@ -503,9 +509,11 @@ pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<R
         return Ok(r);
     }
     let n = tx.execute(
-        "UPDATE requests SET status = 'claimed', claimed_lease = ?1, claimed_ms = ?2
-         WHERE seq = ?3 AND status = 'pending'",
-        params![lease.lease_id, now, r.seq],
+        &format!(
+            "UPDATE requests SET status = 'claimed', claimed_lease = ?1, claimed_ms = ?2
+             WHERE seq = ?3 AND status = 'pending' AND {LEASE_LIVE}"
+        ),
+        params![lease.lease_id, now, r.seq, lease.generation],
     )?;
     if n != 1 {
         return Err(Error::ClaimedElsewhere { id: id.into() });
@@ -578,14 +586,17 @@ pub fn answer(
     let n = tx.execute(
         "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
                 finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, outbox_pending = 1
-         WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)",
+         WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)
+           AND EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?7
+                       AND ended_ms IS NULL AND expires_ms >= ?2)",
         params![
             lease.lease_id,
             now,
             answer_json,
             decision.map(Decision::as_str),
             lease.name,
-            r.seq
+            r.seq,
+            lease.generation
         ],
     )?;
     if n != 1 {
@@ -645,6 +656,17 @@ pub fn cancel(
     now: Millis,
 ) -> Result<Outcome> {
     let r = load_open(tx, lease, id)?;
+    let live = tx
+        .prepare_cached(&format!("SELECT 1 WHERE {LEASE_LIVE}"))?
+        .exists(params![
+            lease.lease_id,
+            now,
+            rusqlite::types::Null,
+            lease.generation
+        ])?;
+    if !live {
+        return Err(Error::LeaseExpired("it is no longer live".into()));
+    }
     let message = match reason {
         Some(reason) => format!("cancelled by provider {:?}: {reason}", lease.name),
         None => format!("cancelled by provider {:?}", lease.name),

@@ -1,1 +1,1726 @@
-//! (tests to come)
+//! Unit tests for the SQLite store: migrations and pragmas, the request lifecycle (spec §5),
+//! the fenced provider lease (§6), expiry by an explicit `now` (never by sleeping), the
+//! append-only event log, and a property test that a valid answer round-trips exactly.
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+use super::events;
+use super::leases::{self, Lease, Registered};
+use super::requests::{self, Accepted, Rejection, RequestRow, Status};
+use super::{agents, migrate, schema_version, sweep, write, write_no_sweep, MIGRATIONS};
+use crate::clock::{rfc3339, Millis};
+use crate::error::{Error, Result};
+use crate::protocol::answer::{check_answer, request_decision};
+use crate::protocol::check::CallerStatus;
+use crate::protocol::{
+    AgentRef, Answer, AnswerItem, Code, Decision, Outcome, Request, UserQuestionError,
+};
+
+// ---------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------
+
+/// 2026-05-28T... : an arbitrary fixed start time in milliseconds.
+const T0: Millis = 1_780_000_000_000;
+/// The lease ttl used throughout.
+const TTL: Millis = 60_000;
+
+fn db() -> Connection {
+    super::open_in_memory().unwrap()
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T>) -> Code {
+    match r {
+        Ok(v) => panic!("expected an error, got Ok({v:?})"),
+        Err(e) => e.code(),
+    }
+}
+
+fn request(v: Value) -> Request {
+    serde_json::from_value(v).unwrap()
+}
+
+/// A one-question request with id `id` in `context`.
+fn simple(id: &str, context: &str) -> Value {
+    json!({
+        "id": id,
+        "context": context,
+        "questions": [{
+            "id": "db",
+            "question": "Which database?",
+            "options": [{"label": "Postgres"}, {"label": "SQLite"}]
+        }]
+    })
+}
+
+/// A batch: one plain single-select question and one plan-review question whose approve
+/// option is not the first one.
+fn batch(id: &str) -> Value {
+    json!({
+        "id": id,
+        "questions": [
+            {"id": "db", "question": "Which database?",
+             "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+            {"id": "plan", "question": "Approve?", "detail": "the plan",
+             "options": [{"label": "Revise"}, {"label": "Approve"}],
+             "intent": {"kind": "plan-review", "approve": "Approve"}}
+        ]
+    })
+}
+
+fn accept(conn: &mut Connection, v: Value, now: Millis) -> Result<Accepted> {
+    write(conn, now, |tx| {
+        requests::accept(tx, request(v), None, "cli", now)
+    })
+}
+
+fn register(conn: &mut Connection, context: &str, name: &str, now: Millis) -> Result<Registered> {
+    write(conn, now, |tx| {
+        leases::register(tx, context, name, TTL, now)
+    })
+}
+
+/// Run `f` with the lease `token` authenticated inside the same write transaction, as every
+/// command and the daemon do.
+fn with_lease<T>(
+    conn: &mut Connection,
+    token: &str,
+    now: Millis,
+    f: impl FnOnce(&rusqlite::Transaction, &Lease) -> Result<T>,
+) -> Result<T> {
+    write(conn, now, |tx| {
+        let lease = leases::authenticate(tx, token, now)?;
+        f(tx, &lease)
+    })
+}
+
+fn claim(conn: &mut Connection, token: &str, id: &str, now: Millis) -> Result<RequestRow> {
+    with_lease(conn, token, now, |tx, l| requests::claim(tx, l, id, now))
+}
+
+fn answer_with(
+    conn: &mut Connection,
+    token: &str,
+    id: &str,
+    a: &Answer,
+    now: Millis,
+) -> Result<Outcome> {
+    with_lease(conn, token, now, |tx, l| {
+        requests::answer(tx, l, id, a, now)
+    })
+}
+
+fn cancel(conn: &mut Connection, token: &str, id: &str, now: Millis) -> Result<Outcome> {
+    with_lease(conn, token, now, |tx, l| {
+        requests::cancel(tx, l, id, Some("out of scope"), now)
+    })
+}
+
+fn abort(conn: &mut Connection, id: &str, now: Millis) -> Result<Outcome> {
+    write(conn, now, |tx| {
+        requests::abort(tx, id, Some("changed my mind"), "asker", now)
+    })
+}
+
+fn item(id: &str, selected: &[&str], custom: Option<&str>) -> AnswerItem {
+    AnswerItem {
+        id: id.into(),
+        selected: selected.iter().map(|s| (*s).into()).collect(),
+        custom: custom.map(Into::into),
+    }
+}
+
+fn ans(items: Vec<AnswerItem>) -> Answer {
+    Answer { answers: items }
+}
+
+fn pick(label: &str) -> Answer {
+    ans(vec![item("db", &[label], None)])
+}
+
+fn get(conn: &Connection, id: &str) -> RequestRow {
+    requests::get(conn, id).unwrap().expect("request exists")
+}
+
+fn event_kinds(conn: &Connection) -> Vec<String> {
+    events::all(conn)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+fn request_event_kinds(conn: &Connection, id: &str) -> Vec<String> {
+    events::for_request(conn, id)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn outbox_pending_flag(conn: &Connection, id: &str) -> i64 {
+    conn.query_row(
+        "SELECT outbox_pending FROM requests WHERE id = ?1 AND status <> 'rejected'",
+        [id],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+fn lease_id(token: &str) -> i64 {
+    token.split_once('.').unwrap().0.parse().unwrap()
+}
+
+fn error_outcome(o: &Outcome) -> &UserQuestionError {
+    match o {
+        Outcome::Error(e) => &e.error,
+        Outcome::Answered(a) => panic!("expected an error outcome, got {a:?}"),
+    }
+}
+
+fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
+    match o {
+        Outcome::Answered(a) => a,
+        Outcome::Error(e) => panic!("expected an answered outcome, got {e:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// migrations and pragmas
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn migration_version_is_recorded() {
+    let conn = db();
+    assert_eq!(schema_version(&conn).unwrap(), 1);
+    let rows: Vec<(i64, String)> = conn
+        .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(rows, vec![(1, "0001_init".to_string())]);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 1);
+}
+
+#[test]
+fn migrating_twice_is_a_no_op() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    assert_eq!(migrate(&conn).unwrap(), 1);
+    assert_eq!(migrate(&conn).unwrap(), 1);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 1);
+    // The data is still there: nothing was re-created.
+    assert_eq!(get(&conn, "r1").status, Status::Pending);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let conn = db();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (2, '0002_future', 0)",
+        [],
+    )
+    .unwrap();
+    let e = migrate(&conn).unwrap_err();
+    assert!(
+        matches!(e, Error::SchemaTooNew { found: 2, known: 1 }),
+        "{e:?}"
+    );
+    assert_eq!(e.code(), Code::Store);
+    assert!(e.to_string().contains("upgrade dshq"), "{e}");
+}
+
+#[test]
+fn file_database_pragmas_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dshq.db");
+    {
+        let mut conn = super::open(&path).unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode.to_ascii_lowercase(), "wal");
+        let sync: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous=FULL");
+        let fk: i64 = conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        let busy: i64 = conn
+            .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(busy, super::BUSY_TIMEOUT.as_millis() as i64);
+        accept(&mut conn, simple("persisted", "default"), T0).unwrap();
+    }
+    // Reopening migrates nothing and keeps the data.
+    let conn = super::open(&path).unwrap();
+    assert_eq!(schema_version(&conn).unwrap(), 1);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 1);
+    assert_eq!(get(&conn, "persisted").status, Status::Pending);
+    // A file from a newer dshq is refused at open.
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (7, 'future', 0)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let e = super::open(&path).unwrap_err();
+    assert!(
+        matches!(e, Error::SchemaTooNew { found: 7, known: 1 }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn foreign_keys_are_enforced() {
+    let conn = db();
+    let e = conn
+        .execute(
+            "INSERT INTO questions (request_seq, idx, qid, question, multi_select, options)
+             VALUES (999, 0, 'q', '?', 0, '[]')",
+            [],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("FOREIGN KEY"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------
+// lifecycle
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn accept_claim_answer() {
+    let mut conn = db();
+    let a = accept(&mut conn, batch("r1"), T0).unwrap();
+    assert_eq!(
+        a,
+        Accepted {
+            id: "r1".into(),
+            context: "default".into(),
+            new: true,
+            status: Status::Pending
+        }
+    );
+    let row = get(&conn, "r1");
+    assert_eq!(row.status, Status::Pending);
+    assert_eq!(row.created_ms, T0);
+    assert_eq!(row.source, "cli");
+    assert_eq!(row.request().unwrap().questions.len(), 2);
+    assert_eq!(outbox_pending_flag(&conn, "r1"), 0);
+
+    let reg = register(&mut conn, "default", "alice", T0 + 1).unwrap();
+    let claimed = claim(&mut conn, &reg.lease, "r1", T0 + 2).unwrap();
+    assert_eq!(claimed.status, Status::Claimed);
+    assert_eq!(claimed.claimed_lease, Some(lease_id(&reg.lease)));
+    assert_eq!(claimed.claimed_by.as_deref(), Some("alice"));
+    assert_eq!(claimed.claimed_ms, Some(T0 + 2));
+    // Claiming again with the same lease is idempotent.
+    assert_eq!(claim(&mut conn, &reg.lease, "r1", T0 + 3).unwrap(), claimed);
+
+    let a = ans(vec![
+        item("plan", &["Approve"], None),
+        item("db", &[], Some("DuckDB")),
+    ]);
+    let out = answer_with(&mut conn, &reg.lease, "r1", &a, T0 + 4).unwrap();
+    let o = answered_outcome(&out);
+    assert_eq!(o.id, "r1");
+    assert_eq!(o.status, "answered");
+    assert_eq!(o.answer, a);
+    assert_eq!(o.decision, Some(Decision::Approved));
+    assert_eq!(o.provider.as_deref(), Some("alice"));
+    assert_eq!(o.created_at, rfc3339(T0));
+    assert_eq!(o.finished_at, rfc3339(T0 + 4));
+
+    let row = get(&conn, "r1");
+    assert_eq!(row.status, Status::Answered);
+    assert_eq!(row.finished_ms, Some(T0 + 4));
+    assert_eq!(row.claimed_ms, Some(T0 + 2), "the claim time is kept");
+    assert_eq!(row.parsed_answer(), Some(a));
+    assert_eq!(row.outcome(), Some(out));
+    assert_eq!(outbox_pending_flag(&conn, "r1"), 1);
+    // Per-question answers and decisions are recorded for the audit.
+    let qs: Vec<(String, String, Option<String>, Option<String>)> = conn
+        .prepare("SELECT qid, selected, custom, decision FROM questions ORDER BY idx")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        qs,
+        vec![
+            ("db".into(), "[]".into(), Some("DuckDB".into()), None),
+            (
+                "plan".into(),
+                "[\"Approve\"]".into(),
+                None,
+                Some("approved".into())
+            ),
+        ]
+    );
+    assert_eq!(
+        request_event_kinds(&conn, "r1"),
+        ["accepted", "claimed", "answered"]
+    );
+}
+
+#[test]
+fn answering_a_pending_request_claims_it_implicitly() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "bob", T0).unwrap();
+    answer_with(&mut conn, &reg.lease, "r1", &pick("SQLite"), T0 + 5).unwrap();
+    let row = get(&conn, "r1");
+    assert_eq!(row.status, Status::Answered);
+    assert_eq!(row.claimed_lease, Some(lease_id(&reg.lease)));
+    assert_eq!(row.claimed_ms, Some(T0 + 5));
+    assert_eq!(row.decision, None);
+    let ev = events::for_request(&conn, "r1").unwrap();
+    assert_eq!(ev.last().unwrap().kind, "answered");
+    assert_eq!(ev.last().unwrap().data["implicitClaim"], json!(true));
+}
+
+#[test]
+fn bad_answer_changes_nothing() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "bob", T0).unwrap();
+    let before = get(&conn, "r1");
+    let events_before = event_kinds(&conn);
+    let e = answer_with(&mut conn, &reg.lease, "r1", &pick("MySQL"), T0 + 1).unwrap_err();
+    assert_eq!(e.code(), Code::BadAnswer);
+    assert!(e.to_string().contains("MySQL"), "{e}");
+    assert_eq!(get(&conn, "r1"), before);
+    assert_eq!(event_kinds(&conn), events_before);
+}
+
+#[test]
+fn final_request_never_changes() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    answer_with(&mut conn, &reg.lease, "r1", &pick("Postgres"), T0 + 1).unwrap();
+    let before = get(&conn, "r1");
+    let n_events = event_kinds(&conn).len();
+
+    let t = T0 + 2;
+    assert_eq!(
+        code(answer_with(&mut conn, &reg.lease, "r1", &pick("SQLite"), t)),
+        Code::RequestFinal
+    );
+    assert_eq!(
+        code(cancel(&mut conn, &reg.lease, "r1", t)),
+        Code::RequestFinal
+    );
+    assert_eq!(code(abort(&mut conn, "r1", t)), Code::RequestFinal);
+    assert_eq!(
+        code(claim(&mut conn, &reg.lease, "r1", t)),
+        Code::RequestFinal
+    );
+    // A new provider cannot change it either.
+    write(&mut conn, t, |tx| leases::release(tx, &reg.lease, t)).unwrap();
+    let reg2 = register(&mut conn, "default", "carol", t).unwrap();
+    assert_eq!(
+        code(answer_with(
+            &mut conn,
+            &reg2.lease,
+            "r1",
+            &pick("SQLite"),
+            t
+        )),
+        Code::RequestFinal
+    );
+    assert_eq!(
+        code(cancel(&mut conn, &reg2.lease, "r1", t)),
+        Code::RequestFinal
+    );
+    // Releasing the lease that answered did not reopen it.
+    assert_eq!(get(&conn, "r1"), before);
+    assert_eq!(
+        request_event_kinds(&conn, "r1").len(),
+        2,
+        "no event for refused changes"
+    );
+    assert_eq!(event_kinds(&conn).len(), n_events + 2, "release + register");
+}
+
+#[test]
+fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let first = answer_with(&mut conn, &reg.lease, "r1", &pick("Postgres"), T0 + 1).unwrap();
+    let before = get(&conn, "r1");
+    // Two identical racing answers: exactly one wins.
+    assert_eq!(
+        code(answer_with(
+            &mut conn,
+            &reg.lease,
+            "r1",
+            &pick("Postgres"),
+            T0 + 2
+        )),
+        Code::RequestFinal
+    );
+    // An answer file processed again after a crash: the same lease, the same answer.
+    let replay = |conn: &mut Connection, token: &str, a: &Answer| {
+        with_lease(conn, token, T0 + 9, |tx, l| {
+            requests::answer_replayable(tx, l, "r1", a, T0 + 9)
+        })
+    };
+    assert_eq!(
+        replay(&mut conn, &reg.lease, &pick("Postgres")).unwrap(),
+        (first, true)
+    );
+    // A different answer is not a replay.
+    assert_eq!(
+        code(replay(&mut conn, &reg.lease, &pick("SQLite"))),
+        Code::RequestFinal
+    );
+    // Another lease replaying the same answer is not a replay either.
+    write(&mut conn, T0 + 9, |tx| {
+        leases::release(tx, &reg.lease, T0 + 9)
+    })
+    .unwrap();
+    let other = register(&mut conn, "default", "bob", T0 + 9).unwrap();
+    assert_eq!(
+        code(replay(&mut conn, &other.lease, &pick("Postgres"))),
+        Code::RequestFinal
+    );
+    assert_eq!(get(&conn, "r1"), before);
+    assert_eq!(request_event_kinds(&conn, "r1"), ["accepted", "answered"]);
+    // On an open request a replayable answer is an ordinary first answer.
+    accept(&mut conn, simple("r2", "default"), T0 + 10).unwrap();
+    let (o, replayed) = with_lease(&mut conn, &other.lease, T0 + 10, |tx, l| {
+        requests::answer_replayable(tx, l, "r2", &pick("SQLite"), T0 + 10)
+    })
+    .unwrap();
+    assert!(!replayed);
+    assert_eq!(answered_outcome(&o).answer, pick("SQLite"));
+}
+
+#[test]
+fn cancelled_and_aborted_are_final_too() {
+    let mut conn = db();
+    accept(&mut conn, simple("c1", "default"), T0).unwrap();
+    accept(&mut conn, simple("a1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    cancel(&mut conn, &reg.lease, "c1", T0 + 1).unwrap();
+    abort(&mut conn, "a1", T0 + 1).unwrap();
+    for id in ["c1", "a1"] {
+        let before = get(&conn, id);
+        assert_eq!(
+            code(answer_with(
+                &mut conn,
+                &reg.lease,
+                id,
+                &pick("SQLite"),
+                T0 + 2
+            )),
+            Code::RequestFinal
+        );
+        assert_eq!(
+            code(cancel(&mut conn, &reg.lease, id, T0 + 2)),
+            Code::RequestFinal
+        );
+        assert_eq!(code(abort(&mut conn, id, T0 + 2)), Code::RequestFinal);
+        assert_eq!(get(&conn, id), before);
+    }
+}
+
+#[test]
+fn abort_needs_no_lease() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    // No provider registered at all.
+    let out = abort(&mut conn, "r1", T0 + 10).unwrap();
+    let e = error_outcome(&out);
+    assert_eq!(e.code, Code::AskAborted);
+    assert!(e.message.contains("changed my mind"), "{}", e.message);
+    let row = get(&conn, "r1");
+    assert_eq!(row.status, Status::Aborted);
+    assert_eq!(row.error_code.as_deref(), Some("ASK_ABORTED"));
+    assert_eq!(row.finished_ms, Some(T0 + 10));
+    assert_eq!(row.provider, None);
+    assert_eq!(outbox_pending_flag(&conn, "r1"), 1);
+    let ev = events::for_request(&conn, "r1").unwrap();
+    assert_eq!(ev.last().unwrap().kind, "aborted");
+    assert_eq!(ev.last().unwrap().actor, "asker");
+
+    // A claimed request can be aborted by the asker too.
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "r2", T0 + 1).unwrap();
+    abort(&mut conn, "r2", T0 + 2).unwrap();
+    assert_eq!(get(&conn, "r2").status, Status::Aborted);
+    // Unknown id.
+    assert_eq!(code(abort(&mut conn, "nope", T0)), Code::NotFound);
+}
+
+#[test]
+fn cancel_with_lease_is_ask_cancelled() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let out = cancel(&mut conn, &reg.lease, "r1", T0 + 3).unwrap();
+    let Outcome::Error(o) = &out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(o.status, "error");
+    assert_eq!(o.error.code, Code::AskCancelled);
+    assert_eq!(o.error.name, "UserQuestionError");
+    assert!(o.error.message.contains("alice"), "{}", o.error.message);
+    assert!(
+        o.error.message.contains("out of scope"),
+        "{}",
+        o.error.message
+    );
+    assert_eq!(o.provider.as_deref(), Some("alice"));
+    assert_eq!(o.finished_at, rfc3339(T0 + 3));
+    let row = get(&conn, "r1");
+    assert_eq!(row.status, Status::Cancelled);
+    assert_eq!(row.outcome(), Some(out));
+    // A claimed request can be cancelled by its lease.
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    claim(&mut conn, &reg.lease, "r2", T0 + 1).unwrap();
+    cancel(&mut conn, &reg.lease, "r2", T0 + 2).unwrap();
+    assert_eq!(get(&conn, "r2").status, Status::Cancelled);
+}
+
+#[test]
+fn unknown_request_is_not_found() {
+    let mut conn = db();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    assert_eq!(
+        code(claim(&mut conn, &reg.lease, "ghost", T0)),
+        Code::NotFound
+    );
+    assert_eq!(
+        code(answer_with(&mut conn, &reg.lease, "ghost", &pick("x"), T0)),
+        Code::NotFound
+    );
+    assert_eq!(
+        code(cancel(&mut conn, &reg.lease, "ghost", T0)),
+        Code::NotFound
+    );
+    assert!(requests::get(&conn, "ghost").unwrap().is_none());
+}
+
+#[test]
+fn idempotent_redelivery_is_accepted_once() {
+    let mut conn = db();
+    let mut v = simple("r1", "default");
+    v["timeout"] = json!("30m");
+    v["meta"] = json!({"z": 1, "a": 2});
+    assert!(accept(&mut conn, v.clone(), T0).unwrap().new);
+    let again = accept(&mut conn, v.clone(), T0 + 1_000).unwrap();
+    assert_eq!(
+        again,
+        Accepted {
+            id: "r1".into(),
+            context: "default".into(),
+            new: false,
+            status: Status::Pending
+        }
+    );
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 1);
+    assert_eq!(request_event_kinds(&conn, "r1"), ["accepted"]);
+    // The deadline is the first acceptance's, not moved by the re-delivery.
+    assert_eq!(get(&conn, "r1").deadline_ms, Some(T0 + 30 * 60_000));
+
+    // Re-delivery of a file: no JSON id, the same file name.
+    let mut f = simple("unused", "default");
+    f.as_object_mut().unwrap().remove("id");
+    let deliver = |conn: &mut Connection, now| {
+        write(conn, now, |tx| {
+            requests::accept(
+                tx,
+                request(f.clone()),
+                Some("file1"),
+                "inbox:file1.json",
+                now,
+            )
+        })
+    };
+    assert!(deliver(&mut conn, T0).unwrap().new);
+    assert!(!deliver(&mut conn, T0 + 1).unwrap().new);
+
+    // Re-delivery after the request is final reports its final state and changes nothing.
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    answer_with(&mut conn, &reg.lease, "r1", &pick("SQLite"), T0 + 2).unwrap();
+    let again = accept(&mut conn, v, T0 + 3).unwrap();
+    assert!(!again.new);
+    assert_eq!(again.status, Status::Answered);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 2);
+}
+
+#[test]
+fn different_content_under_same_id_is_duplicate_id() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let before = get(&conn, "r1");
+    let mut other = simple("r1", "default");
+    other["questions"][0]["question"] = json!("Which cache?");
+    let e = accept(&mut conn, other, T0 + 1).unwrap_err();
+    assert_eq!(e.code(), Code::DuplicateId);
+    assert!(e.to_string().contains("\"r1\""), "{e}");
+    // Another context is other content too.
+    assert_eq!(
+        code(accept(&mut conn, simple("r1", "ops"), T0 + 1)),
+        Code::DuplicateId
+    );
+    assert_eq!(get(&conn, "r1"), before);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 1);
+    assert_eq!(request_event_kinds(&conn, "r1"), ["accepted"]);
+}
+
+#[test]
+fn rejected_input_writes_nothing_and_rejections_do_not_reserve_ids() {
+    let mut conn = db();
+    // A request failing a check is an Err and leaves no row and no event, even in a
+    // transaction that is committed afterwards.
+    let mut bad = simple("r9", "default");
+    bad["questions"] = json!([]);
+    {
+        let tx = conn.transaction().unwrap();
+        let e = requests::accept(&tx, request(bad.clone()), None, "cli", T0).unwrap_err();
+        assert_eq!(e.code(), Code::EmptyQuestions);
+        tx.commit().unwrap();
+    }
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 0);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 0);
+
+    // Recorded for the audit: a rejected row, with an outcome since nobody owns the id.
+    let err = UserQuestionError::new(Code::EmptyQuestions, "no questions");
+    let body = bad.to_string();
+    let rej = Rejection {
+        id: Some("r9"),
+        context: Some("default"),
+        body: &body,
+        source: "inbox:r9.json",
+    };
+    let outbox = write(&mut conn, T0, |tx| {
+        requests::record_rejection(tx, &rej, &err, T0)
+    })
+    .unwrap();
+    assert!(outbox);
+    // Recording the same input again is a no-op.
+    let again = write(&mut conn, T0 + 1, |tx| {
+        requests::record_rejection(tx, &rej, &err, T0 + 1)
+    })
+    .unwrap();
+    assert!(!again);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM requests WHERE status = 'rejected'"
+        ),
+        1
+    );
+    assert!(requests::get(&conn, "r9").unwrap().is_none());
+    let any = requests::get_any(&conn, "r9").unwrap().unwrap();
+    assert_eq!(any.status, Status::Rejected);
+    assert_eq!(any.error_code.as_deref(), Some("EMPTY_QUESTIONS"));
+    assert_eq!(any.request(), None);
+    let o = any.outcome().unwrap();
+    assert_eq!(error_outcome(&o).code, Code::EmptyQuestions);
+    assert_eq!(request_event_kinds(&conn, "r9"), ["rejected"]);
+
+    // The id is still free.
+    let a = accept(&mut conn, simple("r9", "default"), T0 + 2).unwrap();
+    assert!(a.new);
+    assert_eq!(get(&conn, "r9").status, Status::Pending);
+    assert_eq!(
+        requests::get_any(&conn, "r9").unwrap().unwrap().status,
+        Status::Pending
+    );
+
+    // A rejection of an input whose id an accepted request owns gets no outbox outcome
+    // (it would overwrite the real request's outcome).
+    let other = UserQuestionError::new(Code::DuplicateId, "taken");
+    let rej2 = Rejection {
+        body: "{}",
+        ..rej.clone()
+    };
+    let outbox = write(&mut conn, T0 + 3, |tx| {
+        requests::record_rejection(tx, &rej2, &other, T0 + 3)
+    })
+    .unwrap();
+    assert!(!outbox);
+}
+
+// ---------------------------------------------------------------------------------------
+// registry at acceptance
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn registry_decides_who_may_ask() {
+    let mut conn = db();
+    let root = write(&mut conn, T0, |tx| {
+        agents::enter(tx, "root", None, Some("resumed from s1"), None, T0)
+    })
+    .unwrap();
+    let child = write(&mut conn, T0, |tx| {
+        agents::enter(tx, "child", Some("root"), None, None, T0)
+    })
+    .unwrap();
+    let with_agent = |id: &str, agent: &str, instance: &str| {
+        let mut v = simple(id, "default");
+        v["agent"] = json!({"id": agent, "instance": instance});
+        v
+    };
+    // A live root with lineage may ask; lineage is recorded.
+    accept(&mut conn, with_agent("r1", "root", &root.instance), T0).unwrap();
+    let row = get(&conn, "r1");
+    assert_eq!(row.agent_id.as_deref(), Some("root"));
+    assert_eq!(row.agent_lineage.as_deref(), Some("resumed from s1"));
+    // An owned child is delegated.
+    let e = accept(&mut conn, with_agent("r2", "child", &child.instance), T0).unwrap_err();
+    assert_eq!(e.code(), Code::DelegatedCaller);
+    assert!(e.to_string().contains("\"root\""), "{e}");
+    // A wrong instance of a live id is not live.
+    assert_eq!(
+        code(accept(&mut conn, with_agent("r3", "root", "deadbeef"), T0)),
+        Code::CallerNotLive
+    );
+    // Entering again makes the old instance stale.
+    let root2 = write(&mut conn, T0 + 1, |tx| {
+        agents::enter(tx, "root", None, None, None, T0 + 1)
+    })
+    .unwrap();
+    let e = accept(&mut conn, with_agent("r4", "root", &root.instance), T0 + 2).unwrap_err();
+    assert_eq!(e.code(), Code::CallerNotLive);
+    assert!(e.to_string().contains("stale"), "{e}");
+    accept(&mut conn, with_agent("r5", "root", &root2.instance), T0 + 2).unwrap();
+    assert_eq!(
+        agents::caller_status(
+            &conn,
+            &AgentRef {
+                id: "nobody".into(),
+                instance: "x".into()
+            },
+            T0
+        )
+        .unwrap()
+        .0,
+        CallerStatus::NotLive {
+            why: "no such agent in the registry".into()
+        }
+    );
+    // Rejected asks left no rows.
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 2);
+}
+
+#[test]
+fn require_provider_consults_the_live_lease_of_the_context() {
+    let mut conn = db();
+    let mut v = simple("r1", "team-a");
+    v["requireProvider"] = json!(true);
+    let e = accept(&mut conn, v.clone(), T0).unwrap_err();
+    assert_eq!(e.code(), Code::NoProvider);
+    assert!(e.to_string().contains("team-a"), "{e}");
+    // A provider in another context does not count.
+    register(&mut conn, "default", "alice", T0).unwrap();
+    assert_eq!(code(accept(&mut conn, v.clone(), T0)), Code::NoProvider);
+    // An expired one does not either (even though nothing swept it before the check).
+    register(&mut conn, "team-a", "bob", T0).unwrap();
+    assert!(accept(&mut conn, v.clone(), T0 + TTL).unwrap().new);
+    let mut v2 = simple("r2", "team-a");
+    v2["requireProvider"] = json!(true);
+    assert_eq!(code(accept(&mut conn, v2, T0 + TTL + 1)), Code::NoProvider);
+    // Without requireProvider the request simply waits.
+    assert!(
+        accept(&mut conn, simple("r3", "team-a"), T0 + TTL + 1)
+            .unwrap()
+            .new
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// leases
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn register_returns_an_unguessable_token() {
+    let mut conn = db();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let (id, secret) = reg.lease.split_once('.').unwrap();
+    assert!(id.parse::<i64>().is_ok());
+    assert_eq!(secret.len(), 64);
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(reg.generation, 1);
+    assert_eq!(reg.context, "default");
+    assert_eq!(reg.name, "alice");
+    assert_eq!(reg.expires_at, rfc3339(T0 + TTL));
+    // The secret is never stored.
+    let stored: Vec<u8> = conn
+        .query_row("SELECT secret_sha256 FROM leases", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored.len(), 32);
+    assert!(!String::from_utf8_lossy(&stored).contains(secret));
+    let l = leases::authenticate(&conn, &reg.lease, T0).unwrap();
+    assert_eq!(l.name, "alice");
+    assert_eq!(l.expires_ms, T0 + TTL);
+    // Bad input.
+    assert_eq!(
+        code(write(&mut conn, T0, |tx| leases::register(
+            tx, "x y", "n", TTL, T0
+        ))),
+        Code::BadRequest
+    );
+    assert_eq!(
+        code(write(&mut conn, T0, |tx| leases::register(
+            tx, "c", " ", TTL, T0
+        ))),
+        Code::Usage
+    );
+    assert_eq!(
+        code(write(&mut conn, T0, |tx| leases::register(
+            tx, "c", "n", 0, T0
+        ))),
+        Code::Usage
+    );
+}
+
+#[test]
+fn second_register_in_a_context_is_duplicate_provider_and_the_first_stays() {
+    let mut conn = db();
+    let first = register(&mut conn, "default", "alice", T0).unwrap();
+    let e = register(&mut conn, "default", "bob", T0 + 1).unwrap_err();
+    assert_eq!(e.code(), Code::DuplicateProvider);
+    assert!(e.to_string().contains("alice"), "{e}");
+    assert!(e.to_string().contains("kept"), "{e}");
+    // The first is untouched and still live.
+    let l = leases::authenticate(&conn, &first.lease, T0 + 2).unwrap();
+    assert_eq!(l.expires_ms, T0 + TTL);
+    assert!(leases::live_in(&conn, "default", T0 + 2).unwrap());
+    let status = leases::status(&conn, Some("default"), T0 + 2).unwrap();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].name, "alice");
+    assert!(status[0].live);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM leases"), 1);
+    // Another context is fine, with its own generations.
+    let other = register(&mut conn, "ops", "bob", T0 + 1).unwrap();
+    assert_eq!(other.generation, 1);
+    assert!(leases::live_in(&conn, "ops", T0 + 2).unwrap());
+}
+
+#[test]
+fn heartbeat_extends_by_the_ttl() {
+    let mut conn = db();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let t = T0 + TTL - 1;
+    let l = write(&mut conn, t, |tx| leases::heartbeat(tx, &reg.lease, t)).unwrap();
+    assert_eq!(l.expires_ms, t + TTL);
+    // Past the original expiry, still live, and a write does not sweep it.
+    let later = T0 + TTL + 10;
+    write(&mut conn, later, |_| Ok(())).unwrap();
+    assert!(leases::authenticate(&conn, &reg.lease, later).is_ok());
+    assert!(leases::live_in(&conn, "default", later).unwrap());
+    // Exactly at expiresAt it is still live; one millisecond later it is not.
+    assert!(leases::authenticate(&conn, &reg.lease, t + TTL).is_ok());
+    assert_eq!(
+        code(leases::authenticate(&conn, &reg.lease, t + TTL + 1)),
+        Code::LeaseExpired
+    );
+}
+
+#[test]
+fn expired_lease_cannot_be_revived_by_heartbeat() {
+    let mut conn = db();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let late = T0 + TTL + 1;
+    // Even without a sweep first, the heartbeat refuses.
+    let e = write_no_sweep(&mut conn, |tx| leases::heartbeat(tx, &reg.lease, late)).unwrap_err();
+    assert_eq!(e.code(), Code::LeaseExpired);
+    let expires: Millis = conn
+        .query_row("SELECT expires_ms FROM leases", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(expires, T0 + TTL, "the failed heartbeat changed nothing");
+    // And after the sweep, too.
+    assert_eq!(
+        code(write(&mut conn, late, |tx| leases::heartbeat(
+            tx, &reg.lease, late
+        ))),
+        Code::LeaseExpired
+    );
+}
+
+#[test]
+fn lease_past_expiry_is_dead_before_any_sweep_and_the_sweep_returns_its_claims() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "r1", T0 + 1).unwrap();
+    claim(&mut conn, &reg.lease, "r2", T0 + 1).unwrap();
+    let late = T0 + TTL + 1;
+
+    // Nobody has swept: the row still says claimed and the lease unended...
+    assert_eq!(get(&conn, "r1").status, Status::Claimed);
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM leases WHERE ended_ms IS NULL"),
+        1
+    );
+    // ...but the lease is dead for every read at the later now.
+    let e = leases::authenticate(&conn, &reg.lease, late).unwrap_err();
+    assert_eq!(e.code(), Code::LeaseExpired);
+    assert!(e.to_string().contains("expired"), "{e}");
+    assert!(!leases::live_in(&conn, "default", late).unwrap());
+    let info = leases::info(&conn, &reg.lease, late).unwrap();
+    assert!(!info.live);
+    assert_eq!(info.claimed, 2);
+
+    // Any write at that now sweeps it and returns its claims to pending.
+    write(&mut conn, late, |_| Ok(())).unwrap();
+    let (ended, reason): (Option<Millis>, Option<String>) = conn
+        .query_row("SELECT ended_ms, end_reason FROM leases", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(ended, Some(late));
+    assert_eq!(reason.as_deref(), Some("expired"));
+    for id in ["r1", "r2"] {
+        let row = get(&conn, id);
+        assert_eq!(row.status, Status::Pending);
+        assert_eq!(row.claimed_lease, None);
+        assert_eq!(row.claimed_ms, None);
+        assert_eq!(
+            request_event_kinds(&conn, id),
+            ["accepted", "claimed", "released"]
+        );
+    }
+    let evs = events::all(&conn).unwrap();
+    let expired: Vec<_> = evs.iter().filter(|e| e.kind == "lease-expired").collect();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].lease_id, Some(lease_id(&reg.lease)));
+    assert_eq!(expired[0].actor, "daemon");
+    assert_eq!(expired[0].at_ms, late);
+    let released: Vec<_> = evs.iter().filter(|e| e.kind == "released").collect();
+    assert_eq!(released.len(), 2);
+    assert!(released
+        .iter()
+        .all(|e| e.lease_id == Some(lease_id(&reg.lease)) && e.data["reason"] == "lease expired"));
+    // The expiry comes before the releases it causes.
+    let pos = |k: &str| evs.iter().position(|e| e.kind == k).unwrap();
+    assert!(pos("lease-expired") < pos("released"));
+    // A second sweep finds nothing more.
+    let swept = write_no_sweep(&mut conn, |tx| sweep(tx, late + 1)).unwrap();
+    assert!(swept.is_empty(), "{swept:?}");
+}
+
+#[test]
+fn sweep_reports_what_it_ended() {
+    let mut conn = db();
+    let mut d = simple("due", "default");
+    d["timeout"] = json!("10s");
+    accept(&mut conn, d, T0).unwrap();
+    accept(&mut conn, simple("held", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "held", T0).unwrap();
+    write(&mut conn, T0, |tx| {
+        agents::enter(tx, "temp", None, None, Some(5_000), T0)
+    })
+    .unwrap();
+    write(&mut conn, T0, |tx| {
+        agents::enter(tx, "kid", Some("temp"), None, None, T0)
+    })
+    .unwrap();
+    assert_eq!(requests::next_due(&conn).unwrap(), Some(T0 + 5_000));
+    let swept = write_no_sweep(&mut conn, |tx| sweep(tx, T0 + TTL + 1)).unwrap();
+    assert_eq!(swept.leases, vec![lease_id(&reg.lease)]);
+    assert_eq!(swept.released, vec!["held".to_string()]);
+    assert_eq!(swept.aborted, vec!["due".to_string()]);
+    assert_eq!(swept.agents, vec!["temp".to_string(), "kid".to_string()]);
+    assert_eq!(requests::next_due(&conn).unwrap(), None);
+}
+
+#[test]
+fn stale_lease_cannot_claim_or_answer_after_a_new_one_registered() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    let old = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &old.lease, "r1", T0 + 1).unwrap();
+    let t = T0 + TTL + 1;
+    let new = register(&mut conn, "default", "bob", t).unwrap();
+    assert_eq!(new.generation, 2);
+    // The registering write swept the old lease: its claim is back in the queue.
+    assert_eq!(get(&conn, "r1").status, Status::Pending);
+    // The old holder can do nothing, whatever it tries.
+    for id in ["r1", "r2"] {
+        assert_eq!(
+            code(claim(&mut conn, &old.lease, id, t)),
+            Code::LeaseExpired
+        );
+        assert_eq!(
+            code(answer_with(&mut conn, &old.lease, id, &pick("SQLite"), t)),
+            Code::LeaseExpired
+        );
+        assert_eq!(
+            code(cancel(&mut conn, &old.lease, id, t)),
+            Code::LeaseExpired
+        );
+    }
+    assert_eq!(
+        code(write(&mut conn, t, |tx| leases::heartbeat(
+            tx, &old.lease, t
+        ))),
+        Code::LeaseExpired
+    );
+    // Releasing a lease that already expired is not an error and ends nothing else.
+    assert!(!write(&mut conn, t, |tx| leases::release(tx, &old.lease, t)).unwrap());
+    assert!(leases::authenticate(&conn, &new.lease, t).is_ok());
+    // The new holder can.
+    let row = claim(&mut conn, &new.lease, "r1", t).unwrap();
+    assert_eq!(row.claimed_by.as_deref(), Some("bob"));
+    answer_with(&mut conn, &new.lease, "r1", &pick("SQLite"), t + 1).unwrap();
+    assert_eq!(get(&conn, "r1").provider.as_deref(), Some("bob"));
+}
+
+#[test]
+fn release_twice_is_ok_and_returns_claims() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "r1", T0 + 1).unwrap();
+    assert!(write(&mut conn, T0 + 2, |tx| leases::release(
+        tx,
+        &reg.lease,
+        T0 + 2
+    ))
+    .unwrap());
+    assert!(!write(&mut conn, T0 + 3, |tx| leases::release(
+        tx,
+        &reg.lease,
+        T0 + 3
+    ))
+    .unwrap());
+    assert_eq!(get(&conn, "r1").status, Status::Pending);
+    assert_eq!(
+        request_event_kinds(&conn, "r1"),
+        ["accepted", "claimed", "released"]
+    );
+    let kinds = event_kinds(&conn);
+    assert_eq!(kinds.iter().filter(|k| *k == "lease-released").count(), 1);
+    // Released: never live again.
+    let e = leases::authenticate(&conn, &reg.lease, T0 + 3).unwrap_err();
+    assert_eq!(e.code(), Code::LeaseExpired);
+    assert!(e.to_string().contains("released"), "{e}");
+    // And the context is free for the next provider.
+    assert_eq!(
+        register(&mut conn, "default", "bob", T0 + 4)
+            .unwrap()
+            .generation,
+        2
+    );
+}
+
+#[test]
+fn forged_token_is_lease_expired() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let (id, secret) = reg.lease.split_once('.').unwrap();
+    // Same id, a different secret (flip the last hex digit).
+    let last = secret.chars().last().unwrap();
+    let flipped = if last == '0' { '1' } else { '0' };
+    let forged = format!("{id}.{}{flipped}", &secret[..63]);
+    let zeros = format!("{id}.{}", "0".repeat(64));
+    for token in [
+        forged.as_str(),
+        zeros.as_str(),
+        "",
+        "garbage",
+        id,
+        &format!("{id}.{}", &secret[..63]),
+        &format!("{}.{secret}", lease_id(&reg.lease) + 1),
+    ] {
+        assert_eq!(
+            code(leases::authenticate(&conn, token, T0)),
+            Code::LeaseExpired,
+            "{token:?}"
+        );
+        assert_eq!(code(claim(&mut conn, token, "r1", T0)), Code::LeaseExpired);
+        assert_eq!(
+            code(write(&mut conn, T0, |tx| leases::release(tx, token, T0))),
+            Code::LeaseExpired
+        );
+        assert_eq!(
+            code(write(&mut conn, T0, |tx| leases::heartbeat(tx, token, T0))),
+            Code::LeaseExpired
+        );
+    }
+    // The real lease was not released by the forgeries.
+    assert!(leases::authenticate(&conn, &reg.lease, T0).is_ok());
+    assert_eq!(get(&conn, "r1").status, Status::Pending);
+    // Surrounding whitespace (a token read from a file) is tolerated.
+    assert!(leases::authenticate(&conn, &format!(" {}\n", reg.lease), T0).is_ok());
+}
+
+#[test]
+fn lease_of_another_context_is_wrong_context() {
+    let mut conn = db();
+    accept(&mut conn, simple("rb", "ctx-b"), T0).unwrap();
+    let a = register(&mut conn, "ctx-a", "alice", T0).unwrap();
+    let before = get(&conn, "rb");
+    let e = answer_with(&mut conn, &a.lease, "rb", &pick("SQLite"), T0 + 1).unwrap_err();
+    assert_eq!(e.code(), Code::WrongContext);
+    assert!(
+        e.to_string().contains("ctx-a") && e.to_string().contains("ctx-b"),
+        "{e}"
+    );
+    assert_eq!(
+        code(claim(&mut conn, &a.lease, "rb", T0 + 1)),
+        Code::WrongContext
+    );
+    assert_eq!(
+        code(cancel(&mut conn, &a.lease, "rb", T0 + 1)),
+        Code::WrongContext
+    );
+    assert_eq!(get(&conn, "rb"), before);
+    // claim --next only looks in the lease's own context.
+    let e = with_lease(&mut conn, &a.lease, T0 + 1, |tx, l| {
+        requests::claim_next(tx, l, T0 + 1)
+    })
+    .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+}
+
+#[test]
+fn a_request_claimed_by_one_lease_cannot_be_taken_by_another() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    let a = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &a.lease, "r1", T0 + 1).unwrap();
+    // No second live lease can exist in the context while the claimer lives...
+    assert_eq!(
+        code(register(&mut conn, "default", "mallory", T0 + 2)),
+        Code::DuplicateProvider
+    );
+    // ...and a lease handle that is not the claimer is refused at the row level.
+    let other = Lease {
+        lease_id: lease_id(&a.lease) + 100,
+        context: "default".into(),
+        name: "mallory".into(),
+        generation: 9,
+        ttl_ms: TTL,
+        expires_ms: T0 + TTL,
+    };
+    let before = get(&conn, "r1");
+    let t = T0 + 3;
+    for r in [
+        write(&mut conn, t, |tx| requests::claim(tx, &other, "r1", t)).map(|_| ()),
+        write(&mut conn, t, |tx| {
+            requests::answer(tx, &other, "r1", &pick("SQLite"), t)
+        })
+        .map(|_| ()),
+        write(&mut conn, t, |tx| {
+            requests::cancel(tx, &other, "r1", None, t)
+        })
+        .map(|_| ()),
+    ] {
+        assert_eq!(code(r), Code::ClaimedElsewhere);
+    }
+    assert_eq!(get(&conn, "r1"), before);
+}
+
+#[test]
+fn claim_next_takes_the_oldest_pending() {
+    let mut conn = db();
+    for id in ["r1", "r2", "r3"] {
+        accept(&mut conn, simple(id, "default"), T0).unwrap();
+    }
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let next = |conn: &mut Connection| {
+        with_lease(conn, &reg.lease, T0, |tx, l| {
+            requests::claim_next(tx, l, T0)
+        })
+        .map(|r| r.id.unwrap())
+    };
+    assert_eq!(next(&mut conn).unwrap(), "r1");
+    assert_eq!(next(&mut conn).unwrap(), "r2");
+    abort(&mut conn, "r3", T0).unwrap();
+    assert_eq!(code(next(&mut conn)), Code::NotFound);
+}
+
+#[test]
+fn deadline_passing_aborts_on_the_next_write() {
+    let mut conn = db();
+    let mut v = simple("r1", "default");
+    v["timeout"] = json!("1m");
+    accept(&mut conn, v, T0).unwrap();
+    let mut c = simple("r2", "default");
+    c["deadline"] = json!(rfc3339(T0 + 30_000));
+    accept(&mut conn, c, T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "r2", T0 + 1).unwrap();
+    assert_eq!(get(&conn, "r1").deadline_ms, Some(T0 + 60_000));
+    assert_eq!(get(&conn, "r2").deadline_ms, Some(T0 + 30_000));
+
+    // At the deadline itself it is still open.
+    write(&mut conn, T0 + 30_000, |_| Ok(())).unwrap();
+    assert_eq!(get(&conn, "r2").status, Status::Claimed);
+    assert!(requests::outbox_pending(&conn, 10).unwrap().is_empty());
+
+    // An answer that arrives after the deadline finds the request already aborted: the
+    // write sweeps first.
+    let t = T0 + 30_001;
+    let e = answer_with(&mut conn, &reg.lease, "r2", &pick("SQLite"), t).unwrap_err();
+    assert_eq!(e.code(), Code::RequestFinal);
+    assert!(e.to_string().contains("aborted"), "{e}");
+    // Although that write failed, the abort its sweep found is committed.
+    let row = get(&conn, "r2");
+    assert_eq!(row.status, Status::Aborted);
+    assert_eq!(row.error_code.as_deref(), Some("ASK_ABORTED"));
+    assert_eq!(row.finished_ms, Some(t));
+    assert!(row.error_message.as_deref().unwrap().contains("deadline"));
+    assert_eq!(outbox_pending_flag(&conn, "r2"), 1);
+    assert_eq!(get(&conn, "r1").status, Status::Pending);
+    let ev = events::for_request(&conn, "r2").unwrap();
+    assert_eq!(ev.last().unwrap().kind, "aborted");
+    assert_eq!(ev.last().unwrap().actor, "daemon");
+
+    write(&mut conn, T0 + 60_001, |_| Ok(())).unwrap();
+    assert_eq!(get(&conn, "r1").status, Status::Aborted);
+    // Oldest request first (r1 was accepted first, though it ended last).
+    let pending = requests::outbox_pending(&conn, 10).unwrap();
+    assert_eq!(
+        pending.iter().map(|(_, o)| o.id()).collect::<Vec<_>>(),
+        ["r1", "r2"]
+    );
+    for (_, o) in &pending {
+        assert_eq!(error_outcome(o).code, Code::AskAborted);
+    }
+    let seqs: Vec<i64> = pending.iter().map(|(s, _)| *s).collect();
+    write_no_sweep(&mut conn, |tx| requests::mark_outbox_written(tx, &seqs)).unwrap();
+    assert!(requests::outbox_pending(&conn, 10).unwrap().is_empty());
+    assert_eq!(outbox_pending_flag(&conn, "r1"), 0);
+    // A request whose deadline already passed at acceptance is ASK_ABORTED, not stored.
+    let mut late = simple("r3", "default");
+    late["deadline"] = json!(rfc3339(T0));
+    assert_eq!(code(accept(&mut conn, late, T0 + 1)), Code::AskAborted);
+    assert!(requests::get(&conn, "r3").unwrap().is_none());
+}
+
+/// Regression: `store::write` once swept inside the operation's transaction, so a failing
+/// operation rolled its sweep back: the caller was told "already aborted" (or "lease
+/// expired") while the database still said claimed and no outcome was queued.
+#[test]
+fn a_failed_write_still_records_what_its_sweep_ended() {
+    let mut conn = db();
+    let mut v = simple("r1", "default");
+    v["timeout"] = json!("1s");
+    accept(&mut conn, v, T0).unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    claim(&mut conn, &reg.lease, "r1", T0).unwrap();
+    let t = T0 + 1_001;
+    assert_eq!(
+        code(answer_with(&mut conn, &reg.lease, "r1", &pick("SQLite"), t)),
+        Code::RequestFinal
+    );
+    assert_eq!(get(&conn, "r1").status, Status::Aborted);
+    assert_eq!(outbox_pending_flag(&conn, "r1"), 1);
+    // Same for a lease: a stale holder's failing heartbeat is the write that notices.
+    let late = T0 + TTL + 1;
+    assert_eq!(
+        code(write(&mut conn, late, |tx| leases::heartbeat(
+            tx, &reg.lease, late
+        ))),
+        Code::LeaseExpired
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM leases WHERE end_reason = 'expired'"
+        ),
+        1
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// events
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_state_change_appends_an_event_and_the_chain_verifies() {
+    let mut conn = db();
+    assert_eq!(events::verify(&conn).unwrap(), (0, None));
+    let root = write(&mut conn, T0, |tx| {
+        agents::enter(tx, "root", None, None, None, T0)
+    })
+    .unwrap();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let mut v = simple("r1", "default");
+    v["agent"] = json!({"id": "root", "instance": root.instance});
+    accept(&mut conn, v, T0 + 1).unwrap();
+    claim(&mut conn, &reg.lease, "r1", T0 + 2).unwrap();
+    answer_with(&mut conn, &reg.lease, "r1", &pick("SQLite"), T0 + 3).unwrap();
+    accept(&mut conn, simple("r2", "default"), T0 + 4).unwrap();
+    cancel(&mut conn, &reg.lease, "r2", T0 + 5).unwrap();
+    accept(&mut conn, simple("r3", "default"), T0 + 6).unwrap();
+    abort(&mut conn, "r3", T0 + 7).unwrap();
+    write(&mut conn, T0 + 8, |tx| {
+        requests::record_rejection(
+            tx,
+            &Rejection {
+                id: Some("bad"),
+                context: None,
+                body: "{",
+                source: "inbox:bad.json",
+            },
+            &UserQuestionError::new(Code::BadRequest, "not JSON"),
+            T0 + 8,
+        )
+    })
+    .unwrap();
+    accept(&mut conn, simple("r4", "default"), T0 + 9).unwrap();
+    claim(&mut conn, &reg.lease, "r4", T0 + 9).unwrap();
+    write(&mut conn, T0 + 10, |tx| {
+        leases::release(tx, &reg.lease, T0 + 10)
+    })
+    .unwrap();
+    write(&mut conn, T0 + 11, |tx| {
+        agents::exit(tx, "root", &root.instance, T0 + 11)
+    })
+    .unwrap();
+
+    let evs = events::all(&conn).unwrap();
+    let kinds: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent-entered",
+            "lease-registered",
+            "accepted",
+            "claimed",
+            "answered",
+            "accepted",
+            "cancelled",
+            "accepted",
+            "aborted",
+            "rejected",
+            "accepted",
+            "claimed",
+            "lease-released",
+            "released",
+            "agent-exited",
+        ]
+    );
+    // Times and actors are recorded.
+    assert_eq!(evs[2].actor, "agent:root");
+    assert_eq!(evs[2].agent_id.as_deref(), Some("root"));
+    assert_eq!(evs[3].actor, "provider:alice");
+    assert_eq!(evs[4].at_ms, T0 + 3);
+    assert_eq!(evs[5].actor, "asker");
+    // The chain: consecutive seqs, each chained to the previous hash.
+    for (i, e) in evs.iter().enumerate() {
+        assert_eq!(e.seq, i as i64 + 1);
+        let prev = if i == 0 {
+            events::GENESIS
+        } else {
+            &evs[i - 1].hash
+        };
+        assert_eq!(e.prev_hash, prev);
+    }
+    assert_eq!(events::verify(&conn).unwrap(), (evs.len() as i64, None));
+}
+
+#[test]
+fn refused_operations_append_no_event() {
+    let mut conn = db();
+    let reg = register(&mut conn, "default", "alice", T0).unwrap();
+    let n = event_kinds(&conn).len();
+    let _ = register(&mut conn, "default", "bob", T0);
+    let mut bad = simple("r1", "default");
+    bad["questions"] = json!([]);
+    let _ = accept(&mut conn, bad, T0);
+    let _ = claim(&mut conn, &reg.lease, "nope", T0);
+    let _ = claim(&mut conn, "1.garbage", "nope", T0);
+    assert_eq!(event_kinds(&conn).len(), n);
+}
+
+#[test]
+fn events_are_append_only() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    register(&mut conn, "default", "alice", T0).unwrap();
+    let before = events::all(&conn).unwrap();
+    let e = conn
+        .execute("UPDATE events SET kind = 'forged' WHERE seq = 1", [])
+        .unwrap_err();
+    assert!(e.to_string().contains("append-only"), "{e}");
+    let e = conn
+        .execute("DELETE FROM events WHERE seq = 2", [])
+        .unwrap_err();
+    assert!(e.to_string().contains("append-only"), "{e}");
+    let e = conn.execute("DELETE FROM events", []).unwrap_err();
+    assert!(e.to_string().contains("append-only"), "{e}");
+    assert_eq!(events::all(&conn).unwrap(), before);
+    assert_eq!(events::verify(&conn).unwrap(), (2, None));
+}
+
+#[test]
+fn verify_finds_an_edit_made_with_the_triggers_dropped() {
+    let mut conn = db();
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    accept(&mut conn, simple("r3", "default"), T0).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;
+         UPDATE events SET actor = 'someone-else' WHERE seq = 2;",
+    )
+    .unwrap();
+    let (_, brk) = events::verify(&conn).unwrap();
+    let brk = brk.expect("the edit is found");
+    assert_eq!(brk.seq, 2);
+    assert!(brk.problem.contains("hash"), "{}", brk.problem);
+
+    let conn2 = db();
+    drop(conn);
+    let mut conn = conn2;
+    accept(&mut conn, simple("r1", "default"), T0).unwrap();
+    accept(&mut conn, simple("r2", "default"), T0).unwrap();
+    accept(&mut conn, simple("r3", "default"), T0).unwrap();
+    conn.execute_batch("DROP TRIGGER events_no_delete; DELETE FROM events WHERE seq = 2;")
+        .unwrap();
+    let (_, brk) = events::verify(&conn).unwrap();
+    assert_eq!(brk.expect("the removal is found").seq, 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// property: a valid answer round-trips exactly through the store
+// ---------------------------------------------------------------------------------------
+
+mod roundtrip {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Labels from an alphabet with unicode, quotes, backslashes and whitespace.
+    fn label() -> impl Strategy<Value = String> {
+        let alphabet = vec![
+            'a', 'B', 'z', '0', ' ', '"', '\'', '\\', '/', 'é', 'ß', '漢', '🦀', '\n', '\t',
+        ];
+        prop::collection::vec(prop::sample::select(alphabet), 1..5)
+            .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    /// Free text for `custom` and `detail`: may be empty or blank on purpose.
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec!['x', ' ', 'é', '"', '\n', '💬']),
+            0..6,
+        )
+        .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    #[derive(Debug, Clone)]
+    struct QSpec {
+        multi: bool,
+        labels: Vec<String>,
+        /// Index of the approve option (modulo the count), and the detail.
+        intent: Option<(usize, String)>,
+    }
+
+    fn qspec() -> impl Strategy<Value = QSpec> {
+        (
+            any::<bool>(),
+            prop::collection::btree_set(label(), 0..=5),
+            prop::option::of((0usize..5, text())),
+        )
+            .prop_map(|(multi, labels, intent): (bool, BTreeSet<String>, _)| {
+                let labels: Vec<String> = labels.into_iter().collect();
+                let intent = if labels.is_empty() { None } else { intent };
+                QSpec {
+                    multi,
+                    labels,
+                    intent,
+                }
+            })
+    }
+
+    /// How to answer one question: which options (by index, possibly repeated), the
+    /// custom text, and whether to select a label that is not an option.
+    #[derive(Debug, Clone)]
+    struct ASpec {
+        picks: Vec<usize>,
+        custom: Option<String>,
+        bogus: bool,
+    }
+
+    fn aspec() -> impl Strategy<Value = ASpec> {
+        (
+            prop::collection::vec(0usize..5, 0..3),
+            prop::option::weighted(0.4, text()),
+            prop::bool::weighted(0.05),
+        )
+            .prop_map(|(picks, custom, bogus)| ASpec {
+                picks,
+                custom,
+                bogus,
+            })
+    }
+
+    fn build_request(specs: &[QSpec]) -> Request {
+        let questions: Vec<Value> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut q = json!({"id": format!("q{i}"), "question": format!("Question {i}?")});
+                if s.multi {
+                    q["multiSelect"] = json!(true);
+                }
+                if !s.labels.is_empty() || i % 2 == 0 {
+                    q["options"] = json!(s
+                        .labels
+                        .iter()
+                        .map(|l| json!({"label": l}))
+                        .collect::<Vec<_>>());
+                }
+                if let Some((idx, detail)) = &s.intent {
+                    q["detail"] = json!(detail);
+                    q["intent"] =
+                        json!({"kind": "plan-review", "approve": s.labels[idx % s.labels.len()]});
+                }
+                q
+            })
+            .collect();
+        request(json!({"id": "r", "questions": questions}))
+    }
+
+    fn build_answer(specs: &[QSpec], answers: &[ASpec], drop_last: bool, reverse: bool) -> Answer {
+        let mut items: Vec<AnswerItem> = specs
+            .iter()
+            .zip(answers)
+            .enumerate()
+            .map(|(i, (q, a))| {
+                let mut selected: Vec<String> = if q.labels.is_empty() {
+                    vec![]
+                } else {
+                    a.picks
+                        .iter()
+                        .map(|p| q.labels[p % q.labels.len()].clone())
+                        .collect()
+                };
+                if !q.multi {
+                    selected.truncate(1);
+                }
+                if a.bogus {
+                    selected.push("not an option".into());
+                }
+                AnswerItem {
+                    id: format!("q{i}"),
+                    selected,
+                    custom: a.custom.clone(),
+                }
+            })
+            .collect();
+        if drop_last && items.len() > 1 {
+            items.pop();
+        }
+        if reverse {
+            items.reverse();
+        }
+        Answer { answers: items }
+    }
+
+    fn case() -> impl Strategy<Value = (Vec<QSpec>, Vec<ASpec>, bool, bool)> {
+        prop::collection::vec(qspec(), 1..=4).prop_flat_map(|qs| {
+            let n = qs.len();
+            (
+                Just(qs),
+                prop::collection::vec(aspec(), n),
+                prop::bool::weighted(0.05),
+                any::<bool>(),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn accepted_answers_round_trip_exactly((qs, as_, drop_last, reverse) in case()) {
+            let req = build_request(&qs);
+            let answer = build_answer(&qs, &as_, drop_last, reverse);
+            let checked = check_answer(&req.questions, &answer);
+
+            let mut conn = db();
+            let reg = register(&mut conn, "default", "prop", T0).unwrap();
+            let accepted = write(&mut conn, T0, |tx| requests::accept(tx, req.clone(), None, "cli", T0));
+            prop_assert!(accepted.is_ok(), "generated request rejected: {accepted:?}");
+            let stored = answer_with(&mut conn, &reg.lease, "r", &answer, T0 + 1);
+
+            match checked {
+                Ok(decisions) => {
+                    let out = stored.expect("check_answer accepted it, so the store must");
+                    let row = get(&conn, "r");
+                    prop_assert_eq!(row.status, Status::Answered);
+                    prop_assert_eq!(row.parsed_answer(), Some(answer.clone()));
+                    prop_assert_eq!(answered_outcome(&out).answer.clone(), answer.clone());
+                    prop_assert_eq!(row.decision, request_decision(&decisions));
+                    prop_assert_eq!(answered_outcome(&out).decision, request_decision(&decisions));
+                    // The outcome document, as written to the outbox and read back.
+                    let doc = row.outcome().unwrap().to_file_json();
+                    let back: Outcome = serde_json::from_str(&doc).unwrap();
+                    prop_assert_eq!(&answered_outcome(&back).answer, &answer);
+                    prop_assert_eq!(back, out);
+                    // Per question, in question order.
+                    let stored_q: Vec<(String, Option<String>, Option<String>)> = conn
+                        .prepare("SELECT selected, custom, decision FROM questions ORDER BY idx")
+                        .unwrap()
+                        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        .unwrap()
+                        .collect::<rusqlite::Result<_>>()
+                        .unwrap();
+                    for (i, (sel, custom, dec)) in stored_q.iter().enumerate() {
+                        let it = answer.answers.iter().find(|a| a.id == format!("q{i}")).unwrap();
+                        let sel: Vec<String> = serde_json::from_str(sel).unwrap();
+                        prop_assert_eq!(&sel, &it.selected);
+                        prop_assert_eq!(custom, &it.custom);
+                        prop_assert_eq!(dec.as_deref(), decisions[i].map(Decision::as_str));
+                    }
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.code, Code::BadAnswer);
+                    let err = stored.expect_err("check_answer refused it, so the store must");
+                    prop_assert_eq!(err.code(), Code::BadAnswer);
+                    let row = get(&conn, "r");
+                    prop_assert_eq!(row.status, Status::Pending);
+                    prop_assert_eq!(row.answer, None);
+                }
+            }
+        }
+    }
+
+    /// The generator is not vacuous: most generated answers are accepted.
+    #[test]
+    fn generator_produces_mostly_valid_answers() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let strat = case();
+        let (mut ok, mut bad) = (0, 0);
+        for _ in 0..200 {
+            let (qs, as_, d, r) = strat.new_tree(&mut runner).unwrap().current();
+            let req = build_request(&qs);
+            match check_answer(&req.questions, &build_answer(&qs, &as_, d, r)) {
+                Ok(_) => ok += 1,
+                Err(_) => bad += 1,
+            }
+        }
+        assert!(ok >= 40, "only {ok} of 200 generated answers are valid");
+        assert!(bad >= 10, "only {bad} of 200 generated answers are invalid");
+    }
+}
