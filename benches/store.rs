@@ -1,1 +1,256 @@
-fn main() {}
+//! In-process benchmarks of the store (criterion): claim + answer committed with
+//! `synchronous=FULL`, with and without the durable outcome file, and the audit queries
+//! on stores of 10k, 100k and 1M requests.
+//!
+//! `cargo bench --bench store` (filters work: `cargo bench --bench store -- history`).
+//! The large fixtures are built once through the real store functions and cached under
+//! `target/bench-fixtures/`; set `DSHQ_BENCH_SIZES=10000,100000` to skip the 1M one.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rusqlite::Connection;
+
+use dshq::clock::Millis;
+use dshq::files::outbox;
+use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::root::Root;
+use dshq::store::{self, history, leases, requests};
+
+const DAY: Millis = 86_400_000;
+const T0: Millis = 1_780_000_000_000;
+
+fn request(id: &str, agent: Option<(&str, &str)>, context: &str, plan: bool) -> Request {
+    let mut v = serde_json::json!({
+        "id": id,
+        "context": context,
+        "questions": [{"id": "q", "question": format!("Which database for {id}?"),
+                        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
+    });
+    if plan {
+        v["questions"][0]["detail"] = "1. do it\n2. check it".into();
+        v["questions"][0]["intent"] =
+            serde_json::json!({"kind": "plan-review", "approve": "SQLite"});
+    }
+    if let Some((a, i)) = agent {
+        v["agent"] = serde_json::json!({"id": a, "instance": i});
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn answer(label: &str) -> Answer {
+    Answer {
+        answers: vec![AnswerItem {
+            id: "q".into(),
+            selected: vec![label.into()],
+            custom: None,
+        }],
+    }
+}
+
+/// A fresh store in a temp dir with `n` pending requests and a live lease.
+fn pending_store(n: usize) -> (tempfile::TempDir, Root, Connection, leases::Lease) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::new(dir.path().join("root"));
+    let mut conn = root.open_db().unwrap();
+    let now = dshq::clock::now_ms();
+    let token = store::write(&mut conn, now, |tx| {
+        for i in 0..n {
+            requests::accept(
+                tx,
+                request(&format!("r{i}"), None, "default", false),
+                None,
+                "bench",
+                now,
+            )?;
+        }
+        Ok(leases::register(tx, "default", "bench", 3_600_000, now)?.lease)
+    })
+    .unwrap();
+    let lease = leases::authenticate(&conn, &token, now).unwrap();
+    (dir, root, conn, lease)
+}
+
+fn claim_answer(c: &mut Criterion) {
+    let mut g = c.benchmark_group("claim_answer");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    for group_size in [1usize, 16, 64] {
+        for with_outbox in [false, true] {
+            let name = if with_outbox {
+                "answer+outcome_file"
+            } else {
+                "answer"
+            };
+            g.bench_function(
+                BenchmarkId::new(name, format!("{group_size}_per_commit")),
+                |b| {
+                    b.iter_custom(|iters| {
+                        let (_dir, root, mut conn, lease) = pending_store(iters as usize);
+                        let now = dshq::clock::now_ms();
+                        let start = Instant::now();
+                        let mut i = 0u64;
+                        while i < iters {
+                            let end = (i + group_size as u64).min(iters);
+                            store::write(&mut conn, now, |tx| {
+                                for k in i..end {
+                                    let id = format!("r{k}");
+                                    requests::claim(tx, &lease, &id, now)?;
+                                    requests::answer(tx, &lease, &id, &answer("Postgres"), now)?;
+                                }
+                                Ok(())
+                            })
+                            .unwrap();
+                            if with_outbox {
+                                outbox::flush(&root, &mut conn).unwrap();
+                            }
+                            i = end;
+                        }
+                        start.elapsed()
+                    })
+                },
+            );
+        }
+    }
+    g.finish();
+}
+
+fn sizes() -> Vec<usize> {
+    std::env::var("DSHQ_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000])
+}
+
+fn fixture_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("bench-fixtures")
+}
+
+/// A store of `n` requests over 90 days: 1,000 agents, 5 contexts with a provider each,
+/// 80% answered (a fifth of them plan reviews, two thirds approved), 10% pending, 5%
+/// cancelled, 5% aborted. Built through the real store functions.
+fn fixture(n: usize) -> PathBuf {
+    let dir = fixture_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("store-v1-{n}.db"));
+    if path.exists() {
+        return path;
+    }
+    let tmp = dir.join(format!("store-v1-{n}.db.building"));
+    let _ = std::fs::remove_file(&tmp);
+    let started = Instant::now();
+    let mut conn = store::open(&tmp).unwrap();
+    let contexts = ["default", "ops", "data", "infra", "web"];
+    let agents: Vec<(String, String)> = store::write(&mut conn, T0, |tx| {
+        (0..1000)
+            .map(|a| {
+                let e = store::agents::enter(tx, &format!("agent-{a}"), None, None, None, T0)?;
+                Ok((e.id, e.instance))
+            })
+            .collect()
+    })
+    .unwrap();
+    let tokens: Vec<String> = store::write(&mut conn, T0, |tx| {
+        contexts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                Ok(leases::register(tx, c, &format!("reviewer-{i}"), 1_000 * DAY, T0)?.lease)
+            })
+            .collect()
+    })
+    .unwrap();
+    let span = 90 * DAY;
+    let chunk = 10_000;
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n);
+        let now = T0 + (end as i64) * span / n as i64;
+        store::write(&mut conn, now, |tx| {
+            for j in start..end {
+                let created = T0 + (j as i64) * span / n as i64;
+                let c = j % contexts.len();
+                let (a, inst) = &agents[(j * 7) % agents.len()];
+                let plan = j % 5 == 0;
+                let id = format!("req-{j:07}");
+                requests::accept(
+                    tx,
+                    request(&id, Some((a, inst)), contexts[c], plan),
+                    None,
+                    "bench",
+                    created,
+                )?;
+                let lease = leases::authenticate(tx, &tokens[c], created)?;
+                match j % 20 {
+                    0..=15 => {
+                        let label = if plan && j % 3 == 0 {
+                            "Postgres"
+                        } else {
+                            "SQLite"
+                        };
+                        let at = created + ((j as i64 * 7919) % 3_600) * 1000;
+                        requests::answer(tx, &lease, &id, &answer(label), at)?;
+                    }
+                    16 => {
+                        requests::cancel(tx, &lease, &id, Some("not mine"), created + 60_000)?;
+                    }
+                    17 => {
+                        requests::abort(tx, &id, None, "asker", created + 120_000)?;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")
+        .unwrap();
+    drop(conn);
+    std::fs::rename(&tmp, &path).unwrap();
+    for ext in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", tmp.display()));
+    }
+    eprintln!("built fixture of {n} requests in {:.1?}", started.elapsed());
+    path
+}
+
+fn open_ro(path: &Path) -> Connection {
+    store::open(path).unwrap()
+}
+
+fn audit_queries(c: &mut Criterion) {
+    let mut g = c.benchmark_group("audit");
+    g.sample_size(20);
+    for n in sizes() {
+        let path = fixture(n);
+        let conn = open_ro(&path);
+        let now = T0 + 90 * DAY;
+        let filter = history::HistoryFilter {
+            agent: Some("agent-42".into()),
+            since: Some(now - 30 * DAY),
+            until: Some(now - 23 * DAY),
+            limit: Some(100),
+            ..Default::default()
+        };
+        let rows = history::history(&conn, &filter, now).unwrap();
+        eprintln!(
+            "history(agent, 7-day window, limit 100) on {n}: {} rows",
+            rows.len()
+        );
+        g.bench_function(BenchmarkId::new("history_agent_7d_100", n), |b| {
+            b.iter(|| history::history(&conn, &filter, now).unwrap())
+        });
+        g.bench_function(BenchmarkId::new("stats_all", n), |b| {
+            b.iter(|| history::stats(&conn, None, now).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, claim_answer, audit_queries);
+criterion_main!(benches);

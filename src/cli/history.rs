@@ -176,7 +176,7 @@ fn table_text(rows: &[HistoryRow]) -> String {
                     None => r.status.as_str().to_string(),
                 };
                 let agent = match (&r.agent, &r.lineage) {
-                    (Some(a), Some(l)) => format!("{a} ({l})"),
+                    (Some(a), Some(l)) => ellipsize(&format!("{a} ({l})"), 40),
                     (Some(a), None) => a.clone(),
                     _ => "-".into(),
                 };

@@ -81,8 +81,12 @@ fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Parsed, UserQuestionEr
     }
 }
 
-/// Process every file in `answers/new/` at `now`, each in its own transaction (so one
-/// provider's stale lease cannot hold up another's answers).
+/// How many answer files one transaction applies.
+pub const BATCH: usize = 256;
+
+/// Process every file in `answers/new/` at `now`: each batch in one transaction, each
+/// file inside its own savepoint, so a stale lease or a bad answer in one file rolls back
+/// only that file and never holds up the others.
 pub fn process(
     root: &Root,
     conn: &mut Connection,
@@ -91,61 +95,93 @@ pub fn process(
 ) -> Result<Processed> {
     let dir = root.answers_new();
     let mut out = Processed::default();
-    for name in list_dir(&dir)? {
-        let path = dir.join(&name);
-        let parsed = match read_limited(&path, max_bytes) {
-            Ok(bytes) => parse(&name, &bytes),
-            Err(ReadError::Gone) => continue,
-            Err(ReadError::Io(e)) => {
-                tracing::warn!(file = %name, error = %e, "cannot read answer file; will retry");
-                continue;
-            }
-            Err(e) => Err(UserQuestionError::new(
-                Code::BadRequest,
-                format!("{name}: {e}"),
-            )),
-        };
-        let result = parsed.map_err(Error::Question).and_then(|p| {
-            store::write(conn, now, |tx| match &p {
-                Parsed::Answer(id, token, answer) => {
-                    let lease = leases::authenticate(tx, token, now)?;
-                    requests::answer_replayable(tx, &lease, id, answer, now)?;
-                    Ok((id.clone(), true))
+    let names = list_dir(&dir)?;
+    for chunk in names.chunks(BATCH) {
+        let mut items: Vec<(String, std::result::Result<Parsed, UserQuestionError>)> = Vec::new();
+        for name in chunk {
+            let parsed = match read_limited(&dir.join(name), max_bytes) {
+                Ok(bytes) => parse(name, &bytes),
+                Err(ReadError::Gone) => continue,
+                Err(ReadError::Io(e)) => {
+                    tracing::warn!(file = %name, error = %e, "cannot read answer file; will retry");
+                    continue;
                 }
-                Parsed::Cancel(id, token, reason) => {
-                    let lease = leases::authenticate(tx, token, now)?;
-                    let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
-                    requests::cancel(tx, &lease, id, reason, now)?;
-                    Ok((id.clone(), false))
-                }
-            })
-        });
-        match result {
-            Ok((id, answered)) => {
-                if answered {
-                    tracing::info!(id = %id, "answered by answer file");
-                    out.answered.push(id);
-                } else {
-                    tracing::info!(id = %id, "cancelled by answer file");
-                    out.cancelled.push(id);
-                }
-                if let Err(e) = fs::remove_file(&path) {
-                    if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(file = %name, error = %e, "cannot remove answer file");
+                Err(e) => Err(UserQuestionError::new(
+                    Code::BadRequest,
+                    format!("{name}: {e}"),
+                )),
+            };
+            items.push((name.clone(), parsed));
+        }
+        if items.is_empty() {
+            continue;
+        }
+        // Per file: Ok((id, answered?)) or the error to file it under.
+        let results = store::write(conn, now, |tx| {
+            let mut results = Vec::with_capacity(items.len());
+            for (_, parsed) in &items {
+                let parsed = match parsed {
+                    Ok(p) => p,
+                    Err(e) => {
+                        results.push(Err(e.clone()));
+                        continue;
+                    }
+                };
+                tx.execute_batch("SAVEPOINT answer_file")?;
+                let applied = (|| match parsed {
+                    Parsed::Answer(id, token, answer) => {
+                        let lease = leases::authenticate(tx, token, now)?;
+                        requests::answer_replayable(tx, &lease, id, answer, now)?;
+                        Ok((id.clone(), true))
+                    }
+                    Parsed::Cancel(id, token, reason) => {
+                        let lease = leases::authenticate(tx, token, now)?;
+                        let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
+                        requests::cancel(tx, &lease, id, reason, now)?;
+                        Ok((id.clone(), false))
+                    }
+                })();
+                match applied {
+                    Ok(done) => {
+                        tx.execute_batch("RELEASE answer_file")?;
+                        results.push(Ok(done));
+                    }
+                    Err(
+                        e @ (Error::Db(_)
+                        | Error::Io { .. }
+                        | Error::Pragma { .. }
+                        | Error::SchemaTooNew { .. }),
+                    ) => return Err(e),
+                    Err(e) => {
+                        tx.execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
+                        results.push(Err(e.to_user_error()));
                     }
                 }
             }
-            Err(
-                e @ (Error::Db(_)
-                | Error::Io { .. }
-                | Error::Pragma { .. }
-                | Error::SchemaTooNew { .. }),
-            ) => return Err(e),
-            Err(e) => {
-                let ue = e.to_user_error();
-                tracing::warn!(file = %name, code = %ue.code, message = %ue.message, "answer file rejected");
-                move_rejected(&dir, &root.answers_rejected(), &name, &ue, now)?;
-                out.rejected.push((name, ue.code));
+            Ok(results)
+        })?;
+        // Committed: now the files may go.
+        for ((name, _), result) in items.iter().zip(results) {
+            match result {
+                Ok((id, answered)) => {
+                    if answered {
+                        tracing::info!(id = %id, "answered by answer file");
+                        out.answered.push(id);
+                    } else {
+                        tracing::info!(id = %id, "cancelled by answer file");
+                        out.cancelled.push(id);
+                    }
+                    if let Err(e) = fs::remove_file(dir.join(name)) {
+                        if e.kind() != std::io::ErrorKind::NotFound {
+                            tracing::warn!(file = %name, error = %e, "cannot remove answer file");
+                        }
+                    }
+                }
+                Err(ue) => {
+                    tracing::warn!(file = %name, code = %ue.code, message = %ue.message, "answer file rejected");
+                    move_rejected(&dir, &root.answers_rejected(), name, &ue, now)?;
+                    out.rejected.push((name.clone(), ue.code));
+                }
             }
         }
     }

@@ -49,3 +49,34 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(dir, e))
 }
+
+/// Remove temp files (`.NAME.PID.N.tmp`) that a killed dshq process left in `dir`. Only
+/// files of processes that no longer exist are removed, so a writer running right now
+/// keeps its temp file. Returns how many were removed.
+pub fn remove_orphan_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+            continue;
+        };
+        // NAME.PID.N: the pid is the second-to-last dot-separated field.
+        let mut parts = inner.rsplitn(3, '.');
+        let (_n, pid) = (parts.next(), parts.next());
+        let Some(pid) = pid.and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = pid == std::process::id() as i32
+            || unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}

@@ -379,8 +379,9 @@ pub fn ingest(
     Ok(out)
 }
 
-/// Move `src_dir/name` into `rejected_dir` (never overwriting an earlier rejection) and
-/// write the error beside it as `STEM.error.json`.
+/// Move `src_dir/name` into `rejected_dir` (never overwriting an earlier rejection) beside
+/// its error, `STEM.error.json`, which is written first: a crash can leave a reason whose
+/// input is still in `src_dir` (rejected again later), never an input without a reason.
 pub fn move_rejected(
     src_dir: &Path,
     rejected_dir: &Path,

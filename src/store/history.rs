@@ -173,7 +173,8 @@ pub fn history(conn: &Connection, f: &HistoryFilter, now: Millis) -> Result<Vec<
                 lineage: r.get(4)?,
                 created_at: rfc3339(created),
                 finished_at: finished.map(rfc3339),
-                wait_ms: finished.unwrap_or(now) - created,
+                // A clock that stepped back must not make a negative wait.
+                wait_ms: (finished.unwrap_or(now) - created).max(0),
                 status: Status::parse(&status).unwrap_or(Status::Rejected),
                 code: r.get(8)?,
                 decision: decision.as_deref().and_then(Decision::parse),
@@ -229,9 +230,9 @@ pub struct Stats {
     /// Requests counted (created in the window).
     pub total: i64,
     /// Count per status.
-    pub by_status: Vec<(String, i64)>,
+    pub by_status: std::collections::BTreeMap<String, i64>,
     /// Count per error code.
-    pub by_code: Vec<(String, i64)>,
+    pub by_code: std::collections::BTreeMap<String, i64>,
     /// Answer wait per context (answered requests).
     pub wait_by_context: Vec<WaitStats>,
     /// Answer wait per provider (answered requests).
@@ -272,9 +273,9 @@ pub fn percentile(sorted: &[Millis], p: u32) -> Millis {
 
 fn wait_groups(conn: &Connection, column: &str, since: Millis) -> Result<Vec<WaitStats>> {
     let mut stmt = conn.prepare(&format!(
-        "SELECT {column}, finished_ms - created_ms FROM requests
+        "SELECT {column}, MAX(finished_ms - created_ms, 0) FROM requests
          WHERE status = 'answered' AND created_ms >= ?1 AND {column} IS NOT NULL
-         ORDER BY {column}, finished_ms - created_ms"
+         ORDER BY 1, 2"
     ))?;
     let mut rows = stmt.query([since])?;
     let mut out: Vec<WaitStats> = Vec::new();
@@ -308,7 +309,7 @@ fn wait_groups(conn: &Connection, column: &str, since: Millis) -> Result<Vec<Wai
 /// about now, whatever the window).
 pub fn stats(conn: &Connection, since: Option<Millis>, now: Millis) -> Result<Stats> {
     let since = since.unwrap_or(i64::MIN);
-    let pairs = |sql: &str| -> Result<Vec<(String, i64)>> {
+    let pairs = |sql: &str| -> Result<std::collections::BTreeMap<String, i64>> {
         let mut stmt = conn.prepare(sql)?;
         let rows = stmt.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -320,7 +321,7 @@ pub fn stats(conn: &Connection, since: Option<Millis>, now: Millis) -> Result<St
         "SELECT error_code, COUNT(*) FROM requests WHERE created_ms >= ?1 AND error_code IS NOT NULL
          GROUP BY error_code ORDER BY error_code",
     )?;
-    let total = by_status.iter().map(|(_, n)| n).sum();
+    let total = by_status.values().sum();
     let (approved, declined): (i64, i64) = conn.query_row(
         "SELECT COALESCE(SUM(q.decision = 'approved'), 0), COALESCE(SUM(q.decision = 'declined'), 0)
          FROM questions q JOIN requests r ON r.seq = q.request_seq
