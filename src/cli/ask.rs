@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         }
         Err(other) => return Err(other),
     };
-    if accepted.new {
+    if accepted.replaced_rejection {
         outbox::remove_stale(&ctx.root, &accepted.id);
     }
     outbox::flush(&ctx.root, &mut conn)?;

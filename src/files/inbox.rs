@@ -265,6 +265,7 @@ pub fn ingest(
     // (file name, error to write beside it) for after the commit; None = remove.
     let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
     let mut out = Ingested::default();
+    let mut stale: Vec<String> = Vec::new();
     store::write(conn, now, |tx| {
         for input in &inputs {
             match input {
@@ -279,6 +280,9 @@ pub fn ingest(
                         Ok(a) => {
                             if a.new {
                                 tracing::info!(id = %a.id, context = %a.context, file = %name, "request accepted");
+                                if a.replaced_rejection {
+                                    stale.push(a.id.clone());
+                                }
                                 out.accepted.push(a.id);
                             } else {
                                 tracing::info!(id = %a.id, file = %name, "re-delivery of an accepted request");
@@ -351,7 +355,7 @@ pub fn ingest(
         Ok(())
     })?;
     // Committed: stale error outcomes of reused ids go first, then the files.
-    for id in &out.accepted {
+    for id in &stale {
         super::outbox::remove_stale(root, id);
     }
     let mut moved_any = false;

@@ -51,14 +51,8 @@ pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
 
 /// Read at most `limit` bytes of the regular file at `path`.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Gone),
-        Err(e) => return Err(e.into()),
-    };
-    if !meta.file_type().is_file() {
-        return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
-    }
+    // No separate lstat: O_NOFOLLOW makes a symlink fail with ELOOP, O_NONBLOCK keeps a
+    // FIFO from blocking, and fstat on the open file tells everything else.
     let f: File = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -69,9 +63,12 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             return Err(ReadError::NotRegular("a symlink"))
         }
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(ReadError::NotRegular("a socket"))
+        }
         Err(e) => return Err(e.into()),
     };
-    // The path may have been swapped between lstat and open: trust only the open file.
+    // Trust only the open file: the path may be swapped at any time.
     let meta = f.metadata()?;
     if !meta.file_type().is_file() {
         return Err(ReadError::NotRegular(kind_of(&meta.file_type())));

@@ -90,11 +90,8 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Append one event at `now`.
 pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     let last: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let (seq, prev) = match last {
         Some((s, h)) => (s + 1, h),

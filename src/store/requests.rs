@@ -311,6 +311,10 @@ pub struct Accepted {
     pub new: bool,
     /// The request's state now.
     pub status: Status,
+    /// An earlier input with this id was rejected: its error outcome file, if any, is
+    /// stale and must go.
+    #[serde(skip)]
+    pub replaced_rejection: bool,
 }
 
 /// Check and accept a parsed request (spec §3). `fallback_id` is the file name for inbox
@@ -333,6 +337,7 @@ pub fn accept(
                 context: existing.context,
                 new: false,
                 status: existing.status,
+                replaced_rejection: false,
             });
         }
         return Err(Error::question(
@@ -412,11 +417,15 @@ pub fn accept(
             ..Default::default()
         },
     )?;
+    let replaced_rejection = tx
+        .prepare_cached("SELECT 1 FROM requests INDEXED BY requests_id_any WHERE id = ?1 AND status = 'rejected'")?
+        .exists([&n.id])?;
     Ok(Accepted {
         id: n.id,
         context: n.context,
         new: true,
         status: Status::Pending,
+        replaced_rejection,
     })
 }
 
@@ -536,7 +545,8 @@ pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<R
 pub fn claim_next(tx: &Transaction, lease: &Lease, now: Millis) -> Result<RequestRow> {
     let id: Option<String> = tx
         .prepare_cached(
-            "SELECT id FROM requests WHERE context = ?1 AND status = 'pending' ORDER BY seq LIMIT 1",
+            "SELECT id FROM requests INDEXED BY requests_open
+             WHERE context = ?1 AND status IN ('pending', 'claimed') AND status = 'pending' ORDER BY seq LIMIT 1",
         )?
         .query_row([&lease.context], |r| r.get(0))
         .optional()?;
@@ -768,14 +778,14 @@ pub fn unclaim_all(
 ) -> Result<Vec<String>> {
     let ids: Vec<String> = {
         let mut stmt = tx.prepare_cached(
-            "SELECT id FROM requests WHERE status = 'claimed' AND claimed_lease = ?1 ORDER BY seq",
+            "SELECT id FROM requests INDEXED BY requests_claimed WHERE status = 'claimed' AND claimed_lease = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([lease_id], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
     tx.execute(
         "UPDATE requests SET status = 'pending', claimed_lease = NULL, claimed_ms = NULL
-         WHERE status = 'claimed' AND claimed_lease = ?1",
+         WHERE seq IN (SELECT seq FROM requests INDEXED BY requests_claimed WHERE status = 'claimed' AND claimed_lease = ?1)",
         [lease_id],
     )?;
     for id in &ids {
@@ -800,7 +810,8 @@ pub fn abort_overdue(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
     let due: Vec<RequestRow> = {
         let mut stmt = tx.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE r.status IN ('pending', 'claimed') AND r.deadline_ms IS NOT NULL AND r.deadline_ms < ?1"
+             WHERE r.seq IN (SELECT seq FROM requests INDEXED BY requests_deadline
+                             WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL AND deadline_ms < ?1)"
         ))?;
         let rows = stmt.query_map([now], row)?;
         rows.collect::<rusqlite::Result<_>>()?
@@ -854,12 +865,11 @@ pub fn mark_outbox_written(tx: &Transaction, seqs: &[i64]) -> Result<()> {
 /// The earliest future time something falls due (a lease expiry, a deadline, an agent
 /// ttl), so the daemon can sleep exactly until then.
 pub fn next_due(conn: &Connection) -> Result<Option<Millis>> {
-    Ok(conn.query_row(
+    Ok(conn.prepare_cached(
         "SELECT MIN(t) FROM (
              SELECT MIN(expires_ms) AS t FROM leases WHERE ended_ms IS NULL
-             UNION ALL SELECT MIN(deadline_ms) FROM requests WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL
+             UNION ALL SELECT MIN(deadline_ms) FROM requests INDEXED BY requests_deadline WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL
              UNION ALL SELECT MIN(expires_ms) FROM agents WHERE ended_ms IS NULL AND expires_ms IS NOT NULL)",
-        [],
-        |r| r.get(0),
-    )?)
+    )?
+    .query_row([], |r| r.get(0))?)
 }
