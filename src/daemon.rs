@@ -23,6 +23,7 @@ use rusqlite::Connection;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::files::{answers, inbox, outbox};
+use crate::hooks::{HookConfig, Hooks};
 use crate::root::Root;
 use crate::store::{self, requests};
 
@@ -35,6 +36,8 @@ pub struct Config {
     pub batch: usize,
     /// The size limit of inbox and answer files.
     pub max_bytes: u64,
+    /// `--on-question`: a hook run for each newly accepted request (see [`crate::hooks`]).
+    pub on_question: Option<HookConfig>,
 }
 
 impl Default for Config {
@@ -43,6 +46,7 @@ impl Default for Config {
             tick: Duration::from_secs(1),
             batch: 512,
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
+            on_question: None,
         }
     }
 }
@@ -111,10 +115,26 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
             .watch(d, RecursiveMode::NonRecursive)
             .map_err(|e| Error::io(d, std::io::Error::other(e)))?;
     }
+    // The hook runner notices new requests by seq after each pass, whatever accepted
+    // them (this loop's inbox, `dshq ask`); it only enqueues, so it never delays a pass.
+    let mut hooks = match &config.on_question {
+        Some(h) => Some(Hooks::start(root, &conn, h.clone())?),
+        None => None,
+    };
+    // Temp files of writers killed mid-write (their pid is gone) are never renamed.
+    for dir in [root.outbox(), root.rejected(), root.answers_rejected()] {
+        let n = crate::files::atomic::remove_orphan_temps(&dir);
+        if n > 0 {
+            tracing::info!(dir = %dir.display(), removed = n, "removed temp files of killed writers");
+        }
+    }
     tracing::info!(root = %root.dir().display(), "daemon started");
 
     // Startup: everything already there, and any outcome committed but not yet written.
-    pass(root, &mut conn, config, &stop, true, true);
+    pass(root, &mut conn, config, &stop, &mut watcher, true, true);
+    if let Some(h) = hooks.as_mut() {
+        h.poll(&conn);
+    }
     while !stop.load(Ordering::SeqCst) {
         let timeout = sleep_for(&conn, config.tick);
         let first = match rx.recv_timeout(timeout) {
@@ -145,9 +165,23 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
             do_inbox = true;
             do_answers = true;
         }
-        pass(root, &mut conn, config, &stop, do_inbox, do_answers);
+        pass(
+            root,
+            &mut conn,
+            config,
+            &stop,
+            &mut watcher,
+            do_inbox,
+            do_answers,
+        );
+        if let Some(h) = hooks.as_mut() {
+            h.poll(&conn);
+        }
     }
     drop(watcher);
+    if let Some(h) = hooks {
+        h.shutdown();
+    }
     tracing::info!("daemon stopped");
     Ok(())
 }
@@ -169,12 +203,13 @@ fn pass(
     conn: &mut Connection,
     config: &Config,
     stop: &AtomicBool,
+    watcher: &mut notify::RecommendedWatcher,
     do_inbox: bool,
     do_answers: bool,
 ) {
     tracing::debug!(do_inbox, do_answers, "pass");
     if do_inbox {
-        if let Err(e) = drain_inbox(root, conn, config, stop) {
+        if let Err(e) = drain_inbox(root, conn, config, stop, watcher) {
             tracing::error!(error = %e, "inbox pass failed; will retry");
         }
     }
@@ -199,11 +234,21 @@ fn drain_inbox(
     conn: &mut Connection,
     config: &Config,
     stop: &AtomicBool,
+    watcher: &mut notify::RecommendedWatcher,
 ) -> Result<()> {
-    loop {
-        let names = inbox::list_dir(&root.inbox_new())?;
+    let dir = root.inbox_new();
+    let mut unwatched = false;
+    let result = (|| loop {
+        let names = inbox::list_dir(&dir)?;
         if names.is_empty() {
             return Ok(());
+        }
+        // A burst: stop the watch on the inbox while draining it. Every unlink would
+        // otherwise queue an inotify event (a tenth of the ingest time went to the kernel
+        // queueing them) for a loop that rescans anyway. Nothing is lost: the listing
+        // after the watch is back sees whatever arrived meanwhile.
+        if names.len() > config.batch && !unwatched {
+            unwatched = watcher.unwatch(&dir).is_ok();
         }
         let mut progressed = false;
         for chunk in names.chunks(config.batch.max(1)) {
@@ -221,7 +266,21 @@ fn drain_inbox(
             // Only unreadable files remain: leave them for the next tick.
             return Ok(());
         }
+        if unwatched {
+            // Watch again before the next listing, so nothing slips between the two.
+            watcher
+                .watch(&dir, RecursiveMode::NonRecursive)
+                .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
+            unwatched = false;
+        }
+    })();
+    if unwatched {
+        // An error or a stop left the watch off: put it back (the next tick rescans anyway).
+        if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+            tracing::error!(error = %e, "cannot watch the inbox again; relying on the periodic rescan");
+        }
     }
+    result
 }
 
 /// Sweep expiries when something is due.

@@ -10,6 +10,7 @@
 //! - [`store`]: SQLite, plain functions over a transaction.
 //! - [`files`]: the directory API (inbox, outbox, answer files).
 //! - [`daemon`]: the host loop.
+//! - [`hooks`]: noticing new requests (`dshq watch`, the daemon's `--on-question`).
 //! - [`cli`]: the command line.
 
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod daemon;
 pub mod error;
 pub mod files;
+pub mod hooks;
 pub mod output;
 pub mod protocol;
 pub mod root;

@@ -1,4 +1,5 @@
-//! `dshq answer ID`: answer a request with flags or a whole Answer document.
+//! `dshq answer ID`: answer a request with flags or a whole Answer document; with no
+//! answer flags on a terminal, the interactive screen ([`super::interactive`]).
 //!
 //! Flags: `--select LABEL` (repeatable), `--custom TEXT`, `--skip`, and `--question QID` to
 //! start the flags of another question in a batch: `--question db --select Postgres
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use clap::ArgMatches;
 use rusqlite::Transaction;
 
-use super::{default_provider_name, Ctx, TRANSIENT_TTL};
+use super::{default_provider_name, interactive, Ctx, TRANSIENT_TTL};
 use crate::clock::{duration_ms, now_ms, Millis};
 use crate::error::{Error, Result};
 use crate::files::{outbox, safe_read};
@@ -25,8 +26,8 @@ use crate::store::{self, requests};
 /// Arguments of `dshq answer`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The request id.
-    pub id: String,
+    /// The request id. Without it (interactive only), walk the context's pending requests.
+    pub id: Option<String>,
     /// Start the flags of question QID (for requests with several questions).
     #[arg(long = "question", value_name = "QID")]
     pub question: Vec<String>,
@@ -48,6 +49,12 @@ pub struct Args {
     /// Provider name for a transient lease (default $USER).
     #[arg(long)]
     pub name: Option<String>,
+    /// Interactive, without an id: the context whose pending requests to walk.
+    #[arg(long, value_name = "C")]
+    pub context: Option<String>,
+    /// Interactive: the ttl of the session's lease (heartbeated every ttl/3).
+    #[arg(long, default_value = "1m", value_parser = super::parse_duration)]
+    pub ttl: std::time::Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,6 +189,33 @@ pub fn with_lease<T>(
 
 /// Run it. `m` are the subcommand's matches (for the order of the flags).
 pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()> {
+    let flags = match m {
+        Some(m) => ordered_flags(m),
+        None => fallback_flags(&a),
+    };
+    if a.answers.is_none() && flags.is_empty() {
+        // No answer given: the reviewer's screen, when there is a terminal to ask on.
+        if ctx.json || !interactive::available() {
+            return Err(Error::Usage(
+                "no answer given and no terminal to ask on: use --select LABEL, --custom TEXT, --skip (with --question QID for batches) or --answers FILE|-; run `dshq answer [ID]` on a terminal (without --json) to answer interactively"
+                    .into(),
+            ));
+        }
+        return interactive::run(
+            ctx,
+            interactive::Opts {
+                id: a.id,
+                context: a.context,
+                lease: a.lease,
+                name: a.name,
+                ttl: a.ttl,
+                style: ctx.color.for_stderr(),
+            },
+        );
+    }
+    let id = a.id.clone().ok_or_else(|| {
+        Error::Usage("give the request id: dshq answer ID --select LABEL ...".into())
+    })?;
     let mut conn = ctx.db()?;
     let answer = match &a.answers {
         Some(path) => {
@@ -201,17 +235,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             parse_answer(&bytes)?
         }
         None => {
-            let flags = match m {
-                Some(m) => ordered_flags(m),
-                None => fallback_flags(&a),
-            };
-            if flags.is_empty() {
-                return Err(Error::Usage(
-                    "no answer given: use --select LABEL, --custom TEXT, --skip (with --question QID for batches) or --answers FILE"
-                        .into(),
-                ));
-            }
-            let row = requests::get(&conn, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
+            let row = requests::get(&conn, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             let qids: Vec<String> = row
                 .request()
                 .map(|r| r.questions.into_iter().map(|q| q.id).collect())
@@ -225,11 +249,11 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
     let outcome = store::write(&mut conn, now, |tx| {
         with_lease(
             tx,
-            &a.id,
+            &id,
             a.lease.as_deref(),
             a.name.as_deref(),
             now,
-            |tx, lease| requests::answer(tx, lease, &a.id, &answer, now),
+            |tx, lease| requests::answer(tx, lease, &id, &answer, now),
         )
     })?;
     outbox::flush(&ctx.root, &mut conn)?;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::{parse_duration, Ctx};
 use crate::daemon::{self, Config};
 use crate::error::Result;
+use crate::hooks::HookConfig;
 
 /// Arguments of `dshq daemon`.
 #[derive(Debug, clap::Args)]
@@ -18,6 +19,13 @@ pub struct Args {
     /// Size limit of inbox and answer files, in bytes.
     #[arg(long, default_value_t = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES)]
     pub max_bytes: u64,
+    /// Run CMD (with `sh -c`) for each newly accepted request: the request JSON on its
+    /// stdin, DSHQ_REQUEST_ID and DSHQ_CONTEXT in its environment. Never blocks ingestion.
+    #[arg(long, value_name = "CMD")]
+    pub on_question: Option<String>,
+    /// Kill an --on-question hook (and its process group) that runs longer than this.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub hook_timeout: Duration,
 }
 
 /// Run it.
@@ -28,6 +36,10 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             tick: a.tick,
             batch: a.batch,
             max_bytes: a.max_bytes,
+            on_question: a
+                .on_question
+                .filter(|c| !c.trim().is_empty())
+                .map(|c| HookConfig::new(c, a.hook_timeout)),
         },
     )
 }

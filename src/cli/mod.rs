@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod events;
 pub mod export;
 pub mod history;
+pub mod interactive;
 pub mod list;
 pub mod provider;
 pub mod schema;
@@ -23,6 +24,7 @@ pub mod show;
 pub mod stats;
 pub mod validate;
 pub mod wait;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,6 +45,15 @@ pub struct Cli {
     /// Print exactly one JSON document on stdout (the result or {"error": ...}).
     #[arg(long, global = true)]
     pub json: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: interactive::style::ColorChoice,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -64,6 +75,8 @@ pub enum Command {
     /// The provider lease: register, heartbeat, release, status.
     #[command(subcommand)]
     Provider(provider::Command),
+    /// Follow new requests as they are accepted (NDJSON when piped or with --json).
+    Watch(watch::Args),
     /// Reserve a request for the live lease.
     Claim(claim::Args),
     /// Answer a request.
@@ -103,6 +116,8 @@ pub struct Ctx {
     pub root: Root,
     /// `--json`.
     pub json: bool,
+    /// `--color`.
+    pub color: interactive::style::ColorChoice,
 }
 
 impl Ctx {
@@ -167,6 +182,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
     let ctx = Ctx {
         root,
         json: cli.json,
+        color: cli.color,
     };
     match cli.command {
         Command::Daemon(a) => daemon::run(&ctx, a),
@@ -175,6 +191,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::List(a) => list::run(&ctx, a),
         Command::Show(a) => show::run(&ctx, a),
         Command::Provider(c) => provider::run(&ctx, c),
+        Command::Watch(a) => watch::run(&ctx, a),
         Command::Claim(a) => claim::run(&ctx, a),
         Command::Answer(a) => answer::run_with_matches(&ctx, a, answer_matches),
         Command::Cancel(a) => cancel::run(&ctx, a),

@@ -308,7 +308,8 @@ fn accept_claim_answer() {
             id: "r1".into(),
             context: "default".into(),
             new: true,
-            status: Status::Pending
+            status: Status::Pending,
+            replaced_rejection: false,
         }
     );
     let row = get(&conn, "r1");
@@ -630,7 +631,8 @@ fn idempotent_redelivery_is_accepted_once() {
             id: "r1".into(),
             context: "default".into(),
             new: false,
-            status: Status::Pending
+            status: Status::Pending,
+            replaced_rejection: false,
         }
     );
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), 1);

@@ -4,9 +4,11 @@
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
 mod agents;
+mod audit;
 mod cli;
 mod crash;
 mod daemon;
-mod helpers;
-mod audit;
 mod examples;
+mod helpers;
+mod hooks;
+mod interactive;

@@ -1,0 +1,656 @@
+//! `dshq answer [ID]` on a terminal with no answer flags: the reviewer's screen.
+//!
+//! The session is the provider. It registers a lease for the context (or uses the one
+//! given with `--lease`/`DSHQ_LEASE`), heartbeats it from a background thread with its
+//! own connection every ttl/3, and releases it on every way out — done, Quit, an error,
+//! Ctrl-C — like dsh's disposer: [`Session`] is a guard whose `Drop` releases. Ctrl-C at a
+//! prompt is a key (the terminal is in raw mode), which the prompt returns as an
+//! interruption and the session unwinds through that guard; Ctrl-C, SIGTERM or SIGHUP at
+//! any other moment reaches a signal thread that restores the terminal, releases the
+//! lease from its own connection and exits. Releasing is idempotent, so the two paths can
+//! race harmlessly. Only SIGKILL escapes, and then the lease simply expires after its
+//! ttl, returning its claims to `pending`.
+//!
+//! With an id the session answers that request; without one it walks the context's
+//! pending requests oldest first, claiming each as it shows it. A request left "for
+//! later" stays claimed by the session until the lease is released at the end, so the
+//! walk does not show it again; releasing returns it to `pending` for the next reviewer.
+//! (With a lease of your own, it stays claimed until you release that lease.)
+//!
+//! The screen itself is in [`screen`]; this module only connects it to the store.
+
+pub mod markdown;
+pub mod screen;
+pub mod style;
+
+use std::io::{IsTerminal, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::{default_provider_name, Ctx};
+use crate::clock::{duration_ms, human_ms, now_ms};
+use crate::error::{Error, Result};
+use crate::files::outbox;
+use crate::output::{age, outcome_text};
+use crate::protocol::{Answer, Outcome};
+use crate::root::Root;
+use crate::store::requests::{self, RequestRow};
+use crate::store::{self, leases};
+
+use screen::{Prompter, Reply, RequestEnd, Stop};
+use style::Style;
+
+/// What the interactive session needs from the command line.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// Answer this request; `None` walks the context's pending requests.
+    pub id: Option<String>,
+    /// The context to walk (default: the given lease's, else `default`).
+    pub context: Option<String>,
+    /// A lease to use instead of registering one (it is heartbeated, never released).
+    pub lease: Option<String>,
+    /// The provider name for the session's lease (default `$USER`).
+    pub name: Option<String>,
+    /// The session lease's ttl; it is heartbeated every ttl/3.
+    pub ttl: Duration,
+    /// How to paint.
+    pub style: Style,
+}
+
+/// Whether an interactive session can run here: stdin, stdout and stderr (where the
+/// prompts draw) are all terminals.
+pub fn available() -> bool {
+    std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal()
+}
+
+/// Releases the session's own lease exactly once, from whichever thread gets there first.
+struct Releaser {
+    root: Root,
+    token: String,
+    /// Registered by this session (a lease given with `--lease` is never released).
+    owned: bool,
+    done: Mutex<bool>,
+}
+
+impl Releaser {
+    /// Release the lease if this session owns it and has not released it yet.
+    fn release(&self) -> Result<bool> {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if *done || !self.owned {
+            return Ok(false);
+        }
+        let mut conn = self.root.open_db()?;
+        let now = now_ms();
+        store::write(&mut conn, now, |tx| leases::release(tx, &self.token, now))?;
+        *done = true;
+        Ok(true)
+    }
+}
+
+/// The provider session: the lease, its heartbeat thread and the signal thread. Dropping
+/// it stops both threads and releases the lease.
+pub struct Session {
+    releaser: Arc<Releaser>,
+    /// The context the lease answers for.
+    pub context: String,
+    /// The provider name.
+    pub name: String,
+    /// The lease's row id (its own claims are part of the walk).
+    pub lease_id: i64,
+    heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    lost: Arc<Mutex<Option<String>>>,
+    signals: Option<signal_hook::iterator::Handle>,
+}
+
+impl Session {
+    /// Register a lease in `context` (or authenticate `given`), then start heartbeating
+    /// and catching signals.
+    pub fn start(
+        root: &Root,
+        conn: &mut Connection,
+        context: &str,
+        given: Option<&str>,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<Session> {
+        let now = now_ms();
+        let (token, owned, lease) = match given {
+            Some(token) => {
+                let lease = store::write(conn, now, |tx| leases::heartbeat(tx, token, now))?;
+                (token.to_string(), false, lease)
+            }
+            None => {
+                let (token, lease) = store::write(conn, now, |tx| {
+                    let reg = leases::register(tx, context, name, duration_ms(ttl), now)?;
+                    let lease = leases::authenticate(tx, &reg.lease, now)?;
+                    Ok((reg.lease, lease))
+                })?;
+                (token, true, lease)
+            }
+        };
+        let releaser = Arc::new(Releaser {
+            root: root.clone(),
+            token,
+            owned,
+            done: Mutex::new(false),
+        });
+        let mut session = Session {
+            releaser,
+            context: lease.context.clone(),
+            name: lease.name.clone(),
+            lease_id: lease.lease_id,
+            heartbeat: None,
+            lost: Arc::new(Mutex::new(None)),
+            signals: None,
+        };
+        // From here on, any failure drops `session`, which releases the lease.
+        session.signals = Some(session.catch_signals()?);
+        session.heartbeat =
+            Some(session.start_heartbeat(Duration::from_millis(lease.ttl_ms.max(3) as u64))?);
+        Ok(session)
+    }
+
+    /// The lease token.
+    pub fn token(&self) -> &str {
+        &self.releaser.token
+    }
+
+    /// Why the heartbeat failed, if it did.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn start_heartbeat(&self, ttl: Duration) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let every = ttl / 3;
+        let root = self.releaser.root.clone();
+        let token = self.releaser.token.clone();
+        let lost = self.lost.clone();
+        let handle = std::thread::Builder::new()
+            .name("dshq-heartbeat".into())
+            .spawn(move || {
+                let mut conn = match root.open_db() {
+                    Ok(c) => c,
+                    Err(e) => {
+                        *lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+                        return;
+                    }
+                };
+                loop {
+                    match stop_rx.recv_timeout(every) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            let now = now_ms();
+                            if let Err(e) = store::write(&mut conn, now, |tx| {
+                                leases::heartbeat(tx, &token, now)
+                            }) {
+                                let fatal = matches!(e, Error::LeaseExpired(_));
+                                *lost.lock().unwrap_or_else(|e| e.into_inner()) =
+                                    Some(e.to_string());
+                                if fatal {
+                                    return;
+                                }
+                            }
+                        }
+                        // Stopped, or the session is gone.
+                        _ => return,
+                    }
+                }
+            })
+            .map_err(|e| Error::io("heartbeat thread", e))?;
+        Ok((stop_tx, handle))
+    }
+
+    fn catch_signals(&self) -> Result<signal_hook::iterator::Handle> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map_err(|e| Error::io("signal handler", e))?;
+        let handle = signals.handle();
+        let releaser = self.releaser.clone();
+        std::thread::Builder::new()
+            .name("dshq-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    restore_terminal();
+                    let note = match releaser.release() {
+                        Ok(true) => "; lease released".to_string(),
+                        Ok(false) => String::new(),
+                        Err(e) => format!("; could not release the lease: {e}"),
+                    };
+                    eprintln!("\ninterrupted{note}");
+                    std::process::exit(128 + sig);
+                }
+            })
+            .map_err(|e| Error::io("signal thread", e))?;
+        Ok(handle)
+    }
+
+    /// Stop the threads and release the lease, reporting a failure to release.
+    pub fn end(mut self) -> Result<bool> {
+        self.stop_threads();
+        self.releaser.release()
+    }
+
+    fn stop_threads(&mut self) {
+        if let Some((stop, handle)) = self.heartbeat.take() {
+            let _ = stop.send(());
+            let _ = handle.join();
+        }
+        if let Some(h) = self.signals.take() {
+            h.close();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_threads();
+        if let Err(e) = self.releaser.release() {
+            eprintln!("error: could not release the provider lease: {e}");
+        }
+    }
+}
+
+/// Put the terminal back as a shell expects it (raw mode off, cursor shown, main screen)
+/// and clear what is left of an interrupted prompt below the cursor.
+fn restore_terminal() {
+    use crossterm::{cursor, terminal};
+    let _ = terminal::disable_raw_mode();
+    let mut err = std::io::stderr();
+    if markdown::in_pager() {
+        let _ = crossterm::execute!(err, terminal::LeaveAlternateScreen);
+    }
+    let _ = crossterm::execute!(
+        err,
+        cursor::Show,
+        cursor::MoveToColumn(0),
+        terminal::Clear(terminal::ClearType::FromCursorDown)
+    );
+    let _ = err.flush();
+}
+
+/// The real terminal: inquire prompts on stderr.
+pub struct Terminal {
+    style: Style,
+}
+
+impl Terminal {
+    fn page_size(&self, n: usize) -> usize {
+        let (_, rows) = markdown::terminal_size();
+        n.min(rows.saturating_sub(6).max(5)).max(1)
+    }
+}
+
+fn reply<T>(r: inquire::error::InquireResult<T>) -> std::result::Result<Reply<T>, Stop> {
+    use inquire::InquireError;
+    match r {
+        Ok(v) => Ok(Reply::Value(v)),
+        Err(InquireError::OperationCanceled) => Ok(Reply::Esc),
+        Err(InquireError::OperationInterrupted) => Err(Stop::Interrupted),
+        Err(e) => Err(Stop::Terminal(e.to_string())),
+    }
+}
+
+impl Prompter for Terminal {
+    fn style(&self) -> Style {
+        self.style
+    }
+
+    fn size(&self) -> (usize, usize) {
+        markdown::terminal_size()
+    }
+
+    fn say(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{text}");
+        let _ = err.flush();
+    }
+
+    fn select(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        start: usize,
+    ) -> std::result::Result<Reply<usize>, Stop> {
+        reply(
+            inquire::Select::new(message, items.to_vec())
+                .with_help_message(help)
+                .with_starting_cursor(start.min(items.len().saturating_sub(1)))
+                .with_page_size(self.page_size(items.len()))
+                .without_filtering()
+                .with_render_config(self.style.render_config())
+                .raw_prompt()
+                .map(|o| o.index),
+        )
+    }
+
+    fn multi(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        defaults: &[usize],
+    ) -> std::result::Result<Reply<Vec<usize>>, Stop> {
+        reply(
+            inquire::MultiSelect::new(message, items.to_vec())
+                .with_help_message(help)
+                .with_default(defaults)
+                .with_page_size(self.page_size(items.len()))
+                .without_filtering()
+                .with_render_config(self.style.render_config())
+                .raw_prompt()
+                .map(|v| {
+                    let mut idx: Vec<usize> = v.into_iter().map(|o| o.index).collect();
+                    idx.sort_unstable();
+                    idx
+                }),
+        )
+    }
+
+    fn text(
+        &mut self,
+        message: &str,
+        initial: &str,
+        help: &str,
+    ) -> std::result::Result<Reply<String>, Stop> {
+        reply(
+            inquire::Text::new(message)
+                .with_initial_value(initial)
+                .with_help_message(help)
+                .with_render_config(self.style.render_config())
+                .prompt(),
+        )
+    }
+
+    fn pager(&mut self, title: &str, lines: &[String]) -> std::result::Result<(), Stop> {
+        match markdown::page(title, lines, &self.style) {
+            Ok(markdown::PagerEnd::Done) => Ok(()),
+            Ok(markdown::PagerEnd::Interrupted) => Err(Stop::Interrupted),
+            Err(e) => Err(Stop::Terminal(e.to_string())),
+        }
+    }
+}
+
+/// The oldest request of `context` after `after_seq` that is pending, or already claimed
+/// by this session's lease (a reviewer's own lease may hold claims from `dshq claim`).
+fn next_pending(
+    conn: &Connection,
+    context: &str,
+    lease_id: i64,
+    after_seq: i64,
+) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM requests WHERE context = ?1 AND seq > ?2
+                AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = ?3))
+             ORDER BY seq LIMIT 1",
+        )?
+        .query_row(rusqlite::params![context, after_seq, lease_id], |r| {
+            r.get(0)
+        })
+        .optional()?)
+}
+
+/// Claim `id` for the session's lease.
+fn claim(conn: &mut Connection, token: &str, id: &str) -> Result<RequestRow> {
+    let now = now_ms();
+    store::write(conn, now, |tx| {
+        let lease = leases::authenticate(tx, token, now)?;
+        requests::claim(tx, &lease, id, now)
+    })
+}
+
+/// The lines that introduce a request.
+fn request_header(row: &RequestRow, style: &Style) -> String {
+    let now = now_ms();
+    let id = row.id.as_deref().unwrap_or("-");
+    let req = row.request();
+    let n = req.as_ref().map_or(0, |r| r.questions.len());
+    let mut facts = vec![
+        format!("context {}", row.context),
+        format!("{n} question{}", if n == 1 { "" } else { "s" }),
+        format!("asked {}", age(row.created_ms, now)),
+    ];
+    if let Some(a) = &row.agent_id {
+        facts.push(format!("by agent {a}"));
+    }
+    if let Some(d) = row.deadline_ms {
+        facts.push(format!(
+            "deadline in {}",
+            human_ms(((d - now) / 1000).max(0) * 1000)
+        ));
+    }
+    let mut s = format!(
+        "\n{} {}  {}",
+        style.heading("━━ Request"),
+        style.accent(id),
+        style.dim(&facts.join(" · "))
+    );
+    if let Some(meta) = req.and_then(|r| r.meta) {
+        let json = serde_json::Value::Object(meta).to_string();
+        s.push_str(&format!(
+            "\n   {}",
+            style.dim(&format!("meta {}", crate::output::ellipsize(&json, 100)))
+        ));
+    }
+    s
+}
+
+/// Counts for the closing line.
+#[derive(Default)]
+struct Tally {
+    answered: usize,
+    cancelled: usize,
+    later: usize,
+}
+
+enum Next {
+    Continue,
+    Quit,
+}
+
+/// Show one claimed request and carry out the reviewer's ending.
+fn handle_request(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    session: &Session,
+    term: &mut Terminal,
+    row: &RequestRow,
+    tally: &mut Tally,
+) -> std::result::Result<Next, HandleError> {
+    let style = term.style;
+    let id = row.id.clone().expect("accepted requests have ids");
+    let Some(request) = row.request() else {
+        return Ok(Next::Continue);
+    };
+    term.say(&request_header(row, &style));
+    let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
+    let now = now_ms();
+    let token = session.token();
+    let result = match &end {
+        RequestEnd::Answer(answer) => Some(submit(conn, token, &id, answer, now)),
+        RequestEnd::Cancel(reason) => Some(store::write(conn, now, |tx| {
+            let lease = leases::authenticate(tx, token, now)?;
+            requests::cancel(tx, &lease, &id, reason.as_deref(), now)
+        })),
+        RequestEnd::Later => {
+            tally.later += 1;
+            term.say(&style.dim(&format!("left {id} for later")));
+            None
+        }
+        RequestEnd::Quit => return Ok(Next::Quit),
+    };
+    if let Some(result) = result {
+        match result {
+            Ok(outcome) => {
+                outbox::flush(&ctx.root, conn).map_err(HandleError::Fail)?;
+                match &outcome {
+                    Outcome::Answered(_) => tally.answered += 1,
+                    Outcome::Error(_) => tally.cancelled += 1,
+                }
+                let text = outcome_text(&outcome);
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{}", style.ok(&text));
+                let _ = out.flush();
+            }
+            // The request ended meanwhile (the asker aborted it, its deadline passed).
+            Err(e @ (Error::RequestFinal { .. } | Error::NotFound(_))) => {
+                term.say(&style.warn(&format!("{id}: {e}; nothing was changed")));
+            }
+            Err(e) => return Err(HandleError::Fail(e)),
+        }
+    }
+    Ok(Next::Continue)
+}
+
+fn submit(
+    conn: &mut Connection,
+    token: &str,
+    id: &str,
+    answer: &Answer,
+    now: crate::clock::Millis,
+) -> Result<Outcome> {
+    store::write(conn, now, |tx| {
+        let lease = leases::authenticate(tx, token, now)?;
+        requests::answer(tx, &lease, id, answer, now)
+    })
+}
+
+enum HandleError {
+    Stop(Stop),
+    Fail(Error),
+}
+
+/// Run the interactive session.
+pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
+    let mut conn = ctx.db()?;
+    let given = opts.lease.as_deref().filter(|l| !l.trim().is_empty());
+    // Resolve the context before taking a lease: a request id decides it.
+    let first = match &opts.id {
+        Some(id) => {
+            let row = requests::get(&conn, id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            if row.status.is_final() {
+                return Err(Error::RequestFinal {
+                    id: id.clone(),
+                    status: row.status.as_str().into(),
+                });
+            }
+            Some(row)
+        }
+        None => None,
+    };
+    let context = match (&first, &opts.context, given) {
+        (Some(row), _, _) => row.context.clone(),
+        (None, Some(c), _) => c.clone(),
+        (None, None, Some(token)) => leases::authenticate(&conn, token, now_ms())?.context,
+        (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
+    };
+    let name = opts.name.clone().unwrap_or_else(default_provider_name);
+    let session = Session::start(&ctx.root, &mut conn, &context, given, &name, opts.ttl)?;
+    if let Some(c) = &opts.context {
+        if *c != session.context {
+            return Err(Error::Usage(format!(
+                "the lease answers for context {:?}, not {c:?}",
+                session.context
+            )));
+        }
+    }
+    let style = opts.style;
+    let mut term = Terminal { style };
+    term.say(&style.dim(&format!(
+        "answering as {} in context {} · Esc: more (skip, cancel, quit) · Ctrl-C: stop",
+        session.name, session.context
+    )));
+    let mut tally = Tally::default();
+    let result = (|| -> std::result::Result<(), HandleError> {
+        match &opts.id {
+            Some(id) => {
+                let row = claim(&mut conn, session.token(), id).map_err(HandleError::Fail)?;
+                handle_request(ctx, &mut conn, &session, &mut term, &row, &mut tally)?;
+            }
+            None => {
+                let mut after = 0i64;
+                loop {
+                    if let Some(why) = session.lost() {
+                        return Err(HandleError::Fail(Error::LeaseExpired(why)));
+                    }
+                    let Some(id) = next_pending(&conn, &session.context, session.lease_id, after)
+                        .map_err(HandleError::Fail)?
+                    else {
+                        term.say(&format!(
+                            "no more pending requests in context {}",
+                            session.context
+                        ));
+                        break;
+                    };
+                    let row = match claim(&mut conn, session.token(), &id) {
+                        Ok(row) => row,
+                        // Taken or ended between the read and the claim: move on.
+                        Err(
+                            Error::RequestFinal { .. }
+                            | Error::ClaimedElsewhere { .. }
+                            | Error::NotFound(_),
+                        ) => {
+                            let seq = requests::get(&conn, &id)
+                                .map_err(HandleError::Fail)?
+                                .map_or(after + 1, |r| r.seq);
+                            after = after.max(seq);
+                            continue;
+                        }
+                        Err(e) => return Err(HandleError::Fail(e)),
+                    };
+                    after = row.seq;
+                    if let Next::Quit =
+                        handle_request(ctx, &mut conn, &session, &mut term, &row, &mut tally)?
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => {
+            let owned = session.releaser.owned;
+            session.end()?;
+            let mut parts = vec![format!("answered {}", tally.answered)];
+            if tally.cancelled > 0 {
+                parts.push(format!("cancelled {}", tally.cancelled));
+            }
+            if tally.later > 0 {
+                parts.push(format!("left {} for later", tally.later));
+            }
+            if owned {
+                parts.push("lease released".into());
+            }
+            term.say(&style.dim(&parts.join("; ")));
+            Ok(())
+        }
+        Err(HandleError::Fail(e)) => {
+            drop(session);
+            Err(e)
+        }
+        Err(HandleError::Stop(Stop::Terminal(msg))) => {
+            drop(session);
+            Err(Error::io("terminal", std::io::Error::other(msg)))
+        }
+        Err(HandleError::Stop(Stop::Interrupted)) => {
+            let owned = session.releaser.owned;
+            let released = session.end();
+            restore_terminal();
+            match released {
+                Ok(_) if owned => eprintln!("interrupted; lease released"),
+                Ok(_) => eprintln!("interrupted"),
+                Err(e) => eprintln!("interrupted; could not release the lease: {e}"),
+            }
+            std::process::exit(130);
+        }
+    }
+}

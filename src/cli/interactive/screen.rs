@@ -1,0 +1,878 @@
+//! The review screen for one request: each question with its header, text, detail and
+//! options; single select, multi-select, "Other" free text, skip; the plan-review screen;
+//! a summary to confirm or revise a batch; and the request menu (back, cancel the request,
+//! leave it for later, quit).
+//!
+//! The screen talks to the terminal only through [`Prompter`], so its logic (which answer
+//! each path produces) is unit-tested with a scripted prompter, and the pseudo-terminal
+//! tests only have to show that the real prompts drive it. Every answer item it builds has
+//! a valid shape by construction (single-select "Other" leaves `selected` empty because
+//! `custom` overrides; multi-select "Other" supplements the labels; a skip is
+//! `selected: []` without `custom`; blank text is never sent as `custom`), and the whole
+//! answer is checked with [`check_answer`] before it is handed back, so the screen cannot
+//! produce a `BAD_ANSWER`.
+
+use crate::output::ellipsize;
+use crate::protocol::answer::{check_answer, decision};
+use crate::protocol::{Answer, AnswerItem, Decision, Question};
+
+use super::markdown;
+use super::style::{one_line, Style};
+
+/// Why the screen stopped before the reviewer chose an ending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Ctrl-C.
+    Interrupted,
+    /// The terminal failed.
+    Terminal(String),
+}
+
+/// What a prompt returned: a value, or Esc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply<T> {
+    /// The reviewer chose.
+    Value(T),
+    /// The reviewer pressed Esc.
+    Esc,
+}
+
+/// The terminal as the screen uses it.
+pub trait Prompter {
+    /// How to paint text.
+    fn style(&self) -> Style;
+    /// Columns and rows.
+    fn size(&self) -> (usize, usize);
+    /// Print lines.
+    fn say(&mut self, text: &str);
+    /// Choose one item; returns its index.
+    fn select(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        start: usize,
+    ) -> Result<Reply<usize>, Stop>;
+    /// Toggle items, then confirm; returns the chosen indices in item order.
+    fn multi(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        defaults: &[usize],
+    ) -> Result<Reply<Vec<usize>>, Stop>;
+    /// A line of text.
+    fn text(&mut self, message: &str, initial: &str, help: &str) -> Result<Reply<String>, Stop>;
+    /// Show long text a screen at a time.
+    fn pager(&mut self, title: &str, lines: &[String]) -> Result<(), Stop>;
+}
+
+/// How the reviewer ended a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestEnd {
+    /// A complete answer that meets the rules.
+    Answer(Answer),
+    /// Cancel the request (`ASK_CANCELLED`) with an optional reason.
+    Cancel(Option<String>),
+    /// Leave it for later (the walk moves on).
+    Later,
+    /// End the session.
+    Quit,
+}
+
+/// One question's result.
+enum Step {
+    Answered(AnswerItem),
+    Menu,
+}
+
+/// The request menu.
+enum MenuChoice {
+    Resume,
+    Previous,
+    Skip,
+    Cancel(Option<String>),
+    Later,
+    Quit,
+}
+
+const OTHER: &str = "Other: type your own answer…";
+const SKIP: &str = "Skip this question";
+const MORE: &str = "More: back, cancel the request, leave it for later, quit…";
+
+fn skip_item(q: &Question) -> AnswerItem {
+    AnswerItem {
+        id: q.id.clone(),
+        selected: Vec::new(),
+        custom: None,
+    }
+}
+
+/// Non-blank text, trimmed of surrounding line breaks only (the reviewer's spacing stays).
+fn non_blank(s: &str) -> Option<String> {
+    if s.trim().is_empty() {
+        None
+    } else {
+        Some(s.trim_matches(['\r', '\n']).to_string())
+    }
+}
+
+fn option_line(label: &str, description: Option<&str>, suffix: &str) -> String {
+    let label = one_line(label);
+    match description {
+        Some(d) if !d.trim().is_empty() => format!("{label}{suffix} — {}", one_line(d)),
+        _ => format!("{label}{suffix}"),
+    }
+}
+
+/// Review one request's questions; returns how the reviewer ended it.
+pub fn review(p: &mut dyn Prompter, questions: &[Question]) -> Result<RequestEnd, Stop> {
+    let n = questions.len();
+    let mut items: Vec<Option<AnswerItem>> = vec![None; n];
+    let mut i = 0usize;
+    let mut revising = false;
+    // Back from the menu to the same question: do not page a long plan again.
+    let mut resumed = false;
+    loop {
+        if i >= n {
+            let answer = Answer {
+                answers: items.iter().flatten().cloned().collect(),
+            };
+            if n > 1 {
+                match summary(p, questions, &items)? {
+                    Summary::Submit => {}
+                    Summary::Revise(k) => {
+                        i = k;
+                        revising = true;
+                        continue;
+                    }
+                    Summary::End(end) => return Ok(end),
+                }
+            }
+            match check_answer(questions, &answer) {
+                Ok(_) => return Ok(RequestEnd::Answer(answer)),
+                Err(e) => {
+                    // Unreachable by construction; never submit it, ask again instead.
+                    let style = p.style();
+                    p.say(&style.warn(&format!("cannot submit: {}", e.message)));
+                    i = 0;
+                    revising = false;
+                    continue;
+                }
+            }
+        }
+        let q = &questions[i];
+        let step = ask_question(p, q, i, n, items[i].as_ref(), resumed)?;
+        resumed = false;
+        match step {
+            Step::Answered(item) => {
+                items[i] = Some(item);
+                i = if revising { n } else { i + 1 };
+            }
+            Step::Menu => match menu(p, q, i > 0)? {
+                MenuChoice::Resume => resumed = true,
+                MenuChoice::Previous => {
+                    i -= 1;
+                    revising = false;
+                }
+                MenuChoice::Skip => {
+                    items[i] = Some(skip_item(q));
+                    i = if revising { n } else { i + 1 };
+                }
+                MenuChoice::Cancel(reason) => return Ok(RequestEnd::Cancel(reason)),
+                MenuChoice::Later => return Ok(RequestEnd::Later),
+                MenuChoice::Quit => return Ok(RequestEnd::Quit),
+            },
+        }
+    }
+}
+
+fn show_question(p: &mut dyn Prompter, q: &Question, i: usize, n: usize, plan: bool) {
+    let style = p.style();
+    let (width, _) = p.size();
+    let mut kind = vec![format!("id {}", q.id)];
+    if n > 1 {
+        kind.insert(0, format!("question {} of {n}", i + 1));
+    }
+    if q.is_multi() {
+        kind.push("multi-select".into());
+    }
+    if plan {
+        kind.push("plan review".into());
+    }
+    let mut s = String::from("\n");
+    if let Some(h) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
+        s.push_str(&style.heading(&format!("[{}]", one_line(h))));
+        s.push(' ');
+    }
+    s.push_str(&style.bold(&one_line(&q.question)));
+    s.push_str(&format!(
+        "  {}",
+        style.dim(&format!("({})", kind.join(" · ")))
+    ));
+    if !plan {
+        if let Some(d) = q.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+            for line in markdown::render(d, width.saturating_sub(4), &style) {
+                s.push_str(&format!("\n  {line}"));
+            }
+        }
+    }
+    p.say(&s);
+}
+
+fn ask_question(
+    p: &mut dyn Prompter,
+    q: &Question,
+    i: usize,
+    n: usize,
+    prev: Option<&AnswerItem>,
+    resumed: bool,
+) -> Result<Step, Stop> {
+    if let Some(approve) = q.plan_review_approve().filter(|a| q.has_label(a)) {
+        show_question(p, q, i, n, true);
+        return plan_review(p, q, approve, prev, !resumed);
+    }
+    show_question(p, q, i, n, false);
+    if q.options().is_empty() {
+        free_text(p, q, prev)
+    } else if q.is_multi() {
+        multi_select(p, q, prev)
+    } else {
+        single_select(p, q, prev)
+    }
+}
+
+fn single_select(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Step, Stop> {
+    let opts = q.options();
+    let mut items: Vec<String> = opts
+        .iter()
+        .map(|o| option_line(&o.label, o.description.as_deref(), ""))
+        .collect();
+    let (other, skip, more) = (items.len(), items.len() + 1, items.len() + 2);
+    items.extend([OTHER.to_string(), SKIP.to_string(), MORE.to_string()]);
+    let start = match prev {
+        Some(p) if p.custom.is_some() => other,
+        Some(p) => p
+            .selected
+            .first()
+            .and_then(|l| opts.iter().position(|o| &o.label == l))
+            .unwrap_or(skip),
+        None => 0,
+    };
+    let help = "↑↓ move · Enter choose · Esc: more (back, cancel, quit)";
+    loop {
+        let k = match p.select("Your answer", &items, help, start)? {
+            Reply::Esc => return Ok(Step::Menu),
+            Reply::Value(k) => k,
+        };
+        if k < opts.len() {
+            return Ok(Step::Answered(AnswerItem {
+                id: q.id.clone(),
+                selected: vec![opts[k].label.clone()],
+                custom: None,
+            }));
+        }
+        if k == other {
+            let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+            match p.text(
+                "Your answer",
+                initial,
+                "replaces the options · empty or Esc: back to the list",
+            )? {
+                Reply::Value(t) => {
+                    if let Some(custom) = non_blank(&t) {
+                        // Single-select: custom overrides, so nothing is selected.
+                        return Ok(Step::Answered(AnswerItem {
+                            id: q.id.clone(),
+                            selected: Vec::new(),
+                            custom: Some(custom),
+                        }));
+                    }
+                }
+                Reply::Esc => {}
+            }
+            continue;
+        }
+        if k == skip {
+            return Ok(Step::Answered(skip_item(q)));
+        }
+        debug_assert_eq!(k, more);
+        return Ok(Step::Menu);
+    }
+}
+
+fn multi_select(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Step, Stop> {
+    let opts = q.options();
+    let mut items: Vec<String> = opts
+        .iter()
+        .map(|o| option_line(&o.label, o.description.as_deref(), ""))
+        .collect();
+    let other = items.len();
+    items.push("Other: add your own text…".to_string());
+    let mut defaults: Vec<usize> = prev
+        .map(|p| {
+            opts.iter()
+                .enumerate()
+                .filter(|(_, o)| p.selected.contains(&o.label))
+                .map(|(k, _)| k)
+                .collect()
+        })
+        .unwrap_or_default();
+    if prev.is_some_and(|p| p.custom.is_some()) {
+        defaults.push(other);
+    }
+    let help =
+        "Space toggle · Enter confirm (nothing chosen = skip) · Esc: more (back, cancel, quit)";
+    loop {
+        let chosen = match p.multi("Choose any", &items, help, &defaults)? {
+            Reply::Esc => return Ok(Step::Menu),
+            Reply::Value(c) => c,
+        };
+        let selected: Vec<String> = opts
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| chosen.contains(k))
+            .map(|(_, o)| o.label.clone())
+            .collect();
+        let mut custom = None;
+        if chosen.contains(&other) {
+            let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+            match p.text(
+                "Your text",
+                initial,
+                "added to the chosen options · empty: none · Esc: back to the list",
+            )? {
+                Reply::Value(t) => custom = non_blank(&t),
+                Reply::Esc => {
+                    defaults = chosen;
+                    continue;
+                }
+            }
+        }
+        // Multi-select: custom supplements the labels; both may be present.
+        return Ok(Step::Answered(AnswerItem {
+            id: q.id.clone(),
+            selected,
+            custom,
+        }));
+    }
+}
+
+fn free_text(p: &mut dyn Prompter, q: &Question, prev: Option<&AnswerItem>) -> Result<Step, Stop> {
+    let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+    match p.text(
+        "Your answer",
+        initial,
+        "Enter on an empty line skips · Esc: more (back, cancel, quit)",
+    )? {
+        Reply::Esc => Ok(Step::Menu),
+        Reply::Value(t) => Ok(Step::Answered(AnswerItem {
+            id: q.id.clone(),
+            selected: Vec::new(),
+            custom: non_blank(&t),
+        })),
+    }
+}
+
+/// Print the plan, or page it when it does not fit the screen (`pager`: the pager may be
+/// opened; otherwise a long plan is only mentioned).
+fn show_plan(p: &mut dyn Prompter, q: &Question, pager: bool) -> Result<(), Stop> {
+    let style = p.style();
+    let (width, rows) = p.size();
+    let plan = q.detail.as_deref().unwrap_or("");
+    if plan.trim().is_empty() {
+        p.say(&style.dim("  (the plan is empty)"));
+        return Ok(());
+    }
+    let lines = markdown::render(plan, width.saturating_sub(4), &style);
+    // Leave room for the question line, the decision list and its help line.
+    if lines.len() + 12 > rows {
+        if pager {
+            p.pager(&format!("Plan: {}", one_line(&q.question)), &lines)?;
+        }
+        p.say(&style.dim(&format!(
+            "  (plan: {} lines, read in the pager; choose \"Read the plan again\" to reopen it)",
+            lines.len()
+        )));
+    } else {
+        let bar = style.dim("│");
+        let body: Vec<String> = lines.iter().map(|l| format!("  {bar} {l}")).collect();
+        p.say(&body.join("\n"));
+    }
+    Ok(())
+}
+
+fn plan_review(
+    p: &mut dyn Prompter,
+    q: &Question,
+    approve: &str,
+    prev: Option<&AnswerItem>,
+    pager: bool,
+) -> Result<Step, Stop> {
+    show_plan(p, q, pager)?;
+    let opts = q.options();
+    let approve_opt = opts.iter().find(|o| o.label == approve);
+    let others: Vec<&crate::protocol::QuestionOption> =
+        opts.iter().filter(|o| o.label != approve).collect();
+    let mut items = vec![option_line(
+        &format!("Approve: {}", one_line(approve)),
+        approve_opt.and_then(|o| o.description.as_deref()),
+        "",
+    )];
+    items.extend(
+        others
+            .iter()
+            .map(|o| option_line(&o.label, o.description.as_deref(), " (declines)")),
+    );
+    let feedback = items.len();
+    items.push("Decline with feedback…".to_string());
+    let again = items.len();
+    items.push("Read the plan again".to_string());
+    items.push(MORE.to_string());
+    let more = items.len() - 1;
+    let start = match prev {
+        Some(item) if item.custom.is_some() => feedback,
+        Some(item) => match item.selected.first() {
+            Some(l) if l == approve => 0,
+            Some(l) => others
+                .iter()
+                .position(|o| &o.label == l)
+                .map_or(0, |k| k + 1),
+            None => 0,
+        },
+        None => 0,
+    };
+    let help = "↑↓ move · Enter choose · Esc: more (skip, back, cancel, quit)";
+    loop {
+        let k = match p.select("Your decision", &items, help, start)? {
+            Reply::Esc => return Ok(Step::Menu),
+            Reply::Value(k) => k,
+        };
+        if k == 0 {
+            return Ok(Step::Answered(AnswerItem {
+                id: q.id.clone(),
+                selected: vec![approve.to_string()],
+                custom: None,
+            }));
+        }
+        if k <= others.len() {
+            return Ok(Step::Answered(AnswerItem {
+                id: q.id.clone(),
+                selected: vec![others[k - 1].label.clone()],
+                custom: None,
+            }));
+        }
+        if k == feedback {
+            let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+            match p.text(
+                "Feedback for the author",
+                initial,
+                "what should change · empty or Esc: back to the decision",
+            )? {
+                Reply::Value(t) => {
+                    if let Some(custom) = non_blank(&t) {
+                        // Declined: nothing selected, the feedback in custom.
+                        return Ok(Step::Answered(AnswerItem {
+                            id: q.id.clone(),
+                            selected: Vec::new(),
+                            custom: Some(custom),
+                        }));
+                    }
+                }
+                Reply::Esc => {}
+            }
+            continue;
+        }
+        if k == again {
+            show_question(p, q, 0, 1, true);
+            show_plan(p, q, true)?;
+            continue;
+        }
+        debug_assert_eq!(k, more);
+        return Ok(Step::Menu);
+    }
+}
+
+fn menu(p: &mut dyn Prompter, q: &Question, has_previous: bool) -> Result<MenuChoice, Stop> {
+    let mut items = vec![("Back to this question".to_string(), MenuChoice::Resume)];
+    if has_previous {
+        items.push(("Previous question".into(), MenuChoice::Previous));
+    }
+    let skip = if q.plan_review_approve().is_some() {
+        "Skip this question (records a decline without feedback)"
+    } else {
+        SKIP
+    };
+    items.push((skip.into(), MenuChoice::Skip));
+    items.push((
+        "Cancel this request (the asker gets ASK_CANCELLED)…".into(),
+        MenuChoice::Cancel(None),
+    ));
+    items.push(("Leave this request for later".into(), MenuChoice::Later));
+    items.push(("Quit".into(), MenuChoice::Quit));
+    let labels: Vec<String> = items.iter().map(|(l, _)| l.clone()).collect();
+    let k = match p.select("What now?", &labels, "Esc: back to the question", 0)? {
+        Reply::Esc => return Ok(MenuChoice::Resume),
+        Reply::Value(k) => k,
+    };
+    let choice = items.swap_remove(k).1;
+    if let MenuChoice::Cancel(_) = choice {
+        return cancel_reason(p);
+    }
+    Ok(choice)
+}
+
+fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
+    match p.text(
+        "Reason for cancelling (optional)",
+        "",
+        "Enter cancels the request · Esc: back, nothing is cancelled",
+    )? {
+        Reply::Esc => Ok(MenuChoice::Resume),
+        Reply::Value(t) => Ok(MenuChoice::Cancel(non_blank(&t))),
+    }
+}
+
+enum Summary {
+    Submit,
+    Revise(usize),
+    End(RequestEnd),
+}
+
+/// How one answer reads in the summary.
+pub fn describe(q: &Question, item: &AnswerItem) -> String {
+    let mut parts: Vec<String> = item.selected.iter().map(|l| one_line(l)).collect();
+    if let Some(c) = &item.custom {
+        parts.push(format!("“{}”", one_line(c)));
+    }
+    let what = if parts.is_empty() {
+        "(skipped)".to_string()
+    } else {
+        parts.join(", ")
+    };
+    match decision(q, item) {
+        Some(Decision::Approved) => format!("approved ({what})"),
+        Some(Decision::Declined) => format!("declined: {what}"),
+        None => what,
+    }
+}
+
+fn summary(
+    p: &mut dyn Prompter,
+    questions: &[Question],
+    items: &[Option<AnswerItem>],
+) -> Result<Summary, Stop> {
+    let style = p.style();
+    let mut s = format!("\n{}", style.heading("Summary"));
+    for (k, (q, item)) in questions.iter().zip(items).enumerate() {
+        let answer = item.as_ref().map(|i| describe(q, i)).unwrap_or_default();
+        s.push_str(&format!(
+            "\n  {}. {}  →  {}",
+            k + 1,
+            ellipsize(&one_line(&q.question), 50),
+            style.accent(&answer)
+        ));
+    }
+    p.say(&s);
+    let mut labels = vec!["Submit these answers".to_string()];
+    labels.extend(questions.iter().enumerate().map(|(k, q)| {
+        format!(
+            "Revise {}: {}",
+            k + 1,
+            ellipsize(&one_line(&q.question), 50)
+        )
+    }));
+    let n = questions.len();
+    labels.push("Cancel this request (the asker gets ASK_CANCELLED)…".into());
+    labels.push("Leave this request for later".into());
+    labels.push("Quit".into());
+    loop {
+        let k = match p.select(
+            "Submit?",
+            &labels,
+            "Enter choose · Esc: revise the last question",
+            0,
+        )? {
+            Reply::Esc => return Ok(Summary::Revise(n - 1)),
+            Reply::Value(k) => k,
+        };
+        return Ok(match k {
+            0 => Summary::Submit,
+            k if k <= n => Summary::Revise(k - 1),
+            k if k == n + 1 => match cancel_reason(p)? {
+                MenuChoice::Cancel(r) => Summary::End(RequestEnd::Cancel(r)),
+                _ => continue,
+            },
+            k if k == n + 2 => Summary::End(RequestEnd::Later),
+            _ => Summary::End(RequestEnd::Quit),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::protocol::{Intent, QuestionOption};
+
+    /// A scripted reviewer: each prompt takes the next reply and checks its kind.
+    #[derive(Default)]
+    struct Script {
+        replies: VecDeque<Scripted>,
+        said: Vec<String>,
+        paged: usize,
+    }
+
+    #[derive(Debug)]
+    enum Scripted {
+        Select(Reply<usize>),
+        Multi(Reply<Vec<usize>>),
+        Text(Reply<String>),
+    }
+
+    impl Prompter for Script {
+        fn style(&self) -> Style {
+            Style::PLAIN
+        }
+        fn size(&self) -> (usize, usize) {
+            (80, 24)
+        }
+        fn say(&mut self, text: &str) {
+            self.said.push(text.to_string());
+        }
+        fn select(
+            &mut self,
+            m: &str,
+            items: &[String],
+            _: &str,
+            _: usize,
+        ) -> Result<Reply<usize>, Stop> {
+            match self.replies.pop_front() {
+                Some(Scripted::Select(r)) => {
+                    if let Reply::Value(k) = r {
+                        assert!(k < items.len(), "{m}: {k} of {items:?}");
+                    }
+                    Ok(r)
+                }
+                other => panic!("select {m:?} {items:?}: script has {other:?}"),
+            }
+        }
+        fn multi(
+            &mut self,
+            m: &str,
+            items: &[String],
+            _: &str,
+            _: &[usize],
+        ) -> Result<Reply<Vec<usize>>, Stop> {
+            match self.replies.pop_front() {
+                Some(Scripted::Multi(r)) => Ok(r),
+                other => panic!("multi {m:?} {items:?}: script has {other:?}"),
+            }
+        }
+        fn text(&mut self, m: &str, _: &str, _: &str) -> Result<Reply<String>, Stop> {
+            match self.replies.pop_front() {
+                Some(Scripted::Text(r)) => Ok(r),
+                None => Err(Stop::Interrupted),
+                other => panic!("text {m:?}: script has {other:?}"),
+            }
+        }
+        fn pager(&mut self, _: &str, _: &[String]) -> Result<(), Stop> {
+            self.paged += 1;
+            Ok(())
+        }
+    }
+
+    fn sel(k: usize) -> Scripted {
+        Scripted::Select(Reply::Value(k))
+    }
+    fn text(t: &str) -> Scripted {
+        Scripted::Text(Reply::Value(t.into()))
+    }
+
+    fn q(id: &str, labels: &[&str], multi: bool) -> Question {
+        Question {
+            id: id.into(),
+            question: format!("question {id}?"),
+            detail: None,
+            header: None,
+            options: (!labels.is_empty()).then(|| {
+                labels
+                    .iter()
+                    .map(|l| QuestionOption {
+                        label: l.to_string(),
+                        description: None,
+                    })
+                    .collect()
+            }),
+            multi_select: multi.then_some(true),
+            intent: None,
+        }
+    }
+
+    fn plan(approve: &str, labels: &[&str], detail: &str) -> Question {
+        let mut q = q("plan", labels, false);
+        q.detail = Some(detail.into());
+        q.intent = Some(Intent {
+            kind: "plan-review".into(),
+            approve: approve.into(),
+        });
+        q
+    }
+
+    fn run(questions: &[Question], replies: Vec<Scripted>) -> (RequestEnd, Script) {
+        let mut s = Script {
+            replies: replies.into(),
+            ..Default::default()
+        };
+        let end = review(&mut s, questions).expect("the script ends the request");
+        assert!(s.replies.is_empty(), "unused replies: {:?}", s.replies);
+        if let RequestEnd::Answer(a) = &end {
+            check_answer(questions, a).expect("the screen only builds valid answers");
+        }
+        (end, s)
+    }
+
+    fn items(end: RequestEnd) -> Vec<AnswerItem> {
+        match end {
+            RequestEnd::Answer(a) => a.answers,
+            other => panic!("not an answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn single_select_picks_a_label() {
+        let (end, _) = run(&[q("db", &["Postgres", "SQLite"], false)], vec![sel(1)]);
+        assert_eq!(items(end)[0].selected, vec!["SQLite".to_string()]);
+    }
+
+    #[test]
+    fn single_select_other_overrides_with_custom_and_empty_selection() {
+        let qs = [q("db", &["Postgres", "SQLite"], false)];
+        // Other, an empty text (back to the list), Other again, real text.
+        let (end, _) = run(&qs, vec![sel(2), text("  "), sel(2), text("MySQL")]);
+        let it = &items(end)[0];
+        assert!(it.selected.is_empty());
+        assert_eq!(it.custom.as_deref(), Some("MySQL"));
+    }
+
+    #[test]
+    fn multi_select_with_other_supplements() {
+        let qs = [q("f", &["a", "b", "c"], true)];
+        let (end, _) = run(
+            &qs,
+            vec![Scripted::Multi(Reply::Value(vec![0, 2, 3])), text("d too")],
+        );
+        let it = &items(end)[0];
+        assert_eq!(it.selected, vec!["a".to_string(), "c".to_string()]);
+        assert_eq!(it.custom.as_deref(), Some("d too"));
+    }
+
+    #[test]
+    fn multi_select_nothing_is_a_skip() {
+        let qs = [q("f", &["a", "b"], true)];
+        let (end, _) = run(&qs, vec![Scripted::Multi(Reply::Value(vec![]))]);
+        assert!(items(end)[0].is_skip());
+    }
+
+    #[test]
+    fn free_text_empty_skips() {
+        let (end, _) = run(&[q("note", &[], false)], vec![text("")]);
+        assert!(items(end)[0].is_skip());
+    }
+
+    #[test]
+    fn batch_skip_then_summary_submit() {
+        let qs = [q("a", &["x", "y"], false), q("b", &["z"], false)];
+        // a: skip (index 3 = Skip after 2 options + Other); b: z; summary: submit.
+        let (end, s) = run(&qs, vec![sel(3), sel(0), sel(0)]);
+        let its = items(end);
+        assert!(its[0].is_skip());
+        assert_eq!(its[1].selected, vec!["z".to_string()]);
+        assert!(
+            s.said.iter().any(|t| t.contains("(skipped)")),
+            "{:?}",
+            s.said
+        );
+    }
+
+    #[test]
+    fn summary_revise_returns_to_the_summary() {
+        let qs = [q("a", &["x", "y"], false), q("b", &["z"], false)];
+        // a: x; b: z; summary: revise 1 (index 1); a: y; summary: submit.
+        let (end, _) = run(&qs, vec![sel(0), sel(0), sel(1), sel(1), sel(0)]);
+        assert_eq!(items(end)[0].selected, vec!["y".to_string()]);
+    }
+
+    #[test]
+    fn menu_via_esc_skips_and_cancels() {
+        let qs = [q("a", &["x"], false)];
+        // Esc → menu: Back(0), Skip(1), Cancel(2), Later(3), Quit(4) (no previous).
+        let (end, _) = run(
+            &qs,
+            vec![Scripted::Select(Reply::Esc), sel(2), text("wrong team")],
+        );
+        assert_eq!(end, RequestEnd::Cancel(Some("wrong team".into())));
+        let (end, _) = run(&qs, vec![Scripted::Select(Reply::Esc), sel(1)]);
+        assert!(items(end)[0].is_skip());
+        let (end, _) = run(&qs, vec![sel(3), sel(4)]);
+        assert_eq!(end, RequestEnd::Quit);
+    }
+
+    #[test]
+    fn plan_review_approves_by_label_whatever_its_position() {
+        let qs = [plan("Ship it", &["Revise", "Ship it"], "1. a\n2. b")];
+        let (end, s) = run(&qs, vec![sel(0)]);
+        let it = &items(end)[0];
+        assert_eq!(it.selected, vec!["Ship it".to_string()]);
+        assert_eq!(decision(&qs[0], it), Some(Decision::Approved));
+        assert!(
+            s.said.iter().any(|t| t.contains("1. a")),
+            "the plan is shown"
+        );
+    }
+
+    #[test]
+    fn plan_review_decline_with_feedback_is_custom_only() {
+        let qs = [plan("Ship it", &["Revise", "Ship it"], "plan")];
+        // 0 approve, 1 Revise (declines), 2 feedback.
+        let (end, _) = run(&qs, vec![sel(2), text("split step 2")]);
+        let it = &items(end)[0];
+        assert!(it.selected.is_empty());
+        assert_eq!(it.custom.as_deref(), Some("split step 2"));
+        assert_eq!(decision(&qs[0], it), Some(Decision::Declined));
+        let (end, _) = run(&qs, vec![sel(1)]);
+        assert_eq!(items(end)[0].selected, vec!["Revise".to_string()]);
+    }
+
+    #[test]
+    fn long_plans_are_paged() {
+        let long: String = (0..100).map(|k| format!("- step {k}\n")).collect();
+        let qs = [plan("ok", &["ok"], &long)];
+        let (_, s) = run(&qs, vec![sel(0)]);
+        assert_eq!(s.paged, 1);
+        // Esc, back to the question: not paged again; "Read the plan again" pages it.
+        let (_, s) = run(
+            &qs,
+            vec![Scripted::Select(Reply::Esc), sel(0), sel(2), sel(0)],
+        );
+        assert_eq!(s.paged, 2);
+    }
+
+    #[test]
+    fn unknown_intent_falls_back_to_the_option_list() {
+        let mut qq = plan("ok", &["no", "ok"], "x");
+        qq.intent.as_mut().unwrap().kind = "future-kind".into();
+        // Plain list: 0 no, 1 ok.
+        let (end, _) = run(&[qq], vec![sel(0)]);
+        assert_eq!(items(end)[0].selected, vec!["no".to_string()]);
+    }
+}

@@ -1,0 +1,464 @@
+//! The reviewer's screen driven through a real pseudo-terminal: `dshq answer` with no
+//! answer flags, keys typed as a person would, output read with expect-style timeouts.
+//!
+//! Each test waits for the prompt it is about to answer before typing (keys sent early
+//! could reach the terminal before raw mode is on), then checks what the store recorded
+//! and that no live lease is left behind.
+
+use std::process::Command;
+
+use rexpect::process::{Signal, WaitStatus};
+use rexpect::session::{spawn_with_options, Options, PtySession};
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+const ESC: &str = "\x1b";
+
+/// Start `dshq ARGS` on a fresh pseudo-terminal of 100×40, without colour (the escape
+/// sequences that remain are stripped by the reader).
+pub(crate) fn spawn(env: &Env, args: &[&str], extra_env: &[(&str, &str)]) -> PtySession {
+    let mut c = Command::new("sh");
+    // stty sets the window size before dshq starts, so layout is deterministic.
+    c.arg("-c")
+        .arg("stty rows 40 cols 100 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(args)
+        .env("DSHQ_ROOT", env.root())
+        .env_remove("DSHQ_LEASE")
+        .env_remove("DSHQ_CLOCK_SKEW")
+        .env("RUST_LOG", "warn")
+        .env("USER", "tester")
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1");
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    spawn_with_options(
+        c,
+        Options {
+            timeout_ms: Some(DEADLINE.as_millis() as u64),
+            strip_ansi_escape_codes: true,
+        },
+    )
+    .expect("spawn dshq on a pty")
+}
+
+/// Wait for `text` on the screen; on a timeout, fail showing what the screen had.
+pub(crate) fn expect(p: &mut PtySession, text: &str) {
+    // The reader turns each byte into one char: match UTF-8 text byte by byte.
+    let bytes: String = text.bytes().map(char::from).collect();
+    if let Err(e) = p.exp_string(&bytes) {
+        panic!("did not see {text:?} on the screen: {e}");
+    }
+}
+
+fn send(p: &mut PtySession, keys: &str) {
+    p.send(keys).expect("type");
+    p.flush().expect("flush");
+}
+
+/// Wait for the end of output and the exit status.
+fn finish(mut p: PtySession) -> i32 {
+    let _ = p.exp_eof();
+    match p.process.wait().expect("wait for dshq") {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+        other => panic!("unexpected wait status {other:?}"),
+    }
+}
+
+/// The live leases (`dshq --json provider status`).
+fn live_leases(env: &Env) -> Vec<Value> {
+    env.json(&["provider", "status"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["live"] == true)
+        .cloned()
+        .collect()
+}
+
+fn show(env: &Env, id: &str) -> Value {
+    env.json(&["show", id]).ok().json()
+}
+
+fn answer_of(env: &Env, id: &str) -> Value {
+    let out = env.outcome(id).expect("the outcome file is written");
+    assert_eq!(out["status"], "answered", "{out}");
+    out
+}
+
+fn plan_request(id: &str) -> Value {
+    json!({
+        "id": id,
+        "questions": [{
+            "id": "plan", "question": "Approve the migration plan?",
+            "detail": "# Migration\n\n1. Add **column**\n2. Backfill in batches\n3. Switch reads",
+            "options": [{"label": "Revise", "description": "send it back"}, {"label": "Ship it"}],
+            "intent": {"kind": "plan-review", "approve": "Ship it"}
+        }]
+    })
+}
+
+#[test]
+fn single_select_answers_with_the_chosen_label_and_releases_the_lease() {
+    let env = Env::new();
+    env.ask(&simple_request("r1")).ok();
+    let mut p = spawn(&env, &["answer", "r1"], &[]);
+    expect(&mut p, "Which database?");
+    expect(&mut p, "Your answer");
+    expect(&mut p, "Skip this question");
+    // While the screen is up, the session holds the context's lease and the claim.
+    let live = live_leases(&env);
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["name"], "tester");
+    assert_eq!(show(&env, "r1")["status"], "claimed");
+    send(&mut p, DOWN);
+    expect(&mut p, "> SQLite");
+    send(&mut p, ENTER);
+    expect(&mut p, "r1 answered by tester");
+    expect(&mut p, "lease released");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "r1");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "db", "selected": ["SQLite"]}])
+    );
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn multi_select_with_other_text_supplements_the_labels() {
+    let env = Env::new();
+    env.ask(&json!({
+        "id": "m1",
+        "questions": [{"id": "feat", "question": "Which features?", "multiSelect": true,
+                       "options": [{"label": "auth", "description": "login and sessions"},
+                                   {"label": "billing"}, {"label": "search"}]}]
+    }))
+    .ok();
+    let mut p = spawn(&env, &["answer", "m1"], &[]);
+    expect(&mut p, "auth — login and sessions");
+    expect(&mut p, "Other: add your own text");
+    // Toggle auth, move to search and toggle, move to Other and toggle, confirm.
+    send(&mut p, " ");
+    expect(&mut p, "[x] auth");
+    send(&mut p, DOWN);
+    send(&mut p, DOWN);
+    expect(&mut p, "> [ ] search");
+    send(&mut p, " ");
+    expect(&mut p, "[x] search");
+    send(&mut p, DOWN);
+    expect(&mut p, "> [ ] Other");
+    send(&mut p, " ");
+    expect(&mut p, "[x] Other");
+    send(&mut p, ENTER);
+    expect(&mut p, "Your text");
+    send(&mut p, "audit logs too");
+    send(&mut p, ENTER);
+    expect(&mut p, "m1 answered");
+    assert_eq!(finish(p), 0);
+    assert_eq!(
+        answer_of(&env, "m1")["answer"]["answers"],
+        json!([{"id": "feat", "selected": ["auth", "search"], "custom": "audit logs too"}])
+    );
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn walking_the_queue_skips_inside_a_batch_and_confirms_the_summary() {
+    let env = Env::new();
+    env.ask(&json!({
+        "id": "b1",
+        "questions": [
+            {"id": "db", "header": "Storage", "question": "Which database?",
+             "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+            {"id": "note", "question": "Anything else to tell the agent?"}
+        ]
+    }))
+    .ok();
+    // Another context's request is not part of this walk.
+    let mut other = simple_request("elsewhere");
+    other["context"] = json!("ops");
+    env.ask(&other).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "[Storage] Which database?");
+    expect(&mut p, "question 1 of 2");
+    expect(&mut p, "Skip this question");
+    // Postgres, SQLite, Other, Skip: three down.
+    send(&mut p, DOWN);
+    send(&mut p, DOWN);
+    send(&mut p, DOWN);
+    expect(&mut p, "> Skip this question");
+    send(&mut p, ENTER);
+    expect(&mut p, "Anything else to tell the agent?");
+    expect(&mut p, "Enter on an empty line skips");
+    send(&mut p, "ship it on Friday");
+    send(&mut p, ENTER);
+    expect(&mut p, "Summary");
+    expect(&mut p, "(skipped)");
+    expect(&mut p, "“ship it on Friday”");
+    expect(&mut p, "> Submit these answers");
+    send(&mut p, ENTER);
+    expect(&mut p, "b1 answered by tester");
+    expect(&mut p, "no more pending requests in context default");
+    assert_eq!(finish(p), 0);
+    assert_eq!(
+        answer_of(&env, "b1")["answer"]["answers"],
+        json!([{"id": "db", "selected": []},
+               {"id": "note", "selected": [], "custom": "ship it on Friday"}])
+    );
+    assert_eq!(show(&env, "elsewhere")["status"], "pending");
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn plan_review_approves_the_intent_label_though_it_is_not_the_first_option() {
+    let env = Env::new();
+    env.ask(&plan_request("p1")).ok();
+    let mut p = spawn(&env, &["answer", "p1"], &[]);
+    expect(&mut p, "plan review");
+    // The plan is rendered: heading without its hashes, list items, bold markers gone.
+    expect(&mut p, "Migration");
+    expect(&mut p, "1. Add column");
+    expect(&mut p, "Backfill in batches");
+    expect(&mut p, "> Approve: Ship it");
+    expect(&mut p, "Revise (declines) — send it back");
+    send(&mut p, ENTER);
+    expect(&mut p, "p1 answered by tester (approved)");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "p1");
+    assert_eq!(out["decision"], "approved");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "plan", "selected": ["Ship it"]}])
+    );
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn plan_review_decline_with_feedback_records_custom_and_declined() {
+    let env = Env::new();
+    env.ask(&plan_request("p2")).ok();
+    let mut p = spawn(&env, &["answer", "p2"], &[]);
+    expect(&mut p, "Decline with feedback");
+    // Approve, Revise, Decline with feedback: two down.
+    send(&mut p, DOWN);
+    send(&mut p, DOWN);
+    expect(&mut p, "> Decline with feedback");
+    send(&mut p, ENTER);
+    expect(&mut p, "Feedback for the author");
+    send(&mut p, "split the backfill into two steps");
+    send(&mut p, ENTER);
+    expect(&mut p, "p2 answered by tester (declined)");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "p2");
+    assert_eq!(out["decision"], "declined");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "plan", "selected": [], "custom": "split the backfill into two steps"}])
+    );
+}
+
+#[test]
+fn a_long_plan_is_paged() {
+    let env = Env::new();
+    let mut req = plan_request("p3");
+    let plan: String = (1..=120)
+        .map(|k| format!("- step {k}: do thing {k}\n"))
+        .collect();
+    req["questions"][0]["detail"] = json!(plan);
+    env.ask(&req).ok();
+    let mut p = spawn(&env, &["answer", "p3"], &[]);
+    expect(&mut p, "Plan: Approve the migration plan?");
+    expect(&mut p, "step 1: do thing 1");
+    expect(&mut p, "-- lines 1-38 of 120");
+    send(&mut p, " ");
+    expect(&mut p, "-- lines 39-76 of 120");
+    send(&mut p, "q");
+    expect(&mut p, "read in the pager");
+    expect(&mut p, "> Approve: Ship it");
+    send(&mut p, ENTER);
+    expect(&mut p, "p3 answered by tester (approved)");
+    assert_eq!(finish(p), 0);
+}
+
+#[test]
+fn the_reviewer_cancels_a_request_with_a_reason() {
+    let env = Env::new();
+    env.ask(&simple_request("c1")).ok();
+    let mut p = spawn(&env, &["answer", "c1"], &[]);
+    expect(&mut p, "Skip this question");
+    send(&mut p, ESC);
+    expect(&mut p, "What now?");
+    expect(&mut p, "Quit");
+    // Back, Skip, Cancel: two down.
+    send(&mut p, DOWN);
+    send(&mut p, DOWN);
+    expect(&mut p, "> Cancel this request");
+    send(&mut p, ENTER);
+    expect(&mut p, "Reason for cancelling");
+    send(&mut p, "asked the wrong team");
+    send(&mut p, ENTER);
+    expect(&mut p, "ASK_CANCELLED");
+    assert_eq!(finish(p), 0);
+    let out = env.outcome("c1").unwrap();
+    assert_eq!(out["error"]["code"], "ASK_CANCELLED");
+    assert!(out["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("asked the wrong team"));
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn ctrl_c_at_a_prompt_leaves_no_live_lease_and_returns_the_claim() {
+    let env = Env::new();
+    env.ask(&simple_request("i1")).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "Skip this question");
+    assert_eq!(live_leases(&env).len(), 1);
+    assert_eq!(show(&env, "i1")["status"], "claimed");
+    p.send_control('c').expect("Ctrl-C");
+    expect(&mut p, "interrupted; lease released");
+    assert_eq!(finish(p), 130);
+    assert!(live_leases(&env).is_empty(), "{:?}", live_leases(&env));
+    // The claim went back to the queue for the next reviewer.
+    assert_eq!(show(&env, "i1")["status"], "pending");
+}
+
+#[test]
+fn sigterm_while_reviewing_releases_the_lease_too() {
+    let env = Env::new();
+    env.ask(&plan_request("t1")).ok();
+    let mut p = spawn(&env, &["answer", "t1"], &[]);
+    expect(&mut p, "Your decision");
+    assert_eq!(live_leases(&env).len(), 1);
+    p.process.signal(Signal::SIGTERM).expect("SIGTERM");
+    expect(&mut p, "interrupted; lease released");
+    assert_eq!(finish(p), 128 + 15);
+    assert!(live_leases(&env).is_empty());
+    assert_eq!(show(&env, "t1")["status"], "pending");
+}
+
+#[test]
+fn a_given_lease_is_used_and_heartbeated_but_not_released() {
+    let env = Env::new();
+    env.ask(&simple_request("g1")).ok();
+    let lease = env.register("alice", "default", "10m");
+    // Claimed beforehand with the same lease: the walk still shows it.
+    env.json(&["claim", "g1", "--lease", &lease]).ok();
+    let mut p = spawn(&env, &["answer"], &[("DSHQ_LEASE", &lease)]);
+    expect(&mut p, "answering as alice");
+    expect(&mut p, "Skip this question");
+    send(&mut p, ENTER);
+    expect(&mut p, "g1 answered by alice");
+    assert_eq!(finish(p), 0);
+    let live = live_leases(&env);
+    assert_eq!(
+        live.len(),
+        1,
+        "the reviewer's own lease stays theirs: {live:?}"
+    );
+    assert_eq!(live[0]["name"], "alice");
+    assert_ne!(
+        live[0]["heartbeatAt"], live[0]["createdAt"],
+        "the session heartbeated it"
+    );
+}
+
+fn ms(v: &Value) -> i64 {
+    v.as_str()
+        .unwrap()
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        .as_millisecond()
+}
+
+#[test]
+fn the_session_lease_is_heartbeated_in_the_background() {
+    let env = Env::new();
+    env.ask(&simple_request("hb")).ok();
+    let mut p = spawn(&env, &["answer", "hb", "--ttl", "1s"], &[]);
+    expect(&mut p, "Skip this question");
+    // With a 1 s ttl the lease is still live once it has outlived three ttls.
+    let mut last = Value::Null;
+    assert!(
+        wait_until(DEADLINE, || {
+            let live = live_leases(&env);
+            let Some(l) = live.first() else { return false };
+            last = l.clone();
+            ms(&l["expiresAt"]) - ms(&l["createdAt"]) > 3_000
+        }),
+        "the lease was not kept alive: {last}"
+    );
+    p.send_control('c').unwrap();
+    assert_eq!(finish(p), 130);
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn without_a_terminal_the_usage_error_names_the_flags() {
+    let env = Env::new();
+    env.ask(&simple_request("n1")).ok();
+    let r = env.json(&["answer", "n1"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.error_code(), "USAGE");
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    for flag in ["--select", "--custom", "--skip", "--answers"] {
+        assert!(msg.contains(flag), "{msg}");
+    }
+    let r = env.run(&["answer"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no terminal"), "{}", r.stderr);
+    // Flags without an id name the id.
+    let r = env.json(&["answer", "--select", "Postgres"]);
+    assert_eq!(r.error_code(), "USAGE");
+    assert!(live_leases(&env).is_empty());
+}
+
+#[test]
+fn colour_follows_the_flag_over_no_color() {
+    let env = Env::new();
+    env.ask(&simple_request("k1")).ok();
+    // NO_COLOR is set; --color always overrides it.
+    let mut p = spawn_raw(&env, &["--color", "always", "answer", "k1"]);
+    let before = p.exp_string("Skip this question").unwrap();
+    assert!(before.contains("\u{1b}[38;5;"), "no colour: {before:?}");
+    p.send_control('c').unwrap();
+    assert_eq!(finish(p), 130);
+    // NO_COLOR alone (auto): no colour sequences, only cursor movement.
+    let mut p = spawn_raw(&env, &["answer", "k1"]);
+    let before = p.exp_string("Skip this question").unwrap();
+    assert!(!before.contains("\u{1b}[38;5;"), "colour: {before:?}");
+    p.send_control('c').unwrap();
+    assert_eq!(finish(p), 130);
+    assert!(live_leases(&env).is_empty());
+}
+
+/// Like [`spawn`] but keeping escape sequences, to look at colour.
+fn spawn_raw(env: &Env, args: &[&str]) -> PtySession {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("stty rows 40 cols 100 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(args)
+        .env("DSHQ_ROOT", env.root())
+        .env_remove("DSHQ_LEASE")
+        .env("USER", "tester")
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1");
+    spawn_with_options(
+        c,
+        Options {
+            timeout_ms: Some(DEADLINE.as_millis() as u64),
+            strip_ansi_escape_codes: false,
+        },
+    )
+    .unwrap()
+}
