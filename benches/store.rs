@@ -117,6 +117,42 @@ fn claim_answer(c: &mut Criterion) {
     g.finish();
 }
 
+/// The floor of the outcome-file path on this file system: create, write and rename 64
+/// small files made durable with one syncfs and one directory fsync, no database.
+fn outcome_files_raw(c: &mut Criterion) {
+    let mut g = c.benchmark_group("outcome_files_raw");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function("64_per_sync", |b| {
+        b.iter_custom(|iters| {
+            let dir = tempfile::tempdir().unwrap();
+            let body = br#"{"id":"r","status":"answered","answer":{"answers":[{"id":"q","selected":["A"]}]}}"#;
+            let start = Instant::now();
+            let mut i = 0u64;
+            while i < iters {
+                let end = (i + 64).min(iters);
+                let mut temps = Vec::new();
+                for k in i..end {
+                    let name = format!("r{k}.json");
+                    temps.push((
+                        dshq::files::atomic::write_temp(dir.path(), &name, body, false).unwrap(),
+                        dir.path().join(name),
+                    ));
+                }
+                dshq::files::atomic::sync_filesystem(dir.path()).unwrap();
+                for (t, target) in temps {
+                    std::fs::rename(t, target).unwrap();
+                }
+                dshq::files::atomic::sync_dir(dir.path()).unwrap();
+                i = end;
+            }
+            start.elapsed()
+        })
+    });
+    g.finish();
+}
+
 fn sizes() -> Vec<usize> {
     std::env::var("DSHQ_BENCH_SIZES")
         .ok()
@@ -137,11 +173,11 @@ fn fixture_dir() -> PathBuf {
 fn fixture(n: usize) -> PathBuf {
     let dir = fixture_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("store-v1-{n}.db"));
+    let path = dir.join(format!("store-v2-{n}.db"));
     if path.exists() {
         return path;
     }
-    let tmp = dir.join(format!("store-v1-{n}.db.building"));
+    let tmp = dir.join(format!("store-v2-{n}.db.building"));
     let _ = std::fs::remove_file(&tmp);
     let started = Instant::now();
     let mut conn = store::open(&tmp).unwrap();
@@ -252,5 +288,5 @@ fn audit_queries(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, claim_answer, audit_queries);
+criterion_group!(benches, claim_answer, outcome_files_raw, audit_queries);
 criterion_main!(benches);

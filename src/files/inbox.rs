@@ -267,7 +267,7 @@ pub fn ingest(
     let mut out = Ingested::default();
     let mut stale: Vec<String> = Vec::new();
     store::write(conn, now, |tx| {
-        for input in &inputs {
+        for input in inputs {
             match input {
                 Input::Request {
                     name,
@@ -276,7 +276,9 @@ pub fn ingest(
                     raw,
                 } => {
                     let source = format!("inbox:{name}");
-                    match requests::accept(tx, request.clone(), Some(stem), &source, now) {
+                    // Kept for the rejection record; the request itself moves into accept.
+                    let (req_id, req_context) = (request.id.clone(), request.context.clone());
+                    match requests::accept(tx, request, Some(&stem), &source, now) {
                         Ok(a) => {
                             if a.new {
                                 tracing::info!(id = %a.id, context = %a.context, file = %name, "request accepted");
@@ -291,11 +293,11 @@ pub fn ingest(
                             after.push((name.clone(), None));
                         }
                         Err(Error::Question(e)) => {
-                            let id = request.id.clone().unwrap_or_else(|| stem.clone());
+                            let id = req_id.clone().unwrap_or_else(|| stem.clone());
                             let rej = requests::Rejection {
                                 id: Some(&id),
-                                context: request.context.as_deref(),
-                                body: raw,
+                                context: req_context.as_deref(),
+                                body: &raw,
                                 source: &source,
                             };
                             requests::record_rejection(tx, &rej, &e, now)?;
@@ -306,7 +308,7 @@ pub fn ingest(
                 }
                 Input::Abort { name, id, reason } => {
                     let source = format!("inbox:{name}");
-                    match requests::abort(tx, id, reason.as_deref(), "asker", now) {
+                    match requests::abort(tx, &id, reason.as_deref(), "asker", now) {
                         Ok(_) => {
                             tracing::info!(id = %id, "request aborted by abort file");
                             out.aborted.push(id.clone());
@@ -344,10 +346,10 @@ pub fn ingest(
                     let rej = requests::Rejection {
                         id: id.as_deref(),
                         context: context.as_deref(),
-                        body: raw,
+                        body: &raw,
                         source: &source,
                     };
-                    requests::record_rejection(tx, &rej, error, now)?;
+                    requests::record_rejection(tx, &rej, &error, now)?;
                     after.push((name.clone(), Some(error.clone())));
                 }
             }

@@ -9,13 +9,17 @@
 
 use rusqlite::Connection;
 
-use super::atomic::{sync_dir, write_atomic};
+use super::atomic::{sync_dir, sync_filesystem, write_atomic, write_temp};
 use crate::error::Result;
 use crate::root::Root;
 use crate::store::{self, requests};
 
 /// How many outcomes one batch writes before committing the flags.
 pub const BATCH: i64 = 512;
+
+/// Up to this many outcomes in a batch, each file is fsynced on its own; above it, one
+/// `syncfs` covers them all.
+pub const FSYNC_EACH_UP_TO: usize = 4;
 
 /// Write every pending outcome; returns how many were written.
 pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
@@ -27,15 +31,54 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
             return Ok(total);
         }
         let mut done = Vec::with_capacity(pending.len());
-        for (seq, outcome) in &pending {
-            write_atomic(
-                &dir,
-                &format!("{}.json", outcome.id()),
-                outcome.to_file_json().as_bytes(),
-                false,
-            )?;
-            tracing::info!(id = outcome.id(), "outcome written");
-            done.push(*seq);
+        if pending.len() <= FSYNC_EACH_UP_TO {
+            for (seq, outcome) in &pending {
+                write_atomic(
+                    &dir,
+                    &format!("{}.json", outcome.id()),
+                    outcome.to_file_json().as_bytes(),
+                    false,
+                )?;
+                tracing::info!(id = outcome.id(), "outcome written");
+                done.push(*seq);
+            }
+        } else {
+            // Group commit for files: write every temp file, make them all durable with
+            // one syncfs, then rename. One fsync per file made a batch of outcomes cost a
+            // millisecond each.
+            let mut temps = Vec::with_capacity(pending.len());
+            let written = (|| {
+                let one_call = {
+                    for (_, outcome) in &pending {
+                        let name = format!("{}.json", outcome.id());
+                        let tmp =
+                            write_temp(&dir, &name, outcome.to_file_json().as_bytes(), false)?;
+                        temps.push((tmp, dir.join(name)));
+                    }
+                    sync_filesystem(&dir)?
+                };
+                if !one_call {
+                    for (tmp, _) in &temps {
+                        std::fs::File::open(tmp)
+                            .and_then(|f| f.sync_all())
+                            .map_err(|e| crate::error::Error::io(tmp, e))?;
+                    }
+                }
+                for (tmp, target) in &temps {
+                    std::fs::rename(tmp, target).map_err(|e| crate::error::Error::io(target, e))?;
+                }
+                Ok::<(), crate::error::Error>(())
+            })();
+            if let Err(e) = written {
+                for (tmp, _) in &temps {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(e);
+            }
+            for (seq, outcome) in &pending {
+                tracing::info!(id = outcome.id(), "outcome written");
+                done.push(*seq);
+            }
         }
         sync_dir(&dir)?;
         store::write_no_sweep(conn, |tx| requests::mark_outbox_written(tx, &done))?;

@@ -28,11 +28,18 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 
 /// The migrations, embedded in the binary and applied in order.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "0001_init",
-    include_str!("../../migrations/0001_init.sql"),
-)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "0001_init",
+        include_str!("../../migrations/0001_init.sql"),
+    ),
+    (
+        2,
+        "0002_audit_indexes",
+        include_str!("../../migrations/0002_audit_indexes.sql"),
+    ),
+];
 
 /// How long a connection waits for another writer before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);

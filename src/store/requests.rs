@@ -329,14 +329,31 @@ pub fn accept(
 ) -> Result<Accepted> {
     let n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
     // Re-delivery of the same request is accepted once; other content under the same id is not.
-    if let Some(existing) = get(tx, &n.id)? {
-        let same = existing.request().is_some_and(|r| r == n.request);
+    // One index lookup finds both the accepted request owning the id (if any) and whether
+    // an earlier input with this id was rejected.
+    let mut existing: Option<(String, String, Status)> = None;
+    let mut replaced_rejection = false;
+    {
+        let mut stmt = tx.prepare_cached(
+            "SELECT status, context, body FROM requests INDEXED BY requests_id_any WHERE id = ?1",
+        )?;
+        let mut rows = stmt.query([&n.id])?;
+        while let Some(r) = rows.next()? {
+            let status: String = r.get(0)?;
+            match Status::parse(&status) {
+                Some(Status::Rejected) | None => replaced_rejection = true,
+                Some(st) => existing = Some((r.get(1)?, r.get(2)?, st)),
+            }
+        }
+    }
+    if let Some((context, body, status)) = existing {
+        let same = serde_json::from_str::<Request>(&body).is_ok_and(|r| r == n.request);
         if same {
             return Ok(Accepted {
                 id: n.id,
-                context: existing.context,
+                context,
                 new: false,
-                status: existing.status,
+                status,
                 replaced_rejection: false,
             });
         }
@@ -417,9 +434,6 @@ pub fn accept(
             ..Default::default()
         },
     )?;
-    let replaced_rejection = tx
-        .prepare_cached("SELECT 1 FROM requests INDEXED BY requests_id_any WHERE id = ?1 AND status = 'rejected'")?
-        .exists([&n.id])?;
     Ok(Accepted {
         id: n.id,
         context: n.context,

@@ -197,7 +197,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 1);
+    assert_eq!(schema_version(&conn).unwrap(), 2);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -205,17 +205,52 @@ fn migration_version_is_recorded() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows, vec![(1, "0001_init".to_string())]);
-    assert_eq!(MIGRATIONS.last().unwrap().0, 1);
+    assert_eq!(
+        rows,
+        vec![
+            (1, "0001_init".to_string()),
+            (2, "0002_audit_indexes".to_string())
+        ]
+    );
+    assert_eq!(MIGRATIONS.last().unwrap().0, 2);
+}
+
+#[test]
+fn a_version_1_database_upgrades_in_place() {
+    // Build the database as dshq 0001 left it, with data in it.
+    let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)",
+    )
+    .unwrap();
+    conn.execute_batch(MIGRATIONS[0].2).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (1, '0001_init', 0)",
+        [],
+    )
+    .unwrap();
+    assert_eq!(schema_version(&conn).unwrap(), 1);
+    accept(&mut conn, simple("old", "default"), T0).unwrap();
+    // Upgrading applies 0002 only, records it, and keeps the data.
+    assert_eq!(migrate(&conn).unwrap(), 2);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'questions_decision'"
+        ),
+        1
+    );
+    assert_eq!(get(&conn, "old").status, Status::Pending);
 }
 
 #[test]
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 1);
-    assert_eq!(migrate(&conn).unwrap(), 1);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 1);
+    assert_eq!(migrate(&conn).unwrap(), 2);
+    assert_eq!(migrate(&conn).unwrap(), 2);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -225,13 +260,13 @@ fn migrating_twice_is_a_no_op() {
 fn newer_schema_is_refused() {
     let conn = db();
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (2, '0002_future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (3, '0003_future', 0)",
         [],
     )
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 2, known: 1 }),
+        matches!(e, Error::SchemaTooNew { found: 3, known: 2 }),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -264,8 +299,8 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 1);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 1);
+    assert_eq!(schema_version(&conn).unwrap(), 2);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -276,7 +311,7 @@ fn file_database_pragmas_and_reopen() {
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 7, known: 1 }),
+        matches!(e, Error::SchemaTooNew { found: 7, known: 2 }),
         "{e:?}"
     );
 }
