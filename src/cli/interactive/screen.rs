@@ -117,6 +117,26 @@ fn non_blank(s: &str) -> Option<String> {
     }
 }
 
+/// Ask for free text and make it a custom-only answer (`selected: []`); `None` when the
+/// reviewer leaves it empty or presses Esc.
+fn custom_only(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+    title: &str,
+    help: &str,
+) -> Result<Option<AnswerItem>, Stop> {
+    let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+    Ok(match p.text(title, initial, help)? {
+        Reply::Value(t) => non_blank(&t).map(|custom| AnswerItem {
+            id: q.id.clone(),
+            selected: Vec::new(),
+            custom: Some(custom),
+        }),
+        Reply::Esc => None,
+    })
+}
+
 fn option_line(label: &str, description: Option<&str>, suffix: &str) -> String {
     let label = one_line(label);
     match description {
@@ -277,23 +297,15 @@ fn single_select(
             }));
         }
         if k == other {
-            let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
-            match p.text(
+            // Single-select: custom overrides, so nothing is selected.
+            if let Some(item) = custom_only(
+                p,
+                q,
+                prev,
                 "Your answer",
-                initial,
                 "replaces the options · empty or Esc: back to the list",
             )? {
-                Reply::Value(t) => {
-                    if let Some(custom) = non_blank(&t) {
-                        // Single-select: custom overrides, so nothing is selected.
-                        return Ok(Step::Answered(AnswerItem {
-                            id: q.id.clone(),
-                            selected: Vec::new(),
-                            custom: Some(custom),
-                        }));
-                    }
-                }
-                Reply::Esc => {}
+                return Ok(Step::Answered(item));
             }
             continue;
         }
@@ -471,23 +483,15 @@ fn plan_review(
             }));
         }
         if k == feedback {
-            let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
-            match p.text(
+            // Declined: nothing selected, the feedback in custom.
+            if let Some(item) = custom_only(
+                p,
+                q,
+                prev,
                 "Feedback for the author",
-                initial,
                 "what should change · empty or Esc: back to the decision",
             )? {
-                Reply::Value(t) => {
-                    if let Some(custom) = non_blank(&t) {
-                        // Declined: nothing selected, the feedback in custom.
-                        return Ok(Step::Answered(AnswerItem {
-                            id: q.id.clone(),
-                            selected: Vec::new(),
-                            custom: Some(custom),
-                        }));
-                    }
-                }
-                Reply::Esc => {}
+                return Ok(Step::Answered(item));
             }
             continue;
         }
