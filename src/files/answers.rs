@@ -137,7 +137,7 @@ pub fn process(
                     Parsed::Cancel(id, token, reason) => {
                         let lease = leases::authenticate(tx, token, now)?;
                         let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
-                        requests::cancel(tx, &lease, id, reason, now)?;
+                        requests::cancel_replayable(tx, &lease, id, reason, now)?;
                         Ok((id.clone(), false))
                     }
                 })();

@@ -671,7 +671,26 @@ pub fn answer(
         .expect("the answered request has an outcome"))
 }
 
-/// The provider side cancels a request (`ASK_CANCELLED`).
+/// Like [`cancel`], but a request already cancelled by this same lease is accepted once
+/// more and changes nothing: a cancel file processed again after a crash between the
+/// commit and the file's removal.
+pub fn cancel_replayable(
+    tx: &Transaction,
+    lease: &Lease,
+    id: &str,
+    reason: Option<&str>,
+    now: Millis,
+) -> Result<Outcome> {
+    if let Some(r) = get(tx, id)? {
+        if r.status == Status::Cancelled && r.claimed_lease == Some(lease.lease_id) {
+            return Ok(r.outcome().expect("a cancelled request has an outcome"));
+        }
+    }
+    cancel(tx, lease, id, reason, now)
+}
+
+/// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
+/// recorded as the request's lease.
 pub fn cancel(
     tx: &Transaction,
     lease: &Lease,
@@ -755,9 +774,17 @@ fn finish_error(
     let id = r.id.as_deref().expect("accepted requests have ids");
     let n = tx.execute(
         "UPDATE requests SET status = ?1, finished_ms = ?2, error_code = ?3, error_message = ?4,
-                provider = ?5, outbox_pending = 1
+                provider = ?5, outbox_pending = 1, claimed_lease = COALESCE(?7, claimed_lease)
          WHERE seq = ?6 AND status IN ('pending', 'claimed')",
-        params![status, now, code.as_str(), message, provider, r.seq],
+        params![
+            status,
+            now,
+            code.as_str(),
+            message,
+            provider,
+            r.seq,
+            lease_id
+        ],
     )?;
     if n != 1 {
         return Err(Error::RequestFinal {

@@ -427,3 +427,35 @@ fn reusing_a_rejected_id_removes_the_stale_error_outcome() {
         .ok();
     assert_eq!(env.wait_outcome("x")["status"], "answered");
 }
+
+#[test]
+fn a_cancel_file_processed_again_after_a_crash_is_applied_once() {
+    let env = Env::new();
+    let path = env.dir.path().join("c.json");
+    fs::write(&path, serde_json::to_vec(&simple_request("c")).unwrap()).unwrap();
+    env.json(&["ask", path.to_str().unwrap()]).ok();
+    let lease = env.register("alice", "default", "10m");
+    let body = serde_json::to_vec(&json!({"lease": lease, "cancel": "dup"})).unwrap();
+    let d = env.daemon();
+    env.drop_answer("c.json", &body);
+    assert_eq!(env.wait_outcome("c")["error"]["code"], "ASK_CANCELLED");
+    assert!(wait_until(DEADLINE, || env.names("answers/new").is_empty()));
+    // As if the daemon had died after the commit, before removing the file.
+    env.drop_answer("c.json", &body);
+    assert!(wait_until(DEADLINE, || env.names("answers/new").is_empty()));
+    assert!(
+        env.names("answers/rejected").is_empty(),
+        "{:?}",
+        env.names("answers/rejected")
+    );
+    let db = rusqlite::Connection::open(env.root().join("dshq.db")).unwrap();
+    let n: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM events WHERE request_id = 'c' AND kind = 'cancelled'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(d);
+}
