@@ -253,10 +253,10 @@ fn drain_inbox(
         let mut progressed = false;
         for chunk in names.chunks(config.batch.max(1)) {
             let r = inbox::ingest(root, conn, chunk, config.max_bytes, now_ms())?;
-            progressed |= !r.accepted.is_empty()
-                || r.redelivered > 0
-                || !r.rejected.is_empty()
-                || !r.aborted.is_empty();
+            // Files that could not be removed come back in the next listing: only what
+            // left the inbox is progress (else an undeletable file loops forever).
+            let handled = r.accepted.len() + r.redelivered + r.rejected.len() + r.aborted.len();
+            progressed |= handled > r.stuck;
             if stop.load(Ordering::SeqCst) {
                 return Ok(());
             }

@@ -1,7 +1,6 @@
 //! `dshq abort ID`: the asker aborts a request (`ASK_ABORTED`). No lease is needed.
 
 use super::Ctx;
-use crate::clock::now_ms;
 use crate::error::Result;
 use crate::files::outbox;
 use crate::output::{emit, outcome_text};
@@ -20,8 +19,7 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut conn = ctx.db()?;
-    let now = now_ms();
-    let outcome = store::write(&mut conn, now, |tx| {
+    let outcome = store::write_now(&mut conn, |tx, now| {
         requests::abort(tx, &a.id, a.reason.as_deref(), "asker", now)
     })?;
     outbox::flush(&ctx.root, &mut conn)?;

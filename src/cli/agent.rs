@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             lineage,
             ttl,
         } => {
-            let e = store::write(&mut conn, now, |tx| {
+            let e = store::write_now(&mut conn, |tx, now| {
                 agents::enter(
                     tx,
                     &id,
@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {
-            let a = store::write(&mut conn, now, |tx| {
+            let a = store::write_now(&mut conn, |tx, now| {
                 agents::heartbeat(tx, &id, &instance, now)
             })?;
             emit(ctx.json, &a, || match &a.expires_at {
@@ -95,7 +95,8 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             });
         }
         Command::Exit { id, instance } => {
-            let ended = store::write(&mut conn, now, |tx| agents::exit(tx, &id, &instance, now))?;
+            let ended =
+                store::write_now(&mut conn, |tx, now| agents::exit(tx, &id, &instance, now))?;
             let v = ExitView { ended };
             emit(ctx.json, &v, || format!("ended {}\n", v.ended.join(", ")));
         }

@@ -13,7 +13,7 @@ use clap::ArgMatches;
 use rusqlite::Transaction;
 
 use super::{default_provider_name, interactive, Ctx, TRANSIENT_TTL};
-use crate::clock::{duration_ms, now_ms, Millis};
+use crate::clock::{duration_ms, Millis};
 use crate::error::{Error, Result};
 use crate::files::{outbox, safe_read};
 use crate::output::{emit, outcome_text};
@@ -245,8 +245,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             }
         }
     };
-    let now = now_ms();
-    let outcome = store::write(&mut conn, now, |tx| {
+    let outcome = store::write_now(&mut conn, |tx, now| {
         with_lease(
             tx,
             &id,

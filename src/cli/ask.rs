@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{parse_duration, wait, Ctx};
-use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::files::{outbox, safe_read};
 use crate::output::emit;
@@ -50,12 +49,11 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         })?
     };
     let mut conn = ctx.db()?;
-    let now = now_ms();
     let raw = String::from_utf8_lossy(&bytes).into_owned();
     let result = parse_request(&bytes)
         .map_err(Error::Question)
         .and_then(|req| {
-            store::write(&mut conn, now, |tx| {
+            store::write_now(&mut conn, |tx, now| {
                 requests::accept(tx, req, None, "cli", now)
             })
         });
@@ -78,7 +76,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 body: &raw,
                 source: "cli",
             };
-            store::write(&mut conn, now, |tx| {
+            store::write_now(&mut conn, |tx, now| {
                 requests::record_rejection(tx, &rej, &e, now)
             })?;
             outbox::flush(&ctx.root, &mut conn)?;

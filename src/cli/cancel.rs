@@ -2,7 +2,6 @@
 //! (or a transient one taken for this command).
 
 use super::{answer::with_lease, Ctx};
-use crate::clock::now_ms;
 use crate::error::Result;
 use crate::files::outbox;
 use crate::output::{emit, outcome_text};
@@ -27,8 +26,7 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut conn = ctx.db()?;
-    let now = now_ms();
-    let outcome = store::write(&mut conn, now, |tx| {
+    let outcome = store::write_now(&mut conn, |tx, now| {
         with_lease(
             tx,
             &a.id,

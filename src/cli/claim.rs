@@ -1,7 +1,6 @@
 //! `dshq claim ID|--next`: reserve a request for the live lease.
 
 use super::{require_lease, Ctx};
-use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::output::{emit, show_text, RequestView};
 use crate::store::{self, leases, requests};
@@ -24,8 +23,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let token = require_lease(a.lease)?;
     let mut conn = ctx.db()?;
-    let now = now_ms();
-    let row = store::write(&mut conn, now, |tx| {
+    let row = store::write_now(&mut conn, |tx, now| {
         let lease = leases::authenticate(tx, &token, now)?;
         match &a.id {
             Some(id) => requests::claim(tx, &lease, id, now),

@@ -77,7 +77,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {
         Command::Register { name, context, ttl } => {
             let name = name.unwrap_or_else(default_provider_name);
-            let reg = store::write(&mut conn, now, |tx| {
+            let reg = store::write_now(&mut conn, |tx, now| {
                 leases::register(tx, &context, &name, duration_ms(ttl), now)
             })?;
             emit(ctx.json, &reg, || {
@@ -90,7 +90,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Heartbeat { lease } => {
             let token = require_lease(lease)?;
-            let l = store::write(&mut conn, now, |tx| leases::heartbeat(tx, &token, now))?;
+            let l = store::write_now(&mut conn, |tx, now| leases::heartbeat(tx, &token, now))?;
             let v = HeartbeatView {
                 context: l.context,
                 name: l.name,
@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Release { lease } => {
             let token = require_lease(lease)?;
-            let released = store::write(&mut conn, now, |tx| leases::release(tx, &token, now))?;
+            let released = store::write_now(&mut conn, |tx, now| leases::release(tx, &token, now))?;
             let v = ReleaseView { released };
             emit(ctx.json, &v, || {
                 if released {

@@ -50,6 +50,13 @@ fn check(root: &Root, conn: &mut Connection, id: &str) -> Result<Option<Outcome>
     let Some(r) = requests::get_any(conn, id)? else {
         return Ok(None);
     };
+    // A rejection is the answer only while no new file for this id waits in the inbox: a
+    // fixed re-submission supersedes it (rejections do not reserve ids).
+    if r.status == requests::Status::Rejected
+        && root.inbox_new().join(format!("{id}.json")).exists()
+    {
+        return Ok(None);
+    }
     if let Some(o) = r.outcome() {
         return Ok(Some(o));
     }

@@ -117,7 +117,7 @@ pub fn process(
             continue;
         }
         // Per file: Ok((id, answered?)) or the error to file it under.
-        let results = store::write(conn, now, |tx| {
+        let results = store::write_now(conn, |tx, now| {
             let mut results = Vec::with_capacity(items.len());
             for (_, parsed) in &items {
                 let parsed = match parsed {
@@ -129,15 +129,27 @@ pub fn process(
                 };
                 tx.execute_batch("SAVEPOINT answer_file")?;
                 let applied = (|| match parsed {
+                    // A file processed again after a crash between the commit and its
+                    // removal is recognised by its lease (live or not) and applied once.
                     Parsed::Answer(id, token, answer) => {
+                        if let Ok(lease_id) = leases::identify(tx, token) {
+                            if requests::replayed_answer(tx, id, lease_id, answer)?.is_some() {
+                                return Ok((id.clone(), true));
+                            }
+                        }
                         let lease = leases::authenticate(tx, token, now)?;
-                        requests::answer_replayable(tx, &lease, id, answer, now)?;
+                        requests::answer(tx, &lease, id, answer, now)?;
                         Ok((id.clone(), true))
                     }
                     Parsed::Cancel(id, token, reason) => {
+                        if let Ok(lease_id) = leases::identify(tx, token) {
+                            if requests::replayed_cancel(tx, id, lease_id)?.is_some() {
+                                return Ok((id.clone(), false));
+                            }
+                        }
                         let lease = leases::authenticate(tx, token, now)?;
                         let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
-                        requests::cancel_replayable(tx, &lease, id, reason, now)?;
+                        requests::cancel(tx, &lease, id, reason, now)?;
                         Ok((id.clone(), false))
                     }
                 })();

@@ -13,7 +13,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use super::atomic::{sync_dir, write_atomic};
-use super::safe_read::{read_limited, ReadError};
+use super::safe_read::{read_limited_with_mtime, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
@@ -33,6 +33,9 @@ pub struct Ingested {
     pub rejected: Vec<(String, Code)>,
     /// Requests aborted by abort files.
     pub aborted: Vec<String>,
+    /// Files handled in the database that could not be removed from the inbox (they will
+    /// be read again; not progress).
+    pub stuck: usize,
 }
 
 /// The kind of an inbox entry, by name.
@@ -72,11 +75,21 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
             }
         } else {
             // Not UTF-8: cannot be an id; move it aside under a readable name.
+            // Unique, so two such names can never land on the same target.
             let lossy = entry.file_name().to_string_lossy().replace('\u{fffd}', "_");
-            let _ = fs::rename(entry.path(), dir.join(format!("{lossy}.badname")));
+            let raw = entry.file_name().as_encoded_bytes().to_vec();
+            let target = dir.join(format!(
+                "{lossy}.{}.badname",
+                crate::store::events::hex(&raw)
+            ));
+            if fs::symlink_metadata(&target).is_err() {
+                let _ = fs::rename(entry.path(), target);
+            }
         }
     }
-    names.sort();
+    // Requests before aborts, so an abort dropped together with its request (one scan,
+    // even one batch) finds it.
+    names.sort_by(|a, b| (a.ends_with(".abort"), a).cmp(&(b.ends_with(".abort"), b)));
     Ok(names)
 }
 
@@ -86,6 +99,7 @@ enum Input {
         stem: String,
         request: Request,
         raw: String,
+        mtime: i64,
     },
     Abort {
         name: String,
@@ -116,7 +130,7 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
         raw,
         error,
     };
-    let bytes = match read_limited(&path, max_bytes) {
+    let (bytes, mtime) = match read_limited_with_mtime(&path, max_bytes) {
         Ok(b) => b,
         Err(ReadError::Gone) => return None,
         Err(e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. })) => {
@@ -162,6 +176,7 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
                 stem,
                 request,
                 raw,
+                mtime,
             }),
             Err(error) => {
                 // Salvage the id and context for the audit and the outbox, if readable.
@@ -266,7 +281,7 @@ pub fn ingest(
     let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
     let mut out = Ingested::default();
     let mut stale: Vec<String> = Vec::new();
-    store::write(conn, now, |tx| {
+    store::write_now(conn, |tx, now| {
         for input in inputs {
             match input {
                 Input::Request {
@@ -274,8 +289,18 @@ pub fn ingest(
                     stem,
                     request,
                     raw,
+                    mtime,
                 } => {
                     let source = format!("inbox:{name}");
+                    // This very file was judged already (committed as rejected, then the
+                    // daemon died or the move failed): finish the move with that verdict
+                    // instead of judging it again, which could now flip it to accepted.
+                    // A file dropped again is newer than the rejection and is judged anew.
+                    let id = request.id.clone().unwrap_or_else(|| stem.clone());
+                    if let Some(e) = requests::earlier_rejection(tx, &id, &source, &raw, mtime)? {
+                        after.push((name.clone(), Some(e)));
+                        continue;
+                    }
                     // Kept for the rejection record; the request itself moves into accept.
                     let (req_id, req_context) = (request.id.clone(), request.context.clone());
                     match requests::accept(tx, request, Some(&stem), &source, now) {
@@ -368,6 +393,7 @@ pub fn ingest(
                 if let Err(e) = fs::remove_file(&path) {
                     if e.kind() != std::io::ErrorKind::NotFound {
                         tracing::warn!(file = %name, error = %e, "cannot remove ingested file");
+                        out.stuck += 1;
                     }
                 }
             }

@@ -51,6 +51,12 @@ pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
 
 /// Read at most `limit` bytes of the regular file at `path`.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_limited_with_mtime(path, limit).map(|(bytes, _)| bytes)
+}
+
+/// [`read_limited`], also returning the file's modification time in milliseconds since
+/// the epoch (a rename keeps it, so it tells a file already judged from one dropped again).
+pub fn read_limited_with_mtime(path: &Path, limit: u64) -> Result<(Vec<u8>, i64), ReadError> {
     // No separate lstat: O_NOFOLLOW makes a symlink fail with ELOOP, O_NONBLOCK keeps a
     // FIFO from blocking, and fstat on the open file tells everything else.
     let f: File = match OpenOptions::new()
@@ -79,6 +85,12 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
             limit,
         });
     }
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.take(limit + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
@@ -87,5 +99,5 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
             limit,
         });
     }
-    Ok(buf)
+    Ok((buf, mtime))
 }

@@ -198,6 +198,12 @@ fn load(conn: &Connection, token: &str) -> Result<Row> {
     Ok(row)
 }
 
+/// The lease id of `token` when its secret matches, whatever the lease's state (for
+/// recognising an operation that lease already made).
+pub fn identify(conn: &Connection, token: &str) -> Result<i64> {
+    Ok(load(conn, token)?.lease_id)
+}
+
 /// Authenticate `token` and require it to be the live lease at `now`.
 pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease> {
     let row = load(conn, token)?;

@@ -171,6 +171,23 @@ pub fn write<T>(
     Ok(out)
 }
 
+/// Like [`write`], but `now` is read from the clock *after* the write lock is taken and
+/// passed to `f`. Commands use this: a command that waited for the lock (another writer,
+/// a busy timeout) must judge leases and deadlines at the time it writes, not at the time
+/// it started, or an expired lease could still answer or be revived.
+pub fn write_now<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
+) -> Result<T> {
+    sweep_if_due(conn, crate::clock::now_ms())?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = crate::clock::now_ms();
+    sweep(&tx, now)?;
+    let out = f(&tx, now)?;
+    tx.commit()?;
+    Ok(out)
+}
+
 /// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
 /// indexed read otherwise. Read commands call it so what they show is never stale (an
 /// expired lease's claim reads as `pending`).

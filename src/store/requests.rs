@@ -377,6 +377,14 @@ pub fn accept(
     }
     checked?;
     let lineage = env.lineage.into_inner();
+    if replaced_rejection {
+        // An earlier rejection of this id must not publish its error outcome over this
+        // request's (the file, if already written, is removed after the commit).
+        tx.prepare_cached(
+            "UPDATE requests SET outbox_pending = 0 WHERE id = ?1 AND status = 'rejected' AND outbox_pending = 1",
+        )?
+        .execute([&n.id])?;
+    }
     let body = n.request.to_json();
     let deadline = n.deadline.map(crate::clock::from_timestamp);
     tx.prepare_cached(
@@ -504,6 +512,33 @@ pub fn record_rejection(
     Ok(outbox)
 }
 
+/// The verdict of an earlier rejection of this very input: same id, same source file
+/// name, same content, and recorded no earlier than the file's modification time.
+pub fn earlier_rejection(
+    tx: &Transaction,
+    id: &str,
+    source: &str,
+    body: &str,
+    file_mtime_ms: Millis,
+) -> Result<Option<UserQuestionError>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT error_code, error_message FROM requests INDEXED BY requests_id_any
+             WHERE id = ?1 AND status = 'rejected' AND source = ?2 AND body = ?3 AND created_ms >= ?4
+             ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![id, source, body, file_mtime_ms], |r| {
+            Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<String>>(1)?))
+        })
+        .optional()?
+        .map(|(code, message)| {
+            UserQuestionError::new(
+                code.as_deref().and_then(Code::parse).unwrap_or(Code::BadRequest),
+                message.unwrap_or_default(),
+            )
+        }))
+}
+
 fn load_open(tx: &Transaction, lease: &Lease, id: &str) -> Result<RequestRow> {
     let r = get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
     if r.context != lease.context {
@@ -578,18 +613,34 @@ pub fn answer_replayable(
     answer: &Answer,
     now: Millis,
 ) -> Result<(Outcome, bool)> {
-    if let Some(r) = get(tx, id)? {
-        if r.status == Status::Answered
-            && r.claimed_lease == Some(lease.lease_id)
-            && r.answer.as_deref() == Some(answer.to_json().as_str())
-        {
-            return Ok((
-                r.outcome().expect("an answered request has an outcome"),
-                true,
-            ));
-        }
+    if let Some(o) = replayed_answer(tx, id, lease.lease_id, answer)? {
+        return Ok((o, true));
     }
     Ok((self::answer(tx, lease, id, answer, now)?, false))
+}
+
+/// The outcome when request `id` is already answered with exactly `answer` by lease
+/// `lease_id` (live or not: a provider may release its lease right after answering).
+pub fn replayed_answer(
+    tx: &Transaction,
+    id: &str,
+    lease_id: i64,
+    answer: &Answer,
+) -> Result<Option<Outcome>> {
+    Ok(get(tx, id)?
+        .filter(|r| {
+            r.status == Status::Answered
+                && r.claimed_lease == Some(lease_id)
+                && r.answer.as_deref() == Some(answer.to_json().as_str())
+        })
+        .and_then(|r| r.outcome()))
+}
+
+/// The outcome when request `id` is already cancelled by lease `lease_id`.
+pub fn replayed_cancel(tx: &Transaction, id: &str, lease_id: i64) -> Result<Option<Outcome>> {
+    Ok(get(tx, id)?
+        .filter(|r| r.status == Status::Cancelled && r.claimed_lease == Some(lease_id))
+        .and_then(|r| r.outcome()))
 }
 
 /// Answer a request with the live lease (claiming it implicitly when pending). An answer
@@ -681,10 +732,8 @@ pub fn cancel_replayable(
     reason: Option<&str>,
     now: Millis,
 ) -> Result<Outcome> {
-    if let Some(r) = get(tx, id)? {
-        if r.status == Status::Cancelled && r.claimed_lease == Some(lease.lease_id) {
-            return Ok(r.outcome().expect("a cancelled request has an outcome"));
-        }
+    if let Some(o) = replayed_cancel(tx, id, lease.lease_id)? {
+        return Ok(o);
     }
     cancel(tx, lease, id, reason, now)
 }
@@ -879,7 +928,10 @@ pub fn abort_overdue(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
 /// Final requests whose outcome file is not written yet, oldest first.
 pub fn outbox_pending(conn: &Connection, limit: i64) -> Result<Vec<(i64, Outcome)>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM {FROM} WHERE r.outbox_pending = 1 ORDER BY r.seq LIMIT ?1"
+        "SELECT {COLUMNS} FROM {FROM} WHERE r.outbox_pending = 1
+           AND NOT (r.status = 'rejected' AND EXISTS (
+                    SELECT 1 FROM requests o WHERE o.id = r.id AND o.status <> 'rejected'))
+         ORDER BY r.seq LIMIT ?1"
     ))?;
     let rows = stmt.query_map([limit], row)?;
     let mut out = Vec::new();

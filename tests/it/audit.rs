@@ -1437,10 +1437,8 @@ fn events_trail_of_one_request() {
         2 * MIN - slack,
         2 * MIN + slack,
     );
-    assert_eq!(
-        at[3], at[2],
-        "the expiry is swept in the answer's own transaction"
-    );
+    // The answering command sweeps the expiry first, then answers (a moment later).
+    assert_within("answer after release", at[3] - at[2], 0, slack);
 
     // Other trails: a cancel, an abort, a rejection.
     let ev = events_of(env, "r-cancel");

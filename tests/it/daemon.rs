@@ -459,3 +459,151 @@ fn a_cancel_file_processed_again_after_a_crash_is_applied_once() {
     assert_eq!(n, 1);
     drop(d);
 }
+
+// Regressions from the review of the daemon and the store.
+
+fn start_with_files(env: &Env, files: &[(&str, Vec<u8>)]) -> Daemon {
+    // Files in place before the daemon starts land in one scan (and one batch).
+    fs::create_dir_all(env.root().join("inbox/new")).unwrap();
+    for (name, bytes) in files {
+        fs::write(env.root().join("inbox/new").join(name), bytes).unwrap();
+    }
+    env.daemon()
+}
+
+#[test]
+fn a_rejection_and_an_acceptance_of_one_id_in_one_batch_publish_no_stale_error() {
+    let env = Env::new();
+    let _d = start_with_files(
+        &env,
+        &[
+            ("a.json", br#"{"id":"X","questions":[]}"#.to_vec()),
+            ("b.json", serde_json::to_vec(&simple_request("X")).unwrap()),
+        ],
+    );
+    assert!(wait_until(DEADLINE, || env.names("inbox/new").is_empty()));
+    assert_eq!(env.json(&["show", "X"]).ok().json()["status"], "pending");
+    // Once no outcome is left to write, none may stand for the pending request.
+    let db = rusqlite::Connection::open(env.root().join("dshq.db")).unwrap();
+    assert!(wait_until(DEADLINE, || {
+        db.query_row(
+            "SELECT COUNT(*) FROM requests WHERE outbox_pending = 1",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+            == 0
+    }));
+    assert!(env.outcome("X").is_none(), "{:?}", env.outcome("X"));
+}
+
+#[test]
+fn an_abort_dropped_with_its_request_aborts_it() {
+    let env = Env::new();
+    let _d = start_with_files(
+        &env,
+        &[
+            ("Y.json", serde_json::to_vec(&simple_request("Y")).unwrap()),
+            ("Y.abort", b"never mind".to_vec()),
+        ],
+    );
+    assert_eq!(env.wait_outcome("Y")["error"]["code"], "ASK_ABORTED");
+    assert!(
+        env.names("rejected").is_empty(),
+        "{:?}",
+        env.names("rejected")
+    );
+}
+
+#[test]
+fn an_answer_file_replayed_after_its_lease_was_released_is_applied_once() {
+    let env = Env::new();
+    let path = env.dir.path().join("r.json");
+    fs::write(&path, serde_json::to_vec(&simple_request("r")).unwrap()).unwrap();
+    env.json(&["ask", path.to_str().unwrap()]).ok();
+    let lease = env.register("alice", "default", "10m");
+    env.json(&["answer", "r", "--select", "SQLite", "--lease", &lease])
+        .ok();
+    env.json(&["provider", "release", "--lease", &lease]).ok();
+    let _d = env.daemon();
+    env.drop_answer(
+        "r.json",
+        &serde_json::to_vec(
+            &json!({"lease": lease, "answers": [{"id": "db", "selected": ["SQLite"]}]}),
+        )
+        .unwrap(),
+    );
+    assert!(wait_until(DEADLINE, || env.names("answers/new").is_empty()));
+    assert!(
+        env.names("answers/rejected").is_empty(),
+        "{:?}",
+        env.names("answers/rejected")
+    );
+}
+
+#[test]
+fn two_non_utf8_names_are_both_kept() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let new = env.root().join("inbox/new");
+    fs::create_dir_all(&new).unwrap();
+    fs::write(new.join(std::ffi::OsStr::from_bytes(b"a\xff.json")), b"one").unwrap();
+    fs::write(new.join(std::ffi::OsStr::from_bytes(b"a\xfe.json")), b"two").unwrap();
+    let _d = env.daemon();
+    assert!(wait_until(DEADLINE, || env.names("inbox/new").is_empty()));
+    let rejected: Vec<String> = env
+        .names("rejected")
+        .into_iter()
+        .filter(|n| !n.ends_with(".error.json"))
+        .collect();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    let mut contents: Vec<String> = rejected
+        .iter()
+        .map(|n| fs::read_to_string(env.root().join("rejected").join(n)).unwrap())
+        .collect();
+    contents.sort();
+    assert_eq!(contents, ["one", "two"]);
+}
+
+#[test]
+fn wait_ignores_a_rejection_while_a_new_file_for_the_id_waits() {
+    let env = Env::new();
+    env.run_stdin(&["--json", "ask", "-"], r#"{"id":"Z","questions":[]}"#);
+    env.drop_file("Z.json", &serde_json::to_vec(&simple_request("Z")).unwrap());
+    // No daemon yet: the fixed file waits in the inbox, so wait must not return the
+    // earlier rejection.
+    let r = env.json(&["wait", "Z", "--timeout", "300ms"]);
+    assert_eq!(r.error_code(), "WAIT_TIMEOUT", "{r:?}");
+}
+
+#[test]
+fn a_command_that_waited_for_the_lock_judges_the_lease_when_it_writes() {
+    let env = Env::new();
+    let path = env.dir.path().join("l.json");
+    fs::write(&path, serde_json::to_vec(&simple_request("l")).unwrap()).unwrap();
+    env.json(&["ask", path.to_str().unwrap()]).ok();
+    let reg = env
+        .json(&["provider", "register", "--name", "alice", "--ttl", "1s"])
+        .ok()
+        .json();
+    let lease = reg["lease"].as_str().unwrap().to_string();
+    let expires: jiff::Timestamp = reg["expiresAt"].as_str().unwrap().parse().unwrap();
+    // Hold the write lock while the answer starts, until the lease has expired.
+    let mut db = rusqlite::Connection::open(env.root().join("dshq.db")).unwrap();
+    let tx = db
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let child = env
+        .command()
+        .args([
+            "--json", "answer", "l", "--select", "SQLite", "--lease", &lease,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(DEADLINE, || jiff::Timestamp::now()
+        > expires + jiff::SignedDuration::from_millis(50)));
+    tx.rollback().unwrap();
+    let out: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(out.error_code(), "LEASE_EXPIRED", "{out:?}");
+}

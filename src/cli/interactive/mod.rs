@@ -86,8 +86,7 @@ impl Releaser {
             return Ok(false);
         }
         let mut conn = self.root.open_db()?;
-        let now = now_ms();
-        store::write(&mut conn, now, |tx| leases::release(tx, &self.token, now))?;
+        store::write_now(&mut conn, |tx, now| leases::release(tx, &self.token, now))?;
         *done = true;
         Ok(true)
     }
@@ -119,14 +118,13 @@ impl Session {
         name: &str,
         ttl: Duration,
     ) -> Result<Session> {
-        let now = now_ms();
         let (token, owned, lease) = match given {
             Some(token) => {
-                let lease = store::write(conn, now, |tx| leases::heartbeat(tx, token, now))?;
+                let lease = store::write_now(conn, |tx, now| leases::heartbeat(tx, token, now))?;
                 (token.to_string(), false, lease)
             }
             None => {
-                let (token, lease) = store::write(conn, now, |tx| {
+                let (token, lease) = store::write_now(conn, |tx, now| {
                     let reg = leases::register(tx, context, name, duration_ms(ttl), now)?;
                     let lease = leases::authenticate(tx, &reg.lease, now)?;
                     Ok((reg.lease, lease))
@@ -185,8 +183,7 @@ impl Session {
                 loop {
                     match stop_rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {
-                            let now = now_ms();
-                            if let Err(e) = store::write(&mut conn, now, |tx| {
+                            if let Err(e) = store::write_now(&mut conn, |tx, now| {
                                 leases::heartbeat(tx, &token, now)
                             }) {
                                 let fatal = matches!(e, Error::LeaseExpired(_));
@@ -399,8 +396,7 @@ fn next_pending(
 
 /// Claim `id` for the session's lease.
 fn claim(conn: &mut Connection, token: &str, id: &str) -> Result<RequestRow> {
-    let now = now_ms();
-    store::write(conn, now, |tx| {
+    store::write_now(conn, |tx, now| {
         let lease = leases::authenticate(tx, token, now)?;
         requests::claim(tx, &lease, id, now)
     })
@@ -471,11 +467,10 @@ fn handle_request(
     };
     term.say(&request_header(row, &style));
     let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
-    let now = now_ms();
     let token = session.token();
     let result = match &end {
-        RequestEnd::Answer(answer) => Some(submit(conn, token, &id, answer, now)),
-        RequestEnd::Cancel(reason) => Some(store::write(conn, now, |tx| {
+        RequestEnd::Answer(answer) => Some(submit(conn, token, &id, answer)),
+        RequestEnd::Cancel(reason) => Some(store::write_now(conn, |tx, now| {
             let lease = leases::authenticate(tx, token, now)?;
             requests::cancel(tx, &lease, &id, reason.as_deref(), now)
         })),
@@ -509,14 +504,8 @@ fn handle_request(
     Ok(Next::Continue)
 }
 
-fn submit(
-    conn: &mut Connection,
-    token: &str,
-    id: &str,
-    answer: &Answer,
-    now: crate::clock::Millis,
-) -> Result<Outcome> {
-    store::write(conn, now, |tx| {
+fn submit(conn: &mut Connection, token: &str, id: &str, answer: &Answer) -> Result<Outcome> {
+    store::write_now(conn, |tx, now| {
         let lease = leases::authenticate(tx, token, now)?;
         requests::answer(tx, &lease, id, answer, now)
     })
