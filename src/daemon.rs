@@ -62,6 +62,8 @@ enum Hint {
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(root: &Root, config: &Config) -> Result<()> {
     let mut conn = root.open_db()?;
+    // One daemon per root: a second one would race the first over the same files.
+    let _lock = lock_root(root)?;
     let (tx, rx) = mpsc::channel::<Hint>();
     let stop = Arc::new(AtomicBool::new(false));
 
@@ -184,6 +186,34 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
     }
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Take `daemon.lock` in the root with an exclusive `flock`, held for the life of the
+/// returned file (the kernel drops it when the process dies, even on SIGKILL).
+fn lock_root(root: &Root) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = root.dir().join("daemon.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::question(
+                crate::protocol::Code::DaemonRunning,
+                format!(
+                    "another dshq daemon already runs on {}",
+                    root.dir().display()
+                ),
+            ));
+        }
+        return Err(Error::io(&path, e));
+    }
+    Ok(f)
 }
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.

@@ -49,6 +49,8 @@ pub enum Code {
     WaitTimeout,
     /// The event log's hash chain does not verify (an event was changed, removed or reordered).
     AuditBroken,
+    /// Another daemon already runs on this state root.
+    DaemonRunning,
     /// A command that needs an interactive terminal ran without one, or bad flags.
     Usage,
     /// The database failed (I/O error, corruption, schema newer than this binary).
@@ -79,6 +81,7 @@ impl Code {
             Code::WrongContext => "WRONG_CONTEXT",
             Code::WaitTimeout => "WAIT_TIMEOUT",
             Code::AuditBroken => "AUDIT_BROKEN",
+            Code::DaemonRunning => "DAEMON_RUNNING",
             Code::Usage => "USAGE",
             Code::Store => "STORE",
             Code::Io => "IO",
@@ -113,6 +116,7 @@ impl Code {
             Code::AskAborted | Code::AskCancelled => 8,
             Code::WaitTimeout => 9,
             Code::AuditBroken => 10,
+            Code::DaemonRunning => 11,
         }
     }
 }
@@ -137,6 +141,7 @@ pub const ALL_CODES: &[Code] = &[
     Code::WrongContext,
     Code::WaitTimeout,
     Code::AuditBroken,
+    Code::DaemonRunning,
     Code::Usage,
     Code::Store,
     Code::Io,

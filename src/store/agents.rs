@@ -100,6 +100,20 @@ pub fn enter(
             if !is_live(tx, o, now)? {
                 return Err(Error::OwnerNotLive(o.to_string()));
             }
+            // Ownership must stay a tree: the owner may not be owned, at any depth, by
+            // the agent entering (a cycle would make both look not live).
+            let mut current = o.to_string();
+            for _ in 0..1024 {
+                match live_row(tx, &current, now)? {
+                    Some((_, Some(up))) if up == id => {
+                        return Err(Error::Usage(format!(
+                            "{o:?} is owned (directly or through others) by {id:?}: ownership cannot form a cycle"
+                        )))
+                    }
+                    Some((_, Some(up))) => current = up,
+                    _ => break,
+                }
+            }
             live_row(tx, o, now)?.map(|(inst, _)| inst)
         }
         None => None,

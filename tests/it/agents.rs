@@ -479,3 +479,24 @@ fn inbox_files_get_the_same_agent_check() {
     assert_eq!(rejected.len(), 4, "{rejected:#?}");
     assert_eq!(daemon.stop(), 0);
 }
+
+#[test]
+fn ownership_cannot_form_a_cycle() {
+    let env = Env::new();
+    env.json(&["agent", "enter", "--id", "a"]).ok();
+    env.json(&["agent", "enter", "--id", "b", "--owner", "a"])
+        .ok();
+    // Re-entering a as owned by b would make a own itself through b.
+    let r = env.json(&["agent", "enter", "--id", "a", "--owner", "b"]);
+    assert_eq!(r.error_code(), "USAGE", "{r:?}");
+    // Nothing changed: b is still live and owned by a.
+    let list = env.json(&["agent", "list"]).ok().json();
+    let b = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "b")
+        .unwrap();
+    assert_eq!(b["live"], true);
+    assert_eq!(b["owner"], "a");
+}

@@ -607,3 +607,16 @@ fn a_command_that_waited_for_the_lock_judges_the_lease_when_it_writes() {
     let out: Run = child.wait_with_output().unwrap().into();
     assert_eq!(out.error_code(), "LEASE_EXPIRED", "{out:?}");
 }
+
+#[test]
+fn a_second_daemon_on_the_same_root_is_refused() {
+    let env = Env::new();
+    let d = env.daemon();
+    let r = env.json(&["daemon"]);
+    assert_eq!(r.error_code(), "DAEMON_RUNNING", "{r:?}");
+    assert_eq!(r.code, 11);
+    // The lock dies with the process, even on SIGKILL.
+    d.kill9();
+    let d2 = env.daemon();
+    assert_eq!(d2.stop(), 0);
+}
