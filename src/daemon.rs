@@ -315,23 +315,20 @@ fn drain_inbox(
 
 /// Sweep expiries when something is due.
 fn expire(conn: &mut Connection) -> Result<()> {
-    let now = now_ms();
-    if let Some(due) = requests::next_due(conn)? {
-        if due < now {
-            let swept = store::write_no_sweep(conn, |tx| store::sweep(tx, now))?;
-            for id in &swept.leases {
-                tracing::info!(lease = id, "provider lease expired");
-            }
-            for id in &swept.released {
-                tracing::info!(id = %id, "claim returned to pending (lease ended)");
-            }
-            for id in &swept.aborted {
-                tracing::info!(id = %id, "request aborted: deadline passed");
-            }
-            for id in &swept.agents {
-                tracing::info!(agent = %id, "agent ended: ttl ran out");
-            }
-        }
+    let Some(swept) = store::sweep_if_due(conn, now_ms())? else {
+        return Ok(());
+    };
+    for id in &swept.leases {
+        tracing::info!(lease = id, "provider lease expired");
+    }
+    for id in &swept.released {
+        tracing::info!(id = %id, "claim returned to pending (lease ended)");
+    }
+    for id in &swept.aborted {
+        tracing::info!(id = %id, "request aborted: deadline passed");
+    }
+    for id in &swept.agents {
+        tracing::info!(agent = %id, "agent ended: ttl ran out");
     }
     Ok(())
 }

@@ -6,7 +6,6 @@
 //! --question note --skip`. Without `--lease` a transient lease is registered, used and
 //! released inside the same transaction, so it can never outlive the command.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use clap::ArgMatches;
@@ -219,19 +218,11 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
     let mut conn = ctx.db()?;
     let answer = match &a.answers {
         Some(path) => {
-            let bytes = if path.as_os_str() == "-" {
-                let mut buf = Vec::new();
-                std::io::stdin()
-                    .take(DEFAULT_MAX_REQUEST_BYTES + 1)
-                    .read_to_end(&mut buf)
-                    .map_err(|e| Error::io("stdin", e))?;
-                buf
-            } else {
-                safe_read::read_limited(path, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+            let bytes =
+                safe_read::read_arg(path, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
                     safe_read::ReadError::Io(io) => Error::io(path, io),
                     other => Error::Usage(format!("{}: {other}", path.display())),
-                })?
-            };
+                })?;
             parse_answer(&bytes)?
         }
         None => {

@@ -1,6 +1,5 @@
 //! `dshq ask FILE|-`: submit a request, optionally waiting for its outcome.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,28 +25,13 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let bytes = if a.file.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .take(DEFAULT_MAX_REQUEST_BYTES + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::io("stdin", e))?;
-        if buf.len() as u64 > DEFAULT_MAX_REQUEST_BYTES {
-            return Err(Error::question(
-                crate::protocol::Code::BadRequest,
-                format!("the request is over the {DEFAULT_MAX_REQUEST_BYTES}-byte limit"),
-            ));
-        }
-        buf
-    } else {
-        safe_read::read_limited(&a.file, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
-            safe_read::ReadError::Io(io) => Error::io(&a.file, io),
-            other => Error::question(
-                crate::protocol::Code::BadRequest,
-                format!("{}: {other}", a.file.display()),
-            ),
-        })?
-    };
+    let bytes = safe_read::read_arg(&a.file, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+        safe_read::ReadError::Io(io) => Error::io(&a.file, io),
+        other => Error::question(
+            crate::protocol::Code::BadRequest,
+            format!("{}: {other}", a.file.display()),
+        ),
+    })?;
     let mut conn = ctx.db()?;
     let raw = String::from_utf8_lossy(&bytes).into_owned();
     let result = parse_request(&bytes)
@@ -61,15 +45,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         Ok(a) => a,
         Err(Error::Question(e)) => {
             // Kept for the audit, and as an outcome when the id is known and free.
-            let v: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
-            let field = |k: &str| {
-                v.as_ref()
-                    .and_then(|v| v.get(k))
-                    .and_then(|x| x.as_str())
-                    .map(str::to_string)
-            };
-            let id = field("id");
-            let context = field("context");
+            let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
             let rej = requests::Rejection {
                 id: id.as_deref(),
                 context: context.as_deref(),

@@ -63,7 +63,7 @@ fn check(root: &Root, conn: &mut Connection, id: &str) -> Result<Option<Outcome>
     let now = now_ms();
     if r.deadline_ms.is_some_and(|d| d < now) {
         // Nobody has noticed the deadline yet (no daemon running): end it now.
-        store::write(conn, now, |_| Ok(()))?;
+        store::sweep_if_due(conn, now)?;
         outbox::flush(root, conn)?;
         return Ok(requests::get_any(conn, id)?.and_then(|r| r.outcome()));
     }

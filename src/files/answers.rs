@@ -20,7 +20,7 @@ use crate::protocol::check::is_valid_id;
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::{Answer, AnswerItem};
 use crate::root::Root;
-use crate::store::{self, leases, requests};
+use crate::store::{self, requests};
 
 /// The answer file document.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -129,27 +129,15 @@ pub fn process(
                 };
                 tx.execute_batch("SAVEPOINT answer_file")?;
                 let applied = (|| match parsed {
-                    // A file processed again after a crash between the commit and its
-                    // removal is recognised by its lease (live or not) and applied once.
+                    // Replays (a crash between the commit and the file's removal) are
+                    // recognised by the store and applied once.
                     Parsed::Answer(id, token, answer) => {
-                        if let Ok(lease_id) = leases::identify(tx, token) {
-                            if requests::replayed_answer(tx, id, lease_id, answer)?.is_some() {
-                                return Ok((id.clone(), true));
-                            }
-                        }
-                        let lease = leases::authenticate(tx, token, now)?;
-                        requests::answer(tx, &lease, id, answer, now)?;
+                        requests::answer_replayable(tx, token, id, answer, now)?;
                         Ok((id.clone(), true))
                     }
                     Parsed::Cancel(id, token, reason) => {
-                        if let Ok(lease_id) = leases::identify(tx, token) {
-                            if requests::replayed_cancel(tx, id, lease_id)?.is_some() {
-                                return Ok((id.clone(), false));
-                            }
-                        }
-                        let lease = leases::authenticate(tx, token, now)?;
                         let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
-                        requests::cancel(tx, &lease, id, reason, now)?;
+                        requests::cancel_replayable(tx, token, id, reason, now)?;
                         Ok((id.clone(), false))
                     }
                 })();

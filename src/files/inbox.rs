@@ -180,17 +180,11 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
             }),
             Err(error) => {
                 // Salvage the id and context for the audit and the outbox, if readable.
-                let v: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
-                let field = |k: &str| {
-                    v.as_ref()
-                        .and_then(|v| v.get(k))
-                        .and_then(|x| x.as_str())
-                        .map(str::to_string)
-                };
+                let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
                 Some(Input::Reject {
                     name: name.to_string(),
-                    id: field("id").or(Some(stem)),
-                    context: field("context"),
+                    id: id.or(Some(stem)),
+                    context,
                     raw,
                     error,
                 })

@@ -49,6 +49,23 @@ pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Read a `FILE|-` command-line argument: `-` is stdin, anything else a file read with
+/// [`read_limited`]; both are bounded by `limit`.
+pub fn read_arg(arg: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    if arg.as_os_str() != "-" {
+        return read_limited(arg, limit);
+    }
+    let mut buf = Vec::new();
+    std::io::stdin().take(limit + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(ReadError::TooLarge {
+            size: buf.len() as u64,
+            limit,
+        });
+    }
+    Ok(buf)
+}
+
 /// Read at most `limit` bytes of the regular file at `path`.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     read_limited_with_mtime(path, limit).map(|(bytes, _)| bytes)

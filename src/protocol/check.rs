@@ -50,6 +50,19 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, UserQuestionError> {
     parse_json::<Request>(bytes).map_err(|e| err(Code::BadRequest, format!("invalid request: {e}")))
 }
 
+/// The `id` and `context` of an input that failed to parse as a request, when it is JSON
+/// carrying them as strings: what is known of a rejection, for the audit and the outbox.
+pub fn salvage_id_context(bytes: &[u8]) -> (Option<String>, Option<String>) {
+    let v: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
+    let field = |k: &str| {
+        v.as_ref()
+            .and_then(|v| v.get(k))
+            .and_then(|x| x.as_str())
+            .map(str::to_string)
+    };
+    (field("id"), field("context"))
+}
+
 /// Deserialize JSON, prefixing serde's message with the path of the offending value
 /// (`questions[0].multiSelect: invalid type: ...`) so wrong types name their field too.
 pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {

@@ -603,25 +603,29 @@ pub fn claim_next(tx: &Transaction, lease: &Lease, now: Millis) -> Result<Reques
     claim(tx, lease, &id, now)
 }
 
-/// Like [`answer`], but re-applying the identical answer with the same lease is accepted
-/// once more and changes nothing: an answer file processed again after a crash between
-/// the commit and the file's removal. Returns the outcome and whether it was a replay.
+/// Answer with the lease `token`, accepting once more an identical answer that the same
+/// lease already gave (live or not: it may have been released since). This is how an
+/// answer file processed again after a crash, between the commit and the file's removal,
+/// is applied exactly once. Returns the outcome and whether it was such a replay.
 pub fn answer_replayable(
     tx: &Transaction,
-    lease: &Lease,
+    token: &str,
     id: &str,
     answer: &Answer,
     now: Millis,
 ) -> Result<(Outcome, bool)> {
-    if let Some(o) = replayed_answer(tx, id, lease.lease_id, answer)? {
-        return Ok((o, true));
+    if let Ok(lease_id) = leases::identify(tx, token) {
+        if let Some(o) = replayed_answer(tx, id, lease_id, answer)? {
+            return Ok((o, true));
+        }
     }
-    Ok((self::answer(tx, lease, id, answer, now)?, false))
+    let lease = leases::authenticate(tx, token, now)?;
+    Ok((self::answer(tx, &lease, id, answer, now)?, false))
 }
 
 /// The outcome when request `id` is already answered with exactly `answer` by lease
 /// `lease_id` (live or not: a provider may release its lease right after answering).
-pub fn replayed_answer(
+fn replayed_answer(
     tx: &Transaction,
     id: &str,
     lease_id: i64,
@@ -637,7 +641,7 @@ pub fn replayed_answer(
 }
 
 /// The outcome when request `id` is already cancelled by lease `lease_id`.
-pub fn replayed_cancel(tx: &Transaction, id: &str, lease_id: i64) -> Result<Option<Outcome>> {
+fn replayed_cancel(tx: &Transaction, id: &str, lease_id: i64) -> Result<Option<Outcome>> {
     Ok(get(tx, id)?
         .filter(|r| r.status == Status::Cancelled && r.claimed_lease == Some(lease_id))
         .and_then(|r| r.outcome()))
@@ -722,20 +726,22 @@ pub fn answer(
         .expect("the answered request has an outcome"))
 }
 
-/// Like [`cancel`], but a request already cancelled by this same lease is accepted once
-/// more and changes nothing: a cancel file processed again after a crash between the
-/// commit and the file's removal.
+/// Cancel with the lease `token`, accepting once more a cancel that the same lease
+/// already made (the cancel-file counterpart of [`answer_replayable`]).
 pub fn cancel_replayable(
     tx: &Transaction,
-    lease: &Lease,
+    token: &str,
     id: &str,
     reason: Option<&str>,
     now: Millis,
 ) -> Result<Outcome> {
-    if let Some(o) = replayed_cancel(tx, id, lease.lease_id)? {
-        return Ok(o);
+    if let Ok(lease_id) = leases::identify(tx, token) {
+        if let Some(o) = replayed_cancel(tx, id, lease_id)? {
+            return Ok(o);
+        }
     }
-    cancel(tx, lease, id, reason, now)
+    let lease = leases::authenticate(tx, token, now)?;
+    cancel(tx, &lease, id, reason, now)
 }
 
 /// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is

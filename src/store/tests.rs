@@ -510,8 +510,8 @@ fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease() {
     );
     // An answer file processed again after a crash: the same lease, the same answer.
     let replay = |conn: &mut Connection, token: &str, a: &Answer| {
-        with_lease(conn, token, T0 + 9, |tx, l| {
-            requests::answer_replayable(tx, l, "r1", a, T0 + 9)
+        write(conn, T0 + 9, |tx| {
+            requests::answer_replayable(tx, token, "r1", a, T0 + 9)
         })
     };
     assert_eq!(
@@ -537,8 +537,8 @@ fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease() {
     assert_eq!(request_event_kinds(&conn, "r1"), ["accepted", "answered"]);
     // On an open request a replayable answer is an ordinary first answer.
     accept(&mut conn, simple("r2", "default"), T0 + 10).unwrap();
-    let (o, replayed) = with_lease(&mut conn, &other.lease, T0 + 10, |tx, l| {
-        requests::answer_replayable(tx, l, "r2", &pick("SQLite"), T0 + 10)
+    let (o, replayed) = write(&mut conn, T0 + 10, |tx| {
+        requests::answer_replayable(tx, &other.lease, "r2", &pick("SQLite"), T0 + 10)
     })
     .unwrap();
     assert!(!replayed);
