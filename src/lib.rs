@@ -11,6 +11,7 @@
 //! - [`files`]: the directory API (inbox, outbox, answer files).
 //! - [`daemon`]: the host loop.
 //! - [`hooks`]: noticing new requests (`dshq watch`, the daemon's `--on-question`).
+//! - [`text`]: the one sanitiser for asker-supplied text shown to a person.
 //! - [`cli`]: the command line.
 
 #![warn(missing_docs)]
@@ -25,5 +26,6 @@ pub mod output;
 pub mod protocol;
 pub mod root;
 pub mod store;
+pub mod text;
 
 pub use error::{Error, Result};

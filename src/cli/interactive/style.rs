@@ -139,31 +139,14 @@ impl Style {
     }
 }
 
-/// Request text made safe to print on one line: line breaks become spaces and other
-/// control characters (an escape sequence from a hostile asker could rewrite the
-/// reviewer's screen) become `�`.
+/// Request text made safe to print on one line (see [`crate::text::one_line`]).
 pub fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\n' | '\r' | '\t' => ' ',
-            c if c.is_control() => char::REPLACEMENT_CHARACTER,
-            c => c,
-        })
-        .collect()
+    crate::text::one_line(s).into_owned()
 }
 
-/// Request text made safe to print over several lines: line breaks stay, tabs become
-/// spaces, other control characters become `�`.
+/// Request text made safe to print over several lines (see [`crate::text::multi_line`]).
 pub fn multi_line(s: &str) -> String {
-    s.replace("\r\n", "\n")
-        .chars()
-        .map(|c| match c {
-            '\n' => '\n',
-            '\t' => ' ',
-            c if c.is_control() => char::REPLACEMENT_CHARACTER,
-            c => c,
-        })
-        .collect()
+    crate::text::multi_line(s).into_owned()
 }
 
 #[cfg(test)]
@@ -172,8 +155,8 @@ mod tests {
 
     #[test]
     fn control_characters_never_reach_the_terminal() {
-        assert_eq!(one_line("a\nb\u{1b}[2Jc"), "a b\u{fffd}[2Jc");
-        assert_eq!(multi_line("a\r\nb\u{7}"), "a\nb\u{fffd}");
+        assert_eq!(one_line("a\nb\u{1b}[2Jc"), "a b\\x1b[2Jc");
+        assert_eq!(multi_line("a\r\nb\u{7}"), "a\nb\\x07");
     }
 
     #[test]
