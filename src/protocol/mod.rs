@@ -2,10 +2,12 @@
 //!
 //! This is where dsh's semantics live: what a request and an answer look like
 //! ([`types`]), which requests may be asked ([`check`]), which answers are valid and what
-//! they decide ([`answer`]), and the stable error codes ([`error`]).
+//! they decide ([`answer`]), which request an outcome answers ([`digest`]), and the stable
+//! error codes ([`error`]).
 
 pub mod answer;
 pub mod check;
+pub mod digest;
 pub mod error;
 pub mod types;
 
