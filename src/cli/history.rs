@@ -160,7 +160,38 @@ pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
     Ok(String::from_utf8(bytes).expect("csv of UTF-8 strings is UTF-8"))
 }
 
-fn table_text(rows: &[HistoryRow]) -> String {
+/// The question a table row shows: the one the filter matched (`--intent`, `--decision`,
+/// `--grep`, in that order), else the first; `(+N)` counts the others of the batch.
+fn headline(r: &HistoryRow, f: &HistoryFilter) -> String {
+    let matches = |q: &history::HistoryQuestion| {
+        f.intent
+            .as_ref()
+            .is_none_or(|i| q.intent.as_ref() == Some(i))
+            && f.decision.is_none_or(|d| q.decision == Some(d))
+            && f.grep.as_ref().is_none_or(|g| {
+                q.question
+                    .to_ascii_lowercase()
+                    .contains(&g.to_ascii_lowercase())
+            })
+    };
+    let Some(q) = r
+        .questions
+        .iter()
+        .find(|q| matches(q))
+        .or(r.questions.first())
+    else {
+        return String::new();
+    };
+    let more = r.questions.len() - 1;
+    let text = ellipsize(&q.question, 40);
+    if more > 0 {
+        format!("{text} (+{more})")
+    } else {
+        text
+    }
+}
+
+fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
     if rows.is_empty() {
         return "no matching requests\n".into();
     }
@@ -191,13 +222,7 @@ fn table_text(rows: &[HistoryRow]) -> String {
                         .map(|d| d.as_str().to_string())
                         .unwrap_or_else(|| "-".into()),
                     r.provider.clone().unwrap_or_else(|| "-".into()),
-                    ellipsize(
-                        r.questions
-                            .first()
-                            .map(|q| q.question.as_str())
-                            .unwrap_or(""),
-                        40,
-                    ),
+                    headline(r, f),
                 ]
             })
             .collect(),
@@ -228,7 +253,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             print!("{s}");
         }
         Format::Csv => print!("{}", to_csv(&rows)?),
-        Format::Table => println!("{}", table_text(&rows)),
+        Format::Table => println!("{}", table_text(&rows, &f)),
     }
     Ok(())
 }
