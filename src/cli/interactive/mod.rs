@@ -409,12 +409,12 @@ fn request_header(row: &RequestRow, style: &Style) -> String {
     let req = row.request();
     let n = req.as_ref().map_or(0, |r| r.questions.len());
     let mut facts = vec![
-        format!("context {}", row.context),
+        format!("context {}", style::one_line(&row.context)),
         format!("{n} question{}", if n == 1 { "" } else { "s" }),
         format!("asked {}", age(row.created_ms, now)),
     ];
     if let Some(a) = &row.agent_id {
-        facts.push(format!("by agent {a}"));
+        facts.push(format!("by agent {}", style::one_line(a)));
     }
     if let Some(d) = row.deadline_ms {
         facts.push(format!(
@@ -425,7 +425,7 @@ fn request_header(row: &RequestRow, style: &Style) -> String {
     let mut s = format!(
         "\n{} {}  {}",
         style.heading("━━ Request"),
-        style.accent(id),
+        style.accent(&style::one_line(id)),
         style.dim(&facts.join(" · "))
     );
     if let Some(meta) = req.and_then(|r| r.meta) {
@@ -496,7 +496,9 @@ fn handle_request(
             }
             // The request ended meanwhile (the asker aborted it, its deadline passed).
             Err(e @ (Error::RequestFinal { .. } | Error::NotFound(_))) => {
-                term.say(&style.warn(&format!("{id}: {e}; nothing was changed")));
+                term.say(&style.warn(&style::one_line(&format!(
+                    "{id}: {e}; nothing was changed"
+                ))));
             }
             Err(e) => return Err(HandleError::Fail(e)),
         }
@@ -554,7 +556,8 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut term = Terminal { style };
     term.say(&style.dim(&format!(
         "answering as {} in context {} · Esc: more (skip, cancel, quit) · Ctrl-C: stop",
-        session.name, session.context
+        style::one_line(&session.name),
+        session.context
     )));
     let mut tally = Tally::default();
     let result = (|| -> std::result::Result<(), HandleError> {
