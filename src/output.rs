@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::clock::{human_ms, rfc3339, Millis};
 use crate::protocol::{Decision, Outcome, Question, UserQuestionError};
-use crate::text::{multi_line, one_line};
 use crate::store::requests::{RequestRow, Status};
+use crate::text::{multi_line, one_line};
 
 /// The asking agent as shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -359,10 +359,9 @@ pub fn show_text(v: &RequestView) -> String {
             };
             let label = one_line(&o.label);
             match &o.description {
-                Some(desc) => s.push_str(&format!(
-                    "   {mark} {label}{approve}: {}\n",
-                    one_line(desc)
-                )),
+                Some(desc) => {
+                    s.push_str(&format!("   {mark} {label}{approve}: {}\n", one_line(desc)))
+                }
                 None => s.push_str(&format!("   {mark} {label}{approve}\n")),
             }
         }
@@ -402,8 +401,11 @@ pub fn outcome_text(o: &Outcome) -> String {
             }
             s.push('\n');
             for item in &a.answer.answers {
-                let mut parts: Vec<String> =
-                    item.selected.iter().map(|l| one_line(l).into_owned()).collect();
+                let mut parts: Vec<String> = item
+                    .selected
+                    .iter()
+                    .map(|l| one_line(l).into_owned())
+                    .collect();
                 if let Some(c) = &item.custom {
                     parts.push(format!("custom: {}", one_line(c)));
                 }

@@ -97,8 +97,16 @@ fn hostile_text_is_escaped_in_every_human_output() {
         assert_eq!(r.code, 0, "{what}: {r:?}");
         if what == "stats" {
             // The provider name is there, escaped; the question text is not shown.
-            assert!(!FORBIDDEN.iter().any(|c| r.stdout.contains(*c)), "{}", r.stdout.escape_debug());
-            assert!(r.stdout.contains("\\x1b]0;PWNED"), "{}", r.stdout.escape_debug());
+            assert!(
+                !FORBIDDEN.iter().any(|c| r.stdout.contains(*c)),
+                "{}",
+                r.stdout.escape_debug()
+            );
+            assert!(
+                r.stdout.contains("\\x1b]0;PWNED"),
+                "{}",
+                r.stdout.escape_debug()
+            );
             continue;
         }
         assert_clean(what, &r.stdout);
@@ -108,7 +116,7 @@ fn hostile_text_is_escaped_in_every_human_output() {
     assert!(!list.lines().any(|l| l.starts_with("FORGED")), "{list}");
     // show prints every field an asker controls.
     let show = env.run(&["show", "h1"]).stdout;
-    for part in ["H" , "L", "D", "second "] {
+    for part in ["H", "L", "D", "second "] {
         assert!(
             show.contains(&format!("{part}Q\\x1b]0;PWNED")),
             "show lacks {part:?}:\n{}",

@@ -449,6 +449,16 @@ impl Prompter for Terminal {
         )
     }
 
+    fn confirm(&mut self, message: &str, help: &str) -> std::result::Result<Reply<bool>, Stop> {
+        reply(
+            inquire::Confirm::new(message)
+                .with_default(false)
+                .with_help_message(help)
+                .with_render_config(self.style.render_config())
+                .prompt(),
+        )
+    }
+
     fn pager(&mut self, title: &str, lines: &[String]) -> std::result::Result<(), Stop> {
         match markdown::page(title, lines, &self.style) {
             Ok(markdown::PagerEnd::Done) => Ok(()),
@@ -580,9 +590,7 @@ fn handle_request(
             }
             // The request ended meanwhile (the asker aborted it, its deadline passed).
             Err(e @ (Error::RequestFinal { .. } | Error::NotFound(_))) => {
-                term.say(&style.warn(&style::one_line(&format!(
-                    "{id}: {e}; nothing was changed"
-                ))));
+                term.say(&style.warn(&style::one_line(&format!("{id}: {e}; nothing was changed"))));
             }
             Err(e) => return Err(HandleError::Fail(e)),
         }
