@@ -129,6 +129,23 @@ fn hostile_text_is_escaped_in_every_human_output() {
     let rj = env.run(&["show", "rj1"]);
     assert_eq!(rj.code, 0, "{rj:?}");
     assert_clean("show rejected", &rj.stdout);
+    // The provider's own stderr line at registration.
+    let r = env.run(&[
+        "provider",
+        "register",
+        "--name",
+        HOSTILE,
+        "--context",
+        "other",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_clean("provider register (stderr)", &r.stderr);
+    // validate names a file whose name holds the hostile text.
+    let path = env.dir.path().join(format!("{HOSTILE}.json"));
+    std::fs::write(&path, b"{not json").unwrap();
+    let r = env.run(&["validate", path.to_str().unwrap()]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert_clean("validate", &r.stdout);
     // JSON stays exact.
     let v = env.json(&["show", "h1"]).ok().json();
     assert_eq!(v["questions"][0]["question"], HOSTILE);
