@@ -745,3 +745,30 @@ fn sighup_ends_the_session_and_releases_the_lease() {
     assert!(live_leases(&env).is_empty());
     assert_eq!(show(&env, "hup3")["status"], "pending");
 }
+
+#[test]
+fn holding_enter_while_walking_a_queue_answers_none_of_it() {
+    let env = Env::new();
+    env.ask(&json!({"id": "q1", "questions": [{"id": "note", "question": "Anything to add?"}]}))
+        .ok();
+    env.ask(
+        &json!({"id": "q2", "questions": [{"id": "f", "question": "Which?", "multiSelect": true,
+        "options": [{"label": "a"}, {"label": "b"}]}]}),
+    )
+    .ok();
+    env.ask(&plan_request("q3")).ok();
+    env.ask(&simple_request("q4")).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "Anything to add?");
+    for _ in 0..30 {
+        send(&mut p, ENTER);
+    }
+    p.send_control('c').expect("Ctrl-C");
+    expect(&mut p, "interrupted");
+    assert_eq!(finish(p), 130);
+    for id in ["q1", "q2", "q3", "q4"] {
+        assert!(env.outcome(id).is_none(), "held Enter answered {id}");
+        assert_eq!(show(&env, id)["status"], "pending", "{id}");
+    }
+    assert!(live_leases(&env).is_empty());
+}
