@@ -29,9 +29,13 @@ fn main() {
         match (&e, json) {
             // The outcome document was printed already; stdout carries only that.
             (Error::Ended(_), true) => {}
-            (Error::Ended(_), false) => eprintln!("error: {}: {}", ue.code, ue.message),
+            // A message may quote asker-supplied text (a label, a file name): escaped.
+            (Error::Ended(_), false) | (_, false) => eprintln!(
+                "error: {}: {}",
+                ue.code,
+                dshq::text::multi_line(&ue.message)
+            ),
             (_, true) => print_json(&ErrorDoc { error: &ue }),
-            (_, false) => eprintln!("error: {}: {}", ue.code, ue.message),
         }
         std::process::exit(ue.code.exit_status());
     }

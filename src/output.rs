@@ -1,5 +1,12 @@
 //! Output: JSON structs for `--json` (a contract, tested as such) and human text for a
 //! terminal. Command logic builds these values; nothing here touches the database.
+//!
+//! Human text carries asker-supplied strings (questions, labels, meta, lineage, provider
+//! names, raw rejected input) to a person's terminal, so every such string goes through
+//! [`crate::text`]: [`table`] escapes every cell, [`ellipsize`] escapes before it
+//! shortens, the renderers here escape each field, and [`emit`] escapes whatever human
+//! text reaches it as a last line of defence. JSON output stays exact (serde escapes
+//! controls there, and a program wants the bytes that were sent).
 
 use std::io::Write;
 
@@ -9,6 +16,7 @@ use serde::Serialize;
 use crate::clock::{human_ms, rfc3339, Millis};
 use crate::protocol::{Decision, Outcome, Question, UserQuestionError};
 use crate::store::requests::{RequestRow, Status};
+use crate::text::{multi_line, one_line};
 
 /// The asking agent as shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -186,7 +194,10 @@ pub fn emit<T: Serialize + ?Sized>(json: bool, value: &T, human: impl FnOnce() -
     if json {
         print_json(value);
     } else {
+        // Every renderer escapes its fields; this catches one that forgot (line breaks
+        // are kept, so a table is not reflowed).
         let text = human();
+        let text = multi_line(&text);
         if !text.is_empty() {
             let mut out = std::io::stdout().lock();
             let _ = write!(out, "{text}");
@@ -204,14 +215,15 @@ pub struct ErrorDoc<'a> {
     pub error: &'a UserQuestionError,
 }
 
-/// A plain table (no borders) for a terminal.
+/// A plain table (no borders) for a terminal. Every cell is made safe for one line
+/// ([`one_line`]): a cell can neither hold a control sequence nor break its row.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(header.iter().copied());
     for r in rows {
-        t.add_row(r);
+        t.add_row(r.iter().map(|c| one_line(c).into_owned()));
     }
     let mut s = t.to_string();
     // comfy-table pads the first column with a space; trim each line's trailing spaces.
@@ -223,13 +235,14 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     s
 }
 
-/// Shorten `s` to `n` characters with an ellipsis.
+/// Make `s` safe for one line ([`one_line`]), then shorten it to `n` characters with an
+/// ellipsis.
 pub fn ellipsize(s: &str, n: usize) -> String {
-    let one_line = s.replace('\n', " ");
-    if one_line.chars().count() <= n {
-        one_line
+    let line = one_line(s);
+    if line.chars().count() <= n {
+        line.into_owned()
     } else {
-        let mut t: String = one_line.chars().take(n.saturating_sub(1)).collect();
+        let mut t: String = line.chars().take(n.saturating_sub(1)).collect();
         t.push('…');
         t
     }
@@ -280,38 +293,47 @@ pub fn list_text(rows: &[RequestSummary]) -> String {
 pub fn show_text(v: &RequestView) -> String {
     let mut s = String::new();
     let id = v.id.as_deref().unwrap_or("-");
-    s.push_str(&format!("request  {id}\n"));
+    s.push_str(&format!("request  {}\n", one_line(id)));
     s.push_str(&format!("status   {}\n", v.status.as_str()));
-    s.push_str(&format!("context  {}\n", v.context));
+    s.push_str(&format!("context  {}\n", one_line(&v.context)));
     if let Some(a) = &v.agent {
-        s.push_str(&format!("agent    {} (instance {})", a.id, a.instance));
+        s.push_str(&format!(
+            "agent    {} (instance {})",
+            one_line(&a.id),
+            one_line(&a.instance)
+        ));
         if let Some(l) = &a.lineage {
-            s.push_str(&format!(", lineage {l}"));
+            s.push_str(&format!(", lineage {}", one_line(l)));
         }
         s.push('\n');
     }
-    s.push_str(&format!("source   {}\n", v.source));
+    s.push_str(&format!("source   {}\n", one_line(&v.source)));
     s.push_str(&format!("created  {}\n", v.created_at));
     if let Some(d) = &v.deadline {
         s.push_str(&format!("deadline {d}\n"));
     }
     if let Some(c) = &v.claimed_by {
-        s.push_str(&format!("claimed  by {c}\n"));
+        s.push_str(&format!("claimed  by {}\n", one_line(c)));
     }
     if let Some(f) = &v.finished_at {
         s.push_str(&format!("finished {f}\n"));
+    }
+    if let Some(meta) = &v.meta {
+        // serde_json escapes C0 controls but passes C1 and bidi controls through.
+        let json = serde_json::Value::Object(meta.clone()).to_string();
+        s.push_str(&format!("meta     {}\n", one_line(&json)));
     }
     for (i, q) in v.questions.iter().enumerate() {
         s.push('\n');
         let q0 = &q.question;
         if let Some(h) = &q0.header {
-            s.push_str(&format!("[{h}] "));
+            s.push_str(&format!("[{}] ", one_line(h)));
         }
         s.push_str(&format!(
             "{}. {} (id {}{}{})\n",
             i + 1,
-            q0.question,
-            q0.id,
+            one_line(&q0.question),
+            one_line(&q0.id),
             if q0.is_multi() { ", multi-select" } else { "" },
             if q0.plan_review_approve().is_some() {
                 ", plan-review"
@@ -320,7 +342,7 @@ pub fn show_text(v: &RequestView) -> String {
             }
         ));
         if let Some(d) = &q0.detail {
-            for line in d.lines() {
+            for line in multi_line(d).lines() {
                 s.push_str(&format!("   | {line}\n"));
             }
         }
@@ -335,13 +357,16 @@ pub fn show_text(v: &RequestView) -> String {
             } else {
                 ""
             };
+            let label = one_line(&o.label);
             match &o.description {
-                Some(desc) => s.push_str(&format!("   {mark} {}{approve}: {desc}\n", o.label)),
-                None => s.push_str(&format!("   {mark} {}{approve}\n", o.label)),
+                Some(desc) => {
+                    s.push_str(&format!("   {mark} {label}{approve}: {}\n", one_line(desc)))
+                }
+                None => s.push_str(&format!("   {mark} {label}{approve}\n")),
             }
         }
         if let Some(c) = &q.custom {
-            s.push_str(&format!("   custom: {c}\n"));
+            s.push_str(&format!("   custom: {}\n", one_line(c)));
         }
         if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() {
             s.push_str("   (skipped)\n");
@@ -353,7 +378,8 @@ pub fn show_text(v: &RequestView) -> String {
     if let Some(Outcome::Error(e)) = &v.outcome {
         s.push_str(&format!(
             "\nerror    {}: {}\n",
-            e.error.code, e.error.message
+            e.error.code,
+            one_line(&e.error.message)
         ));
     }
     if let Some(raw) = &v.raw {
@@ -366,26 +392,35 @@ pub fn show_text(v: &RequestView) -> String {
 pub fn outcome_text(o: &Outcome) -> String {
     match o {
         Outcome::Answered(a) => {
-            let mut s = format!("{} answered", a.id);
+            let mut s = format!("{} answered", one_line(&a.id));
             if let Some(p) = &a.provider {
-                s.push_str(&format!(" by {p}"));
+                s.push_str(&format!(" by {}", one_line(p)));
             }
             if let Some(d) = a.decision {
                 s.push_str(&format!(" ({})", d.as_str()));
             }
             s.push('\n');
             for item in &a.answer.answers {
-                let mut parts = item.selected.clone();
+                let mut parts: Vec<String> = item
+                    .selected
+                    .iter()
+                    .map(|l| one_line(l).into_owned())
+                    .collect();
                 if let Some(c) = &item.custom {
-                    parts.push(format!("custom: {c}"));
+                    parts.push(format!("custom: {}", one_line(c)));
                 }
                 if parts.is_empty() {
                     parts.push("(skipped)".into());
                 }
-                s.push_str(&format!("  {}: {}\n", item.id, parts.join(", ")));
+                s.push_str(&format!("  {}: {}\n", one_line(&item.id), parts.join(", ")));
             }
             s
         }
-        Outcome::Error(e) => format!("{} {}: {}\n", e.id, e.error.code, e.error.message),
+        Outcome::Error(e) => format!(
+            "{} {}: {}\n",
+            one_line(&e.id),
+            e.error.code,
+            one_line(&e.error.message)
+        ),
     }
 }

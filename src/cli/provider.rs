@@ -83,7 +83,10 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             emit(ctx.json, &reg, || {
                 eprintln!(
                     "registered {} in context {} (generation {}), expires {}; heartbeat before then",
-                    reg.name, reg.context, reg.generation, reg.expires_at
+                    crate::text::one_line(&reg.name),
+                    reg.context,
+                    reg.generation,
+                    reg.expires_at
                 );
                 format!("{}\n", reg.lease)
             });

@@ -22,7 +22,7 @@ fn waits(title: &str, w: &[WaitStats]) -> String {
     for g in w {
         s.push_str(&format!(
             "  {:<20} n={:<6} p50={:<10} p90={:<10} p99={}\n",
-            g.key,
+            crate::text::one_line(&g.key),
             g.count,
             human_ms(g.p50_ms),
             human_ms(g.p90_ms),

@@ -81,11 +81,16 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             match &v.error {
                 None => s.push_str(&format!(
                     "ok      {} ({} {})\n",
-                    v.file,
+                    crate::text::one_line(&v.file),
                     v.kind.unwrap_or(""),
                     v.id.as_deref().unwrap_or("")
                 )),
-                Some(e) => s.push_str(&format!("{:<7} {}: {}\n", "FAIL", v.file, e)),
+                Some(e) => s.push_str(&format!(
+                    "{:<7} {}: {}\n",
+                    "FAIL",
+                    crate::text::one_line(&v.file),
+                    crate::text::one_line(&e.to_string())
+                )),
             }
         }
         s

@@ -60,6 +60,14 @@ fn send(p: &mut PtySession, keys: &str) {
     p.flush().expect("flush");
 }
 
+/// Answer the send confirmation with "y" (Enter alone would be no).
+fn confirm_send(p: &mut PtySession) {
+    expect(p, "Send");
+    expect(p, "(y/N)");
+    send(p, "y");
+    send(p, ENTER);
+}
+
 /// Wait for the end of output and the exit status.
 fn finish(mut p: PtySession) -> i32 {
     let _ = p.exp_eof();
@@ -121,6 +129,7 @@ fn single_select_answers_with_the_chosen_label_and_releases_the_lease() {
     send(&mut p, DOWN);
     expect(&mut p, "> SQLite");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "r1 answered by tester");
     expect(&mut p, "lease released");
     assert_eq!(finish(p), 0);
@@ -161,6 +170,7 @@ fn multi_select_with_other_text_supplements_the_labels() {
     expect(&mut p, "Your text");
     send(&mut p, "audit logs too");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "m1 answered");
     assert_eq!(finish(p), 0);
     assert_eq!(
@@ -205,6 +215,7 @@ fn walking_the_queue_skips_inside_a_batch_and_confirms_the_summary() {
     expect(&mut p, "“ship it on Friday”");
     expect(&mut p, "> Submit these answers");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "b1 answered by tester");
     expect(&mut p, "no more pending requests in context default");
     assert_eq!(finish(p), 0);
@@ -230,6 +241,7 @@ fn plan_review_approves_the_intent_label_though_it_is_not_the_first_option() {
     expect(&mut p, "> Approve: Ship it");
     expect(&mut p, "Revise (declines) — send it back");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "p1 answered by tester (approved)");
     assert_eq!(finish(p), 0);
     let out = answer_of(&env, "p1");
@@ -255,6 +267,7 @@ fn plan_review_decline_with_feedback_records_custom_and_declined() {
     expect(&mut p, "Feedback for the author");
     send(&mut p, "split the backfill into two steps");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "p2 answered by tester (declined)");
     assert_eq!(finish(p), 0);
     let out = answer_of(&env, "p2");
@@ -284,6 +297,7 @@ fn a_long_plan_is_paged() {
     expect(&mut p, "read in the pager");
     expect(&mut p, "> Approve: Ship it");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "p3 answered by tester (approved)");
     assert_eq!(finish(p), 0);
 }
@@ -357,6 +371,7 @@ fn a_given_lease_is_used_and_heartbeated_but_not_released() {
     expect(&mut p, "answering as alice");
     expect(&mut p, "Skip this question");
     send(&mut p, ENTER);
+    confirm_send(&mut p);
     expect(&mut p, "g1 answered by alice");
     assert_eq!(finish(p), 0);
     let live = live_leases(&env);
@@ -461,4 +476,299 @@ fn spawn_raw(env: &Env, args: &[&str]) -> PtySession {
         },
     )
     .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 11, item 6: holding Enter sends nothing.
+// ---------------------------------------------------------------------------------------
+
+/// Start `dshq answer ID`, wait for `prompt`, press Enter 30 times as a held key would,
+/// then Ctrl-C: every key was read before the interruption, and nothing was sent.
+fn hold_enter_sends_nothing(env: &Env, id: &str, prompt: &str) {
+    let mut p = spawn(env, &["answer", id], &[]);
+    expect(&mut p, prompt);
+    for _ in 0..30 {
+        send(&mut p, ENTER);
+    }
+    p.send_control('c').expect("Ctrl-C");
+    expect(&mut p, "interrupted");
+    assert_eq!(finish(p), 130);
+    assert!(
+        env.outcome(id).is_none(),
+        "held Enter sent {:?}",
+        env.outcome(id)
+    );
+    assert_eq!(show(env, id)["status"], "pending");
+    assert!(live_leases(env).is_empty());
+}
+
+#[test]
+fn holding_enter_never_leaves_the_pager_nor_approves_a_long_plan() {
+    let env = Env::new();
+    let mut req = plan_request("he1");
+    let plan: String = (1..=60).map(|k| format!("- step {k}\n")).collect();
+    req["questions"][0]["detail"] = json!(plan);
+    env.ask(&req).ok();
+    hold_enter_sends_nothing(&env, "he1", "-- lines 1-38 of 60");
+}
+
+#[test]
+fn holding_enter_does_not_approve_a_short_plan() {
+    let env = Env::new();
+    env.ask(&plan_request("he2")).ok();
+    hold_enter_sends_nothing(&env, "he2", "Your decision");
+}
+
+#[test]
+fn holding_enter_on_an_empty_free_text_question_sends_no_skip() {
+    let env = Env::new();
+    env.ask(&json!({"id": "he3", "questions": [{"id": "note", "question": "Anything to add?"}]}))
+        .ok();
+    hold_enter_sends_nothing(&env, "he3", "Your answer");
+}
+
+#[test]
+fn holding_enter_on_an_unticked_multi_select_sends_no_skip() {
+    let env = Env::new();
+    env.ask(
+        &json!({"id": "he4", "questions": [{"id": "f", "question": "Which?", "multiSelect": true,
+        "options": [{"label": "a"}, {"label": "b"}]}]}),
+    )
+    .ok();
+    hold_enter_sends_nothing(&env, "he4", "Choose any");
+}
+
+#[test]
+fn holding_enter_on_a_single_select_or_a_batch_sends_nothing() {
+    let env = Env::new();
+    env.ask(&simple_request("he5")).ok();
+    hold_enter_sends_nothing(&env, "he5", "Skip this question");
+    env.ask(&json!({"id": "he6", "questions": [
+        {"id": "a", "question": "First?", "options": [{"label": "x"}, {"label": "y"}]},
+        {"id": "b", "question": "Second?", "options": [{"label": "z"}]}]}))
+        .ok();
+    hold_enter_sends_nothing(&env, "he6", "First?");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 11, item 5: the screen ends with its terminal.
+// ---------------------------------------------------------------------------------------
+
+/// A pseudo-terminal made by hand, so the test can close its master side (rexpect keeps
+/// copies of it), and a reader thread that collects what the program draws.
+struct Pty {
+    child: std::process::Child,
+    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    close: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Pty {
+    /// Run `dshq ARGS` on a new pty; `ctty`: as the session leader with the pty as its
+    /// controlling terminal (closing the master then sends it SIGHUP), else only with its
+    /// stdio on the pty (closing the master sends nothing; reads and writes fail).
+    fn spawn(env: &Env, args: &[&str], ctty: bool) -> Pty {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        // SAFETY: plain libc calls on descriptors this function owns.
+        let (master, slave) = unsafe {
+            let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(m >= 0, "posix_openpt");
+            assert_eq!(libc::grantpt(m), 0);
+            assert_eq!(libc::unlockpt(m), 0);
+            let ws = libc::winsize {
+                ws_row: 40,
+                ws_col: 100,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            };
+            assert_eq!(libc::ioctl(m, libc::TIOCSWINSZ, &ws), 0);
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+            let s = libc::open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            );
+            assert!(s >= 0, "open the pty slave");
+            (std::fs::File::from_raw_fd(m), std::fs::File::from_raw_fd(s))
+        };
+        let mut c = Command::new(bin());
+        c.args(args)
+            .env("DSHQ_ROOT", env.root())
+            .env_remove("DSHQ_LEASE")
+            .env_remove("DSHQ_CLOCK_SKEW")
+            .env("RUST_LOG", "warn")
+            .env("USER", "tester")
+            .env("TERM", "xterm-256color")
+            .env("NO_COLOR", "1")
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave);
+        if ctty {
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                c.pre_exec(|| {
+                    if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        } else {
+            // Its own process group, so no signal of this terminal reaches it.
+            c.process_group(0);
+        }
+        let child = c.spawn().expect("spawn dshq on a pty");
+        drop(c);
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let close = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (screen, close) = (screen.clone(), close.clone());
+            std::thread::spawn(move || {
+                use std::io::Read;
+                use std::os::fd::AsRawFd;
+                let mut master = master;
+                let mut buf = [0u8; 4096];
+                while !close.load(std::sync::atomic::Ordering::SeqCst) {
+                    let mut pfd = libc::pollfd {
+                        fd: master.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd.
+                    if unsafe { libc::poll(&mut pfd, 1, 50) } <= 0 {
+                        continue;
+                    }
+                    match master.read(&mut buf) {
+                        Ok(0) | Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                        Ok(n) => screen.lock().unwrap().extend_from_slice(&buf[..n]),
+                    }
+                }
+                // Dropping `master` here closes the last descriptor of the master side.
+            })
+        };
+        Pty {
+            child,
+            screen,
+            close,
+            reader: Some(reader),
+        }
+    }
+
+    fn wait_for(&self, text: &str) {
+        assert!(
+            wait_until(DEADLINE, || {
+                String::from_utf8_lossy(&self.screen.lock().unwrap()).contains(text)
+            }),
+            "did not see {text:?}: {}",
+            String::from_utf8_lossy(&self.screen.lock().unwrap())
+        );
+    }
+
+    /// Close the master side: the terminal is gone.
+    fn hang_up(&mut self) {
+        self.close.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.reader.take().unwrap().join().unwrap();
+    }
+
+    /// Whether the program exited within the deadline.
+    fn exited(&mut self) -> bool {
+        wait_until(DEADLINE, || matches!(self.child.try_wait(), Ok(Some(_))))
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.close.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+use std::time::Duration;
+
+fn terminal_closed_ends_the_session(ctty: bool) {
+    let env = Env::new();
+    env.ask(&simple_request("hup")).ok();
+    let mut pty = Pty::spawn(&env, &["answer", "hup"], ctty);
+    pty.wait_for("Skip this question");
+    assert_eq!(live_leases(&env).len(), 1);
+    assert_eq!(show(&env, "hup")["status"], "claimed");
+    pty.hang_up();
+    assert!(
+        pty.exited(),
+        "dshq answer still runs {DEADLINE:?} after its terminal closed"
+    );
+    assert!(live_leases(&env).is_empty(), "{:?}", live_leases(&env));
+    assert_eq!(show(&env, "hup")["status"], "pending");
+    assert!(env.outcome("hup").is_none());
+}
+
+#[test]
+fn closing_the_terminal_ends_the_session_and_releases_the_lease() {
+    // The session leader of the terminal: the kernel sends SIGHUP.
+    terminal_closed_ends_the_session(true);
+}
+
+#[test]
+fn a_dead_terminal_without_sighup_ends_the_session_too() {
+    // Not the terminal's session: no SIGHUP, only a terminal that reads and writes no more.
+    terminal_closed_ends_the_session(false);
+}
+
+#[test]
+fn in_the_pager_a_closed_terminal_ends_the_session() {
+    let env = Env::new();
+    let mut req = plan_request("hup2");
+    let plan: String = (1..=60).map(|k| format!("- step {k}\n")).collect();
+    req["questions"][0]["detail"] = json!(plan);
+    env.ask(&req).ok();
+    let mut pty = Pty::spawn(&env, &["answer", "hup2"], false);
+    pty.wait_for("-- lines 1-38 of 60");
+    pty.hang_up();
+    assert!(
+        pty.exited(),
+        "dshq answer still runs after its terminal closed"
+    );
+    assert!(live_leases(&env).is_empty());
+    assert_eq!(show(&env, "hup2")["status"], "pending");
+}
+
+#[test]
+fn sighup_ends_the_session_and_releases_the_lease() {
+    let env = Env::new();
+    env.ask(&simple_request("hup3")).ok();
+    let mut p = spawn(&env, &["answer", "hup3"], &[]);
+    expect(&mut p, "Skip this question");
+    p.process.signal(Signal::SIGHUP).expect("SIGHUP");
+    assert_eq!(finish(p), 128 + 1);
+    assert!(live_leases(&env).is_empty());
+    assert_eq!(show(&env, "hup3")["status"], "pending");
+}
+
+#[test]
+fn holding_enter_while_walking_a_queue_answers_none_of_it() {
+    let env = Env::new();
+    env.ask(&json!({"id": "q1", "questions": [{"id": "note", "question": "Anything to add?"}]}))
+        .ok();
+    env.ask(
+        &json!({"id": "q2", "questions": [{"id": "f", "question": "Which?", "multiSelect": true,
+        "options": [{"label": "a"}, {"label": "b"}]}]}),
+    )
+    .ok();
+    env.ask(&plan_request("q3")).ok();
+    env.ask(&simple_request("q4")).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "Anything to add?");
+    for _ in 0..30 {
+        send(&mut p, ENTER);
+    }
+    p.send_control('c').expect("Ctrl-C");
+    expect(&mut p, "interrupted");
+    assert_eq!(finish(p), 130);
+    for id in ["q1", "q2", "q3", "q4"] {
+        assert!(env.outcome(id).is_none(), "held Enter answered {id}");
+        assert_eq!(show(&env, id)["status"], "pending", "{id}");
+    }
+    assert!(live_leases(&env).is_empty());
 }

@@ -12,4 +12,5 @@ mod examples;
 mod helpers;
 mod hooks;
 mod interactive;
+mod terminal;
 mod tour;

@@ -244,9 +244,11 @@ pub enum PagerEnd {
     Interrupted,
 }
 
-/// Show `lines` one screen at a time on the alternate screen: Space/PgDn/Enter next,
-/// b/PgUp back, g/G start/end, q/Esc done. Returns when the reader is done; Ctrl-C is
-/// reported, not raised, so the caller can release its lease.
+/// Show `lines` one screen at a time on the alternate screen: Space/PgDn a page, Enter/j/↓
+/// a line, b/PgUp back, g/G start/end, q/Esc done. Only q and Esc leave: at the end of the
+/// text Space and Enter do nothing, so a held key can never leave the pager and fall
+/// through to the decision below it. Returns when the reader is done; Ctrl-C is reported,
+/// not raised, so the caller can release its lease.
 pub fn page(title: &str, lines: &[String], style: &Style) -> std::io::Result<PagerEnd> {
     let mut err = std::io::stderr();
     terminal::enable_raw_mode()?;
@@ -270,13 +272,21 @@ pub fn page(title: &str, lines: &[String], style: &Style) -> std::io::Result<Pag
             }
             let end = (top + height).min(lines.len());
             let at_end = end >= lines.len();
-            let status = format!(
-                "-- lines {}-{} of {}{} · Space: more · b: back · q: done --",
-                top + 1,
-                end,
-                lines.len(),
-                if at_end { " (end)" } else { "" }
-            );
+            let status = if at_end {
+                format!(
+                    "-- lines {}-{} of {} (end) · b: back · q: done --",
+                    top + 1,
+                    end,
+                    lines.len()
+                )
+            } else {
+                format!(
+                    "-- lines {}-{} of {} · Space: more · b: back · q: done --",
+                    top + 1,
+                    end,
+                    lines.len()
+                )
+            };
             write!(err, "{}", style.dim(&status))?;
             err.flush()?;
             let key = loop {
@@ -291,18 +301,9 @@ pub fn page(title: &str, lines: &[String], style: &Style) -> std::io::Result<Pag
                     return Ok(PagerEnd::Interrupted)
                 }
                 KeyCode::Char('q') | KeyCode::Esc => return Ok(PagerEnd::Done),
-                KeyCode::Char(' ') | KeyCode::PageDown | KeyCode::Char('f') => {
-                    if at_end {
-                        return Ok(PagerEnd::Done);
-                    }
-                    top += height;
-                }
-                KeyCode::Enter | KeyCode::Down | KeyCode::Char('j') => {
-                    if at_end {
-                        return Ok(PagerEnd::Done);
-                    }
-                    top += 1;
-                }
+                // At the end these stay put (`top` is clamped above).
+                KeyCode::Char(' ') | KeyCode::PageDown | KeyCode::Char('f') => top += height,
+                KeyCode::Enter | KeyCode::Down | KeyCode::Char('j') => top += 1,
                 KeyCode::Char('b') | KeyCode::PageUp => top = top.saturating_sub(height),
                 KeyCode::Up | KeyCode::Char('k') => top = top.saturating_sub(1),
                 KeyCode::Char('g') | KeyCode::Home => top = 0,

@@ -11,6 +11,14 @@
 //! race harmlessly. Only SIGKILL escapes, and then the lease simply expires after its
 //! ttl, returning its claims to `pending`.
 //!
+//! A terminal can also die under the session (its window closed, the ssh connection
+//! dropped). The kernel then usually sends SIGHUP, handled as above; nothing on that path
+//! may panic on the dead terminal (a failed `eprintln!` once killed the signal thread and
+//! left the process running). And because crossterm's reader spins forever on a terminal
+//! that only returns EOF or EIO, a watchdog thread polls the session's terminal for a
+//! hang-up and ends the session the same way when no SIGHUP came (the process was not in
+//! the terminal's session, or SIGHUP was ignored). Exit status 129 either way.
+//!
 //! With an id the session answers that request; without one it walks the context's
 //! pending requests oldest first, claiming each as it shows it. A request left "for
 //! later" stays claimed by the session until the lease is released at the end, so the
@@ -105,6 +113,8 @@ pub struct Session {
     heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     lost: Arc<Mutex<Option<String>>>,
     signals: Option<signal_hook::iterator::Handle>,
+    /// Set to stop the terminal watchdog.
+    watchdog: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Session {
@@ -146,9 +156,11 @@ impl Session {
             heartbeat: None,
             lost: Arc::new(Mutex::new(None)),
             signals: None,
+            watchdog: None,
         };
         // From here on, any failure drops `session`, which releases the lease.
         session.signals = Some(session.catch_signals()?);
+        session.watchdog = Some(session.watch_terminal()?);
         session.heartbeat =
             Some(session.start_heartbeat(Duration::from_millis(lease.ttl_ms.max(3) as u64))?);
         Ok(session)
@@ -213,18 +225,35 @@ impl Session {
             .name("dshq-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    restore_terminal();
-                    let note = match releaser.release() {
-                        Ok(true) => "; lease released".to_string(),
-                        Ok(false) => String::new(),
-                        Err(e) => format!("; could not release the lease: {e}"),
-                    };
-                    eprintln!("\ninterrupted{note}");
-                    std::process::exit(128 + sig);
+                    end_process(&releaser, sig, "interrupted");
                 }
             })
             .map_err(|e| Error::io("signal thread", e))?;
         Ok(handle)
+    }
+
+    /// Start the watchdog that ends the session when its terminal hangs up.
+    fn watch_terminal(&self) -> Result<Arc<std::sync::atomic::AtomicBool>> {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let releaser = self.releaser.clone();
+        let stopped = stop.clone();
+        std::thread::Builder::new()
+            .name("dshq-terminal".into())
+            .spawn(move || {
+                while !stopped.load(Ordering::SeqCst) {
+                    if terminal_hung_up(Duration::from_millis(250)) {
+                        if stopped.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        // No `tracing` here: with stderr gone, tracing-subscriber's
+                        // report of the failed write panics this thread.
+                        end_process(&releaser, signal_hook::consts::SIGHUP, "terminal closed");
+                    }
+                }
+            })
+            .map_err(|e| Error::io("terminal watchdog thread", e))?;
+        Ok(stop)
     }
 
     /// Stop the threads and release the lease, reporting a failure to release.
@@ -241,6 +270,9 @@ impl Session {
         if let Some(h) = self.signals.take() {
             h.close();
         }
+        if let Some(w) = self.watchdog.take() {
+            w.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 
@@ -248,9 +280,61 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.stop_threads();
         if let Err(e) = self.releaser.release() {
-            eprintln!("error: could not release the provider lease: {e}");
+            note(&format!("error: could not release the provider lease: {e}"));
         }
     }
+}
+
+/// Write a line to stderr without panicking: the terminal may be gone.
+fn note(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
+}
+
+/// End the process from another thread (a signal, a dead terminal): restore the
+/// terminal, release the lease, say so where it can be seen, exit with `128 + sig`.
+/// Nothing here may panic: the terminal may be gone.
+fn end_process(releaser: &Releaser, sig: i32, why: &str) -> ! {
+    restore_terminal();
+    let tail = match releaser.release() {
+        Ok(true) => "; lease released".to_string(),
+        Ok(false) => String::new(),
+        Err(e) => format!("; could not release the lease: {e}"),
+    };
+    note(&format!("\n{why}{tail}"));
+    std::process::exit(128 + sig);
+}
+
+/// Whether the session's terminal (stdin, where keys are read, or stderr, where the
+/// screen is drawn) has hung up; waits up to `wait` for that. Asks `poll(2)` for no
+/// events, so only a hang-up, an error or a closed descriptor is reported: pending keys
+/// neither wake it nor are consumed.
+fn terminal_hung_up(wait: Duration) -> bool {
+    let mut fds = [0, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of pollfd for the length given.
+    let n = unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            wait.as_millis() as libc::c_int,
+        )
+    };
+    if n <= 0 {
+        if n < 0 {
+            // EINTR: a signal; poll again. Anything else: do not spin.
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                std::thread::sleep(wait);
+            }
+        }
+        return false;
+    }
+    fds.iter()
+        .any(|p| p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
 }
 
 /// Put the terminal back as a shell expects it (raw mode off, cursor shown, main screen)
@@ -365,6 +449,16 @@ impl Prompter for Terminal {
         )
     }
 
+    fn confirm(&mut self, message: &str, help: &str) -> std::result::Result<Reply<bool>, Stop> {
+        reply(
+            inquire::Confirm::new(message)
+                .with_default(false)
+                .with_help_message(help)
+                .with_render_config(self.style.render_config())
+                .prompt(),
+        )
+    }
+
     fn pager(&mut self, title: &str, lines: &[String]) -> std::result::Result<(), Stop> {
         match markdown::page(title, lines, &self.style) {
             Ok(markdown::PagerEnd::Done) => Ok(()),
@@ -409,12 +503,12 @@ fn request_header(row: &RequestRow, style: &Style) -> String {
     let req = row.request();
     let n = req.as_ref().map_or(0, |r| r.questions.len());
     let mut facts = vec![
-        format!("context {}", row.context),
+        format!("context {}", style::one_line(&row.context)),
         format!("{n} question{}", if n == 1 { "" } else { "s" }),
         format!("asked {}", age(row.created_ms, now)),
     ];
     if let Some(a) = &row.agent_id {
-        facts.push(format!("by agent {a}"));
+        facts.push(format!("by agent {}", style::one_line(a)));
     }
     if let Some(d) = row.deadline_ms {
         facts.push(format!(
@@ -425,7 +519,7 @@ fn request_header(row: &RequestRow, style: &Style) -> String {
     let mut s = format!(
         "\n{} {}  {}",
         style.heading("━━ Request"),
-        style.accent(id),
+        style.accent(&style::one_line(id)),
         style.dim(&facts.join(" · "))
     );
     if let Some(meta) = req.and_then(|r| r.meta) {
@@ -496,7 +590,7 @@ fn handle_request(
             }
             // The request ended meanwhile (the asker aborted it, its deadline passed).
             Err(e @ (Error::RequestFinal { .. } | Error::NotFound(_))) => {
-                term.say(&style.warn(&format!("{id}: {e}; nothing was changed")));
+                term.say(&style.warn(&style::one_line(&format!("{id}: {e}; nothing was changed"))));
             }
             Err(e) => return Err(HandleError::Fail(e)),
         }
@@ -554,7 +648,8 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut term = Terminal { style };
     term.say(&style.dim(&format!(
         "answering as {} in context {} · Esc: more (skip, cancel, quit) · Ctrl-C: stop",
-        session.name, session.context
+        style::one_line(&session.name),
+        session.context
     )));
     let mut tally = Tally::default();
     let result = (|| -> std::result::Result<(), HandleError> {
@@ -635,9 +730,9 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
             let released = session.end();
             restore_terminal();
             match released {
-                Ok(_) if owned => eprintln!("interrupted; lease released"),
-                Ok(_) => eprintln!("interrupted"),
-                Err(e) => eprintln!("interrupted; could not release the lease: {e}"),
+                Ok(_) if owned => note("interrupted; lease released"),
+                Ok(_) => note("interrupted"),
+                Err(e) => note(&format!("interrupted; could not release the lease: {e}")),
             }
             std::process::exit(130);
         }

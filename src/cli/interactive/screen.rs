@@ -11,6 +11,14 @@
 //! `selected: []` without `custom`; blank text is never sent as `custom`), and the whole
 //! answer is checked with [`check_answer`] before it is handed back, so the screen cannot
 //! produce a `BAD_ANSWER`.
+//!
+//! Every send is an explicit choice. A held Enter key (auto-repeat, a stuck key, keys typed
+//! ahead) must never approve a plan, skip a question or answer a queue: so the last step
+//! of every request is a yes/no confirmation whose Enter means **No** ("Send: approved
+//! (Ship it)? y/N"; for a batch, after "Submit these answers" in the summary), and the
+//! plan pager never closes on Enter or Space (only `q`/Esc). A No goes back to the
+//! question (a batch: to the summary), so a held Enter cycles harmlessly between a
+//! prompt and its confirmation and nothing is sent.
 
 use crate::output::ellipsize;
 use crate::protocol::answer::{check_answer, decision};
@@ -65,6 +73,8 @@ pub trait Prompter {
     fn text(&mut self, message: &str, initial: &str, help: &str) -> Result<Reply<String>, Stop>;
     /// Show long text a screen at a time.
     fn pager(&mut self, title: &str, lines: &[String]) -> Result<(), Stop>;
+    /// A yes/no question whose default (Enter alone) is **no**.
+    fn confirm(&mut self, message: &str, help: &str) -> Result<Reply<bool>, Stop>;
 }
 
 /// How the reviewer ended a request.
@@ -168,6 +178,16 @@ pub fn review(p: &mut dyn Prompter, questions: &[Question]) -> Result<RequestEnd
                     }
                     Summary::End(end) => return Ok(end),
                 }
+            }
+            if !confirm_send(p, questions, &items)? {
+                if n == 1 {
+                    // Back to the question, without paging a long plan again.
+                    i = 0;
+                    revising = true;
+                    resumed = true;
+                }
+                // A batch goes back to its summary.
+                continue;
             }
             match check_answer(questions, &answer) {
                 Ok(_) => return Ok(RequestEnd::Answer(answer)),
@@ -545,6 +565,24 @@ fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
     }
 }
 
+/// The last step before anything is sent: "Send …? (y/N)", Enter meaning no.
+fn confirm_send(
+    p: &mut dyn Prompter,
+    questions: &[Question],
+    items: &[Option<AnswerItem>],
+) -> Result<bool, Stop> {
+    let message = match (questions, items) {
+        ([q], [Some(item)]) => format!("Send: {}?", ellipsize(&describe(q, item), 60)),
+        _ => format!("Send these {} answers?", questions.len()),
+    };
+    let help = if questions.len() == 1 {
+        "y: send · Enter or n: back to the question"
+    } else {
+        "y: send · Enter or n: back to the summary"
+    };
+    Ok(matches!(p.confirm(&message, help)?, Reply::Value(true)))
+}
+
 enum Summary {
     Submit,
     Revise(usize),
@@ -641,6 +679,7 @@ mod tests {
         Select(Reply<usize>),
         Multi(Reply<Vec<usize>>),
         Text(Reply<String>),
+        Confirm(Reply<bool>),
     }
 
     impl Prompter for Script {
@@ -693,6 +732,13 @@ mod tests {
             self.paged += 1;
             Ok(())
         }
+        fn confirm(&mut self, m: &str, _: &str) -> Result<Reply<bool>, Stop> {
+            self.said.push(m.to_string());
+            match self.replies.pop_front() {
+                Some(Scripted::Confirm(r)) => Ok(r),
+                other => panic!("confirm {m:?}: script has {other:?}"),
+            }
+        }
     }
 
     fn sel(k: usize) -> Scripted {
@@ -700,6 +746,14 @@ mod tests {
     }
     fn text(t: &str) -> Scripted {
         Scripted::Text(Reply::Value(t.into()))
+    }
+    /// "y" at the send confirmation.
+    fn yes() -> Scripted {
+        Scripted::Confirm(Reply::Value(true))
+    }
+    /// Enter (no) at the send confirmation.
+    fn no() -> Scripted {
+        Scripted::Confirm(Reply::Value(false))
     }
 
     fn q(id: &str, labels: &[&str], multi: bool) -> Question {
@@ -754,7 +808,10 @@ mod tests {
 
     #[test]
     fn single_select_picks_a_label() {
-        let (end, _) = run(&[q("db", &["Postgres", "SQLite"], false)], vec![sel(1)]);
+        let (end, _) = run(
+            &[q("db", &["Postgres", "SQLite"], false)],
+            vec![sel(1), yes()],
+        );
         assert_eq!(items(end)[0].selected, vec!["SQLite".to_string()]);
     }
 
@@ -762,7 +819,7 @@ mod tests {
     fn single_select_other_overrides_with_custom_and_empty_selection() {
         let qs = [q("db", &["Postgres", "SQLite"], false)];
         // Other, an empty text (back to the list), Other again, real text.
-        let (end, _) = run(&qs, vec![sel(2), text("  "), sel(2), text("MySQL")]);
+        let (end, _) = run(&qs, vec![sel(2), text("  "), sel(2), text("MySQL"), yes()]);
         let it = &items(end)[0];
         assert!(it.selected.is_empty());
         assert_eq!(it.custom.as_deref(), Some("MySQL"));
@@ -773,7 +830,11 @@ mod tests {
         let qs = [q("f", &["a", "b", "c"], true)];
         let (end, _) = run(
             &qs,
-            vec![Scripted::Multi(Reply::Value(vec![0, 2, 3])), text("d too")],
+            vec![
+                Scripted::Multi(Reply::Value(vec![0, 2, 3])),
+                text("d too"),
+                yes(),
+            ],
         );
         let it = &items(end)[0];
         assert_eq!(it.selected, vec!["a".to_string(), "c".to_string()]);
@@ -783,13 +844,13 @@ mod tests {
     #[test]
     fn multi_select_nothing_is_a_skip() {
         let qs = [q("f", &["a", "b"], true)];
-        let (end, _) = run(&qs, vec![Scripted::Multi(Reply::Value(vec![]))]);
+        let (end, _) = run(&qs, vec![Scripted::Multi(Reply::Value(vec![])), yes()]);
         assert!(items(end)[0].is_skip());
     }
 
     #[test]
     fn free_text_empty_skips() {
-        let (end, _) = run(&[q("note", &[], false)], vec![text("")]);
+        let (end, _) = run(&[q("note", &[], false)], vec![text(""), yes()]);
         assert!(items(end)[0].is_skip());
     }
 
@@ -797,7 +858,7 @@ mod tests {
     fn batch_skip_then_summary_submit() {
         let qs = [q("a", &["x", "y"], false), q("b", &["z"], false)];
         // a: skip (index 3 = Skip after 2 options + Other); b: z; summary: submit.
-        let (end, s) = run(&qs, vec![sel(3), sel(0), sel(0)]);
+        let (end, s) = run(&qs, vec![sel(3), sel(0), sel(0), yes()]);
         let its = items(end);
         assert!(its[0].is_skip());
         assert_eq!(its[1].selected, vec!["z".to_string()]);
@@ -812,7 +873,7 @@ mod tests {
     fn summary_revise_returns_to_the_summary() {
         let qs = [q("a", &["x", "y"], false), q("b", &["z"], false)];
         // a: x; b: z; summary: revise 1 (index 1); a: y; summary: submit.
-        let (end, _) = run(&qs, vec![sel(0), sel(0), sel(1), sel(1), sel(0)]);
+        let (end, _) = run(&qs, vec![sel(0), sel(0), sel(1), sel(1), sel(0), yes()]);
         assert_eq!(items(end)[0].selected, vec!["y".to_string()]);
     }
 
@@ -825,7 +886,7 @@ mod tests {
             vec![Scripted::Select(Reply::Esc), sel(2), text("wrong team")],
         );
         assert_eq!(end, RequestEnd::Cancel(Some("wrong team".into())));
-        let (end, _) = run(&qs, vec![Scripted::Select(Reply::Esc), sel(1)]);
+        let (end, _) = run(&qs, vec![Scripted::Select(Reply::Esc), sel(1), yes()]);
         assert!(items(end)[0].is_skip());
         let (end, _) = run(&qs, vec![sel(3), sel(4)]);
         assert_eq!(end, RequestEnd::Quit);
@@ -834,7 +895,7 @@ mod tests {
     #[test]
     fn plan_review_approves_by_label_whatever_its_position() {
         let qs = [plan("Ship it", &["Revise", "Ship it"], "1. a\n2. b")];
-        let (end, s) = run(&qs, vec![sel(0)]);
+        let (end, s) = run(&qs, vec![sel(0), yes()]);
         let it = &items(end)[0];
         assert_eq!(it.selected, vec!["Ship it".to_string()]);
         assert_eq!(decision(&qs[0], it), Some(Decision::Approved));
@@ -848,12 +909,12 @@ mod tests {
     fn plan_review_decline_with_feedback_is_custom_only() {
         let qs = [plan("Ship it", &["Revise", "Ship it"], "plan")];
         // 0 approve, 1 Revise (declines), 2 feedback.
-        let (end, _) = run(&qs, vec![sel(2), text("split step 2")]);
+        let (end, _) = run(&qs, vec![sel(2), text("split step 2"), yes()]);
         let it = &items(end)[0];
         assert!(it.selected.is_empty());
         assert_eq!(it.custom.as_deref(), Some("split step 2"));
         assert_eq!(decision(&qs[0], it), Some(Decision::Declined));
-        let (end, _) = run(&qs, vec![sel(1)]);
+        let (end, _) = run(&qs, vec![sel(1), yes()]);
         assert_eq!(items(end)[0].selected, vec!["Revise".to_string()]);
     }
 
@@ -861,12 +922,12 @@ mod tests {
     fn long_plans_are_paged() {
         let long: String = (0..100).map(|k| format!("- step {k}\n")).collect();
         let qs = [plan("ok", &["ok"], &long)];
-        let (_, s) = run(&qs, vec![sel(0)]);
+        let (_, s) = run(&qs, vec![sel(0), yes()]);
         assert_eq!(s.paged, 1);
         // Esc, back to the question: not paged again; "Read the plan again" pages it.
         let (_, s) = run(
             &qs,
-            vec![Scripted::Select(Reply::Esc), sel(0), sel(2), sel(0)],
+            vec![Scripted::Select(Reply::Esc), sel(0), sel(2), sel(0), yes()],
         );
         assert_eq!(s.paged, 2);
     }
@@ -876,7 +937,105 @@ mod tests {
         let mut qq = plan("ok", &["no", "ok"], "x");
         qq.intent.as_mut().unwrap().kind = "future-kind".into();
         // Plain list: 0 no, 1 ok.
-        let (end, _) = run(&[qq], vec![sel(0)]);
+        let (end, _) = run(&[qq], vec![sel(0), yes()]);
         assert_eq!(items(end)[0].selected, vec!["no".to_string()]);
+    }
+
+    #[test]
+    fn no_at_the_send_confirmation_sends_nothing_and_goes_back() {
+        // One question: back to it (a long plan is not paged again), then a new choice.
+        let long: String = (0..100).map(|k| format!("- step {k}\n")).collect();
+        let qs = [plan("ok", &["ok", "no"], &long)];
+        let (end, s) = run(&qs, vec![sel(0), no(), sel(1), yes()]);
+        assert_eq!(items(end)[0].selected, vec!["no".to_string()]);
+        assert_eq!(s.paged, 1);
+        assert!(
+            s.said.iter().any(|t| t == "Send: approved (ok)?"),
+            "the confirmation names the approval: {:?}",
+            s.said
+        );
+        // A batch: back to the summary.
+        let qs = [q("a", &["x"], false), q("b", &["z"], false)];
+        let (end, _) = run(&qs, vec![sel(0), sel(0), sel(0), no(), sel(0), yes()]);
+        assert_eq!(items(end).len(), 2);
+    }
+
+    #[test]
+    fn enter_alone_everywhere_never_ends_a_request() {
+        // A held Enter: every select takes its starting entry, every text is empty, every
+        // multi-select is unticked, every confirmation is its default (no). Two hundred
+        // such keys end no request, whatever the question.
+        let long: String = (0..100).map(|k| format!("- step {k}\n")).collect();
+        let cases = [
+            vec![plan("ok", &["ok", "no"], &long)],
+            vec![plan("ok", &["no", "ok"], "short")],
+            vec![q("note", &[], false)],
+            vec![q("f", &["a", "b"], true)],
+            vec![q("db", &["x", "y"], false)],
+            vec![q("a", &["x"], false), q("b", &[], false)],
+        ];
+        for qs in cases {
+            let mut p = Held { keys: 200 };
+            assert_eq!(review(&mut p, &qs), Err(Stop::Interrupted), "{qs:?}");
+        }
+    }
+
+    /// Enter alone, `keys` times, then Ctrl-C.
+    struct Held {
+        keys: usize,
+    }
+
+    impl Held {
+        fn key(&mut self) -> Result<(), Stop> {
+            if self.keys == 0 {
+                return Err(Stop::Interrupted);
+            }
+            self.keys -= 1;
+            Ok(())
+        }
+    }
+
+    impl Prompter for Held {
+        fn style(&self) -> Style {
+            Style::PLAIN
+        }
+        fn size(&self) -> (usize, usize) {
+            (80, 24)
+        }
+        fn say(&mut self, _: &str) {}
+        fn select(
+            &mut self,
+            _: &str,
+            _: &[String],
+            _: &str,
+            start: usize,
+        ) -> Result<Reply<usize>, Stop> {
+            self.key()?;
+            Ok(Reply::Value(start))
+        }
+        fn multi(
+            &mut self,
+            _: &str,
+            _: &[String],
+            _: &str,
+            d: &[usize],
+        ) -> Result<Reply<Vec<usize>>, Stop> {
+            self.key()?;
+            Ok(Reply::Value(d.to_vec()))
+        }
+        fn text(&mut self, _: &str, initial: &str, _: &str) -> Result<Reply<String>, Stop> {
+            self.key()?;
+            Ok(Reply::Value(initial.to_string()))
+        }
+        fn pager(&mut self, _: &str, _: &[String]) -> Result<(), Stop> {
+            // The real pager leaves only on q or Esc: a held Enter never gets out.
+            loop {
+                self.key()?;
+            }
+        }
+        fn confirm(&mut self, _: &str, _: &str) -> Result<Reply<bool>, Stop> {
+            self.key()?;
+            Ok(Reply::Value(false))
+        }
     }
 }
