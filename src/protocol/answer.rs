@@ -3,6 +3,12 @@
 //! A provider's answer either meets every rule, or it is a `BAD_ANSWER` naming the rule and
 //! the question, and nothing changes. An intent never changes the answer's shape: a
 //! plan-review answer is approved exactly when `selected == [intent.approve]`.
+//!
+//! The items come in the request's question order. dsh's checking host rejects a batch in
+//! another order, and so does dshq (`BAD_ANSWER` naming the expected order) rather than
+//! reorder it silently: a provider that works here works there, and the stored answer is
+//! exactly what the provider sent. Every way in (CLI flags, `--answers`, answer files, the
+//! screen) goes through [`check_answer`].
 
 use std::collections::HashSet;
 
@@ -55,6 +61,23 @@ pub fn check_answer(
         };
         check_item(q, item)?;
         decisions.push(decision(q, item));
+    }
+    // Complete and without duplicates: only the order can still differ.
+    if answer
+        .answers
+        .iter()
+        .zip(questions)
+        .any(|(a, q)| a.id != q.id)
+    {
+        let ids = |it: &mut dyn Iterator<Item = &str>| it.collect::<Vec<_>>().join(", ");
+        return Err(err(
+            Code::BadAnswer,
+            format!(
+                "the answers are in the order {}; give them in the request's question order: {}",
+                ids(&mut answer.answers.iter().map(|a| a.id.as_str())),
+                ids(&mut questions.iter().map(|q| q.id.as_str())),
+            ),
+        ));
     }
     Ok(decisions)
 }

@@ -798,6 +798,24 @@ fn missing_item_is_named() {
 }
 
 #[test]
+fn a_reordered_batch_is_rejected_naming_the_expected_order() {
+    let qs = [q_single(&["A", "B"]), q_free("free")];
+    assert_fails(
+        check_answer(
+            &qs,
+            &answer(vec![item("free", &[], Some("x")), item("q", &["A"], None)]),
+        ),
+        Code::BadAnswer,
+        &["free, q", "q, free", "order"],
+    );
+    assert!(check_answer(
+        &qs,
+        &answer(vec![item("q", &["A"], None), item("free", &[], Some("x"))]),
+    )
+    .is_ok());
+}
+
+#[test]
 fn extra_item_for_unknown_question_is_named() {
     let qs = [q_single(&["A", "B"])];
     assert_fails(

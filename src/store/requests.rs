@@ -132,6 +132,18 @@ impl RequestRow {
             .and_then(|a| serde_json::from_str(a).ok())
     }
 
+    /// The digest of the request this row holds ([`crate::protocol::digest`]): of the
+    /// accepted request, or of a rejected input when it parses as a request.
+    pub fn request_digest(&self) -> Option<String> {
+        let request = match self.status {
+            Status::Rejected => crate::protocol::check::parse_request(self.body.as_bytes()).ok(),
+            _ => self.request(),
+        };
+        request
+            .as_ref()
+            .map(crate::protocol::digest::request_digest)
+    }
+
     /// The outcome document, once final.
     pub fn outcome(&self) -> Option<Outcome> {
         let id = self.id.clone()?;
@@ -141,6 +153,7 @@ impl RequestRow {
             Status::Answered => Some(Outcome::Answered(AnsweredOutcome {
                 id,
                 status: "answered".into(),
+                request_digest: self.request_digest(),
                 answer: self.parsed_answer()?,
                 decision: self.decision,
                 provider: self.provider.clone(),
@@ -159,6 +172,7 @@ impl RequestRow {
                 Some(Outcome::Error(ErrorOutcome {
                     id,
                     status: "error".into(),
+                    request_digest: self.request_digest(),
                     error: UserQuestionError::new(
                         code,
                         self.error_message.clone().unwrap_or_default(),
