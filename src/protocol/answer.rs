@@ -4,11 +4,13 @@
 //! the question, and nothing changes. An intent never changes the answer's shape: a
 //! plan-review answer is approved exactly when `selected == [intent.approve]`.
 //!
-//! The items come in the request's question order. dsh's checking host rejects a batch in
-//! another order, and so does dshq (`BAD_ANSWER` naming the expected order) rather than
-//! reorder it silently: a provider that works here works there, and the stored answer is
-//! exactly what the provider sent. Every way in (CLI flags, `--answers`, answer files, the
-//! screen) goes through [`check_answer`].
+//! The items may come in any order (each names its question); what is stored, and what
+//! the outcome carries, is the answer in the request's question order
+//! ([`in_question_order`]). dsh's checking host rejects another order; dshq does not,
+//! because the order carries no meaning once every item names its question, and a human
+//! giving `--question` flags should not have to recite the request's order. Every way in
+//! (CLI flags, `--answers`, answer files, the screen) is stored through the one store
+//! function that applies it.
 
 use std::collections::HashSet;
 
@@ -62,24 +64,21 @@ pub fn check_answer(
         check_item(q, item)?;
         decisions.push(decision(q, item));
     }
-    // Complete and without duplicates: only the order can still differ.
-    if answer
-        .answers
-        .iter()
-        .zip(questions)
-        .any(|(a, q)| a.id != q.id)
-    {
-        let ids = |it: &mut dyn Iterator<Item = &str>| it.collect::<Vec<_>>().join(", ");
-        return Err(err(
-            Code::BadAnswer,
-            format!(
-                "the answers are in the order {}; give them in the request's question order: {}",
-                ids(&mut answer.answers.iter().map(|a| a.id.as_str())),
-                ids(&mut questions.iter().map(|q| q.id.as_str())),
-            ),
-        ));
-    }
     Ok(decisions)
+}
+
+/// `answer` with its items in the order of `questions` (the order it is stored and
+/// published in). Call it on an answer that passed [`check_answer`]; an item naming no
+/// question (which that rejects) would go last.
+pub fn in_question_order(questions: &[Question], answer: &Answer) -> Answer {
+    let mut answers = answer.answers.clone();
+    answers.sort_by_key(|a| {
+        questions
+            .iter()
+            .position(|q| q.id == a.id)
+            .unwrap_or(usize::MAX)
+    });
+    Answer { answers }
 }
 
 /// The rules for one question's answer.

@@ -14,7 +14,7 @@ use super::leases::Lease;
 use super::{agents, leases};
 use crate::clock::{rfc3339, Millis};
 use crate::error::{Error, Result};
-use crate::protocol::answer::{check_answer, request_decision};
+use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::check::{check_ask, check_structure, AskEnv, CallerStatus};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::types::{
@@ -649,7 +649,10 @@ fn replayed_answer(
         .filter(|r| {
             r.status == Status::Answered
                 && r.claimed_lease == Some(lease_id)
-                && r.answer.as_deref() == Some(answer.to_json().as_str())
+                && r.request().is_some_and(|req| {
+                    r.answer.as_deref()
+                        == Some(in_question_order(&req.questions, answer).to_json().as_str())
+                })
         })
         .and_then(|r| r.outcome()))
 }
@@ -671,10 +674,12 @@ pub fn answer(
     answer: &Answer,
     now: Millis,
 ) -> Result<Outcome> {
-    let answer_json = answer.to_json();
     let r = load_open(tx, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;
+    // Stored (and published) in question order, whatever order the items came in.
+    let answer = &in_question_order(&request.questions, answer);
+    let answer_json = answer.to_json();
     let decision = request_decision(&decisions);
     let n = tx.execute(
         "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
