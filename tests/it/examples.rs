@@ -241,6 +241,42 @@ fn askers_ignore_the_stale_error_outcome_of_an_earlier_attempt() {
     }
 }
 
+/// The askers compute the digest themselves (Python's json, jq): on a request with what
+/// could make the canonical forms differ (non-ASCII and control characters, the
+/// `multi_select` alias, nulls, nested meta with floats), they must agree with dshq, or
+/// they would never see their answer.
+#[test]
+fn askers_compute_the_digest_dshq_computes() {
+    let env = Env::new();
+    let _d = env.daemon();
+    let tricky = json!({
+        "questions": [{"id": "q", "question": "é \u{1} \"x\" \t ✓ 𝄞 \\ /", "multi_select": true,
+            "detail": null, "header": "H\u{2028}",
+            "options": [{"label": "A", "description": null}, {"label": "B"}]}],
+        "meta": {"z": [1, 2.5, {"k": null}], "ä": "b", "a": -3, "": {}},
+        "timeout": "1h"
+    });
+    let file = staged(&env, "tricky.json", &tricky);
+    for (program, script, id) in [
+        ("python3", "contrib/examples/ask.py", "tricky-py"),
+        ("sh", "contrib/examples/ask.sh", "tricky-sh"),
+    ] {
+        let child = spawn_asker(&env, program, &repo().join(script), id, &file);
+        assert!(wait_until(DEADLINE, || env.json(&["show", id]).code == 0));
+        env.json(&["answer", id, "--select", "A", "--select", "B"])
+            .ok();
+        let out = finish(child);
+        assert_eq!(
+            out.code, 0,
+            "{program} did not recognise its own outcome: {out:?}"
+        );
+        assert_eq!(
+            out.json()["answer"]["answers"][0]["selected"],
+            json!(["A", "B"])
+        );
+    }
+}
+
 #[test]
 fn validate_reports_the_code_ingestion_would() {
     let env = Env::new();
