@@ -101,12 +101,21 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
 /// Remove the outcome file of a request id that was just accepted anew: any file there is
 /// the error outcome of an earlier rejected input with the same id (rejections do not
 /// reserve ids), and must not be mistaken for this request's outcome.
+///
+/// Through [`repair`] on a connection of its own, so the file goes only while the request
+/// is still open: a provider that answered the new request in the meantime has written
+/// its real outcome there, which an unconditional unlink would delete for good. Rare (an
+/// id reused after a rejection), so the extra connection costs nothing that matters.
 pub fn remove_stale(root: &Root, id: &str) {
-    let path = root.outcome_file(id);
-    match std::fs::remove_file(&path) {
-        Ok(()) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!(id, error = %e, "cannot remove a stale outcome file"),
+    let removed = root
+        .open_db()
+        .and_then(|mut conn| repair(root, &mut conn, Some(&[id])));
+    match removed {
+        Ok(0) => {}
+        Ok(_) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
+        Err(e) => {
+            tracing::warn!(id, error = %e, "cannot remove a stale outcome file (the daemon's start will)")
+        }
     }
 }
 
@@ -143,7 +152,7 @@ pub fn repair(root: &Root, conn: &mut Connection, ids: Option<&[&str]>) -> Resul
             match std::fs::remove_file(&path) {
                 Ok(()) => {
                     removed += 1;
-                    tracing::warn!(
+                    tracing::info!(
                         id = %crate::text::for_log(id),
                         "removed a stale outcome file: the request with this id is still open"
                     );
