@@ -130,6 +130,11 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
             tracing::info!(dir = %dir.display(), removed = n, "removed temp files of killed writers");
         }
     }
+    // A crash between accepting a reused id and removing its earlier error outcome
+    // leaves that outcome under an open request: remove it before anyone reads it.
+    if let Err(e) = outbox::repair(root, &mut conn, None) {
+        tracing::error!(error = %e, "cannot repair the outbox");
+    }
     tracing::info!(root = %root.dir().display(), "daemon started");
 
     // Startup: everything already there, and any outcome committed but not yet written.

@@ -3,23 +3,98 @@
 
     DSHQ_ROOT=/path/to/root python3 ask.py ID [request.json]
 
-Writes the request into the inbox atomically (tmp/, fsync, rename into new/), waits for
-outbox/ID.json, and prints what the human decided. Exit status: 0 answered, 1 ended
-without an answer (cancelled, aborted, rejected), 3 timed out.
+Writes the request into the inbox atomically (tmp/, fsync, rename into new/) under a file
+name of its own, waits for the outcome of *this* request, and prints what the human
+decided. Exit status: 0 answered, 1 ended without an answer (cancelled, aborted,
+rejected, or the id is taken by another request), 3 timed out.
+
+An id can be reused with different content: dshq rejects that (DUPLICATE_ID) and the
+earlier request's outcome stays in outbox/ID.json. So the outcome is taken as the answer
+only when its `requestDigest` is the digest of what this script asked; and the rejection
+of the file it dropped (rejected/NAME.error.json) is reported as such.
 """
 
+import hashlib
 import json
 import os
 import sys
 import time
 
+# Fields of the vocabulary whose null means "absent" (the canonical form leaves them out).
+_QUESTION_ALIAS = {"multi_select": "multiSelect"}
+
+
+def _without_nulls(obj):
+    return {k: v for k, v in obj.items() if v is not None} if isinstance(obj, dict) else obj
+
+
+def canonical(request):
+    """The canonical form of a request (see dshq's docs/protocol.md, section 8).
+
+    The request without its `id`, `multi_select` spelled `multiSelect`, fields given as
+    null left out (except inside `meta`, kept as is), keys sorted, no whitespace, UTF-8.
+    Numbers: dshq keeps them as written, and this script writes the request the way
+    Python prints it (1.10 becomes 1.1), so the two agree; NaN and infinities are not JSON.
+    """
+    req = _without_nulls(dict(request))
+    req.pop("id", None)
+    if isinstance(req.get("agent"), dict):
+        req["agent"] = _without_nulls(req["agent"])
+    if isinstance(req.get("questions"), list):
+        questions = []
+        for q in req["questions"]:
+            q = _without_nulls(q)
+            if isinstance(q, dict):
+                for alias, name in _QUESTION_ALIAS.items():
+                    if alias in q and name not in q:
+                        q[name] = q.pop(alias)
+                if isinstance(q.get("options"), list):
+                    q["options"] = [_without_nulls(o) for o in q["options"]]
+                if isinstance(q.get("intent"), dict):
+                    q["intent"] = _without_nulls(q["intent"])
+            questions.append(q)
+        req["questions"] = questions
+    return json.dumps(req, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_digest(request):
+    """`sha256:HEX` of the canonical request: what the outcome's `requestDigest` must be."""
+    return "sha256:" + hashlib.sha256(canonical(request).encode("utf-8")).hexdigest()
+
+
+class NotItsOutcome(Exception):
+    """The request was not accepted: `error` is dshq's error for the file we dropped."""
+
+    def __init__(self, error, foreign=None):
+        super().__init__(error.get("code"))
+        self.error = error
+        self.foreign = foreign
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        # Absent, or (never with dshq's atomic writes) not whole yet: look again later.
+        return None
+
 
 def ask(root, request_id, request, timeout=3600.0, poll=0.2):
-    """Drop `request` (a dict) as request `request_id`; return the outcome document."""
-    tmp = os.path.join(root, "inbox", "tmp", request_id + ".json")
-    new = os.path.join(root, "inbox", "new", request_id + ".json")
+    """Drop `request` (a dict) as request `request_id`; return its outcome document.
+
+    Returns None on timeout; raises NotItsOutcome when the file was rejected (including
+    DUPLICATE_ID: the id answers another request).
+    """
+    request = dict(request)
+    request["id"] = request_id
+    digest = request_digest(request)
+    # A name of our own, so rejected/NAME.error.json can only be about this file.
+    name = "%s.%d-%s" % (request_id, os.getpid(), os.urandom(6).hex())
+    tmp = os.path.join(root, "inbox", "tmp", name + ".json")
+    new = os.path.join(root, "inbox", "new", name + ".json")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(request, f)
+        json.dump(request, f, ensure_ascii=False)
         f.flush()
         os.fsync(f.fileno())
     os.rename(tmp, new)
@@ -30,13 +105,18 @@ def ask(root, request_id, request, timeout=3600.0, poll=0.2):
         os.close(dirfd)
 
     outcome_path = os.path.join(root, "outbox", request_id + ".json")
+    rejected_path = os.path.join(root, "rejected", name + ".error.json")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            with open(outcome_path, encoding="utf-8") as f:
-                return json.load(f)
-        except FileNotFoundError:
-            time.sleep(poll)
+        outcome = _read_json(outcome_path)
+        if outcome is not None and outcome.get("requestDigest") == digest:
+            return outcome
+        error = _read_json(rejected_path)
+        if error is not None:
+            raise NotItsOutcome(error, foreign=outcome)
+        # No outcome, or one that answers another request (an earlier attempt's, to be
+        # replaced once ours is accepted): keep waiting.
+        time.sleep(poll)
     return None
 
 
@@ -54,13 +134,29 @@ def main():
             request = json.load(f)
     else:
         request = json.load(sys.stdin)
-    request.pop("id", None)
+    if not isinstance(request, dict):
+        print("ask.py: the request must be a JSON object", file=sys.stderr)
+        return 2
+    if request.get("id", request_id) != request_id:
+        print("ask.py: the request's id %r is not %r" % (request["id"], request_id), file=sys.stderr)
+        return 2
 
-    outcome = ask(root, request_id, request, timeout=float(os.environ.get("ASK_TIMEOUT", "3600")))
+    try:
+        outcome = ask(root, request_id, request, timeout=float(os.environ.get("ASK_TIMEOUT", "3600")))
+    except NotItsOutcome as e:
+        print(json.dumps(e.error, indent=2))
+        print("not accepted: %s: %s" % (e.error.get("code"), e.error.get("message")), file=sys.stderr)
+        if e.foreign is not None:
+            print(
+                "outbox/%s.json answers another request with this id (not this one's outcome)"
+                % request_id,
+                file=sys.stderr,
+            )
+        return 1
     if outcome is None:
         print("ask.py: no outcome for %s" % request_id, file=sys.stderr)
         return 3
-    print(json.dumps(outcome, indent=2))
+    print(json.dumps(outcome, indent=2, ensure_ascii=False))
     if outcome["status"] != "answered":
         err = outcome["error"]
         print("ended without an answer: %s: %s" % (err["code"], err["message"]), file=sys.stderr)

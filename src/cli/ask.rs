@@ -1,26 +1,69 @@
 //! `dshq ask FILE|-`: submit a request, optionally waiting for its outcome.
+//!
+//! The request id is the JSON `id`; else, as in the inbox, the file name without `.json`;
+//! else (stdin, which dsh's requests are: they carry no id) a generated one, `ask-` and 32
+//! lowercase hex digits from the OS random source, printed like any other id. The result
+//! carries `requestDigest`, which the outcome document carries too: the way to tell this
+//! request's outcome from that of another request once under the same id.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use serde::Serialize;
 
 use super::{parse_duration, wait, Ctx};
 use crate::error::{Error, Result};
 use crate::files::{outbox, safe_read};
 use crate::output::emit;
 use crate::protocol::check::{parse_request, DEFAULT_MAX_REQUEST_BYTES};
+use crate::protocol::digest::request_digest;
 use crate::store::{self, requests};
 
 /// Arguments of `dshq ask`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The request JSON file, or `-` for stdin.
+    /// The request JSON file, or `-` for stdin. Without an `id` in the JSON the id is the
+    /// file name without `.json`; from stdin, a generated `ask-HEX` id (printed).
     pub file: PathBuf,
-    /// Wait for the outcome and print it.
+    /// Wait for the outcome and print it (the id and how to answer it go to stderr first).
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this long (WAIT_TIMEOUT).
     #[arg(long, value_parser = parse_duration, requires = "wait")]
     pub timeout: Option<Duration>,
+}
+
+/// What `ask` prints: the acceptance and the digest of the request.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Asked<'a> {
+    #[serde(flatten)]
+    accepted: &'a requests::Accepted,
+    /// `sha256:HEX` of the canonical request, as in its outcome document.
+    request_digest: &'a str,
+}
+
+/// The id of a request without one: the file name without `.json`, or a fresh id for stdin.
+pub fn fallback_id(file: &Path) -> String {
+    if file.as_os_str() == "-" {
+        return generated_id();
+    }
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.strip_suffix(".json") {
+        Some(stem) => stem.to_string(),
+        None => name,
+    }
+}
+
+/// `ask-` and 32 lowercase hex digits (128 random bits): unguessable, and within the id
+/// charset.
+pub fn generated_id() -> String {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).expect("the OS random source is available");
+    format!("ask-{}", crate::store::events::hex(&b))
 }
 
 /// Run it.
@@ -32,13 +75,16 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             format!("{}: {other}", a.file.display()),
         ),
     })?;
+    let fallback = fallback_id(&a.file);
     let mut conn = ctx.db()?;
     let raw = String::from_utf8_lossy(&bytes).into_owned();
+    let mut digest = None;
     let result = parse_request(&bytes)
         .map_err(Error::Question)
         .and_then(|req| {
+            digest = Some(request_digest(&req));
             store::write_now(&mut conn, |tx, now| {
-                requests::accept(tx, req, None, "cli", now)
+                requests::accept(tx, req, Some(&fallback), "cli", now)
             })
         });
     let accepted = match result {
@@ -46,6 +92,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         Err(Error::Question(e)) => {
             // Kept for the audit, and as an outcome when the id is known and free.
             let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
+            // A generated id names nothing the asker knows: no outcome file under it.
+            let id = id.or((a.file.as_os_str() != "-").then_some(fallback));
             let rej = requests::Rejection {
                 id: id.as_deref(),
                 context: context.as_deref(),
@@ -60,24 +108,35 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         }
         Err(other) => return Err(other),
     };
-    if accepted.replaced_rejection {
-        outbox::remove_stale(&ctx.root, &accepted.id);
+    let digest = digest.expect("an accepted request was parsed");
+    // An earlier rejection of this id may have left its error outcome (and a crash right
+    // here would leave it for a re-delivery, or for the daemon's start, to remove).
+    if accepted.replaced_rejection || (!accepted.new && !accepted.status.is_final()) {
+        outbox::repair(&ctx.root, &mut conn, Some(&[accepted.id.as_str()]))?;
     }
     outbox::flush(&ctx.root, &mut conn)?;
+    if !accepted.new {
+        eprintln!(
+            "request {} was already accepted (same content)",
+            accepted.id
+        );
+    }
     if a.wait {
         drop(conn);
+        // stderr, so stdout stays the outcome (one document with --json).
+        eprintln!(
+            "waiting for the answer to request {id} ({digest}); answer it with: dshq answer {id}",
+            id = accepted.id
+        );
         return wait::wait_and_print(ctx, &accepted.id, a.timeout);
     }
-    emit(ctx.json, &accepted, || {
-        if accepted.new {
-            format!("{}\n", accepted.id)
-        } else {
-            eprintln!(
-                "request {} was already accepted (same content)",
-                accepted.id
-            );
-            format!("{}\n", accepted.id)
-        }
+    let asked = Asked {
+        accepted: &accepted,
+        request_digest: &digest,
+    };
+    emit(ctx.json, &asked, || {
+        eprintln!("request digest {digest}");
+        format!("{}\n", accepted.id)
     });
     Ok(())
 }

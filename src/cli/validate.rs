@@ -2,6 +2,10 @@
 //!
 //! No daemon and no database: the registry check (`CALLER_NOT_LIVE`, `DELEGATED_CALLER`),
 //! `NO_PROVIDER` and `DUPLICATE_ID` need the database and are left to acceptance.
+//!
+//! Each verdict carries the `requestDigest` the outcome of that file will carry (whenever
+//! the file parses as a request, valid or not), so an asker can learn the digest to
+//! compare with without computing it.
 
 use std::path::PathBuf;
 
@@ -39,6 +43,20 @@ pub struct Verdict {
     pub kind: Option<&'static str>,
     /// The error, when invalid.
     pub error: Option<UserQuestionError>,
+    /// `sha256:HEX` of the canonical request, when the file parses as a request.
+    pub request_digest: Option<String>,
+}
+
+/// The digest of the request in `path`, when it is a readable `.json` file that parses as
+/// one (read with the same bounded, no-symlink read as the checks).
+fn digest_of(path: &std::path::Path, max_bytes: u64) -> Option<String> {
+    if path.extension().is_none_or(|e| e != "json") {
+        return None;
+    }
+    let bytes = crate::files::safe_read::read_limited(path, max_bytes).ok()?;
+    crate::protocol::check::parse_request(&bytes)
+        .ok()
+        .map(|r| crate::protocol::digest::request_digest(&r))
 }
 
 /// Run it.
@@ -56,6 +74,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                     id: Some(id),
                     kind: Some("request"),
                     error: None,
+                    request_digest: digest_of(f, a.max_bytes),
                 },
                 Ok(Valid::Abort(id)) => Verdict {
                     file,
@@ -63,6 +82,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                     id: Some(id),
                     kind: Some("abort"),
                     error: None,
+                    request_digest: None,
                 },
                 Err(e) => Verdict {
                     file,
@@ -70,6 +90,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                     id: None,
                     kind: None,
                     error: Some(e),
+                    request_digest: digest_of(f, a.max_bytes),
                 },
             }
         })
@@ -80,10 +101,14 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         for v in &verdicts {
             match &v.error {
                 None => s.push_str(&format!(
-                    "ok      {} ({} {})\n",
+                    "ok      {} ({} {}{})\n",
                     crate::text::one_line(&v.file),
                     v.kind.unwrap_or(""),
-                    v.id.as_deref().unwrap_or("")
+                    v.id.as_deref().unwrap_or(""),
+                    v.request_digest
+                        .as_deref()
+                        .map(|d| format!(" {d}"))
+                        .unwrap_or_default()
                 )),
                 Some(e) => s.push_str(&format!(
                     "{:<7} {}: {}\n",

@@ -6,8 +6,17 @@
 //! a restart (the same document, so writing it twice is harmless). Both the daemon and the
 //! CLI commands that finish a request call it, which is why a CLI answer reaches the outbox
 //! at once while the daemon runs.
+//!
+//! An id can be reused after a rejection (rejections do not reserve ids), so the outbox can
+//! hold the error outcome of an earlier input under the id of a request that is now open.
+//! It is removed right after the accepting commit ([`remove_stale`]); a crash in between
+//! would leave it there, so [`repair`] removes every outcome file of an open request when
+//! the daemon starts. An open request has no outcome, so any file under its id is stale.
+//! The check and the unlink happen inside one write transaction: no answer can commit in
+//! between, and an answer's file is written only after its commit, so a fresh outcome is
+//! never the one removed.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::atomic::{sync_dir, sync_filesystem, write_atomic, write_temp};
 use crate::error::Result;
@@ -92,11 +101,69 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
 /// Remove the outcome file of a request id that was just accepted anew: any file there is
 /// the error outcome of an earlier rejected input with the same id (rejections do not
 /// reserve ids), and must not be mistaken for this request's outcome.
+///
+/// Through [`repair`] on a connection of its own, so the file goes only while the request
+/// is still open: a provider that answered the new request in the meantime has written
+/// its real outcome there, which an unconditional unlink would delete for good. Rare (an
+/// id reused after a rejection), so the extra connection costs nothing that matters.
 pub fn remove_stale(root: &Root, id: &str) {
-    let path = root.outcome_file(id);
-    match std::fs::remove_file(&path) {
-        Ok(()) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!(id, error = %e, "cannot remove a stale outcome file"),
+    let removed = root
+        .open_db()
+        .and_then(|mut conn| repair(root, &mut conn, Some(&[id])));
+    match removed {
+        Ok(0) => {}
+        Ok(_) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
+        Err(e) => {
+            tracing::warn!(id, error = %e, "cannot remove a stale outcome file (the daemon's start will)")
+        }
     }
+}
+
+/// Remove the outcome files of open (pending or claimed) requests: error outcomes of earlier
+/// rejections of their ids that a crash left behind (see the module docs). `ids` limits
+/// the check to those ids; `None` checks every open request (the daemon's start). Returns
+/// how many files were removed.
+pub fn repair(root: &Root, conn: &mut Connection, ids: Option<&[&str]>) -> Result<usize> {
+    store::write_no_sweep(conn, |tx| {
+        let open: Vec<String> = match ids {
+            None => {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL",
+                )?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            }
+            Some(ids) => {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT 1 FROM requests WHERE id = ?1 AND status IN ('pending', 'claimed')",
+                )?;
+                let mut open = Vec::new();
+                for id in ids {
+                    if stmt.query_row([id], |_| Ok(())).optional()?.is_some() {
+                        open.push(id.to_string());
+                    }
+                }
+                open
+            }
+        };
+        let mut removed = 0;
+        for id in &open {
+            let path = root.outcome_file(id);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    removed += 1;
+                    tracing::info!(
+                        id = %crate::text::for_log(id),
+                        "removed a stale outcome file: the request with this id is still open"
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(crate::error::Error::io(&path, e)),
+            }
+        }
+        if removed > 0 {
+            sync_dir(&root.outbox())?;
+        }
+        Ok(removed)
+    })
 }

@@ -3,6 +3,14 @@
 //! A provider's answer either meets every rule, or it is a `BAD_ANSWER` naming the rule and
 //! the question, and nothing changes. An intent never changes the answer's shape: a
 //! plan-review answer is approved exactly when `selected == [intent.approve]`.
+//!
+//! The items may come in any order (each names its question); what is stored, and what
+//! the outcome carries, is the answer in the request's question order
+//! ([`in_question_order`]). dsh's checking host rejects another order; dshq does not,
+//! because the order carries no meaning once every item names its question, and a human
+//! giving `--question` flags should not have to recite the request's order. Every way in
+//! (CLI flags, `--answers`, answer files, the screen) is stored through the one store
+//! function that applies it.
 
 use std::collections::HashSet;
 
@@ -57,6 +65,20 @@ pub fn check_answer(
         decisions.push(decision(q, item));
     }
     Ok(decisions)
+}
+
+/// `answer` with its items in the order of `questions` (the order it is stored and
+/// published in). Call it on an answer that passed [`check_answer`]; an item naming no
+/// question (which that rejects) would go last.
+pub fn in_question_order(questions: &[Question], answer: &Answer) -> Answer {
+    let mut answers = answer.answers.clone();
+    answers.sort_by_key(|a| {
+        questions
+            .iter()
+            .position(|q| q.id == a.id)
+            .unwrap_or(usize::MAX)
+    });
+    Answer { answers }
 }
 
 /// The rules for one question's answer.

@@ -7,7 +7,9 @@
 //!
 //! The canonical form is meant to be reproducible in any language with a JSON library:
 //! the request as JSON **without its `id`** (the id may come from the file name), with
-//! `multi_select` spelled `multiSelect`, object keys sorted by code point at every level,
+//! `multi_select` spelled `multiSelect`, a field of the vocabulary given as `null` left out
+//! (null means absent; inside `meta`, kept untouched, a null stays), object keys sorted by
+//! code point at every level,
 //! no insignificant whitespace, strings in UTF-8 with JSON's minimal escapes (`\"`, `\\`,
 //! `\b`, `\f`, `\n`, `\r`, `\t`, other controls as lowercase `\u00xx`), numbers exactly as
 //! written. The digest is `sha256:` followed by the lowercase hex SHA-256 of those bytes.
@@ -92,6 +94,12 @@ mod tests {
             {"label":"B"}],"multiSelect":true,"question":"Q?","id":"q"}]}"#,
         );
         assert_eq!(request_digest(&a), request_digest(&b));
+        let c = req(
+            r#"{"questions":[{"id":"q","question":"Q?","multi_select":true,"detail":null,
+            "options":[{"label":"A","description":null},{"label":"B"}]}],"context":null,
+            "meta":{"z":1,"a":{"y":2,"b":"x"}}}"#,
+        );
+        assert_eq!(request_digest(&a), request_digest(&c), "null is absent");
         assert_eq!(
             canonical_json(&a),
             r#"{"meta":{"a":{"b":"x","y":2},"z":1},"questions":[{"id":"q","multiSelect":true,"options":[{"label":"A"},{"label":"B"}],"question":"Q?"}]}"#

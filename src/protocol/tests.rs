@@ -10,7 +10,7 @@ use std::cell::Cell;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
-use super::answer::{check_answer, decision, parse_answer, request_decision};
+use super::answer::{check_answer, decision, in_question_order, parse_answer, request_decision};
 use super::check::{
     check_ask, check_structure, is_valid_id, parse_request, AskEnv, CallerStatus, Normalized,
 };
@@ -794,6 +794,17 @@ fn missing_item_is_named() {
         check_answer(&qs, &answer(vec![])),
         Code::BadAnswer,
         &["\"q\""],
+    );
+}
+
+#[test]
+fn a_reordered_batch_is_valid_and_put_in_question_order() {
+    let qs = [q_single(&["A", "B"]), q_free("free")];
+    let reordered = answer(vec![item("free", &[], Some("x")), item("q", &["A"], None)]);
+    check_answer(&qs, &reordered).unwrap();
+    assert_eq!(
+        in_question_order(&qs, &reordered),
+        answer(vec![item("q", &["A"], None), item("free", &[], Some("x"))])
     );
 }
 

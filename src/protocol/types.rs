@@ -41,6 +41,7 @@ pub struct Intent {
 /// One question of a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(transform = allow_multi_select_alias)]
 pub struct Question {
     /// Stable id chosen by the asker and echoed back in the answer.
     #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
@@ -67,6 +68,29 @@ pub struct Question {
     /// A presentation intent such as plan-review.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<Intent>,
+}
+
+/// schemars does not see serde aliases: add `multi_select` (dsh's spelling, which the
+/// parser accepts) beside `multiSelect`, and forbid giving both, as the parser does.
+fn allow_multi_select_alias(schema: &mut schemars::Schema) {
+    let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    let Some(mut alias) = props.get("multiSelect").cloned() else {
+        return;
+    };
+    if let Some(obj) = alias.as_object_mut() {
+        obj.insert(
+            "description".into(),
+            "dsh's model-facing spelling of `multiSelect`, accepted as an alias (give one of the two)."
+                .into(),
+        );
+    }
+    props.insert("multi_select".into(), alias);
+    schema.insert(
+        "not".into(),
+        serde_json::json!({"required": ["multiSelect", "multi_select"]}),
+    );
 }
 
 impl Question {
@@ -231,7 +255,7 @@ pub enum Outcome {
     Error(ErrorOutcome),
 }
 
-/// `{"id", "status": "answered", "answer", "decision", "provider", "createdAt", "finishedAt"}`.
+/// `{"id", "status": "answered", "requestDigest", "answer", "decision", "provider", "createdAt", "finishedAt"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AnsweredOutcome {
@@ -239,6 +263,12 @@ pub struct AnsweredOutcome {
     pub id: String,
     /// Always `"answered"`.
     pub status: String,
+    /// Which request this answers: `sha256:HEX` of the canonical request
+    /// ([`crate::protocol::digest`]). An asker compares it with the digest of what it
+    /// asked: an id can be reused with other content (`DUPLICATE_ID`), and the earlier
+    /// request's outcome then stays under that id.
+    #[serde(default)]
+    pub request_digest: Option<String>,
     /// The provider's answer.
     pub answer: Answer,
     /// The plan-review decision when the request has exactly one plan-review question.
@@ -251,7 +281,7 @@ pub struct AnsweredOutcome {
     pub finished_at: String,
 }
 
-/// `{"id", "status": "error", "error", "createdAt", "finishedAt"}`.
+/// `{"id", "status": "error", "requestDigest", "error", "createdAt", "finishedAt"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ErrorOutcome {
@@ -259,6 +289,10 @@ pub struct ErrorOutcome {
     pub id: String,
     /// Always `"error"`.
     pub status: String,
+    /// Which request this ends: `sha256:HEX` of the canonical request, or null for a
+    /// rejected input that did not parse as a request (see [`AnsweredOutcome`]).
+    #[serde(default)]
+    pub request_digest: Option<String>,
     /// Why it ended (`ASK_CANCELLED`, `ASK_ABORTED`, or the rejection code).
     pub error: UserQuestionError,
     /// The provider that cancelled, when it was cancelled.

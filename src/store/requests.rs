@@ -14,7 +14,7 @@ use super::leases::Lease;
 use super::{agents, leases};
 use crate::clock::{rfc3339, Millis};
 use crate::error::{Error, Result};
-use crate::protocol::answer::{check_answer, request_decision};
+use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::check::{check_ask, check_structure, AskEnv, CallerStatus};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::types::{
@@ -132,6 +132,18 @@ impl RequestRow {
             .and_then(|a| serde_json::from_str(a).ok())
     }
 
+    /// The digest of the request this row holds ([`crate::protocol::digest`]): of the
+    /// accepted request, or of a rejected input when it parses as a request.
+    pub fn request_digest(&self) -> Option<String> {
+        let request = match self.status {
+            Status::Rejected => crate::protocol::check::parse_request(self.body.as_bytes()).ok(),
+            _ => self.request(),
+        };
+        request
+            .as_ref()
+            .map(crate::protocol::digest::request_digest)
+    }
+
     /// The outcome document, once final.
     pub fn outcome(&self) -> Option<Outcome> {
         let id = self.id.clone()?;
@@ -141,6 +153,7 @@ impl RequestRow {
             Status::Answered => Some(Outcome::Answered(AnsweredOutcome {
                 id,
                 status: "answered".into(),
+                request_digest: self.request_digest(),
                 answer: self.parsed_answer()?,
                 decision: self.decision,
                 provider: self.provider.clone(),
@@ -159,6 +172,7 @@ impl RequestRow {
                 Some(Outcome::Error(ErrorOutcome {
                     id,
                     status: "error".into(),
+                    request_digest: self.request_digest(),
                     error: UserQuestionError::new(
                         code,
                         self.error_message.clone().unwrap_or_default(),
@@ -635,7 +649,10 @@ fn replayed_answer(
         .filter(|r| {
             r.status == Status::Answered
                 && r.claimed_lease == Some(lease_id)
-                && r.answer.as_deref() == Some(answer.to_json().as_str())
+                && r.request().is_some_and(|req| {
+                    r.answer.as_deref()
+                        == Some(in_question_order(&req.questions, answer).to_json().as_str())
+                })
         })
         .and_then(|r| r.outcome()))
 }
@@ -657,10 +674,12 @@ pub fn answer(
     answer: &Answer,
     now: Millis,
 ) -> Result<Outcome> {
-    let answer_json = answer.to_json();
     let r = load_open(tx, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;
+    // Stored (and published) in question order, whatever order the items came in.
+    let answer = &in_question_order(&request.questions, answer);
+    let answer_json = answer.to_json();
     let decision = request_decision(&decisions);
     let n = tx.execute(
         "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),

@@ -364,8 +364,8 @@ fn accept_claim_answer() {
     assert_eq!(claim(&mut conn, &reg.lease, "r1", T0 + 3).unwrap(), claimed);
 
     let a = ans(vec![
-        item("plan", &["Approve"], None),
         item("db", &[], Some("DuckDB")),
+        item("plan", &["Approve"], None),
     ]);
     let out = answer_with(&mut conn, &reg.lease, "r1", &a, T0 + 4).unwrap();
     let o = answered_outcome(&out);
@@ -1702,6 +1702,8 @@ mod roundtrip {
             match checked {
                 Ok(decisions) => {
                     let out = stored.expect("check_answer accepted it, so the store must");
+                    // Stored in question order, whatever order it was given in.
+                    let answer = crate::protocol::answer::in_question_order(&req.questions, &answer);
                     let row = get(&conn, "r");
                     prop_assert_eq!(row.status, Status::Answered);
                     prop_assert_eq!(row.parsed_answer(), Some(answer.clone()));

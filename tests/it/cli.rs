@@ -145,6 +145,7 @@ fn assert_answered_shape(o: &Value) {
         set(&[
             "id",
             "status",
+            "requestDigest",
             "answer",
             "decision",
             "provider",
@@ -163,13 +164,21 @@ fn assert_answered_shape(o: &Value) {
 #[track_caller]
 fn assert_error_outcome(o: &Value, id: &str, code: &str) {
     let k = keys(o);
-    let base = set(&["id", "status", "error", "createdAt", "finishedAt"]);
+    let base = set(&[
+        "id",
+        "status",
+        "requestDigest",
+        "error",
+        "createdAt",
+        "finishedAt",
+    ]);
     assert!(
         k == base
             || (code == "ASK_CANCELLED"
                 && k == set(&[
                     "id",
                     "status",
+                    "requestDigest",
                     "error",
                     "provider",
                     "createdAt",
@@ -249,7 +258,9 @@ fn full_tour_ask_list_register_claim_answer_show_and_outcome_file() {
     let env = Env::new();
 
     // ask from a file (--json) ...
-    let r1 = env.ask(&simple_request("r1")).ok().json();
+    let mut r1 = env.ask(&simple_request("r1")).ok().json();
+    let digest = r1.as_object_mut().unwrap().remove("requestDigest");
+    assert!(digest.unwrap().as_str().unwrap().starts_with("sha256:"));
     assert_eq!(
         r1,
         json!({"id": "r1", "context": "default", "new": true, "status": "pending"})
@@ -537,8 +548,8 @@ fn answers_from_a_file_and_from_stdin() {
 
     env.ask(&two_questions("f1")).ok();
     let answer = json!({"answers": [
-        {"id": "q2", "selected": ["Y"]},
-        {"id": "q1", "selected": [], "custom": "something else"}
+        {"id": "q1", "selected": [], "custom": "something else"},
+        {"id": "q2", "selected": ["Y"]}
     ]});
     let path = write_json(&env, &answer);
     let out = env
@@ -801,7 +812,14 @@ fn cancel_and_abort_end_with_error_outcomes() {
     assert_error_outcome(&printed, "a1", "ASK_ABORTED");
     assert_eq!(
         keys(&printed),
-        set(&["id", "status", "error", "createdAt", "finishedAt"])
+        set(&[
+            "id",
+            "status",
+            "requestDigest",
+            "error",
+            "createdAt",
+            "finishedAt"
+        ])
     );
     let o = env.outcome("a1").expect("outbox/a1.json");
     assert_eq!(o, printed);
@@ -1415,7 +1433,14 @@ fn cli_rejections_are_recorded_with_an_outcome_when_the_id_is_free() {
     assert_error_outcome(&o, "rj1", "EMPTY_QUESTIONS");
     assert_eq!(
         keys(&o),
-        set(&["id", "status", "error", "createdAt", "finishedAt"])
+        set(&[
+            "id",
+            "status",
+            "requestDigest",
+            "error",
+            "createdAt",
+            "finishedAt"
+        ])
     );
     let v = show(&env, "rj1");
     assert_eq!(v["status"], "rejected");
@@ -1439,9 +1464,10 @@ fn cli_rejections_are_recorded_with_an_outcome_when_the_id_is_free() {
     );
     assert_eq!(status_of(&env, "own"), "pending");
 
-    // No usable id: recorded without an outcome.
+    // No usable id: recorded without an outcome (from stdin the id is generated, so the
+    // rejection is the request's own, but no outcome is written under a name nobody knows).
     let r = env.run_stdin(&["--json", "ask", "-"], r#"{"questions": []}"#);
-    assert_error(&r, "BAD_REQUEST");
+    assert_error(&r, "EMPTY_QUESTIONS");
     let r = env.ask(&json!({"id": "../escape", "questions": [{"id": "q", "question": "?"}]}));
     assert_error(&r, "BAD_REQUEST");
 
@@ -1455,7 +1481,7 @@ fn cli_rejections_are_recorded_with_an_outcome_when_the_id_is_free() {
         codes,
         [
             "BAD_REQUEST",
-            "BAD_REQUEST",
+            "EMPTY_QUESTIONS",
             "DUPLICATE_ID",
             "EMPTY_QUESTIONS"
         ],

@@ -141,6 +141,142 @@ fn python_asker_plan_review_end_to_end() {
     assert!(out.stderr.contains("split step 2"), "{}", out.stderr);
 }
 
+fn staged(env: &Env, name: &str, v: &serde_json::Value) -> PathBuf {
+    let dir = env.dir.path().join("staging-askers");
+    fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    p
+}
+
+fn drop_the_database() -> serde_json::Value {
+    json!({"questions": [{
+        "id": "plan", "question": "DROP the production database?",
+        "detail": "1. DROP DATABASE prod;",
+        "options": [{"label": "Revise"}, {"label": "Approve"}],
+        "intent": {"kind": "plan-review", "approve": "Approve"}
+    }]})
+}
+
+/// Asking something else under an id whose earlier request was approved must never read
+/// that approval as the answer: both askers report DUPLICATE_ID and exit non-zero.
+#[test]
+fn askers_never_report_an_approval_given_to_another_request() {
+    let env = Env::new();
+    let _d = env.daemon();
+    let plan = repo().join("contrib/examples/plan-review.json");
+    let drop_db = staged(&env, "drop.json", &drop_the_database());
+    for (program, script, id) in [
+        ("python3", "contrib/examples/ask.py", "reuse-py"),
+        ("sh", "contrib/examples/ask.sh", "reuse-sh"),
+    ] {
+        let script = repo().join(script);
+        let child = spawn_asker(&env, program, &script, id, &plan);
+        assert!(wait_until(DEADLINE, || env.json(&["show", id]).code == 0));
+        env.json(&["answer", id, "--select", "Approve"]).ok();
+        let out = finish(child);
+        assert_eq!(out.code, 0, "{program}: {out:?}");
+        assert_eq!(out.json()["decision"], "approved");
+
+        let out = finish(spawn_asker(&env, program, &script, id, &drop_db));
+        assert_ne!(
+            out.code, 0,
+            "{program} took another request's approval: {out:?}"
+        );
+        assert!(
+            !out.stderr.contains("plan approved"),
+            "{program}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("DUPLICATE_ID"), "{program}: {out:?}");
+        assert!(
+            !out.stdout.contains("\"approved\""),
+            "{program} printed the other request's outcome as its own: {}",
+            out.stdout
+        );
+    }
+}
+
+/// An earlier attempt was rejected (BAD_REQUEST); the fixed request waits in the inbox
+/// while no daemon runs. The asker must wait for its own outcome, not return the stale one.
+#[test]
+fn askers_ignore_the_stale_error_outcome_of_an_earlier_attempt() {
+    let env = Env::new();
+    let typo = staged(
+        &env,
+        "typo.json",
+        &json!({"questions": [{"id": "db", "question": "Which?", "mutliSelect": true}]}),
+    );
+    let fixed = repo().join("contrib/examples/question.json");
+    for (program, script, id) in [
+        ("python3", "contrib/examples/ask.py", "stale-py"),
+        ("sh", "contrib/examples/ask.sh", "stale-sh"),
+    ] {
+        let script = repo().join(script);
+        let d = env.daemon();
+        let out = finish(spawn_asker(&env, program, &script, id, &typo));
+        assert_eq!(out.code, 1, "{program}: {out:?}");
+        assert!(out.stderr.contains("BAD_REQUEST"), "{program}: {out:?}");
+        env.wait_outcome(id); // the rejection left an error outcome
+        d.stop();
+
+        let mut child = spawn_asker(&env, program, &script, id, &fixed);
+        assert!(wait_until(DEADLINE, || !env.names("inbox/new").is_empty()
+            || child.try_wait().unwrap().is_some()));
+        let d = env.daemon();
+        assert!(
+            wait_until(DEADLINE, || env.json(&["show", id]).code == 0
+                || child.try_wait().unwrap().is_some()),
+            "{}",
+            d.log_text()
+        );
+        let _ = env.json(&["answer", id, "--select", "SQLite"]);
+        let out = finish(child);
+        assert_eq!(out.code, 0, "{program} returned a stale outcome: {out:?}");
+        assert_eq!(
+            out.json()["answer"]["answers"][0]["selected"],
+            json!(["SQLite"])
+        );
+        d.stop();
+    }
+}
+
+/// The askers compute the digest themselves (Python's json, jq): on a request with what
+/// could make the canonical forms differ (non-ASCII and control characters, the
+/// `multi_select` alias, nulls, nested meta with floats), they must agree with dshq, or
+/// they would never see their answer.
+#[test]
+fn askers_compute_the_digest_dshq_computes() {
+    let env = Env::new();
+    let _d = env.daemon();
+    let tricky = json!({
+        "questions": [{"id": "q", "question": "é \u{1} \"x\" \t ✓ 𝄞 \\ /", "multi_select": true,
+            "detail": null, "header": "H\u{2028}",
+            "options": [{"label": "A", "description": null}, {"label": "B"}]}],
+        "meta": {"z": [1, 2.5, {"k": null}], "ä": "b", "a": -3, "": {}},
+        "timeout": "1h"
+    });
+    let file = staged(&env, "tricky.json", &tricky);
+    for (program, script, id) in [
+        ("python3", "contrib/examples/ask.py", "tricky-py"),
+        ("sh", "contrib/examples/ask.sh", "tricky-sh"),
+    ] {
+        let child = spawn_asker(&env, program, &repo().join(script), id, &file);
+        assert!(wait_until(DEADLINE, || env.json(&["show", id]).code == 0));
+        env.json(&["answer", id, "--select", "A", "--select", "B"])
+            .ok();
+        let out = finish(child);
+        assert_eq!(
+            out.code, 0,
+            "{program} did not recognise its own outcome: {out:?}"
+        );
+        assert_eq!(
+            out.json()["answer"]["answers"][0]["selected"],
+            json!(["A", "B"])
+        );
+    }
+}
+
 #[test]
 fn validate_reports_the_code_ingestion_would() {
     let env = Env::new();

@@ -12,5 +12,6 @@ mod examples;
 mod helpers;
 mod hooks;
 mod interactive;
+mod outcome;
 mod terminal;
 mod tour;
