@@ -22,7 +22,7 @@ use crate::protocol::types::{
 };
 
 /// A request's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::VariantArray)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for a provider.
