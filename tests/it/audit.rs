@@ -1823,3 +1823,308 @@ fn export_is_ndjson_matching_the_database() {
     // The exported log verifies as the database does.
     assert_verifies(env);
 }
+
+// ---------------------------------------------------------------------------------------
+// The log is the record: forgeries of the request tables, re-hashing, truncation
+// ---------------------------------------------------------------------------------------
+
+/// `audit verify` fails with AUDIT_BROKEN and a message containing every one of `needles`;
+/// returns the message.
+#[track_caller]
+fn assert_audit_fails(env: &Env, extra: &[&str], needles: &[&str]) -> String {
+    let mut args = vec!["audit", "verify"];
+    args.extend_from_slice(extra);
+    let r = env.json(&args);
+    assert_eq!(
+        r.code,
+        dshq::protocol::Code::AuditBroken.exit_status(),
+        "audit verify must fail: {r:?}"
+    );
+    assert_eq!(r.error_code(), "AUDIT_BROKEN", "{r:?}");
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    for n in needles {
+        assert!(msg.contains(n), "{n:?} in {msg:?}");
+    }
+    msg
+}
+
+/// A store with a plan review `p1` declined with feedback, beside the small store's
+/// `s1` (answered by alice) and `s2` (cancelled by bob).
+fn plan_store() -> Env {
+    let env = small_store();
+    env.ask(&json!({"id": "p1", "questions": [plan("plan", "Approve the migration plan?")]}))
+        .ok();
+    env.json(&["answer", "p1", "--name", "carol", "--select", "Revise"])
+        .ok();
+    env
+}
+
+#[test]
+fn a_forged_answer_and_provider_break_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    let conn = db(&env);
+    let forged = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]}).to_string();
+    conn.execute(
+        "UPDATE requests SET answer = ?1, provider = 'mallory' WHERE id = 's1'",
+        [&forged],
+    )
+    .unwrap();
+    // What `show` presents is the forgery; the audit must not call it ok.
+    assert_audit_fails(&env, &[], &["s1"]);
+
+    // The provider alone.
+    let env = small_store();
+    db(&env)
+        .execute("UPDATE requests SET provider = 'mallory' WHERE id = 's1'", [])
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "provider"]);
+
+    // The selected labels of the question row alone.
+    let env = small_store();
+    db(&env)
+        .execute(
+            "UPDATE questions SET selected = '[\"SQLite\"]', custom = 'forged'
+             WHERE request_seq = (SELECT seq FROM requests WHERE id = 's1')",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1"]);
+
+    // A cancel turned into an answer.
+    let env = small_store();
+    db(&env)
+        .execute(
+            "UPDATE requests SET status = 'answered', error_code = NULL, error_message = NULL,
+                 answer = ?1 WHERE id = 's2'",
+            [&json!({"answers": [{"id": "db", "selected": ["Postgres"]}]}).to_string()],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s2"]);
+
+    // The finish time.
+    let env = small_store();
+    db(&env)
+        .execute(
+            "UPDATE requests SET finished_ms = finished_ms - 1000 WHERE id = 's1'",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1"]);
+}
+
+#[test]
+fn a_flipped_decision_breaks_the_audit() {
+    let env = plan_store();
+    assert_verifies(&env);
+    let conn = db(&env);
+    let d: String = conn
+        .query_row("SELECT decision FROM requests WHERE id = 'p1'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(d, "declined");
+    conn.execute(
+        "UPDATE requests SET decision = 'approved' WHERE id = 'p1'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1", "decision"]);
+
+    // The question row's decision (with its selected label) alone.
+    let env = plan_store();
+    db(&env)
+        .execute(
+            "UPDATE questions SET decision = 'approved', selected = '[\"Ship it\"]'
+             WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["p1"]);
+}
+
+#[test]
+fn rewritten_question_text_breaks_the_audit() {
+    let env = plan_store();
+    let conn = db(&env);
+    conn.execute(
+        "UPDATE questions SET question = 'DROP the production database?'
+         WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1", "question"]);
+
+    // The body and the question row rewritten together: the digest still differs.
+    let env = plan_store();
+    let conn = db(&env);
+    let body: String = conn
+        .query_row("SELECT body FROM requests WHERE id = 'p1'", [], |r| r.get(0))
+        .unwrap();
+    let forged = body.replace("Approve the migration plan?", "DROP the production database?");
+    assert_ne!(forged, body);
+    conn.execute(
+        "UPDATE requests SET body = ?1 WHERE id = 'p1'",
+        [&forged],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE questions SET question = 'DROP the production database?'
+         WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1"]);
+}
+
+#[test]
+fn an_answered_request_without_events_breaks_the_audit() {
+    let env = small_store();
+    let conn = db(&env);
+    let body = json!({"id": "ghost", "questions": [{"id": "q", "question": "Ship it?",
+                      "options": [{"label": "Yes"}, {"label": "No"}]}]})
+    .to_string();
+    conn.execute(
+        "INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms,
+                               answer, provider)
+         VALUES ('ghost', 'default', 'answered', ?1, 'cli', 1, 2, ?2, 'alice')",
+        rusqlite::params![
+            body,
+            json!({"answers": [{"id": "q", "selected": ["Yes"]}]}).to_string()
+        ],
+    )
+    .unwrap();
+    let seq = conn.last_insert_rowid();
+    conn.execute(
+        "INSERT INTO questions (request_seq, idx, qid, question, multi_select, options, selected)
+         VALUES (?1, 0, 'q', 'Ship it?', 0, '[{\"label\":\"Yes\"},{\"label\":\"No\"}]', '[\"Yes\"]')",
+        [seq],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["ghost"]);
+}
+
+/// Rewrite events `from..` with `data` for event `from`, recomputing the plain SHA-256
+/// chain the way an attacker who knows the documented formula would.
+fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
+    type Ev = (i64, i64, String, Option<String>, Option<i64>, Option<String>, String, String);
+    let evs: Vec<Ev> = conn
+        .prepare(
+            "SELECT seq, at_ms, kind, request_id, lease_id, agent_id, actor, data FROM events
+             WHERE seq >= ?1 ORDER BY seq",
+        )
+        .unwrap()
+        .query_map([from], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut prev: String = conn
+        .query_row("SELECT prev_hash FROM events WHERE seq = ?1", [from], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    for (seq, at, kind, req, lease, agent, actor, old) in evs {
+        let d = if seq == from { data.to_string() } else { old };
+        let hash = dshq::store::events::event_hash(
+            &prev,
+            seq,
+            at,
+            &kind,
+            req.as_deref(),
+            lease,
+            agent.as_deref(),
+            &actor,
+            &d,
+        );
+        conn.execute(
+            "UPDATE events SET data = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
+            rusqlite::params![d, prev, hash, seq],
+        )
+        .unwrap();
+        prev = hash;
+    }
+}
+
+#[test]
+fn an_edited_event_with_a_recomputed_plain_chain_breaks_the_audit() {
+    let env = plan_store();
+    let conn = db(&env);
+    drop_triggers(&conn);
+    let (seq, data): (i64, String) = conn
+        .query_row(
+            "SELECT seq, data FROM events WHERE kind = 'answered' AND request_id = 'p1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let forged = data.replace("declined", "approved");
+    assert_ne!(forged, data);
+    rehash_from(&conn, seq, &forged);
+    // The rows agree with the forged event.
+    conn.execute(
+        "UPDATE requests SET decision = 'approved' WHERE id = 'p1'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE questions SET decision = 'approved' WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &[&format!("event {seq}")]);
+
+    // Without the key file no one can verify a keyed chain: it fails, it does not pass.
+    let env = small_store();
+    std::fs::remove_file(env.root().join("audit.key")).unwrap();
+    assert_audit_fails(&env, &[], &["audit.key"]);
+}
+
+#[test]
+fn deleting_the_newest_events_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    // Keep a copy of the head elsewhere, as an operator would.
+    let copy = env.dir.path().join("head-copy");
+    std::fs::copy(env.root().join("audit.head"), &copy).unwrap();
+    env.json(&["audit", "verify", "--anchor", copy.to_str().unwrap()])
+        .ok();
+    let conn = db(&env);
+    drop_triggers(&conn);
+    let n = event_count(&conn);
+    let kind: String = conn
+        .query_row("SELECT kind FROM events WHERE seq = ?1", [n], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kind, "lease-released", "the newest event is not a request's");
+    conn.execute("DELETE FROM events WHERE seq = ?1", [n])
+        .unwrap();
+    let head = format!("event {n}");
+    assert_audit_fails(&env, &[], &["anchor", &head]);
+    assert_audit_fails(&env, &["--anchor", copy.to_str().unwrap()], &["anchor", &head]);
+
+    // Deleting the cancel too (and its row's state with it) is found either way.
+    conn.execute("DELETE FROM events WHERE seq = ?1", [n - 1])
+        .unwrap();
+    conn.execute(
+        "UPDATE requests SET status = 'pending', finished_ms = NULL, error_code = NULL,
+             error_message = NULL, provider = NULL, claimed_lease = NULL WHERE id = 's2'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &["--anchor", copy.to_str().unwrap()], &["anchor"]);
+
+    // A missing anchor file named on the command line is an error, not a pass.
+    let env = small_store();
+    let r = env.json(&["audit", "verify", "--anchor", "/nonexistent/head"]);
+    assert_ne!(r.code, 0, "{r:?}");
+}
