@@ -1515,10 +1515,14 @@ fn assert_verifies(env: &Env) {
             |r| r.get(0),
         )
         .unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT COUNT(*) FROM requests", [], |r| r.get(0))
+        .unwrap();
     let v = env.json(&["audit", "verify"]).ok().json();
     assert_eq!(
         v,
-        json!({"ok": true, "events": n, "headSeq": n, "headHash": head, "firstBreak": null})
+        json!({"ok": true, "events": n, "requests": rows, "headSeq": n, "headHash": head,
+               "keyedSince": 1, "anchors": [{"seq": n, "hash": head}], "firstBreak": null})
     );
     env.run(&["audit", "verify"]).ok();
 }
@@ -1662,8 +1666,10 @@ fn audit_verify_finds_a_rehashed_change_at_the_next_link() {
         rusqlite::params![data, hash],
     )
     .unwrap();
-    let msg = assert_broken_at(&env, 4);
-    assert!(msg.contains("prev_hash"), "{msg}");
+    // The chain is keyed: a plain SHA-256 recomputed by whoever can write the database
+    // does not verify at the changed event itself.
+    let msg = assert_broken_at(&env, 3);
+    assert!(msg.contains("changed"), "{msg}");
 }
 
 #[test]
@@ -1876,7 +1882,10 @@ fn a_forged_answer_and_provider_break_the_audit() {
     // The provider alone.
     let env = small_store();
     db(&env)
-        .execute("UPDATE requests SET provider = 'mallory' WHERE id = 's1'", [])
+        .execute(
+            "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+            [],
+        )
         .unwrap();
     assert_audit_fails(&env, &[], &["s1", "provider"]);
 
@@ -1959,15 +1968,17 @@ fn rewritten_question_text_breaks_the_audit() {
     let env = plan_store();
     let conn = db(&env);
     let body: String = conn
-        .query_row("SELECT body FROM requests WHERE id = 'p1'", [], |r| r.get(0))
+        .query_row("SELECT body FROM requests WHERE id = 'p1'", [], |r| {
+            r.get(0)
+        })
         .unwrap();
-    let forged = body.replace("Approve the migration plan?", "DROP the production database?");
+    let forged = body.replace(
+        "Approve the migration plan?",
+        "DROP the production database?",
+    );
     assert_ne!(forged, body);
-    conn.execute(
-        "UPDATE requests SET body = ?1 WHERE id = 'p1'",
-        [&forged],
-    )
-    .unwrap();
+    conn.execute("UPDATE requests SET body = ?1 WHERE id = 'p1'", [&forged])
+        .unwrap();
     conn.execute(
         "UPDATE questions SET question = 'DROP the production database?'
          WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
@@ -2007,7 +2018,16 @@ fn an_answered_request_without_events_breaks_the_audit() {
 /// Rewrite events `from..` with `data` for event `from`, recomputing the plain SHA-256
 /// chain the way an attacker who knows the documented formula would.
 fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
-    type Ev = (i64, i64, String, Option<String>, Option<i64>, Option<String>, String, String);
+    type Ev = (
+        i64,
+        i64,
+        String,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        String,
+        String,
+    );
     let evs: Vec<Ev> = conn
         .prepare(
             "SELECT seq, at_ms, kind, request_id, lease_id, agent_id, actor, data FROM events
@@ -2105,12 +2125,19 @@ fn deleting_the_newest_events_breaks_the_audit() {
     let kind: String = conn
         .query_row("SELECT kind FROM events WHERE seq = ?1", [n], |r| r.get(0))
         .unwrap();
-    assert_eq!(kind, "lease-released", "the newest event is not a request's");
+    assert_eq!(
+        kind, "lease-released",
+        "the newest event is not a request's"
+    );
     conn.execute("DELETE FROM events WHERE seq = ?1", [n])
         .unwrap();
     let head = format!("event {n}");
     assert_audit_fails(&env, &[], &["anchor", &head]);
-    assert_audit_fails(&env, &["--anchor", copy.to_str().unwrap()], &["anchor", &head]);
+    assert_audit_fails(
+        &env,
+        &["--anchor", copy.to_str().unwrap()],
+        &["anchor", &head],
+    );
 
     // Deleting the cancel too (and its row's state with it) is found either way.
     conn.execute("DELETE FROM events WHERE seq = ?1", [n - 1])
