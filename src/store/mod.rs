@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0002_audit_indexes",
         include_str!("../../migrations/0002_audit_indexes.sql"),
     ),
+    (
+        3,
+        "0003_record_immutable",
+        include_str!("../../migrations/0003_record_immutable.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -197,7 +197,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 2);
+    assert_eq!(schema_version(&conn).unwrap(), 3);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -209,10 +209,11 @@ fn migration_version_is_recorded() {
         rows,
         vec![
             (1, "0001_init".to_string()),
-            (2, "0002_audit_indexes".to_string())
+            (2, "0002_audit_indexes".to_string()),
+            (3, "0003_record_immutable".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 2);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 3);
 }
 
 #[test]
@@ -231,9 +232,9 @@ fn a_version_1_database_upgrades_in_place() {
     .unwrap();
     assert_eq!(schema_version(&conn).unwrap(), 1);
     accept(&mut conn, simple("old", "default"), T0).unwrap();
-    // Upgrading applies 0002 only, records it, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    // Upgrading applies 0002 and 0003, records them, and keeps the data.
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     assert_eq!(
         count(
             &conn,
@@ -248,9 +249,9 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);

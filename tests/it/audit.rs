@@ -1869,7 +1869,7 @@ fn plan_store() -> Env {
 fn a_forged_answer_and_provider_break_the_audit() {
     let env = small_store();
     assert_verifies(&env);
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     let forged = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]}).to_string();
     conn.execute(
         "UPDATE requests SET answer = ?1, provider = 'mallory' WHERE id = 's1'",
@@ -1881,7 +1881,7 @@ fn a_forged_answer_and_provider_break_the_audit() {
 
     // The provider alone.
     let env = small_store();
-    db(&env)
+    tamper_db(&env)
         .execute(
             "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
             [],
@@ -1891,7 +1891,7 @@ fn a_forged_answer_and_provider_break_the_audit() {
 
     // The selected labels of the question row alone.
     let env = small_store();
-    db(&env)
+    tamper_db(&env)
         .execute(
             "UPDATE questions SET selected = '[\"SQLite\"]', custom = 'forged'
              WHERE request_seq = (SELECT seq FROM requests WHERE id = 's1')",
@@ -1902,7 +1902,7 @@ fn a_forged_answer_and_provider_break_the_audit() {
 
     // A cancel turned into an answer.
     let env = small_store();
-    db(&env)
+    tamper_db(&env)
         .execute(
             "UPDATE requests SET status = 'answered', error_code = NULL, error_message = NULL,
                  answer = ?1 WHERE id = 's2'",
@@ -1913,7 +1913,7 @@ fn a_forged_answer_and_provider_break_the_audit() {
 
     // The finish time.
     let env = small_store();
-    db(&env)
+    tamper_db(&env)
         .execute(
             "UPDATE requests SET finished_ms = finished_ms - 1000 WHERE id = 's1'",
             [],
@@ -1926,7 +1926,7 @@ fn a_forged_answer_and_provider_break_the_audit() {
 fn a_flipped_decision_breaks_the_audit() {
     let env = plan_store();
     assert_verifies(&env);
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     let d: String = conn
         .query_row("SELECT decision FROM requests WHERE id = 'p1'", [], |r| {
             r.get(0)
@@ -1942,7 +1942,7 @@ fn a_flipped_decision_breaks_the_audit() {
 
     // The question row's decision (with its selected label) alone.
     let env = plan_store();
-    db(&env)
+    tamper_db(&env)
         .execute(
             "UPDATE questions SET decision = 'approved', selected = '[\"Ship it\"]'
              WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
@@ -1955,7 +1955,7 @@ fn a_flipped_decision_breaks_the_audit() {
 #[test]
 fn rewritten_question_text_breaks_the_audit() {
     let env = plan_store();
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     conn.execute(
         "UPDATE questions SET question = 'DROP the production database?'
          WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
@@ -1966,7 +1966,7 @@ fn rewritten_question_text_breaks_the_audit() {
 
     // The body and the question row rewritten together: the digest still differs.
     let env = plan_store();
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     let body: String = conn
         .query_row("SELECT body FROM requests WHERE id = 'p1'", [], |r| {
             r.get(0)
@@ -1991,7 +1991,7 @@ fn rewritten_question_text_breaks_the_audit() {
 #[test]
 fn an_answered_request_without_events_breaks_the_audit() {
     let env = small_store();
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     let body = json!({"id": "ghost", "questions": [{"id": "q", "question": "Ship it?",
                       "options": [{"label": "Yes"}, {"label": "No"}]}]})
     .to_string();
@@ -2079,7 +2079,7 @@ fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
 #[test]
 fn an_edited_event_with_a_recomputed_plain_chain_breaks_the_audit() {
     let env = plan_store();
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     drop_triggers(&conn);
     let (seq, data): (i64, String) = conn
         .query_row(
@@ -2119,7 +2119,7 @@ fn deleting_the_newest_events_breaks_the_audit() {
     std::fs::copy(env.root().join("audit.head"), &copy).unwrap();
     env.json(&["audit", "verify", "--anchor", copy.to_str().unwrap()])
         .ok();
-    let conn = db(&env);
+    let conn = tamper_db(&env);
     drop_triggers(&conn);
     let n = event_count(&conn);
     let kind: String = conn
@@ -2154,4 +2154,163 @@ fn deleting_the_newest_events_breaks_the_audit() {
     let env = small_store();
     let r = env.json(&["audit", "verify", "--anchor", "/nonexistent/head"]);
     assert_ne!(r.code, 0, "{r:?}");
+}
+
+/// Drop the triggers that make the request tables a record (schema v3), as someone with
+/// write access to the database file can.
+fn drop_record_triggers(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP TRIGGER IF EXISTS requests_record_fixed; DROP TRIGGER IF EXISTS requests_no_delete;
+         DROP TRIGGER IF EXISTS questions_record_fixed; DROP TRIGGER IF EXISTS questions_no_delete;",
+    )
+    .unwrap();
+}
+
+/// The database opened with the record triggers dropped.
+fn tamper_db(env: &Env) -> rusqlite::Connection {
+    let conn = db(env);
+    drop_record_triggers(&conn);
+    conn
+}
+
+/// Rewrite every event's data with `edit` and recompute the whole chain as plain SHA-256.
+fn replain_all(conn: &rusqlite::Connection, edit: impl Fn(i64, &mut Value)) {
+    let evs: Vec<(i64, String)> = conn
+        .prepare("SELECT seq, data FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (seq, data) in &evs {
+        let mut v: Value = serde_json::from_str(data).unwrap();
+        edit(*seq, &mut v);
+        conn.execute(
+            "UPDATE events SET data = ?1 WHERE seq = ?2",
+            rusqlite::params![v.to_string(), seq],
+        )
+        .unwrap();
+    }
+    let first: String = conn
+        .query_row("SELECT data FROM events WHERE seq = 1", [], |r| r.get(0))
+        .unwrap();
+    rehash_from(conn, 1, &first);
+}
+
+#[test]
+fn the_record_triggers_refuse_in_place_edits() {
+    let env = small_store();
+    let conn = db(&env);
+    for sql in [
+        "UPDATE requests SET answer = '{}', provider = 'mallory' WHERE id = 's1'",
+        "UPDATE requests SET status = 'answered' WHERE id = 's2'",
+        "UPDATE requests SET body = '{}' WHERE id = 's1'",
+        "DELETE FROM requests WHERE id = 's2'",
+        "UPDATE questions SET question = 'DROP it?'",
+        "UPDATE questions SET selected = '[\"SQLite\"]' WHERE selected IS NOT NULL",
+        "DELETE FROM questions",
+    ] {
+        let e = conn.execute(sql, []).unwrap_err();
+        assert!(e.to_string().contains("record"), "{sql}: {e}");
+    }
+    // Outbox bookkeeping on a final row is still allowed.
+    conn.execute("UPDATE requests SET outbox_pending = 0 WHERE id = 's1'", [])
+        .unwrap();
+    assert_verifies(&env);
+}
+
+#[test]
+fn a_store_from_before_the_keyed_chain_keeps_verifying_and_its_switch_point_holds() {
+    // Turn a store into what an older dshq left: plain chain, the old event payloads,
+    // no key, no anchor, schema v2.
+    let env = small_store();
+    let conn = tamper_db(&env);
+    drop_triggers(&conn);
+    conn.execute("DELETE FROM schema_migrations WHERE version = 3", [])
+        .unwrap();
+    replain_all(&conn, |_, v| {
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "rowSeq",
+            "digest",
+            "deadlineMs",
+            "lineage",
+            "bodySha256",
+            "answer",
+            "provider",
+        ] {
+            o.remove(k);
+        }
+    });
+    conn.execute_batch(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+         CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;",
+    )
+    .unwrap();
+    drop(conn);
+    std::fs::remove_file(env.root().join("audit.key")).unwrap();
+    std::fs::remove_file(env.root().join("audit.head")).unwrap();
+    let n = 9;
+
+    // It verifies as it is (the upgrade applies migration 3 on open).
+    let v = env.json(&["audit", "verify"]).ok().json();
+    assert_eq!(v["events"], n);
+    assert_eq!(v["keyedSince"], Value::Null);
+    assert_eq!(v["requests"], 2);
+    assert!(
+        !env.root().join("audit.key").exists(),
+        "verify creates no key"
+    );
+    let version: i64 = db(&env)
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, 3);
+
+    // The first write keys the chain from the next event on.
+    env.ask(&simple_request("s3")).ok();
+    let v = env.json(&["audit", "verify"]).ok().json();
+    assert_eq!(v["keyedSince"], n + 1);
+    assert_eq!(v["events"], n + 1);
+    let meta = std::fs::metadata(env.root().join("audit.key")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+
+    // The old events carry less, but a forged provider is still found (their actor).
+    let conn = tamper_db(&env);
+    conn.execute(
+        "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "provider"]);
+    conn.execute("UPDATE requests SET provider = 'alice' WHERE id = 's1'", [])
+        .unwrap();
+    env.json(&["audit", "verify"]).ok();
+
+    // Rewriting an old event and recomputing the plain chain to the end (the keyed part
+    // too, as if it had never been keyed) breaks at the first keyed event.
+    drop_triggers(&conn);
+    let answered: i64 = conn
+        .query_row(
+            "SELECT seq FROM events WHERE kind = 'answered' AND request_id = 's1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute(
+        "UPDATE events SET actor = 'provider:mallory' WHERE seq = ?1",
+        [answered],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+        [],
+    )
+    .unwrap();
+    replain_all(&conn, |_, _| {});
+    assert_audit_fails(&env, &[], &[&format!("event {}", n + 1)]);
 }
