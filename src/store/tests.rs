@@ -261,13 +261,13 @@ fn migrating_twice_is_a_no_op() {
 fn newer_schema_is_refused() {
     let conn = db();
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (3, '0003_future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (4, '0004_future', 0)",
         [],
     )
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 3, known: 2 }),
+        matches!(e, Error::SchemaTooNew { found: 4, known: 3 }),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -300,8 +300,8 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(schema_version(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -312,7 +312,7 @@ fn file_database_pragmas_and_reopen() {
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 7, known: 2 }),
+        matches!(e, Error::SchemaTooNew { found: 7, known: 3 }),
         "{e:?}"
     );
 }
