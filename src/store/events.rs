@@ -218,6 +218,7 @@ fn create_key_file(dir: &Path, key: &AuditKey) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn canonical(
     prev_hash: &str,
     seq: i64,
