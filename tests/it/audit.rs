@@ -2314,3 +2314,20 @@ fn a_store_from_before_the_keyed_chain_keeps_verifying_and_its_switch_point_hold
     replain_all(&conn, |_, _| {});
     assert_audit_fails(&env, &[], &[&format!("event {}", n + 1)]);
 }
+
+#[test]
+fn a_database_failing_sqlites_integrity_check_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    let conn = db(&env);
+    // Point an index at another column: its entries no longer match the table.
+    conn.execute_batch(
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_master SET sql = 'CREATE INDEX requests_created ON requests (finished_ms)'
+         WHERE name = 'requests_created';
+         PRAGMA writable_schema = OFF;",
+    )
+    .unwrap();
+    drop(conn);
+    assert_audit_fails(&env, &[], &["integrity check"]);
+}
