@@ -2331,3 +2331,26 @@ fn a_database_failing_sqlites_integrity_check_breaks_the_audit() {
     drop(conn);
     assert_audit_fails(&env, &[], &["integrity check"]);
 }
+
+#[test]
+fn the_events_table_escapes_answer_text_now_in_the_log() {
+    // The answered event carries the answer: custom text with bidi and C1 controls must
+    // not reach the terminal raw through `dshq events`.
+    let env = Env::new();
+    env.ask(&simple_request("t1")).ok();
+    env.json(&[
+        "answer",
+        "t1",
+        "--name",
+        "alice",
+        "--custom",
+        "ok\u{202e}gnp.exe\u{9b}2J\u{7}",
+    ])
+    .ok();
+    let out = env.run(&["events", "t1"]).ok().stdout;
+    assert!(out.contains("answered"), "{out}");
+    for bad in ['\u{202e}', '\u{9b}', '\u{7}', '\u{1b}'] {
+        assert!(!out.contains(bad), "{bad:?} raw in {out:?}");
+    }
+    env.json(&["audit", "verify"]).ok();
+}
