@@ -206,12 +206,20 @@ fn create_key_file(dir: &Path, key: &AuditKey) -> Result<()> {
         .and_then(|()| f.sync_all())
         .map_err(|e| Error::io(&tmp, e))?;
     drop(f);
-    let linked = fs::hard_link(&tmp, &path);
-    let _ = fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(&path, e)),
+    // Linked into place so an existing key is never replaced; where the file system has
+    // no hard links, renamed (the caller holds the database's write lock, so no other
+    // dshq writer is creating one meanwhile).
+    match fs::hard_link(&tmp, &path) {
+        Ok(()) => {
+            let _ = fs::remove_file(&tmp);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = fs::remove_file(&tmp);
+        }
+        Err(_) => fs::rename(&tmp, &path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            Error::io(&path, e)
+        })?,
     }
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
