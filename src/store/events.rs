@@ -614,3 +614,102 @@ pub fn verify_with(conn: &Connection, key: Option<&AuditKey>) -> Result<(i64, Op
     }
     Ok((count, None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_file_round_trips_and_rejects_anything_else() {
+        let k = AuditKey::new([7u8; 32], 42);
+        let text = k.to_file();
+        assert!(text.starts_with("dshq audit key v1\nsince 42\nkey 0707"));
+        assert_eq!(AuditKey::parse(&text), Some(k.clone()));
+        assert!(
+            !format!("{k:?}").contains("0707"),
+            "the Debug form hides the key"
+        );
+        for bad in [
+            "",
+            "dshq audit key v1\nsince 0\nkey 00\n",
+            &text.replace("since 42", "since x"),
+            &text.replace("key 07", "key zz"),
+            &format!("{text}extra\n"),
+        ] {
+            assert_eq!(AuditKey::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_keyed_hash_depends_on_the_key_and_the_switch_point() {
+        let a = AuditKey::new([1u8; 32], 2);
+        let b = AuditKey::new([2u8; 32], 2);
+        let args = |k: Option<&AuditKey>, seq| {
+            chain_hash(
+                k,
+                GENESIS,
+                seq,
+                1,
+                "accepted",
+                Some("r"),
+                None,
+                None,
+                "asker",
+                "{}",
+            )
+        };
+        let plain = event_hash(
+            GENESIS,
+            1,
+            1,
+            "accepted",
+            Some("r"),
+            None,
+            None,
+            "asker",
+            "{}",
+        );
+        // Before `since`: plain, whatever the key.
+        assert_eq!(args(Some(&a), 1), plain);
+        assert_eq!(args(None, 1), plain);
+        // From `since` on: keyed, and another key gives another hash.
+        assert_ne!(args(Some(&a), 2), args(None, 2));
+        assert_ne!(args(Some(&a), 2), args(Some(&b), 2));
+        assert_eq!(args(Some(&a), 2).len(), 64);
+    }
+
+    #[test]
+    fn a_file_store_keys_its_chain_and_anchors_its_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("dshq.db")).unwrap();
+        for i in 0..3 {
+            crate::store::write(&mut conn, 1_000 + i, |tx| {
+                append(
+                    tx,
+                    1_000 + i,
+                    NewEvent {
+                        kind: "test",
+                        actor: "cli",
+                        ..Default::default()
+                    },
+                )
+            })
+            .unwrap();
+        }
+        let key = load_key(dir.path())
+            .unwrap()
+            .expect("the first write creates the key");
+        assert_eq!(key.since, 1);
+        assert_eq!(verify(&conn).unwrap(), (3, None));
+        // Without the key the chain does not verify.
+        assert_eq!(verify_with(&conn, None).unwrap().1.unwrap().seq, 1);
+        let head = read_anchor(&dir.path().join(ANCHOR_FILE)).unwrap();
+        assert_eq!(head.seq, 3);
+        assert_eq!(check_anchor(&conn, &head).unwrap(), None);
+        let ahead = Anchor {
+            seq: 4,
+            hash: head.hash.clone(),
+        };
+        assert!(check_anchor(&conn, &ahead).unwrap().is_some());
+    }
+}
