@@ -8,7 +8,6 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
-use sha2::Digest;
 
 use super::events::{self, NewEvent};
 use super::leases::Lease;
@@ -521,7 +520,7 @@ pub fn record_rejection(
                 "code": code,
                 "message": error.message,
                 "rowSeq": tx.last_insert_rowid(),
-                "bodySha256": events::hex(&sha2::Sha256::digest(rej.body.as_bytes())),
+                "bodySha256": events::hex(&<sha2::Sha256 as sha2::Digest>::digest(rej.body.as_bytes())),
             }),
             ..Default::default()
         },
