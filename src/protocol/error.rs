@@ -9,10 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+// The list of every code (`ALL_CODES`) is derived from this enum (`strum::VariantArray`),
+// so a new variant can never be missing from it, nor from `Code::parse`. (A plain comment:
+// doc comments become the JSON Schema's description.)
 /// Every stable error code dshq reports.
-///
-/// The list of every code ([`ALL_CODES`]) is derived from this enum (`strum::VariantArray`),
-/// so a new variant can never be missing from it, nor from [`Code::parse`].
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, strum::VariantArray,
 )]
