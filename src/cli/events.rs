@@ -29,11 +29,13 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                         e.seq.to_string(),
                         rfc3339(e.at_ms),
                         e.kind.clone(),
-                        e.actor.clone(),
+                        crate::text::one_line(&e.actor).into_owned(),
+                        // The data now carries answers and lineage: asker and provider
+                        // text, which JSON escaping alone leaves with C1 and bidi controls.
                         if e.data.as_object().is_some_and(|o| o.is_empty()) {
                             String::new()
                         } else {
-                            e.data.to_string()
+                            crate::text::one_line(&e.data.to_string()).into_owned()
                         },
                     ]
                 })

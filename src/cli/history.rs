@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::clock::{human_ms, now_ms, Millis};
 use crate::error::{Error, Result};
 use crate::output::{ellipsize, print_json, table};
-use crate::protocol::Decision;
+use crate::protocol::{Code, Decision};
 use crate::store::history::{self, HistoryFilter, HistoryRow};
 use crate::store::requests::Status;
 
@@ -35,18 +35,18 @@ pub struct Args {
     /// Only requests answered or cancelled by this provider.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Only this status: pending, claimed, answered, cancelled, aborted, rejected.
-    #[arg(long)]
-    pub status: Option<String>,
+    /// Only this status.
+    #[arg(long, value_parser = super::closed_set(<Status as strum::VariantArray>::VARIANTS, Status::as_str))]
+    pub status: Option<Status>,
     /// Only this error code (e.g. ASK_CANCELLED, BAD_INTENT).
-    #[arg(long)]
-    pub code: Option<String>,
+    #[arg(long, value_parser = super::closed_set(crate::protocol::error::ALL_CODES, Code::as_str))]
+    pub code: Option<Code>,
     /// Only requests with a question of this intent (plan-review).
     #[arg(long)]
     pub intent: Option<String>,
     /// Only requests with a plan-review question approved or declined.
-    #[arg(long)]
-    pub decision: Option<String>,
+    #[arg(long, value_parser = super::closed_set(<Decision as strum::VariantArray>::VARIANTS, Decision::as_str))]
+    pub decision: Option<Decision>,
     /// Created at or after: a duration back from now (7d, 2h) or an RFC 3339 time.
     #[arg(long)]
     pub since: Option<String>,
@@ -80,27 +80,14 @@ pub fn parse_time(flag: &str, s: &str, now: Millis) -> Result<Millis> {
 
 /// Build the filter from the flags.
 pub fn filter(a: &Args, now: Millis) -> Result<HistoryFilter> {
-    let status = match a.status.as_deref() {
-        None => None,
-        Some(s) => {
-            Some(Status::parse(s).ok_or_else(|| Error::Usage(format!("unknown status {s:?}")))?)
-        }
-    };
-    let decision =
-        match a.decision.as_deref() {
-            None => None,
-            Some(d) => Some(Decision::parse(d).ok_or_else(|| {
-                Error::Usage(format!("--decision {d:?}: use approved or declined"))
-            })?),
-        };
     Ok(HistoryFilter {
         agent: a.agent.clone(),
         context: a.context.clone(),
         provider: a.provider.clone(),
-        status,
-        code: a.code.clone(),
+        status: a.status,
+        code: a.code.map(|c| c.as_str().to_string()),
         intent: a.intent.clone(),
-        decision,
+        decision: a.decision,
         since: a
             .since
             .as_deref()

@@ -1,16 +1,16 @@
 //! `dshq list`: requests, newest first.
 
 use super::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::{emit, list_text, RequestSummary};
 use crate::store::requests::{self, ListFilter, Status};
 
 /// Arguments of `dshq list`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this status: pending, claimed, answered, cancelled, aborted, rejected.
-    #[arg(long)]
-    pub status: Option<String>,
+    /// Only this status.
+    #[arg(long, value_parser = super::closed_set(<Status as strum::VariantArray>::VARIANTS, Status::as_str))]
+    pub status: Option<Status>,
     /// Only this context.
     #[arg(long)]
     pub context: Option<String>,
@@ -21,14 +21,7 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let status = match a.status.as_deref() {
-        None => None,
-        Some(s) => Some(Status::parse(s).ok_or_else(|| {
-            Error::Usage(format!(
-                "unknown status {s:?}: use pending, claimed, answered, cancelled, aborted or rejected"
-            ))
-        })?),
-    };
+    let status = a.status;
     let mut conn = ctx.db()?;
     crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
     let rows = requests::list(

@@ -215,6 +215,21 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
         .map_err(|e| format!("{s:?} is not a duration such as 30s or 5m: {e}"))
 }
 
+/// A clap value parser for a closed set defined by a pure type (a status, a code, a
+/// decision): clap lists the wire names in `--help` and rejects anything else as a usage
+/// error, and the command receives the typed variant. The pure types stay free of clap.
+pub fn closed_set<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(all.iter().map(|&v| name(v))).map(move |s| {
+        *all.iter()
+            .find(|&&v| name(v) == s)
+            .expect("clap admits only the listed names")
+    })
+}
+
 /// The lease token from `--lease` / `DSHQ_LEASE`, or a usage error naming both.
 pub fn require_lease(lease: Option<String>) -> Result<String> {
     lease.filter(|l| !l.trim().is_empty()).ok_or_else(|| {

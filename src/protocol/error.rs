@@ -9,8 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+// The list of every code (`ALL_CODES`) is derived from this enum (`strum::VariantArray`),
+// so a new variant can never be missing from it, nor from `Code::parse`. (A plain comment:
+// doc comments become the JSON Schema's description.)
 /// Every stable error code dshq reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, strum::VariantArray,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Code {
     /// Malformed input: not JSON, wrong type, unknown/missing field, bad id, duplicates, size.
@@ -121,31 +126,8 @@ impl Code {
     }
 }
 
-/// Every code, in documentation order.
-pub const ALL_CODES: &[Code] = &[
-    Code::BadRequest,
-    Code::AskAborted,
-    Code::EmptyQuestions,
-    Code::CallerNotLive,
-    Code::DelegatedCaller,
-    Code::BadIntent,
-    Code::NoProvider,
-    Code::DuplicateId,
-    Code::BadAnswer,
-    Code::AskCancelled,
-    Code::DuplicateProvider,
-    Code::LeaseExpired,
-    Code::NotFound,
-    Code::RequestFinal,
-    Code::ClaimedElsewhere,
-    Code::WrongContext,
-    Code::WaitTimeout,
-    Code::AuditBroken,
-    Code::DaemonRunning,
-    Code::Usage,
-    Code::Store,
-    Code::Io,
-];
+/// Every code, in declaration (documentation) order; derived from the enum.
+pub const ALL_CODES: &[Code] = <Code as strum::VariantArray>::VARIANTS;
 
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

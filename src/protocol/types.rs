@@ -217,7 +217,9 @@ impl Answer {
 }
 
 /// The recorded outcome of a plan-review question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// `selected == [intent.approve]`.

@@ -1515,10 +1515,14 @@ fn assert_verifies(env: &Env) {
             |r| r.get(0),
         )
         .unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT COUNT(*) FROM requests", [], |r| r.get(0))
+        .unwrap();
     let v = env.json(&["audit", "verify"]).ok().json();
     assert_eq!(
         v,
-        json!({"ok": true, "events": n, "headSeq": n, "headHash": head, "firstBreak": null})
+        json!({"ok": true, "events": n, "requests": rows, "headSeq": n, "headHash": head,
+               "keyedSince": 1, "anchors": [{"seq": n, "hash": head}], "firstBreak": null})
     );
     env.run(&["audit", "verify"]).ok();
 }
@@ -1662,8 +1666,10 @@ fn audit_verify_finds_a_rehashed_change_at_the_next_link() {
         rusqlite::params![data, hash],
     )
     .unwrap();
-    let msg = assert_broken_at(&env, 4);
-    assert!(msg.contains("prev_hash"), "{msg}");
+    // The chain is keyed: a plain SHA-256 recomputed by whoever can write the database
+    // does not verify at the changed event itself.
+    let msg = assert_broken_at(&env, 3);
+    assert!(msg.contains("changed"), "{msg}");
 }
 
 #[test]
@@ -1822,4 +1828,529 @@ fn export_is_ndjson_matching_the_database() {
     }
     // The exported log verifies as the database does.
     assert_verifies(env);
+}
+
+// ---------------------------------------------------------------------------------------
+// The log is the record: forgeries of the request tables, re-hashing, truncation
+// ---------------------------------------------------------------------------------------
+
+/// `audit verify` fails with AUDIT_BROKEN and a message containing every one of `needles`;
+/// returns the message.
+#[track_caller]
+fn assert_audit_fails(env: &Env, extra: &[&str], needles: &[&str]) -> String {
+    let mut args = vec!["audit", "verify"];
+    args.extend_from_slice(extra);
+    let r = env.json(&args);
+    assert_eq!(
+        r.code,
+        dshq::protocol::Code::AuditBroken.exit_status(),
+        "audit verify must fail: {r:?}"
+    );
+    assert_eq!(r.error_code(), "AUDIT_BROKEN", "{r:?}");
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    for n in needles {
+        assert!(msg.contains(n), "{n:?} in {msg:?}");
+    }
+    msg
+}
+
+/// A store with a plan review `p1` declined with feedback, beside the small store's
+/// `s1` (answered by alice) and `s2` (cancelled by bob).
+fn plan_store() -> Env {
+    let env = small_store();
+    env.ask(&json!({"id": "p1", "questions": [plan("plan", "Approve the migration plan?")]}))
+        .ok();
+    env.json(&["answer", "p1", "--name", "carol", "--select", "Revise"])
+        .ok();
+    env
+}
+
+#[test]
+fn a_forged_answer_and_provider_break_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    let conn = tamper_db(&env);
+    let forged = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]}).to_string();
+    conn.execute(
+        "UPDATE requests SET answer = ?1, provider = 'mallory' WHERE id = 's1'",
+        [&forged],
+    )
+    .unwrap();
+    // What `show` presents is the forgery; the audit must not call it ok.
+    assert_audit_fails(&env, &[], &["s1"]);
+
+    // The provider alone.
+    let env = small_store();
+    tamper_db(&env)
+        .execute(
+            "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "provider"]);
+
+    // The selected labels of the question row alone.
+    let env = small_store();
+    tamper_db(&env)
+        .execute(
+            "UPDATE questions SET selected = '[\"SQLite\"]', custom = 'forged'
+             WHERE request_seq = (SELECT seq FROM requests WHERE id = 's1')",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1"]);
+
+    // A cancel turned into an answer.
+    let env = small_store();
+    tamper_db(&env)
+        .execute(
+            "UPDATE requests SET status = 'answered', error_code = NULL, error_message = NULL,
+                 answer = ?1 WHERE id = 's2'",
+            [&json!({"answers": [{"id": "db", "selected": ["Postgres"]}]}).to_string()],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s2"]);
+
+    // The finish time.
+    let env = small_store();
+    tamper_db(&env)
+        .execute(
+            "UPDATE requests SET finished_ms = finished_ms - 1000 WHERE id = 's1'",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1"]);
+}
+
+#[test]
+fn a_flipped_decision_breaks_the_audit() {
+    let env = plan_store();
+    assert_verifies(&env);
+    let conn = tamper_db(&env);
+    let d: String = conn
+        .query_row("SELECT decision FROM requests WHERE id = 'p1'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(d, "declined");
+    conn.execute(
+        "UPDATE requests SET decision = 'approved' WHERE id = 'p1'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1", "decision"]);
+
+    // The question row's decision (with its selected label) alone.
+    let env = plan_store();
+    tamper_db(&env)
+        .execute(
+            "UPDATE questions SET decision = 'approved', selected = '[\"Ship it\"]'
+             WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["p1"]);
+}
+
+#[test]
+fn rewritten_question_text_breaks_the_audit() {
+    let env = plan_store();
+    let conn = tamper_db(&env);
+    conn.execute(
+        "UPDATE questions SET question = 'DROP the production database?'
+         WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1", "question"]);
+
+    // The body and the question row rewritten together: the digest still differs.
+    let env = plan_store();
+    let conn = tamper_db(&env);
+    let body: String = conn
+        .query_row("SELECT body FROM requests WHERE id = 'p1'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let forged = body.replace(
+        "Approve the migration plan?",
+        "DROP the production database?",
+    );
+    assert_ne!(forged, body);
+    conn.execute("UPDATE requests SET body = ?1 WHERE id = 'p1'", [&forged])
+        .unwrap();
+    conn.execute(
+        "UPDATE questions SET question = 'DROP the production database?'
+         WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["p1"]);
+}
+
+#[test]
+fn an_answered_request_without_events_breaks_the_audit() {
+    let env = small_store();
+    let conn = tamper_db(&env);
+    let body = json!({"id": "ghost", "questions": [{"id": "q", "question": "Ship it?",
+                      "options": [{"label": "Yes"}, {"label": "No"}]}]})
+    .to_string();
+    conn.execute(
+        "INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms,
+                               answer, provider)
+         VALUES ('ghost', 'default', 'answered', ?1, 'cli', 1, 2, ?2, 'alice')",
+        rusqlite::params![
+            body,
+            json!({"answers": [{"id": "q", "selected": ["Yes"]}]}).to_string()
+        ],
+    )
+    .unwrap();
+    let seq = conn.last_insert_rowid();
+    conn.execute(
+        "INSERT INTO questions (request_seq, idx, qid, question, multi_select, options, selected)
+         VALUES (?1, 0, 'q', 'Ship it?', 0, '[{\"label\":\"Yes\"},{\"label\":\"No\"}]', '[\"Yes\"]')",
+        [seq],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["ghost"]);
+}
+
+/// Rewrite events `from..` with `data` for event `from`, recomputing the plain SHA-256
+/// chain the way an attacker who knows the documented formula would.
+fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
+    type Ev = (
+        i64,
+        i64,
+        String,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        String,
+        String,
+    );
+    let evs: Vec<Ev> = conn
+        .prepare(
+            "SELECT seq, at_ms, kind, request_id, lease_id, agent_id, actor, data FROM events
+             WHERE seq >= ?1 ORDER BY seq",
+        )
+        .unwrap()
+        .query_map([from], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut prev: String = conn
+        .query_row("SELECT prev_hash FROM events WHERE seq = ?1", [from], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    for (seq, at, kind, req, lease, agent, actor, old) in evs {
+        let d = if seq == from { data.to_string() } else { old };
+        let hash = dshq::store::events::event_hash(
+            &prev,
+            seq,
+            at,
+            &kind,
+            req.as_deref(),
+            lease,
+            agent.as_deref(),
+            &actor,
+            &d,
+        );
+        conn.execute(
+            "UPDATE events SET data = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
+            rusqlite::params![d, prev, hash, seq],
+        )
+        .unwrap();
+        prev = hash;
+    }
+}
+
+#[test]
+fn an_edited_event_with_a_recomputed_plain_chain_breaks_the_audit() {
+    let env = plan_store();
+    let conn = tamper_db(&env);
+    drop_triggers(&conn);
+    let (seq, data): (i64, String) = conn
+        .query_row(
+            "SELECT seq, data FROM events WHERE kind = 'answered' AND request_id = 'p1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let forged = data.replace("declined", "approved");
+    assert_ne!(forged, data);
+    rehash_from(&conn, seq, &forged);
+    // The rows agree with the forged event.
+    conn.execute(
+        "UPDATE requests SET decision = 'approved' WHERE id = 'p1'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE questions SET decision = 'approved' WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p1')",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &[&format!("event {seq}")]);
+
+    // Without the key file no one can verify a keyed chain: it fails, it does not pass.
+    let env = small_store();
+    std::fs::remove_file(env.root().join("audit.key")).unwrap();
+    assert_audit_fails(&env, &[], &["audit.key"]);
+}
+
+#[test]
+fn deleting_the_newest_events_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    // Keep a copy of the head elsewhere, as an operator would.
+    let copy = env.dir.path().join("head-copy");
+    std::fs::copy(env.root().join("audit.head"), &copy).unwrap();
+    env.json(&["audit", "verify", "--anchor", copy.to_str().unwrap()])
+        .ok();
+    let conn = tamper_db(&env);
+    drop_triggers(&conn);
+    let n = event_count(&conn);
+    let kind: String = conn
+        .query_row("SELECT kind FROM events WHERE seq = ?1", [n], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        kind, "lease-released",
+        "the newest event is not a request's"
+    );
+    conn.execute("DELETE FROM events WHERE seq = ?1", [n])
+        .unwrap();
+    let head = format!("event {n}");
+    assert_audit_fails(&env, &[], &["anchor", &head]);
+    assert_audit_fails(
+        &env,
+        &["--anchor", copy.to_str().unwrap()],
+        &["anchor", &head],
+    );
+
+    // Deleting the cancel too (and its row's state with it) is found either way.
+    conn.execute("DELETE FROM events WHERE seq = ?1", [n - 1])
+        .unwrap();
+    conn.execute(
+        "UPDATE requests SET status = 'pending', finished_ms = NULL, error_code = NULL,
+             error_message = NULL, provider = NULL, claimed_lease = NULL WHERE id = 's2'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &["--anchor", copy.to_str().unwrap()], &["anchor"]);
+
+    // A missing anchor file named on the command line is an error, not a pass.
+    let env = small_store();
+    let r = env.json(&["audit", "verify", "--anchor", "/nonexistent/head"]);
+    assert_ne!(r.code, 0, "{r:?}");
+}
+
+/// Drop the triggers that make the request tables a record (schema v3), as someone with
+/// write access to the database file can.
+fn drop_record_triggers(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP TRIGGER IF EXISTS requests_record_fixed; DROP TRIGGER IF EXISTS requests_no_delete;
+         DROP TRIGGER IF EXISTS questions_record_fixed; DROP TRIGGER IF EXISTS questions_no_delete;",
+    )
+    .unwrap();
+}
+
+/// The database opened with the record triggers dropped.
+fn tamper_db(env: &Env) -> rusqlite::Connection {
+    let conn = db(env);
+    drop_record_triggers(&conn);
+    conn
+}
+
+/// Rewrite every event's data with `edit` and recompute the whole chain as plain SHA-256.
+fn replain_all(conn: &rusqlite::Connection, edit: impl Fn(i64, &mut Value)) {
+    let evs: Vec<(i64, String)> = conn
+        .prepare("SELECT seq, data FROM events ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (seq, data) in &evs {
+        let mut v: Value = serde_json::from_str(data).unwrap();
+        edit(*seq, &mut v);
+        conn.execute(
+            "UPDATE events SET data = ?1 WHERE seq = ?2",
+            rusqlite::params![v.to_string(), seq],
+        )
+        .unwrap();
+    }
+    let first: String = conn
+        .query_row("SELECT data FROM events WHERE seq = 1", [], |r| r.get(0))
+        .unwrap();
+    rehash_from(conn, 1, &first);
+}
+
+#[test]
+fn the_record_triggers_refuse_in_place_edits() {
+    let env = small_store();
+    let conn = db(&env);
+    for sql in [
+        "UPDATE requests SET answer = '{}', provider = 'mallory' WHERE id = 's1'",
+        "UPDATE requests SET status = 'answered' WHERE id = 's2'",
+        "UPDATE requests SET body = '{}' WHERE id = 's1'",
+        "DELETE FROM requests WHERE id = 's2'",
+        "UPDATE questions SET question = 'DROP it?'",
+        "UPDATE questions SET selected = '[\"SQLite\"]' WHERE selected IS NOT NULL",
+        "DELETE FROM questions",
+    ] {
+        let e = conn.execute(sql, []).unwrap_err();
+        assert!(e.to_string().contains("record"), "{sql}: {e}");
+    }
+    // Outbox bookkeeping on a final row is still allowed.
+    conn.execute("UPDATE requests SET outbox_pending = 0 WHERE id = 's1'", [])
+        .unwrap();
+    assert_verifies(&env);
+}
+
+#[test]
+fn a_store_from_before_the_keyed_chain_keeps_verifying_and_its_switch_point_holds() {
+    // Turn a store into what an older dshq left: plain chain, the old event payloads,
+    // no key, no anchor, schema v2.
+    let env = small_store();
+    let conn = tamper_db(&env);
+    drop_triggers(&conn);
+    conn.execute("DELETE FROM schema_migrations WHERE version = 3", [])
+        .unwrap();
+    replain_all(&conn, |_, v| {
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "rowSeq",
+            "digest",
+            "deadlineMs",
+            "lineage",
+            "bodySha256",
+            "answer",
+            "provider",
+        ] {
+            o.remove(k);
+        }
+    });
+    conn.execute_batch(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+         CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;",
+    )
+    .unwrap();
+    drop(conn);
+    std::fs::remove_file(env.root().join("audit.key")).unwrap();
+    std::fs::remove_file(env.root().join("audit.head")).unwrap();
+    let n = 9;
+
+    // It verifies as it is (the upgrade applies migration 3 on open).
+    let v = env.json(&["audit", "verify"]).ok().json();
+    assert_eq!(v["events"], n);
+    assert_eq!(v["keyedSince"], Value::Null);
+    assert_eq!(v["requests"], 2);
+    assert!(
+        !env.root().join("audit.key").exists(),
+        "verify creates no key"
+    );
+    let version: i64 = db(&env)
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, 3);
+
+    // The first write keys the chain from the next event on.
+    env.ask(&simple_request("s3")).ok();
+    let v = env.json(&["audit", "verify"]).ok().json();
+    assert_eq!(v["keyedSince"], n + 1);
+    assert_eq!(v["events"], n + 1);
+    let meta = std::fs::metadata(env.root().join("audit.key")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+
+    // The old events carry less, but a forged provider is still found (their actor).
+    let conn = tamper_db(&env);
+    conn.execute(
+        "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+        [],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "provider"]);
+    conn.execute("UPDATE requests SET provider = 'alice' WHERE id = 's1'", [])
+        .unwrap();
+    env.json(&["audit", "verify"]).ok();
+
+    // Rewriting an old event and recomputing the plain chain to the end (the keyed part
+    // too, as if it had never been keyed) breaks at the first keyed event.
+    drop_triggers(&conn);
+    let answered: i64 = conn
+        .query_row(
+            "SELECT seq FROM events WHERE kind = 'answered' AND request_id = 's1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute(
+        "UPDATE events SET actor = 'provider:mallory' WHERE seq = ?1",
+        [answered],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE requests SET provider = 'mallory' WHERE id = 's1'",
+        [],
+    )
+    .unwrap();
+    replain_all(&conn, |_, _| {});
+    assert_audit_fails(&env, &[], &[&format!("event {}", n + 1)]);
+}
+
+#[test]
+fn a_database_failing_sqlites_integrity_check_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    let conn = db(&env);
+    // Point an index at another column: its entries no longer match the table.
+    conn.execute_batch(
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_master SET sql = 'CREATE INDEX requests_created ON requests (finished_ms)'
+         WHERE name = 'requests_created';
+         PRAGMA writable_schema = OFF;",
+    )
+    .unwrap();
+    drop(conn);
+    assert_audit_fails(&env, &[], &["integrity check"]);
+}
+
+#[test]
+fn the_events_table_escapes_answer_text_now_in_the_log() {
+    // The answered event carries the answer: custom text with bidi and C1 controls must
+    // not reach the terminal raw through `dshq events`.
+    let env = Env::new();
+    env.ask(&simple_request("t1")).ok();
+    env.json(&[
+        "answer",
+        "t1",
+        "--name",
+        "alice",
+        "--custom",
+        "ok\u{202e}gnp.exe\u{9b}2J\u{7}",
+    ])
+    .ok();
+    let out = env.run(&["events", "t1"]).ok().stdout;
+    assert!(out.contains("answered"), "{out}");
+    for bad in ['\u{202e}', '\u{9b}', '\u{7}', '\u{1b}'] {
+        assert!(!out.contains(bad), "{bad:?} raw in {out:?}");
+    }
+    env.json(&["audit", "verify"]).ok();
 }

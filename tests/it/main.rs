@@ -9,6 +9,7 @@ mod cli;
 mod crash;
 mod daemon;
 mod examples;
+mod flags;
 mod helpers;
 mod hooks;
 mod interactive;

@@ -11,6 +11,7 @@
 //! timeout, and reads each back: SQLite silently ignores a misspelled pragma.
 
 pub mod agents;
+pub mod audit;
 pub mod events;
 pub mod history;
 pub mod leases;
@@ -38,6 +39,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "0002_audit_indexes",
         include_str!("../../../migrations/sqlite/0002_audit_indexes.sql"),
+    ),
+    (
+        3,
+        "0003_record_immutable",
+        include_str!("../../../migrations/sqlite/0003_record_immutable.sql"),
     ),
 ];
 
@@ -164,10 +170,12 @@ pub fn write<T>(
     // Commit what is due on its own first, so a failing operation (say, a stale lease's
     // answer) does not roll back the expiry it observed.
     sweep_if_due(conn, now)?;
+    events::forget_head();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     sweep(&tx, now)?;
     let out = f(&tx)?;
     tx.commit()?;
+    events::publish_head();
     Ok(out)
 }
 
@@ -180,11 +188,13 @@ pub fn write_now<T>(
     f: impl FnOnce(&Transaction, Millis) -> Result<T>,
 ) -> Result<T> {
     sweep_if_due(conn, crate::clock::now_ms())?;
+    events::forget_head();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = crate::clock::now_ms();
     sweep(&tx, now)?;
     let out = f(&tx, now)?;
     tx.commit()?;
+    events::publish_head();
     Ok(out)
 }
 
@@ -194,9 +204,11 @@ pub fn write_now<T>(
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
     match requests::next_due(conn)? {
         Some(due) if due < now => {
+            events::forget_head();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let swept = sweep(&tx, now)?;
             tx.commit()?;
+            events::publish_head();
             Ok(Some(swept))
         }
         _ => Ok(None),
@@ -209,9 +221,11 @@ pub fn write_no_sweep<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Transaction) -> Result<T>,
 ) -> Result<T> {
+    events::forget_head();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let out = f(&tx)?;
     tx.commit()?;
+    events::publish_head();
     Ok(out)
 }
 

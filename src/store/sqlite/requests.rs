@@ -22,7 +22,7 @@ use crate::protocol::types::{
 };
 
 /// A request's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::VariantArray)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for a provider.
@@ -452,7 +452,17 @@ pub fn accept(
             request_id: Some(&n.id),
             agent_id: n.request.agent.as_ref().map(|a| a.id.as_str()),
             actor: &actor,
-            data: serde_json::json!({"context": n.context, "source": source, "questions": n.request.questions.len()}),
+            // What was asked: the digest of the canonical request (the row's body must
+            // hash to it) and what the row keeps beside the body.
+            data: serde_json::json!({
+                "context": n.context,
+                "source": source,
+                "questions": n.request.questions.len(),
+                "rowSeq": seq,
+                "digest": crate::protocol::digest::request_digest(&n.request),
+                "deadlineMs": deadline,
+                "lineage": lineage,
+            }),
             ..Default::default()
         },
     )?;
@@ -519,7 +529,13 @@ pub fn record_rejection(
             kind: "rejected",
             request_id: id,
             actor: "daemon",
-            data: serde_json::json!({"source": rej.source, "code": code, "message": error.message}),
+            data: serde_json::json!({
+                "source": rej.source,
+                "code": code,
+                "message": error.message,
+                "rowSeq": tx.last_insert_rowid(),
+                "bodySha256": events::hex(&<sha2::Sha256 as sha2::Digest>::digest(rej.body.as_bytes())),
+            }),
             ..Default::default()
         },
     )?;
@@ -736,6 +752,9 @@ pub fn answer(
                 "decisions": request.questions.iter().zip(&decisions)
                     .filter_map(|(q, d)| d.map(|d| (q.id.clone(), serde_json::Value::from(d.as_str()))))
                     .collect::<serde_json::Map<_, _>>(),
+                // What was answered, and by whom: the row must agree with these.
+                "answer": serde_json::to_value(answer).expect("an Answer serializes"),
+                "provider": lease.name,
             }),
             ..Default::default()
         },
@@ -874,7 +893,7 @@ fn finish_error(
             request_id: Some(id),
             lease_id,
             actor,
-            data: serde_json::json!({"code": code.as_str(), "message": message}),
+            data: serde_json::json!({"code": code.as_str(), "message": message, "provider": provider}),
             ..Default::default()
         },
     )?;

@@ -197,7 +197,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 2);
+    assert_eq!(schema_version(&conn).unwrap(), 3);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -209,10 +209,11 @@ fn migration_version_is_recorded() {
         rows,
         vec![
             (1, "0001_init".to_string()),
-            (2, "0002_audit_indexes".to_string())
+            (2, "0002_audit_indexes".to_string()),
+            (3, "0003_record_immutable".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 2);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 3);
 }
 
 #[test]
@@ -231,9 +232,9 @@ fn a_version_1_database_upgrades_in_place() {
     .unwrap();
     assert_eq!(schema_version(&conn).unwrap(), 1);
     accept(&mut conn, simple("old", "default"), T0).unwrap();
-    // Upgrading applies 0002 only, records it, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    // Upgrading applies 0002 and 0003, records them, and keeps the data.
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     assert_eq!(
         count(
             &conn,
@@ -248,9 +249,9 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(migrate(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(migrate(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -260,13 +261,13 @@ fn migrating_twice_is_a_no_op() {
 fn newer_schema_is_refused() {
     let conn = db();
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (3, '0003_future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (4, '0004_future', 0)",
         [],
     )
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 3, known: 2 }),
+        matches!(e, Error::SchemaTooNew { found: 4, known: 3 }),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -299,8 +300,8 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 2);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(schema_version(&conn).unwrap(), 3);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -311,7 +312,7 @@ fn file_database_pragmas_and_reopen() {
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 7, known: 2 }),
+        matches!(e, Error::SchemaTooNew { found: 7, known: 3 }),
         "{e:?}"
     );
 }

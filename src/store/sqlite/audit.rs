@@ -1,0 +1,814 @@
+//! The event log is the record: every request row and its questions must be what the log
+//! says happened to it.
+//!
+//! The `requests` and `questions` tables are what `show`, `history` and the outbox read,
+//! and nothing but this check protects them: a row edited in place (an answer, a
+//! provider, a decision, a question's text) or inserted without events would otherwise be
+//! presented as real. [`check_records`] replays each request's events (accepted or
+//! rejected, then claimed, released, answered, cancelled, aborted) and compares the state
+//! they imply with the row: status, times, lease, provider, answer, decisions, error, and
+//! the request content through the digest the `accepted` event carries.
+//!
+//! Rows and their creation events pair in insertion order (one `accepted` or `rejected`
+//! event is appended in the transaction that inserts each row); events written since the
+//! log carried the record also name their row (`rowSeq`). Events written before that carry
+//! less (no digest, no answer document): for those rows only what the event carries is
+//! checked (status, times, lease, provider, decision, error), and the answer must still
+//! satisfy the request and agree with the question rows.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::events::{self, Event};
+use super::requests::{self, ListFilter, RequestRow, Status};
+use crate::error::Result;
+use crate::protocol::answer::{check_answer, request_decision};
+use crate::protocol::digest::request_digest;
+use crate::protocol::types::{Answer, Decision, Request};
+
+/// The first disagreement between the tables and the log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordBreak {
+    /// The request id, when the row or event has one.
+    pub request: Option<String>,
+    /// The row (`requests.seq`), when one is concerned.
+    pub row: Option<i64>,
+    /// The event concerned, when one is.
+    pub event: Option<i64>,
+    /// What disagrees.
+    pub problem: String,
+}
+
+impl std::fmt::Display for RecordBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.request, self.row) {
+            (Some(id), Some(row)) => write!(f, "request {id} (row {row})")?,
+            (Some(id), None) => write!(f, "request {id}")?,
+            (None, Some(row)) => write!(f, "row {row} (no id)")?,
+            (None, None) => write!(f, "the log")?,
+        }
+        if let Some(e) = self.event {
+            write!(f, ", event {e}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// A `questions` row.
+#[derive(Debug, Clone)]
+struct QuestionRow {
+    idx: i64,
+    qid: String,
+    question: String,
+    header: Option<String>,
+    detail: Option<String>,
+    multi_select: bool,
+    intent_kind: Option<String>,
+    intent_approve: Option<String>,
+    options: String,
+    selected: Option<String>,
+    custom: Option<String>,
+    decision: Option<String>,
+}
+
+/// SQLite's own check of the file: `None` when it says ok, else its first complaint.
+pub fn integrity(conn: &Connection) -> Result<Option<String>> {
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+    let first: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .take(5)
+        .collect::<rusqlite::Result<_>>()?;
+    if first.len() == 1 && first[0] == "ok" {
+        Ok(None)
+    } else {
+        Ok(Some(first.join("; ")))
+    }
+}
+
+/// Compare every request row and its questions with the log. Returns the number of rows
+/// checked and the first disagreement.
+pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
+    let rows = requests::list(
+        conn,
+        &ListFilter {
+            oldest_first: true,
+            ..Default::default()
+        },
+    )?;
+    let all = events::all(conn)?;
+    let mut questions: HashMap<i64, Vec<QuestionRow>> = HashMap::new();
+    {
+        let mut stmt = conn.prepare(
+            "SELECT request_seq, idx, qid, question, header, detail, multi_select, intent_kind,
+                    intent_approve, options, selected, custom, decision
+             FROM questions ORDER BY request_seq, idx",
+        )?;
+        let mut rs = stmt.query([])?;
+        while let Some(r) = rs.next()? {
+            questions.entry(r.get(0)?).or_default().push(QuestionRow {
+                idx: r.get(1)?,
+                qid: r.get(2)?,
+                question: r.get(3)?,
+                header: r.get(4)?,
+                detail: r.get(5)?,
+                multi_select: r.get(6)?,
+                intent_kind: r.get(7)?,
+                intent_approve: r.get(8)?,
+                options: r.get(9)?,
+                selected: r.get(10)?,
+                custom: r.get(11)?,
+                decision: r.get(12)?,
+            });
+        }
+    }
+    let creations: Vec<&Event> = all
+        .iter()
+        .filter(|e| e.kind == "accepted" || e.kind == "rejected")
+        .collect();
+    let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
+    for e in &all {
+        if matches!(
+            e.kind.as_str(),
+            "claimed" | "released" | "answered" | "cancelled" | "aborted"
+        ) {
+            match e.request_id.as_deref() {
+                Some(id) => lifecycle.entry(id).or_default().push(e),
+                None => {
+                    return Ok((
+                        0,
+                        Some(RecordBreak {
+                            request: None,
+                            row: None,
+                            event: Some(e.seq),
+                            problem: format!("a {} event names no request", e.kind),
+                        }),
+                    ))
+                }
+            }
+        }
+    }
+
+    let mut checked = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let brk = |event: Option<i64>, problem: String| RecordBreak {
+            request: row.id.clone(),
+            row: Some(row.seq),
+            event,
+            problem,
+        };
+        let Some(ev) = creations.get(i) else {
+            return Ok((
+                checked,
+                Some(brk(
+                    None,
+                    "has no accepted or rejected event: the row was inserted outside dshq".into(),
+                )),
+            ));
+        };
+        let mut problem = if let Some(s) = ev.data.get("rowSeq").and_then(Value::as_i64) {
+            (s != row.seq).then(|| format!("the event records row {s}"))
+        } else {
+            None
+        };
+        if problem.is_none() && ev.request_id != row.id {
+            problem = Some(format!(
+                "the event concerns request {}: rows and events do not pair (a row was inserted or removed)",
+                ev.request_id.as_deref().unwrap_or("(none)")
+            ));
+        }
+        if problem.is_none() {
+            let q = questions.remove(&row.seq).unwrap_or_default();
+            problem = if ev.kind == "rejected" {
+                check_rejected(row, ev, &q)
+            } else {
+                let id = row.id.as_deref().unwrap_or_default();
+                let evs = lifecycle.remove(id).unwrap_or_default();
+                match check_accepted(row, ev, &evs, &q) {
+                    Some((seq, p)) => {
+                        return Ok((checked, Some(brk(Some(seq), p))));
+                    }
+                    None => None,
+                }
+            };
+        }
+        if let Some(p) = problem {
+            return Ok((checked, Some(brk(Some(ev.seq), p))));
+        }
+        checked += 1;
+    }
+    if let Some(ev) = creations.get(rows.len()) {
+        return Ok((
+            checked,
+            Some(RecordBreak {
+                request: ev.request_id.clone(),
+                row: None,
+                event: Some(ev.seq),
+                problem: format!("the {} event has no request row: it was removed", ev.kind),
+            }),
+        ));
+    }
+    if let Some(e) = lifecycle.values().flatten().min_by_key(|e| e.seq) {
+        return Ok((
+            checked,
+            Some(RecordBreak {
+                request: e.request_id.clone(),
+                row: None,
+                event: Some(e.seq),
+                problem: format!("the {} event has no accepted request row", e.kind),
+            }),
+        ));
+    }
+    if let Some(seq) = questions.keys().min() {
+        return Ok((
+            checked,
+            Some(RecordBreak {
+                request: None,
+                row: Some(*seq),
+                event: None,
+                problem: "questions rows belong to no request".into(),
+            }),
+        ));
+    }
+    Ok((checked, None))
+}
+
+fn str_field<'a>(ev: &'a Event, name: &str) -> Option<&'a str> {
+    ev.data.get(name).and_then(Value::as_str)
+}
+
+/// `"x"` or `null`, for messages.
+fn show<T: std::fmt::Debug>(v: &Option<T>) -> String {
+    match v {
+        Some(v) => format!("{v:?}"),
+        None => "null".into(),
+    }
+}
+
+fn differs<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    row: &Option<T>,
+    log: &Option<T>,
+) -> Option<String> {
+    (row != log).then(|| {
+        format!(
+            "{what} is {} in the row but {} in the log",
+            show(row),
+            show(log)
+        )
+    })
+}
+
+fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<String> {
+    if row.status != Status::Rejected {
+        return Some(format!(
+            "status is {:?} in the row but the log says rejected",
+            row.status.as_str()
+        ));
+    }
+    differs("createdAt", &Some(row.created_ms), &Some(ev.at_ms))
+        .or_else(|| differs("finishedAt", &row.finished_ms, &Some(ev.at_ms)))
+        .or_else(|| {
+            differs(
+                "error code",
+                &row.error_code.as_deref(),
+                &str_field(ev, "code"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "error message",
+                &row.error_message.as_deref(),
+                &str_field(ev, "message"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "source",
+                &Some(row.source.as_str()),
+                &str_field(ev, "source"),
+            )
+        })
+        .or_else(|| {
+            let want = str_field(ev, "bodySha256")?;
+            let got = events::hex(&Sha256::digest(row.body.as_bytes()));
+            (got != want).then(|| "the rejected input does not match its digest in the log".into())
+        })
+        .or_else(|| {
+            (row.answer.is_some() || row.decision.is_some() || row.provider.is_some())
+                .then(|| "a rejected row carries an answer or a provider".into())
+        })
+        .or_else(|| (!q.is_empty()).then(|| "a rejected row has question rows".into()))
+}
+
+/// The state the log implies for an accepted request.
+#[derive(Debug, Default)]
+struct Replayed<'a> {
+    status: Option<Status>,
+    claimed_lease: Option<i64>,
+    claimed_ms: Option<i64>,
+    finished_ms: Option<i64>,
+    last: Option<&'a Event>,
+}
+
+/// Compare an accepted request's row with its events; the first problem and the event it
+/// concerns.
+fn check_accepted(
+    row: &RequestRow,
+    accepted: &Event,
+    evs: &[&Event],
+    q: &[QuestionRow],
+) -> Option<(i64, String)> {
+    let at = |p: Option<String>| p.map(|p| (accepted.seq, p));
+    if row.status == Status::Rejected {
+        return Some((
+            accepted.seq,
+            "status is \"rejected\" in the row but the log says accepted".into(),
+        ));
+    }
+    let p = differs("createdAt", &Some(row.created_ms), &Some(accepted.at_ms))
+        .or_else(|| {
+            differs(
+                "context",
+                &Some(row.context.as_str()),
+                &str_field(accepted, "context"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "source",
+                &Some(row.source.as_str()),
+                &str_field(accepted, "source"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "agent",
+                &row.agent_id.as_deref(),
+                &accepted.agent_id.as_deref(),
+            )
+        })
+        .or_else(|| {
+            let d = accepted.data.get("deadlineMs")?;
+            differs("deadline", &row.deadline_ms, &d.as_i64())
+        })
+        .or_else(|| {
+            let l = accepted.data.get("lineage")?;
+            differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
+        });
+    if p.is_some() {
+        return at(p);
+    }
+    let request: Request = match serde_json::from_str(&row.body) {
+        Ok(r) => r,
+        Err(e) => return at(Some(format!("its request body does not parse ({e})"))),
+    };
+    if let Some(want) = str_field(accepted, "digest") {
+        if request_digest(&request) != want {
+            return at(Some(
+                "its request content does not match the digest the log recorded (the request was rewritten)"
+                    .into(),
+            ));
+        }
+    }
+    let p = differs(
+        "the agent instance",
+        &row.agent_instance.as_deref(),
+        &request.agent.as_ref().map(|a| a.instance.as_str()),
+    )
+    .or_else(|| {
+        differs(
+            "the agent",
+            &row.agent_id.as_deref(),
+            &request.agent.as_ref().map(|a| a.id.as_str()),
+        )
+    })
+    .or_else(|| check_question_rows(&request, q));
+    if p.is_some() {
+        return at(p);
+    }
+
+    // Replay the lifecycle.
+    let mut st = Replayed {
+        status: Some(Status::Pending),
+        ..Default::default()
+    };
+    for e in evs {
+        if e.seq < accepted.seq {
+            return Some((e.seq, format!("a {} event precedes the acceptance", e.kind)));
+        }
+        if st.status.is_some_and(Status::is_final) {
+            return Some((e.seq, format!("a {} event follows the final state", e.kind)));
+        }
+        match e.kind.as_str() {
+            "claimed" => {
+                if st.status != Some(Status::Pending) {
+                    return Some((e.seq, "claimed while not pending".into()));
+                }
+                st.status = Some(Status::Claimed);
+                st.claimed_lease = e.lease_id;
+                st.claimed_ms = Some(e.at_ms);
+            }
+            "released" => {
+                if st.status != Some(Status::Claimed) {
+                    return Some((e.seq, "released while not claimed".into()));
+                }
+                st.status = Some(Status::Pending);
+                st.claimed_lease = None;
+                st.claimed_ms = None;
+            }
+            "answered" => {
+                st.status = Some(Status::Answered);
+                st.claimed_lease = e.lease_id;
+                st.claimed_ms = st.claimed_ms.or(Some(e.at_ms));
+                st.finished_ms = Some(e.at_ms);
+            }
+            "cancelled" | "aborted" => {
+                st.status = Some(if e.kind == "cancelled" {
+                    Status::Cancelled
+                } else {
+                    Status::Aborted
+                });
+                st.claimed_lease = e.lease_id.or(st.claimed_lease);
+                st.finished_ms = Some(e.at_ms);
+            }
+            _ => unreachable!("only lifecycle kinds are collected"),
+        }
+        st.last = Some(e);
+    }
+    let last_seq = st.last.map_or(accepted.seq, |e| e.seq);
+    let here = |p: Option<String>| p.map(|p| (last_seq, p));
+    let p = differs(
+        "status",
+        &Some(row.status.as_str()),
+        &st.status.map(Status::as_str),
+    )
+    .or_else(|| differs("the claiming lease", &row.claimed_lease, &st.claimed_lease))
+    .or_else(|| differs("claimedAt", &row.claimed_ms, &st.claimed_ms))
+    .or_else(|| differs("finishedAt", &row.finished_ms, &st.finished_ms));
+    if p.is_some() {
+        return here(p);
+    }
+    let p = match (row.status, st.last) {
+        (Status::Answered, Some(e)) => check_answered(row, e, &request, q),
+        (Status::Cancelled | Status::Aborted, Some(e)) => {
+            let provider = match e.data.get("provider") {
+                Some(p) => p.as_str(),
+                None if e.kind == "cancelled" => e.actor.strip_prefix("provider:"),
+                None => None,
+            };
+            differs("provider", &row.provider.as_deref(), &provider)
+                .or_else(|| {
+                    differs(
+                        "error code",
+                        &row.error_code.as_deref(),
+                        &str_field(e, "code"),
+                    )
+                })
+                .or_else(|| {
+                    differs(
+                        "error message",
+                        &row.error_message.as_deref(),
+                        &str_field(e, "message"),
+                    )
+                })
+                .or_else(|| unanswered(row, q))
+        }
+        _ => differs("provider", &row.provider.as_deref(), &None)
+            .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
+            .or_else(|| unanswered(row, q)),
+    };
+    here(p)
+}
+
+/// The row and its questions carry no answer.
+fn unanswered(row: &RequestRow, q: &[QuestionRow]) -> Option<String> {
+    differs("answer", &row.answer.as_deref(), &None)
+        .or_else(|| differs("decision", &row.decision.map(Decision::as_str), &None))
+        .or_else(|| {
+            q.iter()
+                .find(|q| q.selected.is_some() || q.custom.is_some() || q.decision.is_some())
+                .map(|q| {
+                    format!(
+                        "question {:?} carries an answer the log does not have",
+                        q.qid
+                    )
+                })
+        })
+}
+
+fn check_answered(
+    row: &RequestRow,
+    e: &Event,
+    request: &Request,
+    q: &[QuestionRow],
+) -> Option<String> {
+    let provider = match e.data.get("provider") {
+        Some(p) => p.as_str(),
+        None => e.actor.strip_prefix("provider:"),
+    };
+    let p = differs("provider", &row.provider.as_deref(), &provider)
+        .or_else(|| {
+            differs(
+                "decision",
+                &row.decision.map(Decision::as_str),
+                &str_field(e, "decision"),
+            )
+        })
+        .or_else(|| differs("error code", &row.error_code.as_deref(), &None));
+    if p.is_some() {
+        return p;
+    }
+    let stored: Option<Answer> = row
+        .answer
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok());
+    let Some(stored) = stored else {
+        return Some("the row's answer is missing or does not parse".into());
+    };
+    // The answer of record: the event's when it carries one, else (older events) the row's.
+    let answer = match e.data.get("answer") {
+        Some(a) => match serde_json::from_value::<Answer>(a.clone()) {
+            Ok(a) => a,
+            Err(err) => return Some(format!("the log's answer does not parse ({err})")),
+        },
+        None => stored.clone(),
+    };
+    if stored != answer {
+        return Some("the answer in the row is not the answer in the log".into());
+    }
+    let decisions = match check_answer(&request.questions, &answer) {
+        Ok(d) => d,
+        Err(err) => {
+            return Some(format!(
+                "the answer does not answer the request ({})",
+                err.message
+            ))
+        }
+    };
+    if let Some(logged) = e.data.get("decisions").and_then(Value::as_object) {
+        for (question, d) in request.questions.iter().zip(&decisions) {
+            let l = logged.get(&question.id).and_then(Value::as_str);
+            if l != d.map(Decision::as_str) {
+                return Some(format!(
+                    "the decision of question {:?} is {} by the answer but {} in the log",
+                    question.id,
+                    show(&d.map(Decision::as_str)),
+                    show(&l)
+                ));
+            }
+        }
+    }
+    if row.decision != request_decision(&decisions) {
+        return Some(format!(
+            "decision is {} in the row but the answer makes it {}",
+            show(&row.decision.map(Decision::as_str)),
+            show(&request_decision(&decisions).map(Decision::as_str))
+        ));
+    }
+    for (qr, (question, d)) in q.iter().zip(request.questions.iter().zip(&decisions)) {
+        let item = answer.answers.iter().find(|a| a.id == question.id)?;
+        let selected: Option<Vec<String>> = qr
+            .selected
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok());
+        let p = differs(
+            &format!("question {:?}'s selected labels", qr.qid),
+            &selected,
+            &Some(item.selected.clone()),
+        )
+        .or_else(|| {
+            differs(
+                &format!("question {:?}'s custom text", qr.qid),
+                &qr.custom,
+                &item.custom,
+            )
+        })
+        .or_else(|| {
+            differs(
+                &format!("question {:?}'s decision", qr.qid),
+                &qr.decision.as_deref(),
+                &d.map(Decision::as_str),
+            )
+        });
+        if p.is_some() {
+            return p;
+        }
+    }
+    None
+}
+
+/// The question rows are the request's questions.
+fn check_question_rows(request: &Request, q: &[QuestionRow]) -> Option<String> {
+    if q.len() != request.questions.len() {
+        return Some(format!(
+            "it has {} question rows but the request has {} questions",
+            q.len(),
+            request.questions.len()
+        ));
+    }
+    for (i, (qr, question)) in q.iter().zip(&request.questions).enumerate() {
+        let name = format!("question {:?}", question.id);
+        let options = serde_json::to_value(question.options()).ok();
+        let stored: Option<Value> = serde_json::from_str(&qr.options).ok();
+        let p = differs("question position", &Some(qr.idx), &Some(i as i64))
+            .or_else(|| differs(&format!("{name}'s id"), &Some(&qr.qid), &Some(&question.id)))
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s question text"),
+                    &Some(&qr.question),
+                    &Some(&question.question),
+                )
+            })
+            .or_else(|| differs(&format!("{name}'s header"), &qr.header, &question.header))
+            .or_else(|| differs(&format!("{name}'s detail"), &qr.detail, &question.detail))
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s multi-select"),
+                    &Some(qr.multi_select),
+                    &Some(question.is_multi()),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s intent"),
+                    &qr.intent_kind.as_deref(),
+                    &question.intent.as_ref().map(|i| i.kind.as_str()),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s approving option"),
+                    &qr.intent_approve.as_deref(),
+                    &question.intent.as_ref().map(|i| i.approve.as_str()),
+                )
+            })
+            .or_else(|| differs(&format!("{name}'s options"), &stored, &options));
+        if p.is_some() {
+            return p;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::Millis;
+    use crate::protocol::types::AnswerItem;
+    use crate::protocol::UserQuestionError;
+    use crate::store::{leases, open_in_memory, requests, write};
+
+    const T0: Millis = 1_780_000_000_000;
+
+    fn req(id: &str) -> Request {
+        serde_json::from_value(json!({
+            "id": id,
+            "questions": [
+                {"id": "db", "question": "Which database?",
+                 "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+                {"id": "plan", "question": "Approve?", "detail": "the plan",
+                 "options": [{"label": "Revise"}, {"label": "Approve"}],
+                 "intent": {"kind": "plan-review", "approve": "Approve"}}
+            ]
+        }))
+        .unwrap()
+    }
+
+    fn answer() -> Answer {
+        Answer {
+            answers: vec![
+                AnswerItem {
+                    id: "db".into(),
+                    selected: vec!["SQLite".into()],
+                    custom: None,
+                },
+                AnswerItem {
+                    id: "plan".into(),
+                    selected: vec![],
+                    custom: Some("add a rollback step".into()),
+                },
+            ],
+        }
+    }
+
+    /// Every lifecycle: answered after a claim that expired, cancelled, aborted past its
+    /// deadline, still claimed, pending, rejected.
+    fn store() -> Connection {
+        let mut conn = open_in_memory().unwrap();
+        for (i, id) in ["a", "c", "x", "k", "p"].iter().enumerate() {
+            let t = T0 + i as i64;
+            write(&mut conn, t, |tx| {
+                let mut r = req(id);
+                if *id == "x" {
+                    r.timeout = Some("1m".into());
+                }
+                requests::accept(tx, r, None, "cli", t)
+            })
+            .unwrap();
+        }
+        write(&mut conn, T0 + 10, |tx| {
+            requests::record_rejection(
+                tx,
+                &requests::Rejection {
+                    id: Some("bad"),
+                    context: None,
+                    body: "{not json",
+                    source: "inbox:bad.json",
+                },
+                &UserQuestionError::new(crate::protocol::Code::BadRequest, "not JSON"),
+                T0 + 10,
+            )
+        })
+        .unwrap();
+        let alice = write(&mut conn, T0 + 20, |tx| {
+            leases::register(tx, "default", "alice", 1_000, T0 + 20)
+        })
+        .unwrap();
+        write(&mut conn, T0 + 30, |tx| {
+            let l = leases::authenticate(tx, &alice.lease, T0 + 30)?;
+            requests::claim(tx, &l, "a", T0 + 30)
+        })
+        .unwrap();
+        // alice's lease expires: "a" goes back to pending; bob answers it.
+        let bob = write(&mut conn, T0 + 5_000, |tx| {
+            leases::register(tx, "default", "bob", 600_000, T0 + 5_000)
+        })
+        .unwrap();
+        write(&mut conn, T0 + 6_000, |tx| {
+            let l = leases::authenticate(tx, &bob.lease, T0 + 6_000)?;
+            requests::answer(tx, &l, "a", &answer(), T0 + 6_000)?;
+            requests::cancel(tx, &l, "c", Some("not needed"), T0 + 6_000)?;
+            requests::claim(tx, &l, "k", T0 + 6_000)
+        })
+        .unwrap();
+        // The deadline of "x" passes.
+        write(&mut conn, T0 + 120_000, |_| Ok(())).unwrap();
+        conn
+    }
+
+    #[test]
+    fn every_lifecycle_verifies() {
+        let conn = store();
+        assert_eq!(integrity(&conn).unwrap(), None);
+        let statuses: Vec<String> = conn
+            .prepare("SELECT status FROM requests ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            statuses,
+            [
+                "answered",
+                "cancelled",
+                "aborted",
+                "claimed",
+                "pending",
+                "rejected"
+            ]
+        );
+        assert_eq!(check_records(&conn).unwrap(), (6, None));
+        assert_eq!(events::verify(&conn).unwrap().1, None);
+    }
+
+    #[test]
+    fn each_forged_field_is_named() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("UPDATE requests SET claimed_ms = claimed_ms + 1 WHERE id = 'a'", "a", "claimedAt"),
+            ("UPDATE requests SET claimed_lease = 1 WHERE id = 'k'", "k", "claiming lease"),
+            ("UPDATE requests SET status = 'pending', claimed_lease = NULL, claimed_ms = NULL WHERE id = 'k'", "k", "status"),
+            ("UPDATE requests SET error_message = 'forged' WHERE id = 'c'", "c", "error message"),
+            ("UPDATE requests SET deadline_ms = NULL WHERE id = 'x'", "x", "deadline"),
+            ("UPDATE requests SET context = 'ops' WHERE id = 'p'", "p", "context"),
+            ("UPDATE requests SET error_code = 'NO_PROVIDER' WHERE id = 'bad'", "bad", "error code"),
+            ("UPDATE requests SET body = '{}' WHERE id = 'bad'", "bad", "digest"),
+            ("UPDATE questions SET custom = 'forged' WHERE qid = 'plan' AND custom IS NOT NULL", "a", "custom text"),
+            ("UPDATE questions SET selected = '[]' WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p') AND idx = 0", "p", "carries an answer"),
+            ("UPDATE questions SET options = '[{\"label\":\"Approve\"}]' WHERE qid = 'plan' AND request_seq = (SELECT seq FROM requests WHERE id = 'x')", "x", "options"),
+            ("DELETE FROM questions WHERE idx = 1 AND request_seq = (SELECT seq FROM requests WHERE id = 'k')", "k", "question rows"),
+        ];
+        for (sql, id, what) in cases {
+            let conn = store();
+            conn.execute_batch(
+                "DROP TRIGGER requests_record_fixed; DROP TRIGGER requests_no_delete;
+                 DROP TRIGGER questions_record_fixed; DROP TRIGGER questions_no_delete;",
+            )
+            .unwrap();
+            conn.execute(sql, []).unwrap();
+            let b = check_records(&conn)
+                .unwrap()
+                .1
+                .unwrap_or_else(|| panic!("{sql} not found"));
+            assert_eq!(b.request.as_deref(), Some(*id), "{sql}: {b}");
+            assert!(b.to_string().contains(what), "{sql}: {what:?} in {b}");
+        }
+    }
+}
