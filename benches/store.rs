@@ -235,7 +235,13 @@ fn fixture(n: usize) -> PathBuf {
                         requests::cancel(tx, &lease, &id, Some("not mine"), created + 60_000)?;
                     }
                     17 => {
-                        requests::abort(tx, &id, None, "asker", created + 120_000)?;
+                        requests::abort(
+                            tx,
+                            &id,
+                            None,
+                            &dshq::core::audit::Actor::Asker,
+                            created + 120_000,
+                        )?;
                     }
                     _ => {}
                 }

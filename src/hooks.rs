@@ -404,6 +404,7 @@ mod tests {
                     id: Some("bad"),
                     body: "{",
                     source: "inbox:bad.json",
+                    actor: None,
                     ..Default::default()
                 },
                 &crate::protocol::UserQuestionError::new(crate::protocol::Code::BadRequest, "x"),

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod core;
 pub mod daemon;
 pub mod error;
 pub mod files;

@@ -20,7 +20,13 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut conn = ctx.db()?;
     let outcome = store::write_now(&mut conn, |tx, now| {
-        requests::abort(tx, &a.id, a.reason.as_deref(), "asker", now)
+        requests::abort(
+            tx,
+            &a.id,
+            a.reason.as_deref(),
+            &crate::core::audit::Actor::Asker,
+            now,
+        )
     })?;
     outbox::flush(&ctx.root, &mut conn)?;
     emit(ctx.json, &outcome, || outcome_text(&outcome));

@@ -99,6 +99,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 context: context.as_deref(),
                 body: &raw,
                 source: "cli",
+                actor: Some(crate::core::audit::Actor::Cli),
             };
             store::write_now(&mut conn, |tx, now| {
                 requests::record_rejection(tx, &rej, &e, now)

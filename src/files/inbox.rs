@@ -318,6 +318,7 @@ pub fn ingest(
                                 context: req_context.as_deref(),
                                 body: &raw,
                                 source: &source,
+                                actor: Some(crate::core::audit::Actor::Daemon),
                             };
                             requests::record_rejection(tx, &rej, &e, now)?;
                             after.push((name.clone(), Some(e)));
@@ -327,7 +328,13 @@ pub fn ingest(
                 }
                 Input::Abort { name, id, reason } => {
                     let source = format!("inbox:{name}");
-                    match requests::abort(tx, &id, reason.as_deref(), "asker", now) {
+                    match requests::abort(
+                        tx,
+                        &id,
+                        reason.as_deref(),
+                        &crate::core::audit::Actor::Asker,
+                        now,
+                    ) {
                         Ok(_) => {
                             tracing::info!(id = %id, "request aborted by abort file");
                             out.aborted.push(id.clone());
@@ -347,6 +354,7 @@ pub fn ingest(
                                 context: None,
                                 body: &format!("abort {id}"),
                                 source: &source,
+                                actor: Some(crate::core::audit::Actor::Daemon),
                             };
                             requests::record_rejection(tx, &rej, &e, now)?;
                             after.push((name.clone(), Some(e)));
@@ -367,6 +375,7 @@ pub fn ingest(
                         context: context.as_deref(),
                         body: &raw,
                         source: &source,
+                        actor: Some(crate::core::audit::Actor::Daemon),
                     };
                     requests::record_rejection(tx, &rej, &error, now)?;
                     after.push((name.clone(), Some(error.clone())));

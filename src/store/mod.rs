@@ -4,6 +4,7 @@
 pub mod sqlite;
 
 pub use sqlite::{
-    agents, audit, events, history, leases, migrate, open, open_in_memory, requests, schema_version,
-    sweep, sweep_if_due, write, write_no_sweep, write_now, Swept, BUSY_TIMEOUT, MIGRATIONS,
+    agents, audit, events, history, leases, migrate, open, open_in_memory, requests,
+    schema_version, sweep, sweep_if_due, write, write_no_sweep, write_now, Swept, BUSY_TIMEOUT,
+    MIGRATIONS,
 };

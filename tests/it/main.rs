@@ -14,5 +14,6 @@ mod helpers;
 mod hooks;
 mod interactive;
 mod outcome;
+mod seam;
 mod terminal;
 mod tour;

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::events::{self, hex, NewEvent};
 use crate::clock::{rfc3339, Millis};
+use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
 use crate::protocol::check::{check_id, CallerStatus};
 use crate::protocol::AgentRef;
@@ -137,9 +138,9 @@ pub fn enter(
         tx,
         now,
         NewEvent {
-            kind: "agent-entered",
+            kind: EventKind::AgentEntered.as_str(),
             agent_id: Some(id),
-            actor: &format!("agent:{id}"),
+            actor: &Actor::Agent(id.to_string()).as_str(),
             data: serde_json::json!({"instance": instance, "owner": owner, "lineage": lineage, "ttlMs": ttl_ms}),
             ..Default::default()
         },
@@ -188,9 +189,9 @@ pub fn exit(tx: &Transaction, id: &str, instance: &str, now: Millis) -> Result<V
         tx,
         now,
         NewEvent {
-            kind: "agent-exited",
+            kind: EventKind::AgentExited.as_str(),
             agent_id: Some(id),
-            actor: &format!("agent:{id}"),
+            actor: &Actor::Agent(id.to_string()).as_str(),
             data: serde_json::json!({"instance": instance}),
             ..Default::default()
         },
@@ -221,9 +222,9 @@ fn end_owned(tx: &Transaction, owner: &str, now: Millis) -> Result<Vec<String>> 
                 tx,
                 now,
                 NewEvent {
-                    kind: "agent-ended",
+                    kind: EventKind::AgentEnded.as_str(),
                     agent_id: Some(&child),
-                    actor: &format!("agent:{o}"),
+                    actor: &Actor::Agent(o.to_string()).as_str(),
                     data: serde_json::json!({"instance": inst, "reason": "owner-ended"}),
                     ..Default::default()
                 },
@@ -254,9 +255,9 @@ pub fn expire_due(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
             tx,
             now,
             NewEvent {
-                kind: "agent-expired",
+                kind: EventKind::AgentExpired.as_str(),
                 agent_id: Some(&id),
-                actor: "daemon",
+                actor: &Actor::Daemon.as_str(),
                 data: serde_json::json!({"instance": inst}),
                 ..Default::default()
             },

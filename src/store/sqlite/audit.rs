@@ -721,6 +721,7 @@ mod tests {
                     context: None,
                     body: "{not json",
                     source: "inbox:bad.json",
+                    actor: None,
                 },
                 &UserQuestionError::new(crate::protocol::Code::BadRequest, "not JSON"),
                 T0 + 10,

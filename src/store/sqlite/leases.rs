@@ -13,6 +13,8 @@ use subtle::ConstantTimeEq;
 
 use super::events::{self, hex, NewEvent};
 use crate::clock::{rfc3339, Millis};
+use crate::core::audit::{Actor, EventKind};
+use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
 
 /// A live, authenticated lease.
@@ -140,9 +142,9 @@ pub fn register(
         tx,
         now,
         NewEvent {
-            kind: "lease-registered",
+            kind: EventKind::LeaseRegistered.as_str(),
             lease_id: Some(lease_id),
-            actor: &format!("provider:{name}"),
+            actor: &Actor::Provider(name.to_string()).as_str(),
             data: serde_json::json!({"context": context, "generation": generation, "ttlMs": ttl_ms}),
             ..Default::default()
         },
@@ -249,38 +251,34 @@ pub fn release(tx: &Transaction, token: &str, now: Millis) -> Result<bool> {
     if row.ended.is_some() {
         return Ok(false);
     }
-    end(tx, row.lease_id, &row.name, "released", now)?;
+    end(tx, row.lease_id, &row.name, LeaseEnd::Released, now)?;
     Ok(true)
 }
 
 /// End a lease for `reason` and return its claims to `pending`; returns the released ids.
+/// An expiry is the sweep's doing (the daemon's); a release is the provider's.
 fn end(
     tx: &Transaction,
     lease_id: i64,
     name: &str,
-    reason: &str,
+    reason: LeaseEnd,
     now: Millis,
 ) -> Result<Vec<String>> {
     tx.execute(
         "UPDATE leases SET ended_ms = ?1, end_reason = ?2 WHERE lease_id = ?3 AND ended_ms IS NULL",
-        params![now, reason, lease_id],
+        params![now, reason.as_str(), lease_id],
     )?;
-    let actor = if reason == "expired" {
-        "daemon".to_string()
-    } else {
-        format!("provider:{name}")
+    let (actor, kind) = match reason {
+        LeaseEnd::Expired => (Actor::Daemon, EventKind::LeaseExpired),
+        LeaseEnd::Released => (Actor::Provider(name.to_string()), EventKind::LeaseReleased),
     };
     events::append(
         tx,
         now,
         NewEvent {
-            kind: if reason == "expired" {
-                "lease-expired"
-            } else {
-                "lease-released"
-            },
+            kind: kind.as_str(),
             lease_id: Some(lease_id),
-            actor: &actor,
+            actor: &actor.as_str(),
             ..Default::default()
         },
     )?;
@@ -299,7 +297,7 @@ pub fn expire_due(tx: &Transaction, now: Millis) -> Result<Vec<(i64, Vec<String>
     };
     let mut out = Vec::with_capacity(due.len());
     for (id, name) in due {
-        let released = end(tx, id, &name, "expired", now)?;
+        let released = end(tx, id, &name, LeaseEnd::Expired, now)?;
         out.push((id, released));
     }
     Ok(out)

@@ -13,6 +13,8 @@ use super::events::{self, NewEvent};
 use super::leases::Lease;
 use super::{agents, leases};
 use crate::clock::{rfc3339, Millis};
+use crate::core::audit::{Actor, EventKind, Source};
+use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
 use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::check::{check_ask, check_structure, AskEnv, CallerStatus};
@@ -21,55 +23,7 @@ use crate::protocol::types::{
     AgentRef, Answer, AnsweredOutcome, Decision, ErrorOutcome, Outcome, Request,
 };
 
-/// A request's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::VariantArray)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Waiting for a provider.
-    Pending,
-    /// Reserved by a live lease.
-    Claimed,
-    /// Final: answered.
-    Answered,
-    /// Final: cancelled by the provider side (`ASK_CANCELLED`).
-    Cancelled,
-    /// Final: aborted by the asker or its deadline (`ASK_ABORTED`).
-    Aborted,
-    /// Final: rejected at ingestion, with its code.
-    Rejected,
-}
-
-impl Status {
-    /// The status as stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Claimed => "claimed",
-            Status::Answered => "answered",
-            Status::Cancelled => "cancelled",
-            Status::Aborted => "aborted",
-            Status::Rejected => "rejected",
-        }
-    }
-
-    /// Parse a stored status.
-    pub fn parse(s: &str) -> Option<Status> {
-        Some(match s {
-            "pending" => Status::Pending,
-            "claimed" => Status::Claimed,
-            "answered" => Status::Answered,
-            "cancelled" => Status::Cancelled,
-            "aborted" => Status::Aborted,
-            "rejected" => Status::Rejected,
-            _ => return None,
-        })
-    }
-
-    /// Whether the state is final (never changes again).
-    pub fn is_final(self) -> bool {
-        !matches!(self, Status::Pending | Status::Claimed)
-    }
-}
+pub use crate::core::lifecycle::Status;
 
 /// A request row (with the claiming provider's name).
 #[derive(Debug, Clone, PartialEq)]
@@ -441,17 +395,17 @@ pub fn accept(
         }
     }
     let actor = match &n.request.agent {
-        Some(a) => format!("agent:{}", a.id),
-        None => "asker".to_string(),
+        Some(a) => Actor::Agent(a.id.clone()),
+        None => Actor::Asker,
     };
     events::append(
         tx,
         now,
         NewEvent {
-            kind: "accepted",
+            kind: EventKind::Accepted.as_str(),
             request_id: Some(&n.id),
             agent_id: n.request.agent.as_ref().map(|a| a.id.as_str()),
-            actor: &actor,
+            actor: &actor.as_str(),
             // What was asked: the digest of the canonical request (the row's body must
             // hash to it) and what the row keeps beside the body.
             data: serde_json::json!({
@@ -486,6 +440,10 @@ pub struct Rejection<'a> {
     pub body: &'a str,
     /// `cli` or `inbox:FILE`.
     pub source: &'a str,
+    /// Who rejected it; `None` means the face that owns `source`
+    /// ([`crate::core::audit::Source::rejecting_actor`]: the CLI for `cli`, the daemon for
+    /// an inbox file).
+    pub actor: Option<Actor>,
 }
 
 /// Record a rejected input as a `rejected` request for the audit. Returns whether an error
@@ -499,6 +457,11 @@ pub fn record_rejection(
     now: Millis,
 ) -> Result<bool> {
     let id = rej.id.filter(|i| crate::protocol::check::is_valid_id(i));
+    let actor = rej.actor.clone().unwrap_or_else(|| {
+        Source::parse(rej.source)
+            .map(|s| s.rejecting_actor())
+            .unwrap_or(Actor::Daemon)
+    });
     let owned = match id {
         Some(i) => get(tx, i)?.is_some(),
         None => false,
@@ -526,9 +489,9 @@ pub fn record_rejection(
         tx,
         now,
         NewEvent {
-            kind: "rejected",
+            kind: EventKind::Rejected.as_str(),
             request_id: id,
-            actor: "daemon",
+            actor: &actor.as_str(),
             data: serde_json::json!({
                 "source": rej.source,
                 "code": code,
@@ -610,10 +573,10 @@ pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<R
         tx,
         now,
         NewEvent {
-            kind: "claimed",
+            kind: EventKind::Claimed.as_str(),
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: &format!("provider:{}", lease.name),
+            actor: &Actor::Provider(lease.name.clone()).as_str(),
             ..Default::default()
         },
     )?;
@@ -742,10 +705,10 @@ pub fn answer(
         tx,
         now,
         NewEvent {
-            kind: "answered",
+            kind: EventKind::Answered.as_str(),
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: &format!("provider:{}", lease.name),
+            actor: &Actor::Provider(lease.name.clone()).as_str(),
             data: serde_json::json!({
                 "implicitClaim": r.status == Status::Pending,
                 "decision": decision.map(Decision::as_str),
@@ -810,12 +773,12 @@ pub fn cancel(
     finish_error(
         tx,
         &r,
-        "cancelled",
+        Status::Cancelled,
         Code::AskCancelled,
         &message,
         Some(&lease.name),
         Some(lease.lease_id),
-        &format!("provider:{}", lease.name),
+        &Actor::Provider(lease.name.clone()),
         now,
     )
 }
@@ -825,7 +788,7 @@ pub fn abort(
     tx: &Transaction,
     id: &str,
     reason: Option<&str>,
-    actor: &str,
+    actor: &Actor,
     now: Millis,
 ) -> Result<Outcome> {
     let r = get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
@@ -842,7 +805,7 @@ pub fn abort(
     finish_error(
         tx,
         &r,
-        "aborted",
+        Status::Aborted,
         Code::AskAborted,
         &message,
         None,
@@ -856,21 +819,26 @@ pub fn abort(
 fn finish_error(
     tx: &Transaction,
     r: &RequestRow,
-    status: &str,
+    status: Status,
     code: Code,
     message: &str,
     provider: Option<&str>,
     lease_id: Option<i64>,
-    actor: &str,
+    actor: &Actor,
     now: Millis,
 ) -> Result<Outcome> {
+    let kind = match status {
+        Status::Cancelled => EventKind::Cancelled,
+        Status::Aborted => EventKind::Aborted,
+        other => unreachable!("{other} is not an error end"),
+    };
     let id = r.id.as_deref().expect("accepted requests have ids");
     let n = tx.execute(
         "UPDATE requests SET status = ?1, finished_ms = ?2, error_code = ?3, error_message = ?4,
                 provider = ?5, outbox_pending = 1, claimed_lease = COALESCE(?7, claimed_lease)
          WHERE seq = ?6 AND status IN ('pending', 'claimed')",
         params![
-            status,
+            status.as_str(),
             now,
             code.as_str(),
             message,
@@ -889,10 +857,10 @@ fn finish_error(
         tx,
         now,
         NewEvent {
-            kind: status,
+            kind: kind.as_str(),
             request_id: Some(id),
             lease_id,
-            actor,
+            actor: &actor.as_str(),
             data: serde_json::json!({"code": code.as_str(), "message": message, "provider": provider}),
             ..Default::default()
         },
@@ -906,8 +874,8 @@ fn finish_error(
 pub fn unclaim_all(
     tx: &Transaction,
     lease_id: i64,
-    reason: &str,
-    actor: &str,
+    reason: LeaseEnd,
+    actor: &Actor,
     now: Millis,
 ) -> Result<Vec<String>> {
     let ids: Vec<String> = {
@@ -927,11 +895,11 @@ pub fn unclaim_all(
             tx,
             now,
             NewEvent {
-                kind: "released",
+                kind: EventKind::Released.as_str(),
                 request_id: Some(id),
                 lease_id: Some(lease_id),
-                actor,
-                data: serde_json::json!({"reason": format!("lease {reason}")}),
+                actor: &actor.as_str(),
+                data: serde_json::json!({"reason": format!("lease {}", reason.as_str())}),
                 ..Default::default()
             },
         )?;
@@ -956,12 +924,12 @@ pub fn abort_overdue(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
         finish_error(
             tx,
             &r,
-            "aborted",
+            Status::Aborted,
             Code::AskAborted,
             &format!("the deadline {deadline} passed before an answer"),
             None,
             None,
-            "daemon",
+            &Actor::Daemon,
             now,
         )?;
         ids.extend(r.id);

@@ -119,7 +119,13 @@ fn cancel(conn: &mut Connection, token: &str, id: &str, now: Millis) -> Result<O
 
 fn abort(conn: &mut Connection, id: &str, now: Millis) -> Result<Outcome> {
     write(conn, now, |tx| {
-        requests::abort(tx, id, Some("changed my mind"), "asker", now)
+        requests::abort(
+            tx,
+            id,
+            Some("changed my mind"),
+            &crate::core::audit::Actor::Asker,
+            now,
+        )
     })
 }
 
@@ -746,6 +752,7 @@ fn rejected_input_writes_nothing_and_rejections_do_not_reserve_ids() {
         context: Some("default"),
         body: &body,
         source: "inbox:r9.json",
+        actor: None,
     };
     let outbox = write(&mut conn, T0, |tx| {
         requests::record_rejection(tx, &rej, &err, T0)
@@ -1416,6 +1423,7 @@ fn every_state_change_appends_an_event_and_the_chain_verifies() {
                 context: None,
                 body: "{",
                 source: "inbox:bad.json",
+                actor: None,
             },
             &UserQuestionError::new(Code::BadRequest, "not JSON"),
             T0 + 8,

@@ -1,0 +1,276 @@
+//! The audit's vocabulary: what happened ([`EventKind`]), who did it ([`Actor`]) and where a
+//! request came from ([`Source`]). Pure; a backend stores each as its text form, which is
+//! also what `dshq events`, `history` and `export` show, so the words never change.
+
+use std::fmt;
+
+/// What an event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
+pub enum EventKind {
+    /// A request was accepted (`pending`).
+    Accepted,
+    /// An input was rejected at ingestion.
+    Rejected,
+    /// A provider claimed a request.
+    Claimed,
+    /// A claim went back to `pending` because its lease ended.
+    Released,
+    /// A provider answered.
+    Answered,
+    /// A provider cancelled (`ASK_CANCELLED`).
+    Cancelled,
+    /// The asker or a deadline aborted (`ASK_ABORTED`).
+    Aborted,
+    /// A provider lease was registered.
+    LeaseRegistered,
+    /// A provider lease was released by its holder.
+    LeaseReleased,
+    /// A provider lease ran out.
+    LeaseExpired,
+    /// An agent entered the registry.
+    AgentEntered,
+    /// An agent exited.
+    AgentExited,
+    /// An agent ended because its owner ended.
+    AgentEnded,
+    /// An agent's ttl ran out.
+    AgentExpired,
+}
+
+impl EventKind {
+    /// Every kind (derived: no variant can be missing).
+    pub const ALL: &'static [EventKind] = <EventKind as strum::VariantArray>::VARIANTS;
+
+    /// The kind as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Accepted => "accepted",
+            EventKind::Rejected => "rejected",
+            EventKind::Claimed => "claimed",
+            EventKind::Released => "released",
+            EventKind::Answered => "answered",
+            EventKind::Cancelled => "cancelled",
+            EventKind::Aborted => "aborted",
+            EventKind::LeaseRegistered => "lease-registered",
+            EventKind::LeaseReleased => "lease-released",
+            EventKind::LeaseExpired => "lease-expired",
+            EventKind::AgentEntered => "agent-entered",
+            EventKind::AgentExited => "agent-exited",
+            EventKind::AgentEnded => "agent-ended",
+            EventKind::AgentExpired => "agent-expired",
+        }
+    }
+
+    /// Parse a stored kind.
+    pub fn parse(s: &str) -> Option<EventKind> {
+        Self::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who did what an event records.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// The daemon (ingesting inbox files) or a sweep (expiries, deadlines).
+    Daemon,
+    /// A `dshq` command run by hand (`dshq ask` rejecting its input).
+    Cli,
+    /// An asker without an agent identity (an abort file, `dshq abort`).
+    Asker,
+    /// A provider, by the name its lease was registered with.
+    Provider(String),
+    /// A registered agent, by id.
+    Agent(String),
+    /// The web page, by the signed-in name (a later face).
+    Web(String),
+    /// An MCP client, by its name (a later face).
+    Mcp(String),
+}
+
+impl Actor {
+    /// The actor as stored and shown: `daemon`, `cli`, `asker`, `provider:NAME`,
+    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`.
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match self {
+            Actor::Daemon => Cow::Borrowed("daemon"),
+            Actor::Cli => Cow::Borrowed("cli"),
+            Actor::Asker => Cow::Borrowed("asker"),
+            Actor::Provider(n) => Cow::Owned(format!("provider:{n}")),
+            Actor::Agent(n) => Cow::Owned(format!("agent:{n}")),
+            Actor::Web(n) => Cow::Owned(format!("web:{n}")),
+            Actor::Mcp(n) => Cow::Owned(format!("mcp:{n}")),
+        }
+    }
+
+    /// Parse a stored actor.
+    pub fn parse(s: &str) -> Option<Actor> {
+        Some(match s {
+            "daemon" => Actor::Daemon,
+            "cli" => Actor::Cli,
+            "asker" => Actor::Asker,
+            _ => {
+                let (kind, name) = s.split_once(':')?;
+                let name = name.to_string();
+                match kind {
+                    "provider" => Actor::Provider(name),
+                    "agent" => Actor::Agent(name),
+                    "web" => Actor::Web(name),
+                    "mcp" => Actor::Mcp(name),
+                    _ => return None,
+                }
+            }
+        })
+    }
+
+    /// The provider's name, for a provider actor.
+    pub fn provider(&self) -> Option<&str> {
+        match self {
+            Actor::Provider(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_str())
+    }
+}
+
+/// Where a request (or a rejected input) came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// `dshq ask`.
+    Cli,
+    /// An inbox file, by name.
+    Inbox(String),
+    /// The web API (a later face).
+    Web,
+    /// The MCP server (a later face).
+    Mcp,
+}
+
+impl Source {
+    /// The source as stored and shown: `cli`, `inbox:FILE`, `web`, `mcp`.
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match self {
+            Source::Cli => Cow::Borrowed("cli"),
+            Source::Inbox(name) => Cow::Owned(format!("inbox:{name}")),
+            Source::Web => Cow::Borrowed("web"),
+            Source::Mcp => Cow::Borrowed("mcp"),
+        }
+    }
+
+    /// Parse a stored source.
+    pub fn parse(s: &str) -> Option<Source> {
+        Some(match s {
+            "cli" => Source::Cli,
+            "web" => Source::Web,
+            "mcp" => Source::Mcp,
+            _ => Source::Inbox(s.strip_prefix("inbox:")?.to_string()),
+        })
+    }
+
+    /// Who rejects an input from this source: the daemon for inbox files, the CLI for
+    /// `dshq ask`, the face itself for the web and MCP.
+    pub fn rejecting_actor(&self) -> Actor {
+        match self {
+            Source::Cli => Actor::Cli,
+            Source::Inbox(_) => Actor::Daemon,
+            Source::Web => Actor::Web("api".into()),
+            Source::Mcp => Actor::Mcp("server".into()),
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_kind_round_trips() {
+        for &k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Some(k), "{k:?}");
+        }
+        assert_eq!(EventKind::parse("lease"), None);
+    }
+
+    // One value per variant: the match below has no wildcard, so a new variant fails to
+    // compile until it is added here.
+    fn actor_samples() -> Vec<Actor> {
+        let all = vec![
+            Actor::Daemon,
+            Actor::Cli,
+            Actor::Asker,
+            Actor::Provider("alice".into()),
+            Actor::Agent("agent-1".into()),
+            Actor::Web("bob".into()),
+            Actor::Mcp("claude:desktop".into()),
+        ];
+        for a in &all {
+            match a {
+                Actor::Daemon
+                | Actor::Cli
+                | Actor::Asker
+                | Actor::Provider(_)
+                | Actor::Agent(_)
+                | Actor::Web(_)
+                | Actor::Mcp(_) => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_actor_round_trips() {
+        for a in actor_samples() {
+            assert_eq!(Actor::parse(&a.as_str()), Some(a.clone()), "{a:?}");
+            assert_eq!(a.to_string(), a.as_str());
+        }
+        assert_eq!(
+            Actor::parse("provider:"),
+            Some(Actor::Provider(String::new()))
+        );
+        assert_eq!(Actor::parse("stranger"), None);
+        assert_eq!(Actor::parse("root:x"), None);
+    }
+
+    #[test]
+    fn every_source_round_trips() {
+        let all = [
+            Source::Cli,
+            Source::Inbox("q-1.json".into()),
+            Source::Web,
+            Source::Mcp,
+        ];
+        for s in &all {
+            match s {
+                Source::Cli | Source::Inbox(_) | Source::Web | Source::Mcp => {}
+            }
+            assert_eq!(Source::parse(&s.as_str()).as_ref(), Some(s), "{s:?}");
+        }
+        assert_eq!(Source::parse("ftp"), None);
+    }
+
+    #[test]
+    fn a_rejection_is_recorded_by_the_face_that_rejected_it() {
+        assert_eq!(Source::Cli.rejecting_actor(), Actor::Cli);
+        assert_eq!(
+            Source::Inbox("x.json".into()).rejecting_actor(),
+            Actor::Daemon
+        );
+    }
+}
