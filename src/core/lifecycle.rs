@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+use crate::clock::{rfc3339, Millis};
+use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::types::{Answer, AnsweredOutcome, Decision, ErrorOutcome, Outcome, Request};
+
 /// A request's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::VariantArray)]
 #[serde(rename_all = "lowercase")]
@@ -56,6 +60,121 @@ impl Status {
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A request row (with the claiming provider's name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    /// Row handle.
+    pub seq: i64,
+    /// Request id (None only for a rejected input without a usable id).
+    pub id: Option<String>,
+    /// Context.
+    pub context: String,
+    /// State.
+    pub status: Status,
+    /// Asking agent.
+    pub agent_id: Option<String>,
+    /// Asking agent's instance.
+    pub agent_instance: Option<String>,
+    /// Lineage recorded at acceptance.
+    pub agent_lineage: Option<String>,
+    /// The request JSON as accepted (raw input for a rejection).
+    pub body: String,
+    /// `cli` or `inbox:FILE`.
+    pub source: String,
+    /// Absolute deadline.
+    pub deadline_ms: Option<Millis>,
+    /// Accepted (or rejected) at.
+    pub created_ms: Millis,
+    /// The lease that claimed (or answered) it.
+    pub claimed_lease: Option<i64>,
+    /// The name of that lease's provider.
+    pub claimed_by: Option<String>,
+    /// Claimed at.
+    pub claimed_ms: Option<Millis>,
+    /// Final at.
+    pub finished_ms: Option<Millis>,
+    /// The Answer JSON.
+    pub answer: Option<String>,
+    /// The plan-review decision of the request.
+    pub decision: Option<Decision>,
+    /// Provider that answered or cancelled.
+    pub provider: Option<String>,
+    /// Error code of a cancelled, aborted or rejected request.
+    pub error_code: Option<String>,
+    /// Its message.
+    pub error_message: Option<String>,
+}
+
+impl RequestRow {
+    /// The request as accepted (None for a rejection, whose body may not parse).
+    pub fn request(&self) -> Option<Request> {
+        if self.status == Status::Rejected {
+            return None;
+        }
+        serde_json::from_str(&self.body).ok()
+    }
+
+    /// The stored answer.
+    pub fn parsed_answer(&self) -> Option<Answer> {
+        self.answer
+            .as_deref()
+            .and_then(|a| serde_json::from_str(a).ok())
+    }
+
+    /// The digest of the request this row holds ([`crate::protocol::digest`]): of the
+    /// accepted request, or of a rejected input when it parses as a request.
+    pub fn request_digest(&self) -> Option<String> {
+        let request = match self.status {
+            Status::Rejected => crate::protocol::check::parse_request(self.body.as_bytes()).ok(),
+            _ => self.request(),
+        };
+        request
+            .as_ref()
+            .map(crate::protocol::digest::request_digest)
+    }
+
+    /// The outcome document, once final.
+    pub fn outcome(&self) -> Option<Outcome> {
+        let id = self.id.clone()?;
+        let finished = self.finished_ms?;
+        match self.status {
+            Status::Pending | Status::Claimed => None,
+            Status::Answered => Some(Outcome::Answered(AnsweredOutcome {
+                id,
+                status: "answered".into(),
+                request_digest: self.request_digest(),
+                answer: self.parsed_answer()?,
+                decision: self.decision,
+                provider: self.provider.clone(),
+                created_at: rfc3339(self.created_ms),
+                finished_at: rfc3339(finished),
+            })),
+            Status::Cancelled | Status::Aborted | Status::Rejected => {
+                let code =
+                    self.error_code
+                        .as_deref()
+                        .and_then(Code::parse)
+                        .unwrap_or(match self.status {
+                            Status::Cancelled => Code::AskCancelled,
+                            _ => Code::AskAborted,
+                        });
+                Some(Outcome::Error(ErrorOutcome {
+                    id,
+                    status: "error".into(),
+                    request_digest: self.request_digest(),
+                    error: UserQuestionError::new(
+                        code,
+                        self.error_message.clone().unwrap_or_default(),
+                    ),
+                    provider: self.provider.clone(),
+                    created_at: rfc3339(self.created_ms),
+                    finished_at: rfc3339(finished),
+                }))
+            }
+        }
     }
 }
 

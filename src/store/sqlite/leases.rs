@@ -282,7 +282,7 @@ fn end(
             ..Default::default()
         },
     )?;
-    super::requests::unclaim_all(tx, lease_id, reason, &actor, now)
+    unclaim_all(tx, lease_id, reason, &actor, now)
 }
 
 /// End every lease whose `expiresAt` has passed at `now`; returns each with the request ids
@@ -352,4 +352,41 @@ pub fn info(conn: &Connection, token: &str, now: Millis) -> Result<LeaseInfo> {
         [row.lease_id],
         |r| info_row(r, now),
     )?)
+}
+
+/// Return every request claimed by `lease_id` to `pending` (its lease ended).
+fn unclaim_all(
+    tx: &Transaction,
+    lease_id: i64,
+    reason: LeaseEnd,
+    actor: &Actor,
+    now: Millis,
+) -> Result<Vec<String>> {
+    let ids: Vec<String> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT id FROM requests INDEXED BY requests_claimed WHERE status = 'claimed' AND claimed_lease = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([lease_id], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    tx.execute(
+        "UPDATE requests SET status = 'pending', claimed_lease = NULL, claimed_ms = NULL
+         WHERE seq IN (SELECT seq FROM requests INDEXED BY requests_claimed WHERE status = 'claimed' AND claimed_lease = ?1)",
+        [lease_id],
+    )?;
+    for id in &ids {
+        events::append(
+            tx,
+            now,
+            NewEvent {
+                kind: EventKind::Released.as_str(),
+                request_id: Some(id),
+                lease_id: Some(lease_id),
+                actor: &actor.as_str(),
+                data: serde_json::json!({"reason": format!("lease {}", reason.as_str())}),
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(ids)
 }

@@ -1,0 +1,62 @@
+//! Reads: one request by id, and lists (`show`, `list`, `wait`).
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::row::{row, COLUMNS, FROM};
+use crate::core::lifecycle::{RequestRow, Status};
+use crate::error::Result;
+
+/// The accepted request with `id` (not a rejection), if any.
+pub fn get(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE r.id = ?1 AND r.status <> 'rejected'"
+        ))?
+        .query_row([id], row)
+        .optional()?)
+}
+
+/// The request with `id`, or else its newest rejection.
+pub fn get_any(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
+    if let Some(r) = get(conn, id)? {
+        return Ok(Some(r));
+    }
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE r.id = ?1 ORDER BY r.seq DESC LIMIT 1"
+        ))?
+        .query_row([id], row)
+        .optional()?)
+}
+
+/// Filters for [`list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only this context.
+    pub context: Option<String>,
+    /// At most this many rows.
+    pub limit: Option<i64>,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
+}
+
+/// Requests, newest first (or oldest first).
+pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
+    let order = if f.oldest_first { "ASC" } else { "DESC" };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM {FROM}
+         WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.context = ?2)
+         ORDER BY r.seq {order} LIMIT ?3"
+    ))?;
+    let rows = stmt.query_map(
+        params![
+            f.status.map(Status::as_str),
+            f.context,
+            f.limit.unwrap_or(-1)
+        ],
+        row,
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

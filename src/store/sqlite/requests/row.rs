@@ -1,0 +1,43 @@
+//! Row mapping: the columns of a request row and how they read into a [`RequestRow`].
+
+use crate::core::lifecycle::{RequestRow, Status};
+use crate::protocol::types::Decision;
+
+/// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
+/// `?4` the generation. A stale holder (ended, expired, or another generation) matches
+/// no row.
+pub(super) const LEASE_LIVE: &str =
+    "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
+                          AND ended_ms IS NULL AND expires_ms >= ?2)";
+
+pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
+    r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
+    r.decision, r.provider, r.error_code, r.error_message";
+pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+
+pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
+    let status: String = r.get(3)?;
+    let decision: Option<String> = r.get(16)?;
+    Ok(RequestRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        context: r.get(2)?,
+        status: Status::parse(&status).unwrap_or(Status::Rejected),
+        agent_id: r.get(4)?,
+        agent_instance: r.get(5)?,
+        agent_lineage: r.get(6)?,
+        body: r.get(7)?,
+        source: r.get(8)?,
+        deadline_ms: r.get(9)?,
+        created_ms: r.get(10)?,
+        claimed_lease: r.get(11)?,
+        claimed_by: r.get(12)?,
+        claimed_ms: r.get(13)?,
+        finished_ms: r.get(14)?,
+        answer: r.get(15)?,
+        decision: decision.as_deref().and_then(Decision::parse),
+        provider: r.get(17)?,
+        error_code: r.get(18)?,
+        error_message: r.get(19)?,
+    })
+}
