@@ -11,4 +11,5 @@ mod daemon;
 mod examples;
 mod helpers;
 mod hooks;
+mod hostile;
 mod interactive;
