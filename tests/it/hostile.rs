@@ -260,10 +260,15 @@ fn a_flood_of_bad_files_does_not_starve_a_valid_one() {
 
 /// The daemon's peak resident set, in KiB.
 fn peak_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
+
+/// A `kB` field of /proc/PID/status.
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
@@ -273,7 +278,7 @@ fn a_batch_of_large_files_keeps_memory_bounded() {
     let env = Env::new();
     let new = env.root().join("inbox/new");
     fs::create_dir_all(&new).unwrap();
-    let files = 300;
+    let files = 200;
     for i in 0..files {
         let mut r = simple_request(&format!("big{i}"));
         r["questions"][0]["detail"] = json!("x".repeat(1_000_000));
@@ -294,4 +299,8 @@ fn a_batch_of_large_files_keeps_memory_bounded() {
     let peak = peak_rss_kib(d.pid());
     eprintln!("peak RSS {peak} KiB");
     assert!(peak < 200 * 1024, "peak RSS {peak} KiB");
+    // And it gives the memory back.
+    let now = status_kib(d.pid(), "VmRSS:");
+    eprintln!("RSS after {now} KiB");
+    assert!(now < 64 * 1024, "RSS after the batches {now} KiB");
 }
