@@ -27,6 +27,7 @@ use crate::files::{answers, inbox, outbox};
 use crate::hooks::{HookConfig, Hooks};
 use crate::root::Root;
 use crate::store::{self, requests};
+use crate::text::for_log;
 
 /// Daemon settings.
 #[derive(Debug, Clone)]
@@ -262,20 +263,22 @@ fn pass(
     tracing::debug!(do_inbox, do_answers, "pass");
     if do_inbox {
         if let Err(e) = drain_inbox(root, conn, config, stop, watcher) {
-            tracing::error!(error = %e, "inbox pass failed; will retry");
+            tracing::error!(error = %for_log(&e.to_string()), "inbox pass failed; will retry");
         }
     }
     if do_answers {
         match answers::process(root, conn, config.max_bytes, config.batch_bytes, now_ms()) {
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "answer pass failed; will retry"),
+            Err(e) => {
+                tracing::error!(error = %for_log(&e.to_string()), "answer pass failed; will retry")
+            }
         }
     }
     if let Err(e) = expire(conn) {
-        tracing::error!(error = %e, "expiry pass failed; will retry");
+        tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
     }
     if let Err(e) = outbox::flush(root, conn) {
-        tracing::error!(error = %e, "outbox pass failed; will retry");
+        tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
     }
 }
 
@@ -308,6 +311,15 @@ fn drain_inbox(
         tried.retain(|n| current.contains(n));
         let chosen = pick_batch(&names, &previous, &tried, batch);
         if chosen.is_empty() {
+            if unwatched {
+                // Watch again, then list once more: whatever arrived before the watch was
+                // back is seen by that listing, whatever arrives after sends a hint.
+                watcher
+                    .watch(&dir, RecursiveMode::NonRecursive)
+                    .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
+                unwatched = false;
+                continue;
+            }
             return Ok(());
         }
         // A burst: stop the watch on the inbox while draining it. Every unlink would
@@ -340,9 +352,9 @@ fn drain_inbox(
         trim_heap();
     }
     if unwatched {
-        // Watch again; the next pass (on a hint or the tick) lists whatever arrived.
+        // An error or a stop left the watch off: put it back (the next tick rescans anyway).
         if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-            tracing::error!(error = %e, "cannot watch the inbox again; relying on the periodic rescan");
+            tracing::error!(error = %for_log(&e.to_string()), "cannot watch the inbox again; relying on the periodic rescan");
         }
     }
     result

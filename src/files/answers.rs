@@ -173,7 +173,7 @@ pub fn process(
                 }
                 Err(ReadError::Gone) => continue,
                 Err(ReadError::Io(e)) => {
-                    tracing::warn!(file = %for_log(name), error = %e, "cannot read answer file; will retry");
+                    tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read answer file; will retry");
                     continue;
                 }
                 Err(e) => Err(UserQuestionError::new(
@@ -245,7 +245,7 @@ pub fn process(
                     }
                     if let Err(e) = fs::remove_file(dir.join(name)) {
                         if e.kind() != std::io::ErrorKind::NotFound {
-                            tracing::warn!(file = %for_log(name), error = %e, "cannot remove answer file");
+                            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot remove answer file");
                         }
                     }
                 }

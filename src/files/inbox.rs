@@ -101,7 +101,7 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
             let target = dir.join(format!("{}.{tag}.badname", fit_name(&lossy, 120)));
             if fs::symlink_metadata(&target).is_err() {
                 if let Err(e) = fs::rename(entry.path(), &target) {
-                    tracing::warn!(file = %crate::text::path_for_log(&entry.path()), error = %e, "cannot rename a non-UTF-8 file name");
+                    tracing::warn!(file = %crate::text::path_for_log(&entry.path()), error = %for_log(&e.to_string()), "cannot rename a non-UTF-8 file name");
                 }
             }
         }
@@ -176,7 +176,7 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
             ))
         }
         Err(ReadError::Io(e)) => {
-            tracing::warn!(file = %for_log(name), error = %e, "cannot read inbox file; will retry");
+            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read inbox file; will retry");
             return None;
         }
     };
@@ -431,7 +431,7 @@ pub fn ingest(
             None => {
                 if let Err(e) = fs::remove_file(dir.join(&name)) {
                     if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(file = %for_log(&name), error = %e, "cannot remove ingested file");
+                        tracing::warn!(file = %for_log(&name), error = %for_log(&e.to_string()), "cannot remove ingested file");
                         out.stuck += 1;
                     }
                 }
@@ -525,7 +525,7 @@ pub fn move_rejected(
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                tracing::warn!(file = %for_log(&file.name), error = %e, "cannot move a rejected file; will retry");
+                tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
                 stuck += 1;
                 continue;
             }
@@ -557,7 +557,7 @@ pub fn move_rejected(
                 keep_tmp,
             }),
             Err(e) => {
-                tracing::warn!(file = %for_log(&file.name), error = %e, "cannot write the reason of a rejected file; will retry");
+                tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot write the reason of a rejected file; will retry");
                 stuck += 1;
             }
         }
@@ -568,7 +568,7 @@ pub fn move_rejected(
     // The reasons are durable before any input moves.
     let synced = sync_filesystem(rejected_dir).and_then(|_| sync_dir(rejected_dir));
     if let Err(e) = synced {
-        tracing::warn!(error = %e, "cannot make rejection reasons durable; will retry");
+        tracing::warn!(error = %for_log(&e.to_string()), "cannot make rejection reasons durable; will retry");
         for p in &planned {
             if let Some(tmp) = &p.keep_tmp {
                 let _ = fs::remove_file(tmp);
@@ -597,7 +597,7 @@ pub fn move_rejected(
                 let _ = fs::remove_file(rejected_dir.join(&p.reason));
             }
             Err(e) => {
-                tracing::warn!(file = %for_log(&p.file.name), error = %e, "cannot move a rejected file; will retry");
+                tracing::warn!(file = %for_log(&p.file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
                 if let Some(tmp) = &p.keep_tmp {
                     let _ = fs::remove_file(tmp);
                 }
@@ -607,7 +607,7 @@ pub fn move_rejected(
     }
     for d in [rejected_dir, src_dir] {
         if let Err(e) = sync_dir(d) {
-            tracing::warn!(dir = %crate::text::path_for_log(d), error = %e, "cannot fsync a directory");
+            tracing::warn!(dir = %crate::text::path_for_log(d), error = %for_log(&e.to_string()), "cannot fsync a directory");
         }
     }
     stuck
