@@ -249,7 +249,11 @@ pub fn process(
                         }
                     }
                 }
-                Err(ue) => {
+                Err(mut ue) => {
+                    // A message may quote the file (a parse error names a value).
+                    if let Some(m) = redact_lease_secrets(ue.message.as_bytes()) {
+                        ue.message = String::from_utf8_lossy(&m).into_owned();
+                    }
                     tracing::warn!(file = %for_log(name), code = %ue.code, message = %for_log(&ue.message), "answer file rejected");
                     out.rejected.push((name.clone(), ue.code));
                     rejected.push(RejectedFile {

@@ -178,12 +178,18 @@ fn rejected_answer_files_keep_no_lease_secret() {
         format!("{{\"lease\": \"{lease}\", \"answers\": [oops").as_bytes(),
     );
     assert!(wait_until(DEADLINE, || env.names("answers/new").is_empty()));
+    // A parse error quotes the value it choked on.
+    env.drop_answer(
+        "r.json",
+        &serde_json::to_vec(&json!({"lease": lease, "answers": lease})).unwrap(),
+    );
+    assert!(wait_until(DEADLINE, || env.names("answers/new").is_empty()));
     let kept: Vec<String> = env
         .names("answers/rejected")
         .into_iter()
         .filter(|n| !n.ends_with(".error.json"))
         .collect();
-    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(kept.len(), 3, "{kept:?}");
     for n in &kept {
         let s = fs::read_to_string(env.root().join("answers/rejected").join(n)).unwrap();
         // Everything but the secret is kept: the lease id for the audit, the answer.
