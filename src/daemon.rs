@@ -329,7 +329,6 @@ fn drain_inbox(
         if names.len() > batch && !unwatched {
             unwatched = watcher.unwatch(&dir).is_ok();
         }
-        previous = current;
         let r = inbox::ingest(
             root,
             conn,
@@ -338,6 +337,11 @@ fn drain_inbox(
             config.batch_bytes,
             now_ms(),
         )?;
+        // Arrivals a batch's byte budget left out stay arrivals for the next batch.
+        previous = current;
+        for n in &chosen[r.consumed.min(chosen.len())..] {
+            previous.remove(n);
+        }
         tried.extend(chosen.into_iter().take(r.consumed));
         if r.bytes >= TRIM_AFTER_BYTES {
             big = true;
