@@ -12,6 +12,7 @@
 //! `recv_timeout` until a hint arrives or the next lease/deadline falls due (at most one
 //! tick), so an idle daemon wakes about once a second and does no work.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::files::{answers, inbox, outbox};
 use crate::hooks::{HookConfig, Hooks};
 use crate::root::Root;
 use crate::store::{self, requests};
+use crate::text::for_log;
 
 /// Daemon settings.
 #[derive(Debug, Clone)]
@@ -34,6 +36,10 @@ pub struct Config {
     pub tick: Duration,
     /// How many inbox files one transaction ingests.
     pub batch: usize,
+    /// About how many bytes of input one transaction reads (inbox and answer files): a
+    /// batch ends after the file that reaches it, so memory stays bounded whatever the
+    /// files' sizes.
+    pub batch_bytes: u64,
     /// The size limit of inbox and answer files.
     pub max_bytes: u64,
     /// `--on-question`: a hook run for each newly accepted request (see [`crate::hooks`]).
@@ -45,9 +51,26 @@ impl Default for Config {
         Config {
             tick: Duration::from_secs(1),
             batch: 512,
+            batch_bytes: DEFAULT_BATCH_BYTES,
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
         }
+    }
+}
+
+/// The default of [`Config::batch_bytes`]: 32 MiB.
+pub const DEFAULT_BATCH_BYTES: u64 = 32 * 1024 * 1024;
+
+/// After a batch that read at least this much, return freed memory to the system.
+const TRIM_AFTER_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Give the heap's free memory back to the system (glibc keeps freed memory of large
+/// batches mapped otherwise, and the daemon would sit at its peak forever).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -245,25 +268,34 @@ fn pass(
     tracing::debug!(do_inbox, do_answers, "pass");
     if do_inbox {
         if let Err(e) = drain_inbox(root, conn, config, stop, watcher) {
-            tracing::error!(error = %e, "inbox pass failed; will retry");
+            tracing::error!(error = %for_log(&e.to_string()), "inbox pass failed; will retry");
         }
     }
     if do_answers {
-        match answers::process(root, conn, config.max_bytes, now_ms()) {
+        match answers::process(root, conn, config.max_bytes, config.batch_bytes, now_ms()) {
             Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "answer pass failed; will retry"),
+            Err(e) => {
+                tracing::error!(error = %for_log(&e.to_string()), "answer pass failed; will retry")
+            }
         }
     }
     if let Err(e) = expire(conn) {
-        tracing::error!(error = %e, "expiry pass failed; will retry");
+        tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
     }
     if let Err(e) = outbox::flush(root, conn) {
-        tracing::error!(error = %e, "outbox pass failed; will retry");
+        tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
     }
 }
 
-/// Ingest `inbox/new/` until a listing comes back empty, one transaction per batch,
+/// Ingest `inbox/new/` until every file listed has been tried, one transaction per batch,
 /// writing outcomes between batches so rejections reach askers promptly.
+///
+/// The directory is listed anew before every batch, and a batch takes files that arrived
+/// since the previous listing first (half of it, the rest from the backlog in name order):
+/// a valid request dropped behind a flood of bad files waits one batch, not the flood.
+/// Abort files are taken only once no request file is left to try, so an abort never
+/// overtakes its request. A file tried once in this drain and still there (unreadable, or
+/// its removal failed) is left for the next pass instead of being retried in a loop.
 fn drain_inbox(
     root: &Root,
     conn: &mut Connection,
@@ -272,50 +304,101 @@ fn drain_inbox(
     watcher: &mut notify::RecommendedWatcher,
 ) -> Result<()> {
     let dir = root.inbox_new();
+    let batch = config.batch.max(1);
     let mut unwatched = false;
+    let mut previous: HashSet<String> = HashSet::new();
+    let mut tried: HashSet<String> = HashSet::new();
+    let mut big = false;
     let result = (|| loop {
         let names = inbox::list_dir(&dir)?;
-        if names.is_empty() {
+        let current: HashSet<String> = names.iter().cloned().collect();
+        // A file handled and gone is forgotten: the same name dropped again is new.
+        tried.retain(|n| current.contains(n));
+        let chosen = pick_batch(&names, &previous, &tried, batch);
+        if chosen.is_empty() {
+            if unwatched {
+                // Watch again, then list once more: whatever arrived before the watch was
+                // back is seen by that listing, whatever arrives after sends a hint.
+                watcher
+                    .watch(&dir, RecursiveMode::NonRecursive)
+                    .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
+                unwatched = false;
+                continue;
+            }
             return Ok(());
         }
         // A burst: stop the watch on the inbox while draining it. Every unlink would
         // otherwise queue an inotify event (a tenth of the ingest time went to the kernel
-        // queueing them) for a loop that rescans anyway. Nothing is lost: the listing
+        // queueing them) for a loop that lists again anyway. Nothing is lost: the listing
         // after the watch is back sees whatever arrived meanwhile.
-        if names.len() > config.batch && !unwatched {
+        if names.len() > batch && !unwatched {
             unwatched = watcher.unwatch(&dir).is_ok();
         }
-        let mut progressed = false;
-        for chunk in names.chunks(config.batch.max(1)) {
-            let r = inbox::ingest(root, conn, chunk, config.max_bytes, now_ms())?;
-            // Files that could not be removed come back in the next listing: only what
-            // left the inbox is progress (else an undeletable file loops forever).
-            let handled = r.accepted.len() + r.redelivered + r.rejected.len() + r.aborted.len();
-            progressed |= handled > r.stuck;
-            if stop.load(Ordering::SeqCst) {
-                return Ok(());
-            }
+        let r = inbox::ingest(
+            root,
+            conn,
+            &chosen,
+            config.max_bytes,
+            config.batch_bytes,
+            now_ms(),
+        )?;
+        // Arrivals a batch's byte budget left out stay arrivals for the next batch.
+        previous = current;
+        for n in &chosen[r.consumed.min(chosen.len())..] {
+            previous.remove(n);
+        }
+        tried.extend(chosen.into_iter().take(r.consumed));
+        if r.bytes >= TRIM_AFTER_BYTES {
+            big = true;
+            trim_heap();
         }
         outbox::flush(root, conn)?;
-        if !progressed {
-            // Only unreadable files remain: leave them for the next tick.
+        if stop.load(Ordering::SeqCst) {
             return Ok(());
         }
-        if unwatched {
-            // Watch again before the next listing, so nothing slips between the two.
-            watcher
-                .watch(&dir, RecursiveMode::NonRecursive)
-                .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
-            unwatched = false;
-        }
     })();
+    if big {
+        trim_heap();
+    }
     if unwatched {
         // An error or a stop left the watch off: put it back (the next tick rescans anyway).
         if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-            tracing::error!(error = %e, "cannot watch the inbox again; relying on the periodic rescan");
+            tracing::error!(error = %for_log(&e.to_string()), "cannot watch the inbox again; relying on the periodic rescan");
         }
     }
     result
+}
+
+/// The next inbox batch from a listing: names not yet `tried`, at most `batch`; request
+/// files before abort files (aborts only once no request file is left); among requests,
+/// those absent from the `previous` listing (new arrivals) take up to half the batch and
+/// the backlog the rest, in listing order, either side filling what the other leaves.
+fn pick_batch(
+    names: &[String],
+    previous: &HashSet<String>,
+    tried: &HashSet<String>,
+    batch: usize,
+) -> Vec<String> {
+    let open = names.iter().filter(|n| !tried.contains(*n));
+    let (aborts, requests): (Vec<&String>, Vec<&String>) =
+        open.partition(|n| n.ends_with(".abort"));
+    if requests.is_empty() {
+        return aborts.into_iter().take(batch).cloned().collect();
+    }
+    let (fresh, backlog): (Vec<&String>, Vec<&String>) =
+        requests.into_iter().partition(|n| !previous.contains(*n));
+    let fresh_n = fresh
+        .len()
+        .min(batch.div_ceil(2).max(batch - backlog.len().min(batch)));
+    let backlog_n = backlog.len().min(batch - fresh_n);
+    let mut chosen: Vec<String> = fresh[..fresh_n]
+        .iter()
+        .chain(&backlog[..backlog_n])
+        .map(|n| (*n).clone())
+        .collect();
+    // Listing order within the batch (deterministic).
+    chosen.sort();
+    chosen
 }
 
 /// Sweep expiries when something is due.
@@ -336,4 +419,36 @@ fn expire(conn: &mut Connection) -> Result<()> {
         tracing::info!(agent = %id, "agent ended: ttl ran out");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn new_arrivals_share_the_batch_with_the_backlog() {
+        let listing = names(&["a.json", "b.json", "c.json", "d.json", "z.json", "z.abort"]);
+        let previous: HashSet<String> = names(&["a.json", "b.json", "c.json", "d.json"])
+            .into_iter()
+            .collect();
+        let none = HashSet::new();
+        assert_eq!(
+            pick_batch(&listing, &previous, &none, 2),
+            names(&["a.json", "z.json"])
+        );
+        // Without a backlog, arrivals fill the batch; aborts come last.
+        assert_eq!(
+            pick_batch(&listing, &HashSet::new(), &none, 10),
+            names(&["a.json", "b.json", "c.json", "d.json", "z.json"])
+        );
+        let tried: HashSet<String> = listing[..5].iter().cloned().collect();
+        assert_eq!(
+            pick_batch(&listing, &previous, &tried, 10),
+            names(&["z.abort"])
+        );
+    }
 }

@@ -16,6 +16,10 @@ pub struct Args {
     /// Inbox files per transaction.
     #[arg(long, default_value_t = 512)]
     pub batch: usize,
+    /// About how many bytes of input one transaction reads (a batch ends after the file
+    /// that reaches it), so large files cannot take the daemon's memory.
+    #[arg(long, default_value_t = daemon::DEFAULT_BATCH_BYTES)]
+    pub batch_bytes: u64,
     /// Size limit of inbox and answer files, in bytes.
     #[arg(long, default_value_t = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES)]
     pub max_bytes: u64,
@@ -35,6 +39,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         &Config {
             tick: a.tick,
             batch: a.batch,
+            batch_bytes: a.batch_bytes.max(1),
             max_bytes: a.max_bytes,
             on_question: a
                 .on_question

@@ -5,6 +5,11 @@
 //! fencing). A bad one moves to `answers/rejected/` beside its error, and the request is
 //! untouched. The file is removed only after the commit; processing the same file again
 //! after a crash finds the identical answer already recorded and accepts it once.
+//!
+//! A rejected answer file may hold a live lease token. What lands in `answers/rejected/` is
+//! the file with the secret part of every token replaced by `REDACTED` (the lease id is
+//! kept for the audit, and everything else as it was), so the directory of failures is
+//! never a place to steal a lease from.
 
 use std::fs;
 
@@ -12,8 +17,8 @@ use rusqlite::Connection;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::inbox::{list_dir, move_rejected};
-use super::safe_read::{read_limited, ReadError};
+use super::inbox::{list_dir, move_rejected, RejectedFile};
+use super::safe_read::{read_dropped, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::is_valid_id;
@@ -21,6 +26,7 @@ use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::{Answer, AnswerItem};
 use crate::root::Root;
 use crate::store::{self, requests};
+use crate::text::for_log;
 
 /// The answer file document.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -84,26 +90,90 @@ fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Parsed, UserQuestionEr
 /// How many answer files one transaction applies.
 pub const BATCH: usize = 256;
 
-/// Process every file in `answers/new/` at `now`: each batch in one transaction, each
-/// file inside its own savepoint, so a stale lease or a bad answer in one file rolls back
-/// only that file and never holds up the others.
+/// The shortest run of hex digits after `LEASE_ID.` that is redacted as a secret (a real
+/// secret has 64).
+const MIN_SECRET_HEX: usize = 32;
+
+/// `bytes` with the secret of every lease token replaced by `REDACTED`, or `None` when
+/// there is nothing to redact. A token is `LEASE_ID.SECRET` (digits, a dot, 64 hex
+/// digits); the lease id is kept. The text is searched as it is, so a malformed file is
+/// redacted too; a JSON document whose `lease` spells its secret with `\u` escapes is
+/// written again with that field redacted.
+pub fn redact_lease_secrets(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        out.push(b);
+        i += 1;
+        if b == b'.' && i >= 2 && bytes[i - 2].is_ascii_digit() {
+            let run = bytes[i..]
+                .iter()
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            if run >= MIN_SECRET_HEX {
+                out.extend_from_slice(b"REDACTED");
+                i += run;
+                changed = true;
+            }
+        }
+    }
+    if let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(&out) {
+        if let Some(lease) = doc.get("lease").and_then(|l| l.as_str()) {
+            if let Some((id, secret)) = lease.split_once('.') {
+                if secret != "REDACTED" && secret.len() >= MIN_SECRET_HEX {
+                    doc["lease"] = serde_json::Value::String(format!("{id}.REDACTED"));
+                    let mut v = serde_json::to_vec_pretty(&doc).expect("JSON values serialize");
+                    v.push(b'\n');
+                    return Some(v);
+                }
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// What to keep in `answers/rejected/` for the rejected answer file `dir/name`: its
+/// content with lease secrets redacted, read again now (bounded, never through a link);
+/// `None` keeps the file as it is (nothing to redact, or not a readable regular file).
+fn redacted_copy(path: &std::path::Path, max_bytes: u64) -> Option<Vec<u8>> {
+    read_dropped(path, max_bytes)
+        .ok()
+        .and_then(|(bytes, _)| redact_lease_secrets(&bytes))
+}
+
+/// Process every file in `answers/new/` at `now`: each batch (at most [`BATCH`] files and
+/// about `batch_bytes` bytes) in one transaction, each file inside its own savepoint, so a
+/// stale lease or a bad answer in one file rolls back only that file and never holds up
+/// the others.
 pub fn process(
     root: &Root,
     conn: &mut Connection,
     max_bytes: u64,
+    batch_bytes: u64,
     now: Millis,
 ) -> Result<Processed> {
     let dir = root.answers_new();
     let mut out = Processed::default();
     let names = list_dir(&dir)?;
-    for chunk in names.chunks(BATCH) {
+    let mut rest = &names[..];
+    while !rest.is_empty() {
         let mut items: Vec<(String, std::result::Result<Parsed, UserQuestionError>)> = Vec::new();
-        for name in chunk {
-            let parsed = match read_limited(&dir.join(name), max_bytes) {
-                Ok(bytes) => parse(name, &bytes),
+        let (mut taken, mut read) = (0, 0u64);
+        for name in rest.iter().take(BATCH) {
+            if read >= batch_bytes {
+                break;
+            }
+            taken += 1;
+            let parsed = match read_dropped(&dir.join(name), max_bytes) {
+                Ok((bytes, _)) => {
+                    read += bytes.len() as u64;
+                    parse(name, &bytes)
+                }
                 Err(ReadError::Gone) => continue,
                 Err(ReadError::Io(e)) => {
-                    tracing::warn!(file = %name, error = %e, "cannot read answer file; will retry");
+                    tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read answer file; will retry");
                     continue;
                 }
                 Err(e) => Err(UserQuestionError::new(
@@ -113,6 +183,7 @@ pub fn process(
             };
             items.push((name.clone(), parsed));
         }
+        rest = &rest[taken..];
         if items.is_empty() {
             continue;
         }
@@ -161,6 +232,7 @@ pub fn process(
             Ok(results)
         })?;
         // Committed: now the files may go.
+        let mut rejected = Vec::new();
         for ((name, _), result) in items.iter().zip(results) {
             match result {
                 Ok((id, answered)) => {
@@ -173,17 +245,46 @@ pub fn process(
                     }
                     if let Err(e) = fs::remove_file(dir.join(name)) {
                         if e.kind() != std::io::ErrorKind::NotFound {
-                            tracing::warn!(file = %name, error = %e, "cannot remove answer file");
+                            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot remove answer file");
                         }
                     }
                 }
-                Err(ue) => {
-                    tracing::warn!(file = %name, code = %ue.code, message = %ue.message, "answer file rejected");
-                    move_rejected(&dir, &root.answers_rejected(), name, &ue, now)?;
+                Err(mut ue) => {
+                    // A message may quote the file (a parse error names a value).
+                    if let Some(m) = redact_lease_secrets(ue.message.as_bytes()) {
+                        ue.message = String::from_utf8_lossy(&m).into_owned();
+                    }
+                    tracing::warn!(file = %for_log(name), code = %ue.code, message = %for_log(&ue.message), "answer file rejected");
                     out.rejected.push((name.clone(), ue.code));
+                    rejected.push(RejectedFile {
+                        name: name.clone(),
+                        keep: redacted_copy(&dir.join(name), max_bytes),
+                        error: ue,
+                    });
                 }
             }
         }
+        move_rejected(&dir, &root.answers_rejected(), &rejected, now);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_secrets_are_redacted_and_the_rest_is_kept() {
+        let secret = "ab".repeat(32);
+        let doc = format!(r#"{{"lease": "17.{secret}", "answers": [oops"#);
+        let red = String::from_utf8(redact_lease_secrets(doc.as_bytes()).unwrap()).unwrap();
+        assert_eq!(red, r#"{"lease": "17.REDACTED", "answers": [oops"#);
+        // Spelled with escapes: the document is written again with the field redacted.
+        let escaped = format!(r#"{{"lease": "17.\u0061{}", "cancel": "x"}}"#, &secret[1..]);
+        let red = redact_lease_secrets(escaped.as_bytes()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&red).unwrap();
+        assert_eq!(v["lease"], "17.REDACTED");
+        assert_eq!(v["cancel"], "x");
+        assert!(redact_lease_secrets(br#"{"lease": "x", "cancel": "1.5"}"#).is_none());
+    }
 }

@@ -12,6 +12,31 @@ use crate::error::{Error, Result};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The longest file name most Linux file systems accept (`NAME_MAX`), in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// Room for the name part of a temp file name: `.` + NAME + `.PID.N.tmp` (a pid has at most
+/// 10 digits, a counter at most 20) stays within [`NAME_MAX`].
+const TEMP_NAME_ROOM: usize = NAME_MAX - 40;
+
+/// `name` when it is at most `max` bytes; otherwise its first bytes (cut at a character
+/// boundary) followed by `~` and 16 hex digits of the SHA-256 of the whole name, `max`
+/// bytes at most. Two different long names get different results (up to a 64-bit hash
+/// collision), and the result starts like the name, so a person finds it by its start.
+pub fn fit_name(name: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if name.len() <= max {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(name.as_bytes());
+    let hash = crate::store::events::hex(&digest[..8]);
+    let mut cut = max.saturating_sub(hash.len() + 1);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}~{hash}", &name[..cut]))
+}
+
 /// Write `bytes` to `dir/name` atomically; fsync the directory when `sync_dir` (batch
 /// writers fsync it once with [`sync_dir`] instead).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync_dir_after: bool) -> Result<()> {
@@ -31,8 +56,11 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync_dir_after: bool) 
 /// Write `bytes` to a fresh temp file in `dir` (named so no reader ever picks it up) and
 /// return its path; fsync it when `fsync`. The caller renames it into place.
 pub fn write_temp(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> Result<std::path::PathBuf> {
+    // A temp name only has to be unique and recognisable as ours, so a long target name
+    // is cut: `.NAME.PID.N.tmp` must fit NAME_MAX whatever NAME an asker chose.
     let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
+        ".{}.{}.{}.tmp",
+        fit_name(name, TEMP_NAME_ROOM),
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
@@ -113,4 +141,29 @@ pub fn remove_orphan_temps(dir: &Path) -> usize {
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_cut_with_a_hash() {
+        assert_eq!(fit_name("short", 10), "short");
+        let a = format!("{}a", "é".repeat(200));
+        let b = format!("{}b", "é".repeat(200));
+        let (fa, fb) = (fit_name(&a, 100), fit_name(&b, 100));
+        assert!(fa.len() <= 100 && fb.len() <= 100, "{fa}");
+        assert_ne!(fa, fb);
+        assert!(fa.starts_with("éé"));
+        assert_eq!(fa, fit_name(&a, 100));
+    }
+
+    #[test]
+    fn temp_files_of_long_names_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "n".repeat(NAME_MAX);
+        write_atomic(dir.path(), &name, b"x", true).unwrap();
+        assert_eq!(fs::read(dir.path().join(&name)).unwrap(), b"x");
+    }
 }

@@ -6,14 +6,21 @@
 //! request is recognised as the same content and accepted once, a rejection is recorded
 //! once) or already handled. Files in `inbox/tmp/` and names starting with `.` are never
 //! read.
+//!
+//! No single file can fail a batch: names derived from an input's name (its place in
+//! `rejected/`, its reason file, temp files) are cut to fit `NAME_MAX`, and a file that
+//! cannot be moved stays where it is for the next pass while the others go on. A batch is
+//! bounded by bytes as well as by count, so large files cannot take the daemon's memory.
+//! Rejections make their writes durable together: every reason file of a batch is written,
+//! then one `syncfs`, then the inputs move, as outcome batches do.
 
 use std::fs;
 use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::atomic::{sync_dir, write_atomic};
-use super::safe_read::{read_limited_with_mtime, ReadError};
+use super::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
+use super::safe_read::{read_dropped, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
@@ -21,6 +28,7 @@ use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Request;
 use crate::root::Root;
 use crate::store::{self, requests};
+use crate::text::for_log;
 
 /// What one ingest batch did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -36,6 +44,11 @@ pub struct Ingested {
     /// Files handled in the database that could not be removed from the inbox (they will
     /// be read again; not progress).
     pub stuck: usize,
+    /// How many of the given names this batch took, in order: it stops early once it has
+    /// read its byte budget; the rest are for the next batch.
+    pub consumed: usize,
+    /// Bytes of input read.
+    pub bytes: u64,
 }
 
 /// The kind of an inbox entry, by name.
@@ -74,16 +87,22 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
                 names.push(name.to_string());
             }
         } else {
-            // Not UTF-8: cannot be an id; move it aside under a readable name.
-            // Unique, so two such names can never land on the same target.
+            // Not UTF-8: cannot be an id; move it aside under a readable name, unique
+            // (the raw bytes in hex, or a hash of them when that would not fit), so two such
+            // names can never land on the same target, and within NAME_MAX.
             let lossy = entry.file_name().to_string_lossy().replace('\u{fffd}', "_");
             let raw = entry.file_name().as_encoded_bytes().to_vec();
-            let target = dir.join(format!(
-                "{lossy}.{}.badname",
+            let tag = if raw.len() <= 48 {
                 crate::store::events::hex(&raw)
-            ));
+            } else {
+                use sha2::{Digest, Sha256};
+                format!("h{}", crate::store::events::hex(&Sha256::digest(&raw)[..8]))
+            };
+            let target = dir.join(format!("{}.{tag}.badname", fit_name(&lossy, 120)));
             if fs::symlink_metadata(&target).is_err() {
-                let _ = fs::rename(entry.path(), target);
+                if let Err(e) = fs::rename(entry.path(), &target) {
+                    tracing::warn!(file = %crate::text::path_for_log(&entry.path()), error = %for_log(&e.to_string()), "cannot rename a non-UTF-8 file name");
+                }
             }
         }
     }
@@ -115,6 +134,21 @@ enum Input {
     },
 }
 
+impl Input {
+    /// The bytes of input it holds (what a batch's byte budget counts).
+    fn size(&self) -> u64 {
+        match self {
+            Input::Request { raw, .. } | Input::Reject { raw, .. } => raw.len() as u64,
+            Input::Abort { reason, .. } => reason.as_ref().map_or(0, |r| r.len() as u64),
+        }
+    }
+}
+
+/// Lossy UTF-8 without a copy when the bytes are valid.
+fn into_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Read one inbox file into an [`Input`]; `None` when it vanished or cannot be read now.
 fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
     let kind = classify(name)?;
@@ -130,28 +164,29 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
         raw,
         error,
     };
-    let (bytes, mtime) = match read_limited_with_mtime(&path, max_bytes) {
+    let (bytes, mtime) = match read_dropped(&path, max_bytes) {
         Ok(b) => b,
         Err(ReadError::Gone) => return None,
-        Err(e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. })) => {
+        Err(
+            e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. } | ReadError::HardLinked(_)),
+        ) => {
             return Some(reject(
                 UserQuestionError::new(Code::BadRequest, format!("{name}: {e}")),
                 String::new(),
             ))
         }
         Err(ReadError::Io(e)) => {
-            tracing::warn!(file = name, error = %e, "cannot read inbox file; will retry");
+            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read inbox file; will retry");
             return None;
         }
     };
-    let raw = String::from_utf8_lossy(&bytes).into_owned();
     match kind {
         EntryKind::Unknown => Some(reject(
             UserQuestionError::new(
                 Code::BadRequest,
                 format!("{name}: unknown file kind; drop NAME.json to ask or ID.abort to abort"),
             ),
-            raw,
+            into_text(bytes),
         )),
         EntryKind::Abort(id) => {
             if !is_valid_id(&id) {
@@ -160,9 +195,10 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
                         Code::BadRequest,
                         format!("{name}: {id:?} is not a valid request id"),
                     ),
-                    raw,
+                    into_text(bytes),
                 ));
             }
+            let raw = String::from_utf8_lossy(&bytes);
             let reason = raw.trim();
             Some(Input::Abort {
                 name: name.to_string(),
@@ -175,7 +211,7 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
                 name: name.to_string(),
                 stem,
                 request,
-                raw,
+                raw: into_text(bytes),
                 mtime,
             }),
             Err(error) => {
@@ -185,7 +221,7 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
                     name: name.to_string(),
                     id: id.or(Some(stem)),
                     context,
-                    raw,
+                    raw: into_text(bytes),
                     error,
                 })
             }
@@ -255,25 +291,35 @@ pub fn validate_file(
     }
 }
 
-/// Ingest the named files of `inbox/new/` as one transaction at `now`.
+/// Ingest the named files of `inbox/new/` as one transaction at `now`, in order, stopping
+/// after the file that brings the bytes read to `batch_bytes` (at least one file is always
+/// taken); [`Ingested::consumed`] says how many names were taken.
 pub fn ingest(
     root: &Root,
     conn: &mut Connection,
     names: &[String],
     max_bytes: u64,
+    batch_bytes: u64,
     now: Millis,
 ) -> Result<Ingested> {
     let dir = root.inbox_new();
-    let inputs: Vec<Input> = names
-        .iter()
-        .filter_map(|n| read_input(&dir, n, max_bytes))
-        .collect();
+    let mut out = Ingested::default();
+    let mut inputs: Vec<Input> = Vec::new();
+    for name in names {
+        out.consumed += 1;
+        if let Some(input) = read_input(&dir, name, max_bytes) {
+            out.bytes += input.size();
+            inputs.push(input);
+        }
+        if out.bytes >= batch_bytes {
+            break;
+        }
+    }
     if inputs.is_empty() {
-        return Ok(Ingested::default());
+        return Ok(out);
     }
     // (file name, error to write beside it) for after the commit; None = remove.
     let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
-    let mut out = Ingested::default();
     let mut stale: Vec<String> = Vec::new();
     store::write_now(conn, |tx, now| {
         for input in inputs {
@@ -300,13 +346,13 @@ pub fn ingest(
                     match requests::accept(tx, request, Some(&stem), &source, now) {
                         Ok(a) => {
                             if a.new {
-                                tracing::info!(id = %a.id, context = %a.context, file = %name, "request accepted");
+                                tracing::info!(id = %a.id, context = %a.context, file = %for_log(&name), "request accepted");
                                 if a.replaced_rejection {
                                     stale.push(a.id.clone());
                                 }
                                 out.accepted.push(a.id);
                             } else {
-                                tracing::info!(id = %a.id, file = %name, "re-delivery of an accepted request");
+                                tracing::info!(id = %a.id, file = %for_log(&name), "re-delivery of an accepted request");
                                 out.redelivered += 1;
                             }
                             after.push((name.clone(), None));
@@ -388,77 +434,190 @@ pub fn ingest(
     for id in &stale {
         super::outbox::remove_stale(root, id);
     }
-    let mut moved_any = false;
+    let mut rejected = Vec::new();
     for (name, error) in after {
-        let path = dir.join(&name);
         match error {
             None => {
-                if let Err(e) = fs::remove_file(&path) {
+                if let Err(e) = fs::remove_file(dir.join(&name)) {
                     if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(file = %name, error = %e, "cannot remove ingested file");
+                        tracing::warn!(file = %for_log(&name), error = %for_log(&e.to_string()), "cannot remove ingested file");
                         out.stuck += 1;
                     }
                 }
             }
             Some(e) => {
-                tracing::warn!(file = %name, code = %e.code, message = %e.message, "input rejected");
-                move_rejected(&dir, &root.rejected(), &name, &e, now)?;
-                out.rejected.push((name, e.code));
-                moved_any = true;
+                tracing::warn!(file = %for_log(&name), code = %e.code, message = %for_log(&e.message), "input rejected");
+                out.rejected.push((name.clone(), e.code));
+                rejected.push(RejectedFile {
+                    name,
+                    error: e,
+                    keep: None,
+                });
             }
         }
     }
-    if moved_any {
-        sync_dir(&root.rejected())?;
-    }
+    out.stuck += move_rejected(&dir, &root.rejected(), &rejected, now);
     Ok(out)
 }
 
-/// Move `src_dir/name` into `rejected_dir` (never overwriting an earlier rejection) beside
-/// its error, `STEM.error.json`, which is written first: a crash can leave a reason whose
-/// input is still in `src_dir` (rejected again later), never an input without a reason.
+/// The longest stem (file name without `.json`) kept as it is in a rejected directory:
+/// room is left for `.NOW-N` (a collision), `.error.json`, and `.json`.
+const MAX_REJECTED_STEM: usize = 200;
+
+/// An input to move into a rejected directory beside its reason.
+#[derive(Debug, Clone)]
+pub struct RejectedFile {
+    /// Its name in the source directory.
+    pub name: String,
+    /// Why it was rejected (written as `STEM.error.json`).
+    pub error: UserQuestionError,
+    /// What to keep in its place instead of the file itself (an answer file with its lease
+    /// secret redacted); `None` moves the file as it is.
+    pub keep: Option<Vec<u8>>,
+}
+
+/// The names an input takes in `rejected_dir`: (input, reason file, was the name cut).
+/// Never an existing name, so an earlier rejection is never overwritten; a name too long to
+/// derive names from is cut with a hash ([`fit_name`]).
+fn rejected_names(rejected_dir: &Path, name: &str, now: Millis) -> (String, String, bool) {
+    let is_json = name.ends_with(".json");
+    let full = name.strip_suffix(".json").unwrap_or(name);
+    let base = fit_name(full, MAX_REJECTED_STEM);
+    let cut = base.len() != full.len();
+    let with_ext = |stem: &str| {
+        if is_json {
+            format!("{stem}.json")
+        } else {
+            stem.to_string()
+        }
+    };
+    let mut stem = base.to_string();
+    let mut n = 0;
+    loop {
+        let (target, reason) = (with_ext(&stem), format!("{stem}.error.json"));
+        if fs::symlink_metadata(rejected_dir.join(&target)).is_err()
+            && fs::symlink_metadata(rejected_dir.join(&reason)).is_err()
+        {
+            return (target, reason, cut);
+        }
+        n += 1;
+        stem = format!("{base}.{now}-{n}");
+    }
+}
+
+/// Whether reason files are fsynced one by one (where there is no `syncfs`).
+const FSYNC_EACH: bool = !cfg!(target_os = "linux");
+
+/// Move each `src_dir/NAME` into `rejected_dir` (never overwriting an earlier rejection)
+/// beside its error, `STEM.error.json`. All the reasons are written first and made durable
+/// together (one `syncfs`), and only then do the inputs move: a crash can leave a reason
+/// whose input is still in `src_dir` (rejected again later, under a fresh name), never an
+/// input in `rejected_dir` without its reason. A file that cannot be moved stays where it
+/// is (logged) and the others go on; returns how many stayed.
 pub fn move_rejected(
     src_dir: &Path,
     rejected_dir: &Path,
-    name: &str,
-    error: &UserQuestionError,
+    files: &[RejectedFile],
     now: Millis,
-) -> Result<()> {
-    let base = name.strip_suffix(".json").unwrap_or(name);
-    let mut target = name.to_string();
-    let mut stem = base.to_string();
-    let mut n = 0;
-    while fs::symlink_metadata(rejected_dir.join(&target)).is_ok()
-        || fs::symlink_metadata(rejected_dir.join(format!("{stem}.error.json"))).is_ok()
-    {
-        n += 1;
-        stem = format!("{base}.{now}-{n}");
-        target = if name.ends_with(".json") {
-            format!("{stem}.json")
-        } else {
-            stem.clone()
-        };
+) -> usize {
+    struct Planned<'a> {
+        file: &'a RejectedFile,
+        target: String,
+        reason: String,
+        keep_tmp: Option<std::path::PathBuf>,
     }
-    let src = src_dir.join(name);
-    match fs::symlink_metadata(&src) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(&src, e)),
-    }
-    // The reason first (durably), then the input: a crash in between leaves the input where
-    // it was, to be rejected again (under a fresh name, as this reason file holds the
-    // stem), never an input in `rejected_dir` without its reason.
-    let error_name = format!("{stem}.error.json");
-    let mut doc = serde_json::to_string_pretty(error).expect("errors serialize");
-    doc.push('\n');
-    write_atomic(rejected_dir, &error_name, doc.as_bytes(), true)?;
-    match fs::rename(&src, rejected_dir.join(&target)) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // Taken meanwhile: no input, so no reason either.
-            let _ = fs::remove_file(rejected_dir.join(&error_name));
-            Ok(())
+    let mut stuck = 0;
+    let mut planned = Vec::with_capacity(files.len());
+    for file in files {
+        let src = src_dir.join(&file.name);
+        match fs::symlink_metadata(&src) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
+                stuck += 1;
+                continue;
+            }
         }
-        Err(e) => Err(Error::io(&src, e)),
+        let (target, reason, cut) = rejected_names(rejected_dir, &file.name, now);
+        let mut error = file.error.clone();
+        if cut && !error.message.contains(&file.name) {
+            // The stored names are cut: the reason says the whole name.
+            error.message = format!("{}: {}", file.name, error.message);
+        }
+        let mut doc = serde_json::to_string_pretty(&error).expect("errors serialize");
+        doc.push('\n');
+        let written = (|| -> Result<Option<std::path::PathBuf>> {
+            let tmp = write_temp(rejected_dir, &reason, doc.as_bytes(), FSYNC_EACH)?;
+            if let Err(e) = fs::rename(&tmp, rejected_dir.join(&reason)) {
+                let _ = fs::remove_file(&tmp);
+                return Err(Error::io(rejected_dir.join(&reason), e));
+            }
+            match &file.keep {
+                Some(bytes) => Ok(Some(write_temp(rejected_dir, &target, bytes, FSYNC_EACH)?)),
+                None => Ok(None),
+            }
+        })();
+        match written {
+            Ok(keep_tmp) => planned.push(Planned {
+                file,
+                target,
+                reason,
+                keep_tmp,
+            }),
+            Err(e) => {
+                tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot write the reason of a rejected file; will retry");
+                stuck += 1;
+            }
+        }
     }
+    if planned.is_empty() {
+        return stuck;
+    }
+    // The reasons are durable before any input moves.
+    let synced = sync_filesystem(rejected_dir).and_then(|_| sync_dir(rejected_dir));
+    if let Err(e) = synced {
+        tracing::warn!(error = %for_log(&e.to_string()), "cannot make rejection reasons durable; will retry");
+        for p in &planned {
+            if let Some(tmp) = &p.keep_tmp {
+                let _ = fs::remove_file(tmp);
+            }
+        }
+        return stuck + planned.len();
+    }
+    for p in planned {
+        let src = src_dir.join(&p.file.name);
+        let dst = rejected_dir.join(&p.target);
+        let moved = match &p.keep_tmp {
+            // The redacted copy takes the input's place, then the input goes.
+            Some(tmp) => fs::rename(tmp, &dst).and_then(|()| match fs::remove_file(&src) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let _ = fs::remove_file(&dst);
+                    Err(e)
+                }
+                r => r,
+            }),
+            None => fs::rename(&src, &dst),
+        };
+        match moved {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Taken meanwhile: no input, so no reason either.
+                let _ = fs::remove_file(rejected_dir.join(&p.reason));
+            }
+            Err(e) => {
+                tracing::warn!(file = %for_log(&p.file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
+                if let Some(tmp) = &p.keep_tmp {
+                    let _ = fs::remove_file(tmp);
+                }
+                stuck += 1;
+            }
+        }
+    }
+    for d in [rejected_dir, src_dir] {
+        if let Err(e) = sync_dir(d) {
+            tracing::warn!(dir = %crate::text::path_for_log(d), error = %for_log(&e.to_string()), "cannot fsync a directory");
+        }
+    }
+    stuck
 }

@@ -24,6 +24,10 @@ pub enum ReadError {
         /// The limit.
         limit: u64,
     },
+    /// A regular file with more than one hard link: it may be a link to a file outside
+    /// the root that the dropper could not otherwise read or move.
+    #[error("the file has {0} hard links; only a file with a single link is read (drop a copy, not a link)")]
+    HardLinked(u64),
     /// Gone before it could be read (another process took it).
     #[error("the file disappeared")]
     Gone,
@@ -74,6 +78,18 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// [`read_limited`], also returning the file's modification time in milliseconds since
 /// the epoch (a rename keeps it, so it tells a file already judged from one dropped again).
 pub fn read_limited_with_mtime(path: &Path, limit: u64) -> Result<(Vec<u8>, i64), ReadError> {
+    read_checked(path, limit, false)
+}
+
+/// Read a file someone dropped into a watched directory (`inbox/new/`, `answers/new/`):
+/// [`read_limited_with_mtime`], and a file with more than one hard link is refused
+/// ([`ReadError::HardLinked`]). A hard link lets someone who can write the directory
+/// present a file they do not own, from outside the root, as their input.
+pub fn read_dropped(path: &Path, limit: u64) -> Result<(Vec<u8>, i64), ReadError> {
+    read_checked(path, limit, true)
+}
+
+fn read_checked(path: &Path, limit: u64, single_link: bool) -> Result<(Vec<u8>, i64), ReadError> {
     // No separate lstat: O_NOFOLLOW makes a symlink fail with ELOOP, O_NONBLOCK keeps a
     // FIFO from blocking, and fstat on the open file tells everything else.
     let f: File = match OpenOptions::new()
@@ -95,6 +111,12 @@ pub fn read_limited_with_mtime(path: &Path, limit: u64) -> Result<(Vec<u8>, i64)
     let meta = f.metadata()?;
     if !meta.file_type().is_file() {
         return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
+    }
+    if single_link {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() > 1 {
+            return Err(ReadError::HardLinked(meta.nlink()));
+        }
     }
     if meta.len() > limit {
         return Err(ReadError::TooLarge {

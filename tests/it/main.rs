@@ -12,6 +12,7 @@ mod examples;
 mod flags;
 mod helpers;
 mod hooks;
+mod hostile;
 mod interactive;
 mod outcome;
 mod seam;

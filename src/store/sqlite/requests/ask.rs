@@ -252,7 +252,9 @@ pub fn record_rejection(
     let code = error.code.as_str();
     let already: bool = tx
         .prepare_cached(
-            "SELECT 1 FROM requests WHERE status = 'rejected' AND id IS ?1 AND source = ?2 AND body = ?3 AND error_code = ?4",
+            // By id: left to itself the planner walks every rejected row (the status
+            // index), which made each rejection in a flood slower than the last.
+            "SELECT 1 FROM requests INDEXED BY requests_id_any WHERE id IS ?1 AND status = 'rejected' AND source = ?2 AND body = ?3 AND error_code = ?4",
         )?
         .exists(params![id, rej.source, rej.body, code])?;
     if already {
