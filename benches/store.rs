@@ -16,7 +16,7 @@ use dshq::clock::Millis;
 use dshq::files::outbox;
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::root::Root;
-use dshq::store::{self, history, leases, requests};
+use dshq::store::{self, history, leases, requests, SqliteStore};
 
 const DAY: Millis = 86_400_000;
 const T0: Millis = 1_780_000_000_000;
@@ -50,12 +50,13 @@ fn answer(label: &str) -> Answer {
 }
 
 /// A fresh store in a temp dir with `n` pending requests and a live lease.
-fn pending_store(n: usize) -> (tempfile::TempDir, Root, Connection, leases::Lease) {
+fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, leases::Lease) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path().join("root"));
-    let mut conn = root.open_db().unwrap();
+    root.ensure_layout().unwrap();
+    let mut st = SqliteStore::open(&root.db()).unwrap();
     let now = dshq::clock::now_ms();
-    let token = store::write(&mut conn, now, |tx| {
+    let token = store::write(st.connection(), now, |tx| {
         for i in 0..n {
             requests::accept(
                 tx,
@@ -68,8 +69,8 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, Connection, leases::Leas
         Ok(leases::register(tx, "default", "bench", 3_600_000, now)?.lease)
     })
     .unwrap();
-    let lease = leases::authenticate(&conn, &token, now).unwrap();
-    (dir, root, conn, lease)
+    let lease = leases::authenticate(st.connection(), &token, now).unwrap();
+    (dir, root, st, lease)
 }
 
 fn claim_answer(c: &mut Criterion) {
@@ -88,13 +89,13 @@ fn claim_answer(c: &mut Criterion) {
                 BenchmarkId::new(name, format!("{group_size}_per_commit")),
                 |b| {
                     b.iter_custom(|iters| {
-                        let (_dir, root, mut conn, lease) = pending_store(iters as usize);
+                        let (_dir, root, mut st, lease) = pending_store(iters as usize);
                         let now = dshq::clock::now_ms();
                         let start = Instant::now();
                         let mut i = 0u64;
                         while i < iters {
                             let end = (i + group_size as u64).min(iters);
-                            store::write(&mut conn, now, |tx| {
+                            store::write(st.connection(), now, |tx| {
                                 for k in i..end {
                                     let id = format!("r{k}");
                                     requests::claim(tx, &lease, &id, now)?;
@@ -104,7 +105,7 @@ fn claim_answer(c: &mut Criterion) {
                             })
                             .unwrap();
                             if with_outbox {
-                                outbox::flush(&root, &mut conn).unwrap();
+                                outbox::flush(&root, &mut st).unwrap();
                             }
                             i = end;
                         }

@@ -19,14 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use rusqlite::Connection;
 
+use crate::app;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
-use crate::files::{answers, inbox, outbox};
+use crate::files::inbox;
 use crate::hooks::{HookConfig, Hooks};
 use crate::root::Root;
-use crate::store::{self, requests};
+use crate::store::Store;
 use crate::text::for_log;
 
 /// Daemon settings.
@@ -84,7 +84,8 @@ enum Hint {
 
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(root: &Root, config: &Config) -> Result<()> {
-    let mut conn = root.open_db()?;
+    let mut store_box = root.open_store()?;
+    let store: &mut dyn Store = &mut *store_box;
     // One daemon per root: a second one would race the first over the same files.
     let _lock = lock_root(root)?;
     let (tx, rx) = mpsc::channel::<Hint>();
@@ -143,7 +144,7 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
     // The hook runner notices new requests by seq after each pass, whatever accepted
     // them (this loop's inbox, `dshq ask`); it only enqueues, so it never delays a pass.
     let mut hooks = match &config.on_question {
-        Some(h) => Some(Hooks::start(root, &conn, h.clone())?),
+        Some(h) => Some(Hooks::start(root, store, h.clone())?),
         None => None,
     };
     // Temp files of writers killed mid-write (their pid is gone) are never renamed.
@@ -155,18 +156,18 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
     }
     // A crash between accepting a reused id and removing its earlier error outcome
     // leaves that outcome under an open request: remove it before anyone reads it.
-    if let Err(e) = outbox::repair(root, &mut conn, None) {
+    if let Err(e) = app::ask::repair_outbox(store, root) {
         tracing::error!(error = %e, "cannot repair the outbox");
     }
     tracing::info!(root = %root.dir().display(), "daemon started");
 
     // Startup: everything already there, and any outcome committed but not yet written.
-    pass(root, &mut conn, config, &stop, &mut watcher, true, true);
+    pass(root, store, config, &stop, &mut watcher, true, true);
     if let Some(h) = hooks.as_mut() {
-        h.poll(&conn);
+        h.poll(store);
     }
     while !stop.load(Ordering::SeqCst) {
-        let timeout = sleep_for(&conn, config.tick);
+        let timeout = sleep_for(store, config.tick);
         let first = match rx.recv_timeout(timeout) {
             Ok(h) => Some(h),
             Err(RecvTimeoutError::Timeout) => None,
@@ -197,7 +198,7 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
         }
         pass(
             root,
-            &mut conn,
+            store,
             config,
             &stop,
             &mut watcher,
@@ -205,7 +206,7 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
             do_answers,
         );
         if let Some(h) = hooks.as_mut() {
-            h.poll(&conn);
+            h.poll(store);
         }
     }
     drop(watcher);
@@ -245,9 +246,9 @@ fn lock_root(root: &Root) -> Result<std::fs::File> {
 }
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.
-fn sleep_for(conn: &Connection, tick: Duration) -> Duration {
+fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
     let now = now_ms();
-    match requests::next_due(conn) {
+    match app::sweep::next_due(store) {
         Ok(Some(due)) if due >= now => Duration::from_millis((due - now + 1) as u64).min(tick),
         Ok(Some(_)) => Duration::from_millis(1),
         _ => tick,
@@ -258,7 +259,7 @@ fn sleep_for(conn: &Connection, tick: Duration) -> Duration {
 /// next pass; the daemon keeps running.
 fn pass(
     root: &Root,
-    conn: &mut Connection,
+    store: &mut dyn Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -267,22 +268,22 @@ fn pass(
 ) {
     tracing::debug!(do_inbox, do_answers, "pass");
     if do_inbox {
-        if let Err(e) = drain_inbox(root, conn, config, stop, watcher) {
+        if let Err(e) = drain_inbox(root, store, config, stop, watcher) {
             tracing::error!(error = %for_log(&e.to_string()), "inbox pass failed; will retry");
         }
     }
     if do_answers {
-        match answers::process(root, conn, config.max_bytes, config.batch_bytes, now_ms()) {
+        match app::provide::answer_files(store, root, config.max_bytes, config.batch_bytes) {
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %for_log(&e.to_string()), "answer pass failed; will retry")
             }
         }
     }
-    if let Err(e) = expire(conn) {
+    if let Err(e) = expire(store) {
         tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
     }
-    if let Err(e) = outbox::flush(root, conn) {
+    if let Err(e) = app::ask::publish(store, root) {
         tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
     }
 }
@@ -298,7 +299,7 @@ fn pass(
 /// its removal failed) is left for the next pass instead of being retried in a loop.
 fn drain_inbox(
     root: &Root,
-    conn: &mut Connection,
+    store: &mut dyn Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -334,14 +335,7 @@ fn drain_inbox(
         if names.len() > batch && !unwatched {
             unwatched = watcher.unwatch(&dir).is_ok();
         }
-        let r = inbox::ingest(
-            root,
-            conn,
-            &chosen,
-            config.max_bytes,
-            config.batch_bytes,
-            now_ms(),
-        )?;
+        let r = app::ask::ingest_inbox(store, root, &chosen, config.max_bytes, config.batch_bytes)?;
         // Arrivals a batch's byte budget left out stay arrivals for the next batch.
         previous = current;
         for n in &chosen[r.consumed.min(chosen.len())..] {
@@ -352,7 +346,7 @@ fn drain_inbox(
             big = true;
             trim_heap();
         }
-        outbox::flush(root, conn)?;
+        app::ask::publish(store, root)?;
         if stop.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -402,8 +396,8 @@ fn pick_batch(
 }
 
 /// Sweep expiries when something is due.
-fn expire(conn: &mut Connection) -> Result<()> {
-    let Some(swept) = store::sweep_if_due(conn, now_ms())? else {
+fn expire(store: &mut dyn Store) -> Result<()> {
+    let Some(swept) = app::sweep::sweep_quietly(store)? else {
         return Ok(());
     };
     for id in &swept.leases {

@@ -1,12 +1,12 @@
 //! Knowing a question arrived: finding newly accepted requests, and the daemon's
 //! `--on-question` hook.
 //!
-//! **Finding new requests.** `requests.seq` is the rowid, assigned in commit order (SQLite
-//! has one writer at a time and rows are never deleted), so "every request with a seq
-//! above the last one seen" is exactly the set accepted since, however it arrived: an
-//! inbox file, `dshq ask`, another daemon. [`NewRequests`] keeps that high-water mark;
-//! `dshq watch` and the hook runner both use it. This is one indexed range read of the
-//! rowid, cheap enough to run after every daemon pass.
+//! **Finding new requests.** The store hands out positions in arrival (commit) order, so
+//! "every request above the last position seen" is exactly the set accepted since,
+//! however it arrived: an inbox file, `dshq ask`, another daemon.
+//! [`NewRequests`](crate::app::feed::NewRequests) keeps that high-water mark; `dshq
+//! watch` and the hook runner both use it. It is one indexed range read, cheap enough to
+//! run after every daemon pass.
 //!
 //! **The hook.** After each pass the daemon asks [`Hooks::poll`] for new requests and
 //! queues one job per request. A small pool of worker threads runs the command with
@@ -35,89 +35,11 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
-
+use crate::app::feed::NewRequests;
 use crate::error::{Error, Result};
 use crate::output::RequestView;
 use crate::root::Root;
-use crate::store::requests::{self, RequestRow, Status};
-
-/// How many rows one read of [`NewRequests::next_batch`] returns at most.
-const BATCH: i64 = 512;
-
-/// The high-water mark of requests seen, by `seq`.
-#[derive(Debug, Clone)]
-pub struct NewRequests {
-    after: i64,
-}
-
-impl NewRequests {
-    /// Start after the newest request in the database: only requests accepted from now
-    /// on are new.
-    pub fn from_now(conn: &Connection) -> Result<NewRequests> {
-        Ok(NewRequests {
-            after: max_seq(conn)?,
-        })
-    }
-
-    /// The seq everything up to which has been seen.
-    pub fn after(&self) -> i64 {
-        self.after
-    }
-
-    /// The next accepted requests (never rejections) above the mark, oldest first, at
-    /// most a batch; advances the mark past everything read, rejections included.
-    pub fn next_batch(&mut self, conn: &Connection) -> Result<Vec<RequestRow>> {
-        let seqs: Vec<(i64, Option<String>, String)> = {
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, id, status FROM requests WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![self.after, BATCH], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        let mut out = Vec::with_capacity(seqs.len());
-        for (seq, id, status) in seqs {
-            self.after = self.after.max(seq);
-            if status == Status::Rejected.as_str() {
-                continue;
-            }
-            if let Some(row) = id
-                .as_deref()
-                .map(|id| requests::get(conn, id))
-                .transpose()?
-            {
-                if let Some(row) = row.filter(|r| r.seq == seq) {
-                    out.push(row);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Everything new above the mark (all batches).
-    pub fn all(&mut self, conn: &Connection) -> Result<Vec<RequestRow>> {
-        let mut out = Vec::new();
-        loop {
-            let before = self.after;
-            let batch = self.next_batch(conn)?;
-            out.extend(batch);
-            if self.after == before {
-                return Ok(out);
-            }
-        }
-    }
-}
-
-/// The newest `seq` (0 for an empty database).
-pub fn max_seq(conn: &Connection) -> Result<i64> {
-    Ok(
-        conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM requests", [], |r| {
-            r.get(0)
-        })?,
-    )
-}
+use crate::store::{RequestRow, Store};
 
 /// The document a hook reads on stdin and `dshq watch --json` prints: the same as
 /// `dshq --json show ID`, on one line.
@@ -182,8 +104,8 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    /// Start the workers; requests newer than the newest one in `conn` will run the hook.
-    pub fn start(root: &Root, conn: &Connection, config: HookConfig) -> Result<Hooks> {
+    /// Start the workers; requests newer than the newest one in `store` will run the hook.
+    pub fn start(root: &Root, store: &mut dyn Store, config: HookConfig) -> Result<Hooks> {
         let (tx, rx) = mpsc::sync_channel::<Job>(config.queue.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let running: Running = Arc::new((Mutex::new(State::default()), Condvar::new()));
@@ -199,7 +121,7 @@ impl Hooks {
         }
         tracing::info!(command = %config.command, timeout = ?config.timeout, "on-question hook enabled");
         Ok(Hooks {
-            seen: NewRequests::from_now(conn)?,
+            seen: NewRequests::from_now(store)?,
             queue: tx,
             running,
         })
@@ -208,8 +130,8 @@ impl Hooks {
     /// Queue a run for every request accepted since the last poll. Never blocks: a full
     /// queue drops the run with a warning. Database errors are logged; the next poll
     /// retries from the same mark.
-    pub fn poll(&mut self, conn: &Connection) {
-        let rows = match self.seen.all(conn) {
+    pub fn poll(&mut self, store: &mut dyn Store) {
+        let rows = match self.seen.all(store) {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::error!(error = %e, "could not read new requests for the hook; will retry");
@@ -376,58 +298,63 @@ fn run_one(job: &Job, config: &HookConfig, root: &Root, running: &Running) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store;
+    use crate::core::audit::{Actor, Source};
+    use crate::store::{AskInput, InboxInput, SqliteStore};
 
-    fn ask(conn: &mut Connection, id: &str, context: &str) {
+    fn ask(store: &mut dyn Store, id: &str, context: &str) {
         let req: crate::protocol::Request = serde_json::from_value(serde_json::json!({
             "id": id, "context": context,
             "questions": [{"id": "q", "question": "?"}]
         }))
         .unwrap();
-        store::write(conn, 1_000, |tx| {
-            requests::accept(tx, req, None, "cli", 1_000)
-        })
-        .unwrap();
+        store
+            .ask(AskInput {
+                request: Ok(req),
+                fallback_id: None,
+                salvaged: (None, None),
+                raw: String::new(),
+                source: Source::Cli,
+                actor: Actor::Cli,
+            })
+            .unwrap();
     }
 
     #[test]
     fn new_requests_are_seen_once_in_order_and_rejections_skipped() {
-        let mut conn = store::open_in_memory().unwrap();
-        ask(&mut conn, "old", "default");
-        let mut seen = NewRequests::from_now(&conn).unwrap();
-        assert!(seen.all(&conn).unwrap().is_empty());
-        ask(&mut conn, "a", "default");
-        store::write(&mut conn, 1_000, |tx| {
-            requests::record_rejection(
-                tx,
-                &requests::Rejection {
-                    id: Some("bad"),
-                    body: "{",
-                    source: "inbox:bad.json",
-                    actor: None,
-                    ..Default::default()
-                },
-                &crate::protocol::UserQuestionError::new(crate::protocol::Code::BadRequest, "x"),
-                1_000,
-            )
-        })
-        .unwrap();
-        ask(&mut conn, "b", "other");
+        let mut store = SqliteStore::in_memory().unwrap();
+        let store: &mut dyn Store = &mut store;
+        ask(store, "old", "default");
+        let mut seen = NewRequests::from_now(store).unwrap();
+        assert!(seen.all(store).unwrap().is_empty());
+        ask(store, "a", "default");
+        store
+            .ingest(vec![InboxInput::Reject {
+                name: "bad.json".into(),
+                id: Some("bad".into()),
+                context: None,
+                raw: "{".into(),
+                error: crate::protocol::UserQuestionError::new(
+                    crate::protocol::Code::BadRequest,
+                    "x",
+                ),
+            }])
+            .unwrap();
+        ask(store, "b", "other");
         let ids: Vec<String> = seen
-            .all(&conn)
+            .all(store)
             .unwrap()
             .into_iter()
             .filter_map(|r| r.id)
             .collect();
         assert_eq!(ids, vec!["a", "b"]);
-        assert!(seen.all(&conn).unwrap().is_empty());
+        assert!(seen.all(store).unwrap().is_empty());
     }
 
     #[test]
     fn request_json_is_one_line_with_the_questions() {
-        let mut conn = store::open_in_memory().unwrap();
-        ask(&mut conn, "a", "default");
-        let row = requests::get(&conn, "a").unwrap().unwrap();
+        let mut store = SqliteStore::in_memory().unwrap();
+        ask(&mut store, "a", "default");
+        let row = store.get("a").unwrap().unwrap();
         let json = request_json(&row);
         assert!(!json.contains('\n'));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();

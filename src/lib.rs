@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod core;

@@ -8,8 +8,6 @@ use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
-
 use crate::error::{Error, Result};
 
 /// The state root and its layout (spec §8).
@@ -118,10 +116,11 @@ impl Root {
         Ok(())
     }
 
-    /// Create the layout and open (and migrate) the database.
-    pub fn open_db(&self) -> Result<Connection> {
+    /// Create the layout and open (and migrate) the store: the one place a backend is
+    /// chosen (SQLite, `dshq.db` in the root).
+    pub fn open_store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.ensure_layout()?;
-        crate::store::open(&self.db())
+        Ok(Box::new(crate::store::SqliteStore::open(&self.db())?))
     }
 }
 

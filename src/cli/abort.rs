@@ -1,10 +1,10 @@
 //! `dshq abort ID`: the asker aborts a request (`ASK_ABORTED`). No lease is needed.
 
 use super::Ctx;
+use crate::app;
+use crate::core::audit::Actor;
 use crate::error::Result;
-use crate::files::outbox;
 use crate::output::{emit, outcome_text};
-use crate::store::{self, requests};
 
 /// Arguments of `dshq abort`.
 #[derive(Debug, clap::Args)]
@@ -18,17 +18,14 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
-    let outcome = store::write_now(&mut conn, |tx, now| {
-        requests::abort(
-            tx,
-            &a.id,
-            a.reason.as_deref(),
-            &crate::core::audit::Actor::Asker,
-            now,
-        )
-    })?;
-    outbox::flush(&ctx.root, &mut conn)?;
+    let mut store = ctx.store()?;
+    let outcome = app::ask::abort(
+        &mut *store,
+        &ctx.root,
+        &a.id,
+        a.reason.as_deref(),
+        &Actor::Asker,
+    )?;
     emit(ctx.json, &outcome, || outcome_text(&outcome));
     Ok(())
 }

@@ -5,10 +5,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{parse_duration, Ctx};
-use crate::clock::{duration_ms, now_ms};
+use crate::app::agents;
 use crate::error::Result;
 use crate::output::{emit, table};
-use crate::store::{self, agents};
 
 /// `dshq agent ...`
 #[derive(Debug, clap::Subcommand)]
@@ -64,8 +63,8 @@ pub struct ExitView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut conn = ctx.db()?;
-    let now = now_ms();
+    let mut store = ctx.store()?;
+    let store = &mut *store;
     match c {
         Command::Enter {
             id,
@@ -73,35 +72,23 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             lineage,
             ttl,
         } => {
-            let e = store::write_now(&mut conn, |tx, now| {
-                agents::enter(
-                    tx,
-                    &id,
-                    owner.as_deref(),
-                    lineage.as_deref(),
-                    ttl.map(duration_ms),
-                    now,
-                )
-            })?;
+            let e = agents::enter(store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {
-            let a = store::write_now(&mut conn, |tx, now| {
-                agents::heartbeat(tx, &id, &instance, now)
-            })?;
+            let a = agents::heartbeat(store, &id, &instance)?;
             emit(ctx.json, &a, || match &a.expires_at {
                 Some(e) => format!("agent {} live until {e}\n", a.id),
                 None => format!("agent {} is live (no ttl)\n", a.id),
             });
         }
         Command::Exit { id, instance } => {
-            let ended =
-                store::write_now(&mut conn, |tx, now| agents::exit(tx, &id, &instance, now))?;
+            let ended = agents::exit(store, &id, &instance)?;
             let v = ExitView { ended };
             emit(ctx.json, &v, || format!("ended {}\n", v.ended.join(", ")));
         }
         Command::List { all } => {
-            let list = agents::list(&conn, now, !all)?;
+            let list = agents::list(store, !all)?;
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no agents\n".into();

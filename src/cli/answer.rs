@@ -9,18 +9,15 @@
 use std::path::PathBuf;
 
 use clap::ArgMatches;
-use rusqlite::Transaction;
 
-use super::{default_provider_name, interactive, Ctx, TRANSIENT_TTL};
-use crate::clock::{duration_ms, Millis};
+use super::{default_provider_name, interactive, Ctx};
+use crate::app;
 use crate::error::{Error, Result};
-use crate::files::{outbox, safe_read};
+use crate::files::safe_read;
 use crate::output::{emit, outcome_text};
 use crate::protocol::answer::parse_answer;
 use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
 use crate::protocol::{Answer, AnswerItem};
-use crate::store::leases::{self, Lease};
-use crate::store::{self, requests};
 
 /// Arguments of `dshq answer`.
 #[derive(Debug, clap::Args)]
@@ -157,32 +154,17 @@ fn items_from_flags(flags: &[Flag], question_ids: &[String]) -> Result<Vec<Answe
     Ok(items)
 }
 
-/// Run `f` with the lease `token`, or with a transient lease registered in the request's
-/// context and released before the transaction commits.
-pub fn with_lease<T>(
-    tx: &Transaction,
-    id: &str,
-    token: Option<&str>,
-    name: Option<&str>,
-    now: Millis,
-    f: impl FnOnce(&Transaction, &Lease) -> Result<T>,
-) -> Result<T> {
+/// Who acts: the holder of the lease `token`, or (without one) a transient lease in the
+/// request's context, registered and released inside the same transaction as `name`
+/// (default `$USER`).
+pub fn acting(token: Option<&str>, name: Option<&str>) -> app::provide::Acting {
     match token.filter(|t| !t.trim().is_empty()) {
-        Some(token) => {
-            let lease = leases::authenticate(tx, token, now)?;
-            f(tx, &lease)
-        }
-        None => {
-            let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let name = name
+        Some(token) => app::provide::Acting::Lease(token.to_string()),
+        None => app::provide::Acting::Transient {
+            name: name
                 .map(str::to_string)
-                .unwrap_or_else(default_provider_name);
-            let reg = leases::register(tx, &row.context, &name, duration_ms(TRANSIENT_TTL), now)?;
-            let lease = leases::authenticate(tx, &reg.lease, now)?;
-            let out = f(tx, &lease)?;
-            leases::release(tx, &reg.lease, now)?;
-            Ok(out)
-        }
+                .unwrap_or_else(default_provider_name),
+        },
     }
 }
 
@@ -215,7 +197,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
     let id = a.id.clone().ok_or_else(|| {
         Error::Usage("give the request id: dshq answer ID --select LABEL ...".into())
     })?;
-    let mut conn = ctx.db()?;
+    let mut store = ctx.store()?;
     let answer = match &a.answers {
         Some(path) => {
             let bytes =
@@ -226,7 +208,8 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             parse_answer(&bytes)?
         }
         None => {
-            let row = requests::get(&conn, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            let row =
+                app::feed::get(&mut *store, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             let qids: Vec<String> = row
                 .request()
                 .map(|r| r.questions.into_iter().map(|q| q.id).collect())
@@ -236,17 +219,8 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             }
         }
     };
-    let outcome = store::write_now(&mut conn, |tx, now| {
-        with_lease(
-            tx,
-            &id,
-            a.lease.as_deref(),
-            a.name.as_deref(),
-            now,
-            |tx, lease| requests::answer(tx, lease, &id, &answer, now),
-        )
-    })?;
-    outbox::flush(&ctx.root, &mut conn)?;
+    let who = acting(a.lease.as_deref(), a.name.as_deref());
+    let outcome = app::provide::answer(&mut *store, Some(&ctx.root), &id, &who, &answer)?;
     emit(ctx.json, &outcome, || outcome_text(&outcome));
     Ok(())
 }

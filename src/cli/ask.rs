@@ -12,12 +12,14 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{parse_duration, wait, Ctx};
+use crate::app;
+use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
-use crate::files::{outbox, safe_read};
+use crate::files::safe_read;
 use crate::output::emit;
 use crate::protocol::check::{parse_request, DEFAULT_MAX_REQUEST_BYTES};
 use crate::protocol::digest::request_digest;
-use crate::store::{self, requests};
+use crate::store::{self, Accepted};
 
 /// Arguments of `dshq ask`.
 #[derive(Debug, clap::Args)]
@@ -38,7 +40,7 @@ pub struct Args {
 #[serde(rename_all = "camelCase")]
 struct Asked<'a> {
     #[serde(flatten)]
-    accepted: &'a requests::Accepted,
+    accepted: &'a Accepted,
     /// `sha256:HEX` of the canonical request, as in its outcome document.
     request_digest: &'a str,
 }
@@ -63,7 +65,10 @@ pub fn fallback_id(file: &Path) -> String {
 pub fn generated_id() -> String {
     let mut b = [0u8; 16];
     getrandom::getrandom(&mut b).expect("the OS random source is available");
-    format!("ask-{}", crate::store::events::hex(&b))
+    format!(
+        "ask-{}",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    )
 }
 
 /// Run it.
@@ -75,47 +80,25 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             format!("{}: {other}", a.file.display()),
         ),
     })?;
-    let fallback = fallback_id(&a.file);
-    let mut conn = ctx.db()?;
-    let raw = String::from_utf8_lossy(&bytes).into_owned();
-    let mut digest = None;
-    let result = parse_request(&bytes)
-        .map_err(Error::Question)
-        .and_then(|req| {
-            digest = Some(request_digest(&req));
-            store::write_now(&mut conn, |tx, now| {
-                requests::accept(tx, req, Some(&fallback), "cli", now)
-            })
-        });
-    let accepted = match result {
-        Ok(a) => a,
-        Err(Error::Question(e)) => {
-            // Kept for the audit, and as an outcome when the id is known and free.
-            let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
+    let mut store = ctx.store()?;
+    let asked = app::ask::ask(
+        &mut *store,
+        &ctx.root,
+        app::ask::Ask {
+            bytes: &bytes,
+            fallback_id: Some(fallback_id(&a.file)),
             // A generated id names nothing the asker knows: no outcome file under it.
-            let id = id.or((a.file.as_os_str() != "-").then_some(fallback));
-            let rej = requests::Rejection {
-                id: id.as_deref(),
-                context: context.as_deref(),
-                body: &raw,
-                source: "cli",
-                actor: Some(crate::core::audit::Actor::Cli),
-            };
-            store::write_now(&mut conn, |tx, now| {
-                requests::record_rejection(tx, &rej, &e, now)
-            })?;
-            outbox::flush(&ctx.root, &mut conn)?;
-            return Err(Error::Question(e));
-        }
-        Err(other) => return Err(other),
+            outcome_under_fallback: a.file.as_os_str() != "-",
+            source: Source::Cli,
+            actor: Actor::Cli,
+        },
+    )?;
+    let accepted = match asked {
+        store::Asked::Accepted(a) => a,
+        store::Asked::Rejected { error, .. } => return Err(Error::Question(error)),
     };
+    let digest = parse_request(&bytes).ok().as_ref().map(request_digest);
     let digest = digest.expect("an accepted request was parsed");
-    // An earlier rejection of this id may have left its error outcome (and a crash right
-    // here would leave it for a re-delivery, or for the daemon's start, to remove).
-    if accepted.replaced_rejection || (!accepted.new && !accepted.status.is_final()) {
-        outbox::repair(&ctx.root, &mut conn, Some(&[accepted.id.as_str()]))?;
-    }
-    outbox::flush(&ctx.root, &mut conn)?;
     if !accepted.new {
         eprintln!(
             "request {} was already accepted (same content)",
@@ -123,7 +106,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         );
     }
     if a.wait {
-        drop(conn);
+        drop(store);
         // stderr, so stdout stays the outcome (one document with --json).
         eprintln!(
             "waiting for the answer to request {id} ({digest}); answer it with: dshq answer {id}",

@@ -14,11 +14,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::Ctx;
-use crate::error::{Error, Result};
+use crate::app;
+use crate::error::Result;
 use crate::output::emit;
-use crate::protocol::Code;
-use crate::store::audit as records;
-use crate::store::events::{self, Anchor, ChainBreak};
+use crate::store::{read_anchor, Anchor, ChainBreak, ANCHOR_FILE};
 
 /// `dshq audit ...`
 #[derive(Debug, clap::Subcommand)]
@@ -55,10 +54,6 @@ pub struct VerifyReport {
     pub first_break: Option<ChainBreak>,
 }
 
-fn broken(message: String) -> Error {
-    Error::question(Code::AuditBroken, message)
-}
-
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {
@@ -67,59 +62,25 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
 }
 
 fn verify(ctx: &Ctx, anchor_arg: Option<PathBuf>) -> Result<()> {
-    let conn = ctx.db()?;
-    // The anchors first: each names an event committed before the snapshot below.
+    let mut store = ctx.store()?;
+    // The anchors first: each names an event committed before the snapshot the store
+    // verifies.
     let mut anchors = Vec::new();
-    let own = ctx.root.dir().join(events::ANCHOR_FILE);
+    let own = ctx.root.dir().join(ANCHOR_FILE);
     if own.exists() {
-        anchors.push((own.clone(), events::read_anchor(&own)?));
+        anchors.push((own.clone(), read_anchor(&own)?));
     }
     if let Some(path) = anchor_arg {
-        anchors.push((path.clone(), events::read_anchor(&path)?));
+        anchors.push((path.clone(), read_anchor(&path)?));
     }
-    let key = events::load_key(ctx.root.dir())?;
-    let tx = conn.unchecked_transaction()?;
-
-    if let Some(problem) = records::integrity(&tx)? {
-        return Err(broken(format!(
-            "the database file fails SQLite's integrity check: {problem}"
-        )));
-    }
-    let (count, brk) = events::verify(&tx)?;
-    if let Some(b) = brk {
-        return Err(broken(format!(
-            "event {} does not verify: {}",
-            b.seq, b.problem
-        )));
-    }
-    for (path, a) in &anchors {
-        if let Some(b) = events::check_anchor(&tx, a)? {
-            return Err(broken(format!(
-                "the anchor {} does not verify: {}",
-                crate::text::path_for_log(path),
-                b.problem
-            )));
-        }
-    }
-    let (checked, brk) = records::check_records(&tx)?;
-    if let Some(b) = brk {
-        return Err(broken(format!("{b}")));
-    }
-    let head: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .ok();
-    drop(tx);
+    let v = app::audit::verify(&mut *store, &anchors)?;
     let report = VerifyReport {
         ok: true,
-        events: count,
-        requests: checked,
-        head_seq: head.as_ref().map(|h| h.0),
-        head_hash: head.map(|h| h.1),
-        keyed_since: key.map(|k| k.since),
+        events: v.events,
+        requests: v.requests,
+        head_seq: v.head.as_ref().map(|h| h.0),
+        head_hash: v.head.map(|h| h.1),
+        keyed_since: v.keyed_since,
         anchors: anchors.into_iter().map(|a| a.1).collect(),
         first_break: None,
     };

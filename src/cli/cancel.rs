@@ -1,11 +1,10 @@
 //! `dshq cancel ID`: the human cancels a request (`ASK_CANCELLED`), with the live lease
 //! (or a transient one taken for this command).
 
-use super::{answer::with_lease, Ctx};
+use super::{answer::acting, Ctx};
+use crate::app;
 use crate::error::Result;
-use crate::files::outbox;
 use crate::output::{emit, outcome_text};
-use crate::store::{self, requests};
 
 /// Arguments of `dshq cancel`.
 #[derive(Debug, clap::Args)]
@@ -25,18 +24,15 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
-    let outcome = store::write_now(&mut conn, |tx, now| {
-        with_lease(
-            tx,
-            &a.id,
-            a.lease.as_deref(),
-            a.name.as_deref(),
-            now,
-            |tx, lease| requests::cancel(tx, lease, &a.id, a.reason.as_deref(), now),
-        )
-    })?;
-    outbox::flush(&ctx.root, &mut conn)?;
+    let mut store = ctx.store()?;
+    let who = acting(a.lease.as_deref(), a.name.as_deref());
+    let outcome = app::provide::cancel(
+        &mut *store,
+        Some(&ctx.root),
+        &a.id,
+        &who,
+        a.reason.as_deref(),
+    )?;
     emit(ctx.json, &outcome, || outcome_text(&outcome));
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! `dshq claim ID|--next`: reserve a request for the live lease.
 
 use super::{require_lease, Ctx};
+use crate::app;
 use crate::error::{Error, Result};
 use crate::output::{emit, show_text, RequestView};
-use crate::store::{self, leases, requests};
 
 /// Arguments of `dshq claim`.
 #[derive(Debug, clap::Args)]
@@ -22,15 +22,12 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let token = require_lease(a.lease)?;
-    let mut conn = ctx.db()?;
-    let row = store::write_now(&mut conn, |tx, now| {
-        let lease = leases::authenticate(tx, &token, now)?;
-        match &a.id {
-            Some(id) => requests::claim(tx, &lease, id, now),
-            None if a.next => requests::claim_next(tx, &lease, now),
-            None => Err(Error::Usage("give a request id or --next".into())),
-        }
-    })?;
+    let mut store = ctx.store()?;
+    let row = match &a.id {
+        Some(id) => app::provide::claim(&mut *store, &token, id)?,
+        None if a.next => app::provide::claim_next(&mut *store, &token)?,
+        None => return Err(Error::Usage("give a request id or --next".into())),
+    };
     let view = RequestView::from_row(&row);
     emit(ctx.json, &view, || show_text(&view));
     Ok(())

@@ -1,10 +1,10 @@
 //! `dshq events ID`: the full trail of one request.
 
 use super::Ctx;
+use crate::app;
 use crate::clock::rfc3339;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::{emit, table};
-use crate::store::{events, requests};
 
 /// Arguments of `dshq events`.
 #[derive(Debug, clap::Args)]
@@ -15,11 +15,8 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let conn = ctx.db()?;
-    let list = events::for_request(&conn, &a.id)?;
-    if list.is_empty() && requests::get_any(&conn, &a.id)?.is_none() {
-        return Err(Error::NotFound(a.id));
-    }
+    let mut store = ctx.store()?;
+    let list = app::audit::events(&mut *store, &a.id)?;
     emit(ctx.json, &list, || {
         table(
             &["SEQ", "AT", "EVENT", "ACTOR", "DETAILS"],

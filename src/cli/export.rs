@@ -8,31 +8,13 @@
 
 use std::io::Write;
 
-use rusqlite::types::ValueRef;
-
 use super::Ctx;
+use crate::app;
 use crate::error::{Error, Result};
 
 /// Arguments of `dshq export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {}
-
-/// `snake_case` column name to the camelCase key every dshq document uses.
-fn camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// Where records go: a line each (NDJSON), or elements of one JSON array.
 struct Sink<W: Write> {
@@ -68,80 +50,15 @@ impl<W: Write> Sink<W> {
     }
 }
 
-fn dump<W: Write>(
-    conn: &rusqlite::Connection,
-    kind: &str,
-    sql: &str,
-    out: &mut Sink<W>,
-) -> Result<u64> {
-    let mut stmt = conn.prepare(sql)?;
-    let names: Vec<String> = stmt.column_names().iter().map(|s| camel(s)).collect();
-    let mut rows = stmt.query([])?;
-    let mut n = 0;
-    while let Some(r) = rows.next()? {
-        let mut obj = serde_json::Map::new();
-        obj.insert("type".into(), kind.into());
-        for (i, name) in names.iter().enumerate() {
-            let v = match r.get_ref(i)? {
-                ValueRef::Null => serde_json::Value::Null,
-                ValueRef::Integer(x) => x.into(),
-                ValueRef::Real(x) => x.into(),
-                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
-                ValueRef::Blob(b) => crate::store::events::hex(b).into(),
-            };
-            obj.insert(name.clone(), v);
-        }
-        out.record(&obj)?;
-        n += 1;
-    }
-    Ok(n)
-}
-
 /// Run it.
 pub fn run(ctx: &Ctx, _a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
-    // One read transaction: a consistent snapshot even while the daemon writes.
-    let tx = conn.transaction()?;
+    let mut store = ctx.store()?;
     let stdout = std::io::stdout();
     let mut out = Sink {
         out: std::io::BufWriter::new(stdout.lock()),
         array: ctx.json,
         first: true,
     };
-    dump(
-        &tx,
-        "request",
-        "SELECT * FROM requests ORDER BY seq",
-        &mut out,
-    )?;
-    dump(
-        &tx,
-        "question",
-        "SELECT * FROM questions ORDER BY request_seq, idx",
-        &mut out,
-    )?;
-    dump(
-        &tx,
-        "lease",
-        "SELECT lease_id, context, name, generation, ttl_ms, created_ms, heartbeat_ms, expires_ms, ended_ms, end_reason FROM leases ORDER BY lease_id",
-        &mut out,
-    )?;
-    dump(
-        &tx,
-        "agent",
-        "SELECT * FROM agents ORDER BY entered_ms",
-        &mut out,
-    )?;
-    dump(&tx, "event", "SELECT * FROM events ORDER BY seq", &mut out)?;
+    app::audit::export(&mut *store, &mut |_, record| out.record(&record))?;
     out.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn columns_become_camel_case() {
-        assert_eq!(super::camel("created_ms"), "createdMs");
-        assert_eq!(super::camel("request_seq"), "requestSeq");
-        assert_eq!(super::camel("seq"), "seq");
-    }
 }

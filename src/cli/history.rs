@@ -7,8 +7,8 @@ use crate::clock::{human_ms, now_ms, Millis};
 use crate::error::{Error, Result};
 use crate::output::{ellipsize, print_json, table};
 use crate::protocol::{Code, Decision};
-use crate::store::history::{self, HistoryFilter, HistoryRow};
-use crate::store::requests::Status;
+use crate::store::Status;
+use crate::store::{HistoryFilter, HistoryQuestion, HistoryRow};
 
 /// Output formats of `history`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -150,7 +150,7 @@ pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
 /// The question a table row shows: the one the filter matched (`--intent`, `--decision`,
 /// `--grep`, in that order), else the first; `(+N)` counts the others of the batch.
 fn headline(r: &HistoryRow, f: &HistoryFilter) -> String {
-    let matches = |q: &history::HistoryQuestion| {
+    let matches = |q: &HistoryQuestion| {
         f.intent
             .as_ref()
             .is_none_or(|i| q.intent.as_ref() == Some(i))
@@ -220,8 +220,8 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let now = now_ms();
     let f = filter(&a, now)?;
-    let conn = ctx.db()?;
-    let rows = history::history(&conn, &f, now)?;
+    let mut store = ctx.store()?;
+    let rows = crate::app::audit::history(&mut *store, &f)?;
     let format = a.format.unwrap_or(if ctx.json {
         Format::Json
     } else if std::io::stdout().is_terminal() {

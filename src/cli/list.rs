@@ -1,9 +1,10 @@
 //! `dshq list`: requests, newest first.
 
 use super::Ctx;
+use crate::app;
 use crate::error::Result;
 use crate::output::{emit, list_text, RequestSummary};
-use crate::store::requests::{self, ListFilter, Status};
+use crate::store::{ListFilter, Status};
 
 /// Arguments of `dshq list`.
 #[derive(Debug, clap::Args)]
@@ -22,10 +23,9 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let status = a.status;
-    let mut conn = ctx.db()?;
-    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
-    let rows = requests::list(
-        &conn,
+    let mut store = ctx.store()?;
+    let rows = app::feed::list(
+        &mut *store,
         &ListFilter {
             status,
             context: a.context,

@@ -30,7 +30,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::root::Root;
@@ -121,9 +120,9 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Open the database (creating the layout).
-    pub fn db(&self) -> Result<Connection> {
-        self.root.open_db()
+    /// Open the store (creating the layout).
+    pub fn store(&self) -> Result<Box<dyn crate::store::Store>> {
+        self.root.open_store()
     }
 }
 
@@ -247,5 +246,4 @@ pub fn default_provider_name() -> String {
         .unwrap_or_else(|| "cli".into())
 }
 
-/// How long a transient lease (taken for one command) lives at most.
-pub const TRANSIENT_TTL: Duration = Duration::from_secs(60);
+pub use crate::app::provide::TRANSIENT_TTL;

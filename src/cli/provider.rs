@@ -5,10 +5,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{default_provider_name, parse_duration, require_lease, Ctx};
-use crate::clock::{duration_ms, now_ms, rfc3339};
+use crate::app::session;
+use crate::clock::rfc3339;
 use crate::error::Result;
 use crate::output::{emit, table};
-use crate::store::{self, leases};
 
 /// `dshq provider ...`
 #[derive(Debug, clap::Subcommand)]
@@ -72,14 +72,12 @@ pub struct ReleaseView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut conn = ctx.db()?;
-    let now = now_ms();
+    let mut store = ctx.store()?;
+    let store = &mut *store;
     match c {
         Command::Register { name, context, ttl } => {
             let name = name.unwrap_or_else(default_provider_name);
-            let reg = store::write_now(&mut conn, |tx, now| {
-                leases::register(tx, &context, &name, duration_ms(ttl), now)
-            })?;
+            let reg = session::register(store, &context, &name, ttl)?;
             emit(ctx.json, &reg, || {
                 eprintln!(
                     "registered {} in context {} (generation {}), expires {}; heartbeat before then",
@@ -93,7 +91,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Heartbeat { lease } => {
             let token = require_lease(lease)?;
-            let l = store::write_now(&mut conn, |tx, now| leases::heartbeat(tx, &token, now))?;
+            let l = session::heartbeat(store, &token)?;
             let v = HeartbeatView {
                 context: l.context,
                 name: l.name,
@@ -106,7 +104,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Release { lease } => {
             let token = require_lease(lease)?;
-            let released = store::write_now(&mut conn, |tx, now| leases::release(tx, &token, now))?;
+            let released = session::release(store, &token)?;
             let v = ReleaseView { released };
             emit(ctx.json, &v, || {
                 if released {
@@ -117,10 +115,8 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             });
         }
         Command::Status { context, lease } => {
-            let list = match lease.filter(|l| !l.trim().is_empty()) {
-                Some(token) => vec![leases::info(&conn, &token, now)?],
-                None => leases::status(&conn, context.as_deref(), now)?,
-            };
+            let token = lease.filter(|l| !l.trim().is_empty());
+            let list = session::status(store, token.as_deref(), context.as_deref())?;
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no provider lease\n".into();

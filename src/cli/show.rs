@@ -1,9 +1,9 @@
 //! `dshq show ID`: one request with its questions, state and outcome.
 
 use super::Ctx;
+use crate::app;
 use crate::error::{Error, Result};
 use crate::output::{emit, show_text, RequestView};
-use crate::store::requests;
 
 /// Arguments of `dshq show`.
 #[derive(Debug, clap::Args)]
@@ -14,9 +14,8 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
-    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
-    let row = requests::get_any(&conn, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
+    let mut store = ctx.store()?;
+    let row = app::feed::show(&mut *store, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
     let view = RequestView::from_row(&row);
     emit(ctx.json, &view, || show_text(&view));
     Ok(())

@@ -4,7 +4,7 @@ use super::{history::parse_time, Ctx};
 use crate::clock::{human_ms, now_ms};
 use crate::error::Result;
 use crate::output::emit;
-use crate::store::history::{self, WaitStats};
+use crate::store::WaitStats;
 
 /// Arguments of `dshq stats`.
 #[derive(Debug, clap::Args)]
@@ -40,8 +40,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         .as_deref()
         .map(|s| parse_time("since", s, now))
         .transpose()?;
-    let conn = ctx.db()?;
-    let st = history::stats(&conn, since, now)?;
+    let mut store = ctx.store()?;
+    let st = crate::app::audit::stats(&mut *store, since)?;
     emit(ctx.json, &st, || {
         let mut s = format!("requests {}\n", st.total);
         for (k, n) in &st.by_status {

@@ -9,17 +9,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
-use rusqlite::Connection;
 
 use super::{parse_duration, Ctx};
-use crate::clock::now_ms;
+use crate::app;
 use crate::error::{Error, Result};
-use crate::files::outbox;
 use crate::output::{emit, outcome_text};
 use crate::protocol::check::check_id;
 use crate::protocol::Outcome;
 use crate::root::Root;
-use crate::store::{self, requests};
 
 /// Arguments of `dshq wait`.
 #[derive(Debug, clap::Args)]
@@ -46,35 +43,11 @@ pub fn wait_and_print(ctx: &Ctx, id: &str, timeout: Option<Duration>) -> Result<
     }
 }
 
-fn check(root: &Root, conn: &mut Connection, id: &str) -> Result<Option<Outcome>> {
-    let Some(r) = requests::get_any(conn, id)? else {
-        return Ok(None);
-    };
-    // A rejection is the answer only while no new file for this id waits in the inbox: a
-    // fixed re-submission supersedes it (rejections do not reserve ids).
-    if r.status == requests::Status::Rejected
-        && root.inbox_new().join(format!("{id}.json")).exists()
-    {
-        return Ok(None);
-    }
-    if let Some(o) = r.outcome() {
-        return Ok(Some(o));
-    }
-    let now = now_ms();
-    if r.deadline_ms.is_some_and(|d| d < now) {
-        // Nobody has noticed the deadline yet (no daemon running): end it now.
-        store::sweep_if_due(conn, now)?;
-        outbox::flush(root, conn)?;
-        return Ok(requests::get_any(conn, id)?.and_then(|r| r.outcome()));
-    }
-    Ok(None)
-}
-
 /// Block until request `id` has an outcome, or `timeout` passes.
 pub fn wait_for(root: &Root, id: &str, timeout: Option<Duration>) -> Result<Outcome> {
     check_id("request id", id)?;
     let started = Instant::now();
-    let mut conn = root.open_db()?;
+    let mut store = root.open_store()?;
     let (tx, rx) = mpsc::channel::<()>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if !matches!(&res, Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_))) {
@@ -86,7 +59,7 @@ pub fn wait_for(root: &Root, id: &str, timeout: Option<Duration>) -> Result<Outc
         .watch(&root.outbox(), RecursiveMode::NonRecursive)
         .map_err(|e| Error::io(root.outbox(), std::io::Error::other(e)))?;
     loop {
-        if let Some(o) = check(root, &mut conn, id)? {
+        if let Some(o) = app::feed::outcome_ready(&mut *store, root, id)? {
             return Ok(o);
         }
         let mut sleep = Duration::from_secs(1);

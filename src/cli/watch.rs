@@ -7,8 +7,8 @@
 //!
 //! It reads the database, not the inbox, so it sees every accepted request however it
 //! arrived, and it needs no daemon. New requests are found by `seq` above the last one
-//! seen ([`crate::hooks::NewRequests`]). The loop sleeps until the database directory
-//! changes (a notify watch; every commit writes the WAL file) or, at the latest, a 500 ms
+//! seen ([`crate::app::feed::NewRequests`]). The loop sleeps until the database directory
+//! changes (a notify watch; every commit writes a file there) or, at the latest, a 500 ms
 //! tick — a missed or coalesced event costs latency, never a request — and then does one
 //! indexed read.
 
@@ -17,15 +17,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use rusqlite::Connection;
 
 use super::interactive::style::{one_line, Style};
 use super::Ctx;
-use crate::clock::{now_ms, rfc3339};
+use crate::app::{self, feed::NewRequests};
+use crate::clock::rfc3339;
 use crate::error::Result;
-use crate::hooks::{request_json, NewRequests};
+use crate::hooks::request_json;
 use crate::output::ellipsize;
-use crate::store::requests::RequestRow;
+use crate::store::{RequestRow, Status};
 
 /// The longest the loop sleeps without a file-system event.
 const TICK: Duration = Duration::from_millis(500);
@@ -62,7 +62,7 @@ fn line(row: &RequestRow, style: &Style) -> String {
     if let Some(a) = &row.agent_id {
         tags.push(format!("agent {a}"));
     }
-    if row.status.is_final() || row.status == crate::store::requests::Status::Claimed {
+    if row.status.is_final() || row.status == Status::Claimed {
         tags.push(row.status.as_str().to_string());
     }
     let mut s = format!(
@@ -81,26 +81,10 @@ fn line(row: &RequestRow, style: &Style) -> String {
     s
 }
 
-/// Open requests of the context with seq up to `upto`, oldest first.
-fn open_upto(conn: &Connection, context: Option<&str>, upto: i64) -> Result<Vec<RequestRow>> {
-    let ids: Vec<String> = {
-        let mut stmt = conn.prepare(
-            "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND seq <= ?1
-             AND (?2 IS NULL OR context = ?2) ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(rusqlite::params![upto, context], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        out.extend(crate::store::requests::get(conn, &id)?);
-    }
-    Ok(out)
-}
-
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
+    let mut store = ctx.store()?;
+    let store = &mut *store;
     if let Some(c) = &a.context {
         crate::protocol::check::check_id("context", c)?;
     }
@@ -125,8 +109,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         tracing::warn!(error = %e, "no file-system events; polling every {TICK:?}");
     }
 
-    crate::store::sweep_if_due(&mut conn, now_ms())?;
-    let mut seen = NewRequests::from_now(&conn)?;
+    app::sweep::sweep_quietly(store)?;
+    let mut seen = NewRequests::from_now(store)?;
     let mut shown: u64 = 0;
     let mut out = std::io::stdout().lock();
     let mut emit = |row: &RequestRow| -> Result<bool> {
@@ -146,7 +130,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         return Ok(());
     }
     if a.pending {
-        for row in open_upto(&conn, a.context.as_deref(), seen.after())? {
+        for row in app::feed::open_upto(store, a.context.as_deref(), seen.after())? {
             if !emit(&row)? {
                 return Ok(());
             }
@@ -164,7 +148,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         );
     }
     loop {
-        for row in seen.all(&conn)? {
+        for row in seen.all(store)? {
             if a.context.as_deref().is_some_and(|c| c != row.context) {
                 continue;
             }

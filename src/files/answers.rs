@@ -13,19 +13,18 @@
 
 use std::fs;
 
-use rusqlite::Connection;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::inbox::{list_dir, move_rejected, RejectedFile};
 use super::safe_read::{read_dropped, ReadError};
 use crate::clock::Millis;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::protocol::check::is_valid_id;
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::{Answer, AnswerItem};
 use crate::root::Root;
-use crate::store::{self, requests};
+use crate::store::{ProviderFile, Store};
 use crate::text::for_log;
 
 /// The answer file document.
@@ -149,7 +148,7 @@ fn redacted_copy(path: &std::path::Path, max_bytes: u64) -> Option<Vec<u8>> {
 /// the others.
 pub fn process(
     root: &Root,
-    conn: &mut Connection,
+    store: &mut dyn Store,
     max_bytes: u64,
     batch_bytes: u64,
     now: Millis,
@@ -188,49 +187,42 @@ pub fn process(
             continue;
         }
         // Per file: Ok((id, answered?)) or the error to file it under.
-        let results = store::write_now(conn, |tx, now| {
-            let mut results = Vec::with_capacity(items.len());
-            for (_, parsed) in &items {
-                let parsed = match parsed {
-                    Ok(p) => p,
-                    Err(e) => {
-                        results.push(Err(e.clone()));
-                        continue;
-                    }
-                };
-                tx.execute_batch("SAVEPOINT answer_file")?;
-                let applied = (|| match parsed {
-                    // Replays (a crash between the commit and the file's removal) are
-                    // recognised by the store and applied once.
-                    Parsed::Answer(id, token, answer) => {
-                        requests::answer_replayable(tx, token, id, answer, now)?;
-                        Ok((id.clone(), true))
-                    }
-                    Parsed::Cancel(id, token, reason) => {
-                        let reason = (!reason.trim().is_empty()).then_some(reason.as_str());
-                        requests::cancel_replayable(tx, token, id, reason, now)?;
-                        Ok((id.clone(), false))
-                    }
-                })();
-                match applied {
-                    Ok(done) => {
-                        tx.execute_batch("RELEASE answer_file")?;
-                        results.push(Ok(done));
-                    }
-                    Err(
-                        e @ (Error::Db(_)
-                        | Error::Io { .. }
-                        | Error::Pragma { .. }
-                        | Error::SchemaTooNew { .. }),
-                    ) => return Err(e),
-                    Err(e) => {
-                        tx.execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
-                        results.push(Err(e.to_user_error()));
+        let files: Vec<ProviderFile> = items
+            .iter()
+            .filter_map(|(_, parsed)| match parsed {
+                Ok(Parsed::Answer(id, token, answer)) => Some(ProviderFile::Answer {
+                    id: id.clone(),
+                    token: token.clone(),
+                    answer: answer.clone(),
+                }),
+                Ok(Parsed::Cancel(id, token, reason)) => Some(ProviderFile::Cancel {
+                    id: id.clone(),
+                    token: token.clone(),
+                    reason: (!reason.trim().is_empty()).then(|| reason.clone()),
+                }),
+                Err(_) => None,
+            })
+            .collect();
+        // One transaction; each file applies on its own, and replays (a crash between the
+        // commit and the file's removal) are recognised by the store and applied once.
+        let mut applied = store.apply_answer_files(&files)?.into_iter();
+        // Per file: Ok((id, answered?)) or the error to file it under.
+        let results: Vec<std::result::Result<(String, bool), UserQuestionError>> = items
+            .iter()
+            .map(|(_, parsed)| match parsed {
+                Err(e) => Err(e.clone()),
+                Ok(p) => {
+                    let (id, answered) = match p {
+                        Parsed::Answer(id, ..) => (id.clone(), true),
+                        Parsed::Cancel(id, ..) => (id.clone(), false),
+                    };
+                    match applied.next().expect("one result per file") {
+                        Ok(_) => Ok((id, answered)),
+                        Err(e) => Err(e.to_user_error()),
                     }
                 }
-            }
-            Ok(results)
-        })?;
+            })
+            .collect();
         // Committed: now the files may go.
         let mut rejected = Vec::new();
         for ((name, _), result) in items.iter().zip(results) {

@@ -17,17 +17,14 @@
 use std::fs;
 use std::path::Path;
 
-use rusqlite::Connection;
-
 use super::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
 use super::safe_read::{read_dropped, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
 use crate::protocol::error::{Code, UserQuestionError};
-use crate::protocol::Request;
 use crate::root::Root;
-use crate::store::{self, requests};
+use crate::store::{InboxInput, InboxVerdict, Store};
 use crate::text::for_log;
 
 /// What one ingest batch did.
@@ -112,32 +109,13 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-enum Input {
-    Request {
-        name: String,
-        stem: String,
-        request: Request,
-        raw: String,
-        mtime: i64,
-    },
-    Abort {
-        name: String,
-        id: String,
-        reason: Option<String>,
-    },
-    Reject {
-        name: String,
-        id: Option<String>,
-        context: Option<String>,
-        raw: String,
-        error: UserQuestionError,
-    },
-}
+/// One read inbox file: what the store's batch takes.
+type Input = InboxInput;
 
-impl Input {
-    /// The bytes of input it holds (what a batch's byte budget counts).
-    fn size(&self) -> u64 {
-        match self {
+/// The bytes of input it holds (what a batch's byte budget counts).
+fn size(input: &Input) -> u64 {
+    {
+        match input {
             Input::Request { raw, .. } | Input::Reject { raw, .. } => raw.len() as u64,
             Input::Abort { reason, .. } => reason.as_ref().map_or(0, |r| r.len() as u64),
         }
@@ -296,7 +274,7 @@ pub fn validate_file(
 /// taken); [`Ingested::consumed`] says how many names were taken.
 pub fn ingest(
     root: &Root,
-    conn: &mut Connection,
+    store: &mut dyn Store,
     names: &[String],
     max_bytes: u64,
     batch_bytes: u64,
@@ -308,7 +286,7 @@ pub fn ingest(
     for name in names {
         out.consumed += 1;
         if let Some(input) = read_input(&dir, name, max_bytes) {
-            out.bytes += input.size();
+            out.bytes += size(&input);
             inputs.push(input);
         }
         if out.bytes >= batch_bytes {
@@ -321,115 +299,47 @@ pub fn ingest(
     // (file name, error to write beside it) for after the commit; None = remove.
     let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
     let mut stale: Vec<String> = Vec::new();
-    store::write_now(conn, |tx, now| {
-        for input in inputs {
-            match input {
-                Input::Request {
-                    name,
-                    stem,
-                    request,
-                    raw,
-                    mtime,
-                } => {
-                    let source = format!("inbox:{name}");
-                    // This very file was judged already (committed as rejected, then the
-                    // daemon died or the move failed): finish the move with that verdict
-                    // instead of judging it again, which could now flip it to accepted.
-                    // A file dropped again is newer than the rejection and is judged anew.
-                    let id = request.id.clone().unwrap_or_else(|| stem.clone());
-                    if let Some(e) = requests::earlier_rejection(tx, &id, &source, &raw, mtime)? {
-                        after.push((name.clone(), Some(e)));
-                        continue;
-                    }
-                    // Kept for the rejection record; the request itself moves into accept.
-                    let (req_id, req_context) = (request.id.clone(), request.context.clone());
-                    match requests::accept(tx, request, Some(&stem), &source, now) {
-                        Ok(a) => {
-                            if a.new {
-                                tracing::info!(id = %a.id, context = %a.context, file = %for_log(&name), "request accepted");
-                                if a.replaced_rejection {
-                                    stale.push(a.id.clone());
-                                }
-                                out.accepted.push(a.id);
-                            } else {
-                                tracing::info!(id = %a.id, file = %for_log(&name), "re-delivery of an accepted request");
-                                out.redelivered += 1;
-                            }
-                            after.push((name.clone(), None));
-                        }
-                        Err(Error::Question(e)) => {
-                            let id = req_id.clone().unwrap_or_else(|| stem.clone());
-                            let rej = requests::Rejection {
-                                id: Some(&id),
-                                context: req_context.as_deref(),
-                                body: &raw,
-                                source: &source,
-                                actor: Some(crate::core::audit::Actor::Daemon),
-                            };
-                            requests::record_rejection(tx, &rej, &e, now)?;
-                            after.push((name.clone(), Some(e)));
-                        }
-                        Err(other) => return Err(other),
-                    }
+    let names: Vec<String> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Request { name, .. }
+            | Input::Abort { name, .. }
+            | Input::Reject { name, .. } => name.clone(),
+        })
+        .collect();
+    // One transaction for the batch; each input's verdict stands on its own.
+    let verdicts = store.ingest(inputs)?;
+    for (name, verdict) in names.into_iter().zip(verdicts) {
+        match verdict {
+            InboxVerdict::Accepted {
+                id,
+                context,
+                replaced_rejection,
+            } => {
+                tracing::info!(id = %id, context = %context, file = %for_log(&name), "request accepted");
+                if replaced_rejection {
+                    stale.push(id.clone());
                 }
-                Input::Abort { name, id, reason } => {
-                    let source = format!("inbox:{name}");
-                    match requests::abort(
-                        tx,
-                        &id,
-                        reason.as_deref(),
-                        &crate::core::audit::Actor::Asker,
-                        now,
-                    ) {
-                        Ok(_) => {
-                            tracing::info!(id = %id, "request aborted by abort file");
-                            out.aborted.push(id.clone());
-                            after.push((name.clone(), None));
-                        }
-                        Err(Error::RequestFinal { .. }) => {
-                            tracing::info!(id = %id, "abort file for a final request; nothing to do");
-                            after.push((name.clone(), None));
-                        }
-                        Err(Error::NotFound(_)) => {
-                            let e = UserQuestionError::new(
-                                Code::NotFound,
-                                format!("{name}: no request {id:?} to abort"),
-                            );
-                            let rej = requests::Rejection {
-                                id: None,
-                                context: None,
-                                body: &format!("abort {id}"),
-                                source: &source,
-                                actor: Some(crate::core::audit::Actor::Daemon),
-                            };
-                            requests::record_rejection(tx, &rej, &e, now)?;
-                            after.push((name.clone(), Some(e)));
-                        }
-                        Err(other) => return Err(other),
-                    }
-                }
-                Input::Reject {
-                    name,
-                    id,
-                    context,
-                    raw,
-                    error,
-                } => {
-                    let source = format!("inbox:{name}");
-                    let rej = requests::Rejection {
-                        id: id.as_deref(),
-                        context: context.as_deref(),
-                        body: &raw,
-                        source: &source,
-                        actor: Some(crate::core::audit::Actor::Daemon),
-                    };
-                    requests::record_rejection(tx, &rej, &error, now)?;
-                    after.push((name.clone(), Some(error.clone())));
-                }
+                out.accepted.push(id);
+                after.push((name, None));
             }
+            InboxVerdict::Redelivered(id) => {
+                tracing::info!(id = %id, file = %for_log(&name), "re-delivery of an accepted request");
+                out.redelivered += 1;
+                after.push((name, None));
+            }
+            InboxVerdict::Aborted(id) => {
+                tracing::info!(id = %id, "request aborted by abort file");
+                out.aborted.push(id);
+                after.push((name, None));
+            }
+            InboxVerdict::AbortIgnored(id) => {
+                tracing::info!(id = %id, "abort file for a final request; nothing to do");
+                after.push((name, None));
+            }
+            InboxVerdict::Rejected(e) => after.push((name, Some(e))),
         }
-        Ok(())
-    })?;
+    }
     // Committed: stale error outcomes of reused ids go first, then the files.
     for id in &stale {
         super::outbox::remove_stale(root, id);

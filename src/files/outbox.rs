@@ -16,26 +16,24 @@
 //! between, and an answer's file is written only after its commit, so a fresh outcome is
 //! never the one removed.
 
-use rusqlite::{Connection, OptionalExtension};
-
 use super::atomic::{sync_dir, sync_filesystem, write_atomic, write_temp};
 use crate::error::Result;
 use crate::root::Root;
-use crate::store::{self, requests};
+use crate::store::Store;
 
 /// How many outcomes one batch writes before committing the flags.
-pub const BATCH: i64 = 512;
+pub const BATCH: usize = 512;
 
 /// Up to this many outcomes in a batch, each file is fsynced on its own; above it, one
 /// `syncfs` covers them all.
 pub const FSYNC_EACH_UP_TO: usize = 4;
 
 /// Write every pending outcome; returns how many were written.
-pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
+pub fn flush(root: &Root, store: &mut dyn Store) -> Result<usize> {
     let dir = root.outbox();
     let mut total = 0;
     loop {
-        let pending = requests::outbox_pending(conn, BATCH)?;
+        let pending = store.outbox_pending(BATCH)?;
         if pending.is_empty() {
             return Ok(total);
         }
@@ -90,9 +88,9 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
             }
         }
         sync_dir(&dir)?;
-        store::write_no_sweep(conn, |tx| requests::mark_outbox_written(tx, &done))?;
+        store.mark_outbox_written(&done)?;
         total += done.len();
-        if (pending.len() as i64) < BATCH {
+        if pending.len() < BATCH {
             return Ok(total);
         }
     }
@@ -108,8 +106,8 @@ pub fn flush(root: &Root, conn: &mut Connection) -> Result<usize> {
 /// id reused after a rejection), so the extra connection costs nothing that matters.
 pub fn remove_stale(root: &Root, id: &str) {
     let removed = root
-        .open_db()
-        .and_then(|mut conn| repair(root, &mut conn, Some(&[id])));
+        .open_store()
+        .and_then(|mut store| repair(root, &mut *store, Some(&[id])));
     match removed {
         Ok(0) => {}
         Ok(_) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
@@ -123,31 +121,10 @@ pub fn remove_stale(root: &Root, id: &str) {
 /// rejections of their ids that a crash left behind (see the module docs). `ids` limits
 /// the check to those ids; `None` checks every open request (the daemon's start). Returns
 /// how many files were removed.
-pub fn repair(root: &Root, conn: &mut Connection, ids: Option<&[&str]>) -> Result<usize> {
-    store::write_no_sweep(conn, |tx| {
-        let open: Vec<String> = match ids {
-            None => {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL",
-                )?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<_>>()?
-            }
-            Some(ids) => {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT 1 FROM requests WHERE id = ?1 AND status IN ('pending', 'claimed')",
-                )?;
-                let mut open = Vec::new();
-                for id in ids {
-                    if stmt.query_row([id], |_| Ok(())).optional()?.is_some() {
-                        open.push(id.to_string());
-                    }
-                }
-                open
-            }
-        };
+pub fn repair(root: &Root, store: &mut dyn Store, ids: Option<&[&str]>) -> Result<usize> {
+    store.while_open(ids, &mut |open| {
         let mut removed = 0;
-        for id in &open {
+        for id in open {
             let path = root.outcome_file(id);
             match std::fs::remove_file(&path) {
                 Ok(()) => {

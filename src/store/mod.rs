@@ -1,10 +1,385 @@
-//! The store. The SQLite backend lives in [`sqlite`]; this module re-exports it while the
-//! seam is built.
+//! The storage seam: [`Store`], a trait shaped by the use-cases, one method per
+//! transaction, and the backend-neutral types its methods take and return.
+//!
+//! A use-case in [`crate::app`] makes one call here and gets a typed result; how the
+//! backend locks, orders and fences is its own business. So nothing SQLite-only crosses
+//! this line: no connection or transaction type, no rowid, no `INDEXED BY`, no WAL. The
+//! positions a feed hands out ([`RequestRow::seq`], [`FeedPos`]) are an arrival order the
+//! backend keeps (a rowid in SQLite, a sequence in PostgreSQL), opaque to the callers.
+//!
+//! Each write method reads the time from the backend's clock *after* it holds the write
+//! lock and sweeps what fell due at that time first (expired leases, deadlines, agent
+//! ttls), so an expired lease is dead for every operation even before any daemon notices.
+//! The protocol's checks stay pure ([`crate::protocol`]); a backend runs them against an
+//! environment of its own that may fail ([`crate::protocol::check::AskEnv`]).
+//!
+//! [`sqlite`] is the one backend today; a PostgreSQL one implements the same trait and
+//! runs the same scenarios ([`scenarios`]).
 
 pub mod sqlite;
 
+#[cfg(test)]
+pub(crate) mod scenarios;
+
+use std::path::PathBuf;
+
+use crate::clock::Millis;
+use crate::core::audit::{Actor, Source};
+use crate::error::Result;
+use crate::protocol::error::UserQuestionError;
+use crate::protocol::{Answer, Outcome, Request};
+
+pub use crate::core::lifecycle::{RequestRow, Status};
+pub use sqlite::agents::{AgentInfo, Entered};
+pub use sqlite::events::{read_anchor, write_anchor, Anchor, ChainBreak, Event, ANCHOR_FILE};
+pub use sqlite::history::{HistoryFilter, HistoryQuestion, HistoryRow, Stats, WaitStats};
+pub use sqlite::leases::{Lease, LeaseInfo, Registered};
+pub use sqlite::requests::{Accepted, ListFilter};
+pub use sqlite::{SqliteStore, Swept};
+
+// The SQLite functions, for the backend's own tests and benches while the faces move onto
+// the trait.
 pub use sqlite::{
     agents, audit, events, history, leases, migrate, open, open_in_memory, requests,
-    schema_version, sweep, sweep_if_due, write, write_no_sweep, write_now, Swept, BUSY_TIMEOUT,
+    schema_version, sweep, sweep_if_due, write, write_no_sweep, write_now, BUSY_TIMEOUT,
     MIGRATIONS,
 };
+
+/// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
+/// before any store was involved (it is still recorded for the audit).
+#[derive(Debug, Clone)]
+pub struct AskInput {
+    /// The parsed request, or why it could not be parsed.
+    pub request: std::result::Result<Request, UserQuestionError>,
+    /// The id to use when the request names none (an inbox file's or `ask FILE`'s name).
+    pub fallback_id: Option<String>,
+    /// The id and context salvaged from a refused input, for its rejection record.
+    pub salvaged: (Option<String>, Option<String>),
+    /// The input as given (lossy UTF-8), kept with a rejection.
+    pub raw: String,
+    /// Where it came from.
+    pub source: Source,
+    /// Who asks; a rejection is recorded with this actor.
+    pub actor: Actor,
+}
+
+/// The verdict of [`Store::ask`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// Accepted (or an idempotent re-delivery of an accepted request).
+    Accepted(Accepted),
+    /// Refused with a stable code; recorded for the audit, and published as an error
+    /// outcome when `outcome` (the id is known and free).
+    Rejected {
+        /// Why.
+        error: UserQuestionError,
+        /// Whether an error outcome will be written for it.
+        outcome: bool,
+    },
+}
+
+/// One input of an inbox batch ([`Store::ingest`]).
+#[derive(Debug, Clone)]
+pub enum InboxInput {
+    /// A request file.
+    Request {
+        /// The file name.
+        name: String,
+        /// The file name without `.json` (the id when the request names none).
+        stem: String,
+        /// The parsed request.
+        request: Request,
+        /// The bytes as read (lossy UTF-8).
+        raw: String,
+        /// The file's modification time: an earlier rejection of this very file, no
+        /// older than it, is its verdict.
+        mtime: Millis,
+    },
+    /// An abort file.
+    Abort {
+        /// The file name.
+        name: String,
+        /// The request to abort.
+        id: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// A file refused before the store (unreadable, not a request).
+    Reject {
+        /// The file name.
+        name: String,
+        /// Its id, when one could be read.
+        id: Option<String>,
+        /// Its context, when one could be read.
+        context: Option<String>,
+        /// The bytes as read.
+        raw: String,
+        /// Why.
+        error: UserQuestionError,
+    },
+}
+
+/// What became of one [`InboxInput`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InboxVerdict {
+    /// Accepted anew; `replaced_rejection` says an earlier error outcome must go.
+    Accepted {
+        /// The request id.
+        id: String,
+        /// Its context.
+        context: String,
+        /// An earlier rejection of this id left an outcome file that is now stale.
+        replaced_rejection: bool,
+    },
+    /// A re-delivery of an accepted request: nothing changed.
+    Redelivered(String),
+    /// Aborted by the file.
+    Aborted(String),
+    /// An abort file for a request already final: nothing to do.
+    AbortIgnored(String),
+    /// Rejected (now, or earlier for this very file): recorded, to be filed beside it.
+    Rejected(UserQuestionError),
+}
+
+/// One answer or cancel file of a batch ([`Store::apply_answer_files`]).
+#[derive(Debug, Clone)]
+pub enum ProviderFile {
+    /// Answer `id` with the lease token.
+    Answer {
+        /// Request id.
+        id: String,
+        /// Lease token.
+        token: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// Cancel `id` with the lease token.
+    Cancel {
+        /// Request id.
+        id: String,
+        /// Lease token.
+        token: String,
+        /// Why, if said.
+        reason: Option<String>,
+    },
+}
+
+/// Which lease a one-shot provider command acts with.
+#[derive(Debug, Clone)]
+pub enum LeaseRef {
+    /// A registered lease, by token.
+    Token(String),
+    /// A transient lease registered in the request's context for this one command and
+    /// released before the transaction commits.
+    Transient {
+        /// The provider's name.
+        name: String,
+        /// Its ttl.
+        ttl_ms: Millis,
+    },
+}
+
+/// What a provider does in one transaction ([`Store::provide`]).
+#[derive(Debug, Clone)]
+pub enum ProviderAct {
+    /// Claim `id`.
+    Claim(String),
+    /// Claim the oldest pending request of the lease's context.
+    ClaimNext,
+    /// Answer `id` (claiming it implicitly when pending).
+    Answer(String, Answer),
+    /// Cancel `id`.
+    Cancel(String, Option<String>),
+}
+
+/// What [`Store::provide`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Provided {
+    /// The claimed request.
+    Claimed(Box<RequestRow>),
+    /// The outcome of an answer or a cancel.
+    Finished(Outcome),
+}
+
+/// A position in the arrival order of requests, for feeds ([`Store::feed`]).
+pub type FeedPos = i64;
+
+/// A page of the feed of new requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FeedPage {
+    /// New accepted requests (never rejections), oldest first.
+    pub requests: Vec<RequestRow>,
+    /// Everything up to here has been read (rejections included).
+    pub upto: FeedPos,
+}
+
+/// What `audit verify` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    /// Events read.
+    pub events: i64,
+    /// Request rows checked against their events.
+    pub requests: i64,
+    /// The newest event (seq, hash).
+    pub head: Option<(i64, String)>,
+    /// The first keyed event, when the chain is keyed.
+    pub keyed_since: Option<i64>,
+    /// The first problem found, if any (then the counts are as far as it got).
+    pub broken: Option<String>,
+}
+
+/// The storage seam: one method per transaction, shaped by the use-cases in
+/// [`crate::app`]. Synchronous and `Send`: a host may give it to one blocking thread.
+pub trait Store: Send {
+    // ---- asking ----------------------------------------------------------------------
+
+    /// Accept a request, or record its rejection (with `input.actor`), in one transaction.
+    fn ask(&mut self, input: AskInput) -> Result<Asked>;
+
+    /// Ingest an inbox batch in one transaction: each input accepted, aborted or rejected
+    /// on its own (one input's refusal never rolls back another's verdict). The verdicts
+    /// come in input order; the files may be removed only after this returns.
+    fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>>;
+
+    /// The asker aborts an open request (`ASK_ABORTED`); needs no lease.
+    fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome>;
+
+    // ---- providing -------------------------------------------------------------------
+
+    /// Claim, answer or cancel with a lease (live at the time of the write), or with a
+    /// transient lease registered and released inside the same transaction.
+    fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided>;
+
+    /// Apply a batch of answer and cancel files in one transaction, each on its own: an
+    /// identical answer (or cancel) the same lease already made is a replay and applies
+    /// once. Per file: the outcome and whether it was an answer, or its error.
+    fn apply_answer_files(
+        &mut self,
+        files: &[ProviderFile],
+    ) -> Result<Vec<std::result::Result<Outcome, crate::Error>>>;
+
+    /// The next request of `context` after `after` that is pending, or already claimed by
+    /// `lease_id` (the reviewer's screen walks the queue with it).
+    fn next_for_lease(
+        &mut self,
+        context: &str,
+        lease_id: i64,
+        after: FeedPos,
+    ) -> Result<Option<String>>;
+
+    // ---- leases ----------------------------------------------------------------------
+
+    /// Register a provider lease; `DUPLICATE_PROVIDER` when one is live in the context.
+    fn register(
+        &mut self,
+        context: &str,
+        name: &str,
+        ttl_ms: Millis,
+    ) -> Result<(Registered, Lease)>;
+
+    /// Extend the live lease by its ttl.
+    fn heartbeat(&mut self, token: &str) -> Result<Lease>;
+
+    /// End the lease (its claims go back to `pending`); `false` when already ended.
+    fn release(&mut self, token: &str) -> Result<bool>;
+
+    /// The live lease of `token` (read).
+    fn authenticate(&mut self, token: &str) -> Result<Lease>;
+
+    /// One lease by token, live or not.
+    fn lease_info(&mut self, token: &str) -> Result<LeaseInfo>;
+
+    /// The unended lease of each context, or of one.
+    fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>>;
+
+    // ---- agents ----------------------------------------------------------------------
+
+    /// Enter the registry (or re-enter as a new instance).
+    fn agent_enter(
+        &mut self,
+        id: &str,
+        owner: Option<&str>,
+        lineage: Option<&str>,
+        ttl_ms: Option<Millis>,
+    ) -> Result<Entered>;
+
+    /// Extend a live agent's ttl.
+    fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo>;
+
+    /// Exit (with everything it owns); returns the ended ids.
+    fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>>;
+
+    /// The registry.
+    fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>>;
+
+    // ---- time ------------------------------------------------------------------------
+
+    /// End what fell due (expired leases, deadlines, agent ttls); `None` when nothing
+    /// had (a cheap read).
+    fn sweep(&mut self) -> Result<Option<Swept>>;
+
+    /// The earliest future time something falls due.
+    fn next_due(&mut self) -> Result<Option<Millis>>;
+
+    // ---- the outbox ------------------------------------------------------------------
+
+    /// Final requests whose outcome file is not written yet, oldest first (at most
+    /// `limit`), each with the key to mark it written.
+    fn outbox_pending(&mut self, limit: usize) -> Result<Vec<(i64, Outcome)>>;
+
+    /// Mark outcome files written.
+    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()>;
+
+    /// Under the write lock, call `remove` with each open request among `ids` (all open
+    /// requests for `None`): its outcome file, if any, is a stale error outcome. Returns
+    /// what `remove` counted.
+    fn while_open(
+        &mut self,
+        ids: Option<&[&str]>,
+        remove: &mut dyn FnMut(&[String]) -> Result<usize>,
+    ) -> Result<usize>;
+
+    // ---- reads -----------------------------------------------------------------------
+
+    /// The accepted request `id` (not a rejection).
+    fn get(&mut self, id: &str) -> Result<Option<RequestRow>>;
+
+    /// The request `id`, or else its newest rejection.
+    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>>;
+
+    /// Requests by filter.
+    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>>;
+
+    // ---- feeds -----------------------------------------------------------------------
+
+    /// The newest position (0 for an empty store): a feed started here sees only what
+    /// arrives from now on.
+    fn feed_head(&mut self) -> Result<FeedPos>;
+
+    /// New accepted requests after `after` (at most `limit` positions read).
+    fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage>;
+
+    /// Open requests (of one context) up to position `upto`, oldest first.
+    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>>;
+
+    // ---- the audit -------------------------------------------------------------------
+
+    /// Final and open requests with their questions, by filter.
+    fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>>;
+
+    /// Counts, waits and approval rates since a time.
+    fn stats(&mut self, since: Option<Millis>) -> Result<Stats>;
+
+    /// The events of one request.
+    fn events(&mut self, request_id: &str) -> Result<Vec<Event>>;
+
+    /// Verify the record in one snapshot: the store's own integrity, the event chain, the
+    /// `anchors` given, and every request row against its events.
+    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified>;
+
+    /// Every record in one snapshot, as (type, fields) in a stable order.
+    fn export(
+        &mut self,
+        sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
+    ) -> Result<()>;
+}

@@ -37,17 +37,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension};
-
 use super::{default_provider_name, Ctx};
-use crate::clock::{duration_ms, human_ms, now_ms};
+use crate::app::{self, provide::Acting};
+use crate::clock::{human_ms, now_ms};
 use crate::error::{Error, Result};
-use crate::files::outbox;
 use crate::output::{age, outcome_text};
 use crate::protocol::{Answer, Outcome};
 use crate::root::Root;
-use crate::store::requests::{self, RequestRow};
-use crate::store::{self, leases};
+use crate::store::{RequestRow, Store};
 
 use screen::{Prompter, Reply, RequestEnd, Stop};
 use style::Style;
@@ -93,8 +90,8 @@ impl Releaser {
         if *done || !self.owned {
             return Ok(false);
         }
-        let mut conn = self.root.open_db()?;
-        store::write_now(&mut conn, |tx, now| leases::release(tx, &self.token, now))?;
+        let mut store = self.root.open_store()?;
+        app::session::release(&mut *store, &self.token)?;
         *done = true;
         Ok(true)
     }
@@ -122,26 +119,17 @@ impl Session {
     /// and catching signals.
     pub fn start(
         root: &Root,
-        conn: &mut Connection,
+        store: &mut dyn Store,
         context: &str,
         given: Option<&str>,
         name: &str,
         ttl: Duration,
     ) -> Result<Session> {
-        let (token, owned, lease) = match given {
-            Some(token) => {
-                let lease = store::write_now(conn, |tx, now| leases::heartbeat(tx, token, now))?;
-                (token.to_string(), false, lease)
-            }
-            None => {
-                let (token, lease) = store::write_now(conn, |tx, now| {
-                    let reg = leases::register(tx, context, name, duration_ms(ttl), now)?;
-                    let lease = leases::authenticate(tx, &reg.lease, now)?;
-                    Ok((reg.lease, lease))
-                })?;
-                (token, true, lease)
-            }
-        };
+        let app::session::Session {
+            token,
+            lease,
+            owned,
+        } = app::session::Session::start(store, context, given, name, ttl)?;
         let releaser = Arc::new(Releaser {
             root: root.clone(),
             token,
@@ -185,8 +173,8 @@ impl Session {
         let handle = std::thread::Builder::new()
             .name("dshq-heartbeat".into())
             .spawn(move || {
-                let mut conn = match root.open_db() {
-                    Ok(c) => c,
+                let mut store = match root.open_store() {
+                    Ok(s) => s,
                     Err(e) => {
                         *lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
                         return;
@@ -195,9 +183,7 @@ impl Session {
                 loop {
                     match stop_rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {
-                            if let Err(e) = store::write_now(&mut conn, |tx, now| {
-                                leases::heartbeat(tx, &token, now)
-                            }) {
+                            if let Err(e) = app::session::heartbeat(&mut *store, &token) {
                                 let fatal = matches!(e, Error::LeaseExpired(_));
                                 *lost.lock().unwrap_or_else(|e| e.into_inner()) =
                                     Some(e.to_string());
@@ -468,32 +454,9 @@ impl Prompter for Terminal {
     }
 }
 
-/// The oldest request of `context` after `after_seq` that is pending, or already claimed
-/// by this session's lease (a reviewer's own lease may hold claims from `dshq claim`).
-fn next_pending(
-    conn: &Connection,
-    context: &str,
-    lease_id: i64,
-    after_seq: i64,
-) -> Result<Option<String>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT id FROM requests WHERE context = ?1 AND seq > ?2
-                AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = ?3))
-             ORDER BY seq LIMIT 1",
-        )?
-        .query_row(rusqlite::params![context, after_seq, lease_id], |r| {
-            r.get(0)
-        })
-        .optional()?)
-}
-
 /// Claim `id` for the session's lease.
-fn claim(conn: &mut Connection, token: &str, id: &str) -> Result<RequestRow> {
-    store::write_now(conn, |tx, now| {
-        let lease = leases::authenticate(tx, token, now)?;
-        requests::claim(tx, &lease, id, now)
-    })
+fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
+    app::provide::claim(store, token, id)
 }
 
 /// The lines that introduce a request.
@@ -548,7 +511,7 @@ enum Next {
 /// Show one claimed request and carry out the reviewer's ending.
 fn handle_request(
     ctx: &Ctx,
-    conn: &mut Connection,
+    store: &mut dyn Store,
     session: &Session,
     term: &mut Terminal,
     row: &RequestRow,
@@ -563,11 +526,14 @@ fn handle_request(
     let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
     let token = session.token();
     let result = match &end {
-        RequestEnd::Answer(answer) => Some(submit(conn, token, &id, answer)),
-        RequestEnd::Cancel(reason) => Some(store::write_now(conn, |tx, now| {
-            let lease = leases::authenticate(tx, token, now)?;
-            requests::cancel(tx, &lease, &id, reason.as_deref(), now)
-        })),
+        RequestEnd::Answer(answer) => Some(submit(ctx, store, token, &id, answer)),
+        RequestEnd::Cancel(reason) => Some(app::provide::cancel(
+            store,
+            Some(&ctx.root),
+            &id,
+            &Acting::Lease(token.to_string()),
+            reason.as_deref(),
+        )),
         RequestEnd::Later => {
             tally.later += 1;
             term.say(&style.dim(&format!("left {id} for later")));
@@ -578,7 +544,6 @@ fn handle_request(
     if let Some(result) = result {
         match result {
             Ok(outcome) => {
-                outbox::flush(&ctx.root, conn).map_err(HandleError::Fail)?;
                 match &outcome {
                     Outcome::Answered(_) => tally.answered += 1,
                     Outcome::Error(_) => tally.cancelled += 1,
@@ -598,11 +563,16 @@ fn handle_request(
     Ok(Next::Continue)
 }
 
-fn submit(conn: &mut Connection, token: &str, id: &str, answer: &Answer) -> Result<Outcome> {
-    store::write_now(conn, |tx, now| {
-        let lease = leases::authenticate(tx, token, now)?;
-        requests::answer(tx, &lease, id, answer, now)
-    })
+/// Answer with the session's lease; the outcome is published by the use-case.
+fn submit(
+    ctx: &Ctx,
+    store: &mut dyn Store,
+    token: &str,
+    id: &str,
+    answer: &Answer,
+) -> Result<Outcome> {
+    let who = Acting::Lease(token.to_string());
+    app::provide::answer(store, Some(&ctx.root), id, &who, answer)
 }
 
 enum HandleError {
@@ -612,12 +582,13 @@ enum HandleError {
 
 /// Run the interactive session.
 pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
-    let mut conn = ctx.db()?;
+    let mut store = ctx.store()?;
+    let store = &mut *store;
     let given = opts.lease.as_deref().filter(|l| !l.trim().is_empty());
     // Resolve the context before taking a lease: a request id decides it.
     let first = match &opts.id {
         Some(id) => {
-            let row = requests::get(&conn, id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            let row = app::feed::get(store, id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             if row.status.is_final() {
                 return Err(Error::RequestFinal {
                     id: id.clone(),
@@ -631,11 +602,11 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let context = match (&first, &opts.context, given) {
         (Some(row), _, _) => row.context.clone(),
         (None, Some(c), _) => c.clone(),
-        (None, None, Some(token)) => leases::authenticate(&conn, token, now_ms())?.context,
+        (None, None, Some(token)) => app::session::authenticate(store, token)?.context,
         (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
     };
     let name = opts.name.clone().unwrap_or_else(default_provider_name);
-    let session = Session::start(&ctx.root, &mut conn, &context, given, &name, opts.ttl)?;
+    let session = Session::start(&ctx.root, store, &context, given, &name, opts.ttl)?;
     if let Some(c) = &opts.context {
         if *c != session.context {
             return Err(Error::Usage(format!(
@@ -655,8 +626,8 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let result = (|| -> std::result::Result<(), HandleError> {
         match &opts.id {
             Some(id) => {
-                let row = claim(&mut conn, session.token(), id).map_err(HandleError::Fail)?;
-                handle_request(ctx, &mut conn, &session, &mut term, &row, &mut tally)?;
+                let row = claim(store, session.token(), id).map_err(HandleError::Fail)?;
+                handle_request(ctx, store, &session, &mut term, &row, &mut tally)?;
             }
             None => {
                 let mut after = 0i64;
@@ -664,8 +635,9 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
                     if let Some(why) = session.lost() {
                         return Err(HandleError::Fail(Error::LeaseExpired(why)));
                     }
-                    let Some(id) = next_pending(&conn, &session.context, session.lease_id, after)
-                        .map_err(HandleError::Fail)?
+                    let Some(id) =
+                        app::feed::next_for_lease(store, &session.context, session.lease_id, after)
+                            .map_err(HandleError::Fail)?
                     else {
                         term.say(&format!(
                             "no more pending requests in context {}",
@@ -673,7 +645,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
                         ));
                         break;
                     };
-                    let row = match claim(&mut conn, session.token(), &id) {
+                    let row = match claim(store, session.token(), &id) {
                         Ok(row) => row,
                         // Taken or ended between the read and the claim: move on.
                         Err(
@@ -681,7 +653,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
                             | Error::ClaimedElsewhere { .. }
                             | Error::NotFound(_),
                         ) => {
-                            let seq = requests::get(&conn, &id)
+                            let seq = app::feed::get(store, &id)
                                 .map_err(HandleError::Fail)?
                                 .map_or(after + 1, |r| r.seq);
                             after = after.max(seq);
@@ -691,7 +663,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
                     };
                     after = row.seq;
                     if let Next::Quit =
-                        handle_request(ctx, &mut conn, &session, &mut term, &row, &mut tally)?
+                        handle_request(ctx, store, &session, &mut term, &row, &mut tally)?
                     {
                         break;
                     }

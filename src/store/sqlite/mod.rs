@@ -16,9 +16,12 @@ pub mod events;
 pub mod history;
 pub mod leases;
 pub mod requests;
+mod store;
 
 #[cfg(test)]
 mod tests;
+
+pub use store::SqliteStore;
 
 use std::path::Path;
 use std::time::Duration;
@@ -187,10 +190,20 @@ pub fn write_now<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Transaction, Millis) -> Result<T>,
 ) -> Result<T> {
-    sweep_if_due(conn, crate::clock::now_ms())?;
+    write_clocked(conn, &crate::clock::now_ms, f)
+}
+
+/// [`write_now`] with the time read from `clock` (a backend's clock: the system's, or a
+/// test's).
+pub fn write_clocked<T>(
+    conn: &mut Connection,
+    clock: &dyn Fn() -> Millis,
+    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
+) -> Result<T> {
+    sweep_if_due(conn, clock())?;
     events::forget_head();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = crate::clock::now_ms();
+    let now = clock();
     sweep(&tx, now)?;
     let out = f(&tx, now)?;
     tx.commit()?;

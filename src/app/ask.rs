@@ -1,0 +1,101 @@
+//! Asking: accept or reject a request and publish its outcome; abort one; ingest a batch
+//! of inbox files. Files, the CLI, and later HTTP and MCP all ask through here.
+
+use crate::core::audit::{Actor, Source};
+use crate::error::Result;
+use crate::files::outbox;
+use crate::protocol::check::{parse_request, salvage_id_context};
+use crate::protocol::Outcome;
+use crate::root::Root;
+use crate::store::{AskInput, Asked, Store};
+
+/// A request as given to a face: its bytes, where it came from, who asks.
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    /// The bytes as given.
+    pub bytes: &'a [u8],
+    /// The id to use when the request names none (the file's name), if any.
+    pub fallback_id: Option<String>,
+    /// Whether a rejection may be published under the fallback id (false for a generated
+    /// id, which names nothing the asker knows).
+    pub outcome_under_fallback: bool,
+    /// Where it came from.
+    pub source: Source,
+    /// Who asks (recorded with a rejection).
+    pub actor: Actor,
+}
+
+/// Parse, then accept or record the rejection (one transaction); then publish: a stale
+/// error outcome of an earlier rejection of this id goes, and pending outcomes are
+/// written. A rejection is `Ok(Asked::Rejected)`: the face decides how to report it.
+pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
+    let request = parse_request(a.bytes);
+    // Kept with a rejection (for the audit, and as the outcome's name when known and free).
+    let (id, context) = salvage_id_context(a.bytes);
+    let id = id.or(a
+        .outcome_under_fallback
+        .then(|| a.fallback_id.clone())
+        .flatten());
+    let salvaged = (id, context);
+    let asked = store.ask(AskInput {
+        request,
+        fallback_id: a.fallback_id,
+        salvaged,
+        raw: String::from_utf8_lossy(a.bytes).into_owned(),
+        source: a.source,
+        actor: a.actor,
+    })?;
+    if let Asked::Accepted(accepted) = &asked {
+        // An earlier rejection of this id may have left its error outcome (and a crash
+        // right here would leave it for a re-delivery, or for the daemon's start).
+        if accepted.replaced_rejection || (!accepted.new && !accepted.status.is_final()) {
+            outbox::repair(root, store, Some(&[accepted.id.as_str()]))?;
+        }
+    }
+    outbox::flush(root, store)?;
+    Ok(asked)
+}
+
+/// The asker aborts request `id` (`ASK_ABORTED`), and the outcome is published.
+pub fn abort(
+    store: &mut dyn Store,
+    root: &Root,
+    id: &str,
+    reason: Option<&str>,
+    actor: &Actor,
+) -> Result<Outcome> {
+    let outcome = store.abort(id, reason, actor)?;
+    outbox::flush(root, store)?;
+    Ok(outcome)
+}
+
+/// Ingest one inbox batch (the daemon's file loop): read the files, one store
+/// transaction for all of them, then remove or file each by its verdict (only after the
+/// commit).
+pub fn ingest_inbox(
+    store: &mut dyn Store,
+    root: &Root,
+    names: &[String],
+    max_bytes: u64,
+    batch_bytes: u64,
+) -> Result<crate::files::inbox::Ingested> {
+    crate::files::inbox::ingest(
+        root,
+        store,
+        names,
+        max_bytes,
+        batch_bytes,
+        crate::clock::now_ms(),
+    )
+}
+
+/// Write every outcome committed but not yet published.
+pub fn publish(store: &mut dyn Store, root: &Root) -> Result<usize> {
+    outbox::flush(root, store)
+}
+
+/// Remove outcome files left under open requests (stale error outcomes of an earlier
+/// rejection of a reused id): at the daemon's start, for every open request.
+pub fn repair_outbox(store: &mut dyn Store, root: &Root) -> Result<usize> {
+    outbox::repair(root, store, None)
+}

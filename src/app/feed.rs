@@ -1,0 +1,118 @@
+//! Feeds and reads: new requests since a position (`watch`, the daemon's hooks), the open
+//! queue (`watch` at start, the reviewer's screen), an outcome becoming ready (`wait`),
+//! and one request or a list (`show`, `list`).
+
+use crate::clock::now_ms;
+use crate::error::Result;
+use crate::files::outbox;
+use crate::protocol::Outcome;
+use crate::root::Root;
+use crate::store::{FeedPos, ListFilter, RequestRow, Status, Store};
+
+/// How many positions one read of [`NewRequests::next_batch`] covers at most.
+const BATCH: usize = 512;
+
+/// The high-water mark of requests seen. Positions are the store's arrival order, so
+/// "every request above the last one seen" is exactly the set accepted since, however
+/// it arrived (an inbox file, `dshq ask`, another daemon).
+#[derive(Debug, Clone)]
+pub struct NewRequests {
+    after: FeedPos,
+}
+
+impl NewRequests {
+    /// Start after the newest request: only requests accepted from now on are new.
+    pub fn from_now(store: &mut dyn Store) -> Result<NewRequests> {
+        Ok(NewRequests {
+            after: store.feed_head()?,
+        })
+    }
+
+    /// Start after position `after`.
+    pub fn after_pos(after: FeedPos) -> NewRequests {
+        NewRequests { after }
+    }
+
+    /// The position everything up to which has been seen.
+    pub fn after(&self) -> FeedPos {
+        self.after
+    }
+
+    /// The next accepted requests (never rejections) above the mark, oldest first, at
+    /// most a batch; advances the mark past everything read, rejections included.
+    pub fn next_batch(&mut self, store: &mut dyn Store) -> Result<Vec<RequestRow>> {
+        let page = store.feed(self.after, BATCH)?;
+        self.after = self.after.max(page.upto);
+        Ok(page.requests)
+    }
+
+    /// Everything new above the mark (all batches).
+    pub fn all(&mut self, store: &mut dyn Store) -> Result<Vec<RequestRow>> {
+        let mut out = Vec::new();
+        loop {
+            let before = self.after;
+            out.extend(self.next_batch(store)?);
+            if self.after == before {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+/// Open requests (of one context) up to position `upto`, oldest first.
+pub fn open_upto(
+    store: &mut dyn Store,
+    context: Option<&str>,
+    upto: FeedPos,
+) -> Result<Vec<RequestRow>> {
+    store.open_upto(context, upto)
+}
+
+/// The next request of `context` after `after` that is pending, or claimed by the
+/// session's own lease.
+pub fn next_for_lease(
+    store: &mut dyn Store,
+    context: &str,
+    lease_id: i64,
+    after: FeedPos,
+) -> Result<Option<String>> {
+    store.next_for_lease(context, lease_id, after)
+}
+
+/// The outcome of request `id` if it is ready. A rejection is the answer only while no
+/// new file for this id waits in the inbox (a fixed re-submission supersedes it). A
+/// deadline nobody has noticed yet (no daemon running) is ended here and published.
+pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Option<Outcome>> {
+    let Some(r) = store.get_any(id)? else {
+        return Ok(None);
+    };
+    if r.status == Status::Rejected && root.inbox_new().join(format!("{id}.json")).exists() {
+        return Ok(None);
+    }
+    if let Some(o) = r.outcome() {
+        return Ok(Some(o));
+    }
+    if r.deadline_ms.is_some_and(|d| d < now_ms()) {
+        store.sweep()?;
+        outbox::flush(root, store)?;
+        return Ok(store.get_any(id)?.and_then(|r| r.outcome()));
+    }
+    Ok(None)
+}
+
+/// One request (or its newest rejection), as of now.
+pub fn show(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
+    store.sweep()?;
+    store.get_any(id)
+}
+
+/// One accepted request, as stored.
+pub fn get(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
+    store.get(id)
+}
+
+/// Requests by filter, as of now.
+pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+    store.sweep()?;
+    store.list(filter)
+}

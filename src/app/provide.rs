@@ -1,0 +1,110 @@
+//! Providing: claim, answer, cancel, with a registered lease or a transient one (a
+//! one-shot command registers a lease in the request's context and releases it in the
+//! same transaction). An outcome is published after its commit.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::files::outbox;
+use crate::protocol::{Answer, Outcome};
+use crate::root::Root;
+use crate::store::{LeaseRef, Provided, ProviderAct, RequestRow, Store};
+
+/// How long a transient lease (taken for one command) lives at most.
+pub const TRANSIENT_TTL: Duration = Duration::from_secs(60);
+
+/// Who acts.
+#[derive(Debug, Clone)]
+pub enum Acting {
+    /// The holder of a registered lease.
+    Lease(String),
+    /// A one-shot provider by name, on a transient lease.
+    Transient {
+        /// The provider's name (recorded as who answered).
+        name: String,
+    },
+}
+
+impl Acting {
+    fn lease_ref(&self) -> LeaseRef {
+        match self {
+            Acting::Lease(token) => LeaseRef::Token(token.clone()),
+            Acting::Transient { name } => LeaseRef::Transient {
+                name: name.clone(),
+                ttl_ms: TRANSIENT_TTL.as_millis() as i64,
+            },
+        }
+    }
+}
+
+fn finished(p: Provided) -> Outcome {
+    match p {
+        Provided::Finished(o) => o,
+        Provided::Claimed(_) => unreachable!("an answer or cancel finishes the request"),
+    }
+}
+
+fn claimed(p: Provided) -> RequestRow {
+    match p {
+        Provided::Claimed(r) => *r,
+        Provided::Finished(_) => unreachable!("a claim does not finish the request"),
+    }
+}
+
+/// Claim `id` with the lease `token` (idempotent for its own claims).
+pub fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
+    let lease = LeaseRef::Token(token.to_string());
+    Ok(claimed(
+        store.provide(&lease, ProviderAct::Claim(id.to_string()))?,
+    ))
+}
+
+/// Claim the oldest pending request of the lease's context.
+pub fn claim_next(store: &mut dyn Store, token: &str) -> Result<RequestRow> {
+    let lease = LeaseRef::Token(token.to_string());
+    Ok(claimed(store.provide(&lease, ProviderAct::ClaimNext)?))
+}
+
+/// Answer `id`, then publish the outcome (when `root` is given).
+pub fn answer(
+    store: &mut dyn Store,
+    root: Option<&Root>,
+    id: &str,
+    who: &Acting,
+    answer: &Answer,
+) -> Result<Outcome> {
+    let act = ProviderAct::Answer(id.to_string(), answer.clone());
+    let outcome = finished(store.provide(&who.lease_ref(), act)?);
+    if let Some(root) = root {
+        outbox::flush(root, store)?;
+    }
+    Ok(outcome)
+}
+
+/// Cancel `id` (`ASK_CANCELLED`), then publish the outcome (when `root` is given).
+pub fn cancel(
+    store: &mut dyn Store,
+    root: Option<&Root>,
+    id: &str,
+    who: &Acting,
+    reason: Option<&str>,
+) -> Result<Outcome> {
+    let act = ProviderAct::Cancel(id.to_string(), reason.map(str::to_string));
+    let outcome = finished(store.provide(&who.lease_ref(), act)?);
+    if let Some(root) = root {
+        outbox::flush(root, store)?;
+    }
+    Ok(outcome)
+}
+
+/// Apply the answer and cancel files waiting in `answers/new/` (the daemon's file loop):
+/// each batch in one store transaction, each file on its own; then the outcomes are
+/// published by the caller's pass.
+pub fn answer_files(
+    store: &mut dyn Store,
+    root: &Root,
+    max_bytes: u64,
+    batch_bytes: u64,
+) -> Result<crate::files::answers::Processed> {
+    crate::files::answers::process(root, store, max_bytes, batch_bytes, crate::clock::now_ms())
+}

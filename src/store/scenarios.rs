@@ -1,0 +1,311 @@
+//! Use-case scenarios run through the [`Store`] trait only, generic over the backend:
+//! each takes a constructor that builds a fresh, empty store on a given clock. The SQLite
+//! backend runs them below; a PostgreSQL backend runs the same functions unchanged.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Store};
+use crate::app;
+use crate::clock::Millis;
+use crate::core::audit::{Actor, Source};
+use crate::protocol::error::Code;
+use crate::protocol::{Answer, AnswerItem, Outcome, Request};
+
+/// A clock a scenario moves by hand.
+#[derive(Clone)]
+pub struct TestClock(Arc<AtomicI64>);
+
+impl TestClock {
+    /// A clock at a fixed start.
+    pub fn new() -> TestClock {
+        TestClock(Arc::new(AtomicI64::new(1_800_000_000_000)))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> Millis {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Move on by `ms`.
+    pub fn advance(&self, ms: Millis) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    /// As a backend's clock.
+    pub fn as_fn(&self) -> Arc<dyn Fn() -> Millis + Send + Sync> {
+        let c = self.0.clone();
+        Arc::new(move || c.load(Ordering::SeqCst))
+    }
+}
+
+fn request(id: &str) -> Request {
+    serde_json::from_value(json!({
+        "id": id,
+        "context": "ctx",
+        "questions": [{"id": "db", "question": "Which database?",
+                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
+    }))
+    .unwrap()
+}
+
+fn ask<S: Store>(store: &mut S, id: &str) {
+    let input = AskInput {
+        request: Ok(request(id)),
+        fallback_id: None,
+        salvaged: (None, None),
+        raw: String::new(),
+        source: Source::Cli,
+        actor: Actor::Cli,
+    };
+    match store.ask(input).unwrap() {
+        Asked::Accepted(a) => assert!(a.new && a.status == Status::Pending, "{a:?}"),
+        other => panic!("not accepted: {other:?}"),
+    }
+}
+
+fn pick(label: &str) -> Answer {
+    Answer {
+        answers: vec![AnswerItem {
+            id: "db".into(),
+            selected: vec![label.into()],
+            custom: None,
+        }],
+    }
+}
+
+fn code(e: crate::Error) -> Code {
+    e.to_user_error().code
+}
+
+/// ask → claim → answer → the outcome, and the outbox publishes it once.
+pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "q1");
+    let (reg, lease) = store.register("ctx", "alice", 60_000).unwrap();
+    assert_eq!(lease.name, "alice");
+    let token = LeaseRef::Token(reg.lease.clone());
+    match store.provide(&token, ProviderAct::ClaimNext).unwrap() {
+        Provided::Claimed(row) => {
+            assert_eq!(row.id.as_deref(), Some("q1"));
+            assert_eq!(row.status, Status::Claimed);
+            assert_eq!(row.claimed_by.as_deref(), Some("alice"));
+        }
+        other => panic!("{other:?}"),
+    }
+    clock.advance(1_000);
+    let outcome = match store
+        .provide(&token, ProviderAct::Answer("q1".into(), pick("SQLite")))
+        .unwrap()
+    {
+        Provided::Finished(o) => o,
+        other => panic!("{other:?}"),
+    };
+    let Outcome::Answered(a) = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(a.answer, pick("SQLite"));
+    assert_eq!(a.provider.as_deref(), Some("alice"));
+    let row = store.get("q1").unwrap().unwrap();
+    assert_eq!(row.status, Status::Answered);
+    assert_eq!(row.outcome(), Some(outcome.clone()));
+    // The outcome waits for its file, then is marked written.
+    let pending = store.outbox_pending(16).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].1, outcome);
+    store.mark_outbox_written(&[pending[0].0]).unwrap();
+    assert!(store.outbox_pending(16).unwrap().is_empty());
+    // A final request never changes.
+    let again = store.provide(&token, ProviderAct::Answer("q1".into(), pick("Postgres")));
+    assert_eq!(code(again.unwrap_err()), Code::RequestFinal);
+    // The audit saw it all, the lease by name.
+    let kinds: Vec<_> = store
+        .events("q1")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.actor))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("accepted".to_string(), "asker".to_string()),
+            ("claimed".into(), "provider:alice".into()),
+            ("answered".into(), "provider:alice".into()),
+        ]
+    );
+}
+
+/// A lease that stops heartbeating expires, and its claim goes back to `pending` for the
+/// next provider.
+pub fn lease_expiry_returns_the_claim<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "q2");
+    let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
+    store
+        .provide(
+            &LeaseRef::Token(reg.lease.clone()),
+            ProviderAct::Claim("q2".into()),
+        )
+        .unwrap();
+    assert_eq!(store.get("q2").unwrap().unwrap().status, Status::Claimed);
+    assert_eq!(store.next_due().unwrap(), Some(clock.now() + 10_000));
+    clock.advance(10_001);
+    let swept = store.sweep().unwrap().expect("the lease fell due");
+    assert_eq!(swept.released, ["q2"]);
+    let row = store.get("q2").unwrap().unwrap();
+    assert_eq!(row.status, Status::Pending);
+    assert_eq!(row.claimed_lease, None);
+    // The next provider takes it.
+    let (bob, _) = store.register("ctx", "bob", 10_000).unwrap();
+    match store
+        .provide(&LeaseRef::Token(bob.lease), ProviderAct::ClaimNext)
+        .unwrap()
+    {
+        Provided::Claimed(row) => assert_eq!(row.claimed_by.as_deref(), Some("bob")),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A stale lease (expired, even before any sweep) cannot claim, answer, cancel or
+/// heartbeat: `LEASE_EXPIRED`, and nothing changes.
+pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "q3");
+    let (reg, _) = store.register("ctx", "alice", 5_000).unwrap();
+    let stale = LeaseRef::Token(reg.lease.clone());
+    clock.advance(5_001);
+    for act in [
+        ProviderAct::Claim("q3".into()),
+        ProviderAct::ClaimNext,
+        ProviderAct::Answer("q3".into(), pick("SQLite")),
+        ProviderAct::Cancel("q3".into(), None),
+    ] {
+        let e = store.provide(&stale, act.clone()).unwrap_err();
+        assert_eq!(code(e), Code::LeaseExpired, "{act:?}");
+    }
+    assert_eq!(
+        code(store.heartbeat(&reg.lease).unwrap_err()),
+        Code::LeaseExpired
+    );
+    assert_eq!(store.get("q3").unwrap().unwrap().status, Status::Pending);
+    // A new lease in the context acts; the old one still cannot.
+    let (fresh, _) = store.register("ctx", "bob", 5_000).unwrap();
+    store
+        .provide(
+            &LeaseRef::Token(fresh.lease),
+            ProviderAct::Answer("q3".into(), pick("Postgres")),
+        )
+        .unwrap();
+    let e = store
+        .provide(&stale, ProviderAct::Answer("q3".into(), pick("SQLite")))
+        .unwrap_err();
+    assert_eq!(code(e), Code::LeaseExpired);
+    assert_eq!(
+        store.get("q3").unwrap().unwrap().provider.as_deref(),
+        Some("bob")
+    );
+}
+
+/// A rejection is recorded with the actor of the face that refused it.
+pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let bad: Request = serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap();
+    let asked = store
+        .ask(AskInput {
+            request: Ok(bad),
+            fallback_id: None,
+            salvaged: (Some("bad".into()), None),
+            raw: "{}".into(),
+            source: Source::Cli,
+            actor: Actor::Cli,
+        })
+        .unwrap();
+    let Asked::Rejected { error, outcome } = asked else {
+        panic!("{asked:?}")
+    };
+    assert_eq!(error.code, Code::EmptyQuestions);
+    assert!(outcome);
+    let ev = store.events("bad").unwrap();
+    assert_eq!(ev.len(), 1);
+    assert_eq!(
+        (ev[0].kind.as_str(), ev[0].actor.as_str()),
+        ("rejected", "cli")
+    );
+}
+
+/// The same through the application layer: ask, answer with a transient lease, and the
+/// outcome is published by the use-case.
+pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "q4");
+    let outcome = app::provide::answer(
+        &mut store,
+        None,
+        "q4",
+        &app::provide::Acting::Transient {
+            name: "carol".into(),
+        },
+        &pick("Postgres"),
+    )
+    .unwrap();
+    assert_eq!(outcome.id(), "q4");
+    // The transient lease is gone: no live lease in the context.
+    assert!(store
+        .lease_status(Some("ctx"))
+        .unwrap()
+        .iter()
+        .all(|l| !l.live));
+    let e = app::provide::cancel(
+        &mut store,
+        None,
+        "q4",
+        &app::provide::Acting::Transient {
+            name: "carol".into(),
+        },
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(code(e), Code::RequestFinal);
+}
+
+#[cfg(test)]
+mod sqlite {
+    use super::*;
+    use crate::store::SqliteStore;
+
+    fn new(clock: &TestClock) -> SqliteStore {
+        SqliteStore::with_clock(crate::store::open_in_memory().unwrap(), clock.as_fn())
+    }
+
+    #[test]
+    fn ask_claim_answer_outcome_on_sqlite() {
+        super::ask_claim_answer_outcome(new);
+    }
+
+    #[test]
+    fn lease_expiry_returns_the_claim_on_sqlite() {
+        super::lease_expiry_returns_the_claim(new);
+    }
+
+    #[test]
+    fn a_stale_lease_cannot_act_on_sqlite() {
+        super::a_stale_lease_cannot_act(new);
+    }
+
+    #[test]
+    fn a_rejection_records_its_actor_on_sqlite() {
+        super::a_rejection_records_its_actor(new);
+    }
+
+    #[test]
+    fn the_use_cases_compose_on_sqlite() {
+        super::the_use_cases_compose(new);
+    }
+}

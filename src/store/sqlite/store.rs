@@ -1,0 +1,632 @@
+//! [`SqliteStore`]: the [`Store`] trait on one SQLite connection. Each method is one
+//! `BEGIN IMMEDIATE` transaction (or one read), composed from the functions of this
+//! backend's modules; savepoints, `INDEXED BY` and the WAL stay in here.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::{agents, audit, events, history, leases, requests, write_clocked, write_no_sweep};
+use crate::clock::Millis;
+use crate::core::audit::{Actor, Source};
+use crate::error::{Error, Result};
+use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::Outcome;
+use crate::store::{
+    AgentInfo, Anchor, AskInput, Asked, Entered, Event, FeedPage, FeedPos, HistoryFilter,
+    HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter, Provided,
+    ProviderAct, ProviderFile, Registered, RequestRow, Stats, Status, Store, Swept, Verified,
+};
+
+/// A clock: milliseconds since the epoch.
+pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
+
+/// The SQLite backend: one connection and a clock.
+pub struct SqliteStore {
+    conn: Connection,
+    clock: Clock,
+}
+
+impl SqliteStore {
+    /// A store on an open connection, on the system clock.
+    pub fn new(conn: Connection) -> SqliteStore {
+        SqliteStore {
+            conn,
+            clock: Arc::new(crate::clock::now_ms),
+        }
+    }
+
+    /// A store on an open connection with its own clock (tests).
+    pub fn with_clock(conn: Connection, clock: Clock) -> SqliteStore {
+        SqliteStore { conn, clock }
+    }
+
+    /// Open (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &std::path::Path) -> Result<SqliteStore> {
+        Ok(SqliteStore::new(super::open(path)?))
+    }
+
+    /// An in-memory store with the schema, for tests.
+    pub fn in_memory() -> Result<SqliteStore> {
+        Ok(SqliteStore::new(super::open_in_memory()?))
+    }
+
+    /// The connection, for this backend's own tests and tools.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    fn now(&self) -> Millis {
+        (self.clock)()
+    }
+
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction, Millis) -> Result<T>,
+    ) -> Result<T> {
+        let clock = self.clock.clone();
+        write_clocked(&mut self.conn, &*clock, f)
+    }
+}
+
+fn lease_for(
+    tx: &rusqlite::Transaction,
+    lease: &LeaseRef,
+    id: Option<&str>,
+    now: Millis,
+) -> Result<(Lease, Option<String>)> {
+    match lease {
+        LeaseRef::Token(token) => Ok((leases::authenticate(tx, token, now)?, None)),
+        LeaseRef::Transient { name, ttl_ms } => {
+            let id = id.ok_or_else(|| {
+                Error::Usage("a transient lease acts on one named request".into())
+            })?;
+            let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
+            let reg = leases::register(tx, &row.context, name, *ttl_ms, now)?;
+            let lease = leases::authenticate(tx, &reg.lease, now)?;
+            Ok((lease, Some(reg.lease)))
+        }
+    }
+}
+
+/// Errors that end a batch (the store or the disk failed); any other error is one
+/// input's verdict.
+fn fatal(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Db(_) | Error::Io { .. } | Error::Pragma { .. } | Error::SchemaTooNew { .. }
+    )
+}
+
+impl Store for SqliteStore {
+    fn ask(&mut self, input: AskInput) -> Result<Asked> {
+        self.write(|tx, now| {
+            let refused = match input.request {
+                Ok(request) => match requests::accept(
+                    tx,
+                    request,
+                    input.fallback_id.as_deref(),
+                    &input.source.as_str(),
+                    now,
+                ) {
+                    Ok(a) => return Ok(Asked::Accepted(a)),
+                    Err(Error::Question(e)) => e,
+                    Err(other) => return Err(other),
+                },
+                Err(e) => e,
+            };
+            let (id, context) = &input.salvaged;
+            let rej = requests::Rejection {
+                id: id.as_deref(),
+                context: context.as_deref(),
+                body: &input.raw,
+                source: &input.source.as_str(),
+                actor: Some(input.actor.clone()),
+            };
+            let outcome = requests::record_rejection(tx, &rej, &refused, now)?;
+            Ok(Asked::Rejected {
+                error: refused,
+                outcome,
+            })
+        })
+    }
+
+    fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
+        self.write(|tx, now| {
+            let mut out = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                let verdict = match input {
+                    InboxInput::Request {
+                        name,
+                        stem,
+                        request,
+                        raw,
+                        mtime,
+                    } => {
+                        let source = Source::Inbox(name).as_str().into_owned();
+                        // This very file was judged already (committed as rejected, then
+                        // the daemon died or the move failed): finish with that verdict
+                        // instead of judging it again, which could now flip it to accepted.
+                        // A file dropped again is newer than the rejection and is judged anew.
+                        let id = request.id.clone().unwrap_or_else(|| stem.clone());
+                        if let Some(e) = requests::earlier_rejection(tx, &id, &source, &raw, mtime)?
+                        {
+                            out.push(InboxVerdict::Rejected(e));
+                            continue;
+                        }
+                        // Kept for the rejection record; the request itself moves into accept.
+                        let (req_id, req_context) = (request.id.clone(), request.context.clone());
+                        match requests::accept(tx, request, Some(&stem), &source, now) {
+                            Ok(a) if a.new => InboxVerdict::Accepted {
+                                id: a.id,
+                                context: a.context,
+                                replaced_rejection: a.replaced_rejection,
+                            },
+                            Ok(a) => InboxVerdict::Redelivered(a.id),
+                            Err(Error::Question(e)) => {
+                                let id = req_id.unwrap_or(stem);
+                                let rej = requests::Rejection {
+                                    id: Some(&id),
+                                    context: req_context.as_deref(),
+                                    body: &raw,
+                                    source: &source,
+                                    actor: Some(Actor::Daemon),
+                                };
+                                requests::record_rejection(tx, &rej, &e, now)?;
+                                InboxVerdict::Rejected(e)
+                            }
+                            Err(other) => return Err(other),
+                        }
+                    }
+                    InboxInput::Abort { name, id, reason } => {
+                        let source = Source::Inbox(name.clone()).as_str().into_owned();
+                        match requests::abort(tx, &id, reason.as_deref(), &Actor::Asker, now) {
+                            Ok(_) => InboxVerdict::Aborted(id),
+                            Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
+                            Err(Error::NotFound(_)) => {
+                                let e = UserQuestionError::new(
+                                    Code::NotFound,
+                                    format!("{name}: no request {id:?} to abort"),
+                                );
+                                let rej = requests::Rejection {
+                                    id: None,
+                                    context: None,
+                                    body: &format!("abort {id}"),
+                                    source: &source,
+                                    actor: Some(Actor::Daemon),
+                                };
+                                requests::record_rejection(tx, &rej, &e, now)?;
+                                InboxVerdict::Rejected(e)
+                            }
+                            Err(other) => return Err(other),
+                        }
+                    }
+                    InboxInput::Reject {
+                        name,
+                        id,
+                        context,
+                        raw,
+                        error,
+                    } => {
+                        let source = Source::Inbox(name).as_str().into_owned();
+                        let rej = requests::Rejection {
+                            id: id.as_deref(),
+                            context: context.as_deref(),
+                            body: &raw,
+                            source: &source,
+                            actor: Some(Actor::Daemon),
+                        };
+                        requests::record_rejection(tx, &rej, &error, now)?;
+                        InboxVerdict::Rejected(error)
+                    }
+                };
+                out.push(verdict);
+            }
+            Ok(out)
+        })
+    }
+
+    fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
+        self.write(|tx, now| requests::abort(tx, id, reason, actor, now))
+    }
+
+    fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
+        self.write(|tx, now| {
+            let target = match &act {
+                ProviderAct::Claim(id)
+                | ProviderAct::Answer(id, _)
+                | ProviderAct::Cancel(id, _) => Some(id.as_str()),
+                ProviderAct::ClaimNext => None,
+            };
+            let (l, transient) = lease_for(tx, lease, target, now)?;
+            let done = match &act {
+                ProviderAct::Claim(id) => {
+                    Provided::Claimed(Box::new(requests::claim(tx, &l, id, now)?))
+                }
+                ProviderAct::ClaimNext => {
+                    Provided::Claimed(Box::new(requests::claim_next(tx, &l, now)?))
+                }
+                ProviderAct::Answer(id, answer) => {
+                    Provided::Finished(requests::answer(tx, &l, id, answer, now)?)
+                }
+                ProviderAct::Cancel(id, reason) => {
+                    Provided::Finished(requests::cancel(tx, &l, id, reason.as_deref(), now)?)
+                }
+            };
+            if let Some(token) = transient {
+                leases::release(tx, &token, now)?;
+            }
+            Ok(done)
+        })
+    }
+
+    fn apply_answer_files(
+        &mut self,
+        files: &[ProviderFile],
+    ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+        self.write(|tx, now| {
+            let mut results = Vec::with_capacity(files.len());
+            for file in files {
+                tx.execute_batch("SAVEPOINT answer_file")?;
+                // Replays (a crash between the commit and the file's removal) are
+                // recognised and applied once.
+                let applied = match file {
+                    ProviderFile::Answer { id, token, answer } => {
+                        requests::answer_replayable(tx, token, id, answer, now).map(|(o, _)| o)
+                    }
+                    ProviderFile::Cancel { id, token, reason } => {
+                        requests::cancel_replayable(tx, token, id, reason.as_deref(), now)
+                    }
+                };
+                match applied {
+                    Ok(o) => {
+                        tx.execute_batch("RELEASE answer_file")?;
+                        results.push(Ok(o));
+                    }
+                    Err(e) if fatal(&e) => return Err(e),
+                    Err(e) => {
+                        tx.execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
+                        results.push(Err(e));
+                    }
+                }
+            }
+            Ok(results)
+        })
+    }
+
+    fn next_for_lease(
+        &mut self,
+        context: &str,
+        lease_id: i64,
+        after: FeedPos,
+    ) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT id FROM requests WHERE context = ?1 AND seq > ?2
+                    AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = ?3))
+                 ORDER BY seq LIMIT 1",
+            )?
+            .query_row(rusqlite::params![context, after, lease_id], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn register(
+        &mut self,
+        context: &str,
+        name: &str,
+        ttl_ms: Millis,
+    ) -> Result<(Registered, Lease)> {
+        self.write(|tx, now| {
+            let reg = leases::register(tx, context, name, ttl_ms, now)?;
+            let lease = leases::authenticate(tx, &reg.lease, now)?;
+            Ok((reg, lease))
+        })
+    }
+
+    fn heartbeat(&mut self, token: &str) -> Result<Lease> {
+        self.write(|tx, now| leases::heartbeat(tx, token, now))
+    }
+
+    fn release(&mut self, token: &str) -> Result<bool> {
+        self.write(|tx, now| leases::release(tx, token, now))
+    }
+
+    fn authenticate(&mut self, token: &str) -> Result<Lease> {
+        let now = self.now();
+        leases::authenticate(&self.conn, token, now)
+    }
+
+    fn lease_info(&mut self, token: &str) -> Result<LeaseInfo> {
+        let now = self.now();
+        leases::info(&self.conn, token, now)
+    }
+
+    fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>> {
+        let now = self.now();
+        leases::status(&self.conn, context, now)
+    }
+
+    fn agent_enter(
+        &mut self,
+        id: &str,
+        owner: Option<&str>,
+        lineage: Option<&str>,
+        ttl_ms: Option<Millis>,
+    ) -> Result<Entered> {
+        self.write(|tx, now| agents::enter(tx, id, owner, lineage, ttl_ms, now))
+    }
+
+    fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
+        self.write(|tx, now| agents::heartbeat(tx, id, instance, now))
+    }
+
+    fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
+        self.write(|tx, now| agents::exit(tx, id, instance, now))
+    }
+
+    fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
+        let now = self.now();
+        agents::list(&self.conn, now, live_only)
+    }
+
+    fn sweep(&mut self) -> Result<Option<Swept>> {
+        let now = self.now();
+        super::sweep_if_due(&mut self.conn, now)
+    }
+
+    fn next_due(&mut self) -> Result<Option<Millis>> {
+        requests::next_due(&self.conn)
+    }
+
+    fn outbox_pending(&mut self, limit: usize) -> Result<Vec<(i64, Outcome)>> {
+        requests::outbox_pending(&self.conn, limit as i64)
+    }
+
+    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
+        write_no_sweep(&mut self.conn, |tx| requests::mark_outbox_written(tx, keys))
+    }
+
+    fn while_open(
+        &mut self,
+        ids: Option<&[&str]>,
+        remove: &mut dyn FnMut(&[String]) -> Result<usize>,
+    ) -> Result<usize> {
+        write_no_sweep(&mut self.conn, |tx| {
+            let open: Vec<String> = match ids {
+                None => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL",
+                    )?;
+                    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                    rows.collect::<rusqlite::Result<_>>()?
+                }
+                Some(ids) => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT 1 FROM requests WHERE id = ?1 AND status IN ('pending', 'claimed')",
+                    )?;
+                    let mut open = Vec::new();
+                    for id in ids {
+                        if stmt.query_row([id], |_| Ok(())).optional()?.is_some() {
+                            open.push(id.to_string());
+                        }
+                    }
+                    open
+                }
+            };
+            remove(&open)
+        })
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        requests::get(&self.conn, id)
+    }
+
+    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        requests::get_any(&self.conn, id)
+    }
+
+    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+        requests::list(&self.conn, filter)
+    }
+
+    fn feed_head(&mut self) -> Result<FeedPos> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM requests", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
+        let seqs: Vec<(i64, Option<String>, String)> = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT seq, id, status FROM requests WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![after, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut page = FeedPage {
+            requests: Vec::with_capacity(seqs.len()),
+            upto: after,
+        };
+        for (seq, id, status) in seqs {
+            page.upto = page.upto.max(seq);
+            if status == Status::Rejected.as_str() {
+                continue;
+            }
+            if let Some(id) = id {
+                if let Some(row) = requests::get(&self.conn, &id)?.filter(|r| r.seq == seq) {
+                    page.requests.push(row);
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>> {
+        let ids: Vec<String> = {
+            let mut stmt = self.conn.prepare(
+                "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND seq <= ?1
+                 AND (?2 IS NULL OR context = ?2) ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![upto, context], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.extend(requests::get(&self.conn, &id)?);
+        }
+        Ok(out)
+    }
+
+    fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
+        let now = self.now();
+        history::history(&self.conn, filter, now)
+    }
+
+    fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
+        let now = self.now();
+        history::stats(&self.conn, since, now)
+    }
+
+    fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
+        events::for_request(&self.conn, request_id)
+    }
+
+    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
+        let key_since = match events::root_dir(&self.conn) {
+            Some(dir) => events::load_key(&dir)?.map(|k| k.since),
+            None => None,
+        };
+        // One snapshot for every check.
+        let tx = self.conn.unchecked_transaction()?;
+        let mut v = Verified {
+            events: 0,
+            requests: 0,
+            head: None,
+            keyed_since: key_since,
+            broken: None,
+        };
+        if let Some(problem) = audit::integrity(&tx)? {
+            v.broken = Some(format!(
+                "the database file fails SQLite's integrity check: {problem}"
+            ));
+            return Ok(v);
+        }
+        let (count, brk) = events::verify(&tx)?;
+        v.events = count;
+        if let Some(b) = brk {
+            v.broken = Some(format!("event {} does not verify: {}", b.seq, b.problem));
+            return Ok(v);
+        }
+        for (path, a) in anchors {
+            if let Some(b) = events::check_anchor(&tx, a)? {
+                v.broken = Some(format!(
+                    "the anchor {} does not verify: {}",
+                    crate::text::path_for_log(path),
+                    b.problem
+                ));
+                return Ok(v);
+            }
+        }
+        let (checked, brk) = audit::check_records(&tx)?;
+        v.requests = checked;
+        if let Some(b) = brk {
+            v.broken = Some(format!("{b}"));
+            return Ok(v);
+        }
+        v.head = tx
+            .query_row(
+                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(v)
+    }
+
+    fn export(
+        &mut self,
+        sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
+    ) -> Result<()> {
+        // One read transaction: a consistent snapshot even while the daemon writes.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)?;
+        for (kind, sql) in [
+            ("request", "SELECT * FROM requests ORDER BY seq"),
+            (
+                "question",
+                "SELECT * FROM questions ORDER BY request_seq, idx",
+            ),
+            (
+                "lease",
+                "SELECT lease_id, context, name, generation, ttl_ms, created_ms, heartbeat_ms, expires_ms, ended_ms, end_reason FROM leases ORDER BY lease_id",
+            ),
+            ("agent", "SELECT * FROM agents ORDER BY entered_ms"),
+            ("event", "SELECT * FROM events ORDER BY seq"),
+        ] {
+            dump(&tx, kind, sql, sink)?;
+        }
+        Ok(())
+    }
+}
+
+/// `created_ms` → `createdMs`: every document dshq prints is camelCase.
+pub fn camel(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut up = false;
+    for c in s.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn dump(
+    conn: &Connection,
+    kind: &str,
+    sql: &str,
+    sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
+) -> Result<()> {
+    use rusqlite::types::ValueRef;
+    let mut stmt = conn.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().iter().map(|s| camel(s)).collect();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let mut obj = serde_json::Map::new();
+        obj.insert("type".into(), kind.into());
+        for (i, name) in names.iter().enumerate() {
+            let v = match r.get_ref(i)? {
+                ValueRef::Null => serde_json::Value::Null,
+                ValueRef::Integer(x) => x.into(),
+                ValueRef::Real(x) => x.into(),
+                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
+                ValueRef::Blob(b) => events::hex(b).into(),
+            };
+            obj.insert(name.clone(), v);
+        }
+        sink(kind, obj)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn columns_become_camel_case() {
+        assert_eq!(super::camel("created_ms"), "createdMs");
+        assert_eq!(super::camel("request_seq"), "requestSeq");
+        assert_eq!(super::camel("seq"), "seq");
+    }
+}
