@@ -16,7 +16,7 @@ use dshq::clock::Millis;
 use dshq::files::outbox;
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::root::Root;
-use dshq::store::{self, history, leases, requests, SqliteStore};
+use dshq::store::sqlite::{self as store, history, leases, requests, SqliteStore};
 
 const DAY: Millis = 86_400_000;
 const T0: Millis = 1_780_000_000_000;
@@ -50,7 +50,7 @@ fn answer(label: &str) -> Answer {
 }
 
 /// A fresh store in a temp dir with `n` pending requests and a live lease.
-fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, leases::Lease) {
+fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store::Lease) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path().join("root"));
     root.ensure_layout().unwrap();
@@ -273,7 +273,7 @@ fn audit_queries(c: &mut Criterion) {
         let path = fixture(n);
         let conn = open_ro(&path);
         let now = T0 + 90 * DAY;
-        let filter = history::HistoryFilter {
+        let filter = dshq::store::HistoryFilter {
             agent: Some("agent-42".into()),
             since: Some(now - 30 * DAY),
             until: Some(now - 23 * DAY),

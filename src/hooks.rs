@@ -299,7 +299,8 @@ fn run_one(job: &Job, config: &HookConfig, root: &Root, running: &Running) {
 mod tests {
     use super::*;
     use crate::core::audit::{Actor, Source};
-    use crate::store::{AskInput, InboxInput, SqliteStore};
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{AskInput, InboxInput};
 
     fn ask(store: &mut dyn Store, id: &str, context: &str) {
         let req: crate::protocol::Request = serde_json::from_value(serde_json::json!({

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::clock::{human_ms, rfc3339, Millis};
 use crate::protocol::{Decision, Outcome, Question, UserQuestionError};
-use crate::store::requests::{RequestRow, Status};
+use crate::store::{RequestRow, Status};
 use crate::text::{multi_line, one_line};
 
 /// The asking agent as shown.

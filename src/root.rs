@@ -120,7 +120,9 @@ impl Root {
     /// chosen (SQLite, `dshq.db` in the root).
     pub fn open_store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.ensure_layout()?;
-        Ok(Box::new(crate::store::SqliteStore::open(&self.db())?))
+        Ok(Box::new(crate::store::sqlite::SqliteStore::open(
+            &self.db(),
+        )?))
     }
 }
 

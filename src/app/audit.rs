@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::error::Code;
-use crate::store::{Anchor, Event, HistoryFilter, HistoryRow, Stats, Store, Verified};
+use crate::store::{Anchor, Event, ExportSink, HistoryFilter, HistoryRow, Stats, Store, Verified};
 
 /// Requests with their questions, by filter.
 pub fn history(store: &mut dyn Store, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
@@ -36,9 +36,6 @@ pub fn verify(store: &mut dyn Store, anchors: &[(PathBuf, Anchor)]) -> Result<Ve
 }
 
 /// Every record, in one snapshot, to `sink` as (type, fields).
-pub fn export(
-    store: &mut dyn Store,
-    sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
-) -> Result<()> {
+pub fn export(store: &mut dyn Store, sink: ExportSink<'_>) -> Result<()> {
     store.export(sink)
 }

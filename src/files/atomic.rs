@@ -29,7 +29,7 @@ pub fn fit_name(name: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(name.as_bytes());
-    let hash = crate::store::events::hex(&digest[..8]);
+    let hash = crate::protocol::digest::hex(&digest[..8]);
     let mut cut = max.saturating_sub(hash.len() + 1);
     while !name.is_char_boundary(cut) {
         cut -= 1;

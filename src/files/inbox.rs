@@ -90,10 +90,13 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
             let lossy = entry.file_name().to_string_lossy().replace('\u{fffd}', "_");
             let raw = entry.file_name().as_encoded_bytes().to_vec();
             let tag = if raw.len() <= 48 {
-                crate::store::events::hex(&raw)
+                crate::protocol::digest::hex(&raw)
             } else {
                 use sha2::{Digest, Sha256};
-                format!("h{}", crate::store::events::hex(&Sha256::digest(&raw)[..8]))
+                format!(
+                    "h{}",
+                    crate::protocol::digest::hex(&Sha256::digest(&raw)[..8])
+                )
             };
             let target = dir.join(format!("{}.{tag}.badname", fit_name(&lossy, 120)));
             if fs::symlink_metadata(&target).is_err() {

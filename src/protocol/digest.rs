@@ -75,6 +75,17 @@ fn write_canonical(v: &serde_json::Value, out: &mut String) {
     }
 }
 
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

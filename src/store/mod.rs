@@ -16,7 +16,9 @@
 //! [`sqlite`] is the one backend today; a PostgreSQL one implements the same trait and
 //! runs the same scenarios ([`scenarios`]).
 
+pub mod anchor;
 pub mod sqlite;
+pub mod types;
 
 #[cfg(test)]
 pub(crate) mod scenarios;
@@ -30,19 +32,10 @@ use crate::protocol::error::UserQuestionError;
 use crate::protocol::{Answer, Outcome, Request};
 
 pub use crate::core::lifecycle::{RequestRow, Status};
-pub use sqlite::agents::{AgentInfo, Entered};
-pub use sqlite::events::{read_anchor, write_anchor, Anchor, ChainBreak, Event, ANCHOR_FILE};
-pub use sqlite::history::{HistoryFilter, HistoryQuestion, HistoryRow, Stats, WaitStats};
-pub use sqlite::leases::{Lease, LeaseInfo, Registered};
-pub use sqlite::requests::{Accepted, ListFilter};
-pub use sqlite::{SqliteStore, Swept};
-
-// The SQLite functions, for the backend's own tests and benches while the faces move onto
-// the trait.
-pub use sqlite::{
-    agents, audit, events, history, leases, migrate, open, open_in_memory, requests,
-    schema_version, sweep, sweep_if_due, write, write_no_sweep, write_now, BUSY_TIMEOUT,
-    MIGRATIONS,
+pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
+pub use types::{
+    Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
+    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Stats, Swept, WaitStats,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -200,6 +193,11 @@ pub enum Provided {
     /// The outcome of an answer or a cancel.
     Finished(Outcome),
 }
+
+/// Where [`Store::export`] sends each record: its type (`request`, `question`, `lease`,
+/// `agent`, `event`) and its fields, camelCase.
+pub type ExportSink<'a> =
+    &'a mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>;
 
 /// A position in the arrival order of requests, for feeds ([`Store::feed`]).
 pub type FeedPos = i64;
@@ -378,8 +376,5 @@ pub trait Store: Send {
     fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified>;
 
     /// Every record in one snapshot, as (type, fields) in a stable order.
-    fn export(
-        &mut self,
-        sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
-    ) -> Result<()>;
+    fn export(&mut self, sink: ExportSink<'_>) -> Result<()>;
 }

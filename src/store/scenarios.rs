@@ -278,10 +278,10 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
 #[cfg(test)]
 mod sqlite {
     use super::*;
-    use crate::store::SqliteStore;
+    use crate::store::sqlite::{open_in_memory, SqliteStore};
 
     fn new(clock: &TestClock) -> SqliteStore {
-        SqliteStore::with_clock(crate::store::open_in_memory().unwrap(), clock.as_fn())
+        SqliteStore::with_clock(open_in_memory().unwrap(), clock.as_fn())
     }
 
     #[test]

@@ -1650,7 +1650,7 @@ fn audit_verify_finds_a_rehashed_change_at_the_next_link() {
         )
         .unwrap();
     let data = "{\"tampered\":true}";
-    let hash = dshq::store::events::event_hash(
+    let hash = dshq::store::sqlite::events::event_hash(
         &prev,
         3,
         at,
@@ -2056,7 +2056,7 @@ fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
         .unwrap();
     for (seq, at, kind, req, lease, agent, actor, old) in evs {
         let d = if seq == from { data.to_string() } else { old };
-        let hash = dshq::store::events::event_hash(
+        let hash = dshq::store::sqlite::events::event_hash(
             &prev,
             seq,
             at,

@@ -156,7 +156,7 @@ fn log_lines(env: &Env, needle: &str) -> Vec<String> {
 
 /// The outcome document the database says `id` should have, as JSON.
 fn db_outcome(conn: &Connection, id: &str) -> Option<Value> {
-    let row = dshq::store::requests::get(conn, id).unwrap()?;
+    let row = dshq::store::sqlite::requests::get(conn, id).unwrap()?;
     let doc = row.outcome()?.to_file_json();
     Some(serde_json::from_str(&doc).unwrap())
 }
@@ -667,7 +667,7 @@ fn sigkill_loses_nothing_and_duplicates_nothing() {
             "no {kind} events"
         );
     }
-    let (events, broken) = dshq::store::events::verify(&conn).unwrap();
+    let (events, broken) = dshq::store::sqlite::events::verify(&conn).unwrap();
     assert_eq!(broken, None, "the event chain verifies ({events} events)");
 
     let again = |m: &BTreeMap<String, usize>| m.values().filter(|&&c| c > 1).count();
@@ -780,7 +780,7 @@ fn event_queue_overflow_loses_nothing() {
         .collect();
     assert_eq!(ids, want);
     assert!(env.names("rejected").is_empty());
-    let (_, broken) = dshq::store::events::verify(&conn).unwrap();
+    let (_, broken) = dshq::store::sqlite::events::verify(&conn).unwrap();
     assert_eq!(broken, None);
     println!(
         "overflow: queue limit {limit}, {n} files; staged in {staged:?}, burst of renames in {burst:?}, \
@@ -957,7 +957,7 @@ fn stopped_daemon_catches_up_on_restart() {
     );
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM requests"), n as i64);
     assert_eq!(
-        dshq::store::requests::get(&conn, "s005")
+        dshq::store::sqlite::requests::get(&conn, "s005")
             .unwrap()
             .unwrap()
             .status
@@ -966,7 +966,7 @@ fn stopped_daemon_catches_up_on_restart() {
     );
     assert_eq!(env.outcome("s004"), db_outcome(&conn, "s004"));
 
-    let (_, broken) = dshq::store::events::verify(&conn).unwrap();
+    let (_, broken) = dshq::store::sqlite::events::verify(&conn).unwrap();
     assert_eq!(broken, None);
     println!("restart: whole test {:?}", started.elapsed());
 }

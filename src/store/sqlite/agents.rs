@@ -7,7 +7,6 @@
 //! allow or deny anything.
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use serde::Serialize;
 
 use super::events::{self, hex, NewEvent};
 use crate::clock::{rfc3339, Millis};
@@ -15,42 +14,7 @@ use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
 use crate::protocol::check::{check_id, CallerStatus};
 use crate::protocol::AgentRef;
-
-/// What `agent enter` returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Entered {
-    /// The agent id.
-    pub id: String,
-    /// The new instance (unguessable).
-    pub instance: String,
-    /// RFC 3339 expiry when a ttl was given.
-    pub expires_at: Option<String>,
-}
-
-/// A registry row as `agent list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentInfo {
-    /// The agent id.
-    pub id: String,
-    /// The instance.
-    pub instance: String,
-    /// The owning agent id, if owned.
-    pub owner: Option<String>,
-    /// Recorded lineage.
-    pub lineage: Option<String>,
-    /// Whether it is live at the time asked.
-    pub live: bool,
-    /// RFC 3339 entry time.
-    pub entered_at: String,
-    /// RFC 3339 expiry, when it has a ttl.
-    pub expires_at: Option<String>,
-    /// RFC 3339 end, when ended.
-    pub ended_at: Option<String>,
-    /// Why it ended.
-    pub end_reason: Option<String>,
-}
+use crate::store::types::{AgentInfo, Entered};
 
 fn new_instance() -> String {
     let mut b = [0u8; 16];

@@ -22,12 +22,13 @@ use rusqlite::Connection;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::events::{self, Event};
+use super::events;
 use super::requests::{self, ListFilter, RequestRow, Status};
 use crate::error::Result;
 use crate::protocol::answer::{check_answer, request_decision};
 use crate::protocol::digest::request_digest;
 use crate::protocol::types::{Answer, Decision, Request};
+use crate::store::types::Event;
 
 /// The first disagreement between the tables and the log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -663,7 +664,7 @@ mod tests {
     use crate::clock::Millis;
     use crate::protocol::types::AnswerItem;
     use crate::protocol::UserQuestionError;
-    use crate::store::{leases, open_in_memory, requests, write};
+    use crate::store::sqlite::{leases, open_in_memory, requests, write};
 
     const T0: Millis = 1_780_000_000_000;
 

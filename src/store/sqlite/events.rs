@@ -24,17 +24,15 @@ use std::sync::{Arc, Mutex};
 
 use hmac::{Hmac, Mac};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
+use crate::store::anchor::{write_anchor, Anchor, ANCHOR_FILE};
+use crate::store::types::{ChainBreak, Event};
 
 /// The key file of the keyed chain, in the root beside `dshq.db`.
 pub const KEY_FILE: &str = "audit.key";
-
-/// The head anchor, in the root beside `dshq.db`.
-pub const ANCHOR_FILE: &str = "audit.head";
 
 const KEY_MAGIC: &str = "dshq audit key v1";
 
@@ -56,32 +54,6 @@ pub struct NewEvent<'a> {
     pub actor: &'a str,
     /// Details, a JSON object.
     pub data: serde_json::Value,
-}
-
-/// A stored event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Event {
-    /// Position in the log.
-    pub seq: i64,
-    /// When (ms since the epoch).
-    pub at_ms: Millis,
-    /// What happened.
-    pub kind: String,
-    /// The request concerned.
-    pub request_id: Option<String>,
-    /// The lease concerned.
-    pub lease_id: Option<i64>,
-    /// The agent concerned.
-    pub agent_id: Option<String>,
-    /// Who did it.
-    pub actor: String,
-    /// Details.
-    pub data: serde_json::Value,
-    /// The previous event's hash.
-    pub prev_hash: String,
-    /// This event's hash.
-    pub hash: String,
 }
 
 /// The key of the keyed chain and the first event it covers.
@@ -314,16 +286,7 @@ pub fn event_hash(
     hex(&digest)
 }
 
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 0xf) as usize] as char);
-    }
-    s
-}
+pub use crate::protocol::digest::hex;
 
 /// Append one event at `now`.
 pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
@@ -387,15 +350,6 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     Ok(seq)
 }
 
-/// A head of the log kept outside the database: the newest event's seq and hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Anchor {
-    /// The newest event's seq.
-    pub seq: i64,
-    /// Its hash.
-    pub hash: String,
-}
-
 thread_local! {
     /// The head appended by this thread's open transaction, published after its commit.
     static PENDING_HEAD: RefCell<Option<(PathBuf, Anchor)>> = const { RefCell::new(None) };
@@ -416,46 +370,6 @@ pub fn publish_head() {
     if let Err(e) = write_anchor(&dir.join(ANCHOR_FILE), &anchor) {
         tracing::warn!(error = %e, "could not write the audit head");
     }
-}
-
-/// Write `anchor` to `path` atomically.
-pub fn write_anchor(path: &Path, anchor: &Anchor) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
-    let mut text = serde_json::to_string(anchor).expect("an anchor serializes");
-    text.push('\n');
-    // Not fsynced: this runs after every commit, and an fsync here doubled the latency of
-    // each write. After a power loss the file may hold an older head (still contained in
-    // the log) or, on some file systems, be empty: `audit verify` then reports it as
-    // unreadable rather than as a broken log, and the next write rewrites it.
-    f.write_all(text.as_bytes())
-        .map_err(|e| Error::io(&tmp, e))?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-}
-
-/// Read an anchor file.
-pub fn read_anchor(path: &Path) -> Result<Anchor> {
-    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not an audit head ({e})"),
-            ),
-        )
-    })
 }
 
 /// Whether the log still contains `anchor`: `None` when it does, else what is wrong.
@@ -520,16 +434,6 @@ pub fn all(conn: &Connection) -> Result<Vec<Event>> {
     let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM events ORDER BY seq"))?;
     let rows = stmt.query_map([], row_to_event)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// The first break in the hash chain, if any.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChainBreak {
-    /// The seq of the first event that does not verify (or that is missing).
-    pub seq: i64,
-    /// What is wrong with it.
-    pub problem: String,
 }
 
 /// Walk the chain with the root's key (when the database is a file); `Ok(None)` when
@@ -681,9 +585,9 @@ mod tests {
     #[test]
     fn a_file_store_keys_its_chain_and_anchors_its_head() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::store::open(&dir.path().join("dshq.db")).unwrap();
+        let mut conn = crate::store::sqlite::open(&dir.path().join("dshq.db")).unwrap();
         for i in 0..3 {
-            crate::store::write(&mut conn, 1_000 + i, |tx| {
+            crate::store::sqlite::write(&mut conn, 1_000 + i, |tx| {
                 append(
                     tx,
                     1_000 + i,
@@ -703,7 +607,7 @@ mod tests {
         assert_eq!(verify(&conn).unwrap(), (3, None));
         // Without the key the chain does not verify.
         assert_eq!(verify_with(&conn, None).unwrap().1.unwrap().seq, 1);
-        let head = read_anchor(&dir.path().join(ANCHOR_FILE)).unwrap();
+        let head = crate::store::anchor::read_anchor(&dir.path().join(ANCHOR_FILE)).unwrap();
         assert_eq!(head.seq, 3);
         assert_eq!(check_anchor(&conn, &head).unwrap(), None);
         let ahead = Anchor {

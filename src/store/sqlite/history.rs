@@ -6,87 +6,14 @@
 //! read per row by primary key.
 
 use rusqlite::{params_from_iter, types::Value as SqlValue, Connection};
-use serde::Serialize;
 
 use crate::clock::{rfc3339, Millis};
+use crate::core::lifecycle::Status;
 use crate::error::Result;
 use crate::protocol::Decision;
-use crate::store::requests::Status;
-
-/// Filters of `dshq history` (all optional; combined with AND).
-#[derive(Debug, Clone, Default)]
-pub struct HistoryFilter {
-    /// Asking agent id.
-    pub agent: Option<String>,
-    /// Context.
-    pub context: Option<String>,
-    /// Provider that answered or cancelled.
-    pub provider: Option<String>,
-    /// Status.
-    pub status: Option<Status>,
-    /// Error code.
-    pub code: Option<String>,
-    /// Intent kind some question carries (`plan-review`).
-    pub intent: Option<String>,
-    /// Decision some plan-review question received.
-    pub decision: Option<Decision>,
-    /// Created at or after.
-    pub since: Option<Millis>,
-    /// Created before.
-    pub until: Option<Millis>,
-    /// Substring of some question's text (case-insensitive for ASCII).
-    pub grep: Option<String>,
-    /// At most this many rows (newest first).
-    pub limit: Option<i64>,
-}
-
-/// One question of a history row, with its answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryQuestion {
-    /// Question id.
-    pub id: String,
-    /// Question text.
-    pub question: String,
-    /// Intent kind, if any.
-    pub intent: Option<String>,
-    /// Selected labels, once answered.
-    pub selected: Option<Vec<String>>,
-    /// Custom text, once answered.
-    pub custom: Option<String>,
-    /// Plan-review decision, once answered.
-    pub decision: Option<Decision>,
-}
-
-/// One row of the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryRow {
-    /// Request id.
-    pub id: Option<String>,
-    /// Context.
-    pub context: String,
-    /// Asking agent id.
-    pub agent: Option<String>,
-    /// Its lineage at acceptance.
-    pub lineage: Option<String>,
-    /// RFC 3339 acceptance.
-    pub created_at: String,
-    /// RFC 3339 end.
-    pub finished_at: Option<String>,
-    /// Milliseconds from acceptance to end (or to now for open requests).
-    pub wait_ms: Millis,
-    /// State.
-    pub status: Status,
-    /// Error code.
-    pub code: Option<String>,
-    /// Request-level decision.
-    pub decision: Option<Decision>,
-    /// Provider that answered or cancelled.
-    pub provider: Option<String>,
-    /// The questions with their answers.
-    pub questions: Vec<HistoryQuestion>,
-}
+use crate::store::types::{
+    HistoryFilter, HistoryQuestion, HistoryRow, OldestOpen, Stats, WaitStats,
+};
 
 fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -205,60 +132,6 @@ pub fn history(conn: &Connection, f: &HistoryFilter, now: Millis) -> Result<Vec<
         out.push(h);
     }
     Ok(out)
-}
-
-/// Wait-time percentiles (nearest rank) of one group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WaitStats {
-    /// The context or provider.
-    pub key: String,
-    /// Answered requests counted.
-    pub count: usize,
-    /// Median wait in ms.
-    pub p50_ms: Millis,
-    /// 90th percentile.
-    pub p90_ms: Millis,
-    /// 99th percentile.
-    pub p99_ms: Millis,
-}
-
-/// The figures of `dshq stats`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Stats {
-    /// Requests counted (created in the window).
-    pub total: i64,
-    /// Count per status.
-    pub by_status: std::collections::BTreeMap<String, i64>,
-    /// Count per error code.
-    pub by_code: std::collections::BTreeMap<String, i64>,
-    /// Answer wait per context (answered requests).
-    pub wait_by_context: Vec<WaitStats>,
-    /// Answer wait per provider (answered requests).
-    pub wait_by_provider: Vec<WaitStats>,
-    /// Plan-review questions approved.
-    pub approved: i64,
-    /// Plan-review questions declined.
-    pub declined: i64,
-    /// approved / (approved + declined), when any.
-    pub approval_rate: Option<f64>,
-    /// Requests pending or claimed now.
-    pub open: i64,
-    /// The oldest open request.
-    pub oldest_open: Option<OldestOpen>,
-}
-
-/// The oldest request still waiting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OldestOpen {
-    /// Request id.
-    pub id: String,
-    /// RFC 3339 acceptance.
-    pub created_at: String,
-    /// How long it has waited, ms.
-    pub waiting_ms: Millis,
 }
 
 /// Nearest-rank percentile of sorted values: the value at rank ceil(p/100 * n).

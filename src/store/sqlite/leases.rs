@@ -7,7 +7,6 @@
 //! the lease id and generation: a stale holder matches no row and gets `LEASE_EXPIRED`.
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -16,67 +15,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
-
-/// A live, authenticated lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    /// Row id.
-    pub lease_id: i64,
-    /// The context it answers for.
-    pub context: String,
-    /// The provider's name (recorded as who answered).
-    pub name: String,
-    /// 1, 2, 3... per context.
-    pub generation: i64,
-    /// The ttl each heartbeat extends by.
-    pub ttl_ms: Millis,
-    /// When it dies unless it heartbeats.
-    pub expires_ms: Millis,
-}
-
-/// What `register` returns: the token is shown once and never stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Registered {
-    /// The unguessable token (`--lease` / `DSHQ_LEASE`).
-    pub lease: String,
-    /// The context.
-    pub context: String,
-    /// The provider's name.
-    pub name: String,
-    /// The lease generation in its context.
-    pub generation: i64,
-    /// RFC 3339 expiry.
-    pub expires_at: String,
-}
-
-/// A lease as `provider status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LeaseInfo {
-    /// Row id.
-    pub lease_id: i64,
-    /// The context.
-    pub context: String,
-    /// The provider's name.
-    pub name: String,
-    /// Generation.
-    pub generation: i64,
-    /// Whether it is live at the time asked.
-    pub live: bool,
-    /// RFC 3339 creation.
-    pub created_at: String,
-    /// RFC 3339 last heartbeat.
-    pub heartbeat_at: String,
-    /// RFC 3339 expiry.
-    pub expires_at: String,
-    /// RFC 3339 end, when ended.
-    pub ended_at: Option<String>,
-    /// `released` or `expired`, when ended.
-    pub end_reason: Option<String>,
-    /// Requests it holds claimed.
-    pub claimed: i64,
-}
+use crate::store::types::{Lease, LeaseInfo, Registered};
 
 fn new_secret() -> [u8; 32] {
     let mut b = [0u8; 32];

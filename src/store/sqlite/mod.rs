@@ -1,17 +1,20 @@
-//! The SQLite store: one connection setup, embedded migrations, and plain functions over a
-//! transaction.
+//! The SQLite backend: everything rusqlite lives here and nowhere else.
 //!
-//! Every write is a `BEGIN IMMEDIATE` transaction opened by [`write`], so a CLI command and
-//! the daemon share exactly the same logic and take SQLite's write lock up front (no
-//! deadlock-prone lock upgrades). Each write transaction first calls [`sweep`], which ends
-//! expired leases, agents and overdue requests: an expired lease is dead for every
-//! operation even before the daemon notices it.
+//! [`SqliteStore`] implements [`crate::store::Store`] on one connection. Below it, one
+//! file per concern, plain functions over a transaction: [`conn`] (connection setup,
+//! pragmas, migrations, the write transactions), [`requests`] (split by concern inside),
+//! [`leases`], [`agents`], [`events`] (the keyed chain), [`audit`] (rows checked against
+//! events) and [`history`] (the audit's queries). The migrations are embedded from
+//! `migrations/sqlite/`.
 //!
-//! The connection sets `journal_mode=WAL`, `synchronous=FULL`, `foreign_keys=ON` and a busy
-//! timeout, and reads each back: SQLite silently ignores a misspelled pragma.
+//! Every write is a `BEGIN IMMEDIATE` transaction, so a CLI command and the daemon share
+//! exactly the same logic and take SQLite's write lock up front (no deadlock-prone lock
+//! upgrades). Each write transaction first sweeps expired leases, agents and overdue
+//! requests: an expired lease is dead for every operation even before the daemon notices.
 
 pub mod agents;
 pub mod audit;
+pub mod conn;
 pub mod events;
 pub mod history;
 pub mod leases;
@@ -21,259 +24,8 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use store::SqliteStore;
-
-use std::path::Path;
-use std::time::Duration;
-
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
-
-use crate::clock::Millis;
-use crate::error::{Error, Result};
-
-/// The migrations, embedded in the binary and applied in order.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "0001_init",
-        include_str!("../../../migrations/sqlite/0001_init.sql"),
-    ),
-    (
-        2,
-        "0002_audit_indexes",
-        include_str!("../../../migrations/sqlite/0002_audit_indexes.sql"),
-    ),
-    (
-        3,
-        "0003_record_immutable",
-        include_str!("../../../migrations/sqlite/0003_record_immutable.sql"),
-    ),
-];
-
-/// How long a connection waits for another writer before failing.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Open (creating if needed) the database at `path`, set and verify the pragmas, migrate.
-pub fn open(path: &Path) -> Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    configure(&conn, true)?;
-    migrate(&conn)?;
-    Ok(conn)
-}
-
-/// An in-memory database with the schema, for tests.
-pub fn open_in_memory() -> Result<Connection> {
-    let conn = Connection::open_in_memory()?;
-    configure(&conn, false)?;
-    migrate(&conn)?;
-    Ok(conn)
-}
-
-fn configure(conn: &Connection, wal: bool) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    // Ingestion alone uses a dozen distinct statements; the default cache of 16 thrashed.
-    conn.set_prepared_statement_cache_capacity(128);
-    if wal {
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        expect_pragma("journal_mode", "wal", &mode.to_ascii_lowercase())?;
-    }
-    // A 16 MiB page cache (default 2 MiB): a burst touches a dozen index b-trees, and
-    // re-reading evicted pages from the OS was a visible share of ingestion.
-    conn.execute_batch(
-        "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;",
-    )?;
-    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-    expect_pragma("synchronous", "2", &sync.to_string())?;
-    let fk: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
-    expect_pragma("foreign_keys", "1", &fk.to_string())?;
-    let busy: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
-    expect_pragma(
-        "busy_timeout",
-        &BUSY_TIMEOUT.as_millis().to_string(),
-        &busy.to_string(),
-    )?;
-    Ok(())
-}
-
-fn expect_pragma(pragma: &'static str, expected: &str, actual: &str) -> Result<()> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(Error::Pragma {
-            pragma,
-            expected: expected.to_string(),
-            actual: actual.to_string(),
-        })
-    }
-}
-
-/// Apply every migration newer than the recorded version, each in its own immediate
-/// transaction that also records it. Refuses a database from a newer dshq.
-pub fn migrate(conn: &Connection) -> Result<i64> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version INTEGER PRIMARY KEY,
-             name TEXT NOT NULL,
-             applied_ms INTEGER NOT NULL
-         )",
-    )?;
-    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
-    let mut current = schema_version(conn)?;
-    if current > known {
-        return Err(Error::SchemaTooNew {
-            found: current,
-            known,
-        });
-    }
-    for &(version, name, sql) in MIGRATIONS {
-        if version <= current {
-            continue;
-        }
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-        // Another process may have migrated while we waited for the lock.
-        let now_version: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
-        )?;
-        if now_version < version {
-            tx.execute_batch(sql)?;
-            tx.execute(
-                "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?1, ?2, ?3)",
-                rusqlite::params![version, name, crate::clock::now_ms()],
-            )?;
-        }
-        tx.commit()?;
-        current = version;
-    }
-    Ok(current)
-}
-
-/// The highest applied migration version (0 for an empty database).
-pub fn schema_version(conn: &Connection) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-        [],
-        |r| r.get(0),
-    )?)
-}
-
-/// Run `f` in one `BEGIN IMMEDIATE` transaction after sweeping expiries at `now`; commit on
-/// `Ok`, roll back on `Err`.
-pub fn write<T>(
-    conn: &mut Connection,
-    now: Millis,
-    f: impl FnOnce(&Transaction) -> Result<T>,
-) -> Result<T> {
-    // Commit what is due on its own first, so a failing operation (say, a stale lease's
-    // answer) does not roll back the expiry it observed.
-    sweep_if_due(conn, now)?;
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    sweep(&tx, now)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
-}
-
-/// Like [`write`], but `now` is read from the clock *after* the write lock is taken and
-/// passed to `f`. Commands use this: a command that waited for the lock (another writer,
-/// a busy timeout) must judge leases and deadlines at the time it writes, not at the time
-/// it started, or an expired lease could still answer or be revived.
-pub fn write_now<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
-) -> Result<T> {
-    write_clocked(conn, &crate::clock::now_ms, f)
-}
-
-/// [`write_now`] with the time read from `clock` (a backend's clock: the system's, or a
-/// test's).
-pub fn write_clocked<T>(
-    conn: &mut Connection,
-    clock: &dyn Fn() -> Millis,
-    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
-) -> Result<T> {
-    sweep_if_due(conn, clock())?;
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = clock();
-    sweep(&tx, now)?;
-    let out = f(&tx, now)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
-}
-
-/// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
-/// indexed read otherwise. Read commands call it so what they show is never stale (an
-/// expired lease's claim reads as `pending`).
-pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
-    match requests::next_due(conn)? {
-        Some(due) if due < now => {
-            events::forget_head();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let swept = sweep(&tx, now)?;
-            tx.commit()?;
-            events::publish_head();
-            Ok(Some(swept))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Run `f` in one `BEGIN IMMEDIATE` transaction without sweeping (bookkeeping writes such
-/// as marking outcome files written).
-pub fn write_no_sweep<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&Transaction) -> Result<T>,
-) -> Result<T> {
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
-}
-
-/// What a sweep ended.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Swept {
-    /// Leases that expired.
-    pub leases: Vec<i64>,
-    /// Requests returned to `pending` because their lease ended.
-    pub released: Vec<String>,
-    /// Requests aborted because their deadline passed.
-    pub aborted: Vec<String>,
-    /// Agent ids whose ttl ran out (with what they owned).
-    pub agents: Vec<String>,
-}
-
-impl Swept {
-    /// Whether the sweep changed anything.
-    pub fn is_empty(&self) -> bool {
-        self.leases.is_empty()
-            && self.released.is_empty()
-            && self.aborted.is_empty()
-            && self.agents.is_empty()
-    }
-}
-
-/// End what is due at `now`: expired provider leases (their claims go back to `pending`),
-/// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
-pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
-    let mut swept = Swept::default();
-    for (lease_id, released) in leases::expire_due(tx, now)? {
-        swept.leases.push(lease_id);
-        swept.released.extend(released);
-    }
-    swept.aborted = requests::abort_overdue(tx, now)?;
-    swept.agents = agents::expire_due(tx, now)?;
-    Ok(swept)
-}
+pub use conn::{
+    migrate, open, open_in_memory, schema_version, sweep, sweep_if_due, write, write_clocked,
+    write_no_sweep, write_now, BUSY_TIMEOUT, MIGRATIONS,
+};
+pub use store::{Clock, SqliteStore};

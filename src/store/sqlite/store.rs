@@ -7,16 +7,18 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use super::{agents, audit, events, history, leases, requests, write_clocked, write_no_sweep};
+use super::conn::{self, write_clocked, write_no_sweep};
+use super::{agents, audit, events, history, leases, requests};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
 use crate::store::{
-    AgentInfo, Anchor, AskInput, Asked, Entered, Event, FeedPage, FeedPos, HistoryFilter,
-    HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter, Provided,
-    ProviderAct, ProviderFile, Registered, RequestRow, Stats, Status, Store, Swept, Verified,
+    AgentInfo, Anchor, AskInput, Asked, Entered, Event, ExportSink, FeedPage, FeedPos,
+    HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
+    Provided, ProviderAct, ProviderFile, Registered, RequestRow, Stats, Status, Store, Swept,
+    Verified,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -44,12 +46,12 @@ impl SqliteStore {
 
     /// Open (creating and migrating if needed) the database at `path`.
     pub fn open(path: &std::path::Path) -> Result<SqliteStore> {
-        Ok(SqliteStore::new(super::open(path)?))
+        Ok(SqliteStore::new(conn::open(path)?))
     }
 
     /// An in-memory store with the schema, for tests.
     pub fn in_memory() -> Result<SqliteStore> {
-        Ok(SqliteStore::new(super::open_in_memory()?))
+        Ok(SqliteStore::new(conn::open_in_memory()?))
     }
 
     /// The connection, for this backend's own tests and tools.
@@ -373,7 +375,7 @@ impl Store for SqliteStore {
 
     fn sweep(&mut self) -> Result<Option<Swept>> {
         let now = self.now();
-        super::sweep_if_due(&mut self.conn, now)
+        conn::sweep_if_due(&mut self.conn, now)
     }
 
     fn next_due(&mut self) -> Result<Option<Millis>> {
@@ -549,10 +551,7 @@ impl Store for SqliteStore {
         Ok(v)
     }
 
-    fn export(
-        &mut self,
-        sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
-    ) -> Result<()> {
+    fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
         // One read transaction: a consistent snapshot even while the daemon writes.
         let tx = self
             .conn
@@ -593,12 +592,7 @@ pub fn camel(s: &str) -> String {
     out
 }
 
-fn dump(
-    conn: &Connection,
-    kind: &str,
-    sql: &str,
-    sink: &mut dyn FnMut(&str, serde_json::Map<String, serde_json::Value>) -> Result<()>,
-) -> Result<()> {
+fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Result<()> {
     use rusqlite::types::ValueRef;
     let mut stmt = conn.prepare(sql)?;
     let names: Vec<String> = stmt.column_names().iter().map(|s| camel(s)).collect();

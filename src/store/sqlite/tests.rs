@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use super::events;
-use super::leases::{self, Lease, Registered};
+use super::leases;
 use super::requests::{self, Accepted, Rejection, RequestRow, Status};
 use super::{agents, migrate, schema_version, sweep, write, write_no_sweep, MIGRATIONS};
 use crate::clock::{rfc3339, Millis};
@@ -16,6 +16,7 @@ use crate::protocol::check::CallerStatus;
 use crate::protocol::{
     AgentRef, Answer, AnswerItem, Code, Decision, Outcome, Request, UserQuestionError,
 };
+use crate::store::types::{Lease, Registered};
 
 // ---------------------------------------------------------------------------------------
 // helpers

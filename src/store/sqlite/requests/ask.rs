@@ -2,7 +2,6 @@
 //! transaction; a rejection is kept for the audit.
 
 use rusqlite::{params, OptionalExtension, Transaction};
-use serde::Serialize;
 
 use super::reads::get;
 use crate::clock::Millis;
@@ -15,6 +14,7 @@ use crate::protocol::types::{AgentRef, Request};
 use crate::store::sqlite::agents;
 use crate::store::sqlite::events::{self, NewEvent};
 use crate::store::sqlite::leases::{self};
+use crate::store::types::Accepted;
 
 struct TxEnv<'a> {
     tx: &'a Transaction<'a>,
@@ -48,24 +48,6 @@ impl AskEnv for TxEnv<'_> {
             }
         }
     }
-}
-
-/// The result of accepting a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Accepted {
-    /// The request id.
-    pub id: String,
-    /// The context.
-    pub context: String,
-    /// False when this was an idempotent re-delivery of an existing request.
-    pub new: bool,
-    /// The request's state now.
-    pub status: Status,
-    /// An earlier input with this id was rejected: its error outcome file, if any, is
-    /// stale and must go.
-    #[serde(skip)]
-    pub replaced_rejection: bool,
 }
 
 /// Check and accept a parsed request (spec §3). `fallback_id` is the file name for inbox

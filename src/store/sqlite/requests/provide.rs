@@ -14,7 +14,8 @@ use crate::protocol::answer::{check_answer, in_question_order, request_decision}
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::sqlite::events::{self, NewEvent};
-use crate::store::sqlite::leases::{self, Lease};
+use crate::store::sqlite::leases;
+use crate::store::types::Lease;
 
 pub(super) fn load_open(tx: &Transaction, lease: &Lease, id: &str) -> Result<RequestRow> {
     let r = get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;

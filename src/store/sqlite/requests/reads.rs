@@ -5,6 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::row::{row, COLUMNS, FROM};
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
+use crate::store::types::ListFilter;
 
 /// The accepted request with `id` (not a rejection), if any.
 pub fn get(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
@@ -27,19 +28,6 @@ pub fn get_any(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
         ))?
         .query_row([id], row)
         .optional()?)
-}
-
-/// Filters for [`list`].
-#[derive(Debug, Clone, Default)]
-pub struct ListFilter {
-    /// Only this status.
-    pub status: Option<Status>,
-    /// Only this context.
-    pub context: Option<String>,
-    /// At most this many rows.
-    pub limit: Option<i64>,
-    /// Oldest first instead of newest first.
-    pub oldest_first: bool,
 }
 
 /// Requests, newest first (or oldest first).

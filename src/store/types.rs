@@ -1,0 +1,324 @@
+//! The backend-neutral types of the seam: what [`super::Store`]'s methods take and return.
+//! Plain data: no connection, no row handle, nothing a second backend could not produce.
+
+use serde::Serialize;
+
+use crate::clock::Millis;
+use crate::core::lifecycle::Status;
+use crate::protocol::Decision;
+
+/// The result of accepting a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Accepted {
+    /// The request id.
+    pub id: String,
+    /// The context.
+    pub context: String,
+    /// False when this was an idempotent re-delivery of an existing request.
+    pub new: bool,
+    /// The request's state now.
+    pub status: Status,
+    /// An earlier input with this id was rejected: its error outcome file, if any, is
+    /// stale and must go.
+    #[serde(skip)]
+    pub replaced_rejection: bool,
+}
+
+/// Filters for [`list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only this context.
+    pub context: Option<String>,
+    /// At most this many rows.
+    pub limit: Option<i64>,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
+}
+
+/// A live, authenticated lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// Row id.
+    pub lease_id: i64,
+    /// The context it answers for.
+    pub context: String,
+    /// The provider's name (recorded as who answered).
+    pub name: String,
+    /// 1, 2, 3... per context.
+    pub generation: i64,
+    /// The ttl each heartbeat extends by.
+    pub ttl_ms: Millis,
+    /// When it dies unless it heartbeats.
+    pub expires_ms: Millis,
+}
+
+/// What `register` returns: the token is shown once and never stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registered {
+    /// The unguessable token (`--lease` / `DSHQ_LEASE`).
+    pub lease: String,
+    /// The context.
+    pub context: String,
+    /// The provider's name.
+    pub name: String,
+    /// The lease generation in its context.
+    pub generation: i64,
+    /// RFC 3339 expiry.
+    pub expires_at: String,
+}
+
+/// A lease as `provider status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseInfo {
+    /// Row id.
+    pub lease_id: i64,
+    /// The context.
+    pub context: String,
+    /// The provider's name.
+    pub name: String,
+    /// Generation.
+    pub generation: i64,
+    /// Whether it is live at the time asked.
+    pub live: bool,
+    /// RFC 3339 creation.
+    pub created_at: String,
+    /// RFC 3339 last heartbeat.
+    pub heartbeat_at: String,
+    /// RFC 3339 expiry.
+    pub expires_at: String,
+    /// RFC 3339 end, when ended.
+    pub ended_at: Option<String>,
+    /// `released` or `expired`, when ended.
+    pub end_reason: Option<String>,
+    /// Requests it holds claimed.
+    pub claimed: i64,
+}
+
+/// What `agent enter` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entered {
+    /// The agent id.
+    pub id: String,
+    /// The new instance (unguessable).
+    pub instance: String,
+    /// RFC 3339 expiry when a ttl was given.
+    pub expires_at: Option<String>,
+}
+
+/// A registry row as `agent list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    /// The agent id.
+    pub id: String,
+    /// The instance.
+    pub instance: String,
+    /// The owning agent id, if owned.
+    pub owner: Option<String>,
+    /// Recorded lineage.
+    pub lineage: Option<String>,
+    /// Whether it is live at the time asked.
+    pub live: bool,
+    /// RFC 3339 entry time.
+    pub entered_at: String,
+    /// RFC 3339 expiry, when it has a ttl.
+    pub expires_at: Option<String>,
+    /// RFC 3339 end, when ended.
+    pub ended_at: Option<String>,
+    /// Why it ended.
+    pub end_reason: Option<String>,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Position in the log.
+    pub seq: i64,
+    /// When (ms since the epoch).
+    pub at_ms: Millis,
+    /// What happened.
+    pub kind: String,
+    /// The request concerned.
+    pub request_id: Option<String>,
+    /// The lease concerned.
+    pub lease_id: Option<i64>,
+    /// The agent concerned.
+    pub agent_id: Option<String>,
+    /// Who did it.
+    pub actor: String,
+    /// Details.
+    pub data: serde_json::Value,
+    /// The previous event's hash.
+    pub prev_hash: String,
+    /// This event's hash.
+    pub hash: String,
+}
+
+/// The first break in the hash chain, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainBreak {
+    /// The seq of the first event that does not verify (or that is missing).
+    pub seq: i64,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// Filters of `dshq history` (all optional; combined with AND).
+#[derive(Debug, Clone, Default)]
+pub struct HistoryFilter {
+    /// Asking agent id.
+    pub agent: Option<String>,
+    /// Context.
+    pub context: Option<String>,
+    /// Provider that answered or cancelled.
+    pub provider: Option<String>,
+    /// Status.
+    pub status: Option<Status>,
+    /// Error code.
+    pub code: Option<String>,
+    /// Intent kind some question carries (`plan-review`).
+    pub intent: Option<String>,
+    /// Decision some plan-review question received.
+    pub decision: Option<Decision>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+    /// Substring of some question's text (case-insensitive for ASCII).
+    pub grep: Option<String>,
+    /// At most this many rows (newest first).
+    pub limit: Option<i64>,
+}
+
+/// One question of a history row, with its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryQuestion {
+    /// Question id.
+    pub id: String,
+    /// Question text.
+    pub question: String,
+    /// Intent kind, if any.
+    pub intent: Option<String>,
+    /// Selected labels, once answered.
+    pub selected: Option<Vec<String>>,
+    /// Custom text, once answered.
+    pub custom: Option<String>,
+    /// Plan-review decision, once answered.
+    pub decision: Option<Decision>,
+}
+
+/// One row of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRow {
+    /// Request id.
+    pub id: Option<String>,
+    /// Context.
+    pub context: String,
+    /// Asking agent id.
+    pub agent: Option<String>,
+    /// Its lineage at acceptance.
+    pub lineage: Option<String>,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// RFC 3339 end.
+    pub finished_at: Option<String>,
+    /// Milliseconds from acceptance to end (or to now for open requests).
+    pub wait_ms: Millis,
+    /// State.
+    pub status: Status,
+    /// Error code.
+    pub code: Option<String>,
+    /// Request-level decision.
+    pub decision: Option<Decision>,
+    /// Provider that answered or cancelled.
+    pub provider: Option<String>,
+    /// The questions with their answers.
+    pub questions: Vec<HistoryQuestion>,
+}
+
+/// Wait-time percentiles (nearest rank) of one group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitStats {
+    /// The context or provider.
+    pub key: String,
+    /// Answered requests counted.
+    pub count: usize,
+    /// Median wait in ms.
+    pub p50_ms: Millis,
+    /// 90th percentile.
+    pub p90_ms: Millis,
+    /// 99th percentile.
+    pub p99_ms: Millis,
+}
+
+/// The figures of `dshq stats`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    /// Requests counted (created in the window).
+    pub total: i64,
+    /// Count per status.
+    pub by_status: std::collections::BTreeMap<String, i64>,
+    /// Count per error code.
+    pub by_code: std::collections::BTreeMap<String, i64>,
+    /// Answer wait per context (answered requests).
+    pub wait_by_context: Vec<WaitStats>,
+    /// Answer wait per provider (answered requests).
+    pub wait_by_provider: Vec<WaitStats>,
+    /// Plan-review questions approved.
+    pub approved: i64,
+    /// Plan-review questions declined.
+    pub declined: i64,
+    /// approved / (approved + declined), when any.
+    pub approval_rate: Option<f64>,
+    /// Requests pending or claimed now.
+    pub open: i64,
+    /// The oldest open request.
+    pub oldest_open: Option<OldestOpen>,
+}
+
+/// The oldest request still waiting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OldestOpen {
+    /// Request id.
+    pub id: String,
+    /// RFC 3339 acceptance.
+    pub created_at: String,
+    /// How long it has waited, ms.
+    pub waiting_ms: Millis,
+}
+
+/// What a sweep ended.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Leases that expired.
+    pub leases: Vec<i64>,
+    /// Requests returned to `pending` because their lease ended.
+    pub released: Vec<String>,
+    /// Requests aborted because their deadline passed.
+    pub aborted: Vec<String>,
+    /// Agent ids whose ttl ran out (with what they owned).
+    pub agents: Vec<String>,
+}
+
+impl Swept {
+    /// Whether the sweep changed anything.
+    pub fn is_empty(&self) -> bool {
+        self.leases.is_empty()
+            && self.released.is_empty()
+            && self.aborted.is_empty()
+            && self.agents.is_empty()
+    }
+}
