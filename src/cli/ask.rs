@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{parse_duration, wait, Ctx};
+use super::{parse_wait_timeout, wait, Ctx};
 use crate::error::{Error, Result};
 use crate::files::{outbox, safe_read};
 use crate::output::emit;
@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this long (WAIT_TIMEOUT).
-    #[arg(long, value_parser = parse_duration, requires = "wait")]
+    #[arg(long, value_parser = parse_wait_timeout, requires = "wait")]
     pub timeout: Option<Duration>,
 }
 

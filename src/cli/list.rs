@@ -29,8 +29,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             ))
         })?),
     };
-    let mut conn = ctx.db()?;
-    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
+    let conn = ctx.read_db()?;
     let rows = requests::list(
         &conn,
         &ListFilter {
