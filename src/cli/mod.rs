@@ -134,9 +134,18 @@ impl Ctx {
         if !self.root.db().exists() {
             return self.root.open_db();
         }
-        let mut conn = self.root.open_db_read()?;
+        let mut conn = self.open_read_migrating()?;
         crate::store::view_at(&mut conn, crate::clock::now_ms())?;
         Ok(conn)
+    }
+
+    /// Open for reading; a store that needs a migration is migrated when it can be written
+    /// (an upgraded dshq), and refused with the clear error otherwise.
+    fn open_read_migrating(&self) -> Result<Connection> {
+        match self.root.open_db_read() {
+            Err(e @ Error::NeedsMigration { .. }) => self.root.open_db().map_err(|_| e),
+            other => other,
+        }
     }
 
     /// Like [`Ctx::read_db`], but showing the store as stored (no view at now, no open
@@ -145,7 +154,7 @@ impl Ctx {
         if !self.root.db().exists() {
             return self.root.open_db();
         }
-        self.root.open_db_read()
+        self.open_read_migrating()
     }
 }
 

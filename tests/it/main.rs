@@ -12,3 +12,4 @@ mod examples;
 mod helpers;
 mod hooks;
 mod interactive;
+mod trust;
