@@ -188,7 +188,25 @@ fn deleting_files_in_the_root_does_not_let_a_second_daemon_start() {
     let env = Env::new();
     let d = env.daemon();
     let _ = fs::remove_file(env.root().join("daemon.lock"));
-    let r = env.json(&["daemon"]);
+    // Spawned, not run: a second daemon that did start would never return.
+    let mut second = env
+        .command()
+        .args(["--json", "daemon"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    wait_until(DEADLINE, || {
+        status = second.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+        panic!("a second daemon started on the root");
+    }
+    let r: Run = second.wait_with_output().unwrap().into();
     assert_eq!(r.error_code(), "DAEMON_RUNNING", "{r:?}");
     assert_eq!(r.code, 11);
     assert_eq!(d.stop(), 0);
