@@ -259,8 +259,7 @@ pub mod bounds {
     pub const AGENT_TTL: (Duration, Duration) =
         (Duration::from_secs(1), Duration::from_secs(30 * 86400));
     /// `daemon --tick`.
-    pub const TICK: (Duration, Duration) =
-        (Duration::from_millis(10), Duration::from_secs(3600));
+    pub const TICK: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(3600));
     /// `daemon --hook-timeout`.
     pub const HOOK_TIMEOUT: (Duration, Duration) =
         (Duration::from_millis(100), Duration::from_secs(24 * 3600));

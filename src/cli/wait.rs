@@ -79,7 +79,10 @@ fn watch_outbox(root: &Root, tx: mpsc::Sender<()>) -> Option<notify::Recommended
             let _ = tx.send(());
         }
     })
-    .and_then(|mut w| w.watch(&root.outbox(), RecursiveMode::NonRecursive).map(|_| w));
+    .and_then(|mut w| {
+        w.watch(&root.outbox(), RecursiveMode::NonRecursive)
+            .map(|_| w)
+    });
     match watcher {
         Ok(w) => Some(w),
         Err(e) => {

@@ -169,8 +169,16 @@ fn what_dshq_creates_is_owner_only() {
     use std::os::unix::fs::MetadataExt;
     let env = root_with_request("m1");
     for sub in [
-        "", "inbox", "inbox/new", "inbox/tmp", "outbox", "answers", "answers/new",
-        "answers/tmp", "answers/rejected", "rejected",
+        "",
+        "inbox",
+        "inbox/new",
+        "inbox/tmp",
+        "outbox",
+        "answers",
+        "answers/new",
+        "answers/tmp",
+        "answers/rejected",
+        "rejected",
     ] {
         let m = fs::metadata(env.root().join(sub)).unwrap();
         assert_eq!(m.mode() & 0o777, 0o700, "{sub}");
@@ -270,16 +278,22 @@ fn a_plain_build_ignores_the_clock_skew() {
             .unwrap()
     };
     let mut c = env.command();
-    c.args(["--json", "provider", "register", "--name", "a", "--ttl", "1m"]);
+    c.args([
+        "--json", "provider", "register", "--name", "a", "--ttl", "1m",
+    ]);
     let reg: Run = c.output().unwrap().into();
     let lease = reg.ok().json()["lease"].as_str().unwrap().to_string();
     // The test build sees the lease expire a day later...
-    let r = run("+1d", &["--json", "provider", "heartbeat", "--lease", &lease]);
+    let r = run(
+        "+1d",
+        &["--json", "provider", "heartbeat", "--lease", &lease],
+    );
     assert_eq!(r.error_code(), "LEASE_EXPIRED");
     // ...the plain build does not (a new lease: the first one is gone).
     let mut c = std::process::Command::new(&plain);
-    c.env("DSHQ_ROOT", env.root())
-        .args(["--json", "provider", "register", "--name", "b", "--ttl", "1m"]);
+    c.env("DSHQ_ROOT", env.root()).args([
+        "--json", "provider", "register", "--name", "b", "--ttl", "1m",
+    ]);
     let reg: Run = c.output().unwrap().into();
     let lease = reg.ok().json()["lease"].as_str().unwrap().to_string();
     let mut c = std::process::Command::new(&plain);
@@ -341,7 +355,9 @@ fn a_read_only_store_that_needs_a_migration_gets_a_clear_error() {
     {
         let c = rusqlite::Connection::open(env.root().join("dshq.db")).unwrap();
         let newest: i64 = c
-            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
+            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         c.execute("DELETE FROM schema_migrations WHERE version = ?1", [newest])
             .unwrap();
