@@ -107,6 +107,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::List { all } => {
             let list = agents::list(&conn, now, !all)?;
+            drop(conn); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no agents\n".into();

@@ -39,6 +39,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             oldest_first: false,
         },
     )?;
+    // End the view (its uncommitted sweep holds the write lock) before printing to a
+    // reader that may be slow.
+    drop(conn);
     let view: Vec<RequestSummary> = rows.iter().map(RequestSummary::from_row).collect();
     emit(ctx.json, &view, || list_text(&view));
     Ok(())

@@ -129,7 +129,8 @@ impl Ctx {
     /// Open the database for a read command, showing it as it is now
     /// ([`crate::store::view_at`]): nothing is created (except a whole new root when none
     /// exists yet), migrated or committed, so a read-only copy can be read and a read never
-    /// changes the store.
+    /// changes the store. The view may hold the write lock: drop the connection before
+    /// printing.
     pub fn read_db(&self) -> Result<Connection> {
         if !self.root.db().exists() {
             return self.root.open_db();
@@ -149,7 +150,8 @@ impl Ctx {
     }
 
     /// Like [`Ctx::read_db`], but showing the store as stored (no view at now, no open
-    /// transaction), for commands that take their own read transaction.
+    /// transaction, no write lock), for the audit's reads (`history`, `events`, `stats`,
+    /// `export`), whose output may be long and read slowly.
     pub fn stored_db(&self) -> Result<Connection> {
         if !self.root.db().exists() {
             return self.root.open_db();

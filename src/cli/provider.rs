@@ -123,6 +123,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
                 Some(token) => vec![leases::info(&conn, &token, now)?],
                 None => leases::status(&conn, context.as_deref(), now)?,
             };
+            drop(conn); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no provider lease\n".into();
