@@ -2,8 +2,6 @@
 
 use super::Ctx;
 use crate::error::Result;
-use crate::files::outbox;
-use crate::output::{emit, outcome_text};
 use crate::store::{self, requests};
 
 /// Arguments of `dshq abort`.
@@ -22,7 +20,6 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let outcome = store::write_now(&mut conn, |tx, now| {
         requests::abort(tx, &a.id, a.reason.as_deref(), "asker", now)
     })?;
-    outbox::flush(&ctx.root, &mut conn)?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    super::answer::publish(ctx, &mut conn, &outcome);
     Ok(())
 }

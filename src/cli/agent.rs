@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{parse_duration, Ctx};
+use super::{parse_agent_ttl, Ctx};
 use crate::clock::{duration_ms, now_ms};
 use crate::error::Result;
 use crate::output::{emit, table};
@@ -24,8 +24,8 @@ pub enum Command {
         /// Where this agent came from (e.g. "resumed from session X"); audit only.
         #[arg(long)]
         lineage: Option<String>,
-        /// End the entry unless it heartbeats within this long.
-        #[arg(long, value_parser = parse_duration)]
+        /// End the entry unless it heartbeats within this long (1s to 30d).
+        #[arg(long, value_parser = parse_agent_ttl)]
         ttl: Option<Duration>,
     },
     /// Renew an entry's ttl.
@@ -64,7 +64,12 @@ pub struct ExitView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut conn = ctx.db()?;
+    // Listing is a read: a read-only store can be listed, and nothing is written.
+    let mut conn = if matches!(c, Command::List { .. }) {
+        ctx.read_db()?
+    } else {
+        ctx.db()?
+    };
     let now = now_ms();
     match c {
         Command::Enter {
@@ -102,6 +107,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::List { all } => {
             let list = agents::list(&conn, now, !all)?;
+            drop(conn); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no agents\n".into();

@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, value_name = "C")]
     pub context: Option<String>,
     /// Interactive: the ttl of the session's lease (heartbeated every ttl/3).
-    #[arg(long, default_value = "1m", value_parser = super::parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = super::parse_lease_ttl)]
     pub ttl: std::time::Duration,
 }
 
@@ -246,9 +246,40 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             |tx, lease| requests::answer(tx, lease, &id, &answer, now),
         )
     })?;
-    outbox::flush(&ctx.root, &mut conn)?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    publish(ctx, &mut conn, &outcome);
     Ok(())
+}
+
+/// Write the outbox after a committed answer, cancel or abort, and print the outcome.
+///
+/// The commit is the answer: a failure to write the outcome file afterwards (a full disk,
+/// a broken `outbox/`) does not make the command fail, because retrying would only meet
+/// `REQUEST_FINAL`. The outcome stays marked pending in the store and the daemon's next
+/// pass (or the next command that flushes) writes it. The command exits 0 with a warning
+/// on stderr, and `--json` adds `"outboxPending": true` to the printed outcome.
+pub fn publish(ctx: &Ctx, conn: &mut rusqlite::Connection, outcome: &crate::protocol::Outcome) {
+    let pending = match outbox::flush(&ctx.root, conn) {
+        Ok(_) => false,
+        Err(e) => {
+            tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
+            eprintln!(
+                "warning: {} is recorded, but its outcome file could not be written ({}); \
+                 it stays pending and the daemon writes it",
+                crate::text::one_line(outcome.id()),
+                crate::text::one_line(&e.to_string())
+            );
+            true
+        }
+    };
+    if pending && ctx.json {
+        let mut v = serde_json::to_value(outcome).unwrap_or(serde_json::Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("outboxPending".into(), serde_json::Value::Bool(true));
+        }
+        crate::output::print_json(&v);
+    } else {
+        emit(ctx.json, outcome, || outcome_text(outcome));
+    }
 }
 
 /// Flags in a fixed order when no matches are available (library callers).

@@ -3,8 +3,6 @@
 
 use super::{answer::with_lease, Ctx};
 use crate::error::Result;
-use crate::files::outbox;
-use crate::output::{emit, outcome_text};
 use crate::store::{self, requests};
 
 /// Arguments of `dshq cancel`.
@@ -36,7 +34,6 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             |tx, lease| requests::cancel(tx, lease, &a.id, a.reason.as_deref(), now),
         )
     })?;
-    outbox::flush(&ctx.root, &mut conn)?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    super::answer::publish(ctx, &mut conn, &outcome);
     Ok(())
 }

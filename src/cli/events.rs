@@ -15,7 +15,7 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let conn = ctx.db()?;
+    let conn = ctx.stored_db()?;
     let list = events::for_request(&conn, &a.id)?;
     if list.is_empty() && requests::get_any(&conn, &a.id)?.is_none() {
         return Err(Error::NotFound(a.id));

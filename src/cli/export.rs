@@ -99,7 +99,8 @@ fn dump<W: Write>(
 
 /// Run it.
 pub fn run(ctx: &Ctx, _a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
+    // What is stored, as stored: no view at now (the archive is the record).
+    let mut conn = ctx.stored_db()?;
     // One read transaction: a consistent snapshot even while the daemon writes.
     let tx = conn.transaction()?;
     let stdout = std::io::stdout();

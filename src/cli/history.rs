@@ -220,7 +220,7 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let now = now_ms();
     let f = filter(&a, now)?;
-    let conn = ctx.db()?;
+    let conn = ctx.stored_db()?;
     let rows = history::history(&conn, &f, now)?;
     let format = a.format.unwrap_or(if ctx.json {
         Format::Json

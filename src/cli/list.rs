@@ -22,8 +22,7 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let status = a.status;
-    let mut conn = ctx.db()?;
-    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
+    let conn = ctx.read_db()?;
     let rows = requests::list(
         &conn,
         &ListFilter {
@@ -33,6 +32,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             oldest_first: false,
         },
     )?;
+    // End the view (its uncommitted sweep holds the write lock) before printing to a
+    // reader that may be slow.
+    drop(conn);
     let view: Vec<RequestSummary> = rows.iter().map(RequestSummary::from_row).collect();
     emit(ctx.json, &view, || list_text(&view));
     Ok(())

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{default_provider_name, parse_duration, require_lease, Ctx};
+use super::{default_provider_name, parse_lease_ttl, require_lease, Ctx};
 use crate::clock::{duration_ms, now_ms, rfc3339};
 use crate::error::Result;
 use crate::output::{emit, table};
@@ -21,8 +21,8 @@ pub enum Command {
         /// The context to answer for.
         #[arg(long, default_value = crate::protocol::DEFAULT_CONTEXT)]
         context: String,
-        /// How long the lease lives without a heartbeat.
-        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        /// How long the lease lives without a heartbeat (1s to 24h).
+        #[arg(long, default_value = "5m", value_parser = parse_lease_ttl)]
         ttl: Duration,
     },
     /// Extend the lease by its ttl.
@@ -72,7 +72,12 @@ pub struct ReleaseView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut conn = ctx.db()?;
+    // Listing is a read: a read-only store can be listed, and nothing is written.
+    let mut conn = if matches!(c, Command::Status { .. }) {
+        ctx.read_db()?
+    } else {
+        ctx.db()?
+    };
     let now = now_ms();
     match c {
         Command::Register { name, context, ttl } => {
@@ -121,6 +126,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
                 Some(token) => vec![leases::info(&conn, &token, now)?],
                 None => leases::status(&conn, context.as_deref(), now)?,
             };
+            drop(conn); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no provider lease\n".into();

@@ -14,9 +14,9 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
-    crate::store::sweep_if_due(&mut conn, crate::clock::now_ms())?;
+    let conn = ctx.read_db()?;
     let row = requests::get_any(&conn, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
+    drop(conn); // End the view before printing (see `list`).
     let view = RequestView::from_row(&row);
     emit(ctx.json, &view, || show_text(&view));
     Ok(())

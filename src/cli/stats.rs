@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         .as_deref()
         .map(|s| parse_time("since", s, now))
         .transpose()?;
-    let conn = ctx.db()?;
+    let conn = ctx.stored_db()?;
     let st = history::stats(&conn, since, now)?;
     emit(ctx.json, &st, || {
         let mut s = format!("requests {}\n", st.total);

@@ -21,7 +21,7 @@ use rusqlite::Connection;
 
 use super::interactive::style::{one_line, Style};
 use super::Ctx;
-use crate::clock::{now_ms, rfc3339};
+use crate::clock::rfc3339;
 use crate::error::Result;
 use crate::hooks::{request_json, NewRequests};
 use crate::output::ellipsize;
@@ -100,7 +100,7 @@ fn open_upto(conn: &Connection, context: Option<&str>, upto: i64) -> Result<Vec<
 
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut conn = ctx.db()?;
+    let conn = ctx.db()?;
     if let Some(c) = &a.context {
         crate::protocol::check::check_id("context", c)?;
     }
@@ -125,7 +125,6 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         tracing::warn!(error = %e, "no file-system events; polling every {TICK:?}");
     }
 
-    crate::store::sweep_if_due(&mut conn, now_ms())?;
     let mut seen = NewRequests::from_now(&conn)?;
     let mut shown: u64 = 0;
     let mut out = std::io::stdout().lock();

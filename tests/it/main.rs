@@ -17,3 +17,4 @@ mod interactive;
 mod outcome;
 mod terminal;
 mod tour;
+mod trust;
