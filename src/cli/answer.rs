@@ -258,15 +258,19 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
 /// pass (or the next command that flushes) writes it. The command exits 0 with a warning
 /// on stderr, and `--json` adds `"outboxPending": true` to the printed outcome.
 pub fn publish(ctx: &Ctx, conn: &mut rusqlite::Connection, outcome: &crate::protocol::Outcome) {
-    let pending = match outbox::flush(&ctx.root, conn) {
-        Ok(_) => false,
-        Err(e) => {
+    let failed = match outbox::flush(&ctx.root, conn) {
+        Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    let pending = match failed {
+        None => false,
+        Some(e) => {
             tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
             eprintln!(
                 "warning: {} is recorded, but its outcome file could not be written ({}); \
                  it stays pending and the daemon writes it",
                 crate::text::one_line(outcome.id()),
-                crate::text::one_line(&e.to_string())
+                crate::text::one_line(&e)
             );
             true
         }

@@ -67,7 +67,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
 }
 
 fn verify(ctx: &Ctx, anchor_arg: Option<PathBuf>) -> Result<()> {
-    let conn = ctx.db()?;
+    let conn = ctx.stored_db()?;
     // The anchors first: each names an event committed before the snapshot below.
     let mut anchors = Vec::new();
     let own = ctx.root.dir().join(events::ANCHOR_FILE);

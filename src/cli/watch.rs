@@ -100,7 +100,7 @@ fn open_upto(conn: &Connection, context: Option<&str>, upto: i64) -> Result<Vec<
 
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let conn = ctx.db()?;
+    let conn = ctx.stored_db()?;
     if let Some(c) = &a.context {
         crate::protocol::check::check_id("context", c)?;
     }

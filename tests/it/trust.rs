@@ -336,6 +336,7 @@ fn read_commands_work_on_a_read_only_copy() {
         &["stats"],
         &["provider", "status"],
         &["agent", "list"],
+        &["audit", "verify"],
     ] {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
@@ -344,6 +345,8 @@ fn read_commands_work_on_a_read_only_copy() {
     }
     let r = run_as_other(&env, &["export"]).ok();
     assert!(r.stdout.contains("\"r1\""));
+    let r = run_as_other(&env, &["watch", "--pending", "--count", "1"]).ok();
+    assert!(r.stdout.contains("\"r1\""), "{r:?}");
     let v = run_as_other(&env, &["--json", "show", "r1"]).ok().json();
     assert_eq!(v["status"], "pending");
     assert_eq!(before, snapshot(&env.root()), "a read wrote to the copy");

@@ -578,7 +578,18 @@ fn handle_request(
     if let Some(result) = result {
         match result {
             Ok(outcome) => {
-                outbox::flush(&ctx.root, conn).map_err(HandleError::Fail)?;
+                // The commit is the answer: an outcome file that cannot be written now stays
+                // pending for the daemon (as with `dshq answer`), and the session goes on.
+                let failed = match outbox::flush(&ctx.root, conn) {
+                    Ok(report) => report.failed_for(&id).map(|e| e.to_string()),
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(e) = failed {
+                    term.say(&style.warn(&style::one_line(&format!(
+                        "{id} is recorded, but its outcome file could not be written ({e}); \
+                         it stays pending and the daemon writes it"
+                    ))));
+                }
                 match &outcome {
                     Outcome::Answered(_) => tally.answered += 1,
                     Outcome::Error(_) => tally.cancelled += 1,
