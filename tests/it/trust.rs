@@ -309,9 +309,47 @@ fn a_plain_build_ignores_the_clock_skew() {
 // ---------------------------------------------------------------------------------------
 
 /// Run as another user (nobody), so the copy's modes apply (root ignores them).
+/// The binary, copied once into a directory every user can enter: the checkout it was
+/// built in may sit below a directory that another user cannot traverse (say, root's home).
+/// One copy per build (named by size and modification time), replacing older ones.
+fn bin_for_others() -> &'static Path {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = std::env::temp_dir().join("dshq-it-bin");
+        fs::create_dir_all(&dir).unwrap();
+        chmod(&dir, 0o755);
+        let meta = fs::metadata(bin()).unwrap();
+        let mtime = meta
+            .modified()
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path = dir.join(format!("dshq-{}-{mtime}", meta.len()));
+        if !path.exists() {
+            for old in fs::read_dir(&dir).unwrap().flatten() {
+                let _ = fs::remove_file(old.path());
+            }
+            let tmp = dir.join(format!(".dshq.{}.{}", std::process::id(), unique()));
+            fs::copy(bin(), &tmp).unwrap();
+            chmod(&tmp, 0o755);
+            fs::rename(&tmp, &path).unwrap();
+        }
+        path
+    })
+}
+
+/// Run the binary as another user (`nobody`) on this root, with the usual clean environment.
 fn run_as_other(env: &Env, args: &[&str]) -> Run {
-    let mut c = env.command();
-    c.uid(OTHER).gid(OTHER).args(args);
+    let usual = env.command();
+    let mut c = std::process::Command::new(bin_for_others());
+    for (k, v) in usual.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.stdin(Stdio::null()).uid(OTHER).gid(OTHER).args(args);
     c.output().expect("run dshq as nobody").into()
 }
 
