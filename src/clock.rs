@@ -1,9 +1,11 @@
 //! Time: milliseconds since the Unix epoch in the database, RFC 3339 on the wire.
 //!
 //! Store functions take `now` as a parameter instead of reading the clock, so expiry is
-//! tested by passing a later `now`. The binary reads the system clock, shifted by
-//! `DSHQ_CLOCK_SKEW` (a signed duration such as `+10m`) when that is set: the injectable
-//! clock the end-to-end tests use to expire leases without sleeping.
+//! tested by passing a later `now`. The binary reads the system clock. A *test build* (the
+//! `test-clock` feature, which only `cargo test` turns on) shifts it by `DSHQ_CLOCK_SKEW` (a
+//! signed duration such as `+10m`): the injectable clock the end-to-end tests use to expire
+//! leases without sleeping. Any other build ignores the variable: a shifted clock could
+//! revive an expired lease or finish a request before it was created.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,10 +14,13 @@ use jiff::Timestamp;
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-/// The environment variable that shifts this process's clock (testing aid).
+/// The environment variable that shifts this process's clock (testing aid, test builds only).
 pub const SKEW_ENV: &str = "DSHQ_CLOCK_SKEW";
 
-/// The current time in milliseconds, with `DSHQ_CLOCK_SKEW` applied.
+/// Whether this build honours [`SKEW_ENV`] (the `test-clock` feature).
+pub const SKEW_HONOURED: bool = cfg!(feature = "test-clock");
+
+/// The current time in milliseconds, with `DSHQ_CLOCK_SKEW` applied in a test build.
 pub fn now_ms() -> Millis {
     let sys = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -25,6 +30,9 @@ pub fn now_ms() -> Millis {
 }
 
 fn skew_ms() -> i64 {
+    if !SKEW_HONOURED {
+        return 0;
+    }
     static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
     *SKEW.get_or_init(|| {
         std::env::var(SKEW_ENV)

@@ -217,17 +217,21 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Take `daemon.lock` in the root with an exclusive `flock`, held for the life of the
+/// Take an exclusive `flock` on the root directory, held for the life of the
 /// returned file (the kernel drops it when the process dies, even on SIGKILL).
 fn lock_root(root: &Root) -> Result<std::fs::File> {
     use std::os::fd::AsRawFd;
-    let path = root.dir().join("daemon.lock");
+    use std::os::unix::fs::OpenOptionsExt;
+    // The root directory itself, not a file in it: a lock file can be unlinked (and a
+    // second daemon would lock a new one), the directory cannot while it holds our root.
+    // The root was checked (a symlink to it must be this user's or root's): lock where it
+    // resolves, and with O_NOFOLLOW, so a symlink swapped in after the check is refused.
+    let path = &std::fs::canonicalize(root.dir()).map_err(|e| Error::io(root.dir(), e))?;
     let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
@@ -236,11 +240,11 @@ fn lock_root(root: &Root) -> Result<std::fs::File> {
                 crate::protocol::Code::DaemonRunning,
                 format!(
                     "another dshq daemon already runs on {}",
-                    root.dir().display()
+                    crate::text::path_for_log(root.dir())
                 ),
             ));
         }
-        return Err(Error::io(&path, e));
+        return Err(Error::io(path, e));
     }
     Ok(f)
 }
@@ -283,7 +287,7 @@ fn pass(
     if let Err(e) = expire(store) {
         tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
     }
-    if let Err(e) = app::ask::publish(store, root) {
+    if let Err(e) = app::ask::publish_pending(store, root) {
         tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
     }
 }
@@ -346,7 +350,7 @@ fn drain_inbox(
             big = true;
             trim_heap();
         }
-        app::ask::publish(store, root)?;
+        app::ask::publish_pending(store, root)?;
         if stop.load(Ordering::SeqCst) {
             return Ok(());
         }

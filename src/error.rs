@@ -102,6 +102,19 @@ pub enum Error {
         /// The newest version this binary has.
         known: i64,
     },
+    /// A read command found a database that needs a migration (reads never migrate).
+    #[error(
+        "database {} has schema version {found} and needs migrating to {known}, which a read command does not do; run a write command (or the daemon) once with write access",
+        path.display()
+    )]
+    NeedsMigration {
+        /// The database.
+        path: PathBuf,
+        /// The version in the database.
+        found: i64,
+        /// The newest version this binary has.
+        known: i64,
+    },
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -132,7 +145,10 @@ impl Error {
             Error::WaitTimeout { .. } => Code::WaitTimeout,
             Error::Usage(_) => Code::Usage,
             Error::Ended(e) => e.code,
-            Error::Db(_) | Error::Pragma { .. } | Error::SchemaTooNew { .. } => Code::Store,
+            Error::Db(_)
+            | Error::Pragma { .. }
+            | Error::SchemaTooNew { .. }
+            | Error::NeedsMigration { .. } => Code::Store,
             Error::Io { .. } => Code::Io,
         }
     }

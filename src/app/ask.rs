@@ -1,11 +1,11 @@
 //! Asking: accept or reject a request and publish its outcome; abort one; ingest a batch
 //! of inbox files. Files, the CLI, and later HTTP and MCP all ask through here.
 
+use super::{publish, Finished};
 use crate::core::audit::{Actor, Source};
 use crate::error::Result;
 use crate::files::outbox;
 use crate::protocol::check::{parse_request, salvage_id_context};
-use crate::protocol::Outcome;
 use crate::root::Root;
 use crate::store::{AskInput, Asked, Store};
 
@@ -63,10 +63,9 @@ pub fn abort(
     id: &str,
     reason: Option<&str>,
     actor: &Actor,
-) -> Result<Outcome> {
+) -> Result<Finished> {
     let outcome = store.abort(id, reason, actor)?;
-    outbox::flush(root, store)?;
-    Ok(outcome)
+    Ok(publish(store, Some(root), outcome))
 }
 
 /// Ingest one inbox batch (the daemon's file loop): read the files, one store
@@ -90,7 +89,7 @@ pub fn ingest_inbox(
 }
 
 /// Write every outcome committed but not yet published.
-pub fn publish(store: &mut dyn Store, root: &Root) -> Result<usize> {
+pub fn publish_pending(store: &mut dyn Store, root: &Root) -> Result<outbox::Flushed> {
     outbox::flush(root, store)
 }
 

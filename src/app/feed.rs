@@ -100,9 +100,9 @@ pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Opt
     Ok(None)
 }
 
-/// One request (or its newest rejection), as of now.
+/// One request (or its newest rejection), as the store presents it (a face opens a
+/// read store as a view at now: [`Store::view_now`]).
 pub fn show(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
-    store.sweep()?;
     store.get_any(id)
 }
 
@@ -111,8 +111,7 @@ pub fn get(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
     store.get(id)
 }
 
-/// Requests by filter, as of now.
+/// Requests by filter, as the store presents them (see [`show`]).
 pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-    store.sweep()?;
     store.list(filter)
 }

@@ -18,3 +18,38 @@ pub mod feed;
 pub mod provide;
 pub mod session;
 pub mod sweep;
+
+use crate::files::outbox;
+use crate::protocol::Outcome;
+use crate::root::Root;
+use crate::store::Store;
+
+/// A request a use-case finished (answered, cancelled, aborted): its outcome, and why its
+/// outcome file is still pending, if it is.
+///
+/// The commit is the answer: an outcome file that cannot be written afterwards (a full
+/// disk, a broken `outbox/`) does not fail the use-case, because retrying would only meet
+/// `REQUEST_FINAL`. The outcome stays marked pending in the store, and the daemon's next
+/// pass (or the next flush) writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The outcome document.
+    pub outcome: Outcome,
+    /// Why its file could not be written now; `None` when it was (or no root was given).
+    pub file_pending: Option<String>,
+}
+
+/// Publish what is pending after a commit that finished `outcome`.
+fn publish(store: &mut dyn Store, root: Option<&Root>, outcome: Outcome) -> Finished {
+    let file_pending = root.and_then(|root| match outbox::flush(root, store) {
+        Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    });
+    if let Some(e) = &file_pending {
+        tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
+    }
+    Finished {
+        outcome,
+        file_pending,
+    }
+}

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::{publish, Finished};
 use crate::error::Result;
-use crate::files::outbox;
 use crate::protocol::{Answer, Outcome};
 use crate::root::Root;
 use crate::store::{LeaseRef, Provided, ProviderAct, RequestRow, Store};
@@ -72,13 +72,10 @@ pub fn answer(
     id: &str,
     who: &Acting,
     answer: &Answer,
-) -> Result<Outcome> {
+) -> Result<Finished> {
     let act = ProviderAct::Answer(id.to_string(), answer.clone());
     let outcome = finished(store.provide(&who.lease_ref(), act)?);
-    if let Some(root) = root {
-        outbox::flush(root, store)?;
-    }
-    Ok(outcome)
+    Ok(publish(store, root, outcome))
 }
 
 /// Cancel `id` (`ASK_CANCELLED`), then publish the outcome (when `root` is given).
@@ -88,13 +85,10 @@ pub fn cancel(
     id: &str,
     who: &Acting,
     reason: Option<&str>,
-) -> Result<Outcome> {
+) -> Result<Finished> {
     let act = ProviderAct::Cancel(id.to_string(), reason.map(str::to_string));
     let outcome = finished(store.provide(&who.lease_ref(), act)?);
-    if let Some(root) = root {
-        outbox::flush(root, store)?;
-    }
-    Ok(outcome)
+    Ok(publish(store, root, outcome))
 }
 
 /// Apply the answer and cancel files waiting in `answers/new/` (the daemon's file loop):

@@ -4,7 +4,6 @@ use super::Ctx;
 use crate::app;
 use crate::core::audit::Actor;
 use crate::error::Result;
-use crate::output::{emit, outcome_text};
 
 /// Arguments of `dshq abort`.
 #[derive(Debug, clap::Args)]
@@ -19,13 +18,13 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.store()?;
-    let outcome = app::ask::abort(
+    let finished = app::ask::abort(
         &mut *store,
         &ctx.root,
         &a.id,
         a.reason.as_deref(),
         &Actor::Asker,
     )?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    super::answer::publish(ctx, &finished);
     Ok(())
 }

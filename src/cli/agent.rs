@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{parse_duration, Ctx};
+use super::{parse_agent_ttl, Ctx};
 use crate::app::agents;
 use crate::error::Result;
 use crate::output::{emit, table};
@@ -23,8 +23,8 @@ pub enum Command {
         /// Where this agent came from (e.g. "resumed from session X"); audit only.
         #[arg(long)]
         lineage: Option<String>,
-        /// End the entry unless it heartbeats within this long.
-        #[arg(long, value_parser = parse_duration)]
+        /// End the entry unless it heartbeats within this long (1s to 30d).
+        #[arg(long, value_parser = parse_agent_ttl)]
         ttl: Option<Duration>,
     },
     /// Renew an entry's ttl.
@@ -63,8 +63,12 @@ pub struct ExitView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut store = ctx.store()?;
-    let store = &mut *store;
+    // Listing is a read: a read-only store can be listed, and nothing is written.
+    let mut store = if matches!(c, Command::List { .. }) {
+        ctx.read_store()?
+    } else {
+        ctx.store()?
+    };
     match c {
         Command::Enter {
             id,
@@ -72,23 +76,24 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             lineage,
             ttl,
         } => {
-            let e = agents::enter(store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
+            let e = agents::enter(&mut *store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {
-            let a = agents::heartbeat(store, &id, &instance)?;
+            let a = agents::heartbeat(&mut *store, &id, &instance)?;
             emit(ctx.json, &a, || match &a.expires_at {
                 Some(e) => format!("agent {} live until {e}\n", a.id),
                 None => format!("agent {} is live (no ttl)\n", a.id),
             });
         }
         Command::Exit { id, instance } => {
-            let ended = agents::exit(store, &id, &instance)?;
+            let ended = agents::exit(&mut *store, &id, &instance)?;
             let v = ExitView { ended };
             emit(ctx.json, &v, || format!("ended {}\n", v.ended.join(", ")));
         }
         Command::List { all } => {
-            let list = agents::list(store, !all)?;
+            let list = agents::list(&mut *store, !all)?;
+            drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no agents\n".into();

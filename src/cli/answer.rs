@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long, value_name = "C")]
     pub context: Option<String>,
     /// Interactive: the ttl of the session's lease (heartbeated every ttl/3).
-    #[arg(long, default_value = "1m", value_parser = super::parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = super::parse_lease_ttl)]
     pub ttl: std::time::Duration,
 }
 
@@ -220,9 +220,37 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         }
     };
     let who = acting(a.lease.as_deref(), a.name.as_deref());
-    let outcome = app::provide::answer(&mut *store, Some(&ctx.root), &id, &who, &answer)?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    let finished = app::provide::answer(&mut *store, Some(&ctx.root), &id, &who, &answer)?;
+    publish(ctx, &finished);
     Ok(())
+}
+
+/// Print a request an answer, cancel or abort finished.
+///
+/// The commit is the answer: when its outcome file could not be written afterwards (a
+/// full disk, a broken `outbox/`), the command still exits 0, because retrying would only
+/// meet `REQUEST_FINAL`; the outcome stays pending in the store and the daemon's next pass
+/// (or the next command that flushes) writes it. A warning goes to stderr, and `--json`
+/// adds `"outboxPending": true` to the printed outcome.
+pub fn publish(ctx: &Ctx, finished: &app::Finished) {
+    let outcome = &finished.outcome;
+    if let Some(e) = &finished.file_pending {
+        eprintln!(
+            "warning: {} is recorded, but its outcome file could not be written ({}); \
+             it stays pending and the daemon writes it",
+            crate::text::one_line(outcome.id()),
+            crate::text::one_line(e)
+        );
+    }
+    if finished.file_pending.is_some() && ctx.json {
+        let mut v = serde_json::to_value(outcome).unwrap_or(serde_json::Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("outboxPending".into(), serde_json::Value::Bool(true));
+        }
+        crate::output::print_json(&v);
+    } else {
+        emit(ctx.json, outcome, || outcome_text(outcome));
+    }
 }
 
 /// Flags in a fixed order when no matches are available (library callers).

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{parse_duration, wait, Ctx};
+use super::{parse_wait_timeout, wait, Ctx};
 use crate::app;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this long (WAIT_TIMEOUT).
-    #[arg(long, value_parser = parse_duration, requires = "wait")]
+    #[arg(long, value_parser = parse_wait_timeout, requires = "wait")]
     pub timeout: Option<Duration>,
 }
 

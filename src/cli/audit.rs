@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
 }
 
 fn verify(ctx: &Ctx, anchor_arg: Option<PathBuf>) -> Result<()> {
-    let mut store = ctx.store()?;
+    let mut store = ctx.stored_store()?;
     // The anchors first: each names an event committed before the snapshot the store
     // verifies.
     let mut anchors = Vec::new();

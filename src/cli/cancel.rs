@@ -4,7 +4,6 @@
 use super::{answer::acting, Ctx};
 use crate::app;
 use crate::error::Result;
-use crate::output::{emit, outcome_text};
 
 /// Arguments of `dshq cancel`.
 #[derive(Debug, clap::Args)]
@@ -26,13 +25,13 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.store()?;
     let who = acting(a.lease.as_deref(), a.name.as_deref());
-    let outcome = app::provide::cancel(
+    let finished = app::provide::cancel(
         &mut *store,
         Some(&ctx.root),
         &a.id,
         &who,
         a.reason.as_deref(),
     )?;
-    emit(ctx.json, &outcome, || outcome_text(&outcome));
+    super::answer::publish(ctx, &finished);
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{parse_duration, Ctx};
+use super::{parse_hook_timeout, parse_tick, Ctx};
 use crate::daemon::{self, Config};
 use crate::error::Result;
 use crate::hooks::HookConfig;
@@ -10,8 +10,8 @@ use crate::hooks::HookConfig;
 /// Arguments of `dshq daemon`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Longest sleep between full rescans of the directories.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// Longest sleep between full rescans of the directories (10ms to 1h).
+    #[arg(long, default_value = "1s", value_parser = parse_tick)]
     pub tick: Duration,
     /// Inbox files per transaction.
     #[arg(long, default_value_t = 512)]
@@ -27,8 +27,9 @@ pub struct Args {
     /// stdin, DSHQ_REQUEST_ID and DSHQ_CONTEXT in its environment. Never blocks ingestion.
     #[arg(long, value_name = "CMD")]
     pub on_question: Option<String>,
-    /// Kill an --on-question hook (and its process group) that runs longer than this.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// Kill an --on-question hook (and its process group) that runs longer than this
+    /// (100ms to 24h).
+    #[arg(long, default_value = "30s", value_parser = parse_hook_timeout)]
     pub hook_timeout: Duration,
 }
 

@@ -15,7 +15,7 @@ pub struct Args {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut store = ctx.store()?;
+    let mut store = ctx.stored_store()?;
     let list = app::audit::events(&mut *store, &a.id)?;
     emit(ctx.json, &list, || {
         table(

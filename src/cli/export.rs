@@ -52,7 +52,8 @@ impl<W: Write> Sink<W> {
 
 /// Run it.
 pub fn run(ctx: &Ctx, _a: Args) -> Result<()> {
-    let mut store = ctx.store()?;
+    // What is stored, as stored: no view at now (the archive is the record).
+    let mut store = ctx.stored_store()?;
     let stdout = std::io::stdout();
     let mut out = Sink {
         out: std::io::BufWriter::new(stdout.lock()),

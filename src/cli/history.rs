@@ -220,7 +220,7 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let now = now_ms();
     let f = filter(&a, now)?;
-    let mut store = ctx.store()?;
+    let mut store = ctx.stored_store()?;
     let rows = crate::app::audit::history(&mut *store, &f)?;
     let format = a.format.unwrap_or(if ctx.json {
         Format::Json

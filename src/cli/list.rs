@@ -23,7 +23,7 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let status = a.status;
-    let mut store = ctx.store()?;
+    let mut store = ctx.read_store()?;
     let rows = app::feed::list(
         &mut *store,
         &ListFilter {
@@ -33,6 +33,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             oldest_first: false,
         },
     )?;
+    // End the view (its uncommitted sweep holds the write lock) before printing to a
+    // reader that may be slow.
+    drop(store);
     let view: Vec<RequestSummary> = rows.iter().map(RequestSummary::from_row).collect();
     emit(ctx.json, &view, || list_text(&view));
     Ok(())

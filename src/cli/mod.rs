@@ -124,6 +124,39 @@ impl Ctx {
     pub fn store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.root.open_store()
     }
+
+    /// Open the store for a read command, showing it as it is now
+    /// ([`crate::store::Store::view_now`]): nothing is created (except a whole new root
+    /// when none exists yet), migrated or committed, so a read-only copy can be read and a
+    /// read never changes the store. The view may hold the write lock: drop the store
+    /// before printing.
+    pub fn read_store(&self) -> Result<Box<dyn crate::store::Store>> {
+        if !self.root.db().exists() {
+            return self.root.open_store();
+        }
+        let mut store = self.open_read_migrating()?;
+        store.view_now()?;
+        Ok(store)
+    }
+
+    /// Open for reading; a store that needs a migration is migrated when it can be written
+    /// (an upgraded dshq), and refused with the clear error otherwise.
+    fn open_read_migrating(&self) -> Result<Box<dyn crate::store::Store>> {
+        match self.root.open_store_read() {
+            Err(e @ Error::NeedsMigration { .. }) => self.root.open_store().map_err(|_| e),
+            other => other,
+        }
+    }
+
+    /// Like [`Ctx::read_store`], but showing the store as stored (no view at now, no open
+    /// transaction, no write lock), for the audit's reads (`history`, `events`, `stats`,
+    /// `export`, `audit verify`, `watch`), whose output may be long and read slowly.
+    pub fn stored_store(&self) -> Result<Box<dyn crate::store::Store>> {
+        if !self.root.db().exists() {
+            return self.root.open_store();
+        }
+        self.open_read_migrating()
+    }
 }
 
 /// Parse the process arguments (exits on a usage error, as clap does), returning the
@@ -227,6 +260,65 @@ pub fn closed_set<T: Copy + Send + Sync + 'static>(
             .find(|&&v| name(v) == s)
             .expect("clap admits only the listed names")
     })
+}
+
+/// The documented bounds of every duration flag (README, "Durations"). A value outside
+/// them is a usage error: an unbounded ttl blocks a context for centuries or overflows the
+/// clock, a zero tick spins the daemon.
+pub mod bounds {
+    use std::time::Duration;
+
+    /// `provider register --ttl`, `answer --ttl`: a provider lease.
+    pub const LEASE_TTL: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(24 * 3600));
+    /// `agent enter --ttl`.
+    pub const AGENT_TTL: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(30 * 86400));
+    /// `daemon --tick`.
+    pub const TICK: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(3600));
+    /// `daemon --hook-timeout`.
+    pub const HOOK_TIMEOUT: (Duration, Duration) =
+        (Duration::from_millis(100), Duration::from_secs(24 * 3600));
+    /// `wait --timeout`, `ask --timeout`.
+    pub const WAIT_TIMEOUT: (Duration, Duration) =
+        (Duration::ZERO, Duration::from_secs(366 * 86400));
+}
+
+fn parse_bounded(
+    s: &str,
+    (min, max): (Duration, Duration),
+) -> std::result::Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < min || d > max {
+        let show = |d: Duration| humantime::format_duration(d).to_string();
+        return Err(format!(
+            "{s:?} is out of range: give between {} and {}",
+            show(min),
+            show(max)
+        ));
+    }
+    Ok(d)
+}
+
+/// A provider lease's ttl ([`bounds::LEASE_TTL`]).
+pub fn parse_lease_ttl(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::LEASE_TTL)
+}
+/// An agent's ttl ([`bounds::AGENT_TTL`]).
+pub fn parse_agent_ttl(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::AGENT_TTL)
+}
+/// The daemon's tick ([`bounds::TICK`]).
+pub fn parse_tick(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::TICK)
+}
+/// A hook's timeout ([`bounds::HOOK_TIMEOUT`]).
+pub fn parse_hook_timeout(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::HOOK_TIMEOUT)
+}
+/// A wait's timeout ([`bounds::WAIT_TIMEOUT`]).
+pub fn parse_wait_timeout(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::WAIT_TIMEOUT)
 }
 
 /// The lease token from `--lease` / `DSHQ_LEASE`, or a usage error naming both.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{default_provider_name, parse_duration, require_lease, Ctx};
+use super::{default_provider_name, parse_lease_ttl, require_lease, Ctx};
 use crate::app::session;
 use crate::clock::rfc3339;
 use crate::error::Result;
@@ -21,8 +21,8 @@ pub enum Command {
         /// The context to answer for.
         #[arg(long, default_value = crate::protocol::DEFAULT_CONTEXT)]
         context: String,
-        /// How long the lease lives without a heartbeat.
-        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        /// How long the lease lives without a heartbeat (1s to 24h).
+        #[arg(long, default_value = "5m", value_parser = parse_lease_ttl)]
         ttl: Duration,
     },
     /// Extend the lease by its ttl.
@@ -72,12 +72,16 @@ pub struct ReleaseView {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut store = ctx.store()?;
-    let store = &mut *store;
+    // Listing is a read: a read-only store can be listed, and nothing is written.
+    let mut store = if matches!(c, Command::Status { .. }) {
+        ctx.read_store()?
+    } else {
+        ctx.store()?
+    };
     match c {
         Command::Register { name, context, ttl } => {
             let name = name.unwrap_or_else(default_provider_name);
-            let reg = session::register(store, &context, &name, ttl)?;
+            let reg = session::register(&mut *store, &context, &name, ttl)?;
             emit(ctx.json, &reg, || {
                 eprintln!(
                     "registered {} in context {} (generation {}), expires {}; heartbeat before then",
@@ -91,7 +95,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Heartbeat { lease } => {
             let token = require_lease(lease)?;
-            let l = session::heartbeat(store, &token)?;
+            let l = session::heartbeat(&mut *store, &token)?;
             let v = HeartbeatView {
                 context: l.context,
                 name: l.name,
@@ -104,7 +108,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Release { lease } => {
             let token = require_lease(lease)?;
-            let released = session::release(store, &token)?;
+            let released = session::release(&mut *store, &token)?;
             let v = ReleaseView { released };
             emit(ctx.json, &v, || {
                 if released {
@@ -116,7 +120,8 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Status { context, lease } => {
             let token = lease.filter(|l| !l.trim().is_empty());
-            let list = session::status(store, token.as_deref(), context.as_deref())?;
+            let list = session::status(&mut *store, token.as_deref(), context.as_deref())?;
+            drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {
                     return "no provider lease\n".into();

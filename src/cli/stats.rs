@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         .as_deref()
         .map(|s| parse_time("since", s, now))
         .transpose()?;
-    let mut store = ctx.store()?;
+    let mut store = ctx.stored_store()?;
     let st = crate::app::audit::stats(&mut *store, since)?;
     emit(ctx.json, &st, || {
         let mut s = format!("requests {}\n", st.total);

@@ -83,7 +83,7 @@ fn line(row: &RequestRow, style: &Style) -> String {
 
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    let mut store = ctx.store()?;
+    let mut store = ctx.stored_store()?;
     let store = &mut *store;
     if let Some(c) = &a.context {
         crate::protocol::check::check_id("context", c)?;
@@ -109,7 +109,6 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         tracing::warn!(error = %e, "no file-system events; polling every {TICK:?}");
     }
 
-    app::sweep::sweep_quietly(store)?;
     let mut seen = NewRequests::from_now(store)?;
     let mut shown: u64 = 0;
     let mut out = std::io::stdout().lock();

@@ -28,70 +28,107 @@ pub const BATCH: usize = 512;
 /// `syncfs` covers them all.
 pub const FSYNC_EACH_UP_TO: usize = 4;
 
-/// Write every pending outcome; returns how many were written.
-pub fn flush(root: &Root, store: &mut dyn Store) -> Result<usize> {
+/// What a [`flush`] did.
+#[derive(Debug, Default)]
+pub struct Flushed {
+    /// Outcome files written (and their flags cleared).
+    pub written: usize,
+    /// Ids whose outcome file could not be written, with the reason. They stay pending:
+    /// the next flush (the daemon's pass, a command's) tries them again.
+    pub failed: Vec<(String, crate::error::Error)>,
+}
+
+impl Flushed {
+    /// Whether the outcome of `id` failed to be written in this flush.
+    pub fn failed_for(&self, id: &str) -> Option<&crate::error::Error> {
+        self.failed.iter().find(|(f, _)| f == id).map(|(_, e)| e)
+    }
+}
+
+/// Write every pending outcome.
+///
+/// One outcome whose file cannot be written (its place taken by a directory, a name the
+/// file system refuses) stays pending and is reported in [`Flushed::failed`]; it never
+/// holds back the others, which are written and cleared as usual. A failure of the whole
+/// directory (the store, `syncfs`, the directory fsync) is an error.
+pub fn flush(root: &Root, store: &mut dyn Store) -> Result<Flushed> {
     let dir = root.outbox();
-    let mut total = 0;
+    let mut report = Flushed::default();
+    let mut after = 0;
     loop {
-        let pending = store.outbox_pending(BATCH)?;
-        if pending.is_empty() {
-            return Ok(total);
-        }
+        let pending = store.outbox_pending(after, BATCH)?;
+        let Some(&(last, _)) = pending.last() else {
+            return Ok(report);
+        };
+        after = last;
         let mut done = Vec::with_capacity(pending.len());
+        let mut fail = |outcome: &crate::protocol::Outcome, e: crate::error::Error| {
+            tracing::warn!(
+                id = %crate::text::for_log(outcome.id()),
+                error = %crate::text::for_log(&e.to_string()),
+                "outcome file not written; it stays pending"
+            );
+            report.failed.push((outcome.id().to_string(), e));
+        };
         if pending.len() <= FSYNC_EACH_UP_TO {
             for (seq, outcome) in &pending {
-                write_atomic(
-                    &dir,
-                    &format!("{}.json", outcome.id()),
-                    outcome.to_file_json().as_bytes(),
-                    false,
-                )?;
-                tracing::info!(id = outcome.id(), "outcome written");
-                done.push(*seq);
+                let name = format!("{}.json", outcome.id());
+                match write_atomic(&dir, &name, outcome.to_file_json().as_bytes(), false) {
+                    Ok(()) => {
+                        tracing::info!(id = outcome.id(), "outcome written");
+                        done.push(*seq);
+                    }
+                    Err(e) => fail(outcome, e),
+                }
             }
         } else {
             // Group commit for files: write every temp file, make them all durable with
             // one syncfs, then rename. One fsync per file made a batch of outcomes cost a
             // millisecond each.
             let mut temps = Vec::with_capacity(pending.len());
-            let written = (|| {
-                let one_call = {
-                    for (_, outcome) in &pending {
-                        let name = format!("{}.json", outcome.id());
-                        let tmp =
-                            write_temp(&dir, &name, outcome.to_file_json().as_bytes(), false)?;
-                        temps.push((tmp, dir.join(name)));
-                    }
-                    sync_filesystem(&dir)?
-                };
+            for (seq, outcome) in &pending {
+                let name = format!("{}.json", outcome.id());
+                match write_temp(&dir, &name, outcome.to_file_json().as_bytes(), false) {
+                    Ok(tmp) => temps.push((*seq, outcome, tmp, dir.join(name))),
+                    Err(e) => fail(outcome, e),
+                }
+            }
+            let synced = sync_filesystem(&dir).and_then(|one_call| {
                 if !one_call {
-                    for (tmp, _) in &temps {
+                    for (_, _, tmp, _) in &temps {
                         std::fs::File::open(tmp)
                             .and_then(|f| f.sync_all())
                             .map_err(|e| crate::error::Error::io(tmp, e))?;
                     }
                 }
-                for (tmp, target) in &temps {
-                    std::fs::rename(tmp, target).map_err(|e| crate::error::Error::io(target, e))?;
-                }
-                Ok::<(), crate::error::Error>(())
-            })();
-            if let Err(e) = written {
-                for (tmp, _) in &temps {
+                Ok(())
+            });
+            if let Err(e) = synced {
+                for (_, _, tmp, _) in &temps {
                     let _ = std::fs::remove_file(tmp);
                 }
                 return Err(e);
             }
-            for (seq, outcome) in &pending {
-                tracing::info!(id = outcome.id(), "outcome written");
-                done.push(*seq);
+            for (seq, outcome, tmp, target) in &temps {
+                match std::fs::rename(tmp, target) {
+                    Ok(()) => {
+                        tracing::info!(id = outcome.id(), "outcome written");
+                        done.push(*seq);
+                    }
+                    Err(e) => {
+                        let _ = std::fs::remove_file(tmp);
+                        fail(outcome, crate::error::Error::io(target, e));
+                    }
+                }
             }
         }
-        sync_dir(&dir)?;
-        store.mark_outbox_written(&done)?;
-        total += done.len();
+        if !done.is_empty() {
+            sync_dir(&dir)?;
+            store.mark_outbox_written(&done)?;
+            report.written += done.len();
+        }
         if pending.len() < BATCH {
-            return Ok(total);
+            return Ok(report);
         }
     }
 }
@@ -100,10 +137,10 @@ pub fn flush(root: &Root, store: &mut dyn Store) -> Result<usize> {
 /// the error outcome of an earlier rejected input with the same id (rejections do not
 /// reserve ids), and must not be mistaken for this request's outcome.
 ///
-/// Through [`repair`] on a connection of its own, so the file goes only while the request
+/// Through [`repair`] on a store handle of its own, so the file goes only while the request
 /// is still open: a provider that answered the new request in the meantime has written
 /// its real outcome there, which an unconditional unlink would delete for good. Rare (an
-/// id reused after a rejection), so the extra connection costs nothing that matters.
+/// id reused after a rejection), so the extra handle costs nothing that matters.
 pub fn remove_stale(root: &Root, id: &str) {
     let removed = root
         .open_store()

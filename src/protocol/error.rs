@@ -56,6 +56,9 @@ pub enum Code {
     AuditBroken,
     /// Another daemon already runs on this state root.
     DaemonRunning,
+    /// The state root (or a directory or the database in it) can be changed by someone
+    /// other than its user: refused, as ssh refuses such key files.
+    UnsafeRoot,
     /// A command that needs an interactive terminal ran without one, or bad flags.
     Usage,
     /// The database failed (I/O error, corruption, schema newer than this binary).
@@ -87,6 +90,7 @@ impl Code {
             Code::WaitTimeout => "WAIT_TIMEOUT",
             Code::AuditBroken => "AUDIT_BROKEN",
             Code::DaemonRunning => "DAEMON_RUNNING",
+            Code::UnsafeRoot => "UNSAFE_ROOT",
             Code::Usage => "USAGE",
             Code::Store => "STORE",
             Code::Io => "IO",
@@ -122,6 +126,7 @@ impl Code {
             Code::WaitTimeout => 9,
             Code::AuditBroken => 10,
             Code::DaemonRunning => 11,
+            Code::UnsafeRoot => 12,
         }
     }
 }

@@ -321,9 +321,10 @@ pub trait Store: Send {
 
     // ---- the outbox ------------------------------------------------------------------
 
-    /// Final requests whose outcome file is not written yet, oldest first (at most
-    /// `limit`), each with the key to mark it written.
-    fn outbox_pending(&mut self, limit: usize) -> Result<Vec<(i64, Outcome)>>;
+    /// Final requests whose outcome file is not written yet, oldest first, after the key
+    /// `after` (a cursor: an outcome whose file failed does not hide the ones after it),
+    /// at most `limit`, each with its key to mark it written.
+    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>>;
 
     /// Mark outcome files written.
     fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()>;
@@ -338,6 +339,13 @@ pub trait Store: Send {
     ) -> Result<usize>;
 
     // ---- reads -----------------------------------------------------------------------
+
+    /// Present the store as it is now to the reads that follow, without making anything
+    /// durable: what fell due (an expired lease, a passed deadline) reads as ended, but a
+    /// read never commits. Held until the store is dropped (it may hold the write lock:
+    /// drop the store before a slow output). A store that cannot be written (a read-only
+    /// copy) reads as stored.
+    fn view_now(&mut self) -> Result<()>;
 
     /// The accepted request `id` (not a rejection).
     fn get(&mut self, id: &str) -> Result<Option<RequestRow>>;

@@ -113,11 +113,11 @@ pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
     assert_eq!(row.status, Status::Answered);
     assert_eq!(row.outcome(), Some(outcome.clone()));
     // The outcome waits for its file, then is marked written.
-    let pending = store.outbox_pending(16).unwrap();
+    let pending = store.outbox_pending(0, 16).unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].1, outcome);
     store.mark_outbox_written(&[pending[0].0]).unwrap();
-    assert!(store.outbox_pending(16).unwrap().is_empty());
+    assert!(store.outbox_pending(0, 16).unwrap().is_empty());
     // A final request never changes.
     let again = store.provide(&token, ProviderAct::Answer("q1".into(), pick("Postgres")));
     assert_eq!(code(again.unwrap_err()), Code::RequestFinal);
@@ -255,7 +255,8 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
         &pick("Postgres"),
     )
     .unwrap();
-    assert_eq!(outcome.id(), "q4");
+    assert_eq!(outcome.outcome.id(), "q4");
+    assert_eq!(outcome.file_pending, None);
     // The transient lease is gone: no live lease in the context.
     assert!(store
         .lease_status(Some("ctx"))

@@ -310,3 +310,35 @@ fn a_batch_of_large_files_keeps_memory_bounded() {
     eprintln!("RSS after {now} KiB");
     assert!(now < 64 * 1024, "RSS after the batches {now} KiB");
 }
+
+#[test]
+fn one_unwritable_outcome_does_not_hold_back_the_others() {
+    // An outcome file that cannot be written (here a non-empty directory in its place,
+    // which stops even root's rename) stays pending; the outcomes after it are written.
+    let env = Env::new();
+    let _d = env.daemon();
+    let lease = env.register("alice", "default", "10m");
+    let ids = ["o1", "o2", "o3", "o4", "o5", "o6"];
+    for id in ids {
+        env.ask(&simple_request(id)).ok();
+    }
+    let blocked = env.root().join("outbox").join("o1.json");
+    std::fs::create_dir_all(blocked.join("x")).unwrap();
+    // Answer files: the daemon's pass writes the outcomes, the blocked one first in order.
+    for id in ids {
+        env.drop_answer(
+            &format!("{id}.json"),
+            &serde_json::to_vec(
+                &serde_json::json!({"lease": lease, "answers": [{"id": "db", "selected": ["SQLite"]}]}),
+            )
+            .unwrap(),
+        );
+    }
+    for id in &ids[1..] {
+        assert_eq!(env.wait_outcome(id)["status"], "answered", "{id}");
+    }
+    assert_eq!(env.json(&["show", "o1"]).ok().json()["status"], "answered");
+    // Cleared, the pending one is written on a later pass.
+    std::fs::remove_dir_all(&blocked).unwrap();
+    assert_eq!(env.wait_outcome("o1")["status"], "answered");
+}

@@ -772,3 +772,38 @@ fn holding_enter_while_walking_a_queue_answers_none_of_it() {
     }
     assert!(live_leases(&env).is_empty());
 }
+
+#[test]
+fn an_answer_whose_outcome_file_fails_is_recorded_and_the_walk_goes_on() {
+    // Issue 11, item 13, on the screen: the commit is the answer, so a blocked outcome file
+    // is a warning, and the session goes on to the next request instead of ending.
+    let env = Env::new();
+    env.ask(&simple_request("s1")).ok();
+    env.ask(&simple_request("s2")).ok();
+    // A non-empty directory where the outcome file goes makes its rename fail, even for root.
+    let blocked = env.root().join("outbox").join("s1.json");
+    std::fs::create_dir_all(blocked.join("x")).unwrap();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "Which database?");
+    expect(&mut p, "Skip this question");
+    send(&mut p, ENTER);
+    confirm_send(&mut p);
+    expect(
+        &mut p,
+        "s1 is recorded, but its outcome file could not be written",
+    );
+    // The walk goes on to s2.
+    expect(&mut p, "Which database?");
+    expect(&mut p, "Skip this question");
+    send(&mut p, ENTER);
+    confirm_send(&mut p);
+    expect(&mut p, "s2 answered by tester");
+    assert_eq!(finish(p), 0);
+    assert_eq!(show(&env, "s1")["status"], "answered");
+    answer_of(&env, "s2");
+    // Once the way is clear, the pending outcome is written (here by the next command that
+    // flushes; the daemon's pass does the same).
+    std::fs::remove_dir_all(&blocked).unwrap();
+    let _d = env.daemon();
+    assert_eq!(env.wait_outcome("s1")["status"], "answered");
+}

@@ -18,3 +18,4 @@ mod outcome;
 mod seam;
 mod terminal;
 mod tour;
+mod trust;

@@ -543,7 +543,18 @@ fn handle_request(
     };
     if let Some(result) = result {
         match result {
-            Ok(outcome) => {
+            Ok(app::Finished {
+                outcome,
+                file_pending,
+            }) => {
+                // The commit is the answer: an outcome file that cannot be written now stays
+                // pending for the daemon (as with `dshq answer`), and the session goes on.
+                if let Some(e) = file_pending {
+                    term.say(&style.warn(&style::one_line(&format!(
+                        "{id} is recorded, but its outcome file could not be written ({e}); \
+                         it stays pending and the daemon writes it"
+                    ))));
+                }
                 match &outcome {
                     Outcome::Answered(_) => tally.answered += 1,
                     Outcome::Error(_) => tally.cancelled += 1,
@@ -570,7 +581,7 @@ fn submit(
     token: &str,
     id: &str,
     answer: &Answer,
-) -> Result<Outcome> {
+) -> Result<app::Finished> {
     let who = Acting::Lease(token.to_string());
     app::provide::answer(store, Some(&ctx.root), id, &who, answer)
 }

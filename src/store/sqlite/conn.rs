@@ -55,6 +55,106 @@ pub fn open(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// Open an existing database for a read command: never created, migrated or written (no
+/// `journal_mode` change either). Read-write when the file allows it, so a view can sweep
+/// in a transaction it rolls back ([`view_at`]); else read-only; else, when SQLite cannot
+/// open a read-only WAL database because its `-shm` file is missing and cannot be created
+/// (a copy on a read-only directory), as immutable. A database that needs a migration is
+/// refused with a clear error: a read does not migrate.
+pub fn open_read(path: &Path) -> Result<Connection> {
+    let attempts: [(OpenFlags, &str); 3] = [
+        (OpenFlags::SQLITE_OPEN_READ_WRITE, ""),
+        (OpenFlags::SQLITE_OPEN_READ_ONLY, ""),
+        (
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            "immutable",
+        ),
+    ];
+    let mut last = None;
+    for (flags, how) in attempts {
+        let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let opened = if how == "immutable" {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags)
+        } else {
+            Connection::open_with_flags(path, flags)
+        };
+        let conn = match opened {
+            Ok(c) => c,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        // Reading the schema is the first access to the file: a read-only WAL database
+        // whose `-shm` cannot be created fails here, not at open.
+        match configure(&conn, false).and_then(|_| schema_version(&conn)) {
+            Ok(v) => {
+                let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+                if v > known {
+                    return Err(Error::SchemaTooNew { found: v, known });
+                }
+                if v < known {
+                    return Err(Error::NeedsMigration {
+                        path: path.to_path_buf(),
+                        found: v,
+                        known,
+                    });
+                }
+                if !how.is_empty() {
+                    tracing::debug!(path = %crate::text::path_for_log(path), "opened {how}");
+                }
+                return Ok(conn);
+            }
+            Err(Error::Db(e)) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Db(last.expect("at least one attempt")))
+}
+
+/// A path as the path part of an SQLite `file:` URI (`?`, `#` and `%` escaped).
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            '%' => out.push_str("%25"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Present the store as it is at `now` without writing it: when a lease, deadline or
+/// agent ttl has fallen due, sweep inside a write transaction that is left open and never
+/// committed (it is rolled back when the connection closes). Read commands call this once
+/// after opening, so an expired lease's claim reads as `pending` while nothing a read
+/// command does is ever durable. A store that cannot be written (a read-only copy) is
+/// shown as stored.
+pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
+    match requests::next_due(conn)? {
+        Some(due) if due < now => {}
+        _ => return Ok(()),
+    }
+    let mut tx = match Transaction::new_unchecked(conn, TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            tracing::debug!(error = %e, "read-only store: shown as stored, without expiry");
+            return Ok(());
+        }
+    };
+    if let Err(e) = sweep(&tx, now) {
+        tracing::debug!(error = %e, "read-only store: shown as stored, without expiry");
+        return Ok(());
+    }
+    // Leave the transaction open: the reads that follow see the sweep; closing the
+    // connection rolls it back.
+    tx.set_drop_behavior(rusqlite::DropBehavior::Ignore);
+    Ok(())
+}
+
 /// An in-memory database with the schema, for tests.
 pub fn open_in_memory() -> Result<Connection> {
     let conn = Connection::open_in_memory()?;
@@ -201,8 +301,8 @@ pub fn write_clocked<T>(
 }
 
 /// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
-/// indexed read otherwise. Read commands call it so what they show is never stale (an
-/// expired lease's claim reads as `pending`).
+/// indexed read otherwise. Writes and the daemon call it; read commands use [`view_at`],
+/// which never commits.
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
     match requests::next_due(conn)? {
         Some(due) if due < now => {

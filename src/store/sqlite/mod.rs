@@ -25,7 +25,7 @@ mod store;
 mod tests;
 
 pub use conn::{
-    migrate, open, open_in_memory, schema_version, sweep, sweep_if_due, write, write_clocked,
-    write_no_sweep, write_now, BUSY_TIMEOUT, MIGRATIONS,
+    migrate, open, open_in_memory, open_read, schema_version, sweep, sweep_if_due, view_at, write,
+    write_clocked, write_no_sweep, write_now, BUSY_TIMEOUT, MIGRATIONS,
 };
 pub use store::{Clock, SqliteStore};

@@ -49,6 +49,12 @@ impl SqliteStore {
         Ok(SqliteStore::new(conn::open(path)?))
     }
 
+    /// Open an existing database for reading only: nothing is created, migrated or
+    /// written ([`conn::open_read`]).
+    pub fn open_read(path: &std::path::Path) -> Result<SqliteStore> {
+        Ok(SqliteStore::new(conn::open_read(path)?))
+    }
+
     /// An in-memory store with the schema, for tests.
     pub fn in_memory() -> Result<SqliteStore> {
         Ok(SqliteStore::new(conn::open_in_memory()?))
@@ -382,8 +388,8 @@ impl Store for SqliteStore {
         requests::next_due(&self.conn)
     }
 
-    fn outbox_pending(&mut self, limit: usize) -> Result<Vec<(i64, Outcome)>> {
-        requests::outbox_pending(&self.conn, limit as i64)
+    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
+        requests::outbox_pending(&self.conn, after, limit as i64)
     }
 
     fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
@@ -419,6 +425,11 @@ impl Store for SqliteStore {
             };
             remove(&open)
         })
+    }
+
+    fn view_now(&mut self) -> Result<()> {
+        let now = self.now();
+        conn::view_at(&mut self.conn, now)
     }
 
     fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {

@@ -1317,7 +1317,7 @@ fn deadline_passing_aborts_on_the_next_write() {
     // At the deadline itself it is still open.
     write(&mut conn, T0 + 30_000, |_| Ok(())).unwrap();
     assert_eq!(get(&conn, "r2").status, Status::Claimed);
-    assert!(requests::outbox_pending(&conn, 10).unwrap().is_empty());
+    assert!(requests::outbox_pending(&conn, 0, 10).unwrap().is_empty());
 
     // An answer that arrives after the deadline finds the request already aborted: the
     // write sweeps first.
@@ -1340,7 +1340,7 @@ fn deadline_passing_aborts_on_the_next_write() {
     write(&mut conn, T0 + 60_001, |_| Ok(())).unwrap();
     assert_eq!(get(&conn, "r1").status, Status::Aborted);
     // Oldest request first (r1 was accepted first, though it ended last).
-    let pending = requests::outbox_pending(&conn, 10).unwrap();
+    let pending = requests::outbox_pending(&conn, 0, 10).unwrap();
     assert_eq!(
         pending.iter().map(|(_, o)| o.id()).collect::<Vec<_>>(),
         ["r1", "r2"]
@@ -1350,7 +1350,7 @@ fn deadline_passing_aborts_on_the_next_write() {
     }
     let seqs: Vec<i64> = pending.iter().map(|(s, _)| *s).collect();
     write_no_sweep(&mut conn, |tx| requests::mark_outbox_written(tx, &seqs)).unwrap();
-    assert!(requests::outbox_pending(&conn, 10).unwrap().is_empty());
+    assert!(requests::outbox_pending(&conn, 0, 10).unwrap().is_empty());
     assert_eq!(outbox_pending_flag(&conn, "r1"), 0);
     // A request whose deadline already passed at acceptance is ASK_ABORTED, not stored.
     let mut late = simple("r3", "default");

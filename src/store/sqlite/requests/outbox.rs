@@ -6,15 +6,20 @@ use super::row::{row, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 
-/// Final requests whose outcome file is not written yet, oldest first.
-pub fn outbox_pending(conn: &Connection, limit: i64) -> Result<Vec<(i64, Outcome)>> {
+/// Final requests whose outcome file is not written yet, oldest first, after `after_seq`
+/// (a cursor, so outcomes that failed to be written do not hide the ones after them).
+pub fn outbox_pending(
+    conn: &Connection,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<(i64, Outcome)>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM {FROM} WHERE r.outbox_pending = 1
+        "SELECT {COLUMNS} FROM {FROM} WHERE r.outbox_pending = 1 AND r.seq > ?1
            AND NOT (r.status = 'rejected' AND EXISTS (
                     SELECT 1 FROM requests o WHERE o.id = r.id AND o.status <> 'rejected'))
-         ORDER BY r.seq LIMIT ?1"
+         ORDER BY r.seq LIMIT ?2"
     ))?;
-    let rows = stmt.query_map([limit], row)?;
+    let rows = stmt.query_map([after_seq, limit], row)?;
     let mut out = Vec::new();
     for r in rows {
         let r = r?;
