@@ -3,16 +3,22 @@
 //! It speaks the user-questions vocabulary of DeepSeek Harness (dsh): questions with stable
 //! ids, options whose label is both what is shown and what is returned, multi-select, free
 //! text, skip, a `plan-review` intent that names its approve label, one active answering
-//! provider, and errors with stable codes. dshq keeps that seam in SQLite so askers and
-//! answerers need not be alive at the same time.
+//! provider, and errors with stable codes. dshq keeps that seam in a durable store (SQLite)
+//! so askers and answerers need not be alive at the same time.
 //!
+//! One core, many faces (`docs/DESIGN.md`, "Layers"): a face calls a use-case in [`app`],
+//! which makes one transaction on a [`store::Store`] and returns a typed result.
+//!
+//! - [`core`]: the lifecycle and the audit's vocabulary as types; pure.
 //! - [`protocol`]: the vocabulary and its rules; pure.
-//! - [`store`]: SQLite, plain functions over a transaction.
+//! - [`text`]: the one sanitiser for asker-supplied text shown to a person; pure.
+//! - [`app`]: the use-cases (ask, provide, session, agents, sweep, feed, audit).
+//! - [`store`]: the seam, a trait with one method per transaction, and its SQLite backend
+//!   ([`store::sqlite`], the only place rusqlite is used).
 //! - [`files`]: the directory API (inbox, outbox, answer files).
 //! - [`daemon`]: the host loop.
-//! - [`hooks`]: noticing new requests (`dshq watch`, the daemon's `--on-question`).
-//! - [`text`]: the one sanitiser for asker-supplied text shown to a person.
-//! - [`cli`]: the command line.
+//! - [`hooks`]: the daemon's `--on-question` hook.
+//! - [`cli`]: the command line: args → use-case → render.
 
 #![warn(missing_docs)]
 
