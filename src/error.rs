@@ -79,6 +79,12 @@ pub enum Error {
     /// Bad or missing command-line input the parser could not catch.
     #[error("{0}")]
     Usage(String),
+    /// A value the domain refuses, whatever face gave it (an empty provider name, a ttl
+    /// that is not positive, an agent owning itself). The store returns this, never the
+    /// CLI's [`Error::Usage`]; its stable code is `USAGE` today, which is what the CLI has
+    /// always shown, and a later face (HTTP) may map it on its own.
+    #[error("{0}")]
+    Invalid(String),
     /// SQLite failed.
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
@@ -143,7 +149,7 @@ impl Error {
             Error::DuplicateProvider { .. } => Code::DuplicateProvider,
             Error::LeaseExpired(_) => Code::LeaseExpired,
             Error::WaitTimeout { .. } => Code::WaitTimeout,
-            Error::Usage(_) => Code::Usage,
+            Error::Usage(_) | Error::Invalid(_) => Code::Usage,
             Error::Ended(e) => e.code,
             Error::Db(_)
             | Error::Pragma { .. }

@@ -60,7 +60,7 @@ pub fn enter(
         Some(o) => {
             check_id("owner id", o)?;
             if o == id {
-                return Err(Error::Usage("an agent cannot own itself".into()));
+                return Err(Error::Invalid("an agent cannot own itself".into()));
             }
             if !is_live(tx, o, now)? {
                 return Err(Error::OwnerNotLive(o.to_string()));
@@ -71,7 +71,7 @@ pub fn enter(
             for _ in 0..1024 {
                 match live_row(tx, &current, now)? {
                     Some((_, Some(up))) if up == id => {
-                        return Err(Error::Usage(format!(
+                        return Err(Error::Invalid(format!(
                             "{o:?} is owned (directly or through others) by {id:?}: ownership cannot form a cycle"
                         )))
                     }
@@ -84,7 +84,7 @@ pub fn enter(
         None => None,
     };
     if ttl_ms.is_some_and(|t| t <= 0) {
-        return Err(Error::Usage("the agent ttl must be positive".into()));
+        return Err(Error::Invalid("the agent ttl must be positive".into()));
     }
     // The previous instance, if any, becomes stale (its owned agents stay owned by the id).
     tx.execute(

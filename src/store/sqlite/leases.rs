@@ -43,10 +43,10 @@ pub fn register(
 ) -> Result<Registered> {
     crate::protocol::check::check_id("context", context)?;
     if name.trim().is_empty() {
-        return Err(Error::Usage("the provider name must not be empty".into()));
+        return Err(Error::Invalid("the provider name must not be empty".into()));
     }
     if ttl_ms <= 0 {
-        return Err(Error::Usage("the lease ttl must be positive".into()));
+        return Err(Error::Invalid("the lease ttl must be positive".into()));
     }
     // The caller swept at `now`, so any unended lease here is live.
     let live: Option<(String, Millis)> = tx

@@ -88,7 +88,7 @@ fn lease_for(
         LeaseRef::Token(token) => Ok((leases::authenticate(tx, token, now)?, None)),
         LeaseRef::Transient { name, ttl_ms } => {
             let id = id.ok_or_else(|| {
-                Error::Usage("a transient lease acts on one named request".into())
+                Error::Invalid("a transient lease acts on one named request".into())
             })?;
             let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
             let reg = leases::register(tx, &row.context, name, *ttl_ms, now)?;
