@@ -237,6 +237,11 @@ pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
         (ev[0].kind.as_str(), ev[0].actor.as_str()),
         ("rejected", "cli")
     );
+    assert_eq!(
+        ev[0].event_kind(),
+        Some(crate::core::audit::EventKind::Rejected)
+    );
+    assert_eq!(ev[0].who(), Some(Actor::Cli));
 }
 
 /// The same through the application layer: ask, answer with a transient lease, and the

@@ -161,6 +161,18 @@ pub struct Event {
     pub hash: String,
 }
 
+impl Event {
+    /// What happened, as the audit's enum (`None` for a kind this dshq does not know).
+    pub fn event_kind(&self) -> Option<crate::core::audit::EventKind> {
+        crate::core::audit::EventKind::parse(&self.kind)
+    }
+
+    /// Who did it, as the audit's enum (`None` for an actor this dshq does not know).
+    pub fn who(&self) -> Option<crate::core::audit::Actor> {
+        crate::core::audit::Actor::parse(&self.actor)
+    }
+}
+
 /// The first break in the hash chain, if any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

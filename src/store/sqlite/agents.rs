@@ -102,11 +102,12 @@ pub fn enter(
         tx,
         now,
         NewEvent {
-            kind: EventKind::AgentEntered.as_str(),
+            kind: EventKind::AgentEntered,
             agent_id: Some(id),
-            actor: &Actor::Agent(id.to_string()).as_str(),
+            actor: Actor::Agent(id.to_string()),
             data: serde_json::json!({"instance": instance, "owner": owner, "lineage": lineage, "ttlMs": ttl_ms}),
-            ..Default::default()
+            request_id: None,
+            lease_id: None,
         },
     )?;
     Ok(Entered {
@@ -153,11 +154,12 @@ pub fn exit(tx: &Transaction, id: &str, instance: &str, now: Millis) -> Result<V
         tx,
         now,
         NewEvent {
-            kind: EventKind::AgentExited.as_str(),
+            kind: EventKind::AgentExited,
             agent_id: Some(id),
-            actor: &Actor::Agent(id.to_string()).as_str(),
+            actor: Actor::Agent(id.to_string()),
             data: serde_json::json!({"instance": instance}),
-            ..Default::default()
+            request_id: None,
+            lease_id: None,
         },
     )?;
     let mut ended = vec![id.to_string()];
@@ -186,11 +188,12 @@ fn end_owned(tx: &Transaction, owner: &str, now: Millis) -> Result<Vec<String>> 
                 tx,
                 now,
                 NewEvent {
-                    kind: EventKind::AgentEnded.as_str(),
+                    kind: EventKind::AgentEnded,
                     agent_id: Some(&child),
-                    actor: &Actor::Agent(o.to_string()).as_str(),
+                    actor: Actor::Agent(o.to_string()),
                     data: serde_json::json!({"instance": inst, "reason": "owner-ended"}),
-                    ..Default::default()
+                    request_id: None,
+                    lease_id: None,
                 },
             )?;
             ended.push(child.clone());
@@ -219,11 +222,12 @@ pub fn expire_due(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
             tx,
             now,
             NewEvent {
-                kind: EventKind::AgentExpired.as_str(),
+                kind: EventKind::AgentExpired,
                 agent_id: Some(&id),
-                actor: &Actor::Daemon.as_str(),
+                actor: Actor::Daemon,
                 data: serde_json::json!({"instance": inst}),
-                ..Default::default()
+                request_id: None,
+                lease_id: None,
             },
         )?;
         ended.push(id.clone());

@@ -27,6 +27,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use sha2::{Digest, Sha256};
 
 use crate::clock::Millis;
+use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
 use crate::store::anchor::{write_anchor, Anchor, ANCHOR_FILE};
 use crate::store::types::{ChainBreak, Event};
@@ -39,19 +40,20 @@ const KEY_MAGIC: &str = "dshq audit key v1";
 /// The hash the first event chains from.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// An event to append.
-#[derive(Debug, Clone, Default)]
+/// An event to append: what happened and who did it are the audit's enums
+/// ([`crate::core::audit`]); the row keeps their text forms.
+#[derive(Debug, Clone)]
 pub struct NewEvent<'a> {
-    /// What happened: `accepted`, `rejected`, `claimed`, `released`, `answered`, ...
-    pub kind: &'a str,
+    /// What happened.
+    pub kind: EventKind,
     /// The request concerned.
     pub request_id: Option<&'a str>,
     /// The lease concerned.
     pub lease_id: Option<i64>,
     /// The agent concerned.
     pub agent_id: Option<&'a str>,
-    /// Who did it: `provider:NAME`, `asker`, `daemon`, `cli`, `agent:ID`.
-    pub actor: &'a str,
+    /// Who did it.
+    pub actor: Actor,
     /// Details, a JSON object.
     pub data: serde_json::Value,
 }
@@ -303,6 +305,7 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     } else {
         e.data.to_string()
     };
+    let (kind, actor) = (e.kind.as_str(), e.actor.as_str());
     let dir = root_dir(tx);
     let key = match &dir {
         Some(d) => Some(key_for_append(d, seq)?),
@@ -313,11 +316,11 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         &prev,
         seq,
         now,
-        e.kind,
+        kind,
         e.request_id,
         e.lease_id,
         e.agent_id,
-        e.actor,
+        &actor,
         &data,
     );
     tx.prepare_cached(
@@ -327,11 +330,11 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     .execute(params![
         seq,
         now,
-        e.kind,
+        kind,
         e.request_id,
         e.lease_id,
         e.agent_id,
-        e.actor,
+        actor,
         data,
         prev,
         hash
@@ -592,9 +595,12 @@ mod tests {
                     tx,
                     1_000 + i,
                     NewEvent {
-                        kind: "test",
-                        actor: "cli",
-                        ..Default::default()
+                        kind: EventKind::Accepted,
+                        actor: Actor::Cli,
+                        request_id: None,
+                        lease_id: None,
+                        agent_id: None,
+                        data: serde_json::Value::Null,
                     },
                 )
             })

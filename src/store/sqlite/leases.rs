@@ -81,11 +81,12 @@ pub fn register(
         tx,
         now,
         NewEvent {
-            kind: EventKind::LeaseRegistered.as_str(),
+            kind: EventKind::LeaseRegistered,
             lease_id: Some(lease_id),
-            actor: &Actor::Provider(name.to_string()).as_str(),
+            actor: Actor::Provider(name.to_string()),
             data: serde_json::json!({"context": context, "generation": generation, "ttlMs": ttl_ms}),
-            ..Default::default()
+            request_id: None,
+            agent_id: None,
         },
     )?;
     Ok(Registered {
@@ -215,10 +216,12 @@ fn end(
         tx,
         now,
         NewEvent {
-            kind: kind.as_str(),
+            kind,
             lease_id: Some(lease_id),
-            actor: &actor.as_str(),
-            ..Default::default()
+            actor: actor.clone(),
+            request_id: None,
+            agent_id: None,
+            data: serde_json::Value::Null,
         },
     )?;
     unclaim_all(tx, lease_id, reason, &actor, now)
@@ -318,12 +321,12 @@ fn unclaim_all(
             tx,
             now,
             NewEvent {
-                kind: EventKind::Released.as_str(),
+                kind: EventKind::Released,
                 request_id: Some(id),
                 lease_id: Some(lease_id),
-                actor: &actor.as_str(),
+                actor: actor.clone(),
                 data: serde_json::json!({"reason": format!("lease {}", reason.as_str())}),
-                ..Default::default()
+                agent_id: None,
             },
         )?;
     }

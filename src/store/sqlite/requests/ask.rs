@@ -167,10 +167,10 @@ pub fn accept(
         tx,
         now,
         NewEvent {
-            kind: EventKind::Accepted.as_str(),
+            kind: EventKind::Accepted,
             request_id: Some(&n.id),
             agent_id: n.request.agent.as_ref().map(|a| a.id.as_str()),
-            actor: &actor.as_str(),
+            actor: actor.clone(),
             // What was asked: the digest of the canonical request (the row's body must
             // hash to it) and what the row keeps beside the body.
             data: serde_json::json!({
@@ -182,7 +182,7 @@ pub fn accept(
                 "deadlineMs": deadline,
                 "lineage": lineage,
             }),
-            ..Default::default()
+            lease_id: None,
         },
     )?;
     Ok(Accepted {
@@ -256,9 +256,9 @@ pub fn record_rejection(
         tx,
         now,
         NewEvent {
-            kind: EventKind::Rejected.as_str(),
+            kind: EventKind::Rejected,
             request_id: id,
-            actor: &actor.as_str(),
+            actor: actor.clone(),
             data: serde_json::json!({
                 "source": rej.source,
                 "code": code,
@@ -266,7 +266,8 @@ pub fn record_rejection(
                 "rowSeq": tx.last_insert_rowid(),
                 "bodySha256": events::hex(&<sha2::Sha256 as sha2::Digest>::digest(rej.body.as_bytes())),
             }),
-            ..Default::default()
+            lease_id: None,
+            agent_id: None,
         },
     )?;
     Ok(outbox)

@@ -58,11 +58,12 @@ pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<R
         tx,
         now,
         NewEvent {
-            kind: EventKind::Claimed.as_str(),
+            kind: EventKind::Claimed,
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: &Actor::Provider(lease.name.clone()).as_str(),
-            ..Default::default()
+            actor: Actor::Provider(lease.name.clone()),
+            agent_id: None,
+            data: serde_json::Value::Null,
         },
     )?;
     Ok(get(tx, id)?.expect("the claimed request exists"))
@@ -190,10 +191,10 @@ pub fn answer(
         tx,
         now,
         NewEvent {
-            kind: EventKind::Answered.as_str(),
+            kind: EventKind::Answered,
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: &Actor::Provider(lease.name.clone()).as_str(),
+            actor: Actor::Provider(lease.name.clone()),
             data: serde_json::json!({
                 "implicitClaim": r.status == Status::Pending,
                 "decision": decision.map(Decision::as_str),
@@ -204,7 +205,7 @@ pub fn answer(
                 "answer": serde_json::to_value(answer).expect("an Answer serializes"),
                 "provider": lease.name,
             }),
-            ..Default::default()
+            agent_id: None,
         },
     )?;
     Ok(get(tx, id)?
@@ -342,12 +343,12 @@ pub(super) fn finish_error(
         tx,
         now,
         NewEvent {
-            kind: kind.as_str(),
+            kind,
             request_id: Some(id),
             lease_id,
-            actor: &actor.as_str(),
+            actor: actor.clone(),
             data: serde_json::json!({"code": code.as_str(), "message": message, "provider": provider}),
-            ..Default::default()
+            agent_id: None,
         },
     )?;
     Ok(get(tx, id)?
