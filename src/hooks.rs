@@ -4,7 +4,7 @@
 //! **Finding new requests.** The store hands out positions in arrival (commit) order, so
 //! "every request above the last position seen" is exactly the set accepted since,
 //! however it arrived: an inbox file, `dshq ask`, another daemon.
-//! [`NewRequests`](crate::app::feed::NewRequests) keeps that high-water mark; `dshq
+//! [`crate::app::feed::NewRequests`] keeps that high-water mark; `dshq
 //! watch` and the hook runner both use it. It is one indexed range read, cheap enough to
 //! run after every daemon pass.
 //!

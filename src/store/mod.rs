@@ -14,7 +14,7 @@
 //! environment of its own that may fail ([`crate::protocol::check::AskEnv`]).
 //!
 //! [`sqlite`] is the one backend today; a PostgreSQL one implements the same trait and
-//! runs the same scenarios ([`scenarios`]).
+//! runs the same scenarios (`store::scenarios`, compiled for tests).
 
 pub mod anchor;
 pub mod sqlite;

@@ -25,7 +25,7 @@ pub struct Accepted {
     pub replaced_rejection: bool,
 }
 
-/// Filters for [`list`].
+/// Filters for [`Store::list`](super::Store::list).
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
     /// Only this status.

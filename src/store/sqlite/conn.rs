@@ -1,7 +1,7 @@
 //! The SQLite connection: its setup and pragmas, the embedded migrations, and the write
 //! transactions every operation runs in (each sweeping what fell due first).
 //!
-//! Every write is a `BEGIN IMMEDIATE` transaction opened by [`write`], so a CLI command and
+//! Every write is a `BEGIN IMMEDIATE` transaction opened by [`write()`], so a CLI command and
 //! the daemon share exactly the same logic and take SQLite's write lock up front (no
 //! deadlock-prone lock upgrades). Each write transaction first calls [`sweep`], which ends
 //! expired leases, agents and overdue requests: an expired lease is dead for every
@@ -271,7 +271,7 @@ pub fn write<T>(
     Ok(out)
 }
 
-/// Like [`write`], but `now` is read from the clock *after* the write lock is taken and
+/// Like [`write()`], but `now` is read from the clock *after* the write lock is taken and
 /// passed to `f`. Commands use this: a command that waited for the lock (another writer,
 /// a busy timeout) must judge leases and deadlines at the time it writes, not at the time
 /// it started, or an expired lease could still answer or be revived.

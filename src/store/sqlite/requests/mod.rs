@@ -7,7 +7,7 @@
 //! matches a row.
 
 //
-//! One file per concern: [`row`] maps a row, [`reads`] reads, [`ask`] accepts or rejects,
+//! One file per concern: `row` maps a row, [`reads`] reads, [`ask`] accepts or rejects,
 //! [`provide`] holds the provider transitions and their replays, [`timeouts`] the deadline
 //! sweep, [`outbox`] the outcome-file bookkeeping, [`due`] the next wake-up. None imports
 //! this module back; leases return their claims themselves (`leases`), so `requests`
