@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::events;
 use super::requests::{self, ListFilter, RequestRow, Status};
+use crate::core::audit::EventKind;
 use crate::error::Result;
 use crate::protocol::answer::{check_answer, request_decision};
 use crate::protocol::digest::request_digest;
@@ -128,13 +129,24 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
     }
     let creations: Vec<&Event> = all
         .iter()
-        .filter(|e| e.kind == "accepted" || e.kind == "rejected")
+        .filter(|e| {
+            matches!(
+                e.event_kind(),
+                Some(EventKind::Accepted | EventKind::Rejected)
+            )
+        })
         .collect();
     let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in &all {
         if matches!(
-            e.kind.as_str(),
-            "claimed" | "released" | "answered" | "cancelled" | "aborted"
+            e.event_kind(),
+            Some(
+                EventKind::Claimed
+                    | EventKind::Released
+                    | EventKind::Answered
+                    | EventKind::Cancelled
+                    | EventKind::Aborted
+            )
         ) {
             match e.request_id.as_deref() {
                 Some(id) => lifecycle.entry(id).or_default().push(e),
@@ -183,7 +195,7 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
         }
         if problem.is_none() {
             let q = questions.remove(&row.seq).unwrap_or_default();
-            problem = if ev.kind == "rejected" {
+            problem = if ev.event_kind() == Some(EventKind::Rejected) {
                 check_rejected(row, ev, &q)
             } else {
                 let id = row.id.as_deref().unwrap_or_default();
@@ -404,8 +416,8 @@ fn check_accepted(
         if st.status.is_some_and(Status::is_final) {
             return Some((e.seq, format!("a {} event follows the final state", e.kind)));
         }
-        match e.kind.as_str() {
-            "claimed" => {
+        match e.event_kind() {
+            Some(EventKind::Claimed) => {
                 if st.status != Some(Status::Pending) {
                     return Some((e.seq, "claimed while not pending".into()));
                 }
@@ -413,7 +425,7 @@ fn check_accepted(
                 st.claimed_lease = e.lease_id;
                 st.claimed_ms = Some(e.at_ms);
             }
-            "released" => {
+            Some(EventKind::Released) => {
                 if st.status != Some(Status::Claimed) {
                     return Some((e.seq, "released while not claimed".into()));
                 }
@@ -421,14 +433,14 @@ fn check_accepted(
                 st.claimed_lease = None;
                 st.claimed_ms = None;
             }
-            "answered" => {
+            Some(EventKind::Answered) => {
                 st.status = Some(Status::Answered);
                 st.claimed_lease = e.lease_id;
                 st.claimed_ms = st.claimed_ms.or(Some(e.at_ms));
                 st.finished_ms = Some(e.at_ms);
             }
-            "cancelled" | "aborted" => {
-                st.status = Some(if e.kind == "cancelled" {
+            Some(kind @ (EventKind::Cancelled | EventKind::Aborted)) => {
+                st.status = Some(if kind == EventKind::Cancelled {
                     Status::Cancelled
                 } else {
                     Status::Aborted
@@ -458,7 +470,9 @@ fn check_accepted(
         (Status::Cancelled | Status::Aborted, Some(e)) => {
             let provider = match e.data.get("provider") {
                 Some(p) => p.as_str(),
-                None if e.kind == "cancelled" => e.actor.strip_prefix("provider:"),
+                None if e.event_kind() == Some(EventKind::Cancelled) => {
+                    e.actor.strip_prefix("provider:")
+                }
                 None => None,
             };
             differs("provider", &row.provider.as_deref(), &provider)
