@@ -98,6 +98,35 @@ fn lease_for(
     }
 }
 
+/// Accept a request, or record its rejection with the input's actor (one step of a
+/// transaction: `ask` is one, an inbox batch runs it per request file).
+fn accept_or_reject(tx: &rusqlite::Transaction, input: AskInput, now: Millis) -> Result<Asked> {
+    let source = input.source.as_str();
+    let refused = match input.request {
+        Ok(request) => {
+            match requests::accept(tx, request, input.fallback_id.as_deref(), &source, now) {
+                Ok(a) => return Ok(Asked::Accepted(a)),
+                Err(Error::Question(e)) => e,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(e) => e,
+    };
+    let (id, context) = &input.salvaged;
+    let rej = requests::Rejection {
+        id: id.as_deref(),
+        context: context.as_deref(),
+        body: &input.raw,
+        source: &source,
+        actor: Some(input.actor.clone()),
+    };
+    let outcome = requests::record_rejection(tx, &rej, &refused, now)?;
+    Ok(Asked::Rejected {
+        error: refused,
+        outcome,
+    })
+}
+
 /// Errors that end a batch (the store or the disk failed); any other error is one
 /// input's verdict.
 fn fatal(e: &Error) -> bool {
@@ -109,35 +138,7 @@ fn fatal(e: &Error) -> bool {
 
 impl Store for SqliteStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|tx, now| {
-            let refused = match input.request {
-                Ok(request) => match requests::accept(
-                    tx,
-                    request,
-                    input.fallback_id.as_deref(),
-                    &input.source.as_str(),
-                    now,
-                ) {
-                    Ok(a) => return Ok(Asked::Accepted(a)),
-                    Err(Error::Question(e)) => e,
-                    Err(other) => return Err(other),
-                },
-                Err(e) => e,
-            };
-            let (id, context) = &input.salvaged;
-            let rej = requests::Rejection {
-                id: id.as_deref(),
-                context: context.as_deref(),
-                body: &input.raw,
-                source: &input.source.as_str(),
-                actor: Some(input.actor.clone()),
-            };
-            let outcome = requests::record_rejection(tx, &rej, &refused, now)?;
-            Ok(Asked::Rejected {
-                error: refused,
-                outcome,
-            })
-        })
+        self.write(|tx, now| accept_or_reject(tx, input, now))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
@@ -152,7 +153,8 @@ impl Store for SqliteStore {
                         raw,
                         mtime,
                     } => {
-                        let source = Source::Inbox(name).as_str().into_owned();
+                        let from = Source::Inbox(name);
+                        let source = from.as_str().into_owned();
                         // This very file was judged already (committed as rejected, then
                         // the daemon died or the move failed): finish with that verdict
                         // instead of judging it again, which could now flip it to accepted.
@@ -163,28 +165,25 @@ impl Store for SqliteStore {
                             out.push(InboxVerdict::Rejected(e));
                             continue;
                         }
-                        // Kept for the rejection record; the request itself moves into accept.
-                        let (req_id, req_context) = (request.id.clone(), request.context.clone());
-                        match requests::accept(tx, request, Some(&stem), &source, now) {
-                            Ok(a) if a.new => InboxVerdict::Accepted {
+                        // The same accept-or-reject as `ask`, by the daemon; a rejection is
+                        // recorded under the request's id, else the file's.
+                        let salvaged = (Some(id), request.context.clone());
+                        let input = AskInput {
+                            request: Ok(request),
+                            fallback_id: Some(stem),
+                            salvaged,
+                            raw,
+                            source: from,
+                            actor: Actor::Daemon,
+                        };
+                        match accept_or_reject(tx, input, now)? {
+                            Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
                                 id: a.id,
                                 context: a.context,
                                 replaced_rejection: a.replaced_rejection,
                             },
-                            Ok(a) => InboxVerdict::Redelivered(a.id),
-                            Err(Error::Question(e)) => {
-                                let id = req_id.unwrap_or(stem);
-                                let rej = requests::Rejection {
-                                    id: Some(&id),
-                                    context: req_context.as_deref(),
-                                    body: &raw,
-                                    source: &source,
-                                    actor: Some(Actor::Daemon),
-                                };
-                                requests::record_rejection(tx, &rej, &e, now)?;
-                                InboxVerdict::Rejected(e)
-                            }
-                            Err(other) => return Err(other),
+                            Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
+                            Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
                         }
                     }
                     InboxInput::Abort { name, id, reason } => {
