@@ -14,7 +14,7 @@
 //! - [`text`]: the one sanitiser for asker-supplied text shown to a person; pure.
 //! - [`app`]: the use-cases (ask, provide, session, agents, sweep, feed, audit).
 //! - [`store`]: the seam, a trait with one method per transaction, and its SQLite backend
-//!   ([`store::sqlite`], the only place rusqlite is used).
+//!   ([`store::sqlite`], the only place the SQLite crate is used).
 //! - [`files`]: the directory API (inbox, outbox, answer files).
 //! - [`daemon`]: the host loop.
 //! - [`hooks`]: the daemon's `--on-question` hook.
