@@ -152,6 +152,13 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
         }
     }
 
+    // `require_provider` is not in `RequestRow` (nothing but export reads it), yet it is
+    // part of what was asked: it must be what the body the digest pins says.
+    let require_provider: HashMap<i64, bool> = conn
+        .prepare("SELECT seq, require_provider FROM requests")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+
     let mut checked = 0;
     for (i, row) in rows.iter().enumerate() {
         let brk = |event: Option<i64>, problem: String| RecordBreak {
@@ -194,6 +201,18 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
                     None => None,
                 }
             };
+        }
+        if problem.is_none() {
+            // The body parsed and matched its digest in `check_accepted`; a rejection
+            // asks for nothing.
+            let asked = ev.kind != "rejected"
+                && serde_json::from_str::<Request>(&row.body).is_ok_and(|r| r.requires_provider());
+            let stored = require_provider.get(&row.seq).copied().unwrap_or(false);
+            if stored != asked {
+                problem = Some(format!(
+                    "requireProvider is {stored} in the row but {asked} in the request the log recorded"
+                ));
+            }
         }
         if let Some(p) = problem {
             return Ok((checked, Some(brk(Some(ev.seq), p))));

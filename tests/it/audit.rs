@@ -2354,3 +2354,18 @@ fn the_events_table_escapes_answer_text_now_in_the_log() {
     }
     env.json(&["audit", "verify"]).ok();
 }
+
+/// `requests.require_provider` is a column of what was asked (export shows it): the
+/// audit must hold it to the request body the log's digest pins, as it does `context`.
+#[test]
+fn a_forged_require_provider_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    tamper_db(&env)
+        .execute(
+            "UPDATE requests SET require_provider = 1 WHERE id = 's1'",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "requireProvider"]);
+}
