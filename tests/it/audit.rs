@@ -2369,3 +2369,33 @@ fn a_forged_require_provider_breaks_the_audit() {
         .unwrap();
     assert_audit_fails(&env, &[], &["s1", "requireProvider"]);
 }
+
+/// A keyed log whose root lost `audit.key` (the database moved or restored into another
+/// root, the key deleted by mistake): a write must not create a new key. It used to,
+/// silently, covering only the next events: the old events then verified under neither
+/// key, so the log stayed unverifiable even after the real key was restored.
+#[test]
+fn a_write_to_a_keyed_log_without_its_key_is_refused_not_forked() {
+    let env = small_store();
+    assert_verifies(&env);
+    let key_path = env.root().join("audit.key");
+    let key = std::fs::read(&key_path).unwrap();
+    let events_before = event_count(&db(&env));
+    std::fs::remove_file(&key_path).unwrap();
+
+    let r = env.ask(&simple_request("s3"));
+    assert_ne!(r.code, 0, "a write without the key must fail: {r:?}");
+    assert_eq!(r.error_code(), "IO", "{r:?}");
+    assert!(r.stdout.contains("audit.key"), "names the key file: {r:?}");
+    assert!(!key_path.exists(), "no new key was made");
+    assert_eq!(
+        event_count(&db(&env)),
+        events_before,
+        "nothing was appended"
+    );
+
+    // With the key back, the log verifies and writes go on under it.
+    std::fs::write(&key_path, &key).unwrap();
+    env.ask(&simple_request("s3")).ok();
+    assert_verifies(&env);
+}
