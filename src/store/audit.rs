@@ -312,6 +312,30 @@ fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<Str
             )
         })
         .or_else(|| {
+            // Recorded since the second pass; older rejected events carry no context.
+            let c = str_field(ev, "context")?;
+            differs("context", &Some(row.context.as_str()), &Some(c))
+        })
+        .or_else(|| {
+            // A rejection is filed under no agent, deadline or claim: those columns stay
+            // empty (the list shows them).
+            let set = [
+                (
+                    "agent",
+                    row.agent_id.is_some() || row.agent_instance.is_some(),
+                ),
+                ("lineage", row.agent_lineage.is_some()),
+                ("deadline", row.deadline_ms.is_some()),
+                (
+                    "claim",
+                    row.claimed_lease.is_some() || row.claimed_ms.is_some(),
+                ),
+            ];
+            set.iter()
+                .find(|(_, on)| *on)
+                .map(|(what, _)| format!("a rejected row carries a {what}"))
+        })
+        .or_else(|| {
             let want = str_field(ev, "bodySha256")?;
             let got = events::hex(&Sha256::digest(row.body.as_bytes()));
             (got != want).then(|| "the rejected input does not match its digest in the log".into())

@@ -533,6 +533,7 @@ pub fn record_rejection(
             actor: "daemon",
             data: serde_json::json!({
                 "source": rej.source,
+                "context": context,
                 "code": code,
                 "message": error.message,
                 "rowSeq": tx.last_insert_rowid(),

@@ -2399,3 +2399,43 @@ fn a_write_to_a_keyed_log_without_its_key_is_refused_not_forked() {
     env.ask(&simple_request("s3")).ok();
     assert_verifies(&env);
 }
+
+/// A rejected row is a record too: what it was filed under (its context, an agent, a
+/// deadline, a claim) must not change unnoticed; `list`, `show` and `history --agent`
+/// present those columns.
+#[test]
+fn a_forged_rejected_row_breaks_the_audit() {
+    let make = || {
+        let env = Env::new();
+        let r = env.ask(&json!({"id": "bad1", "context": "ops", "questions": []}));
+        assert_eq!(r.error_code(), "EMPTY_QUESTIONS", "{r:?}");
+        assert_verifies(&env);
+        env
+    };
+    for (sql, needle) in [
+        (
+            "UPDATE requests SET context = 'default' WHERE id = 'bad1'",
+            "context",
+        ),
+        (
+            "UPDATE requests SET agent_id = 'A', agent_instance = 'x' WHERE id = 'bad1'",
+            "agent",
+        ),
+        (
+            "UPDATE requests SET agent_lineage = 'root' WHERE id = 'bad1'",
+            "lineage",
+        ),
+        (
+            "UPDATE requests SET deadline_ms = 5 WHERE id = 'bad1'",
+            "deadline",
+        ),
+        (
+            "UPDATE requests SET claimed_ms = 5 WHERE id = 'bad1'",
+            "claim",
+        ),
+    ] {
+        let env = make();
+        tamper_db(&env).execute(sql, []).unwrap();
+        assert_audit_fails(&env, &[], &["bad1", needle]);
+    }
+}
