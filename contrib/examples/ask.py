@@ -80,6 +80,22 @@ def _read_json(path):
         return None
 
 
+# The error codes an accepted request can end with; every other error outcome is the
+# rejection of some input, which for our own file shows as rejected/NAME.error.json.
+_FINAL_CODES = ("ASK_CANCELLED", "ASK_ABORTED")
+
+
+def _is_rejection(outcome):
+    """Whether `outcome` is the rejection of an input rather than the end of a request.
+
+    An earlier attempt with the same content (rejected NO_PROVIDER, say) left one with our
+    digest: it is not the outcome of the file we dropped, so it is never taken as ours.
+    """
+    if outcome.get("status") != "error":
+        return False
+    return (outcome.get("error") or {}).get("code") not in _FINAL_CODES
+
+
 def ask(root, request_id, request, timeout=3600.0, poll=0.2):
     """Drop `request` (a dict) as request `request_id`; return its outcome document.
 
@@ -109,7 +125,11 @@ def ask(root, request_id, request, timeout=3600.0, poll=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         outcome = _read_json(outcome_path)
-        if outcome is not None and outcome.get("requestDigest") == digest:
+        if (
+            outcome is not None
+            and outcome.get("requestDigest") == digest
+            and not _is_rejection(outcome)
+        ):
             return outcome
         error = _read_json(rejected_path)
         if error is not None:

@@ -218,6 +218,11 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+    if ctx.json && a.format.is_some_and(|f| f != Format::Json) {
+        return Err(Error::Usage(
+            "--json prints one JSON document: drop --format, or give --format json".into(),
+        ));
+    }
     let now = now_ms();
     let f = filter(&a, now)?;
     let mut store = ctx.stored_store()?;

@@ -2354,3 +2354,88 @@ fn the_events_table_escapes_answer_text_now_in_the_log() {
     }
     env.json(&["audit", "verify"]).ok();
 }
+
+/// `requests.require_provider` is a column of what was asked (export shows it): the
+/// audit must hold it to the request body the log's digest pins, as it does `context`.
+#[test]
+fn a_forged_require_provider_breaks_the_audit() {
+    let env = small_store();
+    assert_verifies(&env);
+    tamper_db(&env)
+        .execute(
+            "UPDATE requests SET require_provider = 1 WHERE id = 's1'",
+            [],
+        )
+        .unwrap();
+    assert_audit_fails(&env, &[], &["s1", "requireProvider"]);
+}
+
+/// A keyed log whose root lost `audit.key` (the database moved or restored into another
+/// root, the key deleted by mistake): a write must not create a new key. It used to,
+/// silently, covering only the next events: the old events then verified under neither
+/// key, so the log stayed unverifiable even after the real key was restored.
+#[test]
+fn a_write_to_a_keyed_log_without_its_key_is_refused_not_forked() {
+    let env = small_store();
+    assert_verifies(&env);
+    let key_path = env.root().join("audit.key");
+    let key = std::fs::read(&key_path).unwrap();
+    let events_before = event_count(&db(&env));
+    std::fs::remove_file(&key_path).unwrap();
+
+    let r = env.ask(&simple_request("s3"));
+    assert_ne!(r.code, 0, "a write without the key must fail: {r:?}");
+    assert_eq!(r.error_code(), "IO", "{r:?}");
+    assert!(r.stdout.contains("audit.key"), "names the key file: {r:?}");
+    assert!(!key_path.exists(), "no new key was made");
+    assert_eq!(
+        event_count(&db(&env)),
+        events_before,
+        "nothing was appended"
+    );
+
+    // With the key back, the log verifies and writes go on under it.
+    std::fs::write(&key_path, &key).unwrap();
+    env.ask(&simple_request("s3")).ok();
+    assert_verifies(&env);
+}
+
+/// A rejected row is a record too: what it was filed under (its context, an agent, a
+/// deadline, a claim) must not change unnoticed; `list`, `show` and `history --agent`
+/// present those columns.
+#[test]
+fn a_forged_rejected_row_breaks_the_audit() {
+    let make = || {
+        let env = Env::new();
+        let r = env.ask(&json!({"id": "bad1", "context": "ops", "questions": []}));
+        assert_eq!(r.error_code(), "EMPTY_QUESTIONS", "{r:?}");
+        assert_verifies(&env);
+        env
+    };
+    for (sql, needle) in [
+        (
+            "UPDATE requests SET context = 'default' WHERE id = 'bad1'",
+            "context",
+        ),
+        (
+            "UPDATE requests SET agent_id = 'A', agent_instance = 'x' WHERE id = 'bad1'",
+            "agent",
+        ),
+        (
+            "UPDATE requests SET agent_lineage = 'root' WHERE id = 'bad1'",
+            "lineage",
+        ),
+        (
+            "UPDATE requests SET deadline_ms = 5 WHERE id = 'bad1'",
+            "deadline",
+        ),
+        (
+            "UPDATE requests SET claimed_ms = 5 WHERE id = 'bad1'",
+            "claim",
+        ),
+    ] {
+        let env = make();
+        tamper_db(&env).execute(sql, []).unwrap();
+        assert_audit_fails(&env, &[], &["bad1", needle]);
+    }
+}

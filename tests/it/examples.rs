@@ -241,6 +241,68 @@ fn askers_ignore_the_stale_error_outcome_of_an_earlier_attempt() {
     }
 }
 
+/// A retry with the *same* content after a rejection whose cause was outside the request
+/// (`NO_PROVIDER`: nobody was registered yet). The earlier attempt's error outcome carries
+/// the same digest, so an asker that took any outcome with its digest reported
+/// `NO_PROVIDER` for the retry at once, while the retry was accepted and waited for a
+/// human. A rejection of the asker's own file is told by `rejected/NAME.error.json`; an
+/// outcome that is a rejection is never the answer to a file it dropped.
+#[test]
+fn askers_retrying_the_same_request_ignore_its_earlier_rejection() {
+    let env = Env::new();
+    for (program, script, id) in [
+        ("python3", "contrib/examples/ask.py", "retry-py"),
+        ("sh", "contrib/examples/ask.sh", "retry-sh"),
+    ] {
+        let context = format!("ctx-{id}");
+        let request = staged(
+            &env,
+            &format!("{id}.json"),
+            &json!({"context": context, "requireProvider": true, "questions": [
+                {"id": "go", "question": "Deploy?", "options": [{"label": "yes"}, {"label": "no"}]}
+            ]}),
+        );
+        let script = repo().join(script);
+        let d = env.daemon();
+        let out = finish(spawn_asker(&env, program, &script, id, &request));
+        assert_eq!(out.code, 1, "{program}: {out:?}");
+        assert!(out.stderr.contains("NO_PROVIDER"), "{program}: {out:?}");
+        env.wait_outcome(id); // the rejection left an error outcome with this digest
+        d.stop();
+
+        // A reviewer registers; the asker retries the very same request.
+        let token = env
+            .run(&["provider", "register", "--context", &context])
+            .ok();
+        let token = token.stdout.trim().to_string();
+        let mut child = spawn_asker(&env, program, &script, id, &request);
+        assert!(wait_until(DEADLINE, || !env.names("inbox/new").is_empty()
+            || child.try_wait().unwrap().is_some()));
+        let d = env.daemon();
+        assert!(
+            wait_until(DEADLINE, || env
+                .json(&["show", id])
+                .json()
+                .get("status")
+                .is_some_and(|s| s == "pending")
+                || child.try_wait().unwrap().is_some()),
+            "{}",
+            d.log_text()
+        );
+        let _ = env.json(&["answer", id, "--lease", &token, "--select", "yes"]);
+        let out = finish(child);
+        assert_eq!(
+            out.code, 0,
+            "{program} reported the earlier rejection: {out:?}"
+        );
+        assert_eq!(
+            out.json()["answer"]["answers"][0]["selected"],
+            json!(["yes"])
+        );
+        d.stop();
+    }
+}
+
 /// The askers compute the digest themselves (Python's json, jq): on a request with what
 /// could make the canonical forms differ (non-ASCII and control characters, the
 /// `multi_select` alias, nulls, nested meta with floats), they must agree with dshq, or

@@ -25,3 +25,25 @@ fn closed_set_flags_list_their_values_and_refuse_others() {
         assert!(help.contains(code), "{code} not in --help:\n{help}");
     }
 }
+
+/// `--json` promises exactly one JSON document on stdout; `history --format csv` (or
+/// ndjson, or table) beside it printed CSV (or many documents) instead, which a program
+/// passing `--json` everywhere cannot read. The conflict is a usage error, as one document.
+#[test]
+fn json_with_another_history_format_is_a_usage_error() {
+    let env = Env::new();
+    env.ask(
+        &serde_json::json!({"id": "h1", "questions": [{"id": "q", "question": "Q?",
+        "options": [{"label": "A"}]}]}),
+    )
+    .ok();
+    for format in ["csv", "ndjson", "table"] {
+        let r = env.json(&["history", "--format", format]);
+        assert_eq!(r.error_code(), "USAGE", "--format {format}: {r:?}");
+        assert_ne!(r.code, 0);
+        r.json();
+    }
+    let r = env.json(&["history", "--format", "json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.json().as_array().map(Vec::len), Some(1));
+}

@@ -165,6 +165,13 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
         }
     }
 
+    // `require_provider` is not in `RequestRow` (nothing but export reads it), yet it is
+    // part of what was asked: it must be what the body the digest pins says.
+    let require_provider: HashMap<i64, bool> = conn
+        .prepare("SELECT seq, require_provider FROM requests")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+
     let mut checked = 0;
     for (i, row) in rows.iter().enumerate() {
         let brk = |event: Option<i64>, problem: String| RecordBreak {
@@ -207,6 +214,18 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
                     None => None,
                 }
             };
+        }
+        if problem.is_none() {
+            // The body parsed and matched its digest in `check_accepted`; a rejection
+            // asks for nothing.
+            let asked = ev.kind != "rejected"
+                && serde_json::from_str::<Request>(&row.body).is_ok_and(|r| r.requires_provider());
+            let stored = require_provider.get(&row.seq).copied().unwrap_or(false);
+            if stored != asked {
+                problem = Some(format!(
+                    "requireProvider is {stored} in the row but {asked} in the request the log recorded"
+                ));
+            }
         }
         if let Some(p) = problem {
             return Ok((checked, Some(brk(Some(ev.seq), p))));
@@ -304,6 +323,30 @@ fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<Str
                 &Some(row.source.as_str()),
                 &str_field(ev, "source"),
             )
+        })
+        .or_else(|| {
+            // Recorded since the second pass; older rejected events carry no context.
+            let c = str_field(ev, "context")?;
+            differs("context", &Some(row.context.as_str()), &Some(c))
+        })
+        .or_else(|| {
+            // A rejection is filed under no agent, deadline or claim: those columns stay
+            // empty (the list shows them).
+            let set = [
+                (
+                    "agent",
+                    row.agent_id.is_some() || row.agent_instance.is_some(),
+                ),
+                ("lineage", row.agent_lineage.is_some()),
+                ("deadline", row.deadline_ms.is_some()),
+                (
+                    "claim",
+                    row.claimed_lease.is_some() || row.claimed_ms.is_some(),
+                ),
+            ];
+            set.iter()
+                .find(|(_, on)| *on)
+                .map(|(what, _)| format!("a rejected row carries a {what}"))
         })
         .or_else(|| {
             let want = str_field(ev, "bodySha256")?;

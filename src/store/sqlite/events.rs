@@ -137,7 +137,11 @@ static KEYS: Mutex<Vec<(PathBuf, Arc<AuditKey>)>> = Mutex::new(Vec::new());
 /// Only a writer holding the database's write lock calls this, so two processes never
 /// create keys with different start points; a concurrent creation still resolves to one
 /// file (created under a temporary name, then linked into place without replacing).
-fn key_for_append(dir: &Path, next_seq: i64) -> Result<Arc<AuditKey>> {
+///
+/// A log whose newest event is keyed already has a key somewhere: creating another would
+/// fork the chain (the events before it would verify under neither key, even once the
+/// real key is restored), so that is refused, naming the key file.
+fn key_for_append(tx: &Transaction, dir: &Path, next_seq: i64) -> Result<Arc<AuditKey>> {
     let mut cache = KEYS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, k)) = cache.iter().find(|(d, _)| d == dir) {
         return Ok(k.clone());
@@ -145,6 +149,17 @@ fn key_for_append(dir: &Path, next_seq: i64) -> Result<Arc<AuditKey>> {
     let key = match load_key(dir)? {
         Some(k) => k,
         None => {
+            if newest_is_keyed(tx)? {
+                return Err(Error::io(
+                    dir.join(KEY_FILE),
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "the event log is keyed but the key file is missing; restore it \
+                         (from the root this database came from, or a backup) before \
+                         writing: a new key would leave the log unverifiable",
+                    ),
+                ));
+            }
             let mut secret = [0u8; 32];
             getrandom::getrandom(&mut secret)
                 .map_err(|e| Error::io(dir.join(KEY_FILE), std::io::Error::other(e.to_string())))?;
@@ -164,6 +179,30 @@ fn key_for_append(dir: &Path, next_seq: i64) -> Result<Arc<AuditKey>> {
     let key = Arc::new(key);
     cache.push((dir.to_path_buf(), key.clone()));
     Ok(key)
+}
+
+/// Whether the newest event's hash is not its plain SHA-256, i.e. it was keyed.
+fn newest_is_keyed(tx: &Transaction) -> Result<bool> {
+    let newest = tx
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM events ORDER BY seq DESC LIMIT 1"),
+            [],
+            |r| {
+                Ok(event_hash(
+                    &r.get::<_, String>(8)?,
+                    r.get(0)?,
+                    r.get(1)?,
+                    &r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?.as_deref(),
+                    r.get(4)?,
+                    r.get::<_, Option<String>>(5)?.as_deref(),
+                    &r.get::<_, String>(6)?,
+                    &r.get::<_, String>(7)?,
+                ) != r.get::<_, String>(9)?)
+            },
+        )
+        .optional()?;
+    Ok(newest.unwrap_or(false))
 }
 
 fn create_key_file(dir: &Path, key: &AuditKey) -> Result<()> {
@@ -308,7 +347,7 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     let (kind, actor) = (e.kind.as_str(), e.actor.as_str());
     let dir = root_dir(tx);
     let key = match &dir {
-        Some(d) => Some(key_for_append(d, seq)?),
+        Some(d) => Some(key_for_append(tx, d, seq)?),
         None => None,
     };
     let hash = chain_hash(

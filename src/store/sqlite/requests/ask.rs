@@ -261,6 +261,7 @@ pub fn record_rejection(
             actor: actor.clone(),
             data: serde_json::json!({
                 "source": rej.source,
+                "context": context,
                 "code": code,
                 "message": error.message,
                 "rowSeq": tx.last_insert_rowid(),
