@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_record_immutable",
         include_str!("../../../migrations/sqlite/0003_record_immutable.sql"),
     ),
+    (
+        4,
+        "0004_rejections_by_source",
+        include_str!("../../../migrations/sqlite/0004_rejections_by_source.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

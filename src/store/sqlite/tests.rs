@@ -204,7 +204,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 3);
+    assert_eq!(schema_version(&conn).unwrap(), 4);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -217,10 +217,11 @@ fn migration_version_is_recorded() {
         vec![
             (1, "0001_init".to_string()),
             (2, "0002_audit_indexes".to_string()),
-            (3, "0003_record_immutable".to_string())
+            (3, "0003_record_immutable".to_string()),
+            (4, "0004_rejections_by_source".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 3);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 4);
 }
 
 #[test]
@@ -240,8 +241,8 @@ fn a_version_1_database_upgrades_in_place() {
     assert_eq!(schema_version(&conn).unwrap(), 1);
     accept(&mut conn, simple("old", "default"), T0).unwrap();
     // Upgrading applies 0002 and 0003, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 3);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
+    assert_eq!(migrate(&conn).unwrap(), 4);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
     assert_eq!(
         count(
             &conn,
@@ -256,9 +257,9 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 3);
-    assert_eq!(migrate(&conn).unwrap(), 3);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
+    assert_eq!(migrate(&conn).unwrap(), 4);
+    assert_eq!(migrate(&conn).unwrap(), 4);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -268,13 +269,13 @@ fn migrating_twice_is_a_no_op() {
 fn newer_schema_is_refused() {
     let conn = db();
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (4, '0004_future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (5, '0005_future', 0)",
         [],
     )
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 4, known: 3 }),
+        matches!(e, Error::SchemaTooNew { found: 5, known: 4 }),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -307,8 +308,8 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 3);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 3);
+    assert_eq!(schema_version(&conn).unwrap(), 4);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -319,7 +320,7 @@ fn file_database_pragmas_and_reopen() {
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 7, known: 3 }),
+        matches!(e, Error::SchemaTooNew { found: 7, known: 4 }),
         "{e:?}"
     );
 }

@@ -234,9 +234,10 @@ pub fn record_rejection(
     let code = error.code.as_str();
     let already: bool = tx
         .prepare_cached(
-            // By id: left to itself the planner walks every rejected row (the status
-            // index), which made each rejection in a flood slower than the last.
-            "SELECT 1 FROM requests INDEXED BY requests_id_any WHERE id IS ?1 AND status = 'rejected' AND source = ?2 AND body = ?3 AND error_code = ?4",
+            // By source (the file): left to itself the planner walks every rejected row
+            // (the status index), and the id index walks every id-less one; either made
+            // each rejection in a flood slower than the last.
+            "SELECT 1 FROM requests INDEXED BY requests_rejected_source WHERE source = ?2 AND id IS ?1 AND status = 'rejected' AND body = ?3 AND error_code = ?4",
         )?
         .exists(params![id, rej.source, rej.body, code])?;
     if already {
