@@ -14,6 +14,7 @@ mod helpers;
 mod hooks;
 mod hostile;
 mod interactive;
+mod layers;
 mod outcome;
 mod seam;
 mod terminal;
