@@ -12,7 +12,7 @@
 //! `recv_timeout` until a hint arrives or the next lease/deadline falls due (at most one
 //! tick), so an idle daemon wakes about once a second and does no work.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -300,7 +300,7 @@ fn pass(
 /// writing outcomes between batches so rejections reach askers promptly.
 ///
 /// The directory is listed anew before a batch once the last listing is [`RELIST_AFTER`]
-/// old (or used up), and a batch takes files that arrived since the previous listing first
+/// old (or used up; see [`Plan`]), and a batch takes files that arrived since the previous listing first
 /// (half of it, the rest from the backlog in name order): a valid request dropped behind a
 /// flood of bad files waits at most that long and one batch, not the flood. Listing before
 /// every batch kept that bound tighter but cost a whole listing of the backlog per batch:
@@ -321,27 +321,24 @@ fn drain_inbox(
     let mut previous: HashSet<String> = HashSet::new();
     let mut tried: HashSet<String> = HashSet::new();
     let mut big = false;
-    // The current listing, its names as a set, and when it was made.
-    let mut listing: Option<(Vec<String>, HashSet<String>, Instant)> = None;
+    // What is left to try of the current listing, in order.
+    let mut plan: Option<Plan> = None;
     let result = (|| loop {
-        let fresh_listing = listing
+        let fresh_listing = plan
             .as_ref()
-            .is_none_or(|(_, _, at)| at.elapsed() >= RELIST_AFTER);
+            .is_none_or(|p| p.is_empty() || p.listed_at.elapsed() >= RELIST_AFTER);
         if fresh_listing {
             let names = inbox::list_dir(&dir)?;
             let current: HashSet<String> = names.iter().cloned().collect();
             // A file handled and gone is forgotten: the same name dropped again is new.
             tried.retain(|n| current.contains(n));
-            listing = Some((names, current, Instant::now()));
+            plan = Some(Plan::new(&names, &previous, &tried));
+            // This listing's names are the backlog of the next one.
+            previous = current;
         }
-        let (names, current, _) = listing.as_ref().expect("listed above");
-        let chosen = pick_batch(names, &previous, &tried, batch);
+        let p = plan.as_mut().expect("planned above");
+        let chosen = p.next_batch(batch);
         if chosen.is_empty() {
-            if !fresh_listing {
-                // This listing is used up: list again before concluding the drain.
-                listing = None;
-                continue;
-            }
             if unwatched {
                 // Watch again, then list once more: whatever arrived before the watch was
                 // back is seen by that listing, whatever arrives after sends a hint.
@@ -349,6 +346,7 @@ fn drain_inbox(
                     .watch(&dir, RecursiveMode::NonRecursive)
                     .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
                 unwatched = false;
+                plan = None;
                 continue;
             }
             return Ok(());
@@ -357,20 +355,18 @@ fn drain_inbox(
         // otherwise queue an inotify event (a tenth of the ingest time went to the kernel
         // queueing them) for a loop that lists again anyway. Nothing is lost: the listing
         // after the watch is back sees whatever arrived meanwhile.
-        if names.len() > batch && !unwatched {
+        if !p.is_empty() && !unwatched {
             unwatched = watcher.unwatch(&dir).is_ok();
         }
         let r = app::ask::ingest_inbox(store, root, &chosen, config.max_bytes, config.batch_bytes)?;
-        // This listing's names are the backlog from now on (once per listing: later
-        // batches of it find them there already); arrivals a batch's byte budget left out
-        // stay arrivals for the next batch.
-        if fresh_listing {
-            previous.clone_from(current);
-        }
-        for n in &chosen[r.consumed.min(chosen.len())..] {
+        // What a batch's byte budget left out goes first in the next batch, and stays an
+        // arrival for the next listing.
+        let consumed = r.consumed.min(chosen.len());
+        for n in &chosen[consumed..] {
             previous.remove(n);
         }
-        tried.extend(chosen.into_iter().take(r.consumed));
+        p.put_back(chosen[consumed..].to_vec());
+        tried.extend(chosen.into_iter().take(consumed));
         if r.bytes >= TRIM_AFTER_BYTES {
             big = true;
             trim_heap();
@@ -392,36 +388,90 @@ fn drain_inbox(
     result
 }
 
-/// The next inbox batch from a listing: names not yet `tried`, at most `batch`; request
-/// files before abort files (aborts only once no request file is left); among requests,
-/// those absent from the `previous` listing (new arrivals) take up to half the batch and
-/// the backlog the rest, in listing order, either side filling what the other leaves.
+/// What is left to try of one inbox listing: request files that arrived since the
+/// listing before it, the backlog (in listing order), and abort files. Made once per
+/// listing, so a batch costs its own size, not the size of the backlog.
+struct Plan {
+    fresh: VecDeque<String>,
+    backlog: VecDeque<String>,
+    aborts: VecDeque<String>,
+    listed_at: Instant,
+}
+
+impl Plan {
+    /// Plan a listing: names not yet `tried`; those absent from the `previous` listing are
+    /// arrivals.
+    fn new(names: &[String], previous: &HashSet<String>, tried: &HashSet<String>) -> Plan {
+        let mut plan = Plan {
+            fresh: VecDeque::new(),
+            backlog: VecDeque::new(),
+            aborts: VecDeque::new(),
+            listed_at: Instant::now(),
+        };
+        for n in names.iter().filter(|n| !tried.contains(*n)) {
+            if n.ends_with(".abort") {
+                plan.aborts.push_back(n.clone());
+            } else if previous.contains(n) {
+                plan.backlog.push_back(n.clone());
+            } else {
+                plan.fresh.push_back(n.clone());
+            }
+        }
+        plan
+    }
+
+    fn len(&self) -> usize {
+        self.fresh.len() + self.backlog.len() + self.aborts.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next batch, at most `batch` names: request files before abort files (aborts
+    /// only once no request file is left); arrivals take up to half the batch and the
+    /// backlog the rest, either side filling what the other leaves. In listing order.
+    fn next_batch(&mut self, batch: usize) -> Vec<String> {
+        if self.fresh.is_empty() && self.backlog.is_empty() {
+            let n = self.aborts.len().min(batch);
+            return self.aborts.drain(..n).collect();
+        }
+        let fresh_n = self
+            .fresh
+            .len()
+            .min(batch.div_ceil(2).max(batch - self.backlog.len().min(batch)));
+        let backlog_n = self.backlog.len().min(batch - fresh_n);
+        let mut chosen: Vec<String> = self
+            .fresh
+            .drain(..fresh_n)
+            .chain(self.backlog.drain(..backlog_n))
+            .collect();
+        // Listing order within the batch (deterministic).
+        chosen.sort();
+        chosen
+    }
+
+    /// Names a batch took but did not get to (its byte budget ran out): first next time.
+    fn put_back(&mut self, names: Vec<String>) {
+        for n in names.into_iter().rev() {
+            if n.ends_with(".abort") {
+                self.aborts.push_front(n);
+            } else {
+                self.fresh.push_front(n);
+            }
+        }
+    }
+}
+
+/// The next inbox batch from a listing (see [`Plan::next_batch`]).
+#[cfg(test)]
 fn pick_batch(
     names: &[String],
     previous: &HashSet<String>,
     tried: &HashSet<String>,
     batch: usize,
 ) -> Vec<String> {
-    let open = names.iter().filter(|n| !tried.contains(*n));
-    let (aborts, requests): (Vec<&String>, Vec<&String>) =
-        open.partition(|n| n.ends_with(".abort"));
-    if requests.is_empty() {
-        return aborts.into_iter().take(batch).cloned().collect();
-    }
-    let (fresh, backlog): (Vec<&String>, Vec<&String>) =
-        requests.into_iter().partition(|n| !previous.contains(*n));
-    let fresh_n = fresh
-        .len()
-        .min(batch.div_ceil(2).max(batch - backlog.len().min(batch)));
-    let backlog_n = backlog.len().min(batch - fresh_n);
-    let mut chosen: Vec<String> = fresh[..fresh_n]
-        .iter()
-        .chain(&backlog[..backlog_n])
-        .map(|n| (*n).clone())
-        .collect();
-    // Listing order within the batch (deterministic).
-    chosen.sort();
-    chosen
+    Plan::new(names, previous, tried).next_batch(batch)
 }
 
 /// Sweep expiries when something is due.
