@@ -115,3 +115,23 @@ pub fn get(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
 pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow>> {
     store.list(filter)
 }
+
+/// The reviewer's queue in `context` for the session whose lease is `lease_id`: every
+/// request pending, or claimed by that lease, in the order a reviewer takes them —
+/// those with a deadline first (soonest first), then the rest oldest first. One read.
+pub fn review_queue(
+    store: &mut dyn Store,
+    context: &str,
+    lease_id: i64,
+) -> Result<Vec<RequestRow>> {
+    let mut rows: Vec<RequestRow> = store
+        .open_upto(Some(context), FeedPos::MAX)?
+        .into_iter()
+        .filter(|r| {
+            r.status == Status::Pending
+                || (r.status == Status::Claimed && r.claimed_lease == Some(lease_id))
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.deadline_ms.is_none(), r.deadline_ms, r.seq));
+    Ok(rows)
+}

@@ -48,6 +48,10 @@ pub struct Args {
     /// Interactive, without an id: the context whose pending requests to walk.
     #[arg(long, value_name = "C")]
     pub context: Option<String>,
+    /// Interactive, without an id: when the queue is empty, wait for new requests (ring
+    /// the bell when one arrives) instead of ending.
+    #[arg(long, conflicts_with = "id")]
+    pub follow: bool,
     /// Interactive: the ttl of the session's lease (heartbeated every ttl/3).
     #[arg(long, default_value = "1m", value_parser = super::parse_lease_ttl)]
     pub ttl: std::time::Duration,
@@ -191,6 +195,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
                 name: a.name,
                 ttl: a.ttl,
                 style: ctx.color.for_stderr(),
+                follow: a.follow,
             },
         );
     }

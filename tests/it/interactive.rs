@@ -807,3 +807,60 @@ fn an_answer_whose_outcome_file_fails_is_recorded_and_the_walk_goes_on() {
     let _d = env.daemon();
     assert_eq!(env.wait_outcome("s1")["status"], "answered");
 }
+
+/// `answer --follow` does not end on an empty queue: it waits, and a request asked after
+/// it started waiting is shown (with the bell and its place in the walk), answered, and
+/// the screen waits again.
+#[test]
+fn follow_picks_up_a_request_asked_after_it_started_waiting() {
+    let env = Env::new();
+    let mut p = spawn(&env, &["answer", "--follow"], &[]);
+    expect(&mut p, "waiting for new requests in context default");
+    env.ask(&simple_request("late")).ok();
+    expect(&mut p, "\x07");
+    expect(&mut p, "Request late");
+    expect(&mut p, "1 of 1");
+    expect(&mut p, "Your answer");
+    send(&mut p, DOWN);
+    expect(&mut p, "> SQLite");
+    send(&mut p, ENTER);
+    confirm_send(&mut p);
+    expect(&mut p, "late answered by tester");
+    expect(&mut p, "waiting for new requests in context default");
+    // Still open: a second one is picked up too, counted as the second of the walk.
+    env.ask(&simple_request("later")).ok();
+    expect(&mut p, "Request later");
+    expect(&mut p, "2 of 2");
+    expect(&mut p, "Your answer");
+    p.send_control('c').expect("Ctrl-C");
+    assert_eq!(finish(p), 130);
+    answer_of(&env, "late");
+    assert_eq!(show(&env, "later")["status"], "pending");
+    assert!(live_leases(&env).is_empty());
+}
+
+/// The walk takes requests with a deadline first (soonest first), then the rest oldest
+/// first, and says where the reviewer stands.
+#[test]
+fn the_walk_takes_deadlines_first_and_counts_its_place() {
+    let env = Env::new();
+    env.ask(&simple_request("old")).ok();
+    let mut soon = simple_request("soon");
+    soon["timeout"] = json!("1h");
+    let mut sooner = simple_request("sooner");
+    sooner["timeout"] = json!("30m");
+    env.ask(&soon).ok();
+    env.ask(&sooner).ok();
+    env.ask(&simple_request("new")).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    for (k, id) in ["sooner", "soon", "old", "new"].iter().enumerate() {
+        expect(&mut p, &format!("Request {id}"));
+        expect(&mut p, &format!("{} of 4", k + 1));
+        expect(&mut p, "Your answer");
+        send(&mut p, ENTER);
+        confirm_send(&mut p);
+        expect(&mut p, &format!("{id} answered by tester"));
+    }
+    expect(&mut p, "no more pending requests in context default");
+    assert_eq!(finish(p), 0);
+}

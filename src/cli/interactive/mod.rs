@@ -27,6 +27,7 @@
 //!
 //! The screen itself is in [`screen`]; this module only connects it to the store.
 
+pub mod follow;
 pub mod markdown;
 pub mod screen;
 pub mod style;
@@ -64,6 +65,8 @@ pub struct Opts {
     pub ttl: Duration,
     /// How to paint.
     pub style: Style,
+    /// Without an id: when the queue is empty, wait for more instead of ending.
+    pub follow: bool,
 }
 
 /// Whether an interactive session can run here: stdin, stdout and stderr (where the
@@ -460,7 +463,7 @@ fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
 }
 
 /// The lines that introduce a request.
-fn request_header(row: &RequestRow, style: &Style) -> String {
+fn request_header(row: &RequestRow, at: Option<(usize, usize)>, style: &Style) -> String {
     let now = now_ms();
     let id = row.id.as_deref().unwrap_or("-");
     let req = row.request();
@@ -478,6 +481,9 @@ fn request_header(row: &RequestRow, style: &Style) -> String {
             "deadline in {}",
             human_ms(((d - now) / 1000).max(0) * 1000)
         ));
+    }
+    if let Some((k, n)) = at {
+        facts.insert(0, format!("{k} of {n}"));
     }
     let mut s = format!(
         "\n{} {}  {}",
@@ -515,6 +521,7 @@ fn handle_request(
     session: &Session,
     term: &mut Terminal,
     row: &RequestRow,
+    at: Option<(usize, usize)>,
     tally: &mut Tally,
 ) -> std::result::Result<Next, HandleError> {
     let style = term.style;
@@ -522,7 +529,7 @@ fn handle_request(
     let Some(request) = row.request() else {
         return Ok(Next::Continue);
     };
-    term.say(&request_header(row, &style));
+    term.say(&request_header(row, at, &style));
     let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
     let token = session.token();
     let result = match &end {
@@ -591,6 +598,71 @@ enum HandleError {
     Fail(Error),
 }
 
+/// Walk the session's context: the queue in [`follow::Queue`]'s order, claiming each
+/// request as it is shown; at the end, stop, or with `follow` wait for more.
+fn walk(
+    ctx: &Ctx,
+    store: &mut dyn Store,
+    session: &Session,
+    term: &mut Terminal,
+    follow: bool,
+    tally: &mut Tally,
+) -> std::result::Result<(), HandleError> {
+    let style = term.style;
+    let mut queue = follow::Queue::default();
+    let wake = follow.then(|| follow::Wake::on(ctx.root.dir()));
+    let mut idle = false;
+    loop {
+        if let Some(why) = session.lost() {
+            return Err(HandleError::Fail(Error::LeaseExpired(why)));
+        }
+        let Some(next) = queue
+            .next(store, &session.context, session.lease_id)
+            .map_err(HandleError::Fail)?
+        else {
+            let Some(wake) = &wake else {
+                term.say(&format!(
+                    "no more pending requests in context {}",
+                    session.context
+                ));
+                return Ok(());
+            };
+            if !idle {
+                idle = true;
+                term.say(&style.dim(&format!(
+                    "waiting for new requests in context {} · Ctrl-C: stop",
+                    session.context
+                )));
+            }
+            wake.wait();
+            continue;
+        };
+        if idle {
+            idle = false;
+            follow::bell();
+        }
+        let id = next.row.id.clone().unwrap_or_default();
+        let row = match claim(store, session.token(), &id) {
+            Ok(row) => row,
+            // Taken or ended between the read and the claim: move on.
+            Err(
+                Error::RequestFinal { .. } | Error::ClaimedElsewhere { .. } | Error::NotFound(_),
+            ) => {
+                queue.not_shown();
+                continue;
+            }
+            Err(e) => return Err(HandleError::Fail(e)),
+        };
+        let at = Some((next.position, next.total));
+        if let Next::Quit = handle_request(ctx, store, session, term, &row, at, tally)? {
+            return Ok(());
+        }
+        if let Some(wake) = &wake {
+            wake.drain();
+        }
+    }
+}
+
 /// Run the interactive session.
 pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut store = ctx.store()?;
@@ -638,48 +710,9 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         match &opts.id {
             Some(id) => {
                 let row = claim(store, session.token(), id).map_err(HandleError::Fail)?;
-                handle_request(ctx, store, &session, &mut term, &row, &mut tally)?;
+                handle_request(ctx, store, &session, &mut term, &row, None, &mut tally)?;
             }
-            None => {
-                let mut after = 0i64;
-                loop {
-                    if let Some(why) = session.lost() {
-                        return Err(HandleError::Fail(Error::LeaseExpired(why)));
-                    }
-                    let Some(id) =
-                        app::feed::next_for_lease(store, &session.context, session.lease_id, after)
-                            .map_err(HandleError::Fail)?
-                    else {
-                        term.say(&format!(
-                            "no more pending requests in context {}",
-                            session.context
-                        ));
-                        break;
-                    };
-                    let row = match claim(store, session.token(), &id) {
-                        Ok(row) => row,
-                        // Taken or ended between the read and the claim: move on.
-                        Err(
-                            Error::RequestFinal { .. }
-                            | Error::ClaimedElsewhere { .. }
-                            | Error::NotFound(_),
-                        ) => {
-                            let seq = app::feed::get(store, &id)
-                                .map_err(HandleError::Fail)?
-                                .map_or(after + 1, |r| r.seq);
-                            after = after.max(seq);
-                            continue;
-                        }
-                        Err(e) => return Err(HandleError::Fail(e)),
-                    };
-                    after = row.seq;
-                    if let Next::Quit =
-                        handle_request(ctx, store, &session, &mut term, &row, &mut tally)?
-                    {
-                        break;
-                    }
-                }
-            }
+            None => walk(ctx, store, &session, &mut term, opts.follow, &mut tally)?,
         }
         Ok(())
     })();
