@@ -135,3 +135,17 @@ pub fn review_queue(
     rows.sort_by_key(|r| (r.deadline_ms.is_none(), r.deadline_ms, r.seq));
     Ok(rows)
 }
+
+/// The last `n` requests of `agent` (any status, newest first) with their answers: what
+/// the reviewer's context pane shows of the asking agent's earlier questions. One read.
+pub fn agent_recent(
+    store: &mut dyn Store,
+    agent: &str,
+    n: i64,
+) -> Result<Vec<crate::store::HistoryRow>> {
+    store.history(&crate::store::HistoryFilter {
+        agent: Some(agent.to_string()),
+        limit: Some(n),
+        ..Default::default()
+    })
+}

@@ -28,6 +28,7 @@
 //! The screen itself is in [`screen`]; this module only connects it to the store.
 
 pub mod follow;
+pub mod keys;
 pub mod markdown;
 pub mod screen;
 pub mod style;
@@ -344,9 +345,11 @@ fn restore_terminal() {
     let _ = err.flush();
 }
 
-/// The real terminal: inquire prompts on stderr.
+/// The real terminal: inquire prompts on stderr, and the single-key list of [`keys`].
 pub struct Terminal {
     style: Style,
+    /// The asking agent's context for the request on screen (see [`context_lines`]).
+    context: Vec<String>,
 }
 
 impl Terminal {
@@ -388,16 +391,59 @@ impl Prompter for Terminal {
         help: &str,
         start: usize,
     ) -> std::result::Result<Reply<usize>, Stop> {
-        reply(
-            inquire::Select::new(message, items.to_vec())
-                .with_help_message(help)
-                .with_starting_cursor(start.min(items.len().saturating_sub(1)))
-                .with_page_size(self.page_size(items.len()))
-                .without_filtering()
-                .with_render_config(self.style.render_config())
-                .raw_prompt()
-                .map(|o| o.index),
-        )
+        Ok(match self.keyed(message, items, help, start, "")? {
+            screen::Keyed::Pick(k) => Reply::Value(k),
+            _ => Reply::Esc,
+        })
+    }
+
+    fn keyed(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        start: usize,
+        actions: &str,
+    ) -> std::result::Result<screen::Keyed, Stop> {
+        let page = self.page_size(items.len());
+        match keys::select(message, items, help, start, actions, page, &self.style) {
+            Ok(keys::Key::Pick(k)) => Ok(screen::Keyed::Pick(k)),
+            Ok(keys::Key::Esc) => Ok(screen::Keyed::Esc),
+            Ok(keys::Key::Action(c)) => Ok(screen::Keyed::Action(c)),
+            Ok(keys::Key::Interrupted) => Err(Stop::Interrupted),
+            Err(e) => Err(Stop::Terminal(e.to_string())),
+        }
+    }
+
+    fn edit(&mut self, initial: &str) -> std::result::Result<Option<String>, Stop> {
+        match keys::edit(initial) {
+            Ok(text) => Ok(text),
+            Err(e) => {
+                let style = self.style;
+                self.say(&style.warn(&style::one_line(&format!("the editor failed: {e}"))));
+                Ok(None)
+            }
+        }
+    }
+
+    fn context(&mut self) -> std::result::Result<(), Stop> {
+        // Wrapped to the width, so a long meta value is shown whole, not cut by the edge.
+        let width = self.size().0.saturating_sub(1).max(20);
+        let lines: Vec<String> = self
+            .context
+            .iter()
+            .flat_map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                if chars.is_empty() {
+                    return vec![String::new()];
+                }
+                chars
+                    .chunks(width)
+                    .map(|c| c.iter().collect())
+                    .collect::<Vec<String>>()
+            })
+            .collect();
+        self.pager("The asking agent's context", &lines)
     }
 
     fn multi(
@@ -501,6 +547,114 @@ fn request_header(row: &RequestRow, at: Option<(usize, usize)>, style: &Style) -
     s
 }
 
+/// The context pane of a request: its whole meta pretty-printed (every line escaped,
+/// nothing cut), the links in it shown whole, the asking agent and its lineage, and that
+/// agent's last questions with their answers.
+fn context_lines(store: &mut dyn Store, row: &RequestRow, style: &Style) -> Vec<String> {
+    let mut out = vec![
+        style.heading(&format!(
+            "Request {}",
+            style::one_line(row.id.as_deref().unwrap_or("-"))
+        )),
+        format!("context   {}", style::one_line(&row.context)),
+        format!(
+            "agent     {}{}",
+            row.agent_id
+                .as_deref()
+                .map_or("(none)".into(), style::one_line),
+            row.agent_instance
+                .as_deref()
+                .map_or(String::new(), |i| format!(
+                    " (instance {})",
+                    style::one_line(i)
+                ))
+        ),
+        format!(
+            "lineage   {}",
+            row.agent_lineage
+                .as_deref()
+                .map_or("(none)".into(), style::one_line)
+        ),
+        format!("source    {}", style::one_line(&row.source)),
+        String::new(),
+        style.heading("meta"),
+    ];
+    let meta = row.request().and_then(|r| r.meta);
+    match &meta {
+        Some(m) => {
+            let pretty = serde_json::to_string_pretty(m).unwrap_or_default();
+            out.extend(pretty.lines().map(style::one_line));
+            let mut links = Vec::new();
+            collect_links(&serde_json::Value::Object(m.clone()), &mut links);
+            if !links.is_empty() {
+                out.push(String::new());
+                out.push(style.heading("links"));
+                out.extend(links.iter().map(|l| style::one_line(l)));
+            }
+        }
+        None => out.push(style.dim("(no meta)")),
+    }
+    if let Some(agent) = &row.agent_id {
+        out.push(String::new());
+        out.push(style.heading("this agent's last questions"));
+        match app::feed::agent_recent(store, agent, 6) {
+            Ok(rows) => {
+                for h in rows.iter().filter(|h| h.id != row.id).take(5) {
+                    out.push(format!(
+                        "{}  {}  {}{}",
+                        style::one_line(&h.created_at),
+                        style::one_line(h.id.as_deref().unwrap_or("-")),
+                        h.status.as_str(),
+                        h.provider
+                            .as_deref()
+                            .map_or(String::new(), |p| format!(" by {}", style::one_line(p)))
+                    ));
+                    for q in &h.questions {
+                        let mut a: Vec<String> = q
+                            .selected
+                            .iter()
+                            .flatten()
+                            .map(|l| style::one_line(l))
+                            .collect();
+                        if let Some(c) = &q.custom {
+                            a.push(format!("“{}”", style::one_line(c)));
+                        }
+                        out.push(format!(
+                            "    Q {}\n    A {}",
+                            style::one_line(&q.question),
+                            if a.is_empty() {
+                                "-".into()
+                            } else {
+                                a.join(", ")
+                            }
+                        ));
+                    }
+                }
+            }
+            Err(e) => out.push(style.warn(&style::one_line(&format!("cannot read: {e}")))),
+        }
+    }
+    out.into_iter()
+        .flat_map(|l| l.split('\n').map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Every string in `v` that looks like a link (`http://`, `https://`, `file://`).
+fn collect_links(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s)
+            if ["http://", "https://", "file://"]
+                .iter()
+                .any(|p| s.starts_with(p)) =>
+        {
+            out.push(s.clone())
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_links(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| collect_links(x, out)),
+        _ => {}
+    }
+}
+
 /// Counts for the closing line.
 #[derive(Default)]
 struct Tally {
@@ -530,6 +684,7 @@ fn handle_request(
         return Ok(Next::Continue);
     };
     term.say(&request_header(row, at, &style));
+    term.context = context_lines(store, row, &style);
     let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
     let token = session.token();
     let result = match &end {
@@ -699,7 +854,10 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         }
     }
     let style = opts.style;
-    let mut term = Terminal { style };
+    let mut term = Terminal {
+        style,
+        context: Vec::new(),
+    };
     term.say(&style.dim(&format!(
         "answering as {} in context {} · Esc: more (skip, cancel, quit) · Ctrl-C: stop",
         style::one_line(&session.name),

@@ -75,6 +75,59 @@ pub trait Prompter {
     fn pager(&mut self, title: &str, lines: &[String]) -> Result<(), Stop>;
     /// A yes/no question whose default (Enter alone) is **no**.
     fn confirm(&mut self, message: &str, help: &str) -> Result<Reply<bool>, Stop>;
+    /// Choose one item with single keys: Enter or an item's number (1–9) picks it, and
+    /// each char of `actions` returns at once. By default, [`Prompter::select`].
+    fn keyed(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        start: usize,
+        actions: &str,
+    ) -> Result<Keyed, Stop> {
+        let _ = actions;
+        Ok(match self.select(message, items, help, start)? {
+            Reply::Value(k) => Keyed::Pick(k),
+            Reply::Esc => Keyed::Esc,
+        })
+    }
+    /// Long text in the reviewer's editor, starting from `initial`; `None` when left
+    /// blank (or no editor can run).
+    fn edit(&mut self, initial: &str) -> Result<Option<String>, Stop> {
+        let _ = initial;
+        Ok(None)
+    }
+    /// Show the asking agent's context (the request's whole meta, the agent, its last
+    /// questions). By default nothing.
+    fn context(&mut self) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
+/// What a key did in [`Prompter::keyed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keyed {
+    /// An item was chosen.
+    Pick(usize),
+    /// Esc.
+    Esc,
+    /// One of the offered action keys.
+    Action(char),
+}
+
+/// The action keys of a question's list: `e` the editor (Other, or decline feedback),
+/// `s` skip, `l` leave the request for later, `i` the asker's context, `q` quit.
+const ACTIONS: &str = "esliq";
+
+/// What an action key means on a question's list; `None` for `e` and `i`, which the
+/// caller handles.
+fn action_step(q: &Question, c: char) -> Option<Step> {
+    match c {
+        's' => Some(Step::Answered(skip_item(q))),
+        'l' => Some(Step::End(RequestEnd::Later)),
+        'q' => Some(Step::End(RequestEnd::Quit)),
+        _ => None,
+    }
 }
 
 /// How the reviewer ended a request.
@@ -94,6 +147,8 @@ pub enum RequestEnd {
 enum Step {
     Answered(AnswerItem),
     Menu,
+    /// A key ended the request (later, quit).
+    End(RequestEnd),
 }
 
 /// The request menu.
@@ -209,6 +264,7 @@ pub fn review(p: &mut dyn Prompter, questions: &[Question]) -> Result<RequestEnd
                 items[i] = Some(item);
                 i = if revising { n } else { i + 1 };
             }
+            Step::End(end) => return Ok(end),
             Step::Menu => match menu(p, q, i > 0)? {
                 MenuChoice::Resume => resumed = true,
                 MenuChoice::Previous => {
@@ -303,11 +359,29 @@ fn single_select(
             .unwrap_or(skip),
         None => 0,
     };
-    let help = "↑↓ move · Enter choose · Esc: more (back, cancel, quit)";
+    let help = "↑↓ move · 1-9 or Enter choose · e: Other in $EDITOR · s skip · l later · i context · q quit · Esc: more";
     loop {
-        let k = match p.select("Your answer", &items, help, start)? {
-            Reply::Esc => return Ok(Step::Menu),
-            Reply::Value(k) => k,
+        let k = match p.keyed("Your answer", &items, help, start, ACTIONS)? {
+            Keyed::Esc => return Ok(Step::Menu),
+            Keyed::Pick(k) => k,
+            Keyed::Action('e') => {
+                let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+                if let Some(custom) = p.edit(initial)? {
+                    return Ok(Step::Answered(AnswerItem {
+                        id: q.id.clone(),
+                        selected: Vec::new(),
+                        custom: Some(custom),
+                    }));
+                }
+                continue;
+            }
+            Keyed::Action(c) => match action_step(q, c) {
+                Some(step) => return Ok(step),
+                None => {
+                    p.context()?;
+                    continue;
+                }
+            },
         };
         if k < opts.len() {
             return Ok(Step::Answered(AnswerItem {
@@ -482,11 +556,32 @@ fn plan_review(
         },
         None => 0,
     };
-    let help = "↑↓ move · Enter choose · Esc: more (skip, back, cancel, quit)";
+    let help = "↑↓ move · 1-9 or Enter choose · e: feedback in $EDITOR · l later · i context · q quit · Esc: more";
     loop {
-        let k = match p.select("Your decision", &items, help, start)? {
-            Reply::Esc => return Ok(Step::Menu),
-            Reply::Value(k) => k,
+        let k = match p.keyed("Your decision", &items, help, start, ACTIONS)? {
+            Keyed::Esc => return Ok(Step::Menu),
+            Keyed::Pick(k) => k,
+            Keyed::Action('e') => {
+                // Declined: nothing selected, the feedback in custom.
+                let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+                if let Some(custom) = p.edit(initial)? {
+                    return Ok(Step::Answered(AnswerItem {
+                        id: q.id.clone(),
+                        selected: Vec::new(),
+                        custom: Some(custom),
+                    }));
+                }
+                continue;
+            }
+            // A plan review's skip records a decline: only through the menu, which says so.
+            Keyed::Action('s') => continue,
+            Keyed::Action(c) => match action_step(q, c) {
+                Some(step) => return Ok(step),
+                None => {
+                    p.context()?;
+                    continue;
+                }
+            },
         };
         if k == 0 {
             return Ok(Step::Answered(AnswerItem {
