@@ -864,3 +864,155 @@ fn the_walk_takes_deadlines_first_and_counts_its_place() {
     expect(&mut p, "no more pending requests in context default");
     assert_eq!(finish(p), 0);
 }
+
+/// A number key picks that option at once; the y/N confirm still stands between the key
+/// and the send: `n` goes back with nothing sent, and another number then `y` sends.
+#[test]
+fn number_keys_pick_an_option_and_the_confirm_still_guards_the_send() {
+    let env = Env::new();
+    env.ask(&simple_request("r1")).ok();
+    let mut p = spawn(&env, &["answer", "r1"], &[]);
+    expect(&mut p, "1 > Postgres");
+    expect(&mut p, "2   SQLite");
+    send(&mut p, "2");
+    expect(&mut p, "Send: SQLite?");
+    expect(&mut p, "(y/N)");
+    send(&mut p, "n");
+    send(&mut p, ENTER);
+    expect(&mut p, "Your answer");
+    assert_eq!(show(&env, "r1")["status"], "claimed");
+    send(&mut p, "1");
+    expect(&mut p, "Send: Postgres?");
+    yes(&mut p);
+    expect(&mut p, "r1 answered by tester");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "r1");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "db", "selected": ["Postgres"]}])
+    );
+}
+
+/// Answer a send confirmation already on screen with "y".
+fn yes(p: &mut PtySession) {
+    expect(p, "(y/N)");
+    send(p, "y");
+    send(p, ENTER);
+}
+
+/// Write a fake editor: a shell script that writes `text` into the file it is given.
+fn fake_editor(env: &Env, text: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = env.root().join(format!("editor-{}.sh", unique()));
+    let script = format!("#!/bin/sh\nprintf '%s' '{text}' > \"$1\"\n");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `e` on a plan review opens `$EDITOR` for the decline's feedback; its several lines
+/// are sent whole (after the y/N confirm) as the custom text, nothing selected.
+#[test]
+fn the_editor_key_writes_multi_line_decline_feedback() {
+    let env = Env::new();
+    env.ask(&plan_request("p1")).ok();
+    let editor = fake_editor(&env, "Split step 2.\nThe backfill is too big.\n");
+    let mut p = spawn(&env, &["answer", "p1"], &[("EDITOR", &editor)]);
+    expect(&mut p, "Your decision");
+    send(&mut p, "e");
+    confirm_send(&mut p);
+    expect(&mut p, "p1 answered by tester");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "p1");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "plan", "selected": [], "custom": "Split step 2.\nThe backfill is too big."}])
+    );
+}
+
+/// `e` on an ordinary question opens the editor for Other (`$VISUAL` when `$EDITOR` is
+/// unset); `s` skips, `l` leaves a request for later, `q` quits the walk.
+#[test]
+fn single_keys_write_other_skip_leave_for_later_and_quit() {
+    let env = Env::new();
+    for id in ["a", "b", "c", "d"] {
+        env.ask(&simple_request(id)).ok();
+    }
+    let editor = fake_editor(&env, "DuckDB, embedded");
+    let mut p = spawn(&env, &["answer"], &[("VISUAL", &editor), ("EDITOR", "")]);
+    expect(&mut p, "Request a");
+    expect(&mut p, "Your answer");
+    send(&mut p, "e");
+    confirm_send(&mut p);
+    expect(&mut p, "a answered by tester");
+    expect(&mut p, "Request b");
+    expect(&mut p, "Your answer");
+    send(&mut p, "s");
+    expect(&mut p, "Send: (skipped)?");
+    yes(&mut p);
+    expect(&mut p, "b answered by tester");
+    expect(&mut p, "Request c");
+    expect(&mut p, "Your answer");
+    send(&mut p, "l");
+    expect(&mut p, "left c for later");
+    expect(&mut p, "Request d");
+    expect(&mut p, "Your answer");
+    send(&mut p, "q");
+    expect(&mut p, "left 1 for later");
+    assert_eq!(finish(p), 0);
+    assert_eq!(
+        answer_of(&env, "a")["answer"]["answers"],
+        json!([{"id": "db", "selected": [], "custom": "DuckDB, embedded"}])
+    );
+    for id in ["c", "d"] {
+        assert_eq!(show(&env, id)["status"], "pending", "{id}");
+    }
+    assert!(live_leases(&env).is_empty());
+}
+
+/// `i` opens the asking agent's context: the request's whole meta (a value over 500
+/// characters, not cut), its links whole, the agent and the agent's earlier question
+/// with its answer; `q` goes back to the question.
+#[test]
+fn the_context_key_shows_the_whole_meta_the_links_and_the_agents_last_questions() {
+    let env = Env::new();
+    let entered = env.json(&["agent", "enter", "--id", "agent-7"]).ok().json();
+    let instance = entered["instance"].as_str().unwrap().to_string();
+    let mut old = simple_request("old");
+    old["agent"] = json!({"id": "agent-7", "instance": instance});
+    env.ask(&old).ok();
+    env.json(&["answer", "old", "--select", "SQLite"]).ok();
+    let long: Vec<String> = (0..130).map(|i| format!("w{i:03}")).collect();
+    let long = long.join(" ");
+    assert!(long.len() > 500);
+    let link = format!(
+        "https://ci.example.com/builds/{}/log",
+        "0123456789".repeat(12)
+    );
+    let mut req = simple_request("now");
+    req["agent"] = json!({"id": "agent-7", "instance": instance});
+    req["meta"] = json!({"note": long, "ci": {"log": link}});
+    env.ask(&req).ok();
+    let mut p = spawn(&env, &["answer", "now"], &[]);
+    expect(&mut p, "Your answer");
+    send(&mut p, "i");
+    expect(&mut p, "The asking agent's context");
+    expect(&mut p, &format!("agent-7 (instance {instance})"));
+    // The pager wraps long lines at the width: join them back to find the value whole.
+    let bytes: String = "this agent's last questions"
+        .bytes()
+        .map(char::from)
+        .collect();
+    let screen = p.exp_string(&bytes).expect("the context pane");
+    let joined = screen.replace("\r\n", "");
+    assert!(joined.contains(&long), "meta not whole: {screen}");
+    assert!(joined.contains(&link), "link not whole: {screen}");
+    expect(&mut p, "old");
+    expect(&mut p, "Q Which database?");
+    expect(&mut p, "A SQLite");
+    send(&mut p, "q");
+    expect(&mut p, "Your answer");
+    p.send_control('c').expect("Ctrl-C");
+    assert_eq!(finish(p), 130);
+    assert_eq!(show(&env, "now")["status"], "pending");
+}
