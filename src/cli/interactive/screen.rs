@@ -359,7 +359,7 @@ fn single_select(
             .unwrap_or(skip),
         None => 0,
     };
-    let help = "↑↓ · 1-9 or Enter choose · e: Other in $EDITOR · s skip · l later · i context · q quit · Esc: more";
+    let help = "1-9/Enter: choose · e: Other in $EDITOR · s: skip · l: later · i: context · q: quit · Esc: more";
     loop {
         let k = match p.keyed("Your answer", &items, help, start, ACTIONS)? {
             Keyed::Esc => return Ok(Step::Menu),
@@ -556,7 +556,8 @@ fn plan_review(
         },
         None => 0,
     };
-    let help = "↑↓ · 1-9 or Enter choose · e: feedback in $EDITOR · l later · i context · q quit · Esc: more";
+    let help =
+        "1-9/Enter: choose · e: feedback in $EDITOR · l: later · i: context · q: quit · Esc: more";
     loop {
         let k = match p.keyed("Your decision", &items, help, start, ACTIONS)? {
             Keyed::Esc => return Ok(Step::Menu),
