@@ -1016,3 +1016,30 @@ fn the_context_key_shows_the_whole_meta_the_links_and_the_agents_last_questions(
     assert_eq!(finish(p), 130);
     assert_eq!(show(&env, "now")["status"], "pending");
 }
+
+/// A follow loop waiting on an empty queue still ends with its terminal: no SIGHUP (not
+/// the terminal's session), only a closed terminal; the lease is released.
+#[test]
+fn a_follow_loop_waiting_on_a_dead_terminal_ends_the_session() {
+    let env = Env::new();
+    let mut pty = Pty::spawn(&env, &["answer", "--follow"], false);
+    pty.wait_for("waiting for new requests");
+    assert_eq!(live_leases(&env).len(), 1);
+    pty.hang_up();
+    assert!(
+        pty.exited(),
+        "dshq answer --follow still runs after its terminal closed"
+    );
+    assert!(live_leases(&env).is_empty(), "{:?}", live_leases(&env));
+}
+
+/// SIGHUP while the follow loop waits ends it like anywhere else: exit 129, lease released.
+#[test]
+fn sighup_while_following_releases_the_lease() {
+    let env = Env::new();
+    let mut p = spawn(&env, &["answer", "--follow"], &[]);
+    expect(&mut p, "waiting for new requests");
+    p.process.signal(Signal::SIGHUP).expect("SIGHUP");
+    assert_eq!(finish(p), 128 + 1);
+    assert!(live_leases(&env).is_empty());
+}
