@@ -30,7 +30,8 @@ pub enum Key {
 }
 
 /// Cut `s` to `width` characters (items are already escaped, so no control character
-/// can make a line wider than it counts).
+/// can make a line wider than it counts; a double-width character still counts one, so
+/// a list of wide text may redraw a line short).
 fn fit(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
@@ -53,6 +54,9 @@ pub fn select(
     style: &Style,
 ) -> std::io::Result<Key> {
     let n = items.len();
+    if n == 0 {
+        return Ok(Key::Esc);
+    }
     let page = page.clamp(1, n.max(1));
     let mut at = start.min(n.saturating_sub(1));
     let mut top = at.saturating_sub(page - 1);
@@ -69,7 +73,11 @@ pub fn select(
             if at >= top + page {
                 top = at + 1 - page;
             }
-            let mut lines = vec![format!("{} {}", style.accent("?"), style.bold(message))];
+            let mut lines = vec![format!(
+                "{} {}",
+                style.accent("?"),
+                style.bold(&fit(message, width.saturating_sub(2)))
+            )];
             for (k, item) in items.iter().enumerate().skip(top).take(page) {
                 let num = if k < 9 {
                     format!("{}", k + 1)
@@ -190,4 +198,16 @@ pub fn edit(initial: &str) -> std::io::Result<Option<String>> {
     } else {
         Some(text.trim_end_matches(['\r', '\n']).to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn fit_cuts_to_the_width_with_an_ellipsis() {
+        assert_eq!(fit("abc", 5), "abc");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("ééééé", 5), "ééééé");
+    }
 }
