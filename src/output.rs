@@ -132,6 +132,9 @@ pub struct RequestView {
     /// For a rejection: the raw input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// Who answered or cancelled it (human text only; the outcome carries it for JSON).
+    #[serde(skip)]
+    pub provider: Option<String>,
 }
 
 impl RequestView {
@@ -178,6 +181,7 @@ impl RequestView {
             meta: req.and_then(|q| q.meta),
             outcome: r.outcome(),
             raw: (r.status == Status::Rejected).then(|| r.body.clone()),
+            provider: r.provider.clone(),
         }
     }
 }
@@ -316,12 +320,26 @@ pub fn show_text(v: &RequestView) -> String {
         s.push_str(&format!("claimed  by {}\n", one_line(c)));
     }
     if let Some(f) = &v.finished_at {
-        s.push_str(&format!("finished {f}\n"));
+        // A final request says who ended it and when; an abort (the asker or its
+        // deadline) and a rejection have no provider.
+        match (&v.provider, v.status) {
+            (Some(p), Status::Answered | Status::Cancelled) => s.push_str(&format!(
+                "{:<8} by {} at {f}\n",
+                v.status.as_str(),
+                one_line(p)
+            )),
+            _ => s.push_str(&format!("{:<8} at {f}\n", v.status.as_str())),
+        }
     }
     if let Some(meta) = &v.meta {
-        // serde_json escapes C0 controls but passes C1 and bidi controls through.
-        let json = serde_json::Value::Object(meta.clone()).to_string();
-        s.push_str(&format!("meta     {}\n", one_line(&json)));
+        // Whole and pretty-printed, one JSON line a terminal line. serde_json escapes C0
+        // controls but passes C1 and bidi controls through: each line is escaped.
+        let json = serde_json::to_string_pretty(&serde_json::Value::Object(meta.clone()))
+            .unwrap_or_default();
+        for (i, line) in json.lines().enumerate() {
+            let lead = if i == 0 { "meta    " } else { "        " };
+            s.push_str(&format!("{lead} {}\n", one_line(line)));
+        }
     }
     for (i, q) in v.questions.iter().enumerate() {
         s.push('\n');

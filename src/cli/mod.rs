@@ -247,6 +247,9 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
         .map_err(|e| format!("{s:?} is not a duration such as 30s or 5m: {e}"))
 }
 
+/// The intent kinds a `--intent` filter accepts (a closed set, like `--status`).
+pub const INTENTS: &[&str] = &[crate::protocol::types::PLAN_REVIEW];
+
 /// A clap value parser for a closed set defined by a pure type (a status, a code, a
 /// decision): clap lists the wire names in `--help` and rejects anything else as a usage
 /// error, and the command receives the typed variant. The pure types stay free of clap.

@@ -30,19 +30,34 @@ pub fn get_any(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
         .optional()?)
 }
 
-/// Requests, newest first (or oldest first).
+/// Requests, newest first (or oldest first), filtered in the query: several contexts
+/// arrive as one JSON array (`json_each`), so one cached statement serves any number;
+/// the text match is `instr` on `lower()` (ASCII case folding, and no LIKE wildcards to
+/// escape).
 pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
     let order = if f.oldest_first { "ASC" } else { "DESC" };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM {FROM}
-         WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.context = ?2)
+         WHERE (?1 IS NULL OR r.status = ?1)
+           AND (?2 IS NULL OR r.context IN (SELECT value FROM json_each(?2)))
+           AND (?4 IS NULL OR r.agent_id = ?4)
+           AND (?5 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                      WHERE q.request_seq = r.seq AND q.intent_kind = ?5))
+           AND (?6 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                      WHERE q.request_seq = r.seq
+                                        AND instr(lower(q.question), lower(?6)) > 0))
          ORDER BY r.seq {order} LIMIT ?3"
     ))?;
+    let contexts =
+        (!f.contexts.is_empty()).then(|| serde_json::Value::from(f.contexts.clone()).to_string());
     let rows = stmt.query_map(
         params![
             f.status.map(Status::as_str),
-            f.context,
-            f.limit.unwrap_or(-1)
+            contexts,
+            f.limit.unwrap_or(-1),
+            f.agent,
+            f.intent,
+            f.grep,
         ],
         row,
     )?;

@@ -1,0 +1,151 @@
+//! Issue 13 "Tables, filters and the feed": `list` filters, text `show`, tables that fit
+//! the terminal, and `watch` over every lifecycle event. Each through the real binary.
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+/// `dshq agent enter --id ID`; returns the instance.
+fn enter(env: &Env, id: &str) -> String {
+    let v = env.json(&["agent", "enter", "--id", id]).ok().json();
+    v["instance"].as_str().unwrap().to_string()
+}
+
+/// A request in `context`, asked by `agent` (entered), with one question `text`, a
+/// plan-review intent when `plan`.
+fn request(id: &str, context: &str, agent: Option<(&str, &str)>, text: &str, plan: bool) -> Value {
+    let mut q = json!({"id": "q", "question": text,
+                       "options": [{"label": "Revise"}, {"label": "Ship it"}]});
+    if plan {
+        q["detail"] = json!("1. migrate\n2. verify");
+        q["intent"] = json!({"kind": "plan-review", "approve": "Ship it"});
+    }
+    let mut r = json!({"id": id, "context": context, "questions": [q]});
+    if let Some((a, i)) = agent {
+        r["agent"] = json!({"id": a, "instance": i});
+    }
+    r
+}
+
+/// The ids `dshq --json list ARGS` prints, in order.
+fn ids(env: &Env, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["list"];
+    all.extend_from_slice(args);
+    let v = env.json(&all).ok().json();
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A queue of five over three contexts and two agents.
+fn queue(env: &Env) {
+    let a = enter(env, "alice");
+    let b = enter(env, "bob");
+    for r in [
+        request("r1", "web", Some(("alice", &a)), "Which DATABASE?", false),
+        request("r2", "web", Some(("bob", &b)), "Ship the plan?", true),
+        request(
+            "r3",
+            "ops",
+            Some(("alice", &a)),
+            "Restart the cache?",
+            false,
+        ),
+        request("r4", "data", None, "Which database for analytics?", false),
+        request(
+            "r5",
+            "ops",
+            Some(("bob", &b)),
+            "Review the rollout plan",
+            true,
+        ),
+    ] {
+        env.ask(&r).ok();
+    }
+}
+
+#[test]
+fn list_filters_by_agent_contexts_intent_and_text() {
+    let env = Env::new();
+    queue(&env);
+    assert_eq!(ids(&env, &[]), ["r5", "r4", "r3", "r2", "r1"]);
+    assert_eq!(
+        ids(&env, &["--oldest-first"]),
+        ["r1", "r2", "r3", "r4", "r5"]
+    );
+    assert_eq!(ids(&env, &["--agent", "alice"]), ["r3", "r1"]);
+    assert_eq!(ids(&env, &["--context", "ops"]), ["r5", "r3"]);
+    assert_eq!(
+        ids(
+            &env,
+            &["--context", "ops", "--context", "data", "--oldest-first"]
+        ),
+        ["r3", "r4", "r5"]
+    );
+    assert_eq!(ids(&env, &["--intent", "plan-review"]), ["r5", "r2"]);
+    // Case-insensitive, a substring of the question text.
+    assert_eq!(ids(&env, &["--grep", "database"]), ["r4", "r1"]);
+    // Filters combine (AND).
+    assert_eq!(
+        ids(
+            &env,
+            &[
+                "--agent",
+                "bob",
+                "--intent",
+                "plan-review",
+                "--context",
+                "web"
+            ]
+        ),
+        ["r2"]
+    );
+    assert_eq!(
+        ids(&env, &["--grep", "nothing like this"]),
+        Vec::<String>::new()
+    );
+    // A wildcard of SQL LIKE is plain text here.
+    assert_eq!(ids(&env, &["--grep", "%"]), Vec::<String>::new());
+    // The intent is a closed set: a typo is a usage error, not an empty list.
+    let r = env.run(&["list", "--intent", "plan-reveiw"]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("plan-review"), "{}", r.stderr);
+}
+
+#[test]
+fn text_show_prints_meta_whole_and_who_answered() {
+    let env = Env::new();
+    let mut r = simple_request("m1");
+    let long = "x".repeat(600);
+    r["meta"] = json!({"ticket": "OPS-7", "long": long, "evil": "a\u{1b}[31mred"});
+    env.ask(&r).ok();
+    let lease = env.register("carol", "default", "5m");
+    env.json(&["answer", "m1", "--select", "Postgres", "--lease", &lease])
+        .ok();
+    let out = env.run(&["show", "m1"]).ok().stdout;
+    // Pretty-printed (one key a line) and whole.
+    assert!(out.contains("\"ticket\": \"OPS-7\""), "{out}");
+    assert!(out.contains(&long), "meta cut: {out}");
+    assert!(
+        !out.contains('\u{1b}'),
+        "an escape reached the terminal: {out}"
+    );
+    let answered = out
+        .lines()
+        .find(|l| l.starts_with("answered"))
+        .unwrap_or_else(|| panic!("no answered line: {out}"));
+    assert!(answered.contains("by carol"), "{answered}");
+    assert!(answered.contains("20"), "no time: {answered}");
+
+    env.ask(&simple_request("m2")).ok();
+    env.json(&["cancel", "m2", "--reason", "not needed", "--lease", &lease])
+        .ok();
+    let out = env.run(&["show", "m2"]).ok().stdout;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("cancelled") && l.contains(" by ")),
+        "{out}"
+    );
+}
