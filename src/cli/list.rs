@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::app;
 use crate::error::Result;
-use crate::output::{emit, list_text, RequestSummary};
+use crate::output::{list_text, print_json, RequestSummary};
 use crate::store::{ListFilter, Status};
 
 /// Arguments of `dshq list`.
@@ -52,6 +52,13 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     // reader that may be slow.
     drop(store);
     let view: Vec<RequestSummary> = rows.iter().map(RequestSummary::from_row).collect();
-    emit(ctx.json, &view, || list_text(&view));
+    if ctx.json {
+        print_json(&view);
+    } else {
+        // Not through `emit`: its last-line escaping would escape the status colour;
+        // `list_text` escapes every cell itself (`fit_table`).
+        let text = list_text(&view, &ctx.layout());
+        println!("{}", text.trim_end_matches('\n'));
+    }
     Ok(())
 }

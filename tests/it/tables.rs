@@ -149,3 +149,119 @@ fn text_show_prints_meta_whole_and_who_answered() {
         "{out}"
     );
 }
+
+/// Run `dshq ARGS` on a pty `cols` wide and return what it printed (escapes kept, CRs
+/// gone). `color`: leave `NO_COLOR` unset.
+fn on_pty(env: &Env, cols: u16, args: &[&str], color: bool) -> String {
+    use rexpect::session::{spawn_with_options, Options};
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("stty rows 40 cols {cols} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .args(args)
+        .env("DSHQ_ROOT", env.root())
+        .env("TERM", "xterm-256color")
+        .env("RUST_LOG", "warn")
+        // Five minutes on: every age is some minutes, every 2h deadline in 1h.
+        .env("DSHQ_CLOCK_SKEW", "+5m");
+    if color {
+        c.env_remove("NO_COLOR");
+    } else {
+        c.env("NO_COLOR", "1");
+    }
+    let mut p = spawn_with_options(
+        c,
+        Options {
+            timeout_ms: Some(20_000),
+            strip_ansi_escape_codes: false,
+        },
+    )
+    .expect("spawn dshq on a pty");
+    let out = p.exp_eof().expect("dshq ends");
+    // The reader turns each byte into one char: back to UTF-8.
+    let bytes: Vec<u8> = out.chars().map(|c| c as u32 as u8).collect();
+    String::from_utf8_lossy(&bytes).replace('\r', "")
+}
+
+/// The columns `line` takes on a terminal (colour escapes take none).
+fn width(line: &str) -> usize {
+    dshq::output::display_width(line)
+}
+
+/// A queue with long questions, some with deadlines, from three agents.
+fn long_queue(env: &Env) {
+    let agents: Vec<(String, String)> = ["alice", "bob", "carol-the-reviewer"]
+        .iter()
+        .map(|a| (a.to_string(), enter(env, a)))
+        .collect();
+    for i in 0..12 {
+        let (a, inst) = &agents[i % 3];
+        let text = format!(
+            "Question {i}: should we migrate the billing database to the new cluster before the freeze, given the open incidents?"
+        );
+        let mut r = request(
+            &format!("req-{i:02}"),
+            "web",
+            Some((a, inst)),
+            &text,
+            i % 4 == 0,
+        );
+        if i % 2 == 0 {
+            r["timeout"] = json!("2h");
+        }
+        env.ask(&r).ok();
+    }
+}
+
+#[test]
+fn list_fits_the_terminal_with_relative_ages_and_colour() {
+    let env = Env::new();
+    long_queue(&env);
+    for cols in [60u16, 100, 160] {
+        let out = on_pty(&env, cols, &["list"], false);
+        assert!(out.contains("req-00") && out.contains("req-11"), "{out}");
+        for l in out.lines() {
+            assert!(width(l) <= cols as usize, "wider than {cols}: {l:?}\n{out}");
+        }
+        assert!(out.contains(" ago"), "no relative age at {cols}:\n{out}");
+        assert!(
+            out.contains("in 1h") || out.contains("in 2h"),
+            "no deadline at {cols}:\n{out}"
+        );
+        assert!(!out.contains("Z "), "an absolute time at {cols}:\n{out}");
+        assert!(!out.contains('\u{1b}'), "colour despite NO_COLOR:\n{out}");
+    }
+    // Narrow: the question gives way first, with an ellipsis; the ids stay whole.
+    let out = on_pty(&env, 80, &["list"], false);
+    assert!(out.contains('…'), "{out}");
+    assert!(out.contains("req-05"), "{out}");
+    // Colour on a terminal, unless NO_COLOR.
+    let out = on_pty(&env, 100, &["list"], true);
+    assert!(out.contains("\u{1b}["), "no colour on a terminal:\n{out}");
+    for l in out.lines() {
+        assert!(width(l) <= 100, "wider than 100: {l:?}");
+    }
+    // Piped: absolute times, no colour, no relative ages.
+    let piped = env.run(&["list"]).ok().stdout;
+    assert!(!piped.contains(" ago"), "{piped}");
+    assert!(!piped.contains('\u{1b}'), "{piped}");
+    let year = &dshq::clock::rfc3339(dshq::clock::now_ms())[..5];
+    assert!(piped.contains(year) && piped.contains('Z'), "{piped}");
+}
+
+#[test]
+fn history_fits_the_terminal_with_relative_ages() {
+    let env = Env::new();
+    long_queue(&env);
+    for cols in [70u16, 120] {
+        let out = on_pty(&env, cols, &["history"], false);
+        assert!(out.contains("req-03"), "{out}");
+        for l in out.lines() {
+            assert!(width(l) <= cols as usize, "wider than {cols}: {l:?}\n{out}");
+        }
+        assert!(out.contains(" ago"), "no relative age at {cols}:\n{out}");
+    }
+    let piped = env.run(&["history", "--format", "table"]).ok().stdout;
+    assert!(!piped.contains(" ago"), "{piped}");
+    assert!(piped.contains('Z'), "{piped}");
+}
