@@ -265,3 +265,130 @@ fn history_fits_the_terminal_with_relative_ages() {
     assert!(!piped.contains(" ago"), "{piped}");
     assert!(piped.contains('Z'), "{piped}");
 }
+
+/// A piped `dshq watch ARGS`: the child and a receiver of its stdout lines.
+fn watch(env: &Env, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader};
+    let mut all = vec!["watch"];
+    all.extend_from_slice(args);
+    let mut child = env
+        .command()
+        .args(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v: Value = serde_json::from_str(&line).expect("each line is one JSON document");
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The next `n` lines as (id, event kind or "open").
+fn next(rx: &std::sync::mpsc::Receiver<Value>, n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|_| {
+            let v = rx.recv_timeout(DEADLINE).expect("a line is printed");
+            let kind = v["event"]["kind"].as_str().unwrap_or("open").to_string();
+            (v["id"].as_str().unwrap().to_string(), kind)
+        })
+        .collect()
+}
+
+#[test]
+fn watch_follows_every_lifecycle_event_with_filters() {
+    let env = Env::new();
+    let alice = enter(&env, "alice");
+    let bob = enter(&env, "bob");
+    env.ask(&request(
+        "r0",
+        "default",
+        Some(("alice", &alice)),
+        "Open?",
+        false,
+    ))
+    .ok();
+    // Two watchers; each prints the open request first, so once it is out it follows.
+    let (mut a, arx) = watch(&env, &["--pending", "--agent", "alice", "--count", "6"]);
+    let (mut k, krx) = watch(
+        &env,
+        &[
+            "--pending",
+            "--events",
+            "answered,cancelled",
+            "--count",
+            "3",
+        ],
+    );
+    assert_eq!(next(&arx, 1), [("r0".into(), "open".into())]);
+    assert_eq!(next(&krx, 1), [("r0".into(), "open".into())]);
+
+    let s = |x: &str| x.to_string();
+    env.ask(&request(
+        "r1",
+        "default",
+        Some(("alice", &alice)),
+        "One?",
+        false,
+    ))
+    .ok();
+    env.ask(&request(
+        "r2",
+        "default",
+        Some(("bob", &bob)),
+        "Two?",
+        false,
+    ))
+    .ok();
+    env.ask(&request(
+        "r3",
+        "default",
+        Some(("alice", &alice)),
+        "Three?",
+        false,
+    ))
+    .ok();
+    let lease = env.register("carol", "default", "5m");
+    env.json(&["claim", "r1", "--lease", &lease]).ok();
+    env.json(&["answer", "r1", "--select", "Revise", "--lease", &lease])
+        .ok();
+    env.json(&["cancel", "r2", "--reason", "no", "--lease", &lease])
+        .ok();
+    env.json(&["abort", "r3", "--reason", "gone"]).ok();
+
+    assert_eq!(
+        next(&arx, 5),
+        [
+            (s("r1"), s("accepted")),
+            (s("r3"), s("accepted")),
+            (s("r1"), s("claimed")),
+            (s("r1"), s("answered")),
+            (s("r3"), s("aborted")),
+        ]
+    );
+    assert_eq!(
+        next(&krx, 2),
+        [(s("r1"), s("answered")), (s("r2"), s("cancelled"))]
+    );
+    // --count reached: both exit by themselves.
+    for c in [&mut a, &mut k] {
+        let mut status = None;
+        assert!(wait_until(DEADLINE, || {
+            status = c.try_wait().unwrap();
+            status.is_some()
+        }));
+        assert!(status.unwrap().success());
+    }
+    // The kinds are a closed set.
+    let r = env.run(&["watch", "--events", "answered,expired"]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("cancelled"), "{}", r.stderr);
+}
