@@ -29,9 +29,9 @@ pub struct Args {
     /// Only requests from this agent id.
     #[arg(long)]
     pub agent: Option<String>,
-    /// Only this context.
-    #[arg(long)]
-    pub context: Option<String>,
+    /// Only this context (repeat for several).
+    #[arg(long, value_name = "C")]
+    pub context: Vec<String>,
     /// Only requests answered or cancelled by this provider.
     #[arg(long)]
     pub provider: Option<String>,
@@ -82,7 +82,7 @@ pub fn parse_time(flag: &str, s: &str, now: Millis) -> Result<Millis> {
 pub fn filter(a: &Args, now: Millis) -> Result<HistoryFilter> {
     Ok(HistoryFilter {
         agent: a.agent.clone(),
-        context: a.context.clone(),
+        contexts: a.context.clone(),
         provider: a.provider.clone(),
         status: a.status,
         code: a.code.map(|c| c.as_str().to_string()),

@@ -194,8 +194,8 @@ pub struct ChainBreak {
 pub struct HistoryFilter {
     /// Asking agent id.
     pub agent: Option<String>,
-    /// Context.
-    pub context: Option<String>,
+    /// Only these contexts (any of them); empty: every context.
+    pub contexts: Vec<String>,
     /// Provider that answered or cancelled.
     pub provider: Option<String>,
     /// Status.

@@ -392,3 +392,21 @@ fn watch_follows_every_lifecycle_event_with_filters() {
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("cancelled"), "{}", r.stderr);
 }
+
+#[test]
+fn history_takes_several_contexts() {
+    let env = Env::new();
+    queue(&env);
+    let v = env
+        .json(&["history", "--context", "ops", "--context", "data"])
+        .ok()
+        .json();
+    let mut got: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, ["r3", "r4", "r5"]);
+}
