@@ -410,3 +410,16 @@ fn history_takes_several_contexts() {
     got.sort_unstable();
     assert_eq!(got, ["r3", "r4", "r5"]);
 }
+
+#[test]
+fn watch_on_a_terminal_names_each_event() {
+    use crate::interactive::{expect, spawn};
+    let env = Env::new();
+    let mut p = spawn(&env, &["watch", "--count", "2"], &[]);
+    expect(&mut p, "watching for new requests in every context");
+    env.ask(&simple_request("t1")).ok();
+    env.json(&["abort", "t1", "--reason", "gone"]).ok();
+    expect(&mut p, "accepted   t1  [default]  Which database?");
+    expect(&mut p, "aborted    t1  [default]  Which database?  (by ");
+    let _ = p.exp_eof();
+}
