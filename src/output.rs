@@ -286,6 +286,9 @@ pub fn status_color(status: Status) -> comfy_table::Color {
     }
 }
 
+/// The narrowest the first column to give way gets while others can still give way.
+const MIN_SHRUNK: u16 = 24;
+
 /// A table laid out for `layout`: every cell escaped, one line a row. With a width, the
 /// columns in `shrink` give way in that order (the question first), each cut with an
 /// ellipsis, while every other column keeps its content width; only if all of them
@@ -335,6 +338,19 @@ pub fn fit_table(
             for (i, col) in t.column_iter_mut().enumerate() {
                 if !shrink[..free].contains(&i) {
                     col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+                } else if Some(&i) == shrink.first() {
+                    // The first to give way still keeps a readable start; below that the
+                    // next columns give way too.
+                    col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                        // comfy-table's bounds include the two padding spaces.
+                        comfy_table::Width::Fixed(MIN_SHRUNK + 2),
+                    ));
+                } else {
+                    // The others keep at least their heading.
+                    let head = display_width(header.get(i).copied().unwrap_or_default());
+                    col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                        comfy_table::Width::Fixed(u16::try_from(head + 2).unwrap_or(u16::MAX)),
+                    ));
                 }
             }
         }
