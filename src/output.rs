@@ -625,3 +625,43 @@ pub fn outcome_text(o: &Outcome) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_times_use_one_coarse_unit() {
+        let now = 10 * 86_400_000;
+        assert_eq!(relative(now, now), "just now");
+        assert_eq!(relative(now - 42_000, now), "42s ago");
+        assert_eq!(relative(now - 3 * 60_000 - 5_000, now), "3m ago");
+        assert_eq!(relative(now + 2 * 3_600_000 + 1, now), "in 2h");
+        assert_eq!(relative(now - 3 * 86_400_000, now), "3d ago");
+    }
+
+    #[test]
+    fn a_fitted_table_is_no_wider_than_its_terminal() {
+        let rows = vec![vec![
+            "r1".to_string(),
+            "pending".to_string(),
+            "a question far too long for this terminal, which must be cut".to_string(),
+        ]];
+        let layout = Layout {
+            width: Some(40),
+            now: None,
+            color: true,
+        };
+        let t = fit_table(
+            &["ID", "STATUS", "QUESTION"],
+            rows,
+            &layout,
+            &[2],
+            |(c, _)| (c == 1).then_some(comfy_table::Color::Yellow),
+        );
+        assert!(t.contains('\u{1b}'), "{t:?}");
+        assert!(t.contains('…'), "{t}");
+        assert!(t.lines().all(|l| display_width(l) <= 40), "{t}");
+        assert!(t.contains("r1") && t.contains("pending"), "{t}");
+    }
+}
