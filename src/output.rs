@@ -58,6 +58,12 @@ pub struct RequestSummary {
     pub error_code: Option<String>,
     /// The decision of a plan review.
     pub decision: Option<Decision>,
+    /// When it was accepted (for relative times on a terminal).
+    #[serde(skip)]
+    pub created_ms: Millis,
+    /// Its deadline, if any (the table shows it; JSON readers have `dshq show`).
+    #[serde(skip)]
+    pub deadline_ms: Option<Millis>,
 }
 
 impl RequestSummary {
@@ -78,6 +84,8 @@ impl RequestSummary {
             provider: r.provider.clone().or_else(|| r.claimed_by.clone()),
             error_code: r.error_code.clone(),
             decision: r.decision,
+            created_ms: r.created_ms,
+            deadline_ms: r.deadline_ms,
         }
     }
 }
@@ -132,6 +140,9 @@ pub struct RequestView {
     /// For a rejection: the raw input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// Who answered or cancelled it (human text only; the outcome carries it for JSON).
+    #[serde(skip)]
+    pub provider: Option<String>,
 }
 
 impl RequestView {
@@ -178,6 +189,7 @@ impl RequestView {
             meta: req.and_then(|q| q.meta),
             outcome: r.outcome(),
             raw: (r.status == Status::Rejected).then(|| r.body.clone()),
+            provider: r.provider.clone(),
         }
     }
 }
@@ -218,21 +230,172 @@ pub struct ErrorDoc<'a> {
 /// A plain table (no borders) for a terminal. Every cell is made safe for one line
 /// ([`one_line`]): a cell can neither hold a control sequence nor break its row.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().copied());
-    for r in rows {
-        t.add_row(r.iter().map(|c| one_line(c).into_owned()));
+    fit_table(header, rows, &Layout::default(), &[], |_| None)
+}
+
+/// How a table is laid out for its reader: a terminal gets its width, relative times and
+/// (unless turned off) colour; a pipe gets every column whole and absolute times.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// The terminal's width in columns: no line is wider. `None`: as wide as it needs.
+    pub width: Option<u16>,
+    /// Now: times are shown relative to it ("3m ago", "in 2h"). `None`: RFC 3339.
+    pub now: Option<Millis>,
+    /// Paint the status column.
+    pub color: bool,
+}
+
+impl Layout {
+    /// A time as this layout shows it.
+    pub fn time(&self, ms: Millis) -> String {
+        match self.now {
+            Some(now) => relative(ms, now),
+            None => rfc3339(ms),
+        }
     }
-    let mut s = t.to_string();
-    // comfy-table pads the first column with a space; trim each line's trailing spaces.
-    s = s
-        .lines()
-        .map(|l| l.trim_end().strip_prefix(' ').unwrap_or(l.trim_end()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    s
+}
+
+/// `ms` relative to `now` in one coarse unit: "3m ago", "in 2h", "just now".
+pub fn relative(ms: Millis, now: Millis) -> String {
+    let d = (now - ms).abs() / 1000;
+    if d < 1 {
+        return "just now".into();
+    }
+    let unit = match d {
+        0..60 => format!("{d}s"),
+        60..3600 => format!("{}m", d / 60),
+        3600..172_800 => format!("{}h", d / 3600),
+        _ => format!("{}d", d / 86_400),
+    };
+    if ms <= now {
+        format!("{unit} ago")
+    } else {
+        format!("in {unit}")
+    }
+}
+
+/// The colour of a status word: open requests stand out, final ones by how they ended.
+pub fn status_color(status: Status) -> comfy_table::Color {
+    use comfy_table::Color;
+    match status {
+        Status::Pending => Color::Yellow,
+        Status::Claimed => Color::Cyan,
+        Status::Answered => Color::Green,
+        Status::Cancelled | Status::Aborted => Color::DarkGrey,
+        Status::Rejected => Color::Red,
+    }
+}
+
+/// The narrowest the first column to give way gets while others can still give way.
+const MIN_SHRUNK: u16 = 24;
+
+/// A table laid out for `layout`: every cell escaped, one line a row. With a width, the
+/// columns in `shrink` give way in that order (the question first), each cut with an
+/// ellipsis, while every other column keeps its content width; only if all of them
+/// together are not enough does every column give way. `paint((column, row))` may colour
+/// a cell (used only when `layout.color`).
+pub fn fit_table(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    layout: &Layout,
+    shrink: &[usize],
+    paint: impl Fn((usize, usize)) -> Option<comfy_table::Color>,
+) -> String {
+    // `free`: how many of `shrink` may give way; `None`: every column.
+    let render = |free: Option<usize>| {
+        let mut t = Table::new();
+        let mut head = comfy_table::Row::from(header.iter().copied());
+        head.max_height(1);
+        t.load_preset(presets::NOTHING).set_header(head);
+        if layout.color {
+            t.enforce_styling();
+        } else {
+            t.force_no_tty();
+        }
+        match layout.width {
+            Some(w) => {
+                t.set_content_arrangement(ContentArrangement::Dynamic)
+                    // One more than the terminal: the leading pad column is trimmed below.
+                    .set_width(w.saturating_add(1))
+                    .set_truncation_indicator("…");
+            }
+            None => {
+                t.set_content_arrangement(ContentArrangement::Disabled);
+            }
+        }
+        for (ri, r) in rows.iter().enumerate() {
+            let mut row = comfy_table::Row::from(r.iter().enumerate().map(|(ci, c)| {
+                let cell = comfy_table::Cell::new(one_line(c));
+                match paint((ci, ri)).filter(|_| layout.color) {
+                    Some(color) => cell.fg(color),
+                    None => cell,
+                }
+            }));
+            row.max_height(1);
+            t.add_row(row);
+        }
+        if let (Some(free), Some(_)) = (free, layout.width) {
+            for (i, col) in t.column_iter_mut().enumerate() {
+                if !shrink[..free].contains(&i) {
+                    col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+                } else if Some(&i) == shrink.first() {
+                    // The first to give way still keeps a readable start; below that the
+                    // next columns give way too.
+                    col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                        // comfy-table's bounds include the two padding spaces.
+                        comfy_table::Width::Fixed(MIN_SHRUNK + 2),
+                    ));
+                } else {
+                    // The others keep at least their heading.
+                    let head = display_width(header.get(i).copied().unwrap_or_default());
+                    col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                        comfy_table::Width::Fixed(u16::try_from(head + 2).unwrap_or(u16::MAX)),
+                    ));
+                }
+            }
+        }
+        // comfy-table pads the first column with a space; trim each line's trailing
+        // spaces.
+        t.to_string()
+            .lines()
+            .map(|l| {
+                l.trim_end()
+                    .strip_prefix(' ')
+                    .unwrap_or(l.trim_end())
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let Some(w) = layout.width else {
+        return render(Some(0));
+    };
+    let fits = |s: &String| s.lines().all(|l| display_width(l) <= usize::from(w));
+    (1..=shrink.len())
+        .map(|free| render(Some(free)))
+        .find(fits)
+        .unwrap_or_else(|| render(None))
+}
+
+/// The columns a line takes on a terminal (colour escapes take none).
+pub fn display_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ ... final byte in @..~
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        n += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    }
+    n
 }
 
 /// Make `s` safe for one line ([`one_line`]), then shorten it to `n` characters with an
@@ -254,39 +417,63 @@ pub fn age(ms: Millis, now: Millis) -> String {
 }
 
 /// Human text of a list.
-pub fn list_text(rows: &[RequestSummary]) -> String {
+pub fn list_text(rows: &[RequestSummary], layout: &Layout) -> String {
     if rows.is_empty() {
         return "no requests\n".into();
     }
-    table(
-        &[
-            "ID", "CONTEXT", "STATUS", "CREATED", "AGENT", "PROVIDER", "QUESTION",
-        ],
-        rows.iter()
-            .map(|r| {
-                let status = match (&r.error_code, &r.decision) {
-                    (Some(c), _) if r.status != Status::Answered => {
-                        format!("{} ({c})", r.status.as_str())
-                    }
-                    (_, Some(d)) => format!("{} ({})", r.status.as_str(), d.as_str()),
-                    _ => r.status.as_str().to_string(),
-                };
-                let mut q = r.question.clone().unwrap_or_default();
-                if r.questions > 1 {
-                    q = format!("{q} (+{})", r.questions - 1);
+    // A deadline column only when some request has one.
+    let deadlines = rows.iter().any(|r| r.deadline_ms.is_some());
+    let mut header = vec!["ID", "CONTEXT", "STATUS", "CREATED"];
+    if deadlines {
+        header.push("DEADLINE");
+    }
+    header.extend(["AGENT", "PROVIDER", "QUESTION"]);
+    let question = header.len() - 1;
+    // The question gives way first, then who asked and answered, then the context.
+    let shrink = [question, question - 2, question - 1, 1];
+    let body = rows
+        .iter()
+        .map(|r| {
+            let status = match (&r.error_code, &r.decision) {
+                (Some(c), _) if r.status != Status::Answered => {
+                    format!("{} ({c})", r.status.as_str())
                 }
-                vec![
-                    r.id.clone().unwrap_or_else(|| "-".into()),
-                    r.context.clone(),
-                    status,
-                    r.created_at.clone(),
-                    r.agent.clone().unwrap_or_else(|| "-".into()),
-                    r.provider.clone().unwrap_or_else(|| "-".into()),
-                    ellipsize(&q, 50),
-                ]
-            })
-            .collect(),
-    )
+                (_, Some(d)) => format!("{} ({})", r.status.as_str(), d.as_str()),
+                _ => r.status.as_str().to_string(),
+            };
+            let mut q = r.question.clone().unwrap_or_default();
+            if r.questions > 1 {
+                q = format!("{q} (+{})", r.questions - 1);
+            }
+            let mut row = vec![
+                r.id.clone().unwrap_or_else(|| "-".into()),
+                r.context.clone(),
+                status,
+                layout.time(r.created_ms),
+            ];
+            if deadlines {
+                // A final request's deadline no longer matters.
+                row.push(match r.deadline_ms {
+                    Some(d) if !r.status.is_final() => layout.time(d),
+                    _ => "-".into(),
+                });
+            }
+            row.extend([
+                r.agent.clone().unwrap_or_else(|| "-".into()),
+                r.provider.clone().unwrap_or_else(|| "-".into()),
+                // Whole on a pipe; a terminal's width decides (the table cuts it).
+                if layout.width.is_some() {
+                    one_line(&q).into_owned()
+                } else {
+                    ellipsize(&q, 50)
+                },
+            ]);
+            row
+        })
+        .collect();
+    fit_table(&header, body, layout, &shrink, |(c, r)| {
+        (c == 2).then(|| status_color(rows[r].status))
+    })
 }
 
 /// Human text of one request.
@@ -316,12 +503,26 @@ pub fn show_text(v: &RequestView) -> String {
         s.push_str(&format!("claimed  by {}\n", one_line(c)));
     }
     if let Some(f) = &v.finished_at {
-        s.push_str(&format!("finished {f}\n"));
+        // A final request says who ended it and when; an abort (the asker or its
+        // deadline) and a rejection have no provider.
+        match (&v.provider, v.status) {
+            (Some(p), Status::Answered | Status::Cancelled) => s.push_str(&format!(
+                "{:<8} by {} at {f}\n",
+                v.status.as_str(),
+                one_line(p)
+            )),
+            _ => s.push_str(&format!("{:<8} at {f}\n", v.status.as_str())),
+        }
     }
     if let Some(meta) = &v.meta {
-        // serde_json escapes C0 controls but passes C1 and bidi controls through.
-        let json = serde_json::Value::Object(meta.clone()).to_string();
-        s.push_str(&format!("meta     {}\n", one_line(&json)));
+        // Whole and pretty-printed, one JSON line a terminal line. serde_json escapes C0
+        // controls but passes C1 and bidi controls through: each line is escaped.
+        let json = serde_json::to_string_pretty(&serde_json::Value::Object(meta.clone()))
+            .unwrap_or_default();
+        for (i, line) in json.lines().enumerate() {
+            let lead = if i == 0 { "meta    " } else { "        " };
+            s.push_str(&format!("{lead} {}\n", one_line(line)));
+        }
     }
     for (i, q) in v.questions.iter().enumerate() {
         s.push('\n');
@@ -422,5 +623,45 @@ pub fn outcome_text(o: &Outcome) -> String {
             e.error.code,
             one_line(&e.error.message)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_times_use_one_coarse_unit() {
+        let now = 10 * 86_400_000;
+        assert_eq!(relative(now, now), "just now");
+        assert_eq!(relative(now - 42_000, now), "42s ago");
+        assert_eq!(relative(now - 3 * 60_000 - 5_000, now), "3m ago");
+        assert_eq!(relative(now + 2 * 3_600_000 + 1, now), "in 2h");
+        assert_eq!(relative(now - 3 * 86_400_000, now), "3d ago");
+    }
+
+    #[test]
+    fn a_fitted_table_is_no_wider_than_its_terminal() {
+        let rows = vec![vec![
+            "r1".to_string(),
+            "pending".to_string(),
+            "a question far too long for this terminal, which must be cut".to_string(),
+        ]];
+        let layout = Layout {
+            width: Some(40),
+            now: None,
+            color: true,
+        };
+        let t = fit_table(
+            &["ID", "STATUS", "QUESTION"],
+            rows,
+            &layout,
+            &[2],
+            |(c, _)| (c == 1).then_some(comfy_table::Color::Yellow),
+        );
+        assert!(t.contains('\u{1b}'), "{t:?}");
+        assert!(t.contains('…'), "{t}");
+        assert!(t.lines().all(|l| display_width(l) <= 40), "{t}");
+        assert!(t.contains("r1") && t.contains("pending"), "{t}");
     }
 }

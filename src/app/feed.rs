@@ -3,11 +3,12 @@
 //! and one request or a list (`show`, `list`).
 
 use crate::clock::now_ms;
+use crate::core::audit::EventKind;
 use crate::error::Result;
 use crate::files::outbox;
 use crate::protocol::Outcome;
 use crate::root::Root;
-use crate::store::{FeedPos, ListFilter, RequestRow, Status, Store};
+use crate::store::{Event, FeedPos, ListFilter, RequestRow, Status, Store};
 
 /// How many positions one read of [`NewRequests::next_batch`] covers at most.
 const BATCH: usize = 512;
@@ -55,6 +56,61 @@ impl NewRequests {
             if self.after == before {
                 return Ok(out);
             }
+        }
+    }
+}
+
+/// The event kinds of a request's life after it was accepted: what `watch` follows.
+/// (A rejection is no request; a lease running out shows as `released`, a deadline as
+/// `aborted`.)
+pub const LIFECYCLE: &[EventKind] = &[
+    EventKind::Accepted,
+    EventKind::Claimed,
+    EventKind::Released,
+    EventKind::Answered,
+    EventKind::Cancelled,
+    EventKind::Aborted,
+];
+
+/// The feed of request lifecycle events: the event log read from a position on, each
+/// event with its request as it is now, filtered in the store's query like `list`.
+#[derive(Debug, Clone)]
+pub struct RequestEvents {
+    after: FeedPos,
+    kinds: Vec<EventKind>,
+    filter: ListFilter,
+}
+
+impl RequestEvents {
+    /// Start after the newest event: only what happens from now on. No `kinds`: every
+    /// [`LIFECYCLE`] kind.
+    pub fn from_now(
+        store: &mut dyn Store,
+        kinds: &[EventKind],
+        filter: ListFilter,
+    ) -> Result<RequestEvents> {
+        Ok(RequestEvents {
+            after: store.events_head()?,
+            kinds: if kinds.is_empty() {
+                LIFECYCLE.to_vec()
+            } else {
+                kinds.to_vec()
+            },
+            filter,
+        })
+    }
+
+    /// Every matching event above the mark (all batches), oldest first; advances the
+    /// mark past everything read.
+    pub fn all(&mut self, store: &mut dyn Store) -> Result<Vec<(Event, RequestRow)>> {
+        let mut out = Vec::new();
+        loop {
+            let page = store.request_events(self.after, &self.kinds, &self.filter, BATCH)?;
+            out.extend(page.events);
+            if page.upto <= self.after {
+                return Ok(out);
+            }
+            self.after = page.upto;
         }
     }
 }

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use super::Ctx;
 use crate::clock::{human_ms, now_ms, Millis};
 use crate::error::{Error, Result};
-use crate::output::{ellipsize, print_json, table};
+use crate::output::{ellipsize, fit_table, print_json, status_color, Layout};
 use crate::protocol::{Code, Decision};
 use crate::store::Status;
 use crate::store::{HistoryFilter, HistoryQuestion, HistoryRow};
@@ -29,9 +29,9 @@ pub struct Args {
     /// Only requests from this agent id.
     #[arg(long)]
     pub agent: Option<String>,
-    /// Only this context.
-    #[arg(long)]
-    pub context: Option<String>,
+    /// Only this context (repeat for several).
+    #[arg(long, value_name = "C")]
+    pub context: Vec<String>,
     /// Only requests answered or cancelled by this provider.
     #[arg(long)]
     pub provider: Option<String>,
@@ -82,7 +82,7 @@ pub fn parse_time(flag: &str, s: &str, now: Millis) -> Result<Millis> {
 pub fn filter(a: &Args, now: Millis) -> Result<HistoryFilter> {
     Ok(HistoryFilter {
         agent: a.agent.clone(),
-        context: a.context.clone(),
+        contexts: a.context.clone(),
         provider: a.provider.clone(),
         status: a.status,
         code: a.code.map(|c| c.as_str().to_string()),
@@ -149,7 +149,7 @@ pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
 
 /// The question a table row shows: the one the filter matched (`--intent`, `--decision`,
 /// `--grep`, in that order), else the first; `(+N)` counts the others of the batch.
-fn headline(r: &HistoryRow, f: &HistoryFilter) -> String {
+fn headline(r: &HistoryRow, f: &HistoryFilter, cut: bool) -> String {
     let matches = |q: &HistoryQuestion| {
         f.intent
             .as_ref()
@@ -170,7 +170,12 @@ fn headline(r: &HistoryRow, f: &HistoryFilter) -> String {
         return String::new();
     };
     let more = r.questions.len() - 1;
-    let text = ellipsize(&q.question, 40);
+    // Cut here for a pipe; on a terminal the table cuts it to the width.
+    let text = if cut {
+        ellipsize(&q.question, 40)
+    } else {
+        crate::text::one_line(&q.question).into_owned()
+    };
     if more > 0 {
         format!("{text} (+{more})")
     } else {
@@ -178,11 +183,16 @@ fn headline(r: &HistoryRow, f: &HistoryFilter) -> String {
     }
 }
 
-fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
+fn table_text(rows: &[HistoryRow], f: &HistoryFilter, layout: &Layout) -> String {
     if rows.is_empty() {
         return "no matching requests\n".into();
     }
-    table(
+    // The row carries its time as RFC 3339; a terminal shows it relative to now.
+    let created = |r: &HistoryRow| match r.created_at.parse::<jiff::Timestamp>() {
+        Ok(t) => layout.time(t.as_millisecond()),
+        Err(_) => r.created_at.clone(),
+    };
+    fit_table(
         &[
             "ID", "CONTEXT", "AGENT", "CREATED", "WAIT", "STATUS", "DECISION", "PROVIDER",
             "QUESTION",
@@ -202,17 +212,21 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter) -> String {
                     r.id.clone().unwrap_or_else(|| "-".into()),
                     r.context.clone(),
                     agent,
-                    r.created_at.clone(),
+                    created(r),
                     human_ms(r.wait_ms),
                     status,
                     r.decision
                         .map(|d| d.as_str().to_string())
                         .unwrap_or_else(|| "-".into()),
                     r.provider.clone().unwrap_or_else(|| "-".into()),
-                    headline(r, f),
+                    headline(r, f, layout.width.is_none()),
                 ]
             })
             .collect(),
+        layout,
+        // The question, then the agent, provider and context give way.
+        &[8, 2, 7, 1],
+        |(c, r)| (c == 5).then(|| status_color(rows[r].status)),
     )
 }
 
@@ -245,7 +259,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             print!("{s}");
         }
         Format::Csv => print!("{}", to_csv(&rows)?),
-        Format::Table => println!("{}", table_text(&rows, &f)),
+        Format::Table => println!("{}", table_text(&rows, &f, &ctx.layout())),
     }
     Ok(())
 }

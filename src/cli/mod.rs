@@ -120,6 +120,29 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// How a table on stdout is laid out: on a terminal, its width (crossterm asks the
+    /// terminal), times relative to now and the status in colour (per `--color` and
+    /// `NO_COLOR`); piped, every column whole and times absolute, so a script reads what
+    /// it always read.
+    pub fn layout(&self) -> crate::output::Layout {
+        use std::io::IsTerminal;
+        let color = self.color.for_stdout().color;
+        if !std::io::stdout().is_terminal() {
+            return crate::output::Layout {
+                color,
+                ..Default::default()
+            };
+        }
+        crate::output::Layout {
+            width: crossterm::terminal::size()
+                .ok()
+                .map(|(w, _)| w)
+                .filter(|w| *w > 0),
+            now: Some(crate::clock::now_ms()),
+            color,
+        }
+    }
+
     /// Open the store (creating the layout).
     pub fn store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.root.open_store()
@@ -246,6 +269,9 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("{s:?} is not a duration such as 30s or 5m: {e}"))
 }
+
+/// The intent kinds a `--intent` filter accepts (a closed set, like `--status`).
+pub const INTENTS: &[&str] = &[crate::protocol::types::PLAN_REVIEW];
 
 /// A clap value parser for a closed set defined by a pure type (a status, a code, a
 /// decision): clap lists the wire names in `--help` and rejects anything else as a usage

@@ -1,13 +1,16 @@
-//! `dshq watch [--context C]`: follow new requests as they are accepted.
+//! `dshq watch [FILTERS] [--events KIND,...]`: follow what happens to requests: accepted,
+//! claimed, released, answered, cancelled, aborted.
 //!
-//! On a terminal each request is one readable line; piped, or with `--json`, each is one
-//! line of JSON (NDJSON: the same document as `dshq --json show ID`), for notification
-//! scripts. This is the one command whose `--json` output is a stream rather than a
-//! single document.
+//! On a terminal each event is one readable line; piped, or with `--json`, each is one
+//! line of JSON (NDJSON: the same document as `dshq --json show ID`, the request as it is
+//! now, plus an `event` object: kind, time, position, actor), for notification scripts.
+//! This is the one command whose `--json` output is a stream rather than a single
+//! document.
 //!
-//! It reads the database, not the inbox, so it sees every accepted request however it
-//! arrived, and it needs no daemon. New requests are found by `seq` above the last one
-//! seen ([`crate::app::feed::NewRequests`]). The loop sleeps until the database directory
+//! It reads the database's event log, not the inbox, so it sees every change however it
+//! came about, and it needs no daemon. Events are found by position above the last one
+//! read ([`crate::app::feed::RequestEvents`]), filtered in the store's query by the same
+//! filters as `list`. The loop sleeps until the database directory
 //! changes (a notify watch; every commit writes a file there) or, at the latest, a 500 ms
 //! tick — a missed or coalesced event costs latency, never a request — and then does one
 //! indexed read.
@@ -20,12 +23,13 @@ use notify::{RecursiveMode, Watcher};
 
 use super::interactive::style::{one_line, Style};
 use super::Ctx;
-use crate::app::{self, feed::NewRequests};
+use crate::app::{self, feed::RequestEvents};
 use crate::clock::rfc3339;
+use crate::core::audit::EventKind;
 use crate::error::Result;
 use crate::hooks::request_json;
 use crate::output::ellipsize;
-use crate::store::{RequestRow, Status};
+use crate::store::{Event, ListFilter, RequestRow, Status};
 
 /// The longest the loop sleeps without a file-system event.
 const TICK: Duration = Duration::from_millis(500);
@@ -33,19 +37,32 @@ const TICK: Duration = Duration::from_millis(500);
 /// Arguments of `dshq watch`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only requests of this context.
+    /// Only requests of this context (repeat for several).
     #[arg(long, value_name = "C")]
-    pub context: Option<String>,
+    pub context: Vec<String>,
+    /// Only requests asked by this agent id.
+    #[arg(long, value_name = "A")]
+    pub agent: Option<String>,
+    /// Only requests with a question of this intent.
+    #[arg(long, value_parser = super::closed_set(super::INTENTS, |s| s))]
+    pub intent: Option<&'static str>,
+    /// Only requests with a question containing TEXT (ignoring ASCII case).
+    #[arg(long, value_name = "TEXT")]
+    pub grep: Option<String>,
+    /// Only these events (comma-separated; default: all of them).
+    #[arg(long, value_name = "KIND,...", value_delimiter = ',',
+          value_parser = super::closed_set(app::feed::LIFECYCLE, EventKind::as_str))]
+    pub events: Vec<EventKind>,
     /// First show the requests already open (pending or claimed), then follow.
     #[arg(long)]
     pub pending: bool,
-    /// Exit after this many requests.
+    /// Exit after this many lines (open requests and events).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
 }
 
-/// One readable line for a terminal.
-fn line(row: &RequestRow, style: &Style) -> String {
+/// One readable line for a terminal: when, what, which request, its question.
+fn line(row: &RequestRow, event: Option<&Event>, style: &Style) -> String {
     let req = row.request();
     let questions = req.as_ref().map(|r| r.questions.as_slice()).unwrap_or(&[]);
     let mut q = questions
@@ -60,17 +77,30 @@ fn line(row: &RequestRow, style: &Style) -> String {
         tags.push("plan-review".to_string());
     }
     if let Some(a) = &row.agent_id {
-        tags.push(format!("agent {a}"));
+        tags.push(format!("agent {}", one_line(a)));
     }
-    if row.status.is_final() || row.status == Status::Claimed {
-        tags.push(row.status.as_str().to_string());
-    }
+    let (at, kind) = match event {
+        Some(e) => {
+            if e.event_kind() != Some(EventKind::Accepted) {
+                tags.push(format!("by {}", one_line(&e.actor)));
+            }
+            (e.at_ms, one_line(&e.kind))
+        }
+        None => (row.created_ms, row.status.as_str().to_string()),
+    };
+    let kind = format!("{kind:<9}");
+    let kind = match event.and_then(Event::event_kind) {
+        Some(EventKind::Answered) => style.ok(&kind),
+        Some(EventKind::Cancelled | EventKind::Aborted | EventKind::Released) => style.warn(&kind),
+        _ => style.bold(&kind),
+    };
     let mut s = format!(
-        "{}  {}  {}  {}",
-        style.dim(&rfc3339(row.created_ms)),
-        style.accent(row.id.as_deref().unwrap_or("-")),
-        style.dim(&format!("[{}]", row.context)),
-        ellipsize(&one_line(&q), 80)
+        "{}  {}  {}  {}  {}",
+        style.dim(&rfc3339(at)),
+        kind,
+        style.accent(&one_line(row.id.as_deref().unwrap_or("-"))),
+        style.dim(&format!("[{}]", one_line(&row.context))),
+        ellipsize(&q, 80)
     );
     if !tags.is_empty() {
         s.push_str(&format!(
@@ -81,11 +111,27 @@ fn line(row: &RequestRow, style: &Style) -> String {
     s
 }
 
+/// One NDJSON line: the request as `show --json` prints it, with the event if any.
+fn json_line(row: &RequestRow, event: Option<&Event>) -> String {
+    let Some(e) = event else {
+        return request_json(row);
+    };
+    let mut v = serde_json::to_value(crate::output::RequestView::from_row(row))
+        .expect("a request view serializes");
+    v["event"] = serde_json::json!({
+        "kind": e.kind,
+        "at": rfc3339(e.at_ms),
+        "seq": e.seq,
+        "actor": e.actor,
+    });
+    v.to_string()
+}
+
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.stored_store()?;
     let store = &mut *store;
-    if let Some(c) = &a.context {
+    for c in &a.context {
         crate::protocol::check::check_id("context", c)?;
     }
     let json = ctx.json || !std::io::stdout().is_terminal();
@@ -109,14 +155,23 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         tracing::warn!(error = %e, "no file-system events; polling every {TICK:?}");
     }
 
-    let mut seen = NewRequests::from_now(store)?;
+    let filter = ListFilter {
+        contexts: a.context.clone(),
+        agent: a.agent.clone(),
+        intent: a.intent.map(str::to_string),
+        grep: a.grep.clone(),
+        ..Default::default()
+    };
+    // The mark first: a request accepted while the open ones are read shows twice at
+    // worst, never not at all.
+    let mut feed = RequestEvents::from_now(store, &a.events, filter.clone())?;
     let mut shown: u64 = 0;
     let mut out = std::io::stdout().lock();
-    let mut emit = |row: &RequestRow| -> Result<bool> {
+    let mut emit = |row: &RequestRow, event: Option<&Event>| -> Result<bool> {
         let text = if json {
-            request_json(row)
+            json_line(row, event)
         } else {
-            line(row, &style)
+            line(row, event, &style)
         };
         if writeln!(out, "{text}").and_then(|_| out.flush()).is_err() {
             // The reader went away (a closed pipe): stop quietly.
@@ -129,29 +184,40 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         return Ok(());
     }
     if a.pending {
-        for row in app::feed::open_upto(store, a.context.as_deref(), seen.after())? {
-            if !emit(&row)? {
+        let mut open = Vec::new();
+        for status in [Status::Pending, Status::Claimed] {
+            open.extend(app::feed::list(
+                store,
+                &ListFilter {
+                    status: Some(status),
+                    oldest_first: true,
+                    ..filter.clone()
+                },
+            )?);
+        }
+        open.sort_by_key(|r| r.seq);
+        for row in &open {
+            if !emit(row, None)? {
                 return Ok(());
             }
         }
     }
     if !json {
+        let what = if a.context.is_empty() {
+            "every context".to_string()
+        } else {
+            format!("context {}", a.context.join(", "))
+        };
         eprintln!(
             "{}",
             style.dim(&format!(
-                "watching for new requests in {} (Ctrl-C to stop)",
-                a.context
-                    .as_deref()
-                    .map_or("every context".to_string(), |c| format!("context {c}"))
+                "watching for new requests in {what} and what happens to them (Ctrl-C to stop)"
             ))
         );
     }
     loop {
-        for row in seen.all(store)? {
-            if a.context.as_deref().is_some_and(|c| c != row.context) {
-                continue;
-            }
-            if !emit(&row)? {
+        for (event, row) in feed.all(store)? {
+            if !emit(&row, Some(&event))? {
                 return Ok(());
             }
         }

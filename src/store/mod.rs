@@ -211,6 +211,15 @@ pub struct FeedPage {
     pub upto: FeedPos,
 }
 
+/// A page of the feed of request lifecycle events ([`Store::request_events`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventPage {
+    /// The matching events, oldest first, each with its request as it is now.
+    pub events: Vec<(Event, RequestRow)>,
+    /// Every event up to here has been read (those filtered out included).
+    pub upto: FeedPos,
+}
+
 /// What `audit verify` found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
@@ -364,6 +373,22 @@ pub trait Store: Send {
 
     /// New accepted requests after `after` (at most `limit` positions read).
     fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage>;
+
+    /// The newest position in the event log (0 for an empty log): an event feed started
+    /// here sees only what happens from now on. Event positions are their own order, not
+    /// [`FeedPos`] of requests.
+    fn events_head(&mut self) -> Result<FeedPos>;
+
+    /// Events of `kinds` about accepted requests that match `filter` (its contexts,
+    /// agent, intent and text; status, limit and order are ignored), after event position
+    /// `after`, at most `limit` positions read.
+    fn request_events(
+        &mut self,
+        after: FeedPos,
+        kinds: &[crate::core::audit::EventKind],
+        filter: &ListFilter,
+        limit: usize,
+    ) -> Result<EventPage>;
 
     /// Open requests (of one context) up to position `upto`, oldest first.
     fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>>;

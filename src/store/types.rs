@@ -30,8 +30,14 @@ pub struct Accepted {
 pub struct ListFilter {
     /// Only this status.
     pub status: Option<Status>,
-    /// Only this context.
-    pub context: Option<String>,
+    /// Only these contexts (any of them); empty: every context.
+    pub contexts: Vec<String>,
+    /// Only requests asked by this agent id.
+    pub agent: Option<String>,
+    /// Only requests with a question of this intent kind (`plan-review`).
+    pub intent: Option<String>,
+    /// Only requests with a question whose text contains this, ignoring ASCII case.
+    pub grep: Option<String>,
     /// At most this many rows.
     pub limit: Option<i64>,
     /// Oldest first instead of newest first.
@@ -188,8 +194,8 @@ pub struct ChainBreak {
 pub struct HistoryFilter {
     /// Asking agent id.
     pub agent: Option<String>,
-    /// Context.
-    pub context: Option<String>,
+    /// Only these contexts (any of them); empty: every context.
+    pub contexts: Vec<String>,
     /// Provider that answered or cancelled.
     pub provider: Option<String>,
     /// Status.

@@ -17,6 +17,7 @@ mod interactive;
 mod layers;
 mod outcome;
 mod seam;
+mod tables;
 mod terminal;
 mod tour;
 mod trust;

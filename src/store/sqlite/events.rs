@@ -471,6 +471,30 @@ pub fn for_request(conn: &Connection, request_id: &str) -> Result<Vec<Event>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The events after position `after` up to `upto`, oldest first.
+pub fn range(conn: &Connection, after: i64, upto: i64) -> Result<Vec<Event>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq"
+    ))?;
+    let rows = stmt.query_map([after, upto], row_to_event)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The newest event position (0 for an empty log).
+pub fn head(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?)
+}
+
+/// The position `limit` events after `after` (or the newest, if fewer).
+pub fn upto(conn: &Connection, after: i64, limit: usize) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(MAX(seq), ?1) FROM
+           (SELECT seq FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2)",
+        rusqlite::params![after, limit as i64],
+        |r| r.get(0),
+    )?)
+}
+
 /// Every event, oldest first.
 pub fn all(conn: &Connection) -> Result<Vec<Event>> {
     let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM events ORDER BY seq"))?;

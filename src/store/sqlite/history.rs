@@ -43,8 +43,14 @@ pub fn history(conn: &Connection, f: &HistoryFilter, now: Millis) -> Result<Vec<
     if let Some(a) = &f.agent {
         push(&mut sql, " AND r.agent_id = ?", a.clone().into());
     }
-    if let Some(c) = &f.context {
-        push(&mut sql, " AND r.context = ?", c.clone().into());
+    if !f.contexts.is_empty() {
+        push(
+            &mut sql,
+            " AND r.context IN (SELECT value FROM json_each(?))",
+            serde_json::Value::from(f.contexts.clone())
+                .to_string()
+                .into(),
+        );
     }
     if let Some(p) = &f.provider {
         push(&mut sql, " AND r.provider = ?", p.clone().into());

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
 use crate::store::{
-    AgentInfo, Anchor, AskInput, Asked, Entered, Event, ExportSink, FeedPage, FeedPos,
+    AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
     Provided, ProviderAct, ProviderFile, Registered, RequestRow, Stats, Status, Store, Swept,
     Verified,
@@ -503,6 +503,36 @@ impl Store for SqliteStore {
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
         let now = self.now();
         history::stats(&self.conn, since, now)
+    }
+
+    fn events_head(&mut self) -> Result<FeedPos> {
+        events::head(&self.conn)
+    }
+
+    fn request_events(
+        &mut self,
+        after: FeedPos,
+        kinds: &[crate::core::audit::EventKind],
+        filter: &ListFilter,
+        limit: usize,
+    ) -> Result<EventPage> {
+        // The bound first: an event committed meanwhile lies above it and is read next
+        // time, never skipped.
+        let upto = events::upto(&self.conn, after, limit)?;
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let mut about: std::collections::HashMap<i64, RequestRow> =
+            requests::reads::event_requests(&self.conn, after, upto, &names, filter)?
+                .into_iter()
+                .collect();
+        let events = if about.is_empty() {
+            Vec::new()
+        } else {
+            events::range(&self.conn, after, upto)?
+                .into_iter()
+                .filter_map(|e| about.remove(&e.seq).map(|r| (e, r)))
+                .collect()
+        };
+        Ok(EventPage { events, upto })
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {

@@ -30,19 +30,74 @@ pub fn get_any(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
         .optional()?)
 }
 
-/// Requests, newest first (or oldest first).
+/// The request filters of a [`ListFilter`] but its status: `?2` the contexts (a JSON
+/// array), `?4` the agent, `?5` the intent kind, `?6` the text.
+const MATCHES: &str = "(?2 IS NULL OR r.context IN (SELECT value FROM json_each(?2)))
+       AND (?4 IS NULL OR r.agent_id = ?4)
+       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq AND q.intent_kind = ?5))
+       AND (?6 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq
+                                    AND instr(lower(q.question), lower(?6)) > 0))";
+
+/// The contexts of `f` as one JSON array (`None`: every context).
+fn contexts_json(f: &ListFilter) -> Option<String> {
+    (!f.contexts.is_empty()).then(|| serde_json::Value::from(f.contexts.clone()).to_string())
+}
+
+/// The accepted requests that the events in `(after, upto]` of `kinds` (stored names)
+/// are about, as `(event position, request)`, matching `f`'s request filters.
+pub fn event_requests(
+    conn: &Connection,
+    after: i64,
+    upto: i64,
+    kinds: &[&str],
+    f: &ListFilter,
+) -> Result<Vec<(i64, RequestRow)>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS}, e.seq FROM events e
+           JOIN requests r ON r.id = e.request_id AND r.status <> 'rejected'
+           LEFT JOIN leases l ON l.lease_id = r.claimed_lease
+         WHERE e.seq > ?1 AND e.seq <= ?3
+           AND e.kind IN (SELECT value FROM json_each(?7)) AND {MATCHES}
+         ORDER BY e.seq"
+    ))?;
+    let kinds = serde_json::Value::from(kinds.to_vec()).to_string();
+    let rows = stmt.query_map(
+        params![
+            after,
+            contexts_json(f),
+            upto,
+            f.agent,
+            f.intent,
+            f.grep,
+            kinds
+        ],
+        |r| Ok((r.get(20)?, row(r)?)),
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Requests, newest first (or oldest first), filtered in the query: several contexts
+/// arrive as one JSON array (`json_each`), so one cached statement serves any number;
+/// the text match is `instr` on `lower()` (ASCII case folding, and no LIKE wildcards to
+/// escape).
 pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
     let order = if f.oldest_first { "ASC" } else { "DESC" };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM {FROM}
-         WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.context = ?2)
+         WHERE (?1 IS NULL OR r.status = ?1) AND {MATCHES}
          ORDER BY r.seq {order} LIMIT ?3"
     ))?;
+    let contexts = contexts_json(f);
     let rows = stmt.query_map(
         params![
             f.status.map(Status::as_str),
-            f.context,
-            f.limit.unwrap_or(-1)
+            contexts,
+            f.limit.unwrap_or(-1),
+            f.agent,
+            f.intent,
+            f.grep,
         ],
         row,
     )?;
