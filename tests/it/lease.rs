@@ -19,13 +19,20 @@ fn status_of(env: &Env, id: &str) -> String {
         .to_string()
 }
 
-/// Every event of the export, as (kind, actor, data, leaseId).
+/// Every event of the export, its data parsed.
 fn events(env: &Env) -> Vec<Value> {
     let out = env.run(&["export"]).ok();
     out.stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["type"] == "event")
+        .map(|mut v| {
+            // The export keeps each event's data as the exact text the chain hashed.
+            if let Some(d) = v["data"].as_str() {
+                v["data"] = serde_json::from_str(d).unwrap();
+            }
+            v
+        })
         .collect()
 }
 
@@ -34,7 +41,14 @@ fn duplicate_provider_names_the_holder_since_until_and_what_to_do() {
     let env = Env::new();
     let reg = env
         .json(&[
-            "provider", "register", "--name", "alice", "--context", "team", "--ttl", "5m",
+            "provider",
+            "register",
+            "--name",
+            "alice",
+            "--context",
+            "team",
+            "--ttl",
+            "5m",
         ])
         .ok()
         .json();
@@ -42,7 +56,14 @@ fn duplicate_provider_names_the_holder_since_until_and_what_to_do() {
     let since = st[0]["createdAt"].as_str().unwrap().to_string();
     let until = reg["expiresAt"].as_str().unwrap().to_string();
     let r = env.json(&[
-        "provider", "register", "--name", "bob", "--context", "team", "--ttl", "5m",
+        "provider",
+        "register",
+        "--name",
+        "bob",
+        "--context",
+        "team",
+        "--ttl",
+        "5m",
     ]);
     assert_eq!(r.code, 5);
     let msg = error_message(&r, "DUPLICATE_PROVIDER");
@@ -68,7 +89,13 @@ fn revoke_ends_the_holders_lease_records_who_and_why_and_fences_the_holder() {
 
     let out = env
         .json(&[
-            "provider", "revoke", "--context", "team", "--name", "carol", "--reason",
+            "provider",
+            "revoke",
+            "--context",
+            "team",
+            "--name",
+            "carol",
+            "--reason",
             "alice went home",
         ])
         .ok()
@@ -83,7 +110,10 @@ fn revoke_ends_the_holders_lease_records_who_and_why_and_fences_the_holder() {
 
     // The event log records the revoke as its own kind, with who and why.
     let evs = events(&env);
-    let revoked: Vec<_> = evs.iter().filter(|e| e["kind"] == "lease-revoked").collect();
+    let revoked: Vec<_> = evs
+        .iter()
+        .filter(|e| e["kind"] == "lease-revoked")
+        .collect();
     assert_eq!(revoked.len(), 1, "{evs:?}");
     let e = revoked[0];
     assert_eq!(e["actor"], "cli", "{e}");
