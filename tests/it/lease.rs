@@ -163,3 +163,36 @@ fn revoke_records_user_when_no_name_is_given() {
     assert_eq!(e["data"]["by"], "dana", "{e}");
     assert_eq!(e["data"]["reason"], Value::Null, "{e}");
 }
+
+/// A revoke under an open screen: the session's next answer fails with LEASE_EXPIRED and
+/// the request is untouched (pending again, no outcome file).
+#[test]
+fn revoke_makes_the_open_screens_next_answer_fail_and_leaves_the_request_untouched() {
+    use crate::interactive::{expect, spawn};
+    let env = Env::new();
+    env.ask(&simple_request("r1")).ok();
+    let mut p = spawn(&env, &["answer", "r1"], &[]);
+    expect(&mut p, "Which database?");
+    expect(&mut p, "Your answer");
+    assert_eq!(status_of(&env, "r1"), "claimed");
+    let out = env
+        .json(&["provider", "revoke", "--name", "carol", "--reason", "lunch"])
+        .ok()
+        .json();
+    assert_eq!(out["name"], "tester");
+    assert_eq!(status_of(&env, "r1"), "pending");
+    p.send("\x1b[B").unwrap();
+    p.flush().unwrap();
+    expect(&mut p, "> SQLite");
+    p.send("\r").unwrap();
+    p.flush().unwrap();
+    expect(&mut p, "(y/N)");
+    p.send("y\r").unwrap();
+    p.flush().unwrap();
+    expect(&mut p, "LEASE_EXPIRED");
+    expect(&mut p, "revoked by carol");
+    let _ = p.exp_eof();
+    assert_eq!(status_of(&env, "r1"), "pending");
+    assert!(env.outcome("r1").is_none(), "no outcome file");
+    env.json(&["audit", "verify"]).ok();
+}
