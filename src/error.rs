@@ -50,18 +50,23 @@ pub enum Error {
         lease_context: String,
     },
     /// A live provider already holds the context.
-    #[error("provider {name:?} already holds a live lease in context {context:?} (until {expires}); it is kept")]
+    #[error("provider {name:?} has held context {context:?} since {since}, until {expires} unless it heartbeats; wait until then, ask {name:?} to release it, or end it with `dshq provider revoke --context {context}`")]
     DuplicateProvider {
         /// The context.
         context: String,
         /// The live provider's name.
         name: String,
+        /// When the live lease was registered (RFC 3339).
+        since: String,
         /// When the live lease expires unless it heartbeats (RFC 3339).
         expires: String,
     },
     /// The lease is not the live one of its context.
     #[error("lease is not live ({0}); register a new one with `dshq provider register`")]
     LeaseExpired(String),
+    /// No live provider lease in the context (`provider revoke`).
+    #[error("no live provider lease in context {0:?}; nothing to revoke")]
+    NoLiveLease(String),
     /// No request is pending in the context (`claim --next`).
     #[error("no pending request in context {0:?}")]
     NothingPending(String),
@@ -148,6 +153,7 @@ impl Error {
             Error::WrongContext { .. } => Code::WrongContext,
             Error::DuplicateProvider { .. } => Code::DuplicateProvider,
             Error::LeaseExpired(_) => Code::LeaseExpired,
+            Error::NoLiveLease(_) => Code::NoProvider,
             Error::WaitTimeout { .. } => Code::WaitTimeout,
             Error::Usage(_) | Error::Invalid(_) => Code::Usage,
             Error::Ended(e) => e.code,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use crate::clock::duration_ms;
 use crate::error::Result;
-use crate::store::{Lease, LeaseInfo, Registered, Store};
+use crate::store::{Lease, LeaseInfo, Registered, Revoked, Store};
 
 /// Register a provider lease in `context`.
 pub fn register(
@@ -26,6 +26,17 @@ pub fn heartbeat(store: &mut dyn Store, token: &str) -> Result<Lease> {
 /// End the lease; its claims go back to `pending`. `false` when it had ended already.
 pub fn release(store: &mut dyn Store, token: &str) -> Result<bool> {
     store.release(token)
+}
+
+/// End another holder's live lease in `context` on purpose, recorded as `by` with `reason`;
+/// its claims go back to `pending` and the old token fails with `LEASE_EXPIRED`.
+pub fn revoke(
+    store: &mut dyn Store,
+    context: &str,
+    by: &str,
+    reason: Option<&str>,
+) -> Result<Revoked> {
+    store.revoke(context, by, reason)
 }
 
 /// The lease of `token` (live or not), or the unended lease of each context (or one).

@@ -1,4 +1,4 @@
-//! `dshq provider register|heartbeat|release|status`: the provider lease.
+//! `dshq provider register|heartbeat|release|revoke|status`: the provider lease.
 
 use std::time::Duration;
 
@@ -36,6 +36,19 @@ pub enum Command {
         /// The lease token.
         #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
         lease: Option<String>,
+    },
+    /// End another holder's live lease in a context on purpose (recorded in the event log
+    /// with who and why); its claims go back to pending and the holder's token stops working.
+    Revoke {
+        /// The context whose live lease to end.
+        #[arg(long, default_value = crate::protocol::DEFAULT_CONTEXT)]
+        context: String,
+        /// Why (recorded in the event log).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who revokes, as recorded (default: $USER).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Show the live lease of each context (or of one context, or of one token).
     Status {
@@ -116,6 +129,30 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
                 } else {
                     "lease had already ended\n".into()
                 }
+            });
+        }
+        Command::Revoke {
+            context,
+            reason,
+            name,
+        } => {
+            let by = name.unwrap_or_else(default_provider_name);
+            let v = session::revoke(&mut *store, &context, &by, reason.as_deref())?;
+            emit(ctx.json, &v, || {
+                let mut s = format!(
+                    "revoked {}'s lease in context {} (generation {})",
+                    crate::text::one_line(&v.name),
+                    v.context,
+                    v.generation
+                );
+                if !v.released.is_empty() {
+                    s.push_str(&format!(
+                        "; {} claimed request(s) back to pending",
+                        v.released.len()
+                    ));
+                }
+                s.push('\n');
+                s
             });
         }
         Command::Status { context, lease } => {

@@ -27,6 +27,8 @@ pub enum EventKind {
     LeaseReleased,
     /// A provider lease ran out.
     LeaseExpired,
+    /// A provider lease was ended on purpose by someone else (`dshq provider revoke`).
+    LeaseRevoked,
     /// An agent entered the registry.
     AgentEntered,
     /// An agent exited.
@@ -54,6 +56,7 @@ impl EventKind {
             EventKind::LeaseRegistered => "lease-registered",
             EventKind::LeaseReleased => "lease-released",
             EventKind::LeaseExpired => "lease-expired",
+            EventKind::LeaseRevoked => "lease-revoked",
             EventKind::AgentEntered => "agent-entered",
             EventKind::AgentExited => "agent-exited",
             EventKind::AgentEnded => "agent-ended",

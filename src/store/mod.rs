@@ -35,7 +35,7 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Stats, Swept, WaitStats,
+    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Revoked, Stats, Swept, WaitStats,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -289,6 +289,10 @@ pub trait Store: Send {
 
     /// End the lease (its claims go back to `pending`); `false` when already ended.
     fn release(&mut self, token: &str) -> Result<bool>;
+
+    /// End the live lease of `context` on purpose (someone other than its holder, `by`,
+    /// for `reason`); its claims go back to `pending`. `NO_PROVIDER` when none is live.
+    fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked>;
 
     /// The live lease of `token` (read).
     fn authenticate(&mut self, token: &str) -> Result<Lease>;

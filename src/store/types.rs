@@ -61,6 +61,20 @@ pub struct Lease {
     pub expires_ms: Millis,
 }
 
+/// A lease ended on purpose by someone other than its holder (`provider revoke`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Revoked {
+    /// The context.
+    pub context: String,
+    /// The holder whose lease was ended.
+    pub name: String,
+    /// The ended lease's generation.
+    pub generation: i64,
+    /// The requests it had claimed, now `pending` again.
+    pub released: Vec<String>,
+}
+
 /// What `register` returns: the token is shown once and never stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

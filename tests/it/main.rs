@@ -15,6 +15,7 @@ mod hooks;
 mod hostile;
 mod interactive;
 mod layers;
+mod lease;
 mod outcome;
 mod seam;
 mod tables;

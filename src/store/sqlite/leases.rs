@@ -15,7 +15,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
-use crate::store::types::{Lease, LeaseInfo, Registered};
+use crate::store::types::{Lease, LeaseInfo, Registered, Revoked};
 
 fn new_secret() -> [u8; 32] {
     let mut b = [0u8; 32];
@@ -33,7 +33,8 @@ fn split_token(token: &str) -> Option<(i64, &str)> {
 }
 
 /// Register a provider in `context`. `DUPLICATE_PROVIDER` when a live lease exists (it is
-/// kept, never replaced).
+/// kept, never replaced; the error names its holder, since and until when, and how to end
+/// it on purpose with [`revoke`]).
 pub fn register(
     tx: &Transaction,
     context: &str,
@@ -49,17 +50,18 @@ pub fn register(
         return Err(Error::Invalid("the lease ttl must be positive".into()));
     }
     // The caller swept at `now`, so any unended lease here is live.
-    let live: Option<(String, Millis)> = tx
+    let live: Option<(String, Millis, Millis)> = tx
         .query_row(
-            "SELECT name, expires_ms FROM leases WHERE context = ?1 AND ended_ms IS NULL",
+            "SELECT name, created_ms, expires_ms FROM leases WHERE context = ?1 AND ended_ms IS NULL",
             [context],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
-    if let Some((live_name, expires)) = live {
+    if let Some((live_name, since, expires)) = live {
         return Err(Error::DuplicateProvider {
             context: context.to_string(),
-            name: live_name,
+            name: crate::text::one_line(&live_name).into_owned(),
+            since: rfc3339(since),
             expires: rfc3339(expires),
         });
     }
@@ -150,6 +152,12 @@ pub fn identify(conn: &Connection, token: &str) -> Result<i64> {
 pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease> {
     let row = load(conn, token)?;
     if let Some(reason) = row.ended {
+        if let Some(by) = revoked_by(conn, row.lease_id)? {
+            return Err(Error::LeaseExpired(format!(
+                "it was revoked by {}",
+                crate::text::one_line(&by)
+            )));
+        }
         return Err(Error::LeaseExpired(format!("it was {reason}")));
     }
     if now > row.expires_ms {
@@ -195,6 +203,78 @@ pub fn release(tx: &Transaction, token: &str, now: Millis) -> Result<bool> {
     Ok(true)
 }
 
+/// Who revoked `lease_id` (from its `lease-revoked` event), if it was revoked.
+fn revoked_by(conn: &Connection, lease_id: i64) -> Result<Option<String>> {
+    let data: Option<String> = conn
+        .query_row(
+            "SELECT data FROM events WHERE lease_id = ?1 AND kind = ?2 AND request_id IS NULL",
+            params![lease_id, EventKind::LeaseRevoked.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(data.map(|d| {
+        serde_json::from_str::<serde_json::Value>(&d)
+            .ok()
+            .and_then(|v| v["by"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "someone".into())
+    }))
+}
+
+/// End the live lease of `context` on purpose, on behalf of someone other than its holder
+/// (`dshq provider revoke`): a `lease-revoked` event records who (`by`) and why; its claims
+/// go back to `pending`. The row ends as `released` (the schema knows no other early end);
+/// the event tells the two apart, and fencing is the same: the old token is dead.
+/// `NO_PROVIDER` when no lease is live in the context.
+pub fn revoke(
+    tx: &Transaction,
+    context: &str,
+    by: &str,
+    reason: Option<&str>,
+    now: Millis,
+) -> Result<Revoked> {
+    crate::protocol::check::check_id("context", context)?;
+    // The caller swept at `now`, so any unended lease here is live.
+    let live: Option<(i64, String, i64)> = tx
+        .query_row(
+            "SELECT lease_id, name, generation FROM leases WHERE context = ?1 AND ended_ms IS NULL",
+            [context],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let Some((lease_id, name, generation)) = live else {
+        return Err(Error::NoLiveLease(context.to_string()));
+    };
+    tx.execute(
+        "UPDATE leases SET ended_ms = ?1, end_reason = ?2 WHERE lease_id = ?3 AND ended_ms IS NULL",
+        params![now, LeaseEnd::Released.as_str(), lease_id],
+    )?;
+    events::append(
+        tx,
+        now,
+        NewEvent {
+            kind: EventKind::LeaseRevoked,
+            lease_id: Some(lease_id),
+            actor: Actor::Cli,
+            request_id: None,
+            agent_id: None,
+            data: serde_json::json!({
+                "context": context,
+                "holder": name,
+                "generation": generation,
+                "by": by,
+                "reason": reason,
+            }),
+        },
+    )?;
+    let released = unclaim_all(tx, lease_id, "lease revoked", &Actor::Cli, now)?;
+    Ok(Revoked {
+        context: context.to_string(),
+        name,
+        generation,
+        released,
+    })
+}
+
 /// End a lease for `reason` and return its claims to `pending`; returns the released ids.
 /// An expiry is the sweep's doing (the daemon's); a release is the provider's.
 fn end(
@@ -224,7 +304,13 @@ fn end(
             data: serde_json::Value::Null,
         },
     )?;
-    unclaim_all(tx, lease_id, reason, &actor, now)
+    unclaim_all(
+        tx,
+        lease_id,
+        &format!("lease {}", reason.as_str()),
+        &actor,
+        now,
+    )
 }
 
 /// End every lease whose `expiresAt` has passed at `now`; returns each with the request ids
@@ -300,7 +386,7 @@ pub fn info(conn: &Connection, token: &str, now: Millis) -> Result<LeaseInfo> {
 fn unclaim_all(
     tx: &Transaction,
     lease_id: i64,
-    reason: LeaseEnd,
+    reason: &str,
     actor: &Actor,
     now: Millis,
 ) -> Result<Vec<String>> {
@@ -325,7 +411,7 @@ fn unclaim_all(
                 request_id: Some(id),
                 lease_id: Some(lease_id),
                 actor: actor.clone(),
-                data: serde_json::json!({"reason": format!("lease {}", reason.as_str())}),
+                data: serde_json::json!({"reason": reason}),
                 agent_id: None,
             },
         )?;

@@ -17,8 +17,8 @@ use crate::protocol::Outcome;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
-    Provided, ProviderAct, ProviderFile, Registered, RequestRow, Stats, Status, Store, Swept,
-    Verified,
+    Provided, ProviderAct, ProviderFile, Registered, RequestRow, Revoked, Stats, Status, Store,
+    Swept, Verified,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -338,6 +338,10 @@ impl Store for SqliteStore {
 
     fn release(&mut self, token: &str) -> Result<bool> {
         self.write(|tx, now| leases::release(tx, token, now))
+    }
+
+    fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
+        self.write(|tx, now| leases::revoke(tx, context, by, reason, now))
     }
 
     fn authenticate(&mut self, token: &str) -> Result<Lease> {

@@ -946,7 +946,10 @@ fn second_register_in_a_context_is_duplicate_provider_and_the_first_stays() {
     let e = register(&mut conn, "default", "bob", T0 + 1).unwrap_err();
     assert_eq!(e.code(), Code::DuplicateProvider);
     assert!(e.to_string().contains("alice"), "{e}");
-    assert!(e.to_string().contains("kept"), "{e}");
+    assert!(
+        e.to_string().contains("provider revoke --context default"),
+        "{e}"
+    );
     // The first is untouched and still live.
     let l = leases::authenticate(&conn, &first.lease, T0 + 2).unwrap();
     assert_eq!(l.expires_ms, T0 + TTL);
