@@ -439,9 +439,15 @@ fn inbox_files_get_the_same_agent_check() {
     ];
     assert!(
         wait_until(DEADLINE, || {
-            expected
-                .iter()
-                .all(|(stem, code)| rejected_code(&env, stem).as_deref() == Some(*code))
+            // The reason is written first, then the input moves: wait for both.
+            expected.iter().all(|(stem, code)| {
+                rejected_code(&env, stem).as_deref() == Some(*code)
+                    && env
+                        .root()
+                        .join("rejected")
+                        .join(format!("{stem}.json"))
+                        .is_file()
+            })
         }),
         "rejected/: {:?}\ndaemon log:\n{}",
         env.names("rejected"),
