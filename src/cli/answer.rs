@@ -55,6 +55,13 @@ pub struct Args {
     /// Interactive: the ttl of the session's lease (heartbeated every ttl/3).
     #[arg(long, default_value = "1m", value_parser = super::parse_lease_ttl)]
     pub ttl: std::time::Duration,
+    /// Interactive: after this long without a key, release the session's lease (recorded
+    /// as a release; the request on screen goes back to pending) so another reviewer can
+    /// take the context; the next key takes it back, or, when another provider holds the
+    /// context by then, ends with DUPLICATE_PROVIDER (exit 5). Between 1s and 24h. A lease
+    /// given with --lease is never released.
+    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = super::parse_idle_release)]
+    pub idle_release: std::time::Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +203,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
                 ttl: a.ttl,
                 style: ctx.color.for_stderr(),
                 follow: a.follow,
+                idle_release: a.idle_release,
             },
         );
     }

@@ -308,6 +308,9 @@ pub mod bounds {
     /// `wait --timeout`, `ask --timeout`.
     pub const WAIT_TIMEOUT: (Duration, Duration) =
         (Duration::ZERO, Duration::from_secs(366 * 86400));
+    /// `answer --idle-release`: how long an idle screen keeps its lease.
+    pub const IDLE_RELEASE: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(24 * 3600));
 }
 
 fn parse_bounded(
@@ -345,6 +348,11 @@ pub fn parse_hook_timeout(s: &str) -> std::result::Result<Duration, String> {
 /// A wait's timeout ([`bounds::WAIT_TIMEOUT`]).
 pub fn parse_wait_timeout(s: &str) -> std::result::Result<Duration, String> {
     parse_bounded(s, bounds::WAIT_TIMEOUT)
+}
+
+/// An idle screen's hold on its lease ([`bounds::IDLE_RELEASE`]).
+pub fn parse_idle_release(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::IDLE_RELEASE)
 }
 
 /// The lease token from `--lease` / `DSHQ_LEASE`, or a usage error naming both.

@@ -13,6 +13,7 @@ mod flags;
 mod helpers;
 mod hooks;
 mod hostile;
+mod idle;
 mod interactive;
 mod layers;
 mod lease;

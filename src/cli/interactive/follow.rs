@@ -70,6 +70,15 @@ impl Queue {
         }))
     }
 
+    /// How many requests not shown yet are waiting (nothing is marked shown).
+    pub fn waiting(&self, store: &mut dyn Store, context: &str, lease_id: i64) -> Result<usize> {
+        let queue = app::feed::review_queue(store, context, lease_id)?;
+        Ok(queue
+            .iter()
+            .filter(|r| r.id.as_ref().is_some_and(|id| !self.shown.contains(id)))
+            .count())
+    }
+
     /// Forget that the last request was shown (it could not be claimed: it is someone
     /// else's now or it ended) so the count stays honest; it is still never shown again.
     pub fn not_shown(&mut self) {

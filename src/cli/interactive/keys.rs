@@ -1,32 +1,129 @@
-//! Single-key choices: the list the screen chooses from, drawn and read with crossterm's
-//! raw-mode key events, and `$EDITOR` for long text.
+//! Every key the screen reads: the lists it chooses from (one item, or several with
+//! toggles), a line of text, the y/N confirm, all drawn and read with crossterm's
+//! raw-mode key events; and `$EDITOR` for long text.
 //!
-//! inquire's `Select` reads only its own keys (arrows, Enter, Esc, typing to filter), so
-//! a number key could not pick and no key could skip, leave a request for later, quit or
-//! open the asker's context. This list is the one step that needed those keys; it is
-//! small (draw the visible window, redraw in place on each key), so it is written on
-//! crossterm directly rather than bringing in a full-screen UI (ratatui) for one widget.
-//! The other prompts (multi-select, text, the y/N confirm) stay inquire's.
+//! inquire's prompts read their own keys inside the library: a number key could not
+//! pick, no key could skip, leave a request for later, quit or open the asker's context,
+//! and (what made the rest move here too) the session could not see whether the reviewer
+//! was at the screen, so an idle screen could not give its lease up and take it back on
+//! the next key. Each prompt here reads through [`next`], which asks the session's
+//! [`Idle`] watch how long to wait and hands it every key first. The prompts are small
+//! (draw the visible lines, redraw them in place on each key), so they are written on
+//! crossterm directly rather than bringing in a full-screen UI (ratatui) for them.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use std::time::Duration;
+
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, queue, terminal};
 
 use super::style::Style;
 
-/// What a key did in [`select`].
+/// The session's idle watch as a prompt sees it ([`super::idle::Presence`]).
+pub trait Idle {
+    /// How long the reviewer may still be away before the lease is given up; `None`: no
+    /// limit now (a lease given with `--lease`, or given up already).
+    fn left(&self) -> Option<Duration>;
+    /// The time is up: give the lease up.
+    fn idle(&self);
+    /// A key was pressed (not Ctrl-C): what to do with it.
+    fn key(&self) -> Seen;
+    /// A line to show under the prompt (the lease was given up, or taken back), if any.
+    fn note(&self) -> Option<String>;
+}
+
+/// What the idle watch made of a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    /// An item was chosen (Enter on it, or its number).
-    Pick(usize),
+pub enum Seen {
+    /// An ordinary key: act on it.
+    Act,
+    /// The key took the lease back; it does nothing else.
+    Back,
+    /// The session cannot go on (see [`super::idle::Presence::take_ended`]).
+    Ended,
+}
+
+/// What [`next`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A key to act on.
+    Key(KeyEvent),
+    /// Nothing to act on, but the screen may have changed (a note, a resize): redraw.
+    Redraw,
+    /// The session cannot go on.
+    Ended,
+}
+
+/// The next key press, minding `idle`: wait no longer than the time the reviewer may
+/// still be away, give the lease up when it runs out, and hand every key (but Ctrl-C,
+/// which must always stop the session) to the watch before acting on it.
+pub fn next(idle: Option<&dyn Idle>) -> std::io::Result<Input> {
+    loop {
+        if let Some(i) = idle {
+            match i.left() {
+                Some(left) if left.is_zero() => {
+                    i.idle();
+                    return Ok(Input::Redraw);
+                }
+                // Wait no longer than the time left, then look again.
+                Some(left) if !event::poll(left)? => continue,
+                _ => {}
+            }
+        }
+        match event::read()? {
+            Event::Key(k) if k.kind != KeyEventKind::Release => {
+                if is_ctrl_c(&k) {
+                    return Ok(Input::Key(k));
+                }
+                return Ok(match idle.map(|i| i.key()) {
+                    None | Some(Seen::Act) => Input::Key(k),
+                    Some(Seen::Back) => Input::Redraw,
+                    Some(Seen::Ended) => Input::Ended,
+                });
+            }
+            Event::Resize(..) => return Ok(Input::Redraw),
+            _ => {}
+        }
+    }
+}
+
+fn is_ctrl_c(k: &KeyEvent) -> bool {
+    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// Wait up to `within` for a key with the terminal in raw mode (the follow loop's wait
+/// after the lease was given up). `None` when none came.
+pub fn key_within(within: Duration, idle: &dyn Idle) -> std::io::Result<Option<Got<()>>> {
+    terminal::enable_raw_mode()?;
+    let got = (|| {
+        if !event::poll(within)? {
+            return Ok(None);
+        }
+        Ok(match next(Some(idle))? {
+            Input::Key(k) if is_ctrl_c(&k) => Some(Got::Interrupted),
+            Input::Key(_) | Input::Redraw => Some(Got::Value(())),
+            Input::Ended => Some(Got::Ended),
+        })
+    })();
+    let _ = terminal::disable_raw_mode();
+    got
+}
+
+/// What a prompt returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Got<T> {
+    /// The reviewer chose (an item, the ticked items, the text, yes or no).
+    Value(T),
     /// Esc.
     Esc,
     /// One of the action keys the caller offered.
     Action(char),
     /// Ctrl-C.
     Interrupted,
+    /// The session cannot go on (the idle watch could not take the lease back).
+    Ended,
 }
 
 /// Cut `s` to `width` characters (items are already escaped, so no control character
@@ -41,9 +138,165 @@ fn fit(s: &str, width: usize) -> String {
     out
 }
 
+/// A prompt's lines on stderr, redrawn in place: the first paint writes them, each
+/// later one moves back to the first line, clears below and writes them again.
+struct Canvas {
+    err: std::io::Stderr,
+    /// The line the cursor is on, counted from the prompt's first line.
+    row: u16,
+}
+
+impl Canvas {
+    fn new() -> Canvas {
+        Canvas {
+            err: std::io::stderr(),
+            row: 0,
+        }
+    }
+
+    /// Draw `lines` (each fitted to the width by the caller), leaving the cursor at
+    /// `cursor` (line, column) or at the end of the last line.
+    fn paint(&mut self, lines: &[String], cursor: Option<(u16, u16)>) -> std::io::Result<()> {
+        let err = &mut self.err;
+        if self.row > 0 {
+            queue!(err, cursor::MoveUp(self.row))?;
+        }
+        queue!(
+            err,
+            cursor::MoveToColumn(0),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        )?;
+        write!(err, "{}", lines.join("\r\n"))?;
+        let last = lines.len().saturating_sub(1) as u16;
+        self.row = last;
+        if let Some((line, col)) = cursor {
+            if last > line {
+                queue!(err, cursor::MoveUp(last - line))?;
+            }
+            queue!(err, cursor::MoveToColumn(col))?;
+            self.row = line;
+        }
+        err.flush()
+    }
+
+    /// Clear the prompt and leave `summary` (one line: what was chosen) in its place.
+    fn close(&mut self, summary: Option<String>) {
+        let err = &mut self.err;
+        if self.row > 0 {
+            let _ = queue!(err, cursor::MoveUp(self.row));
+        }
+        let _ = queue!(
+            err,
+            cursor::MoveToColumn(0),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        );
+        if let Some(s) = summary {
+            let _ = write!(err, "{s}\r\n");
+        }
+        let _ = err.flush();
+    }
+}
+
+/// The width a prompt may fill (one column spare, so no line wraps).
+fn width() -> usize {
+    let (cols, _) = super::markdown::terminal_size();
+    cols.saturating_sub(1).max(10)
+}
+
+/// The help line and, when the idle watch has one, its note, fitted to `width`.
+fn footer(help: &str, idle: Option<&dyn Idle>, style: &Style, width: usize) -> Vec<String> {
+    let mut lines = vec![style.dim(&fit(&format!("[{help}]"), width))];
+    if let Some(note) = idle.and_then(|i| i.note()) {
+        lines.push(style.warn(&fit(&note, width)));
+    }
+    lines
+}
+
+/// Run `body` in raw mode, whatever it returns.
+fn raw<T>(body: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    terminal::enable_raw_mode()?;
+    let r = body();
+    let _ = terminal::disable_raw_mode();
+    r
+}
+
+/// Where a list's cursor goes for a movement key; `None` when `code` does not move.
+fn moved(code: KeyCode, at: usize, n: usize, page: usize) -> Option<usize> {
+    Some(match code {
+        KeyCode::Up => at.checked_sub(1).unwrap_or(n - 1),
+        KeyCode::Down => {
+            if at + 1 >= n {
+                0
+            } else {
+                at + 1
+            }
+        }
+        KeyCode::PageUp => at.saturating_sub(page),
+        KeyCode::PageDown => (at + page).min(n - 1),
+        KeyCode::Home => 0,
+        KeyCode::End => n - 1,
+        _ => return None,
+    })
+}
+
+/// The item a number key names (`1`–`9`), when there is one.
+fn numbered(code: KeyCode, n: usize) -> Option<usize> {
+    match code {
+        KeyCode::Char(c @ '1'..='9') if (c as usize - '1' as usize) < n => {
+            Some(c as usize - '1' as usize)
+        }
+        _ => None,
+    }
+}
+
+/// The window of a list: `page` items around `at`, each numbered (1–9) and marked.
+fn list_lines(
+    items: &[String],
+    at: usize,
+    top: &mut usize,
+    page: usize,
+    width: usize,
+    style: &Style,
+    mark: impl Fn(usize) -> String,
+) -> Vec<String> {
+    if at < *top {
+        *top = at;
+    }
+    if at >= *top + page {
+        *top = at + 1 - page;
+    }
+    items
+        .iter()
+        .enumerate()
+        .skip(*top)
+        .take(page)
+        .map(|(k, item)| {
+            let num = if k < 9 {
+                format!("{}", k + 1)
+            } else {
+                " ".into()
+            };
+            let line = fit(
+                &format!(
+                    "{num} {} {}{item}",
+                    if k == at { ">" } else { " " },
+                    mark(k)
+                ),
+                width,
+            );
+            if k == at {
+                style.accent(&line)
+            } else {
+                line
+            }
+        })
+        .collect()
+}
+
 /// Choose one of `items` on stderr: ↑↓ (and PageUp/PageDown, Home/End) move, Enter
 /// chooses, `1`–`9` choose that item at once, Esc, Ctrl-C, and each char of `actions`
 /// returns at once. `page` is how many items show at a time.
+#[allow(clippy::too_many_arguments)]
 pub fn select(
     message: &str,
     items: &[String],
@@ -52,103 +305,262 @@ pub fn select(
     actions: &str,
     page: usize,
     style: &Style,
-) -> std::io::Result<Key> {
+    idle: Option<&dyn Idle>,
+) -> std::io::Result<Got<usize>> {
     let n = items.len();
     if n == 0 {
-        return Ok(Key::Esc);
+        return Ok(Got::Esc);
     }
-    let page = page.clamp(1, n.max(1));
-    let mut at = start.min(n.saturating_sub(1));
+    let page = page.clamp(1, n);
+    let mut at = start.min(n - 1);
     let mut top = at.saturating_sub(page - 1);
-    let mut drawn = 0u16;
-    let mut err = std::io::stderr();
-    terminal::enable_raw_mode()?;
-    let result = (|| -> std::io::Result<Key> {
-        loop {
-            let (cols, _) = super::markdown::terminal_size();
-            let width = cols.saturating_sub(1).max(10);
-            if at < top {
-                top = at;
-            }
-            if at >= top + page {
-                top = at + 1 - page;
-            }
-            let mut lines = vec![format!(
-                "{} {}",
-                style.accent("?"),
-                style.bold(&fit(message, width.saturating_sub(2)))
-            )];
-            for (k, item) in items.iter().enumerate().skip(top).take(page) {
-                let num = if k < 9 {
-                    format!("{}", k + 1)
-                } else {
-                    " ".into()
-                };
-                let line = fit(
-                    &format!("{num} {} {item}", if k == at { ">" } else { " " }),
-                    width,
-                );
-                lines.push(if k == at { style.accent(&line) } else { line });
-            }
-            lines.push(style.dim(&fit(&format!("[{help}]"), width)));
-            if drawn > 0 {
-                queue!(err, cursor::MoveUp(drawn))?;
-            }
-            queue!(
-                err,
-                cursor::MoveToColumn(0),
-                terminal::Clear(terminal::ClearType::FromCursorDown)
-            )?;
-            write!(err, "{}", lines.join("\r\n"))?;
-            err.flush()?;
-            drawn = (lines.len() - 1) as u16;
-            let Event::Key(key) = event::read()? else {
-                continue;
-            };
-            if key.kind != KeyEventKind::Press {
-                continue;
-            }
-            match key.code {
-                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    return Ok(Key::Interrupted)
-                }
-                KeyCode::Up => at = at.checked_sub(1).unwrap_or(n - 1),
-                KeyCode::Down => at = if at + 1 >= n { 0 } else { at + 1 },
-                KeyCode::PageUp => at = at.saturating_sub(page),
-                KeyCode::PageDown => at = (at + page).min(n - 1),
-                KeyCode::Home => at = 0,
-                KeyCode::End => at = n - 1,
-                KeyCode::Enter => return Ok(Key::Pick(at)),
-                KeyCode::Esc => return Ok(Key::Esc),
-                KeyCode::Char(c @ '1'..='9') if (c as usize - '1' as usize) < n => {
-                    return Ok(Key::Pick(c as usize - '1' as usize))
-                }
-                KeyCode::Char(c) if actions.contains(c) => return Ok(Key::Action(c)),
-                _ => {}
-            }
+    let mut canvas = Canvas::new();
+    let result = raw(|| loop {
+        let width = width();
+        let mut lines = vec![format!(
+            "{} {}",
+            style.accent("?"),
+            style.bold(&fit(message, width.saturating_sub(2)))
+        )];
+        lines.extend(list_lines(items, at, &mut top, page, width, style, |_| {
+            String::new()
+        }));
+        lines.extend(footer(help, idle, style, width));
+        canvas.paint(&lines, None)?;
+        let key = match next(idle)? {
+            Input::Key(k) => k,
+            Input::Redraw => continue,
+            Input::Ended => return Ok(Got::Ended),
+        };
+        if is_ctrl_c(&key) {
+            return Ok(Got::Interrupted);
         }
-    })();
-    // Leave one line saying what was chosen, as inquire does.
-    if drawn > 0 {
-        let _ = queue!(err, cursor::MoveUp(drawn));
-    }
-    let _ = queue!(
-        err,
-        cursor::MoveToColumn(0),
-        terminal::Clear(terminal::ClearType::FromCursorDown)
-    );
-    if let Ok(Key::Pick(k)) = result {
-        let _ = write!(
-            err,
-            "{} {} {}\r\n",
+        if let Some(to) = moved(key.code, at, n, page) {
+            at = to;
+            continue;
+        }
+        if let Some(k) = numbered(key.code, n) {
+            return Ok(Got::Value(k));
+        }
+        match key.code {
+            KeyCode::Enter => return Ok(Got::Value(at)),
+            KeyCode::Esc => return Ok(Got::Esc),
+            KeyCode::Char(c) if actions.contains(c) => return Ok(Got::Action(c)),
+            _ => {}
+        }
+    });
+    // Leave one line saying what was chosen.
+    canvas.close(match &result {
+        Ok(Got::Value(k)) => Some(format!(
+            "{} {message} {}",
             style.accent(">"),
-            message,
-            fit(&items[k], 200)
-        );
-    }
-    let _ = err.flush();
-    let _ = terminal::disable_raw_mode();
+            fit(&items[*k], 200)
+        )),
+        _ => None,
+    });
     result
+}
+
+/// Tick any of `items` on stderr: ↑↓ move, Space or an item's number (`1`–`9`) ticks or
+/// unticks it, → ticks all, ← none, Enter returns the ticked indices in item order, Esc
+/// and Ctrl-C return at once.
+pub fn multi(
+    message: &str,
+    items: &[String],
+    help: &str,
+    ticked: &[usize],
+    page: usize,
+    style: &Style,
+    idle: Option<&dyn Idle>,
+) -> std::io::Result<Got<Vec<usize>>> {
+    let n = items.len();
+    if n == 0 {
+        return Ok(Got::Value(Vec::new()));
+    }
+    let page = page.clamp(1, n);
+    let mut on: Vec<bool> = (0..n).map(|k| ticked.contains(&k)).collect();
+    let mut at = 0usize;
+    let mut top = 0usize;
+    let mut canvas = Canvas::new();
+    let result = raw(|| loop {
+        let width = width();
+        let mut lines = vec![format!(
+            "{} {}",
+            style.accent("?"),
+            style.bold(&fit(message, width.saturating_sub(2)))
+        )];
+        lines.extend(list_lines(items, at, &mut top, page, width, style, |k| {
+            if on[k] { "[x] " } else { "[ ] " }.to_string()
+        }));
+        lines.extend(footer(help, idle, style, width));
+        canvas.paint(&lines, None)?;
+        let key = match next(idle)? {
+            Input::Key(k) => k,
+            Input::Redraw => continue,
+            Input::Ended => return Ok(Got::<Vec<usize>>::Ended),
+        };
+        if is_ctrl_c(&key) {
+            return Ok(Got::Interrupted);
+        }
+        if let Some(to) = moved(key.code, at, n, page) {
+            at = to;
+            continue;
+        }
+        if let Some(k) = numbered(key.code, n) {
+            at = k;
+            on[k] = !on[k];
+            continue;
+        }
+        match key.code {
+            KeyCode::Char(' ') => on[at] = !on[at],
+            KeyCode::Right => on.iter_mut().for_each(|t| *t = true),
+            KeyCode::Left => on.iter_mut().for_each(|t| *t = false),
+            KeyCode::Enter => {
+                return Ok(Got::Value((0..n).filter(|&k| on[k]).collect()));
+            }
+            KeyCode::Esc => return Ok(Got::Esc),
+            _ => {}
+        }
+    });
+    canvas.close(match &result {
+        Ok(Got::Value(chosen)) => Some(format!(
+            "{} {message} {}",
+            style.accent(">"),
+            fit(
+                &chosen
+                    .iter()
+                    .map(|&k| items[k].as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                200
+            )
+        )),
+        _ => None,
+    });
+    result
+}
+
+/// A line of text on stderr, starting from `initial`: typing inserts at the cursor,
+/// ←→ Home End (Ctrl-A, Ctrl-E) move, Backspace and Delete erase, Ctrl-U clears to the
+/// start; Enter returns the text when `check` finds nothing wrong with it (else its
+/// complaint shows under the line), Esc and Ctrl-C return at once. A line longer than
+/// the screen scrolls sideways with the cursor.
+pub fn line(
+    message: &str,
+    initial: &str,
+    help: &str,
+    style: &Style,
+    idle: Option<&dyn Idle>,
+    check: &dyn Fn(&str) -> Option<String>,
+) -> std::io::Result<Got<String>> {
+    let mut text: Vec<char> = initial.chars().collect();
+    let mut at = text.len();
+    let mut complaint: Option<String> = None;
+    let mut canvas = Canvas::new();
+    let result = raw(|| loop {
+        let width = width();
+        // The message keeps all but a dozen columns, which the text scrolls in.
+        let message = fit(message, width.saturating_sub(12).max(10));
+        let prompt = format!("? {message} ");
+        let room = width.saturating_sub(prompt.chars().count()).max(2);
+        let from = (at + 1).saturating_sub(room);
+        let shown: String = text.iter().skip(from).take(room).collect();
+        let mut lines = vec![format!(
+            "{} {} {}",
+            style.accent("?"),
+            style.bold(&message),
+            super::style::one_line(&shown)
+        )];
+        if let Some(c) = &complaint {
+            lines.push(style.warn(&fit(c, width)));
+        }
+        lines.extend(footer(help, idle, style, width));
+        let col = prompt.chars().count() + (at - from);
+        canvas.paint(&lines, Some((0, col.min(width) as u16)))?;
+        let key = match next(idle)? {
+            Input::Key(k) => k,
+            Input::Redraw => continue,
+            Input::Ended => return Ok(Got::Ended),
+        };
+        if is_ctrl_c(&key) {
+            return Ok(Got::Interrupted);
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Enter => {
+                let s: String = text.iter().collect();
+                match check(&s) {
+                    None => return Ok(Got::Value(s)),
+                    Some(c) => complaint = Some(c),
+                }
+            }
+            KeyCode::Esc => return Ok(Got::Esc),
+            KeyCode::Char('a') if ctrl => at = 0,
+            KeyCode::Char('e') if ctrl => at = text.len(),
+            KeyCode::Char('u') if ctrl => {
+                text.drain(..at);
+                at = 0;
+            }
+            KeyCode::Char(c) if !ctrl => {
+                text.insert(at, c);
+                at += 1;
+            }
+            KeyCode::Backspace if at > 0 => {
+                at -= 1;
+                text.remove(at);
+            }
+            KeyCode::Delete if at < text.len() => {
+                text.remove(at);
+            }
+            KeyCode::Left => at = at.saturating_sub(1),
+            KeyCode::Right => at = (at + 1).min(text.len()),
+            KeyCode::Home => at = 0,
+            KeyCode::End => at = text.len(),
+            _ => {}
+        }
+    });
+    canvas.close(match &result {
+        Ok(Got::Value(s)) => Some(format!(
+            "{} {message} {}",
+            style.accent(">"),
+            fit(&super::style::one_line(s), 200)
+        )),
+        _ => None,
+    });
+    result
+}
+
+/// What a y/N answer means: `Some(true)` for y/yes, `Some(false)` for n/no or nothing
+/// (Enter alone is no), `None` for anything else.
+fn yes_no(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(true),
+        "" | "n" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// A yes/no question whose Enter alone means **no**: type `y` (or `yes`) and Enter.
+pub fn confirm(
+    message: &str,
+    help: &str,
+    style: &Style,
+    idle: Option<&dyn Idle>,
+) -> std::io::Result<Got<bool>> {
+    let check = |s: &str| {
+        yes_no(s)
+            .is_none()
+            .then(|| "type y for yes or n for no".to_string())
+    };
+    Ok(
+        match line(&format!("{message} (y/N)"), "", help, style, idle, &check)? {
+            Got::Value(s) => Got::Value(yes_no(&s) == Some(true)),
+            Got::Esc => Got::Esc,
+            Got::Action(c) => Got::Action(c),
+            Got::Interrupted => Got::Interrupted,
+            Got::Ended => Got::Ended,
+        },
+    )
 }
 
 /// The editor to run: `$EDITOR`, then `$VISUAL`, then `vi`.
@@ -202,7 +614,16 @@ pub fn edit(initial: &str) -> std::io::Result<Option<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::{fit, yes_no};
+
+    #[test]
+    fn enter_alone_is_no_and_only_y_or_yes_is_yes() {
+        assert_eq!(yes_no(""), Some(false));
+        assert_eq!(yes_no("n"), Some(false));
+        assert_eq!(yes_no(" Yes "), Some(true));
+        assert_eq!(yes_no("y"), Some(true));
+        assert_eq!(yes_no("ok"), None);
+    }
 
     #[test]
     fn fit_cuts_to_the_width_with_an_ellipsis() {

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyCode, KeyModifiers};
 use crossterm::{cursor, execute, queue, terminal};
 
 use super::style::Style;
@@ -242,6 +242,8 @@ pub enum PagerEnd {
     Done,
     /// Ctrl-C.
     Interrupted,
+    /// The session cannot go on (its lease could not be taken back).
+    Ended,
 }
 
 /// Show `lines` one screen at a time on the alternate screen: Space/PgDn a page, Enter/j/↓
@@ -249,7 +251,12 @@ pub enum PagerEnd {
 /// text Space and Enter do nothing, so a held key can never leave the pager and fall
 /// through to the decision below it. Returns when the reader is done; Ctrl-C is reported,
 /// not raised, so the caller can release its lease.
-pub fn page(title: &str, lines: &[String], style: &Style) -> std::io::Result<PagerEnd> {
+pub fn page(
+    title: &str,
+    lines: &[String],
+    style: &Style,
+    idle: Option<&dyn super::keys::Idle>,
+) -> std::io::Result<PagerEnd> {
     let mut err = std::io::stderr();
     terminal::enable_raw_mode()?;
     IN_PAGER.store(true, Ordering::SeqCst);
@@ -288,13 +295,14 @@ pub fn page(title: &str, lines: &[String], style: &Style) -> std::io::Result<Pag
                 )
             };
             write!(err, "{}", style.dim(&status))?;
+            if let Some(note) = idle.and_then(|i| i.note()) {
+                write!(err, "  {}", style.warn(&note))?;
+            }
             err.flush()?;
-            let key = loop {
-                if let Event::Key(k) = event::read()? {
-                    if k.kind != KeyEventKind::Release {
-                        break k;
-                    }
-                }
+            let key = match super::keys::next(idle)? {
+                super::keys::Input::Key(k) => k,
+                super::keys::Input::Redraw => continue,
+                super::keys::Input::Ended => return Ok(PagerEnd::Ended),
             };
             match key.code {
                 KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {

@@ -28,7 +28,9 @@
 //! The screen itself is in [`screen`]; this module only connects it to the store.
 
 pub mod follow;
+pub mod idle;
 pub mod keys;
+pub mod lease;
 pub mod markdown;
 pub mod screen;
 pub mod style;
@@ -48,6 +50,9 @@ use crate::protocol::{Answer, Outcome};
 use crate::root::Root;
 use crate::store::{RequestRow, Store};
 
+use idle::{Ended, Presence};
+use keys::Got;
+use lease::Held;
 use screen::{Prompter, Reply, RequestEnd, Stop};
 use style::Style;
 
@@ -68,6 +73,9 @@ pub struct Opts {
     pub style: Style,
     /// Without an id: when the queue is empty, wait for more instead of ending.
     pub follow: bool,
+    /// Release the session's own lease after this long without a key; the next key takes
+    /// it back ([`idle`]). A lease given with `--lease` is never released.
+    pub idle_release: Duration,
 }
 
 /// Whether an interactive session can run here: stdin, stdout and stderr (where the
@@ -78,39 +86,16 @@ pub fn available() -> bool {
         && std::io::stderr().is_terminal()
 }
 
-/// Releases the session's own lease exactly once, from whichever thread gets there first.
-struct Releaser {
-    root: Root,
-    token: String,
-    /// Registered by this session (a lease given with `--lease` is never released).
-    owned: bool,
-    done: Mutex<bool>,
-}
-
-impl Releaser {
-    /// Release the lease if this session owns it and has not released it yet.
-    fn release(&self) -> Result<bool> {
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        if *done || !self.owned {
-            return Ok(false);
-        }
-        let mut store = self.root.open_store()?;
-        app::session::release(&mut *store, &self.token)?;
-        *done = true;
-        Ok(true)
-    }
-}
-
 /// The provider session: the lease, its heartbeat thread and the signal thread. Dropping
 /// it stops both threads and releases the lease.
 pub struct Session {
-    releaser: Arc<Releaser>,
+    held: Arc<Held>,
+    /// The idle watch (every prompt reads its keys through it).
+    pub presence: Arc<Presence>,
     /// The context the lease answers for.
     pub context: String,
     /// The provider name.
     pub name: String,
-    /// The lease's row id (its own claims are part of the walk).
-    pub lease_id: i64,
     heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     lost: Arc<Mutex<Option<String>>>,
     signals: Option<signal_hook::iterator::Handle>,
@@ -128,23 +113,28 @@ impl Session {
         given: Option<&str>,
         name: &str,
         ttl: Duration,
+        idle_release: Duration,
     ) -> Result<Session> {
         let app::session::Session {
             token,
             lease,
             owned,
         } = app::session::Session::start(store, context, given, name, ttl)?;
-        let releaser = Arc::new(Releaser {
-            root: root.clone(),
+        let held = Arc::new(Held::new(
+            root,
             token,
+            lease.lease_id,
             owned,
-            done: Mutex::new(false),
-        });
+            &lease.context,
+            &lease.name,
+            ttl,
+        ));
+        let presence = Arc::new(Presence::new(held.clone(), idle_release));
         let mut session = Session {
-            releaser,
+            held,
+            presence,
             context: lease.context.clone(),
             name: lease.name.clone(),
-            lease_id: lease.lease_id,
             heartbeat: None,
             lost: Arc::new(Mutex::new(None)),
             signals: None,
@@ -154,13 +144,23 @@ impl Session {
         session.signals = Some(session.catch_signals()?);
         session.watchdog = Some(session.watch_terminal()?);
         session.heartbeat =
-            Some(session.start_heartbeat(Duration::from_millis(lease.ttl_ms.max(3) as u64))?);
+            Some(session.start_heartbeat(root, Duration::from_millis(lease.ttl_ms.max(3) as u64))?);
         Ok(session)
     }
 
-    /// The lease token.
-    pub fn token(&self) -> &str {
-        &self.releaser.token
+    /// The lease token now (a lease taken back after an idle release has a new one).
+    pub fn token(&self) -> String {
+        self.held.token()
+    }
+
+    /// The lease's row id now (its own claims are part of the walk).
+    pub fn lease_id(&self) -> i64 {
+        self.held.lease_id()
+    }
+
+    /// Whether the session registered its lease (and releases it at the end).
+    pub fn owned(&self) -> bool {
+        self.held.owned()
     }
 
     /// Why the heartbeat failed, if it did.
@@ -168,11 +168,15 @@ impl Session {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn start_heartbeat(&self, ttl: Duration) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
+    fn start_heartbeat(
+        &self,
+        root: &Root,
+        ttl: Duration,
+    ) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let every = ttl / 3;
-        let root = self.releaser.root.clone();
-        let token = self.releaser.token.clone();
+        let root = root.clone();
+        let held = self.held.clone();
         let lost = self.lost.clone();
         let handle = std::thread::Builder::new()
             .name("dshq-heartbeat".into())
@@ -187,7 +191,8 @@ impl Session {
                 loop {
                     match stop_rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {
-                            if let Err(e) = app::session::heartbeat(&mut *store, &token) {
+                            // Nothing while the lease is released for idleness.
+                            if let Err(e) = held.heartbeat(&mut *store) {
                                 let fatal = matches!(e, Error::LeaseExpired(_));
                                 *lost.lock().unwrap_or_else(|e| e.into_inner()) =
                                     Some(e.to_string());
@@ -210,12 +215,12 @@ impl Session {
         let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
             .map_err(|e| Error::io("signal handler", e))?;
         let handle = signals.handle();
-        let releaser = self.releaser.clone();
+        let held = self.held.clone();
         std::thread::Builder::new()
             .name("dshq-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    end_process(&releaser, sig, "interrupted");
+                    end_process(&held, sig, "interrupted");
                 }
             })
             .map_err(|e| Error::io("signal thread", e))?;
@@ -226,7 +231,7 @@ impl Session {
     fn watch_terminal(&self) -> Result<Arc<std::sync::atomic::AtomicBool>> {
         use std::sync::atomic::Ordering;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let releaser = self.releaser.clone();
+        let held = self.held.clone();
         let stopped = stop.clone();
         std::thread::Builder::new()
             .name("dshq-terminal".into())
@@ -238,7 +243,7 @@ impl Session {
                         }
                         // No `tracing` here: with stderr gone, tracing-subscriber's
                         // report of the failed write panics this thread.
-                        end_process(&releaser, signal_hook::consts::SIGHUP, "terminal closed");
+                        end_process(&held, signal_hook::consts::SIGHUP, "terminal closed");
                     }
                 }
             })
@@ -249,7 +254,7 @@ impl Session {
     /// Stop the threads and release the lease, reporting a failure to release.
     pub fn end(mut self) -> Result<bool> {
         self.stop_threads();
-        self.releaser.release()
+        self.held.release()
     }
 
     fn stop_threads(&mut self) {
@@ -269,7 +274,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.stop_threads();
-        if let Err(e) = self.releaser.release() {
+        if let Err(e) = self.held.release() {
             note(&format!("error: could not release the provider lease: {e}"));
         }
     }
@@ -285,9 +290,9 @@ fn note(text: &str) {
 /// End the process from another thread (a signal, a dead terminal): restore the
 /// terminal, release the lease, say so where it can be seen, exit with `128 + sig`.
 /// Nothing here may panic: the terminal may be gone.
-fn end_process(releaser: &Releaser, sig: i32, why: &str) -> ! {
+fn end_process(held: &Held, sig: i32, why: &str) -> ! {
     restore_terminal();
-    let tail = match releaser.release() {
+    let tail = match held.release() {
         Ok(true) => "; lease released".to_string(),
         Ok(false) => String::new(),
         Err(e) => format!("; could not release the lease: {e}"),
@@ -345,26 +350,34 @@ fn restore_terminal() {
     let _ = err.flush();
 }
 
-/// The real terminal: inquire prompts on stderr, and the single-key list of [`keys`].
+/// The real terminal: the prompts of [`keys`] on stderr, every key read through the
+/// session's idle watch.
 pub struct Terminal {
     style: Style,
     /// The asking agent's context for the request on screen (see [`context_lines`]).
     context: Vec<String>,
+    /// The idle watch.
+    presence: Arc<Presence>,
 }
 
 impl Terminal {
     fn page_size(&self, n: usize) -> usize {
         let (_, rows) = markdown::terminal_size();
-        n.min(rows.saturating_sub(6).max(5)).max(1)
+        n.min(rows.saturating_sub(7).max(5)).max(1)
+    }
+
+    fn idle(&self) -> Option<&dyn keys::Idle> {
+        Some(&*self.presence)
     }
 }
 
-fn reply<T>(r: inquire::error::InquireResult<T>) -> std::result::Result<Reply<T>, Stop> {
-    use inquire::InquireError;
+/// A prompt's result as the screen takes it; action keys are the caller's to offer.
+fn reply<T>(r: std::io::Result<Got<T>>) -> std::result::Result<Reply<T>, Stop> {
     match r {
-        Ok(v) => Ok(Reply::Value(v)),
-        Err(InquireError::OperationCanceled) => Ok(Reply::Esc),
-        Err(InquireError::OperationInterrupted) => Err(Stop::Interrupted),
+        Ok(Got::Value(v)) => Ok(Reply::Value(v)),
+        Ok(Got::Esc | Got::Action(_)) => Ok(Reply::Esc),
+        Ok(Got::Interrupted) => Err(Stop::Interrupted),
+        Ok(Got::Ended) => Err(Stop::Ended),
         Err(e) => Err(Stop::Terminal(e.to_string())),
     }
 }
@@ -406,11 +419,22 @@ impl Prompter for Terminal {
         actions: &str,
     ) -> std::result::Result<screen::Keyed, Stop> {
         let page = self.page_size(items.len());
-        match keys::select(message, items, help, start, actions, page, &self.style) {
-            Ok(keys::Key::Pick(k)) => Ok(screen::Keyed::Pick(k)),
-            Ok(keys::Key::Esc) => Ok(screen::Keyed::Esc),
-            Ok(keys::Key::Action(c)) => Ok(screen::Keyed::Action(c)),
-            Ok(keys::Key::Interrupted) => Err(Stop::Interrupted),
+        let got = keys::select(
+            message,
+            items,
+            help,
+            start,
+            actions,
+            page,
+            &self.style,
+            self.idle(),
+        );
+        match got {
+            Ok(Got::Value(k)) => Ok(screen::Keyed::Pick(k)),
+            Ok(Got::Esc) => Ok(screen::Keyed::Esc),
+            Ok(Got::Action(c)) => Ok(screen::Keyed::Action(c)),
+            Ok(Got::Interrupted) => Err(Stop::Interrupted),
+            Ok(Got::Ended) => Err(Stop::Ended),
             Err(e) => Err(Stop::Terminal(e.to_string())),
         }
     }
@@ -453,20 +477,16 @@ impl Prompter for Terminal {
         help: &str,
         defaults: &[usize],
     ) -> std::result::Result<Reply<Vec<usize>>, Stop> {
-        reply(
-            inquire::MultiSelect::new(message, items.to_vec())
-                .with_help_message(help)
-                .with_default(defaults)
-                .with_page_size(self.page_size(items.len()))
-                .without_filtering()
-                .with_render_config(self.style.render_config())
-                .raw_prompt()
-                .map(|v| {
-                    let mut idx: Vec<usize> = v.into_iter().map(|o| o.index).collect();
-                    idx.sort_unstable();
-                    idx
-                }),
-        )
+        let page = self.page_size(items.len());
+        reply(keys::multi(
+            message,
+            items,
+            help,
+            defaults,
+            page,
+            &self.style,
+            self.idle(),
+        ))
     }
 
     fn text(
@@ -475,29 +495,25 @@ impl Prompter for Terminal {
         initial: &str,
         help: &str,
     ) -> std::result::Result<Reply<String>, Stop> {
-        reply(
-            inquire::Text::new(message)
-                .with_initial_value(initial)
-                .with_help_message(help)
-                .with_render_config(self.style.render_config())
-                .prompt(),
-        )
+        reply(keys::line(
+            message,
+            initial,
+            help,
+            &self.style,
+            self.idle(),
+            &|_| None,
+        ))
     }
 
     fn confirm(&mut self, message: &str, help: &str) -> std::result::Result<Reply<bool>, Stop> {
-        reply(
-            inquire::Confirm::new(message)
-                .with_default(false)
-                .with_help_message(help)
-                .with_render_config(self.style.render_config())
-                .prompt(),
-        )
+        reply(keys::confirm(message, help, &self.style, self.idle()))
     }
 
     fn pager(&mut self, title: &str, lines: &[String]) -> std::result::Result<(), Stop> {
-        match markdown::page(title, lines, &self.style) {
+        match markdown::page(title, lines, &self.style, self.idle()) {
             Ok(markdown::PagerEnd::Done) => Ok(()),
             Ok(markdown::PagerEnd::Interrupted) => Err(Stop::Interrupted),
+            Ok(markdown::PagerEnd::Ended) => Err(Stop::Ended),
             Err(e) => Err(Stop::Terminal(e.to_string())),
         }
     }
@@ -685,15 +701,23 @@ fn handle_request(
     };
     term.say(&request_header(row, at, &style));
     term.context = context_lines(store, row, &style);
-    let end = screen::review(term, &request.questions).map_err(HandleError::Stop)?;
+    // The idle watch claims this request again when it takes the lease back.
+    session.presence.showing(Some(&id));
+    let end = screen::review(term, &request.questions);
+    session.presence.showing(None);
+    let end = match end {
+        Ok(end) => end,
+        Err(Stop::Ended) => return ended(session, term),
+        Err(stop) => return Err(HandleError::Stop(stop)),
+    };
     let token = session.token();
     let result = match &end {
-        RequestEnd::Answer(answer) => Some(submit(ctx, store, token, &id, answer)),
+        RequestEnd::Answer(answer) => Some(submit(ctx, store, &token, &id, answer)),
         RequestEnd::Cancel(reason) => Some(app::provide::cancel(
             store,
             Some(&ctx.root),
             &id,
-            &Acting::Lease(token.to_string()),
+            &Acting::Lease(token.clone()),
             reason.as_deref(),
         )),
         RequestEnd::Later => {
@@ -736,6 +760,24 @@ fn handle_request(
     Ok(Next::Continue)
 }
 
+/// The idle watch ended a step: go on to the next request when only the one on screen
+/// ended meanwhile; end the session when the lease could not be taken back.
+fn ended(session: &Session, term: &mut Terminal) -> std::result::Result<Next, HandleError> {
+    let style = term.style;
+    match session.presence.take_ended() {
+        Some(Ended::Gone { id, error }) => {
+            term.say(&style.warn(&style::one_line(&format!(
+                "lease taken back, but {id} ended while it was released ({error}); nothing was sent"
+            ))));
+            Ok(Next::Continue)
+        }
+        Some(Ended::Lost(e)) => Err(HandleError::Fail(e)),
+        None => Err(HandleError::Stop(Stop::Terminal(
+            "the session ended without a reason".into(),
+        ))),
+    }
+}
+
 /// Answer with the session's lease; the outcome is published by the use-case.
 fn submit(
     ctx: &Ctx,
@@ -767,12 +809,19 @@ fn walk(
     let mut queue = follow::Queue::default();
     let wake = follow.then(|| follow::Wake::on(ctx.root.dir()));
     let mut idle = false;
+    // Whether the bell rang for a request that arrived while the lease was released.
+    let mut rang = false;
     loop {
         if let Some(why) = session.lost() {
             return Err(HandleError::Fail(Error::LeaseExpired(why)));
         }
+        // Released for idleness while waiting: nothing is claimed until a key is pressed.
+        if session.presence.away() {
+            away(store, session, term, &queue, &mut rang)?;
+            continue;
+        }
         let Some(next) = queue
-            .next(store, &session.context, session.lease_id)
+            .next(store, &session.context, session.lease_id())
             .map_err(HandleError::Fail)?
         else {
             let Some(wake) = &wake else {
@@ -789,15 +838,26 @@ fn walk(
                     session.context
                 )));
             }
+            // No key is asked for while waiting, so the idle time runs on here.
+            if session.presence.check() {
+                if let Some(note) = keys::Idle::note(&*session.presence) {
+                    term.say(&style.warn(&note));
+                }
+                continue;
+            }
             wake.wait();
             continue;
         };
         if idle {
             idle = false;
-            follow::bell();
+            // Rung already when it arrived while the lease was released.
+            if !rang {
+                follow::bell();
+            }
         }
+        rang = false;
         let id = next.row.id.clone().unwrap_or_default();
-        let row = match claim(store, session.token(), &id) {
+        let row = match claim(store, &session.token(), &id) {
             Ok(row) => row,
             // Taken or ended between the read and the claim: move on.
             Err(
@@ -814,6 +874,44 @@ fn walk(
         }
         if let Some(wake) = &wake {
             wake.drain();
+        }
+    }
+}
+
+/// The follow loop's wait while the lease is released for idleness: wait for the
+/// reviewer's key (which takes the lease back), ringing the bell once when a request
+/// arrives meanwhile. Ctrl-C here is a key (raw mode), so it ends the session as Ctrl-C
+/// at a prompt does.
+fn away(
+    store: &mut dyn Store,
+    session: &Session,
+    term: &mut Terminal,
+    queue: &follow::Queue,
+    rang: &mut bool,
+) -> std::result::Result<(), HandleError> {
+    let style = term.style;
+    let got = keys::key_within(follow::TICK, &*session.presence)
+        .map_err(|e| HandleError::Stop(Stop::Terminal(e.to_string())))?;
+    match got {
+        Some(Got::Interrupted) => Err(HandleError::Stop(Stop::Interrupted)),
+        Some(Got::Ended) => ended(session, term).map(|_| ()),
+        Some(_) => {
+            term.say(&style.dim("lease taken back"));
+            Ok(())
+        }
+        None => {
+            let waiting = queue
+                .waiting(store, &session.context, session.lease_id())
+                .map_err(HandleError::Fail)?;
+            if waiting > 0 && !*rang {
+                *rang = true;
+                follow::bell();
+                term.say(&style.warn(&format!(
+                    "{waiting} new request{} waiting · press any key to take the lease back",
+                    if waiting == 1 { "" } else { "s" }
+                )));
+            }
+            Ok(())
         }
     }
 }
@@ -844,7 +942,15 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
     };
     let name = opts.name.clone().unwrap_or_else(default_provider_name);
-    let session = Session::start(&ctx.root, store, &context, given, &name, opts.ttl)?;
+    let session = Session::start(
+        &ctx.root,
+        store,
+        &context,
+        given,
+        &name,
+        opts.ttl,
+        opts.idle_release,
+    )?;
     if let Some(c) = &opts.context {
         if *c != session.context {
             return Err(Error::Usage(format!(
@@ -857,9 +963,18 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut term = Terminal {
         style,
         context: Vec::new(),
+        presence: session.presence.clone(),
+    };
+    let idle_note = if session.owned() {
+        format!(
+            " · idle release after {}",
+            humantime::format_duration(opts.idle_release)
+        )
+    } else {
+        String::new()
     };
     term.say(&style.dim(&format!(
-        "answering as {} in context {} · Esc: more (skip, cancel, quit) · Ctrl-C: stop",
+        "answering as {} in context {}{idle_note} · keys: 1-9 pick, e editor, s skip, l later, i context, q quit, Esc more · Ctrl-C: stop",
         style::one_line(&session.name),
         session.context
     )));
@@ -867,7 +982,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let result = (|| -> std::result::Result<(), HandleError> {
         match &opts.id {
             Some(id) => {
-                let row = claim(store, session.token(), id).map_err(HandleError::Fail)?;
+                let row = claim(store, &session.token(), id).map_err(HandleError::Fail)?;
                 handle_request(ctx, store, &session, &mut term, &row, None, &mut tally)?;
             }
             None => walk(ctx, store, &session, &mut term, opts.follow, &mut tally)?,
@@ -876,7 +991,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     })();
     match result {
         Ok(()) => {
-            let owned = session.releaser.owned;
+            let owned = session.owned();
             session.end()?;
             let mut parts = vec![format!("answered {}", tally.answered)];
             if tally.cancelled > 0 {
@@ -899,8 +1014,17 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
             drop(session);
             Err(Error::io("terminal", std::io::Error::other(msg)))
         }
+        Err(HandleError::Stop(Stop::Ended)) => {
+            let why = session.presence.take_ended();
+            drop(session);
+            Err(match why {
+                Some(Ended::Lost(e)) => e,
+                Some(Ended::Gone { error, .. }) => error,
+                None => Error::io("terminal", std::io::Error::other("the session ended")),
+            })
+        }
         Err(HandleError::Stop(Stop::Interrupted)) => {
-            let owned = session.releaser.owned;
+            let owned = session.owned();
             let released = session.end();
             restore_terminal();
             match released {

@@ -34,6 +34,10 @@ pub enum Stop {
     Interrupted,
     /// The terminal failed.
     Terminal(String),
+    /// The session's idle watch ended the step: the lease could not be taken back, or
+    /// the request on screen ended while it was released (see
+    /// [`super::idle::Presence::take_ended`]).
+    Ended,
 }
 
 /// What a prompt returned: a value, or Esc.
