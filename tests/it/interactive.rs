@@ -180,6 +180,40 @@ fn multi_select_with_other_text_supplements_the_labels() {
     assert!(live_leases(&env).is_empty());
 }
 
+/// In a multi-select a number key ticks and unticks its option; Enter then the confirm
+/// sends the ticked ones.
+#[test]
+fn number_keys_tick_and_untick_in_a_multi_select() {
+    let env = Env::new();
+    env.ask(&json!({
+        "id": "m2",
+        "questions": [{"id": "feat", "question": "Which features?", "multiSelect": true,
+                       "options": [{"label": "auth"}, {"label": "billing"}, {"label": "search"}]}]
+    }))
+    .ok();
+    let mut p = spawn(&env, &["answer", "m2"], &[]);
+    expect(&mut p, "1-9 or Space toggle");
+    send(&mut p, "1");
+    expect(&mut p, "[x] auth");
+    send(&mut p, "3");
+    expect(&mut p, "> [x] search");
+    send(&mut p, "3");
+    expect(&mut p, "> [ ] search");
+    send(&mut p, "2");
+    expect(&mut p, "> [x] billing");
+    send(&mut p, ENTER);
+    expect(&mut p, "Send: auth, billing?");
+    expect(&mut p, "(y/N)");
+    send(&mut p, "y");
+    send(&mut p, ENTER);
+    expect(&mut p, "m2 answered");
+    assert_eq!(finish(p), 0);
+    assert_eq!(
+        answer_of(&env, "m2")["answer"]["answers"],
+        json!([{"id": "feat", "selected": ["auth", "billing"]}])
+    );
+}
+
 #[test]
 fn walking_the_queue_skips_inside_a_batch_and_confirms_the_summary() {
     let env = Env::new();

@@ -440,7 +440,7 @@ fn multi_select(
         defaults.push(other);
     }
     let help =
-        "Space toggle · Enter confirm (nothing chosen = skip) · Esc: more (back, cancel, quit)";
+        "1-9 or Space toggle · Enter confirm (nothing chosen = skip) · Esc: more (back, cancel, quit)";
     loop {
         let chosen = match p.multi("Choose any", &items, help, &defaults)? {
             Reply::Esc => return Ok(Step::Menu),

@@ -2,8 +2,8 @@
 //! `--color always` asks for it), and never with `--color never`.
 //!
 //! Everything the interactive screen and `dshq watch` print goes through [`Style`], so
-//! turning colour off removes every escape sequence from text (prompts use inquire's
-//! colourless render configuration likewise).
+//! turning colour off removes every escape sequence from text (the prompts of
+//! [`super::keys`] paint with it too).
 
 use std::io::IsTerminal;
 
@@ -36,14 +36,14 @@ impl ColorChoice {
         self.style(std::io::stdout().is_terminal())
     }
 
-    /// The style for stderr (where the interactive screen draws, as inquire does).
+    /// The style for stderr (where the interactive screen draws its prompts).
     pub fn for_stderr(self) -> Style {
         self.style(std::io::stderr().is_terminal())
     }
 
     fn style(self, is_terminal: bool) -> Style {
         let color = self.enabled(is_terminal);
-        // crossterm (under inquire and our own painting) reads NO_COLOR by itself; make
+        // crossterm (under our painting) reads NO_COLOR by itself; make
         // it agree with the decision, so `--color always` wins over NO_COLOR.
         crossterm::style::force_color_output(color);
         Style { color }
@@ -126,15 +126,6 @@ impl Style {
             s.magenta().to_string()
         } else {
             s.to_string()
-        }
-    }
-
-    /// inquire's render configuration matching this style.
-    pub fn render_config(&self) -> inquire::ui::RenderConfig<'static> {
-        if self.color {
-            inquire::ui::RenderConfig::default_colored()
-        } else {
-            inquire::ui::RenderConfig::empty()
         }
     }
 }
