@@ -32,7 +32,8 @@ JSON
     a=$((a + 1))
 done
 
-tmux new-session -d -s dshq-rec -x 100 -y 30 "$DSHQ answer --follow; sleep 30"
+# A short --idle-release (5s) so the recording can show the lease given up and taken back.
+tmux new-session -d -s dshq-rec -x 100 -y 30 "$DSHQ answer --follow --idle-release 5s; sleep 30"
 
 screen() { tmux capture-pane -p -t dshq-rec | sed -e 's/[[:space:]]*$//' | cat -s; }
 wait_for() {
@@ -60,8 +61,9 @@ cat >"$OUT" <<'MD'
 # `dshq answer --follow` over 50 requests from 10 agents
 
 Captured by `docs/screens/record-follow.sh` (tmux `capture-pane`, 100x30, no colour): ten
-agents asked five questions each; two carry a deadline, so they come first. Each screen
-below is what the reviewer saw at that moment.
+agents asked five questions each; two carry a deadline, so they come first. The session
+runs with `--idle-release 5s` (default 5m) to show an idle screen giving its lease up at
+the end. Each screen below is what the reviewer saw at that moment.
 MD
 
 wait_for "Your answer"
@@ -97,4 +99,17 @@ sed -e 's/"docs-5"/"docs-6"/' -e 's/Step 5 of/Step 6 of/' -e 's/step 5"/step 6"/
 wait_for "51 of 51"
 wait_for "Your answer"
 shot "A new request arrives: the bell rings and it is shown, 51 of 51"
+keys 1
+wait_for "(y/N)"
+keys y Enter
+wait_for "lease released after 5s without a key"
+shot "Nobody at the screen: after --idle-release the lease is released for other reviewers"
+sed -e 's/"docs-5"/"docs-7"/' -e 's/Step 5 of/Step 7 of/' -e 's/step 5"/step 7"/' "$root/q.json" >"$root/late2.json"
+"$DSHQ" ask "$root/late2.json" >/dev/null 2>&1
+wait_for "1 new request waiting"
+shot "A request arrives while the lease is released: the bell, and nothing is claimed"
+keys x
+wait_for "52 of 52"
+wait_for "Your answer"
+shot "Any key takes the lease back and the walk goes on, 52 of 52"
 keys C-c

@@ -80,6 +80,11 @@ impl Presence {
         self.held.paused()
     }
 
+    /// Forget the note (the caller said it another way).
+    pub fn clear_note(&self) {
+        *lock(&self.note) = None;
+    }
+
     /// Why the last step ended, once.
     pub fn take_ended(&self) -> Option<Ended> {
         lock(&self.ended).take()

@@ -453,6 +453,21 @@ pub fn line(
     idle: Option<&dyn Idle>,
     check: &dyn Fn(&str) -> Option<String>,
 ) -> std::io::Result<Got<String>> {
+    line_as(message, initial, help, style, idle, check, &|s| {
+        format!("{message} {}", super::style::one_line(s))
+    })
+}
+
+/// [`line`], leaving `shown(text)` as the line that says what was answered (after ">").
+fn line_as(
+    message: &str,
+    initial: &str,
+    help: &str,
+    style: &Style,
+    idle: Option<&dyn Idle>,
+    check: &dyn Fn(&str) -> Option<String>,
+    shown: &dyn Fn(&str) -> String,
+) -> std::io::Result<Got<String>> {
     let mut text: Vec<char> = initial.chars().collect();
     let mut at = text.len();
     let mut complaint: Option<String> = None;
@@ -520,11 +535,7 @@ pub fn line(
         }
     });
     canvas.close(match &result {
-        Ok(Got::Value(s)) => Some(format!(
-            "{} {message} {}",
-            style.accent(">"),
-            fit(&super::style::one_line(s), 200)
-        )),
+        Ok(Got::Value(s)) => Some(format!("{} {}", style.accent(">"), fit(&shown(s), 200))),
         _ => None,
     });
     result
@@ -553,7 +564,18 @@ pub fn confirm(
             .then(|| "type y for yes or n for no".to_string())
     };
     Ok(
-        match line(&format!("{message} (y/N)"), "", help, style, idle, &check)? {
+        match line_as(
+            &format!("{message} (y/N)"),
+            "",
+            help,
+            style,
+            idle,
+            &check,
+            &|s| {
+                let said = if yes_no(s) == Some(true) { "Yes" } else { "No" };
+                format!("{message} {said}")
+            },
+        )? {
             Got::Value(s) => Got::Value(yes_no(&s) == Some(true)),
             Got::Esc => Got::Esc,
             Got::Action(c) => Got::Action(c),

@@ -896,6 +896,7 @@ fn away(
         Some(Got::Interrupted) => Err(HandleError::Stop(Stop::Interrupted)),
         Some(Got::Ended) => ended(session, term).map(|_| ()),
         Some(_) => {
+            session.presence.clear_note();
             term.say(&style.dim("lease taken back"));
             Ok(())
         }
