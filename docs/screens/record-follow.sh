@@ -113,3 +113,4 @@ wait_for "52 of 52"
 wait_for "Your answer"
 shot "Any key takes the lease back and the walk goes on, 52 of 52"
 keys C-c
+wait_for "interrupted"

@@ -80,6 +80,12 @@ impl Presence {
         self.held.paused()
     }
 
+    /// The reviewer was busy without keys reaching the screen (writing in `$EDITOR`): the
+    /// idle time starts again now.
+    pub fn touch(&self) {
+        *lock(&self.last) = Instant::now();
+    }
+
     /// Forget the note (the caller said it another way).
     pub fn clear_note(&self) {
         *lock(&self.note) = None;

@@ -440,7 +440,10 @@ impl Prompter for Terminal {
     }
 
     fn edit(&mut self, initial: &str) -> std::result::Result<Option<String>, Stop> {
-        match keys::edit(initial) {
+        let text = keys::edit(initial);
+        // Time in the editor is the reviewer at work, not away.
+        self.presence.touch();
+        match text {
             Ok(text) => Ok(text),
             Err(e) => {
                 let style = self.style;
