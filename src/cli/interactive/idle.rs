@@ -3,7 +3,7 @@
 //!
 //! One open screen used to hold its context's lease for as long as it stayed open, so a
 //! reviewer who walked away left every other reviewer with `DUPLICATE_PROVIDER`. Now every
-//! key the screen reads goes through [`super::keys`], which asks this watch how long the
+//! key the screen reads goes through [`super::input`], which asks this watch how long the
 //! reviewer may still be away; after `--idle-release` (default 5m) without a key the
 //! session releases its lease (a release like any other, in the event log; the request on
 //! screen goes back to `pending`) and says so under the prompt. The next key only takes
@@ -20,7 +20,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::keys::{self, Idle as _};
+use super::input::{self, Idle as _};
 use super::lease::Held;
 use crate::error::Error;
 
@@ -97,7 +97,7 @@ impl Presence {
     }
 
     /// Release the lease when the time is up (the follow loop's wait calls this; the
-    /// key loops do through [`keys::Idle`]). `true` when it released now.
+    /// key loops do through [`input::Idle`]). `true` when it released now.
     pub fn check(&self) -> bool {
         if self.left().is_some_and(|l| l.is_zero()) {
             self.release_now()
@@ -129,7 +129,7 @@ impl Presence {
     }
 }
 
-impl keys::Idle for Presence {
+impl input::Idle for Presence {
     fn left(&self) -> Option<Duration> {
         let after = self.after?;
         if self.held.paused() {
@@ -142,26 +142,26 @@ impl keys::Idle for Presence {
         self.release_now();
     }
 
-    fn key(&self) -> keys::Seen {
+    fn key(&self) -> input::Seen {
         *lock(&self.last) = Instant::now();
         if !self.held.paused() {
             *lock(&self.note) = None;
-            return keys::Seen::Act;
+            return input::Seen::Act;
         }
         let showing = lock(&self.showing).clone();
         match self.held.take_back(showing.as_deref()) {
             Err(e) => {
                 *lock(&self.ended) = Some(Ended::Lost(e));
-                keys::Seen::Ended
+                input::Seen::Ended
             }
             Ok(back) => match (showing, back.claim) {
                 (Some(id), Some(Err(error))) => {
                     *lock(&self.ended) = Some(Ended::Gone { id, error });
-                    keys::Seen::Ended
+                    input::Seen::Ended
                 }
                 _ => {
                     *lock(&self.note) = Some("lease taken back · go on".into());
-                    keys::Seen::Back
+                    input::Seen::Back
                 }
             },
         }

@@ -6,92 +6,22 @@
 //! pick, no key could skip, leave a request for later, quit or open the asker's context,
 //! and (what made the rest move here too) the session could not see whether the reviewer
 //! was at the screen, so an idle screen could not give its lease up and take it back on
-//! the next key. Each prompt here reads through [`next`], which asks the session's
-//! [`Idle`] watch how long to wait and hands it every key first. The prompts are small
-//! (draw the visible lines, redraw them in place on each key), so they are written on
-//! crossterm directly rather than bringing in a full-screen UI (ratatui) for them.
+//! the next key. Each prompt here reads through [`next`] ([`super::input`]), which
+//! asks the session's [`Idle`] watch how long to wait and hands it every key first. The
+//! prompts are small (draw the visible lines, redraw them in place on each key), so they
+//! are written on crossterm directly rather than bringing in a full-screen UI (ratatui)
+//! for them.
 
 use std::io::Write;
 use std::path::PathBuf;
-
 use std::time::Duration;
 
-use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{self, KeyCode, KeyModifiers};
 use crossterm::{cursor, queue, terminal};
 
+use super::input::is_ctrl_c;
+pub use super::input::{next, Idle, Input, Seen};
 use super::style::Style;
-
-/// The session's idle watch as a prompt sees it ([`super::idle::Presence`]).
-pub trait Idle {
-    /// How long the reviewer may still be away before the lease is given up; `None`: no
-    /// limit now (a lease given with `--lease`, or given up already).
-    fn left(&self) -> Option<Duration>;
-    /// The time is up: give the lease up.
-    fn idle(&self);
-    /// A key was pressed (not Ctrl-C): what to do with it.
-    fn key(&self) -> Seen;
-    /// A line to show under the prompt (the lease was given up, or taken back), if any.
-    fn note(&self) -> Option<String>;
-}
-
-/// What the idle watch made of a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Seen {
-    /// An ordinary key: act on it.
-    Act,
-    /// The key took the lease back; it does nothing else.
-    Back,
-    /// The session cannot go on (see [`super::idle::Presence::take_ended`]).
-    Ended,
-}
-
-/// What [`next`] read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Input {
-    /// A key to act on.
-    Key(KeyEvent),
-    /// Nothing to act on, but the screen may have changed (a note, a resize): redraw.
-    Redraw,
-    /// The session cannot go on.
-    Ended,
-}
-
-/// The next key press, minding `idle`: wait no longer than the time the reviewer may
-/// still be away, give the lease up when it runs out, and hand every key (but Ctrl-C,
-/// which must always stop the session) to the watch before acting on it.
-pub fn next(idle: Option<&dyn Idle>) -> std::io::Result<Input> {
-    loop {
-        if let Some(i) = idle {
-            match i.left() {
-                Some(left) if left.is_zero() => {
-                    i.idle();
-                    return Ok(Input::Redraw);
-                }
-                // Wait no longer than the time left, then look again.
-                Some(left) if !event::poll(left)? => continue,
-                _ => {}
-            }
-        }
-        match event::read()? {
-            Event::Key(k) if k.kind != KeyEventKind::Release => {
-                if is_ctrl_c(&k) {
-                    return Ok(Input::Key(k));
-                }
-                return Ok(match idle.map(|i| i.key()) {
-                    None | Some(Seen::Act) => Input::Key(k),
-                    Some(Seen::Back) => Input::Redraw,
-                    Some(Seen::Ended) => Input::Ended,
-                });
-            }
-            Event::Resize(..) => return Ok(Input::Redraw),
-            _ => {}
-        }
-    }
-}
-
-fn is_ctrl_c(k: &KeyEvent) -> bool {
-    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)
-}
 
 /// Wait up to `within` for a key with the terminal in raw mode (the follow loop's wait
 /// after the lease was given up). `None` when none came.

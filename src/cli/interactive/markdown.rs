@@ -255,7 +255,7 @@ pub fn page(
     title: &str,
     lines: &[String],
     style: &Style,
-    idle: Option<&dyn super::keys::Idle>,
+    idle: Option<&dyn super::input::Idle>,
 ) -> std::io::Result<PagerEnd> {
     let mut err = std::io::stderr();
     terminal::enable_raw_mode()?;
@@ -299,10 +299,10 @@ pub fn page(
                 write!(err, "  {}", style.warn(&note))?;
             }
             err.flush()?;
-            let key = match super::keys::next(idle)? {
-                super::keys::Input::Key(k) => k,
-                super::keys::Input::Redraw => continue,
-                super::keys::Input::Ended => return Ok(PagerEnd::Ended),
+            let key = match super::input::next(idle)? {
+                super::input::Input::Key(k) => k,
+                super::input::Input::Redraw => continue,
+                super::input::Input::Ended => return Ok(PagerEnd::Ended),
             };
             match key.code {
                 KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {

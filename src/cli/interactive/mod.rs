@@ -29,6 +29,7 @@
 
 pub mod follow;
 pub mod idle;
+pub mod input;
 pub mod keys;
 pub mod lease;
 pub mod markdown;
