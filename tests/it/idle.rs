@@ -145,6 +145,33 @@ fn a_key_after_another_provider_took_the_context_ends_with_duplicate_provider() 
 }
 
 #[test]
+fn a_request_answered_while_the_lease_was_released_is_left_alone_on_return() {
+    let env = Env::new();
+    env.ask(&simple_request("r1")).ok();
+    env.ask(&simple_request("r2")).ok();
+    let mut p = spawn(&env, &["answer", "--idle-release", "2s"], &[]);
+    expect(&mut p, "Request r1");
+    expect(&mut p, "Your answer");
+    wait_released(&env, "r1");
+    // With no live lease, a one-shot answer may act in the context meanwhile.
+    env.json(&["answer", "r1", "--select", "Postgres", "--name", "bob"])
+        .ok();
+    send(&mut p, "x");
+    expect(&mut p, "r1 ended while it was released");
+    expect(&mut p, "nothing was sent");
+    // The walk goes on with the lease back.
+    expect(&mut p, "Request r2");
+    expect(&mut p, "Your answer");
+    send(&mut p, "2");
+    expect(&mut p, "(y/N)");
+    send(&mut p, "y\r");
+    expect(&mut p, "r2 answered by tester");
+    assert_eq!(finish(p), 0);
+    let out = env.outcome("r1").expect("r1's outcome");
+    assert_eq!(out["provider"], "bob", "{out}");
+}
+
+#[test]
 fn a_lease_given_with_lease_is_never_released_for_idleness() {
     let env = Env::new();
     env.ask(&simple_request("g1")).ok();
