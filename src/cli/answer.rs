@@ -19,8 +19,22 @@ use crate::protocol::answer::parse_answer;
 use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
 use crate::protocol::{Answer, AnswerItem};
 
+/// What `dshq answer --help` says about the interactive screen after the flags.
+const SCREEN_HELP: &str = "\
+With no answer flags, on a terminal: the reviewer's screen.
+Keys on a question: 1-9 pick an option (in a multi-select: tick or untick it; Space too),
+↑↓ and Enter pick, e writes Other (or a plan's decline feedback) in $EDITOR, s skips,
+l leaves the request for later, i shows the asking agent's context, q quits, Esc opens a
+menu (back, skip, cancel the request, later, quit). Nothing is sent before y at the
+\"Send ...? (y/N)\" step; Enter alone there means no. Ctrl-C stops (exit 130).
+The session registers the context's lease (or uses --lease, which it never releases) and
+releases it on every way out. After --idle-release without a key it releases it early, so
+another reviewer can take the context; the next key takes it back, or, when another
+provider took the context meanwhile, ends with DUPLICATE_PROVIDER (exit 5).";
+
 /// Arguments of `dshq answer`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = SCREEN_HELP)]
 pub struct Args {
     /// The request id. Without it (interactive only), walk the context's pending requests.
     pub id: Option<String>,
