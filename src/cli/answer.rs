@@ -23,7 +23,8 @@ use crate::protocol::{Answer, AnswerItem};
 const SCREEN_HELP: &str = "\
 With no answer flags, on a terminal: the reviewer's screen.
 Keys on a question: 1-9 pick an option (in a multi-select: tick or untick it; Space too),
-↑↓ and Enter pick, e writes Other (or a plan's decline feedback) in $EDITOR, s skips,
+↑↓ and Enter pick, e writes Other (or a plan's decline feedback, or in a multi-select text
+added to the ticked options) in $EDITOR, s skips,
 l leaves the request for later, i shows the asking agent's context, q quits, Esc opens a
 menu (back, skip, cancel the request, later, quit). Nothing is sent before y at the
 \"Send ...? (y/N)\" step; Enter alone there means no. Ctrl-C stops (exit 130).

@@ -192,7 +192,7 @@ fn number_keys_tick_and_untick_in_a_multi_select() {
     }))
     .ok();
     let mut p = spawn(&env, &["answer", "m2"], &[]);
-    expect(&mut p, "1-9 or Space toggle");
+    expect(&mut p, "1-9/Space: tick");
     send(&mut p, "1");
     expect(&mut p, "[x] auth");
     send(&mut p, "3");
@@ -1076,4 +1076,49 @@ fn sighup_while_following_releases_the_lease() {
     p.process.signal(Signal::SIGHUP).expect("SIGHUP");
     assert_eq!(finish(p), 128 + 1);
     assert!(live_leases(&env).is_empty());
+}
+
+/// A multi-select takes the question keys too: `i` shows the context and comes back with
+/// the ticks kept, `e` adds the editor's text to the ticked options, `l` leaves a request
+/// for later.
+#[test]
+fn a_multi_select_keeps_its_ticks_through_the_context_key_and_adds_editor_text() {
+    let env = Env::new();
+    let multi = |id: &str| {
+        json!({
+            "id": id,
+            "questions": [{"id": "feat", "question": "Which features?", "multiSelect": true,
+                           "options": [{"label": "auth"}, {"label": "billing"}, {"label": "search"}]}],
+            "meta": {"task": "features"}
+        })
+    };
+    env.ask(&multi("ma")).ok();
+    env.ask(&multi("mb")).ok();
+    let editor = fake_editor(&env, "audit logs\ntoo");
+    let mut p = spawn(&env, &["answer"], &[("EDITOR", &editor)]);
+    expect(&mut p, "Request ma");
+    expect(&mut p, "1-9/Space: tick");
+    send(&mut p, "l");
+    expect(&mut p, "left ma for later");
+    expect(&mut p, "Request mb");
+    expect(&mut p, "1-9/Space: tick");
+    send(&mut p, "1");
+    expect(&mut p, "[x] auth");
+    send(&mut p, "i");
+    expect(&mut p, "The asking agent's context");
+    expect(&mut p, "\"task\": \"features\"");
+    send(&mut p, "q");
+    expect(&mut p, "> [x] auth");
+    send(&mut p, "3");
+    expect(&mut p, "> [x] search");
+    send(&mut p, "e");
+    confirm_send(&mut p);
+    expect(&mut p, "mb answered by tester");
+    expect(&mut p, "left 1 for later");
+    assert_eq!(finish(p), 0);
+    assert_eq!(
+        answer_of(&env, "mb")["answer"]["answers"],
+        json!([{"id": "feat", "selected": ["auth", "search"], "custom": "audit logs\ntoo"}])
+    );
+    assert_eq!(show(&env, "ma")["status"], "pending");
 }

@@ -292,13 +292,16 @@ pub fn select(
 }
 
 /// Tick any of `items` on stderr: ↑↓ move, Space or an item's number (`1`–`9`) ticks or
-/// unticks it, → ticks all, ← none, Enter returns the ticked indices in item order, Esc
-/// and Ctrl-C return at once.
+/// unticks it, → ticks all, ← none, Enter returns the ticked indices in item order, Esc,
+/// Ctrl-C and each char of `actions` return at once. `ticked` comes in as the items
+/// ticked at the start and goes out as those ticked at the end, whatever ended it.
+#[allow(clippy::too_many_arguments)]
 pub fn multi(
     message: &str,
     items: &[String],
     help: &str,
-    ticked: &[usize],
+    ticked: &mut Vec<usize>,
+    actions: &str,
     page: usize,
     style: &Style,
     idle: Option<&dyn Idle>,
@@ -349,9 +352,11 @@ pub fn multi(
                 return Ok(Got::Value((0..n).filter(|&k| on[k]).collect()));
             }
             KeyCode::Esc => return Ok(Got::Esc),
+            KeyCode::Char(c) if actions.contains(c) => return Ok(Got::Action(c)),
             _ => {}
         }
     });
+    *ticked = (0..n).filter(|&k| on[k]).collect();
     canvas.close(match &result {
         Ok(Got::Value(chosen)) => Some(format!(
             "{} {message} {}",

@@ -481,16 +481,42 @@ impl Prompter for Terminal {
         help: &str,
         defaults: &[usize],
     ) -> std::result::Result<Reply<Vec<usize>>, Stop> {
+        Ok(
+            match self.multi_keyed(message, items, help, defaults, "")? {
+                screen::MultiKeyed::Ticked(v) => Reply::Value(v),
+                _ => Reply::Esc,
+            },
+        )
+    }
+
+    fn multi_keyed(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        defaults: &[usize],
+        actions: &str,
+    ) -> std::result::Result<screen::MultiKeyed, Stop> {
         let page = self.page_size(items.len());
-        reply(keys::multi(
+        let mut ticked = defaults.to_vec();
+        let got = keys::multi(
             message,
             items,
             help,
-            defaults,
+            &mut ticked,
+            actions,
             page,
             &self.style,
             self.idle(),
-        ))
+        );
+        match got {
+            Ok(Got::Value(v)) => Ok(screen::MultiKeyed::Ticked(v)),
+            Ok(Got::Esc) => Ok(screen::MultiKeyed::Esc),
+            Ok(Got::Action(c)) => Ok(screen::MultiKeyed::Action(c, ticked)),
+            Ok(Got::Interrupted) => Err(Stop::Interrupted),
+            Ok(Got::Ended) => Err(Stop::Ended),
+            Err(e) => Err(Stop::Terminal(e.to_string())),
+        }
     }
 
     fn text(

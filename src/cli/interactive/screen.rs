@@ -95,6 +95,22 @@ pub trait Prompter {
             Reply::Esc => Keyed::Esc,
         })
     }
+    /// Tick items with single keys: as [`Prompter::multi`], and each char of `actions`
+    /// returns at once with the items ticked so far. By default, [`Prompter::multi`].
+    fn multi_keyed(
+        &mut self,
+        message: &str,
+        items: &[String],
+        help: &str,
+        defaults: &[usize],
+        actions: &str,
+    ) -> Result<MultiKeyed, Stop> {
+        let _ = actions;
+        Ok(match self.multi(message, items, help, defaults)? {
+            Reply::Value(v) => MultiKeyed::Ticked(v),
+            Reply::Esc => MultiKeyed::Esc,
+        })
+    }
     /// Long text in the reviewer's editor, starting from `initial`; `None` when left
     /// blank (or no editor can run).
     fn edit(&mut self, initial: &str) -> Result<Option<String>, Stop> {
@@ -117,6 +133,17 @@ pub enum Keyed {
     Esc,
     /// One of the offered action keys.
     Action(char),
+}
+
+/// What a key did in [`Prompter::multi_keyed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultiKeyed {
+    /// Enter: the ticked items, in item order.
+    Ticked(Vec<usize>),
+    /// Esc.
+    Esc,
+    /// One of the offered action keys, with the items ticked so far.
+    Action(char, Vec<usize>),
 }
 
 /// The action keys of a question's list: `e` the editor (Other, or decline feedback),
@@ -440,11 +467,37 @@ fn multi_select(
         defaults.push(other);
     }
     let help =
-        "1-9 or Space toggle · Enter confirm (nothing chosen = skip) · Esc: more (back, cancel, quit)";
+        "1-9/Space: tick · Enter: done · e: editor · s: skip · l: later · i: context · q: quit · Esc: more";
     loop {
-        let chosen = match p.multi("Choose any", &items, help, &defaults)? {
-            Reply::Esc => return Ok(Step::Menu),
-            Reply::Value(c) => c,
+        let chosen = match p.multi_keyed("Choose any", &items, help, &defaults, ACTIONS)? {
+            MultiKeyed::Esc => return Ok(Step::Menu),
+            MultiKeyed::Ticked(c) => c,
+            MultiKeyed::Action('e', ticked) => {
+                // The ticked options, with the editor's text added to them.
+                defaults = ticked;
+                let initial = prev.and_then(|p| p.custom.as_deref()).unwrap_or("");
+                if let Some(custom) = p.edit(initial)? {
+                    return Ok(Step::Answered(AnswerItem {
+                        id: q.id.clone(),
+                        selected: opts
+                            .iter()
+                            .enumerate()
+                            .filter(|(k, _)| defaults.contains(k))
+                            .map(|(_, o)| o.label.clone())
+                            .collect(),
+                        custom: Some(custom),
+                    }));
+                }
+                continue;
+            }
+            MultiKeyed::Action(c, ticked) => match action_step(q, c) {
+                Some(step) => return Ok(step),
+                None => {
+                    defaults = ticked;
+                    p.context()?;
+                    continue;
+                }
+            },
         };
         let selected: Vec<String> = opts
             .iter()
