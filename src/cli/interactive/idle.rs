@@ -118,7 +118,10 @@ impl Presence {
                 ));
                 true
             }
-            Ok(false) => false,
+            Ok(false) => {
+                *lock(&self.last) = Instant::now();
+                false
+            }
             Err(e) => {
                 // Keep the lease (and the screen); try again after another idle period.
                 *lock(&self.last) = Instant::now();
@@ -132,7 +135,8 @@ impl Presence {
 impl input::Idle for Presence {
     fn left(&self) -> Option<Duration> {
         let after = self.after?;
-        if self.held.paused() {
+        // Paused already, or ended: nothing to give up.
+        if !self.held.live() {
             return None;
         }
         Some(after.saturating_sub(lock(&self.last).elapsed()))

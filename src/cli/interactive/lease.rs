@@ -92,9 +92,10 @@ impl Held {
         self.owned && !s.live && !s.ended
     }
 
-    /// The ttl of the lease (a lease taken back gets the same).
-    pub fn ttl(&self) -> Duration {
-        self.ttl
+    /// Whether the session holds the lease now (not paused, not ended).
+    pub fn live(&self) -> bool {
+        let s = self.state();
+        s.live && !s.ended
     }
 
     /// Heartbeat the lease from `store` (the heartbeat thread's connection); nothing
