@@ -11,6 +11,10 @@
 //! race harmlessly. Only SIGKILL escapes, and then the lease simply expires after its
 //! ttl, returning its claims to `pending`.
 //!
+//! A screen nobody is at gives its own lease up after `--idle-release` without a key and
+//! takes it back on the next key ([`idle`]); so the lease's token and row id can change
+//! during a session, and every thread reads them from one shared state ([`lease`]).
+//!
 //! A terminal can also die under the session (its window closed, the ssh connection
 //! dropped). The kernel then usually sends SIGHUP, handled as above; nothing on that path
 //! may panic on the dead terminal (a failed `eprintln!` once killed the signal thread and
