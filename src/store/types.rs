@@ -181,7 +181,7 @@ pub struct AgentInfo {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// Position in the log.
@@ -256,7 +256,7 @@ pub struct HistoryFilter {
 }
 
 /// One question of a history row, with its answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryQuestion {
     /// Question id.
@@ -274,7 +274,7 @@ pub struct HistoryQuestion {
 }
 
 /// One row of the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryRow {
     /// Request id.
@@ -304,7 +304,7 @@ pub struct HistoryRow {
 }
 
 /// Wait-time percentiles (nearest rank) of one group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitStats {
     /// The context or provider.
@@ -320,7 +320,7 @@ pub struct WaitStats {
 }
 
 /// The figures of `dshq stats`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     /// Requests counted (created in the window).
@@ -346,7 +346,7 @@ pub struct Stats {
 }
 
 /// The oldest request still waiting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OldestOpen {
     /// Request id.

@@ -26,6 +26,7 @@ pub async fn stream(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let reach = caller.require(Action::List)?;
     let rx = st.db.changes().subscribe();
+    tracing::debug!(token = %caller.token.name, "event stream opened");
     let shutdown = st.shutdown.clone();
     let own = (reach == Reach::Own).then(|| caller.source().as_str().into_owned());
     let stream = futures_util::stream::unfold(

@@ -4,6 +4,7 @@
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
 mod agents;
+mod api;
 mod audit;
 mod cli;
 mod crash;

@@ -21,6 +21,9 @@ pub const HISTORY_PARAMS: &[&str] = &[
     "grep", "limit",
 ];
 
+/// The largest `limit` of `GET /api/v1/history`.
+pub const HISTORY_LIMIT_MAX: i64 = 100_000;
+
 /// `GET /api/v1/history`.
 pub async fn history(
     State(st): State<AppState>,
@@ -51,7 +54,7 @@ pub async fn history(
         since: q.time("since", now)?,
         until: q.time("until", now)?,
         grep: q.one("grep").map(str::to_string),
-        limit: Some(q.limit("limit", 100_000)?.unwrap_or(1000)),
+        limit: Some(q.limit("limit", HISTORY_LIMIT_MAX)?.unwrap_or(1000)),
     };
     let rows = st
         .db

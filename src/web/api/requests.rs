@@ -139,6 +139,9 @@ pub const LIST_PARAMS: &[&str] = &[
     "limit",
 ];
 
+/// The largest `limit` of `GET /api/v1/requests`.
+pub const LIST_LIMIT_MAX: i64 = 10_000;
+
 /// `GET /api/v1/requests`: the list, with `dshq list`'s filters.
 pub async fn list(
     State(st): State<AppState>,
@@ -164,7 +167,7 @@ pub async fn list(
             (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
         })?,
         grep: q.one("grep").map(str::to_string),
-        limit: Some(q.limit("limit", 10_000)?.unwrap_or(100)),
+        limit: Some(q.limit("limit", LIST_LIMIT_MAX)?.unwrap_or(100)),
         oldest_first: q.flag("oldest_first")?,
         source: (reach == Reach::Own).then(|| caller.source().as_str().into_owned()),
     };
@@ -221,6 +224,10 @@ pub async fn outcome(
         if let Some(o) = ready {
             return Ok(Json(o).into_response());
         }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tracing::debug!(id = %crate::text::for_log(&id), "long-poll waiting");
         // Until a final change of this request, the wait's end, or the host's.
         loop {
             tokio::select! {
