@@ -16,6 +16,7 @@ mod hooks;
 mod hostile;
 mod interactive;
 mod layers;
+mod openapi;
 mod lease;
 mod outcome;
 mod seam;

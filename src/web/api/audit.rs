@@ -49,7 +49,9 @@ pub async fn history(
         code: q
             .parsed("code", "give an error code such as ASK_CANCELLED", Code::parse)?
             .map(|c| c.as_str().to_string()),
-        intent: q.one("intent").map(str::to_string),
+        intent: q.parsed("intent", "give plan-review", |v| {
+            (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
+        })?,
         decision: q.parsed("decision", "give approved or declined", Decision::parse)?,
         since: q.time("since", now)?,
         until: q.time("until", now)?,
