@@ -83,11 +83,45 @@ enum Hint {
     Inbox,
     Answers,
     Rescan,
+    /// A commit elsewhere in this process (the web) finished a request: write the outbox.
+    Outbox,
     Shutdown,
+}
+
+/// Wakes the file loop from another thread of the same process (the async host).
+#[derive(Debug, Clone)]
+pub struct Waker(mpsc::Sender<Hint>);
+
+impl Waker {
+    /// Something was committed elsewhere: run a pass (expiry and outbox) now.
+    pub fn committed(&self) {
+        let _ = self.0.send(Hint::Outbox);
+    }
+
+    /// Stop the loop after its current batch (as SIGTERM does).
+    pub fn shutdown(&self) {
+        let _ = self.0.send(Hint::Shutdown);
+    }
+}
+
+/// How the async host ([`crate::host`]) rides along with the file loop: it gets a
+/// [`Waker`] once the loop holds the root, and a call after every pass (on the loop's own
+/// thread and store) to broadcast what the pass committed.
+pub struct Link {
+    /// Receives the waker once the root is locked and the loop is about to start.
+    pub started: mpsc::Sender<Waker>,
+    /// Called after every pass with the loop's store.
+    pub after_pass: Box<dyn FnMut(&mut dyn Store) + Send>,
 }
 
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(root: &Root, config: &Config) -> Result<()> {
+    run_linked(root, config, None)
+}
+
+/// Run the daemon until SIGINT or SIGTERM (or the [`Waker`]'s shutdown), with the host's
+/// [`Link`] when there is one.
+pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Result<()> {
     let mut store_box = root.open_store()?;
     let store: &mut dyn Store = &mut *store_box;
     // One daemon per root: a second one would race the first over the same files.
@@ -164,11 +198,17 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
         tracing::error!(error = %e, "cannot repair the outbox");
     }
     tracing::info!(root = %root.dir().display(), "daemon started");
+    if let Some(l) = &link {
+        let _ = l.started.send(Waker(tx.clone()));
+    }
 
     // Startup: everything already there, and any outcome committed but not yet written.
     pass(root, store, config, &stop, &mut watcher, true, true);
     if let Some(h) = hooks.as_mut() {
         h.poll(store);
+    }
+    if let Some(l) = link.as_mut() {
+        (l.after_pass)(store);
     }
     while !stop.load(Ordering::SeqCst) {
         let timeout = sleep_for(store, config.tick);
@@ -181,6 +221,7 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
             None | Some(Hint::Rescan) => (true, true),
             Some(Hint::Inbox) => (true, false),
             Some(Hint::Answers) => (false, true),
+            Some(Hint::Outbox) => (false, false),
             Some(Hint::Shutdown) => break,
         };
         // Coalesce whatever else is queued: one scan serves them all.
@@ -192,6 +233,7 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
                     do_inbox = true;
                     do_answers = true;
                 }
+                Hint::Outbox => {}
                 Hint::Shutdown => stop.store(true, Ordering::SeqCst),
             }
         }
@@ -211,6 +253,9 @@ pub fn run(root: &Root, config: &Config) -> Result<()> {
         );
         if let Some(h) = hooks.as_mut() {
             h.poll(store);
+        }
+        if let Some(l) = link.as_mut() {
+            (l.after_pass)(store);
         }
     }
     drop(watcher);

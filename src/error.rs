@@ -14,6 +14,15 @@ pub enum Error {
     /// No request with that id.
     #[error("no request with id {0:?}")]
     NotFound(String),
+    /// No web token with that name (`dshq token revoke`).
+    #[error("no web token named {0:?}; see `dshq token list`")]
+    TokenNotFound(String),
+    /// No token, or a wrong or revoked one, on an HTTP call. Says nothing more on purpose.
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    /// The token's role (or context) may not take this action. Says nothing more.
+    #[error("this token's role may not do that")]
+    Forbidden,
     /// No live agent instance with that id.
     #[error("no live agent {id:?} with instance {instance:?}")]
     AgentNotFound {
@@ -144,9 +153,12 @@ impl Error {
     pub fn code(&self) -> Code {
         match self {
             Error::Question(e) => e.code,
-            Error::NotFound(_) | Error::AgentNotFound { .. } | Error::NothingPending(_) => {
-                Code::NotFound
-            }
+            Error::NotFound(_)
+            | Error::AgentNotFound { .. }
+            | Error::NothingPending(_)
+            | Error::TokenNotFound(_) => Code::NotFound,
+            Error::Unauthorized => Code::Unauthorized,
+            Error::Forbidden => Code::Forbidden,
             Error::OwnerNotLive(_) => Code::CallerNotLive,
             Error::RequestFinal { .. } => Code::RequestFinal,
             Error::ClaimedElsewhere { .. } => Code::ClaimedElsewhere,

@@ -30,10 +30,12 @@ pub mod daemon;
 pub mod error;
 pub mod files;
 pub mod hooks;
+pub mod host;
 pub mod output;
 pub mod protocol;
 pub mod root;
 pub mod store;
 pub mod text;
+pub mod web;
 
 pub use error::{Error, Result};

@@ -19,7 +19,7 @@ use crate::store::{RequestRow, Status};
 use crate::text::{multi_line, one_line};
 
 /// The asking agent as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView {
     /// Agent id.
@@ -31,7 +31,7 @@ pub struct AgentView {
 }
 
 /// One line of `dshq list`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestSummary {
     /// Request id.
@@ -91,7 +91,7 @@ impl RequestSummary {
 }
 
 /// One question with its answer, for `dshq show`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionView {
     /// The question as asked.
@@ -106,7 +106,7 @@ pub struct QuestionView {
 }
 
 /// `dshq show ID`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestView {
     /// Request id.

@@ -88,6 +88,17 @@ pub fn ingest_inbox(
     )
 }
 
+/// A fresh request id for a request that names none (stdin, HTTP): `ask-` and 32
+/// lowercase hex digits (128 random bits), unguessable and within the id charset.
+pub fn generated_id() -> String {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).expect("the OS random source is available");
+    format!(
+        "ask-{}",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    )
+}
+
 /// Write every outcome committed but not yet published.
 pub fn publish_pending(store: &mut dyn Store, root: &Root) -> Result<outbox::Flushed> {
     outbox::flush(root, store)

@@ -18,6 +18,7 @@ pub mod feed;
 pub mod provide;
 pub mod session;
 pub mod sweep;
+pub mod tokens;
 
 use crate::files::outbox;
 use crate::protocol::Outcome;

@@ -23,6 +23,14 @@ pub enum Acting {
         /// The provider's name (recorded as who answered).
         name: String,
     },
+    /// Someone acting through a lease the host holds (a reviewer on the web page or the
+    /// HTTP API): recorded as `actor`, not as the lease's holder.
+    OnBehalf {
+        /// The host's lease token.
+        token: String,
+        /// Who acts (`web:NAME`).
+        actor: crate::core::audit::Actor,
+    },
 }
 
 impl Acting {
@@ -32,6 +40,10 @@ impl Acting {
             Acting::Transient { name } => LeaseRef::Transient {
                 name: name.clone(),
                 ttl_ms: TRANSIENT_TTL.as_millis() as i64,
+            },
+            Acting::OnBehalf { token, actor } => LeaseRef::OnBehalf {
+                token: token.clone(),
+                actor: actor.clone(),
             },
         }
     }
@@ -49,6 +61,13 @@ fn claimed(p: Provided) -> RequestRow {
         Provided::Claimed(r) => *r,
         Provided::Finished(_) => unreachable!("a claim does not finish the request"),
     }
+}
+
+/// Claim `id` as `who` (idempotent for the lease's own claims).
+pub fn claim_as(store: &mut dyn Store, who: &Acting, id: &str) -> Result<RequestRow> {
+    Ok(claimed(
+        store.provide(&who.lease_ref(), ProviderAct::Claim(id.to_string()))?,
+    ))
 }
 
 /// Claim `id` with the lease `token` (idempotent for its own claims).

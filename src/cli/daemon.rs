@@ -31,13 +31,21 @@ pub struct Args {
     /// (100ms to 24h).
     #[arg(long, default_value = "30s", value_parser = parse_hook_timeout)]
     pub hook_timeout: Duration,
+    /// Also serve the HTTP API (and the reviewer's page) on ADDR: `HOST:PORT`, or a bare
+    /// PORT for loopback (e.g. 7465 = 127.0.0.1:7465; port 0 picks a free one). The
+    /// bound address is logged as "listening on http://ADDR". Put a TLS reverse proxy in
+    /// front of it before binding anything but loopback.
+    #[arg(long, value_name = "ADDR", value_parser = crate::host::parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// With --listen: release the provider lease the host holds for a context after this
+    /// long without a reviewer acting in it (1s to 24h).
+    #[arg(long, default_value = "5m", value_parser = super::parse_lease_ttl, requires = "listen")]
+    pub web_idle: Duration,
 }
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
-    daemon::run(
-        &ctx.root,
-        &Config {
+    let config = Config {
             tick: a.tick,
             batch: a.batch,
             batch_bytes: a.batch_bytes.max(1),
@@ -46,6 +54,22 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 .on_question
                 .filter(|c| !c.trim().is_empty())
                 .map(|c| HookConfig::new(c, a.hook_timeout)),
-        },
-    )
+    };
+    match a.listen {
+        // Without --listen the daemon is the synchronous file loop, as it always was.
+        None => daemon::run(&ctx.root, &config),
+        Some(listen) => crate::host::run(
+            &ctx.root,
+            &config,
+            crate::host::WebConfig {
+                listen,
+                lease_ttl: Duration::from_secs(60).min(a.web_idle.max(Duration::from_secs(3))),
+                idle: a.web_idle,
+                limits: crate::web::Limits {
+                    max_body: a.max_bytes,
+                    ..Default::default()
+                },
+            },
+        ),
+    }
 }

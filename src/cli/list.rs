@@ -46,6 +46,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             grep: a.grep,
             limit: Some(a.limit),
             oldest_first: a.oldest_first,
+            source: None,
         },
     )?;
     // End the view (its uncommitted sweep holds the write lock) before printing to a

@@ -22,6 +22,7 @@ pub mod provider;
 pub mod schema;
 pub mod show;
 pub mod stats;
+pub mod token;
 pub mod validate;
 pub mod wait;
 pub mod watch;
@@ -106,6 +107,9 @@ pub enum Command {
     Completions(completions::Args),
     /// Print the man page.
     Man,
+    /// Bearer tokens of the HTTP API (`daemon --listen`): create, list, revoke.
+    #[command(subcommand)]
+    Token(token::Command),
 }
 
 /// What every command gets.
@@ -261,6 +265,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Schema(a) => schema::run(&ctx, a),
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Man => completions::man(&ctx),
+        Command::Token(c) => token::run(&ctx, c),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `dshq schema request|answer|outcome`: the JSON Schemas of the file protocol, generated
+//! `dshq schema request|answer|outcome|openapi`: the JSON Schemas of the file protocol, generated
 //! from the Rust types (the committed copies in `contrib/schema/` are tested against these).
 
 use super::Ctx;
@@ -13,6 +13,9 @@ pub enum Which {
     Answer,
     /// An outcome document (`outbox/ID.json`).
     Outcome,
+    /// The OpenAPI 3 document of the HTTP API (`daemon --listen`; also served at
+    /// `/api/v1/openapi.json`).
+    Openapi,
 }
 
 /// Arguments of `dshq schema`.
@@ -25,10 +28,17 @@ pub struct Args {
 
 /// The schema of `which`, as pretty JSON with a trailing newline.
 pub fn schema_json(which: Which) -> String {
+    if which == Which::Openapi {
+        let mut s = serde_json::to_string_pretty(&crate::web::api::openapi::document())
+            .expect("the document serializes");
+        s.push('\n');
+        return s;
+    }
     let schema = match which {
         Which::Request => schemars::schema_for!(crate::protocol::Request),
         Which::Answer => schemars::schema_for!(crate::files::answers::AnswerFile),
         Which::Outcome => schemars::schema_for!(crate::protocol::Outcome),
+        Which::Openapi => unreachable!("returned above"),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("schemas serialize");
     s.push('\n');

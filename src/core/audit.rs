@@ -157,6 +157,9 @@ pub enum Source {
     Web,
     /// The MCP server (a later face).
     Mcp,
+    /// The HTTP API, by the name of the web token that asked (`web:NAME`): an asker token
+    /// reads and aborts only the requests whose source names it.
+    WebToken(String),
 }
 
 impl Source {
@@ -168,6 +171,7 @@ impl Source {
             Source::Inbox(name) => Cow::Owned(format!("inbox:{name}")),
             Source::Web => Cow::Borrowed("web"),
             Source::Mcp => Cow::Borrowed("mcp"),
+            Source::WebToken(name) => Cow::Owned(format!("web:{name}")),
         }
     }
 
@@ -177,7 +181,10 @@ impl Source {
             "cli" => Source::Cli,
             "web" => Source::Web,
             "mcp" => Source::Mcp,
-            _ => Source::Inbox(s.strip_prefix("inbox:")?.to_string()),
+            _ => match s.strip_prefix("web:") {
+                Some(name) => Source::WebToken(name.to_string()),
+                None => Source::Inbox(s.strip_prefix("inbox:")?.to_string()),
+            },
         })
     }
 
@@ -189,6 +196,7 @@ impl Source {
             Source::Inbox(_) => Actor::Daemon,
             Source::Web => Actor::Web("api".into()),
             Source::Mcp => Actor::Mcp("server".into()),
+            Source::WebToken(name) => Actor::Web(name.clone()),
         }
     }
 }
@@ -258,10 +266,15 @@ mod tests {
             Source::Inbox("q-1.json".into()),
             Source::Web,
             Source::Mcp,
+            Source::WebToken("alice".into()),
         ];
         for s in &all {
             match s {
-                Source::Cli | Source::Inbox(_) | Source::Web | Source::Mcp => {}
+                Source::Cli
+                | Source::Inbox(_)
+                | Source::Web
+                | Source::Mcp
+                | Source::WebToken(_) => {}
             }
             assert_eq!(Source::parse(&s.as_str()).as_ref(), Some(s), "{s:?}");
         }

@@ -65,6 +65,12 @@ pub enum Code {
     Store,
     /// A file-system operation failed.
     Io,
+    /// An HTTP call without a valid bearer token (missing, wrong or revoked).
+    Unauthorized,
+    /// An HTTP call whose token's role (or context) may not take that action.
+    Forbidden,
+    /// An HTTP request body over the size limit (the same limit as inbox files).
+    TooLarge,
 }
 
 impl Code {
@@ -94,6 +100,9 @@ impl Code {
             Code::Usage => "USAGE",
             Code::Store => "STORE",
             Code::Io => "IO",
+            Code::Unauthorized => "UNAUTHORIZED",
+            Code::Forbidden => "FORBIDDEN",
+            Code::TooLarge => "TOO_LARGE",
         }
     }
 
@@ -127,6 +136,8 @@ impl Code {
             Code::AuditBroken => 10,
             Code::DaemonRunning => 11,
             Code::UnsafeRoot => 12,
+            Code::Unauthorized => 13,
+            Code::Forbidden | Code::TooLarge => 14,
         }
     }
 }

@@ -35,7 +35,8 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Revoked, Stats, Swept, WaitStats,
+    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Revoked, Stats, Swept, TokenCredential,
+    WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -162,6 +163,14 @@ pub enum ProviderFile {
 pub enum LeaseRef {
     /// A registered lease, by token.
     Token(String),
+    /// A registered lease held by the host (for the web page and the HTTP API), used by
+    /// someone other than its holder: the event log records `actor` for what it does.
+    OnBehalf {
+        /// The lease token.
+        token: String,
+        /// Who acts (`web:NAME`).
+        actor: Actor,
+    },
     /// A transient lease registered in the request's context for this one command and
     /// released before the transaction commits.
     Transient {
@@ -414,4 +423,27 @@ pub trait Store: Send {
 
     /// Every record in one snapshot, as (type, fields) in a stable order.
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()>;
+
+    // ---- web tokens ------------------------------------------------------------------
+
+    /// Record a new web token by its lookup key and hash (the token itself is never
+    /// stored); `Error::Invalid` when the name is taken.
+    fn token_create(
+        &mut self,
+        name: &str,
+        role: crate::core::access::Role,
+        context: Option<&str>,
+        lookup: &str,
+        hash: &[u8],
+    ) -> Result<WebToken>;
+
+    /// Every web token, revoked ones included, by name.
+    fn tokens(&mut self) -> Result<Vec<WebToken>>;
+
+    /// Revoke the token `name`; `false` when it was revoked already,
+    /// `Error::TokenNotFound` when there is none.
+    fn token_revoke(&mut self, name: &str) -> Result<bool>;
+
+    /// The token with this lookup key, revoked or not (a read).
+    fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>>;
 }

@@ -42,6 +42,8 @@ pub struct ListFilter {
     pub limit: Option<i64>,
     /// Oldest first instead of newest first.
     pub oldest_first: bool,
+    /// Only requests from this source as stored (`web:NAME`: what one web token asked).
+    pub source: Option<String>,
 }
 
 /// A live, authenticated lease.
@@ -59,6 +61,29 @@ pub struct Lease {
     pub ttl_ms: Millis,
     /// When it dies unless it heartbeats.
     pub expires_ms: Millis,
+    /// Who acts through it when that is not its holder: a reviewer on the web page or
+    /// the HTTP API acting through the lease the host holds for the context
+    /// ([`super::LeaseRef::OnBehalf`]). `None`: the holder itself.
+    pub on_behalf: Option<crate::core::audit::Actor>,
+}
+
+impl Lease {
+    /// Who the event log records for what this lease does: the person acting through it,
+    /// else its holder as `provider:NAME`.
+    pub fn actor(&self) -> crate::core::audit::Actor {
+        self.on_behalf
+            .clone()
+            .unwrap_or_else(|| crate::core::audit::Actor::Provider(self.name.clone()))
+    }
+
+    /// The name recorded as who answered or cancelled: the person acting through the
+    /// lease (`web:NAME`), else its holder's name.
+    pub fn provider_name(&self) -> String {
+        match &self.on_behalf {
+            Some(a) => a.as_str().into_owned(),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// A lease ended on purpose by someone other than its holder (`provider revoke`).
@@ -156,7 +181,7 @@ pub struct AgentInfo {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// Position in the log.
@@ -231,7 +256,7 @@ pub struct HistoryFilter {
 }
 
 /// One question of a history row, with its answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryQuestion {
     /// Question id.
@@ -249,7 +274,7 @@ pub struct HistoryQuestion {
 }
 
 /// One row of the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryRow {
     /// Request id.
@@ -279,7 +304,7 @@ pub struct HistoryRow {
 }
 
 /// Wait-time percentiles (nearest rank) of one group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitStats {
     /// The context or provider.
@@ -295,7 +320,7 @@ pub struct WaitStats {
 }
 
 /// The figures of `dshq stats`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     /// Requests counted (created in the window).
@@ -321,7 +346,7 @@ pub struct Stats {
 }
 
 /// The oldest request still waiting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OldestOpen {
     /// Request id.
@@ -353,4 +378,34 @@ impl Swept {
             && self.aborted.is_empty()
             && self.agents.is_empty()
     }
+}
+
+/// A web token as stored: never the token itself (see [`TokenCredential`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebToken {
+    /// Its unique name (`web:NAME` in the event log).
+    pub name: String,
+    /// What it may do.
+    #[serde(serialize_with = "role_str")]
+    pub role: crate::core::access::Role,
+    /// The one context it acts in, when bound to one.
+    pub context: Option<String>,
+    /// When it was created.
+    pub created_ms: Millis,
+    /// When it was revoked; a revoked token authenticates nothing.
+    pub revoked_ms: Option<Millis>,
+}
+
+fn role_str<S: serde::Serializer>(r: &crate::core::access::Role, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(r.as_str())
+}
+
+/// A token row found by its lookup key, with the hash the presented token must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenCredential {
+    /// The token's record.
+    pub token: WebToken,
+    /// SHA-256 of the whole token.
+    pub hash: Vec<u8>,
 }

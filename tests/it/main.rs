@@ -4,6 +4,7 @@
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
 mod agents;
+mod api;
 mod audit;
 mod cli;
 mod crash;
@@ -16,6 +17,7 @@ mod hostile;
 mod idle;
 mod interactive;
 mod layers;
+mod openapi;
 mod lease;
 mod outcome;
 mod seam;

@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0004_rejections_by_source",
         include_str!("../../../migrations/sqlite/0004_rejections_by_source.sql"),
     ),
+    (
+        5,
+        "0005_web_tokens",
+        include_str!("../../../migrations/sqlite/0005_web_tokens.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -173,6 +173,7 @@ pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease
         generation: row.generation,
         ttl_ms: row.ttl_ms,
         expires_ms: row.expires_ms,
+        on_behalf: None,
     })
 }
 

@@ -20,6 +20,7 @@ pub mod history;
 pub mod leases;
 pub mod requests;
 mod store;
+pub mod tokens;
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
-use super::{agents, audit, events, history, leases, requests};
+use super::{agents, audit, events, history, leases, requests, tokens};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
     Provided, ProviderAct, ProviderFile, Registered, RequestRow, Revoked, Stats, Status, Store,
-    Swept, Verified,
+    Swept, TokenCredential, Verified, WebToken,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -86,6 +86,11 @@ fn lease_for(
 ) -> Result<(Lease, Option<String>)> {
     match lease {
         LeaseRef::Token(token) => Ok((leases::authenticate(tx, token, now)?, None)),
+        LeaseRef::OnBehalf { token, actor } => {
+            let mut lease = leases::authenticate(tx, token, now)?;
+            lease.on_behalf = Some(actor.clone());
+            Ok((lease, None))
+        }
         LeaseRef::Transient { name, ttl_ms } => {
             let id = id.ok_or_else(|| {
                 Error::Invalid("a transient lease acts on one named request".into())
@@ -616,6 +621,29 @@ impl Store for SqliteStore {
             dump(&tx, kind, sql, sink)?;
         }
         Ok(())
+    }
+
+    fn token_create(
+        &mut self,
+        name: &str,
+        role: crate::core::access::Role,
+        context: Option<&str>,
+        lookup: &str,
+        hash: &[u8],
+    ) -> Result<WebToken> {
+        self.write(|tx, now| tokens::create(tx, name, role, context, lookup, hash, now))
+    }
+
+    fn tokens(&mut self) -> Result<Vec<WebToken>> {
+        tokens::list(&self.conn)
+    }
+
+    fn token_revoke(&mut self, name: &str) -> Result<bool> {
+        self.write(|tx, now| tokens::revoke(tx, name, now))
+    }
+
+    fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
+        tokens::by_lookup(&self.conn, lookup)
     }
 }
 

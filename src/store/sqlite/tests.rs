@@ -204,7 +204,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 4);
+    assert_eq!(schema_version(&conn).unwrap(), 5);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -218,10 +218,11 @@ fn migration_version_is_recorded() {
             (1, "0001_init".to_string()),
             (2, "0002_audit_indexes".to_string()),
             (3, "0003_record_immutable".to_string()),
-            (4, "0004_rejections_by_source".to_string())
+            (4, "0004_rejections_by_source".to_string()),
+            (5, "0005_web_tokens".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 4);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 5);
 }
 
 #[test]
@@ -241,8 +242,8 @@ fn a_version_1_database_upgrades_in_place() {
     assert_eq!(schema_version(&conn).unwrap(), 1);
     accept(&mut conn, simple("old", "default"), T0).unwrap();
     // Upgrading applies 0002 and 0003, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 4);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
+    assert_eq!(migrate(&conn).unwrap(), 5);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
     assert_eq!(
         count(
             &conn,
@@ -257,9 +258,9 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 4);
-    assert_eq!(migrate(&conn).unwrap(), 4);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
+    assert_eq!(migrate(&conn).unwrap(), 5);
+    assert_eq!(migrate(&conn).unwrap(), 5);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -269,13 +270,13 @@ fn migrating_twice_is_a_no_op() {
 fn newer_schema_is_refused() {
     let conn = db();
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (5, '0005_future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (50, '0050_future', 0)",
         [],
     )
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 5, known: 4 }),
+        matches!(e, Error::SchemaTooNew { found: 50, known: 5 }),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -308,19 +309,19 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 4);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 4);
+    assert_eq!(schema_version(&conn).unwrap(), 5);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (7, 'future', 0)",
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (70, 'future', 0)",
         [],
     )
     .unwrap();
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 7, known: 4 }),
+        matches!(e, Error::SchemaTooNew { found: 70, known: 5 }),
         "{e:?}"
     );
 }
@@ -1266,6 +1267,7 @@ fn a_request_claimed_by_one_lease_cannot_be_taken_by_another() {
         generation: 9,
         ttl_ms: TTL,
         expires_ms: T0 + TTL,
+        on_behalf: None,
     };
     let before = get(&conn, "r1");
     let t = T0 + 3;

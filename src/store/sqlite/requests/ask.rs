@@ -161,7 +161,12 @@ pub fn accept(
     }
     let actor = match &n.request.agent {
         Some(a) => Actor::Agent(a.id.clone()),
-        None => Actor::Asker,
+        // A web token that asks is named in the log (`web:NAME`), as it is for what else
+        // it does.
+        None => match crate::core::audit::Source::parse(source) {
+            Some(crate::core::audit::Source::WebToken(name)) => Actor::Web(name),
+            _ => Actor::Asker,
+        },
     };
     events::append(
         tx,

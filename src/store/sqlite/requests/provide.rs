@@ -61,7 +61,7 @@ pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<R
             kind: EventKind::Claimed,
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: Actor::Provider(lease.name.clone()),
+            actor: lease.actor(),
             agent_id: None,
             data: serde_json::Value::Null,
         },
@@ -157,7 +157,7 @@ pub fn answer(
             now,
             answer_json,
             decision.map(Decision::as_str),
-            lease.name,
+            lease.provider_name(),
             r.seq,
             lease.generation
         ],
@@ -194,7 +194,7 @@ pub fn answer(
             kind: EventKind::Answered,
             request_id: Some(id),
             lease_id: Some(lease.lease_id),
-            actor: Actor::Provider(lease.name.clone()),
+            actor: lease.actor(),
             data: serde_json::json!({
                 "implicitClaim": r.status == Status::Pending,
                 "decision": decision.map(Decision::as_str),
@@ -203,7 +203,7 @@ pub fn answer(
                     .collect::<serde_json::Map<_, _>>(),
                 // What was answered, and by whom: the row must agree with these.
                 "answer": serde_json::to_value(answer).expect("an Answer serializes"),
-                "provider": lease.name,
+                "provider": lease.provider_name(),
             }),
             agent_id: None,
         },
@@ -253,8 +253,8 @@ pub fn cancel(
         return Err(Error::LeaseExpired("it is no longer live".into()));
     }
     let message = match reason {
-        Some(reason) => format!("cancelled by provider {:?}: {reason}", lease.name),
-        None => format!("cancelled by provider {:?}", lease.name),
+        Some(reason) => format!("cancelled by provider {:?}: {reason}", lease.provider_name()),
+        None => format!("cancelled by provider {:?}", lease.provider_name()),
     };
     finish_error(
         tx,
@@ -262,9 +262,9 @@ pub fn cancel(
         Status::Cancelled,
         Code::AskCancelled,
         &message,
-        Some(&lease.name),
+        Some(&lease.provider_name()),
         Some(lease.lease_id),
-        &Actor::Provider(lease.name.clone()),
+        &lease.actor(),
         now,
     )
 }

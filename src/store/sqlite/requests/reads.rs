@@ -38,7 +38,8 @@ const MATCHES: &str = "(?2 IS NULL OR r.context IN (SELECT value FROM json_each(
                                   WHERE q.request_seq = r.seq AND q.intent_kind = ?5))
        AND (?6 IS NULL OR EXISTS (SELECT 1 FROM questions q
                                   WHERE q.request_seq = r.seq
-                                    AND instr(lower(q.question), lower(?6)) > 0))";
+                                    AND instr(lower(q.question), lower(?6)) > 0))
+       AND (?8 IS NULL OR r.source = ?8)";
 
 /// The contexts of `f` as one JSON array (`None`: every context).
 fn contexts_json(f: &ListFilter) -> Option<String> {
@@ -71,7 +72,8 @@ pub fn event_requests(
             f.agent,
             f.intent,
             f.grep,
-            kinds
+            kinds,
+            f.source
         ],
         |r| Ok((r.get(20)?, row(r)?)),
     )?;
@@ -98,6 +100,8 @@ pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
             f.agent,
             f.intent,
             f.grep,
+            None::<String>,
+            f.source,
         ],
         row,
     )?;

@@ -1,0 +1,149 @@
+//! The host as a context's provider: one lease per context, held by the host while
+//! reviewers act through it (the HTTP API's answers, the web page's reviewers), shared by
+//! all of them, heartbeated while in use and released once idle.
+//!
+//! Why one lease per context and not one per reviewer: a context has one live provider
+//! (DUPLICATE_PROVIDER otherwise), and several people on the page must be able to answer
+//! side by side. The lease's holder is `web`; each act through it is recorded as the
+//! person who did it (`web:NAME`, [`crate::app::provide::Acting::OnBehalf`]). When a
+//! terminal reviewer holds the context, registering fails with DUPLICATE_PROVIDER and the
+//! web caller gets that error: the context is theirs until they leave.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+
+use super::db::Db;
+use crate::app::provide::Acting;
+use crate::app::session;
+use crate::core::audit::Actor;
+use crate::error::{Error, Result};
+
+/// The name the host's leases are registered with.
+pub const HOLDER: &str = "web";
+
+struct Held {
+    token: String,
+    used: Instant,
+}
+
+/// The leases the host holds, by context.
+pub struct Providers {
+    db: Db,
+    held: Mutex<HashMap<String, Held>>,
+    ttl: Duration,
+    idle: Duration,
+}
+
+impl Providers {
+    /// Hold leases with `ttl`, released after `idle` without use.
+    pub fn new(db: Db, ttl: Duration, idle: Duration) -> Arc<Providers> {
+        Arc::new(Providers {
+            db,
+            held: Mutex::new(HashMap::new()),
+            ttl,
+            idle,
+        })
+    }
+
+    /// Act in `context` as `actor`: the host's lease there (registered now when it holds
+    /// none), marked as used.
+    pub async fn acting(&self, context: &str, actor: Actor) -> Result<Acting> {
+        let mut held = self.held.lock().await;
+        if let Some(h) = held.get_mut(context) {
+            h.used = Instant::now();
+            return Ok(Acting::OnBehalf {
+                token: h.token.clone(),
+                actor,
+            });
+        }
+        let (ctx, ttl) = (context.to_string(), self.ttl);
+        let reg = self
+            .db
+            .write(move |store| session::register(store, &ctx, HOLDER, ttl))
+            .await?;
+        tracing::info!(context = %crate::text::for_log(context), "the host holds the context's provider lease");
+        held.insert(
+            context.to_string(),
+            Held {
+                token: reg.lease.clone(),
+                used: Instant::now(),
+            },
+        );
+        Ok(Acting::OnBehalf {
+            token: reg.lease,
+            actor,
+        })
+    }
+
+    /// Keep the context's lease (a reviewer is active on it).
+    pub async fn touch(&self, context: &str) {
+        if let Some(h) = self.held.lock().await.get_mut(context) {
+            h.used = Instant::now();
+        }
+    }
+
+    /// Forget the lease of `context` (it ended under us: revoked or expired), so the next
+    /// act registers anew.
+    pub async fn forget(&self, context: &str) {
+        self.held.lock().await.remove(context);
+    }
+
+    /// Whether the host holds `context` now.
+    pub async fn holds(&self, context: &str) -> bool {
+        self.held.lock().await.contains_key(context)
+    }
+
+    /// Heartbeat the leases in use and release the idle ones; run every `ttl / 3`.
+    pub async fn keep(&self) {
+        let mut held = self.held.lock().await;
+        let mut ended = Vec::new();
+        for (context, h) in held.iter() {
+            let token = h.token.clone();
+            let idle = h.used.elapsed() >= self.idle;
+            let r = if idle {
+                self.db
+                    .write(move |store| session::release(store, &token).map(|_| ()))
+                    .await
+            } else {
+                self.db
+                    .write(move |store| session::heartbeat(store, &token).map(|_| ()))
+                    .await
+            };
+            match r {
+                Ok(()) if !idle => {}
+                Ok(()) => {
+                    tracing::info!(context = %crate::text::for_log(context), "idle: released the context's provider lease");
+                    ended.push(context.clone());
+                }
+                Err(Error::LeaseExpired(why)) => {
+                    tracing::info!(context = %crate::text::for_log(context), why = %why, "the host's provider lease ended");
+                    ended.push(context.clone());
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot heartbeat the host's provider lease"),
+            }
+        }
+        for c in ended {
+            held.remove(&c);
+        }
+    }
+
+    /// Release every lease (at shutdown).
+    pub async fn release_all(&self) {
+        let mut held = self.held.lock().await;
+        for (_, h) in held.drain() {
+            let token = h.token;
+            let _ = self
+                .db
+                .write(move |store| session::release(store, &token).map(|_| ()))
+                .await;
+        }
+    }
+
+    /// How often [`Providers::keep`] must run.
+    pub fn keep_every(&self) -> Duration {
+        (self.ttl / 3).max(Duration::from_millis(100))
+    }
+}

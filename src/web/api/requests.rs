@@ -1,0 +1,337 @@
+//! `/api/v1/requests`: ask, list, show, wait for the outcome, claim, answer, cancel,
+//! abort. Each handler: check the role, parse, run one use-case on the database thread,
+//! render. The same use-cases as `dshq ask`, `list`, `show`, `wait`, `claim`, `answer`,
+//! `cancel` and `abort`, so the results are the same documents.
+
+use std::time::Duration;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::query::Query;
+use crate::app;
+use crate::core::access::{Action, Reach};
+use crate::error::Error;
+use crate::output::{RequestSummary, RequestView};
+use crate::protocol::{Code, Outcome, DEFAULT_CONTEXT};
+use crate::store::{ListFilter, RequestRow, Status};
+use crate::web::auth::Caller;
+use crate::web::body::Body;
+use crate::web::error::{ApiError, ApiResult};
+use crate::web::AppState;
+
+/// The result of `POST /api/v1/requests`: what `dshq --json ask` prints.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskedBody {
+    /// The request id (generated, `ask-HEX`, when the document names none).
+    pub id: String,
+    /// Its context.
+    pub context: String,
+    /// False when this was an idempotent re-delivery of an accepted request.
+    pub new: bool,
+    /// Its state now.
+    pub status: Status,
+    /// `sha256:HEX` of the canonical request, as in its outcome document.
+    pub request_digest: String,
+}
+
+/// The optional body of `cancel` and `abort`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonBody {
+    /// Why (recorded, and shown in the outcome's message).
+    pub reason: Option<String>,
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::from(Error::NotFound(id.to_string()))
+}
+
+/// The request `id` if the caller may see it with `reach`; else 404 (existence is not
+/// revealed).
+async fn visible(st: &AppState, caller: &Caller, id: &str, reach: Reach) -> ApiResult<RequestRow> {
+    let id2 = id.to_string();
+    let row = st
+        .db
+        .read(move |store| app::feed::get(store, &id2))
+        .await?
+        .filter(|r| caller.sees(r, reach));
+    row.ok_or_else(|| not_found(id))
+}
+
+fn reason(body: &[u8]) -> ApiResult<Option<String>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let b: ReasonBody = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            Code::BadRequest,
+            format!("the body must be {{\"reason\": \"...\"}} or empty: {e}"),
+        )
+    })?;
+    Ok(b.reason)
+}
+
+/// `POST /api/v1/requests`: ask.
+pub async fn ask(
+    State(st): State<AppState>,
+    caller: Caller,
+    Body(bytes): Body,
+) -> ApiResult<Response> {
+    caller.require(Action::Ask)?;
+    let (_, context) = crate::protocol::check::salvage_id_context(&bytes);
+    if !caller.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
+        return Err(Error::Forbidden.into());
+    }
+    let (source, actor, root) = (caller.source(), caller.actor(), st.root.clone());
+    let b = bytes.clone();
+    let asked = st
+        .db
+        .write(move |store| {
+            app::ask::ask(
+                store,
+                &root,
+                app::ask::Ask {
+                    bytes: &b,
+                    fallback_id: Some(app::ask::generated_id()),
+                    outcome_under_fallback: false,
+                    source,
+                    actor,
+                },
+            )
+        })
+        .await?;
+    let accepted = match asked {
+        crate::store::Asked::Accepted(a) => a,
+        crate::store::Asked::Rejected { error, .. } => return Err(error.into()),
+    };
+    let digest = crate::protocol::check::parse_request(&bytes)
+        .map(|r| crate::protocol::digest::request_digest(&r))
+        .map_err(ApiError::from)?;
+    let status = if accepted.new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = AskedBody {
+        id: accepted.id,
+        context: accepted.context,
+        new: accepted.new,
+        status: accepted.status,
+        request_digest: digest,
+    };
+    Ok((status, Json(body)).into_response())
+}
+
+/// The filters of `GET /api/v1/requests`.
+pub const LIST_PARAMS: &[&str] = &[
+    "status",
+    "context",
+    "agent",
+    "intent",
+    "grep",
+    "oldest_first",
+    "limit",
+];
+
+/// The largest `limit` of `GET /api/v1/requests`.
+pub const LIST_LIMIT_MAX: i64 = 10_000;
+
+/// `GET /api/v1/requests`: the list, with `dshq list`'s filters.
+pub async fn list(
+    State(st): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Vec<RequestSummary>>> {
+    let reach = caller.require(Action::List)?;
+    let q = Query::parse(raw.as_deref(), LIST_PARAMS)?;
+    let mut contexts = q.all("context");
+    if let Some(bound) = &caller.token.context {
+        // A bound token lists its context only (asking for another finds nothing).
+        if contexts.is_empty() || contexts.contains(bound) {
+            contexts = vec![bound.clone()];
+        } else {
+            return Ok(Json(Vec::new()));
+        }
+    }
+    let filter = ListFilter {
+        status: q.parsed("status", "give a status such as pending", Status::parse)?,
+        contexts,
+        agent: q.one("agent").map(str::to_string),
+        intent: q.parsed("intent", "give plan-review", |v| {
+            (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
+        })?,
+        grep: q.one("grep").map(str::to_string),
+        limit: Some(q.limit("limit", LIST_LIMIT_MAX)?.unwrap_or(100)),
+        oldest_first: q.flag("oldest_first")?,
+        source: (reach == Reach::Own).then(|| caller.source().as_str().into_owned()),
+    };
+    let rows = st
+        .db
+        .read(move |store| app::feed::list(store, &filter))
+        .await?;
+    Ok(Json(rows.iter().map(RequestSummary::from_row).collect()))
+}
+
+/// `GET /api/v1/requests/{id}`: the request with its state and outcome.
+pub async fn show(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RequestView>> {
+    let reach = caller.require(Action::Read)?;
+    let row = visible(&st, &caller, &id, reach).await?;
+    Ok(Json(RequestView::from_row(&row)))
+}
+
+/// `GET /api/v1/requests/{id}/outcome?wait=30s`: the outcome document, or 204 when the
+/// wait ends first. Woken by the change broadcast, never by polling.
+pub async fn outcome(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Response> {
+    let reach = caller.require(Action::Read)?;
+    let q = Query::parse(raw.as_deref(), &["wait"])?;
+    let max = st.limits.max_wait;
+    let wait = q
+        .parsed(
+            "wait",
+            &format!(
+                "give a duration up to {}, such as 30s",
+                humantime::format_duration(max)
+            ),
+            |v| humantime::parse_duration(v).ok().filter(|d| *d <= max),
+        )?
+        .unwrap_or(Duration::ZERO);
+    visible(&st, &caller, &id, reach).await?;
+    // Subscribe before the first read: an outcome committed in between still wakes us.
+    let mut changes = st.db.changes().subscribe();
+    let mut shutdown = st.shutdown.clone();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let (root, id2) = (st.root.clone(), id.clone());
+        let ready: Option<Outcome> = st
+            .db
+            .read(move |store| app::feed::outcome_ready(store, &root, &id2))
+            .await?;
+        if let Some(o) = ready {
+            return Ok(Json(o).into_response());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tracing::debug!(id = %crate::text::for_log(&id), "long-poll waiting");
+        // Until a final change of this request, the wait's end, or the host's.
+        loop {
+            tokio::select! {
+                r = changes.recv() => match r {
+                    Ok(c) if c.id == id && c.kind.is_final() => break,
+                    Ok(_) => continue,
+                    // Missed some: read again.
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return Ok(StatusCode::NO_CONTENT.into_response()),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Ok(StatusCode::NO_CONTENT.into_response());
+                }
+                _ = shutdown.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+            }
+        }
+    }
+}
+
+/// Act as the host's provider in the request's context: once again with a new lease if
+/// the held one ended under us (revoked, or expired while the host was stopped).
+async fn provide<T, F>(st: &AppState, caller: &Caller, row: &RequestRow, f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: Fn(&mut dyn crate::store::Store, &crate::root::Root, &app::provide::Acting) -> crate::Result<T>
+        + Send
+        + Sync
+        + Clone
+        + 'static,
+{
+    for attempt in 0..2 {
+        let acting = st.providers.acting(&row.context, caller.actor()).await?;
+        let (root, f) = (st.root.clone(), f.clone());
+        match st.db.write(move |store| f(store, &root, &acting)).await {
+            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
+            r => return r.map_err(ApiError::from),
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// `POST /api/v1/requests/{id}/claim`: reserve it for the host's lease.
+pub async fn claim(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RequestView>> {
+    let reach = caller.require(Action::Claim)?;
+    let row = visible(&st, &caller, &id, reach).await?;
+    let claimed = provide(&st, &caller, &row, move |store, _root, acting| {
+        app::provide::claim_as(store, acting, &id)
+    })
+    .await?;
+    Ok(Json(RequestView::from_row(&claimed)))
+}
+
+/// `POST /api/v1/requests/{id}/answer`: answer with an Answer document.
+pub async fn answer(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(bytes): Body,
+) -> ApiResult<Json<Outcome>> {
+    let reach = caller.require(Action::Answer)?;
+    let doc = crate::protocol::answer::parse_answer(&bytes)?;
+    let row = visible(&st, &caller, &id, reach).await?;
+    let finished = provide(&st, &caller, &row, move |store, root, acting| {
+        app::provide::answer(store, Some(root), &id, acting, &doc)
+    })
+    .await?;
+    Ok(Json(finished.outcome))
+}
+
+/// `POST /api/v1/requests/{id}/cancel`: cancel as the human (`ASK_CANCELLED`).
+pub async fn cancel(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(bytes): Body,
+) -> ApiResult<Json<Outcome>> {
+    let reach = caller.require(Action::Cancel)?;
+    let why = reason(&bytes)?;
+    let row = visible(&st, &caller, &id, reach).await?;
+    let finished = provide(&st, &caller, &row, move |store, root, acting| {
+        app::provide::cancel(store, Some(root), &id, acting, why.as_deref())
+    })
+    .await?;
+    Ok(Json(finished.outcome))
+}
+
+/// `POST /api/v1/requests/{id}/abort`: abort as the asker (`ASK_ABORTED`).
+pub async fn abort(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(bytes): Body,
+) -> ApiResult<Json<Outcome>> {
+    let reach = caller.require(Action::Abort)?;
+    let why = reason(&bytes)?;
+    visible(&st, &caller, &id, reach).await?;
+    let (root, actor) = (st.root.clone(), caller.actor());
+    let finished = st
+        .db
+        .write(move |store| app::ask::abort(store, &root, &id, why.as_deref(), &actor))
+        .await?;
+    Ok(Json(finished.outcome))
+}

@@ -1,0 +1,102 @@
+//! Bearer-token authentication and the role check, shared by every route that takes a
+//! token (the JSON API, the MCP endpoint; the page's session cookie resolves to the same
+//! [`Caller`]).
+//!
+//! Use it as an extractor (`caller: Caller` in a handler's arguments: 401 before the
+//! handler runs when the token is missing, wrong or revoked), then ask
+//! [`Caller::require`] for the action: 403 when the role may not. Whether a given request
+//! is visible to the caller is [`Caller::sees`]: an asker sees only what it asked, a
+//! token bound to a context only that context; what it may not see is reported as not
+//! found, so its existence is not revealed either.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::app;
+use crate::core::access::{Action, Reach};
+use crate::core::audit::{Actor, Source};
+use crate::error::Error;
+use crate::store::{RequestRow, WebToken};
+
+/// An authenticated caller: the token's record.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token (its name, role and context).
+    pub token: WebToken,
+}
+
+impl Caller {
+    /// Authenticate a bearer token (the `Authorization` header's value, or a token taken
+    /// from elsewhere, such as a session).
+    pub async fn from_token(state: &AppState, presented: String) -> Result<Caller, ApiError> {
+        let token = state
+            .db
+            .read(move |store| app::tokens::authenticate(store, &presented))
+            .await?;
+        Ok(Caller { token })
+    }
+
+    /// Authenticate the `Authorization: Bearer TOKEN` header of a request.
+    pub async fn from_headers(
+        state: &AppState,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<Caller, ApiError> {
+        let presented = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+            })
+            .ok_or(ApiError::from(Error::Unauthorized))?;
+        Caller::from_token(state, presented.to_string()).await
+    }
+
+    /// How far this caller may take `action`; 403 when its role may not.
+    pub fn require(&self, action: Action) -> Result<Reach, ApiError> {
+        self.token
+            .role
+            .may(action)
+            .ok_or(ApiError::from(Error::Forbidden))
+    }
+
+    /// Who this caller is in the event log: `web:NAME`.
+    pub fn actor(&self) -> Actor {
+        Actor::Web(self.token.name.clone())
+    }
+
+    /// Where a request this caller asks comes from: `web:NAME`.
+    pub fn source(&self) -> Source {
+        Source::WebToken(self.token.name.clone())
+    }
+
+    /// Whether the caller may see `row` with `reach`: its context (when the token is bound
+    /// to one) and, for [`Reach::Own`], its source.
+    pub fn sees(&self, row: &RequestRow, reach: Reach) -> bool {
+        let context_ok = self
+            .token
+            .context
+            .as_ref()
+            .is_none_or(|c| *c == row.context);
+        let own_ok = match reach {
+            Reach::All => true,
+            Reach::Own => row.source == self.source().as_str(),
+        };
+        context_ok && own_ok
+    }
+
+    /// Whether the caller may act in `context` (a token bound to a context: only there).
+    pub fn in_context(&self, context: &str) -> bool {
+        self.token.context.as_deref().is_none_or(|c| c == context)
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Caller::from_headers(state, &parts.headers).await
+    }
+}
