@@ -104,6 +104,9 @@ impl Waker {
     }
 }
 
+/// The call the host makes after every pass of the file loop, on the loop's thread and store.
+pub type AfterPass = Box<dyn FnMut(&mut dyn Store) + Send>;
+
 /// How the async host ([`crate::host`]) rides along with the file loop: it gets a
 /// [`Waker`] once the loop holds the root, and a call after every pass (on the loop's own
 /// thread and store) to broadcast what the pass committed.
@@ -111,7 +114,7 @@ pub struct Link {
     /// Receives the waker once the root is locked and the loop is about to start.
     pub started: mpsc::Sender<Waker>,
     /// Called after every pass with the loop's store.
-    pub after_pass: Box<dyn FnMut(&mut dyn Store) + Send>,
+    pub after_pass: AfterPass,
 }
 
 /// Run the daemon until SIGINT or SIGTERM.

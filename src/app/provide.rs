@@ -65,9 +65,10 @@ fn claimed(p: Provided) -> RequestRow {
 
 /// Claim `id` as `who` (idempotent for the lease's own claims).
 pub fn claim_as(store: &mut dyn Store, who: &Acting, id: &str) -> Result<RequestRow> {
-    Ok(claimed(
-        store.provide(&who.lease_ref(), ProviderAct::Claim(id.to_string()))?,
-    ))
+    Ok(claimed(store.provide(
+        &who.lease_ref(),
+        ProviderAct::Claim(id.to_string()),
+    )?))
 }
 
 /// Claim `id` with the lease `token` (idempotent for its own claims).

@@ -120,16 +120,28 @@ mod tests {
         let mut forged = c.token.clone();
         let last = forged.pop().unwrap();
         forged.push(if last == '0' { '1' } else { '0' });
-        assert!(matches!(authenticate(&mut store, &forged), Err(Error::Unauthorized)));
+        assert!(matches!(
+            authenticate(&mut store, &forged),
+            Err(Error::Unauthorized)
+        ));
         for bad in ["", "dshq_", "Bearer x", &c.token.to_uppercase()] {
-            assert!(matches!(authenticate(&mut store, bad), Err(Error::Unauthorized)));
+            assert!(matches!(
+                authenticate(&mut store, bad),
+                Err(Error::Unauthorized)
+            ));
         }
         assert!(create(&mut store, Role::Asker, Some("alice"), None).is_err());
         assert!(create(&mut store, Role::Asker, Some("a b"), None).is_err());
         assert!(revoke(&mut store, "alice").unwrap());
         assert!(!revoke(&mut store, "alice").unwrap());
-        assert!(matches!(authenticate(&mut store, &c.token), Err(Error::Unauthorized)));
-        assert!(matches!(revoke(&mut store, "bob"), Err(Error::TokenNotFound(_))));
+        assert!(matches!(
+            authenticate(&mut store, &c.token),
+            Err(Error::Unauthorized)
+        ));
+        assert!(matches!(
+            revoke(&mut store, "bob"),
+            Err(Error::TokenNotFound(_))
+        ));
         let listed = list(&mut store).unwrap();
         assert_eq!(listed.len(), 1);
         assert!(listed[0].revoked_ms.is_some());

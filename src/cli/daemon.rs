@@ -46,14 +46,14 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let config = Config {
-            tick: a.tick,
-            batch: a.batch,
-            batch_bytes: a.batch_bytes.max(1),
-            max_bytes: a.max_bytes,
-            on_question: a
-                .on_question
-                .filter(|c| !c.trim().is_empty())
-                .map(|c| HookConfig::new(c, a.hook_timeout)),
+        tick: a.tick,
+        batch: a.batch,
+        batch_bytes: a.batch_bytes.max(1),
+        max_bytes: a.max_bytes,
+        on_question: a
+            .on_question
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| HookConfig::new(c, a.hook_timeout)),
     };
     match a.listen {
         // Without --listen the daemon is the synchronous file loop, as it always was.

@@ -8,7 +8,9 @@ use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::types::{Answer, AnsweredOutcome, Decision, ErrorOutcome, Outcome, Request};
 
 /// A request's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema, strum::VariantArray)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema, strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for a provider.

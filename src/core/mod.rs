@@ -6,6 +6,6 @@
 //! what dshq itself records about a request, so every face and every backend speak the
 //! same words.
 
+pub mod access;
 pub mod audit;
 pub mod lifecycle;
-pub mod access;

@@ -76,7 +76,10 @@ impl ChangeKind {
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            ChangeKind::Answered | ChangeKind::Cancelled | ChangeKind::Aborted | ChangeKind::Expired
+            ChangeKind::Answered
+                | ChangeKind::Cancelled
+                | ChangeKind::Aborted
+                | ChangeKind::Expired
         )
     }
 }

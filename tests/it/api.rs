@@ -96,7 +96,12 @@ impl Host {
         call("GET", &self.url(path), token, None)
     }
     pub fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Resp {
-        call("POST", &self.url(path), token, Some(body.to_string().as_bytes()))
+        call(
+            "POST",
+            &self.url(path),
+            token,
+            Some(body.to_string().as_bytes()),
+        )
     }
 }
 
@@ -113,7 +118,11 @@ fn every_role_boundary_is_401_or_403_and_changes_nothing() {
     let revoked = token(&env, "reviewer", "gone", None);
     env.json(&["token", "revoke", "gone"]).ok();
     let h = host(&env, &[]);
-    assert_eq!(h.post("/requests", Some(&asker), &simple_request("r1")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&asker), &simple_request("r1"))
+            .status,
+        201
+    );
 
     // No token, a wrong one, a malformed one, a revoked one: 401 everywhere, same body.
     let wrong = format!("dshq_{}", "0".repeat(64));
@@ -132,7 +141,12 @@ fn every_role_boundary_is_401_or_403_and_changes_nothing() {
         ("GET", "/stream"),
     ];
     for (m, p) in routes {
-        for t in [None, Some(wrong.as_str()), Some("Basic abc"), Some(revoked.as_str())] {
+        for t in [
+            None,
+            Some(wrong.as_str()),
+            Some("Basic abc"),
+            Some(revoked.as_str()),
+        ] {
             let body = (*m == "POST").then(|| answer_db("Postgres").to_string().into_bytes());
             let r = call(m, &h.url(p), t, body.as_deref());
             assert_eq!(r.status, 401, "{m} {p} with {t:?}: {r:?}");
@@ -181,7 +195,13 @@ fn every_role_boundary_is_401_or_403_and_changes_nothing() {
     assert_eq!(env.json(&["provider", "status"]).ok().json(), json!([]));
 
     // Allowed: the auditor reads the record; the reviewer answers.
-    for p in ["/history", "/stats", "/requests/r1/events", "/requests", "/requests/r1"] {
+    for p in [
+        "/history",
+        "/stats",
+        "/requests/r1/events",
+        "/requests",
+        "/requests/r1",
+    ] {
         assert_eq!(h.get(p, Some(&auditor)).status, 200, "auditor {p}");
     }
     let r = h.post("/requests/r1/answer", Some(&reviewer), &answer_db("SQLite"));
@@ -197,7 +217,11 @@ fn an_asker_sees_and_aborts_only_its_own_requests() {
     let bob = token(&env, "asker", "bob", None);
     let ci_only = token(&env, "asker", "ci-bot", Some("ci"));
     let h = host(&env, &[]);
-    assert_eq!(h.post("/requests", Some(&ann), &simple_request("a1")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&ann), &simple_request("a1"))
+            .status,
+        201
+    );
     // Bob cannot see, wait for or abort Ann's request: not found, as if it did not exist.
     for p in ["/requests/a1", "/requests/a1/outcome"] {
         let r = h.get(p, Some(&bob));
@@ -216,7 +240,11 @@ fn an_asker_sees_and_aborts_only_its_own_requests() {
     elsewhere["context"] = json!("ci");
     assert_eq!(h.post("/requests", Some(&ci_only), &elsewhere).status, 201);
     // Ann aborts her own; the log names her.
-    let r = h.post("/requests/a1/abort", Some(&ann), &json!({"reason": "changed my mind"}));
+    let r = h.post(
+        "/requests/a1/abort",
+        Some(&ann),
+        &json!({"reason": "changed my mind"}),
+    );
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body["error"]["code"], "ASK_ABORTED");
     let events = env.json(&["events", "a1"]).ok().json();
@@ -239,7 +267,10 @@ fn ask_over_http_gives_what_the_cli_gives_and_answers_write_the_outcome_file() {
     let http = h.post("/requests", Some(&rita), &req);
     assert_eq!(http.status, 201);
     let other = Env::new();
-    let cli = other.run_stdin(&["--json", "ask", "-"], &req.to_string()).ok().json();
+    let cli = other
+        .run_stdin(&["--json", "ask", "-"], &req.to_string())
+        .ok()
+        .json();
     for k in ["id", "context", "new", "status", "requestDigest"] {
         assert_eq!(http.body[k], cli[k], "{k}");
     }
@@ -274,7 +305,11 @@ fn a_terminal_reviewer_holding_the_context_keeps_it() {
     let env = Env::new();
     let rita = token(&env, "reviewer", "rita", None);
     let h = host(&env, &[]);
-    assert_eq!(h.post("/requests", Some(&rita), &simple_request("t1")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&rita), &simple_request("t1"))
+            .status,
+        201
+    );
     env.register("terminal-tom", "default", "5m");
     let r = h.post("/requests/t1/answer", Some(&rita), &answer_db("Postgres"));
     assert_eq!((r.status, r.code()), (409, "DUPLICATE_PROVIDER"), "{r:?}");
@@ -286,11 +321,18 @@ fn a_long_poll_is_woken_by_an_answer() {
     let env = Env::new();
     let rita = token(&env, "reviewer", "rita", None);
     let h = host(&env, &[]);
-    assert_eq!(h.post("/requests", Some(&rita), &simple_request("lp")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&rita), &simple_request("lp"))
+            .status,
+        201
+    );
     // Nothing yet: 204 at once without a wait.
     assert_eq!(h.get("/requests/lp/outcome", Some(&rita)).status, 204);
     // A short wait ends with 204.
-    assert_eq!(h.get("/requests/lp/outcome?wait=200ms", Some(&rita)).status, 204);
+    assert_eq!(
+        h.get("/requests/lp/outcome?wait=200ms", Some(&rita)).status,
+        204
+    );
     // A bad wait is a usage error.
     let r = h.get("/requests/lp/outcome?wait=forever", Some(&rita));
     assert_eq!((r.status, r.code()), (400, "USAGE"));
@@ -298,7 +340,10 @@ fn a_long_poll_is_woken_by_an_answer() {
     // Waiters over HTTP, woken by an answer over HTTP and by an answer file.
     for (id, by_file) in [("lp", false), ("lp2", true)] {
         if by_file {
-            assert_eq!(h.post("/requests", Some(&rita), &simple_request(id)).status, 201);
+            assert_eq!(
+                h.post("/requests", Some(&rita), &simple_request(id)).status,
+                201
+            );
         }
         let url = h.url(&format!("/requests/{id}/outcome?wait=60s"));
         let t = rita.clone();
@@ -315,7 +360,11 @@ fn a_long_poll_is_woken_by_an_answer() {
             let doc = json!({"lease": lease, "answers": [{"id": "db", "selected": ["SQLite"]}]});
             env.drop_answer(&format!("{id}.json"), doc.to_string().as_bytes());
         } else {
-            let r = h.post(&format!("/requests/{id}/answer"), Some(&rita), &answer_db("Postgres"));
+            let r = h.post(
+                &format!("/requests/{id}/answer"),
+                Some(&rita),
+                &answer_db("Postgres"),
+            );
             assert_eq!(r.status, 200, "{r:?}");
         }
         let r = waiter.join().unwrap();
@@ -328,7 +377,8 @@ fn a_long_poll_is_woken_by_an_answer() {
         );
         if !by_file {
             // Release the host's lease so the file provider can register for lp2.
-            env.json(&["provider", "revoke", "--context", "default"]).ok();
+            env.json(&["provider", "revoke", "--context", "default"])
+                .ok();
         }
     }
 }
@@ -361,7 +411,8 @@ fn stream(h: &Host, token: &str) -> mpsc::Receiver<(String, Value)> {
 }
 
 fn next_event(rx: &mpsc::Receiver<(String, Value)>) -> (String, Value) {
-    rx.recv_timeout(DEADLINE).expect("an event within the deadline")
+    rx.recv_timeout(DEADLINE)
+        .expect("an event within the deadline")
 }
 
 #[test]
@@ -373,34 +424,76 @@ fn the_event_stream_carries_the_lifecycle() {
     let all = stream(&h, &rita);
     let own = stream(&h, &ann);
     assert!(
-        wait_until(DEADLINE, || h.daemon.log_text().matches("event stream opened").count() == 2),
+        wait_until(DEADLINE, || h
+            .daemon
+            .log_text()
+            .matches("event stream opened")
+            .count()
+            == 2),
         "{}",
         h.daemon.log_text()
     );
     // A file dropped into the inbox: accepted.
     env.drop_file("s1.json", simple_request("s1").to_string().as_bytes());
     let (e, d) = next_event(&all);
-    assert_eq!((e.as_str(), &d["id"], &d["status"]), ("accepted", &json!("s1"), &json!("pending")), "{d}");
+    assert_eq!(
+        (e.as_str(), &d["id"], &d["status"]),
+        ("accepted", &json!("s1"), &json!("pending")),
+        "{d}"
+    );
     assert_eq!(d["source"], "inbox:s1.json");
     // Claimed and answered over HTTP.
-    assert_eq!(h.post("/requests/s1/claim", Some(&rita), &json!({})).status, 200);
+    assert_eq!(
+        h.post("/requests/s1/claim", Some(&rita), &json!({})).status,
+        200
+    );
     let (e, d) = next_event(&all);
-    assert_eq!((e.as_str(), d["actor"].as_str()), ("claimed", Some("web:rita")), "{d}");
-    assert_eq!(h.post("/requests/s1/answer", Some(&rita), &answer_db("SQLite")).status, 200);
+    assert_eq!(
+        (e.as_str(), d["actor"].as_str()),
+        ("claimed", Some("web:rita")),
+        "{d}"
+    );
+    assert_eq!(
+        h.post("/requests/s1/answer", Some(&rita), &answer_db("SQLite"))
+            .status,
+        200
+    );
     let (e, d) = next_event(&all);
-    assert_eq!((e.as_str(), d["status"].as_str()), ("answered", Some("answered")));
+    assert_eq!(
+        (e.as_str(), d["status"].as_str()),
+        ("answered", Some("answered"))
+    );
     // Ann's own request: both streams; aborted by her.
-    assert_eq!(h.post("/requests", Some(&ann), &simple_request("s2")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&ann), &simple_request("s2"))
+            .status,
+        201
+    );
     assert_eq!(next_event(&all).0, "accepted");
     let (e, d) = next_event(&own);
-    assert_eq!((e.as_str(), &d["id"]), ("accepted", &json!("s2")), "ann sees only her own");
-    assert_eq!(h.post("/requests/s2/abort", Some(&ann), &json!({})).status, 200);
+    assert_eq!(
+        (e.as_str(), &d["id"]),
+        ("accepted", &json!("s2")),
+        "ann sees only her own"
+    );
+    assert_eq!(
+        h.post("/requests/s2/abort", Some(&ann), &json!({})).status,
+        200
+    );
     assert_eq!(next_event(&all).0, "aborted");
     assert_eq!(next_event(&own).0, "aborted");
     // Cancelled by the reviewer.
     env.drop_file("s3.json", simple_request("s3").to_string().as_bytes());
     assert_eq!(next_event(&all).0, "accepted");
-    assert_eq!(h.post("/requests/s3/cancel", Some(&rita), &json!({"reason": "not now"})).status, 200);
+    assert_eq!(
+        h.post(
+            "/requests/s3/cancel",
+            Some(&rita),
+            &json!({"reason": "not now"})
+        )
+        .status,
+        200
+    );
     assert_eq!(next_event(&all).0, "cancelled");
     // A deadline passing: expired.
     let mut short = simple_request("s4");
@@ -408,7 +501,11 @@ fn the_event_stream_carries_the_lifecycle() {
     env.drop_file("s4.json", short.to_string().as_bytes());
     assert_eq!(next_event(&all).0, "accepted");
     let (e, d) = next_event(&all);
-    assert_eq!((e.as_str(), &d["id"], d["actor"].as_str()), ("expired", &json!("s4"), Some("daemon")), "{d}");
+    assert_eq!(
+        (e.as_str(), &d["id"], d["actor"].as_str()),
+        ("expired", &json!("s4"), Some("daemon")),
+        "{d}"
+    );
     // Ann's stream saw nothing of the others.
     assert!(own.try_recv().is_err());
 }
@@ -421,8 +518,18 @@ fn bad_and_oversize_bodies_get_their_codes_and_change_nothing() {
     let post = |path: &str, body: &[u8]| call("POST", &h.url(path), Some(&rita), Some(body));
     let cases: &[(&str, Vec<u8>, u16, &str)] = &[
         ("/requests", b"not json".to_vec(), 400, "BAD_REQUEST"),
-        ("/requests", b"{\"questions\": 3}".to_vec(), 400, "BAD_REQUEST"),
-        ("/requests", br#"{"id": "e1", "questions": []}"#.to_vec(), 400, "EMPTY_QUESTIONS"),
+        (
+            "/requests",
+            b"{\"questions\": 3}".to_vec(),
+            400,
+            "BAD_REQUEST",
+        ),
+        (
+            "/requests",
+            br#"{"id": "e1", "questions": []}"#.to_vec(),
+            400,
+            "EMPTY_QUESTIONS",
+        ),
         ("/requests", vec![b' '; 5000], 413, "TOO_LARGE"),
     ];
     for (path, body, status, code) in cases {
@@ -444,10 +551,18 @@ fn bad_and_oversize_bodies_get_their_codes_and_change_nothing() {
         .collect();
     assert_eq!(statuses, ["rejected"; 3], "{listed}");
 
-    assert_eq!(h.post("/requests", Some(&rita), &simple_request("ok")).status, 201);
+    assert_eq!(
+        h.post("/requests", Some(&rita), &simple_request("ok"))
+            .status,
+        201
+    );
     let answers: &[(Vec<u8>, u16, &str)] = &[
         (b"{".to_vec(), 400, "BAD_ANSWER"),
-        (br#"{"answers": [{"id": "db", "selected": ["Oracle"]}]}"#.to_vec(), 400, "BAD_ANSWER"),
+        (
+            br#"{"answers": [{"id": "db", "selected": ["Oracle"]}]}"#.to_vec(),
+            400,
+            "BAD_ANSWER",
+        ),
         (br#"{"answers": []}"#.to_vec(), 400, "BAD_ANSWER"),
         (vec![b'{'; 5000], 413, "TOO_LARGE"),
     ];
@@ -476,16 +591,25 @@ fn tokens_are_listed_and_revoked_by_name_and_never_stored() {
     let list = env.json(&["token", "list"]).ok().json();
     assert_eq!(list[0]["name"], "audrey");
     assert_eq!(list[0]["role"], "auditor");
-    assert!(!list.to_string().contains(&t[5..]), "the list never shows the token");
+    assert!(
+        !list.to_string().contains(&t[5..]),
+        "the list never shows the token"
+    );
     let db = std::fs::read(env.root().join("dshq.db")).unwrap();
     assert!(
-        !db.windows(64).any(|w| w == t[5..].as_bytes()),
+        !db.windows(64).any(|w| w == &t.as_bytes()[5..]),
         "the token is not in the database"
     );
     let r = env.json(&["token", "create", "--role", "admin"]);
     assert_eq!(r.error_code(), "USAGE");
     let r = env.json(&["token", "revoke", "nobody"]);
     assert_eq!(r.error_code(), "NOT_FOUND");
-    assert_eq!(env.json(&["token", "revoke", "audrey"]).ok().json()["revoked"], true);
-    assert_eq!(env.json(&["token", "revoke", "audrey"]).ok().json()["revoked"], false);
+    assert_eq!(
+        env.json(&["token", "revoke", "audrey"]).ok().json()["revoked"],
+        true
+    );
+    assert_eq!(
+        env.json(&["token", "revoke", "audrey"]).ok().json()["revoked"],
+        false
+    );
 }

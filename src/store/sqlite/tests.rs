@@ -276,7 +276,13 @@ fn newer_schema_is_refused() {
     .unwrap();
     let e = migrate(&conn).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 50, known: 5 }),
+        matches!(
+            e,
+            Error::SchemaTooNew {
+                found: 50,
+                known: 5
+            }
+        ),
         "{e:?}"
     );
     assert_eq!(e.code(), Code::Store);
@@ -321,7 +327,13 @@ fn file_database_pragmas_and_reopen() {
     drop(conn);
     let e = super::open(&path).unwrap_err();
     assert!(
-        matches!(e, Error::SchemaTooNew { found: 70, known: 5 }),
+        matches!(
+            e,
+            Error::SchemaTooNew {
+                found: 70,
+                known: 5
+            }
+        ),
         "{e:?}"
     );
 }

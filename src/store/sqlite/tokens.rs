@@ -69,7 +69,8 @@ pub fn create(
 
 /// Every token by name.
 pub fn list(conn: &Connection) -> Result<Vec<WebToken>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM web_tokens ORDER BY name"))?;
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM web_tokens ORDER BY name"))?;
     let rows = stmt
         .query_map([], token)?
         .map(|r| r.map(|c| c.token))
@@ -97,7 +98,9 @@ pub fn revoke(conn: &Connection, name: &str, now: Millis) -> Result<bool> {
 /// The token with this lookup key.
 pub fn by_lookup(conn: &Connection, lookup: &str) -> Result<Option<TokenCredential>> {
     Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM web_tokens WHERE lookup = ?1"))?
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM web_tokens WHERE lookup = ?1"
+        ))?
         .query_row([lookup], token)
         .optional()?)
 }

@@ -47,7 +47,11 @@ pub async fn history(
         provider: q.one("provider").map(str::to_string),
         status: q.parsed("status", "give a status such as answered", Status::parse)?,
         code: q
-            .parsed("code", "give an error code such as ASK_CANCELLED", Code::parse)?
+            .parsed(
+                "code",
+                "give an error code such as ASK_CANCELLED",
+                Code::parse,
+            )?
             .map(|c| c.as_str().to_string()),
         intent: q.parsed("intent", "give plan-review", |v| {
             (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())

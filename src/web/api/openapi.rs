@@ -55,7 +55,8 @@ fn json_content(schema: Value) -> Value {
 
 /// The error responses an operation may give (`codes`: HTTP statuses).
 fn errors(codes: &[u16]) -> Map<String, Value> {
-    let what = |c: u16| match c {
+    let what = |c: u16| {
+        match c {
         400 => "Bad input (BAD_REQUEST, BAD_ANSWER, USAGE, ...)",
         401 => "No valid bearer token (UNAUTHORIZED)",
         403 => "The token's role or context may not do this (FORBIDDEN)",
@@ -63,6 +64,7 @@ fn errors(codes: &[u16]) -> Map<String, Value> {
         409 => "The request's state or the provider lease forbids it (REQUEST_FINAL, DUPLICATE_PROVIDER, ...)",
         413 => "The body is over the size limit (TOO_LARGE)",
         _ => "Error",
+    }
     };
     codes
         .iter()
@@ -139,13 +141,41 @@ fn filter_param(name: &str) -> Value {
             json!({"type": "array", "items": {"type": "string"}}),
             "Only these contexts (repeat the parameter).",
         ),
-        "intent" => query(name, json!({"type": "string", "enum": [crate::protocol::types::PLAN_REVIEW]}), "Only requests with a question of this intent."),
-        "oldest_first" => query(name, json!({"type": "boolean"}), "Oldest first (default newest first)."),
-        "limit" => query(name, json!({"type": "integer", "minimum": 1, "maximum": super::requests::LIST_LIMIT_MAX}), "At most this many."),
-        "decision" => query(name, json!({"type": "string", "enum": ["approved", "declined"]}), "Only plan reviews decided so."),
-        "code" => query(name, json!({"type": "string", "enum": crate::protocol::error::ALL_CODES.iter().map(|c| c.as_str()).collect::<Vec<_>>()}), "Only this error code."),
-        "since" | "until" => query(name, string, "A duration back from now (7d) or an RFC 3339 time."),
-        "wait" => query(name, string, "How long to wait for the outcome (30s; at most 5m); none: answer at once."),
+        "intent" => query(
+            name,
+            json!({"type": "string", "enum": [crate::protocol::types::PLAN_REVIEW]}),
+            "Only requests with a question of this intent.",
+        ),
+        "oldest_first" => query(
+            name,
+            json!({"type": "boolean"}),
+            "Oldest first (default newest first).",
+        ),
+        "limit" => query(
+            name,
+            json!({"type": "integer", "minimum": 1, "maximum": super::requests::LIST_LIMIT_MAX}),
+            "At most this many.",
+        ),
+        "decision" => query(
+            name,
+            json!({"type": "string", "enum": ["approved", "declined"]}),
+            "Only plan reviews decided so.",
+        ),
+        "code" => query(
+            name,
+            json!({"type": "string", "enum": crate::protocol::error::ALL_CODES.iter().map(|c| c.as_str()).collect::<Vec<_>>()}),
+            "Only this error code.",
+        ),
+        "since" | "until" => query(
+            name,
+            string,
+            "A duration back from now (7d) or an RFC 3339 time.",
+        ),
+        "wait" => query(
+            name,
+            string,
+            "How long to wait for the outcome (30s; at most 5m); none: answer at once.",
+        ),
         _ => query(name, string, "Filter (as the CLI's flag of the same name)."),
     }
 }

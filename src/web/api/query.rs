@@ -3,7 +3,7 @@
 //! parameter; an unknown parameter is refused the same way, so a typo never widens a
 //! filter silently.
 
-use crate::clock::{Millis, duration_ms};
+use crate::clock::{duration_ms, Millis};
 use crate::protocol::Code;
 use crate::web::error::ApiError;
 
@@ -78,12 +78,18 @@ impl Query {
 
     /// A time: a duration back from `now` (`7d`) or an RFC 3339 time.
     pub fn time(&self, name: &str, now: Millis) -> Result<Option<Millis>, ApiError> {
-        self.parsed(name, "give a duration such as 7d or an RFC 3339 time", |v| {
-            if let Ok(d) = humantime::parse_duration(v) {
-                return Some(now.saturating_sub(duration_ms(d)));
-            }
-            v.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond())
-        })
+        self.parsed(
+            name,
+            "give a duration such as 7d or an RFC 3339 time",
+            |v| {
+                if let Ok(d) = humantime::parse_duration(v) {
+                    return Some(now.saturating_sub(duration_ms(d)));
+                }
+                v.parse::<jiff::Timestamp>()
+                    .ok()
+                    .map(|t| t.as_millisecond())
+            },
+        )
     }
 
     /// A positive count up to `max`.

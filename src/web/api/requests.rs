@@ -252,7 +252,11 @@ pub async fn outcome(
 async fn provide<T, F>(st: &AppState, caller: &Caller, row: &RequestRow, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
-    F: Fn(&mut dyn crate::store::Store, &crate::root::Root, &app::provide::Acting) -> crate::Result<T>
+    F: Fn(
+            &mut dyn crate::store::Store,
+            &crate::root::Root,
+            &app::provide::Acting,
+        ) -> crate::Result<T>
         + Send
         + Sync
         + Clone

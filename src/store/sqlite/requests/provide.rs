@@ -253,7 +253,10 @@ pub fn cancel(
         return Err(Error::LeaseExpired("it is no longer live".into()));
     }
     let message = match reason {
-        Some(reason) => format!("cancelled by provider {:?}: {reason}", lease.provider_name()),
+        Some(reason) => format!(
+            "cancelled by provider {:?}: {reason}",
+            lease.provider_name()
+        ),
         None => format!("cancelled by provider {:?}", lease.provider_name()),
     };
     finish_error(
