@@ -729,9 +729,9 @@ fn confirm_send(
         _ => format!("Send these {} answers?", questions.len()),
     };
     let help = if questions.len() == 1 {
-        "y: send · Enter or n: back to the question"
+        "y then Enter: send · Enter or n: back to the question"
     } else {
-        "y: send · Enter or n: back to the summary"
+        "y then Enter: send · Enter or n: back to the summary"
     };
     Ok(matches!(p.confirm(&message, help)?, Reply::Value(true)))
 }
