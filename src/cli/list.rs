@@ -12,18 +12,9 @@ pub struct Args {
     /// Only this status.
     #[arg(long, value_parser = super::closed_set(<Status as strum::VariantArray>::VARIANTS, Status::as_str))]
     pub status: Option<Status>,
-    /// Only this context (repeat for several).
-    #[arg(long, value_name = "C")]
-    pub context: Vec<String>,
-    /// Only requests asked by this agent id.
-    #[arg(long, value_name = "A")]
-    pub agent: Option<String>,
-    /// Only requests with a question of this intent.
-    #[arg(long, value_parser = super::closed_set(super::INTENTS, |s| s))]
-    pub intent: Option<&'static str>,
-    /// Only requests with a question containing TEXT (ignoring ASCII case).
-    #[arg(long, value_name = "TEXT")]
-    pub grep: Option<String>,
+    /// Context, agent, intent and text.
+    #[command(flatten)]
+    pub filters: super::filter::Filters,
     /// Oldest first (default: newest first).
     #[arg(long)]
     pub oldest_first: bool,
@@ -40,13 +31,10 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         &mut *store,
         &ListFilter {
             status,
-            contexts: a.context,
-            agent: a.agent,
-            intent: a.intent.map(str::to_string),
-            grep: a.grep,
             limit: Some(a.limit),
             oldest_first: a.oldest_first,
             source: None,
+            ..a.filters.to_filter()?
         },
     )?;
     // End the view (its uncommitted sweep holds the write lock) before printing to a

@@ -15,6 +15,7 @@ pub mod completions;
 pub mod daemon;
 pub mod events;
 pub mod export;
+pub mod filter;
 pub mod history;
 pub mod interactive;
 pub mod list;

@@ -37,18 +37,9 @@ const TICK: Duration = Duration::from_millis(500);
 /// Arguments of `dshq watch`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only requests of this context (repeat for several).
-    #[arg(long, value_name = "C")]
-    pub context: Vec<String>,
-    /// Only requests asked by this agent id.
-    #[arg(long, value_name = "A")]
-    pub agent: Option<String>,
-    /// Only requests with a question of this intent.
-    #[arg(long, value_parser = super::closed_set(super::INTENTS, |s| s))]
-    pub intent: Option<&'static str>,
-    /// Only requests with a question containing TEXT (ignoring ASCII case).
-    #[arg(long, value_name = "TEXT")]
-    pub grep: Option<String>,
+    /// Context, agent, intent and text.
+    #[command(flatten)]
+    pub filters: super::filter::Filters,
     /// Only these events (comma-separated; default: all of them).
     #[arg(long, value_name = "KIND,...", value_delimiter = ',',
           value_parser = super::closed_set(app::feed::LIFECYCLE, EventKind::as_str))]
@@ -131,9 +122,7 @@ fn json_line(row: &RequestRow, event: Option<&Event>) -> String {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.stored_store()?;
     let store = &mut *store;
-    for c in &a.context {
-        crate::protocol::check::check_id("context", c)?;
-    }
+    let filter = a.filters.to_filter()?;
     let json = ctx.json || !std::io::stdout().is_terminal();
     let style = ctx.color.for_stdout();
 
@@ -155,13 +144,6 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         tracing::warn!(error = %e, "no file-system events; polling every {TICK:?}");
     }
 
-    let filter = ListFilter {
-        contexts: a.context.clone(),
-        agent: a.agent.clone(),
-        intent: a.intent.map(str::to_string),
-        grep: a.grep.clone(),
-        ..Default::default()
-    };
     // The mark first: a request accepted while the open ones are read shows twice at
     // worst, never not at all.
     let mut feed = RequestEvents::from_now(store, &a.events, filter.clone())?;
@@ -203,10 +185,10 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         }
     }
     if !json {
-        let what = if a.context.is_empty() {
+        let what = if a.filters.context.is_empty() {
             "every context".to_string()
         } else {
-            format!("context {}", a.context.join(", "))
+            format!("context {}", a.filters.context.join(", "))
         };
         eprintln!(
             "{}",
