@@ -1650,17 +1650,18 @@ fn audit_verify_finds_a_rehashed_change_at_the_next_link() {
         )
         .unwrap();
     let data = "{\"tampered\":true}";
-    let hash = dshq::store::sqlite::events::event_hash(
-        &prev,
-        3,
-        at,
-        &kind,
-        req.as_deref(),
-        lease,
-        agent.as_deref(),
-        &actor,
+    let hash = dshq::store::sqlite::events::HashInput {
+        prev_hash: &prev,
+        seq: 3,
+        at_ms: at,
+        kind: &kind,
+        request_id: req.as_deref(),
+        lease_id: lease,
+        agent_id: agent.as_deref(),
+        actor: &actor,
         data,
-    );
+    }
+    .plain();
     conn.execute(
         "UPDATE events SET data = ?1, hash = ?2 WHERE seq = 3",
         rusqlite::params![data, hash],
@@ -2056,17 +2057,18 @@ fn rehash_from(conn: &rusqlite::Connection, from: i64, data: &str) {
         .unwrap();
     for (seq, at, kind, req, lease, agent, actor, old) in evs {
         let d = if seq == from { data.to_string() } else { old };
-        let hash = dshq::store::sqlite::events::event_hash(
-            &prev,
+        let hash = dshq::store::sqlite::events::HashInput {
+            prev_hash: &prev,
             seq,
-            at,
-            &kind,
-            req.as_deref(),
-            lease,
-            agent.as_deref(),
-            &actor,
-            &d,
-        );
+            at_ms: at,
+            kind: &kind,
+            request_id: req.as_deref(),
+            lease_id: lease,
+            agent_id: agent.as_deref(),
+            actor: &actor,
+            data: &d,
+        }
+        .plain();
         conn.execute(
             "UPDATE events SET data = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
             rusqlite::params![d, prev, hash, seq],

@@ -188,17 +188,19 @@ fn newest_is_keyed(tx: &Transaction) -> Result<bool> {
             &format!("SELECT {COLUMNS} FROM events ORDER BY seq DESC LIMIT 1"),
             [],
             |r| {
-                Ok(event_hash(
-                    &r.get::<_, String>(8)?,
-                    r.get(0)?,
-                    r.get(1)?,
-                    &r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?.as_deref(),
-                    r.get(4)?,
-                    r.get::<_, Option<String>>(5)?.as_deref(),
-                    &r.get::<_, String>(6)?,
-                    &r.get::<_, String>(7)?,
-                ) != r.get::<_, String>(9)?)
+                Ok((HashInput {
+                    prev_hash: &r.get::<_, String>(8)?,
+                    seq: r.get(0)?,
+                    at_ms: r.get(1)?,
+                    kind: &r.get::<_, String>(2)?,
+                    request_id: r.get::<_, Option<String>>(3)?.as_deref(),
+                    lease_id: r.get(4)?,
+                    agent_id: r.get::<_, Option<String>>(5)?.as_deref(),
+                    actor: &r.get::<_, String>(6)?,
+                    data: &r.get::<_, String>(7)?,
+                }
+                .plain())
+                    != r.get::<_, String>(9)?)
             },
         )
         .optional()?;
@@ -239,92 +241,68 @@ fn create_key_file(dir: &Path, key: &AuditKey) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn canonical(
-    prev_hash: &str,
-    seq: i64,
-    at_ms: Millis,
-    kind: &str,
-    request_id: Option<&str>,
-    lease_id: Option<i64>,
-    agent_id: Option<&str>,
-    actor: &str,
-    data: &str,
-) -> String {
-    serde_json::json!([prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor, data])
+/// What an event's hash covers: the event's content and the hash it chains from. One
+/// value for the plain, the keyed and the chained hash, so the three cannot disagree on
+/// what they cover.
+#[derive(Debug, Clone, Copy)]
+pub struct HashInput<'a> {
+    /// The previous event's hash ([`GENESIS`] for the first).
+    pub prev_hash: &'a str,
+    /// The event's position in the log.
+    pub seq: i64,
+    /// When it happened.
+    pub at_ms: Millis,
+    /// Its kind, as stored.
+    pub kind: &'a str,
+    /// The request concerned.
+    pub request_id: Option<&'a str>,
+    /// The lease concerned.
+    pub lease_id: Option<i64>,
+    /// The agent concerned.
+    pub agent_id: Option<&'a str>,
+    /// Who did it, as stored.
+    pub actor: &'a str,
+    /// Its details, the stored JSON text.
+    pub data: &'a str,
+}
+
+impl HashInput<'_> {
+    fn canonical(&self) -> String {
+        serde_json::json!([
+            self.prev_hash,
+            self.seq,
+            self.at_ms,
+            self.kind,
+            self.request_id,
+            self.lease_id,
+            self.agent_id,
+            self.actor,
+            self.data
+        ])
         .to_string()
-}
-
-/// The keyed hash (HMAC-SHA256 under `key`) of an event's content chained to `prev_hash`.
-#[allow(clippy::too_many_arguments)]
-pub fn keyed_event_hash(
-    key: &AuditKey,
-    prev_hash: &str,
-    seq: i64,
-    at_ms: Millis,
-    kind: &str,
-    request_id: Option<&str>,
-    lease_id: Option<i64>,
-    agent_id: Option<&str>,
-    actor: &str,
-    data: &str,
-) -> String {
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(&key.secret).expect("HMAC takes a key of any length");
-    mac.update(
-        canonical(
-            prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor, data,
-        )
-        .as_bytes(),
-    );
-    hex(&mac.finalize().into_bytes())
-}
-
-/// The hash event `seq` must carry: keyed from the key's `since` on, plain before.
-#[allow(clippy::too_many_arguments)]
-fn chain_hash(
-    key: Option<&AuditKey>,
-    prev_hash: &str,
-    seq: i64,
-    at_ms: Millis,
-    kind: &str,
-    request_id: Option<&str>,
-    lease_id: Option<i64>,
-    agent_id: Option<&str>,
-    actor: &str,
-    data: &str,
-) -> String {
-    match key {
-        Some(k) if seq >= k.since => keyed_event_hash(
-            k, prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor, data,
-        ),
-        _ => event_hash(
-            prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor, data,
-        ),
     }
-}
 
-/// The plain hash (SHA-256) of an event's content chained to `prev_hash`: the chain of
-/// events written before the root had a key (and of in-memory stores).
-#[allow(clippy::too_many_arguments)]
-pub fn event_hash(
-    prev_hash: &str,
-    seq: i64,
-    at_ms: Millis,
-    kind: &str,
-    request_id: Option<&str>,
-    lease_id: Option<i64>,
-    agent_id: Option<&str>,
-    actor: &str,
-    data: &str,
-) -> String {
-    let digest = Sha256::digest(
-        canonical(
-            prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor, data,
-        )
-        .as_bytes(),
-    );
-    hex(&digest)
+    /// The plain hash (SHA-256): the chain of events written before the root had a key
+    /// (and of in-memory stores).
+    pub fn plain(&self) -> String {
+        hex(&Sha256::digest(self.canonical().as_bytes()))
+    }
+
+    /// The keyed hash (HMAC-SHA256 under `key`).
+    pub fn keyed(&self, key: &AuditKey) -> String {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&key.secret).expect("HMAC takes a key of any length");
+        mac.update(self.canonical().as_bytes());
+        hex(&mac.finalize().into_bytes())
+    }
+
+    /// The hash this event must carry: keyed from the key's `since` on, plain before.
+    pub fn chained(&self, key: Option<&AuditKey>) -> String {
+        match key {
+            Some(k) if self.seq >= k.since => self.keyed(k),
+            _ => self.plain(),
+        }
+    }
 }
 
 pub use crate::protocol::digest::hex;
@@ -350,18 +328,18 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         Some(d) => Some(key_for_append(tx, d, seq)?),
         None => None,
     };
-    let hash = chain_hash(
-        key.as_deref(),
-        &prev,
+    let hash = HashInput {
+        prev_hash: &prev,
         seq,
-        now,
+        at_ms: now,
         kind,
-        e.request_id,
-        e.lease_id,
-        e.agent_id,
-        &actor,
-        &data,
-    );
+        request_id: e.request_id,
+        lease_id: e.lease_id,
+        agent_id: e.agent_id,
+        actor: &actor,
+        data: &data,
+    }
+    .chained(key.as_deref());
     tx.prepare_cached(
         "INSERT INTO events (seq, at_ms, kind, request_id, lease_id, agent_id, actor, data, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -558,18 +536,18 @@ pub fn verify_with(conn: &Connection, key: Option<&AuditKey>) -> Result<(i64, Op
                 }),
             ));
         }
-        let recomputed = chain_hash(
-            key,
-            &prev_hash,
+        let recomputed = HashInput {
+            prev_hash: &prev_hash,
             seq,
-            r.get(1)?,
-            &r.get::<_, String>(2)?,
-            r.get::<_, Option<String>>(3)?.as_deref(),
-            r.get(4)?,
-            r.get::<_, Option<String>>(5)?.as_deref(),
-            &r.get::<_, String>(6)?,
-            &data,
-        );
+            at_ms: r.get(1)?,
+            kind: &r.get::<_, String>(2)?,
+            request_id: r.get::<_, Option<String>>(3)?.as_deref(),
+            lease_id: r.get(4)?,
+            agent_id: r.get::<_, Option<String>>(5)?.as_deref(),
+            actor: &r.get::<_, String>(6)?,
+            data: &data,
+        }
+        .chained(key);
         if recomputed != hash {
             return Ok((
                 count,
@@ -614,31 +592,19 @@ mod tests {
     fn the_keyed_hash_depends_on_the_key_and_the_switch_point() {
         let a = AuditKey::new([1u8; 32], 2);
         let b = AuditKey::new([2u8; 32], 2);
-        let args = |k: Option<&AuditKey>, seq| {
-            chain_hash(
-                k,
-                GENESIS,
-                seq,
-                1,
-                "accepted",
-                Some("r"),
-                None,
-                None,
-                "asker",
-                "{}",
-            )
+        let input = |seq| HashInput {
+            prev_hash: GENESIS,
+            seq,
+            at_ms: 1,
+            kind: "accepted",
+            request_id: Some("r"),
+            lease_id: None,
+            agent_id: None,
+            actor: "asker",
+            data: "{}",
         };
-        let plain = event_hash(
-            GENESIS,
-            1,
-            1,
-            "accepted",
-            Some("r"),
-            None,
-            None,
-            "asker",
-            "{}",
-        );
+        let args = |k: Option<&AuditKey>, seq| input(seq).chained(k);
+        let plain = input(1).plain();
         // Before `since`: plain, whatever the key.
         assert_eq!(args(Some(&a), 1), plain);
         assert_eq!(args(None, 1), plain);
