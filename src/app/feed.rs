@@ -115,6 +115,41 @@ impl RequestEvents {
     }
 }
 
+/// What [`events_after`] read: the lifecycle events after a position, and how far the log
+/// goes on beyond them.
+#[derive(Debug, Clone, Default)]
+pub struct Missed {
+    /// Lifecycle events of every request, oldest first, each with its request as it is now.
+    pub events: Vec<(Event, RequestRow)>,
+    /// Every log position up to here was read.
+    pub upto: FeedPos,
+    /// Log positions after `upto` that were not read because `max` was reached.
+    pub unread: i64,
+}
+
+/// Every request lifecycle event after log position `after`, reading at most about `max`
+/// positions (whole pages): what a subscriber that reconnects has missed. The rest, when
+/// the log holds more, is counted in [`Missed::unread`] for the caller to report.
+pub fn events_after(store: &mut dyn Store, after: FeedPos, max: usize) -> Result<Missed> {
+    let head = store.events_head()?;
+    let mut out = Missed {
+        upto: after,
+        ..Missed::default()
+    };
+    let mut read = 0usize;
+    while out.upto < head && read < max {
+        let page = store.request_events(out.upto, LIFECYCLE, &ListFilter::default(), BATCH)?;
+        if page.upto <= out.upto {
+            break;
+        }
+        read += (page.upto - out.upto) as usize;
+        out.events.extend(page.events);
+        out.upto = page.upto;
+    }
+    out.unread = (head - out.upto).max(0);
+    Ok(out)
+}
+
 /// Open requests (of one context) up to position `upto`, oldest first.
 pub fn open_upto(
     store: &mut dyn Store,

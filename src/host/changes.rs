@@ -107,6 +107,26 @@ pub struct Change {
     pub at: String,
 }
 
+impl Change {
+    /// The change an event of the log stands for, with its request as it is now; `None`
+    /// for an event the stream does not carry (a lease's own events, a rejection).
+    pub fn of(event: &crate::store::Event, row: &crate::store::RequestRow) -> Option<Change> {
+        let kind = event
+            .event_kind()
+            .and_then(|k| ChangeKind::of(k, event.who().as_ref()))?;
+        Some(Change {
+            seq: event.seq,
+            kind,
+            id: row.id.clone().unwrap_or_default(),
+            context: row.context.clone(),
+            status: row.status.as_str().to_string(),
+            actor: event.actor.clone(),
+            source: row.source.clone(),
+            at: crate::clock::rfc3339(event.at_ms),
+        })
+    }
+}
+
 /// The broadcast of changes, with the event-log cursor it has published up to.
 pub struct Changes {
     tx: broadcast::Sender<Arc<Change>>,
@@ -142,21 +162,8 @@ impl Changes {
             }
         };
         for (event, row) in events {
-            let Some(kind) = event
-                .event_kind()
-                .and_then(|k| ChangeKind::of(k, event.who().as_ref()))
-            else {
+            let Some(change) = Change::of(&event, &row) else {
                 continue;
-            };
-            let change = Change {
-                seq: event.seq,
-                kind,
-                id: row.id.clone().unwrap_or_default(),
-                context: row.context.clone(),
-                status: row.status.as_str().to_string(),
-                actor: event.actor.clone(),
-                source: row.source.clone(),
-                at: crate::clock::rfc3339(event.at_ms),
             };
             // No receiver is fine: nobody is listening.
             let _ = self.tx.send(Arc::new(change));

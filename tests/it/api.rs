@@ -386,22 +386,46 @@ fn a_long_poll_is_woken_by_an_answer() {
 /// Read an SSE stream on a thread: (event, data) pairs.
 fn stream(h: &Host, token: &str) -> mpsc::Receiver<(String, Value)> {
     let (tx, rx) = mpsc::channel();
+    let with_ids = stream_from(h, token, None);
+    std::thread::spawn(move || {
+        while let Ok((event, _, data)) = with_ids.recv() {
+            if tx.send((event, data)).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Read an SSE stream on a thread, resuming after `last` (sent as `Last-Event-ID`) when
+/// given: (event, id, data) triples.
+fn stream_from(
+    h: &Host,
+    token: &str,
+    last: Option<&str>,
+) -> mpsc::Receiver<(String, String, Value)> {
+    let (tx, rx) = mpsc::channel();
     let url = h.url("/stream");
     let token = token.to_string();
+    let last = last.map(str::to_string);
     std::thread::spawn(move || {
-        let resp = ureq::get(&url)
-            .set("Authorization", &format!("Bearer {token}"))
-            .call()
-            .expect("the stream opens");
+        let mut req = ureq::get(&url).set("Authorization", &format!("Bearer {token}"));
+        if let Some(l) = &last {
+            req = req.set("Last-Event-ID", l);
+        }
+        let resp = req.call().expect("the stream opens");
         assert_eq!(resp.content_type(), "text/event-stream");
-        let mut event = String::new();
+        let (mut event, mut id) = (String::new(), String::new());
         for line in BufReader::new(resp.into_reader()).lines() {
             let Ok(line) = line else { return };
             if let Some(e) = line.strip_prefix("event: ") {
                 event = e.to_string();
+            } else if let Some(i) = line.strip_prefix("id: ") {
+                id = i.to_string();
             } else if let Some(d) = line.strip_prefix("data: ") {
                 let v = serde_json::from_str(d).unwrap_or(Value::Null);
-                if tx.send((std::mem::take(&mut event), v)).is_err() {
+                let ev = (std::mem::take(&mut event), std::mem::take(&mut id), v);
+                if tx.send(ev).is_err() {
                     return;
                 }
             }
@@ -612,4 +636,105 @@ fn tokens_are_listed_and_revoked_by_name_and_never_stored() {
         env.json(&["token", "revoke", "audrey"]).ok().json()["revoked"],
         false
     );
+}
+
+/// The (event, request id) of the next event on a stream with ids, and its id.
+fn next_of(rx: &mpsc::Receiver<(String, String, Value)>) -> ((String, String), i64) {
+    let (e, id, d) = rx
+        .recv_timeout(DEADLINE)
+        .expect("an event within the deadline");
+    let seq = id.parse().unwrap_or_else(|_| panic!("an id: on {e} {d}"));
+    ((e, d["id"].as_str().unwrap_or("").to_string()), seq)
+}
+
+fn pair(e: &str, id: &str) -> (String, String) {
+    (e.to_string(), id.to_string())
+}
+
+#[test]
+fn a_resumed_stream_replays_what_it_missed_then_goes_live_with_nothing_twice() {
+    let env = Env::new();
+    let rita = token(&env, "reviewer", "rita", None);
+    let ann = token(&env, "asker", "ann", None);
+    let h = host(&env, &[]);
+    let first = stream_from(&h, &rita, None);
+    assert!(
+        wait_until(DEADLINE, || h
+            .daemon
+            .log_text()
+            .contains("event stream opened")),
+        "{}",
+        h.daemon.log_text()
+    );
+    env.drop_file("m1.json", simple_request("m1").to_string().as_bytes());
+    let (got, seen) = next_of(&first);
+    assert_eq!(got, pair("accepted", "m1"));
+    drop(first);
+
+    // While the client is away: m2 arrives and is claimed and answered; ann asks m3.
+    env.drop_file("m2.json", simple_request("m2").to_string().as_bytes());
+    assert!(wait_until(DEADLINE, || h
+        .get("/requests/m2", Some(&rita))
+        .status
+        == 200));
+    assert_eq!(
+        h.post("/requests/m2/claim", Some(&rita), &json!({})).status,
+        200
+    );
+    assert_eq!(
+        h.post("/requests/m2/answer", Some(&rita), &answer_db("SQLite"))
+            .status,
+        200
+    );
+    assert_eq!(
+        h.post("/requests", Some(&ann), &simple_request("m3"))
+            .status,
+        201
+    );
+
+    // Back with the last id seen: what it missed, in order, then the live changes.
+    let back = stream_from(&h, &rita, Some(&seen.to_string()));
+    let mut last = seen;
+    let mut replayed = Vec::new();
+    for _ in 0..4 {
+        let (got, seq) = next_of(&back);
+        assert!(seq > last, "{got:?} at {seq} after {last}");
+        last = seq;
+        replayed.push(got);
+    }
+    assert_eq!(
+        replayed,
+        vec![
+            pair("accepted", "m2"),
+            pair("claimed", "m2"),
+            pair("answered", "m2"),
+            pair("accepted", "m3"),
+        ]
+    );
+    env.drop_file("m4.json", simple_request("m4").to_string().as_bytes());
+    let (got, seq) = next_of(&back);
+    assert_eq!(got, pair("accepted", "m4"), "nothing replayed twice");
+    assert!(seq > last);
+
+    // An asker resuming from the start sees only its own requests.
+    let own = stream_from(&h, &ann, Some("0"));
+    assert_eq!(next_of(&own).0, pair("accepted", "m3"));
+    assert!(own.recv_timeout(Duration::from_millis(300)).is_err());
+
+    // A Last-Event-ID that is no position: 400 with its code, and no stream.
+    for bad in ["soon", "-1", "1.5"] {
+        let r = match ureq::get(&h.url("/stream"))
+            .set("Authorization", &format!("Bearer {rita}"))
+            .set("Last-Event-ID", bad)
+            .call()
+        {
+            Err(ureq::Error::Status(s, r)) => (s, r.into_json::<Value>().unwrap()),
+            other => panic!("{bad}: {other:?}"),
+        };
+        assert_eq!(
+            (r.0, r.1["error"]["code"].as_str()),
+            (400, Some("USAGE")),
+            "{bad}"
+        );
+    }
 }

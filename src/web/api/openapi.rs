@@ -257,10 +257,19 @@ pub fn document() -> Value {
         "/api/v1/stream": {
             "get": {
                 "summary": "Server-sent events of the request lifecycle: event names accepted, claimed, released, answered, cancelled, aborted, expired (and lagged); data is a Change",
+                "description": "A client that reconnects sends the last id: it saw as Last-Event-ID and first gets the changes it missed, from the event log, then the live ones, none twice. More than 4096 missed log positions end the replay with a lagged event ({\"missed\": N}).",
                 "security": [{"bearer": []}],
+                "parameters": [{
+                    "name": "Last-Event-ID",
+                    "in": "header",
+                    "required": false,
+                    "description": "The id: of the last event received: resume after it",
+                    "schema": {"type": "integer", "format": "int64", "minimum": 0},
+                }],
                 "responses": {
                     "200": {"description": "An endless text/event-stream; each event's data is a Change (see components)",
                             "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                    "400": errors(&[400])["400"].clone(),
                     "401": errors(&[401])["401"].clone(),
                     "403": errors(&[403])["403"].clone(),
                 },
