@@ -20,6 +20,7 @@ mod layers;
 mod lease;
 mod openapi;
 mod outcome;
+mod page;
 mod seam;
 mod tables;
 mod terminal;

@@ -363,9 +363,11 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQ
             match picks.as_slice() {
                 [] | ["decline"] => match other {
                     Some(_) => item(Vec::new(), other),
-                    None => return Err(bad_answer(format!(
+                    None => {
+                        return Err(bad_answer(format!(
                         "question {n}: pick Approve, or write feedback to decline (or tick Skip)"
-                    ))),
+                    )))
+                    }
                 },
                 [v] => {
                     let l = label(v)?;
