@@ -6,6 +6,7 @@
 mod agents;
 mod api;
 mod audit;
+mod browser;
 mod cli;
 mod crash;
 mod daemon;

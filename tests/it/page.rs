@@ -269,7 +269,7 @@ fn login_takes_reviewers_and_auditors_only_with_strict_cookies_and_csp() {
 fn a_post_without_its_csrf_token_is_refused_and_changes_nothing() {
     let env = Env::new();
     let reviewer = token(&env, "reviewer", "rita", None);
-    let h = host(&env, &[]);
+    let h = host(&env, &["--max-bytes", "8192"]);
     env.drop_file("r1.json", simple_request("r1").to_string().as_bytes());
     wait_pending(&env, "r1");
     let s = login(&h, &reviewer);
@@ -309,8 +309,8 @@ fn a_post_without_its_csrf_token_is_refused_and_changes_nothing() {
     assert_eq!(o["answer"]["answers"][0]["selected"][0], "SQLite");
     assert_eq!(o["provider"], "web:rita");
 
-    // Bodies are bounded like inbox files.
-    let big = "x".repeat(2 * 1024 * 1024);
+    // Bodies are bounded like inbox files (`--max-bytes`).
+    let big = "x".repeat(20_000);
     let r = s.post("/r/r1/confirm", &[("csrf", &s.csrf), ("q0.other", &big)]);
     assert_eq!(r.status, 413);
 }

@@ -5,7 +5,7 @@
 use super::layout::{coarse, escape};
 use crate::app::audit::{BacklogPoint, DayWait};
 
-const W: f64 = 720.0;
+const W: f64 = 540.0;
 const H: f64 = 220.0;
 const LEFT: f64 = 64.0;
 const BOTTOM: f64 = 36.0;
@@ -126,7 +126,11 @@ pub fn backlog(points: &[BacklogPoint]) -> String {
             "<text class=\"axis\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{}</text>",
             x(t),
             H - BOTTOM + 16.0,
-            escape(&crate::clock::rfc3339(t)[..16].replace('T', " "))
+            escape(&if t1 - t0 < 3_600_000.0 {
+                crate::clock::rfc3339(t)[..19].replace('T', " ")
+            } else {
+                crate::clock::rfc3339(t)[..16].replace('T', " ")
+            })
         ));
     }
     let ys = [0.0, 0.5, 1.0]

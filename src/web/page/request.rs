@@ -189,16 +189,20 @@ fn question_form(i: usize, q: &Question, enabled: bool) -> String {
         let mut key = 0;
         for (k, o) in q.options().iter().enumerate() {
             key += 1;
-            let (class, prefix) = if o.label == approve {
-                ("approve", "Approve: ")
+            let class = if o.label == approve {
+                "approve"
             } else {
-                ("declines", "")
+                "declines"
             };
             h.push_str(&format!(
                 "<label class=\"opt {class}\"><kbd>{key}</kbd> <input type=\"radio\" name=\"{name}\" value=\"o{k}\" data-key=\"{key}\">\
-{prefix}{}{}</label>",
+{}{}</label>",
                 option_label(&o.label, o.description.as_deref()),
-                if o.label == approve { "" } else { " <span class=\"dim\">(declines)</span>" }
+                if o.label == approve {
+                    " <span class=\"chip good\">approves</span>"
+                } else {
+                    " <span class=\"dim\">(declines)</span>"
+                }
             ));
         }
         key += 1;
@@ -334,7 +338,8 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQ
             .map(|(_, v)| v.as_str())
             .collect();
         let other = field(fields, &format!("{name}.other"))
-            .map(|s| s.trim_end().to_string())
+            // A textarea sends CRLF line breaks (HTML's form encoding); store LF.
+            .map(|s| s.replace("\r\n", "\n").trim_end().to_string())
             .filter(|s| !s.trim().is_empty());
         let skip = field(fields, &format!("{name}.skip")).is_some();
         let n = i + 1;
