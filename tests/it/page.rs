@@ -376,3 +376,75 @@ fn revoked_tokens_end_their_sessions_and_auditors_and_terminal_holders_get_no_fo
     assert_eq!(r.status, 303);
     assert_eq!(status_of(&env, "r1"), "pending");
 }
+
+fn web_leases(env: &Env) -> usize {
+    env.json(&["provider", "status"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"] == "web" && l["live"] == true)
+        .count()
+}
+
+#[test]
+fn the_host_holds_the_lease_while_a_page_is_open_and_releases_it_when_the_last_leaves() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let reviewer = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    env.drop_file("r1.json", simple_request("r1").to_string().as_bytes());
+    wait_pending(&env, "r1");
+    let s = login(&h, &reviewer);
+    assert_eq!(web_leases(&env), 0, "nobody has opened a request yet");
+
+    // Opening a request makes the host the context's provider; its page stream keeps it.
+    assert!(s.get("/r/r1").body.contains("Review the answer"));
+    assert_eq!(web_leases(&env), 1);
+    let open_stream = || {
+        let r = ureq::get(&format!("{}/live?context=default", h.base))
+            .set("Cookie", &s.cookie)
+            .call()
+            .expect("the page stream");
+        assert_eq!(r.header("content-type"), Some("text/event-stream"));
+        let mut lines = BufReader::new(r.into_reader());
+        let mut first = String::new();
+        lines.read_line(&mut first).unwrap();
+        assert_eq!(first.trim(), "event: ready");
+        lines
+    };
+    let mut a = open_stream();
+    let b = open_stream();
+    // A second tab closes; one page is still open on the context.
+    drop(b);
+    let released = "no reviewer left: released the context's provider lease";
+    // An answer over the API in the same context while a page is open: the stream hears it.
+    let r = crate::api::call(
+        "POST",
+        &h.url("/requests/r1/answer"),
+        Some(&reviewer),
+        Some(br#"{"answers":[{"id":"db","selected":["Postgres"]}]}"#),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let mut seen = String::new();
+    while !seen.contains("\"status\":\"answered\"") {
+        let mut line = String::new();
+        assert!(a.read_line(&mut line).unwrap() > 0, "the stream ended");
+        seen.push_str(&line);
+    }
+    assert!(
+        seen.contains("event: change") && seen.contains("\"id\":\"r1\""),
+        "{seen}"
+    );
+    assert!(!h.daemon.log_text().contains(released));
+    assert_eq!(web_leases(&env), 1);
+    // The last page leaves: the lease is released (after the grace), and the log says so.
+    drop(a);
+    assert!(
+        wait_until(DEADLINE, || h.daemon.log_text().contains(released)),
+        "{}",
+        h.daemon.log_text()
+    );
+    assert_eq!(web_leases(&env), 0);
+}
