@@ -308,6 +308,14 @@ fn a_post_without_its_csrf_token_is_refused_and_changes_nothing() {
     let o = env.wait_outcome("r1");
     assert_eq!(o["answer"]["answers"][0]["selected"][0], "SQLite");
     assert_eq!(o["provider"], "web:rita");
+    // The request's page now shows what was answered, and by whom, with no form.
+    let v = s.get("/r/r1");
+    assert!(
+        v.body.contains("Answered by <strong>web:rita</strong>") && v.body.contains("SQLite"),
+        "{}",
+        v.body
+    );
+    assert!(!v.body.contains("Review the answer"));
 
     // Bodies are bounded like inbox files (`--max-bytes`).
     let big = "x".repeat(20_000);

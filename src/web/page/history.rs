@@ -135,7 +135,7 @@ pub async fn page(State(st): State<AppState>, viewer: Viewer, RawQuery(raw): Raw
     };
     let mut body = format!(
         "<h1>History</h1>{}<div class=\"charts\"><figure>{}<figcaption>Wait from asking to answer, per day asked (UTC)\
-</figcaption></figure><figure>{}<figcaption>Requests open over time</figcaption></figure></div>\
+</figcaption></figure><figure>{}<figcaption>Requests open over time, among these rows (a window starts at zero)</figcaption></figure></div>\
 <p class=\"counts\"><strong>{}</strong> rows</p>",
         form(&q),
         super::charts::waits(&charts.waits),

@@ -5,7 +5,7 @@
 //! [`queue`] (the open requests, filterable, and the fragment the script swaps in live),
 //! [`request`] (one request: the answer form, the summary to confirm, the send),
 //! [`markdown`] (a plan rendered so nothing in it can run or hide), [`history`] (the
-//! record with the CLI's filters, and its two charts), [`live`] (the page's event stream,
+//! record with the CLI's filters) with [`charts`] (its two SVG pictures), [`live`] (the page's event stream,
 //! which also tells the host a reviewer is still there).
 //!
 //! The page works without its script: every answer is a form, confirmed on a

@@ -145,6 +145,34 @@ fn meta_html(row: &RequestRow, req: &Request) -> String {
     h
 }
 
+/// What a final request ended with: the answer given, or the error.
+fn outcome_html(row: &RequestRow, req: &Request) -> String {
+    if let Some(a) = row.parsed_answer() {
+        let mut h = String::from("<section class=\"flash good\"><p>Answered");
+        if let Some(p) = &row.provider {
+            h.push_str(&format!(" by <strong>{}</strong>", text(p)));
+        }
+        h.push_str(":</p><ol class=\"summary\">");
+        for (q, item) in req.questions.iter().zip(&a.answers) {
+            h.push_str(&format!(
+                "<li><p class=\"question\">{}</p><p class=\"sending\">{}</p></li>",
+                block(&q.question),
+                summary_item(q, item)
+            ));
+        }
+        h.push_str("</ol></section>");
+        return h;
+    }
+    match (&row.error_code, &row.error_message) {
+        (Some(code), msg) => format!(
+            "<p class=\"flash bad\"><span class=\"code\">{}</span> {}</p>",
+            text(code),
+            text(msg.as_deref().unwrap_or(""))
+        ),
+        _ => String::new(),
+    }
+}
+
 fn question_head(i: usize, q: &Question) -> String {
     let mut h = String::new();
     if let Some(hd) = &q.header {
@@ -288,6 +316,7 @@ pub async fn view(State(st): State<AppState>, viewer: Viewer, Path(id): Path<Str
         text(&id)
     );
     body.push_str(&meta_html(&row, &req));
+    body.push_str(&outcome_html(&row, &req));
     if let Answerable::No(why) = &can {
         body.push_str(&format!(
             "<p class=\"flash warn\" id=\"readonly\">{}</p>",
