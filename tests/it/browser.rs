@@ -295,6 +295,15 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         assert!(text.contains("<div>raw block</div>"), "raw HTML in the plan is shown: {text}");
         assert!(text.contains("[image: i]") && text.contains("<javascript:window.__pwned=1>"), "{text}");
         assert!(!has(&c, "a[href^=javascript]").await);
+        // Its summary page shows the hostile labels as text too (and is left unsent).
+        click(&c, "input[name=q0][value=o0]").await;
+        click(&c, "input[name=q1][value=o0]").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the hostile summary", || async { has(&c, "#send-button").await }).await;
+        let text = body_text(&c).await;
+        assert!(text.contains("APPROVE") && text.contains("A <script>window.__pwned=1;"), "{text}");
+        assert_eq!(js(&c, "return window.__pwned === undefined;").await, true);
+        assert!(!has(&c, "#pwned").await);
 
         // Single-select, with the keys: j moves to it in the queue, Enter opens, 2 picks.
         c.goto(&h.base).await.unwrap();
