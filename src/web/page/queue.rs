@@ -146,7 +146,7 @@ fn summary(row: &RequestRow) -> String {
         .iter()
         .any(|q| q.plan_review_approve().is_some())
     {
-        "<span class=\"chip plan\">plan review</span> "
+        "<span class=\"chip plan-chip\">plan review</span> "
     } else {
         ""
     };
