@@ -445,6 +445,24 @@ fn the_host_holds_the_lease_while_a_page_is_open_and_releases_it_when_the_last_l
         seen.contains("event: change") && seen.contains("\"id\":\"r1\""),
         "{seen}"
     );
+    // A second reviewer on the page shares the same lease; the answer records who gave it.
+    env.drop_file("r2.json", simple_request("r2").to_string().as_bytes());
+    wait_pending(&env, "r2");
+    let sam = login(&h, &token(&env, "reviewer", "sam", None));
+    assert!(sam.get("/r/r2").body.contains("Review the answer"));
+    let r = sam.post(
+        "/r/r2/answer",
+        &[
+            ("csrf", &sam.csrf),
+            (
+                "answer",
+                r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#,
+            ),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(env.wait_outcome("r2")["provider"], "web:sam");
+    assert_eq!(env.wait_outcome("r1")["provider"], "web:rita");
     assert!(!h.daemon.log_text().contains(released));
     assert_eq!(web_leases(&env), 1);
     // The last page leaves: the lease is released (after the grace), and the log says so.
