@@ -265,6 +265,7 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         assert!(!c.current_url().await.unwrap().as_str().contains(&rita), "the token is never in a URL");
 
         // Requests dropped into the inbox appear without a reload.
+        until("the page stream", || async { has(&c, "body[data-live=ready]").await }).await;
         js(&c, "window.__sameDocument = 'yes'; return null;").await;
         for (id, r) in requests() {
             env.drop_file(&format!("{id}.json"), r.to_string().as_bytes());
@@ -389,6 +390,7 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         // One answered elsewhere (over the API) leaves the open queue without a reload.
         c.goto(&h.base).await.unwrap();
         until("x1 listed", || async { has(&c, "tr.row[data-id=x1]").await }).await;
+        until("the page stream", || async { has(&c, "body[data-live=ready]").await }).await;
         js(&c, "window.__sameDocument = 'still'; return null;").await;
         let r = crate::api::call(
             "POST",

@@ -75,16 +75,21 @@
   var src = "/live" + (params ? "?context=" + encodeURIComponent(params.get("context")) : "");
   var es = new EventSource(src);
   var pending = false;
+  var again = false;
 
   function refreshQueue() {
     var holder = document.getElementById("queue-src");
     var q = document.getElementById("queue");
-    if (!holder || !q || pending) return;
+    if (!holder || !q) return;
+    // A change during a fetch may be missing from its answer: fetch again after it.
+    if (pending) { again = true; return; }
     pending = true;
+    again = false;
     fetch(holder.getAttribute("data-src"), { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         pending = false;
+        if (again) setTimeout(refreshQueue, 0);
         if (html === null) return;
         var id = sel >= 0 && rows()[sel] ? rows()[sel].getAttribute("data-id") : null;
         var tpl = document.createElement("template");
@@ -95,8 +100,18 @@
         sel = id ? rs.findIndex(function (r) { return r.getAttribute("data-id") === id; }) : sel;
         mark();
       })
-      .catch(function () { pending = false; });
+      .catch(function () { pending = false; if (again) setTimeout(refreshQueue, 0); });
   }
+
+  // Connected (again): whatever changed between the page's rendering (or a dropped
+  // connection) and now was not streamed, so fetch the queue once.
+  es.addEventListener("ready", function () {
+    document.body.setAttribute("data-live", "ready");
+    if (live === "queue") refreshQueue();
+  });
+  es.addEventListener("error", function () {
+    document.body.setAttribute("data-live", "reconnecting");
+  });
 
   es.addEventListener("change", function (ev) {
     if (live === "queue") { refreshQueue(); return; }
