@@ -91,6 +91,25 @@ impl Providers {
         self.held.lock().await.remove(context);
     }
 
+    /// Release the lease of `context` now, if the host holds it (the last reviewer left
+    /// the page); its claims go back to pending.
+    pub async fn release(&self, context: &str) {
+        let Some(h) = self.held.lock().await.remove(context) else {
+            return;
+        };
+        let token = h.token;
+        match self
+            .db
+            .write(move |store| session::release(store, &token).map(|_| ()))
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(context = %crate::text::for_log(context), "no reviewer left: released the context's provider lease")
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot release the host's provider lease"),
+        }
+    }
+
     /// Whether the host holds `context` now.
     pub async fn holds(&self, context: &str) -> bool {
         self.held.lock().await.contains_key(context)

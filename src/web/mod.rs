@@ -1,6 +1,6 @@
 //! The web face: axum routes over the host's state. The JSON API lives in [`api`] (under
 //! `/api/v1`), the event stream in [`stream`], authentication and roles in [`auth`], the
-//! error document in [`error`]; the reviewer's page mounts its routes beside them.
+//! error document in [`error`]; the reviewer's page ([`page`]) mounts its routes beside them, at `/`.
 //!
 //! A face like the CLI: each handler parses its input, checks the caller's role
 //! ([`auth::Caller::require`]), runs one use-case of [`crate::app`] on the database thread
@@ -11,6 +11,7 @@ pub mod api;
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod page;
 pub mod stream;
 
 use std::sync::Arc;
@@ -64,5 +65,6 @@ pub struct AppState {
 pub fn app(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api::routes())
+        .merge(page::routes())
         .with_state(state)
 }

@@ -6,6 +6,7 @@
 mod agents;
 mod api;
 mod audit;
+mod browser;
 mod cli;
 mod crash;
 mod daemon;
@@ -20,6 +21,7 @@ mod layers;
 mod lease;
 mod openapi;
 mod outcome;
+mod page;
 mod seam;
 mod tables;
 mod terminal;

@@ -1,0 +1,686 @@
+//! One request (`GET /r/{id}`): its header, question, detail, meta, every option with its
+//! description; radios or checkboxes as the question says, "Other" free text, skip. A
+//! plan review shows the plan rendered safely ([`super::markdown`]) and offers Approve
+//! (never pre-selected, never focused, never what Enter does) and Decline with feedback.
+//!
+//! Nothing is sent from the form itself: it posts to `/r/{id}/confirm`, which shows the
+//! summary of what will be sent (every question of a batch) with the answer as a hidden
+//! field; only that page's button posts `/r/{id}/answer`, which answers through the
+//! host's provider lease as `web:NAME` ([`crate::app::provide::answer`]). Without the
+//! script this is the whole flow; the script adds keys only.
+//!
+//! Opening a request as a reviewer makes the host hold the context's provider lease
+//! ([`crate::host::provider::Providers::acting`]). When a terminal reviewer holds the
+//! context (DUPLICATE_PROVIDER) the page says who and shows no form.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::layout::{self, block, escape, text};
+use super::queue::urlencode;
+use super::session::{field, form_fields, Viewer};
+use crate::app;
+use crate::core::access::Action;
+use crate::error::Error;
+use crate::protocol::{Answer, AnswerItem, Code, Question, Request, UserQuestionError};
+use crate::store::{RequestRow, Status};
+use crate::web::body::Body;
+use crate::web::AppState;
+
+/// Whether the page may answer this request, and if not, why.
+enum Answerable {
+    Yes,
+    No(String),
+}
+
+async fn visible(st: &AppState, viewer: &Viewer, id: &str) -> Result<RequestRow, Response> {
+    let reach = viewer
+        .caller
+        .require(Action::Read)
+        .map_err(|e| viewer.error(e))?;
+    let id2 = id.to_string();
+    let row = st
+        .db
+        .read(move |store| app::feed::get(store, &id2))
+        .await
+        .map_err(|e| viewer.error(e))?;
+    row.filter(|r| viewer.caller.sees(r, reach))
+        .ok_or_else(|| viewer.error(Error::NotFound(id.to_string())))
+}
+
+async fn answerable(st: &AppState, viewer: &Viewer, row: &RequestRow) -> Answerable {
+    if !viewer.answers() {
+        return Answerable::No("Signed in as an auditor: read-only.".into());
+    }
+    if row.status.is_final() {
+        return Answerable::No(format!("This request is {}.", row.status.as_str()));
+    }
+    match st
+        .providers
+        .acting(&row.context, viewer.caller.actor())
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::DuplicateProvider {
+            name,
+            since,
+            expires,
+            ..
+        }) => {
+            return Answerable::No(format!(
+                "The terminal reviewer {} holds context {} (since {}, until {} unless it \
+heartbeats): read-only here until they leave.",
+                crate::text::one_line(&name),
+                crate::text::one_line(&row.context),
+                since,
+                expires
+            ))
+        }
+        Err(e) => return Answerable::No(e.to_user_error().message),
+    }
+    if row.status == Status::Claimed {
+        let ours = row.claimed_by.as_deref() == Some(crate::host::provider::HOLDER);
+        if !ours {
+            return Answerable::No(format!(
+                "Claimed by {}.",
+                crate::text::one_line(row.claimed_by.as_deref().unwrap_or("another provider"))
+            ));
+        }
+    }
+    Answerable::Yes
+}
+
+fn meta_html(row: &RequestRow, req: &Request) -> String {
+    let mut h = String::from("<dl class=\"meta\">");
+    let mut item = |k: &str, v: String| h.push_str(&format!("<dt>{k}</dt><dd>{v}</dd>"));
+    item("Context", text(&row.context));
+    item(
+        "Agent",
+        match (&row.agent_id, &row.agent_lineage) {
+            (Some(a), Some(l)) => format!("{} <span class=\"dim\">({})</span>", text(a), text(l)),
+            (Some(a), None) => text(a),
+            _ => "<span class=\"dim\">none</span>".into(),
+        },
+    );
+    item("From", text(&row.source));
+    item(
+        "Status",
+        format!("<span class=\"status {0}\">{0}</span>", row.status.as_str()),
+    );
+    let now = crate::clock::now_ms();
+    item(
+        "Asked",
+        format!(
+            "{} <span class=\"dim\">({} ago)</span>",
+            text(&crate::clock::rfc3339(row.created_ms)),
+            layout::coarse(now - row.created_ms)
+        ),
+    );
+    if let Some(d) = row.deadline_ms {
+        item(
+            "Deadline",
+            format!(
+                "{} <span class=\"dim\">({})</span>",
+                text(&crate::clock::rfc3339(d)),
+                if d > now {
+                    format!("in {}", layout::coarse(d - now))
+                } else {
+                    "overdue".into()
+                }
+            ),
+        );
+    }
+    if let Some(p) = &row.provider {
+        item("Answered by", text(p));
+    }
+    if let Some(m) = &req.meta {
+        let pretty = serde_json::to_string_pretty(m).unwrap_or_default();
+        item(
+            "Meta",
+            format!("<pre class=\"plain\">{}</pre>", block(&pretty)),
+        );
+    }
+    h.push_str("</dl>");
+    h
+}
+
+/// What a final request ended with: the answer given, or the error.
+fn outcome_html(row: &RequestRow, req: &Request) -> String {
+    if let Some(a) = row.parsed_answer() {
+        let mut h = String::from("<section class=\"flash good\"><p>Answered");
+        if let Some(p) = &row.provider {
+            h.push_str(&format!(" by <strong>{}</strong>", text(p)));
+        }
+        h.push_str(":</p><ol class=\"summary\">");
+        for (q, item) in req.questions.iter().zip(&a.answers) {
+            h.push_str(&format!(
+                "<li><p class=\"question\">{}</p><p class=\"sending\">{}</p></li>",
+                block(&q.question),
+                summary_item(q, item)
+            ));
+        }
+        h.push_str("</ol></section>");
+        return h;
+    }
+    match (&row.error_code, &row.error_message) {
+        (Some(code), msg) => format!(
+            "<p class=\"flash bad\"><span class=\"code\">{}</span> {}</p>",
+            text(code),
+            text(msg.as_deref().unwrap_or(""))
+        ),
+        _ => String::new(),
+    }
+}
+
+fn question_head(i: usize, q: &Question) -> String {
+    let mut h = String::new();
+    if let Some(hd) = &q.header {
+        h.push_str(&format!(
+            "<p class=\"header\"><span class=\"chip\">{}</span></p>",
+            text(hd)
+        ));
+    }
+    h.push_str(&format!(
+        "<h2 class=\"question\" id=\"q{i}-text\">{}</h2>",
+        block(&q.question)
+    ));
+    if let Some(d) = &q.detail {
+        if q.plan_review_approve().is_some() {
+            h.push_str(&format!(
+                "<div class=\"plan\" aria-label=\"the plan\">{}</div>",
+                super::markdown::render(d)
+            ));
+        } else {
+            h.push_str(&format!("<div class=\"detail\">{}</div>", block(d)));
+        }
+    }
+    h
+}
+
+fn option_label(label: &str, desc: Option<&str>) -> String {
+    format!(
+        "<span class=\"label\">{}</span>{}",
+        text(label),
+        desc.map(|d| format!(" <span class=\"desc\">{}</span>", block(d)))
+            .unwrap_or_default()
+    )
+}
+
+fn question_form(i: usize, q: &Question, enabled: bool) -> String {
+    let dis = if enabled { "" } else { " disabled" };
+    let mut h = format!("<fieldset class=\"q\" data-q=\"{i}\"{dis}>");
+    h.push_str(&question_head(i, q));
+    let name = format!("q{i}");
+    if let Some(approve) = q.plan_review_approve() {
+        h.push_str("<div class=\"options\">");
+        let mut key = 0;
+        for (k, o) in q.options().iter().enumerate() {
+            key += 1;
+            let class = if o.label == approve {
+                "approve"
+            } else {
+                "declines"
+            };
+            h.push_str(&format!(
+                "<label class=\"opt {class}\"><kbd>{key}</kbd> <input type=\"radio\" name=\"{name}\" value=\"o{k}\" data-key=\"{key}\">\
+{}{}</label>",
+                option_label(&o.label, o.description.as_deref()),
+                if o.label == approve {
+                    " <span class=\"chip good\">approves</span>"
+                } else {
+                    " <span class=\"dim\">(declines)</span>"
+                }
+            ));
+        }
+        key += 1;
+        h.push_str(&format!(
+            "<label class=\"opt decline\"><kbd>{key}</kbd> <input type=\"radio\" name=\"{name}\" value=\"decline\" data-key=\"{key}\">\
+Decline with feedback</label></div>\
+<label class=\"other\">Feedback (sent with a decline) <textarea name=\"{name}.other\" rows=\"3\"></textarea></label>"
+        ));
+    } else if q.options().is_empty() {
+        h.push_str(&format!(
+            "<label class=\"other\">Your answer <textarea name=\"{name}.other\" rows=\"3\"></textarea></label>"
+        ));
+    } else {
+        let ty = if q.is_multi() { "checkbox" } else { "radio" };
+        h.push_str(&format!(
+            "<p class=\"dim\">{}</p><div class=\"options\">",
+            if q.is_multi() {
+                "Pick any number."
+            } else {
+                "Pick one."
+            }
+        ));
+        for (k, o) in q.options().iter().enumerate() {
+            let key = k + 1;
+            h.push_str(&format!(
+                "<label class=\"opt\"><kbd>{key}</kbd> <input type=\"{ty}\" name=\"{name}\" value=\"o{k}\" data-key=\"{key}\"> {}</label>",
+                option_label(&o.label, o.description.as_deref())
+            ));
+        }
+        let other = if q.is_multi() {
+            "<label class=\"other\">Other (added to what you tick) "
+        } else {
+            "<label class=\"other\"><input type=\"radio\" name=\"NAME\" value=\"other\"> Other: "
+        }
+        .replace("NAME", &name);
+        h.push_str(&format!(
+            "</div>{other}<input type=\"text\" name=\"{name}.other\" size=\"40\"></label>"
+        ));
+    }
+    h.push_str(&format!(
+        "<label class=\"skip\"><input type=\"checkbox\" name=\"{name}.skip\" value=\"1\"> Skip this question{}</label>",
+        if q.plan_review_approve().is_some() {
+            " (records a decline without feedback)"
+        } else {
+            ""
+        }
+    ));
+    h.push_str("</fieldset>");
+    h
+}
+
+fn title_of(row: &RequestRow, req: &Request) -> String {
+    req.questions
+        .first()
+        .map(|q| q.question.clone())
+        .unwrap_or_else(|| row.id.clone().unwrap_or_default())
+}
+
+fn live_of(row: &RequestRow) -> String {
+    format!(
+        "request?{}",
+        serde_urlencoded::to_string([
+            ("context", row.context.as_str()),
+            ("id", row.id.as_deref().unwrap_or(""))
+        ])
+        .unwrap_or_default()
+    )
+}
+
+/// `GET /r/{id}`: the request and its answer form.
+pub async fn view(State(st): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Response {
+    let row = match visible(&st, &viewer, &id).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let Some(req) = row.request() else {
+        return viewer.error(Error::NotFound(id));
+    };
+    let can = answerable(&st, &viewer, &row).await;
+    let mut body = format!(
+        "<p class=\"crumbs\"><a href=\"/\">Queue</a> / <code>{}</code></p>\
+<div id=\"gone\" class=\"flash warn\" hidden>This request was finished elsewhere; nothing here can be sent.</div>",
+        text(&id)
+    );
+    body.push_str(&meta_html(&row, &req));
+    body.push_str(&outcome_html(&row, &req));
+    if let Answerable::No(why) = &can {
+        body.push_str(&format!(
+            "<p class=\"flash warn\" id=\"readonly\">{}</p>",
+            text(why)
+        ));
+    }
+    let enabled = matches!(can, Answerable::Yes);
+    body.push_str(&format!(
+        "<form id=\"answer\" method=\"post\" action=\"/r/{}/confirm\" autocomplete=\"off\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        urlencode(&id),
+        escape(&viewer.csrf)
+    ));
+    for (i, q) in req.questions.iter().enumerate() {
+        body.push_str(&question_form(i, q, enabled));
+    }
+    if enabled {
+        body.push_str(
+            "<p class=\"actions\"><button type=\"submit\" class=\"primary\">Review the answer…</button> \
+<span class=\"dim\">Nothing is sent until you confirm on the next page. Keys: <kbd>j</kbd>/<kbd>k</kbd> question, \
+<kbd>1</kbd>–<kbd>9</kbd> pick.</span></p>",
+        );
+    }
+    body.push_str("</form>");
+    layout::html(
+        StatusCode::OK,
+        layout::page(
+            &title_of(&row, &req),
+            Some(&viewer.nav()),
+            Some(&live_of(&row)),
+            &body,
+        ),
+    )
+}
+
+fn bad_answer(msg: String) -> UserQuestionError {
+    UserQuestionError::new(Code::BadAnswer, msg)
+}
+
+/// The answer the form describes.
+fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQuestionError> {
+    let mut answers = Vec::with_capacity(req.questions.len());
+    for (i, q) in req.questions.iter().enumerate() {
+        let name = format!("q{i}");
+        let picks: Vec<&str> = fields
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let other = field(fields, &format!("{name}.other"))
+            // A textarea sends CRLF line breaks (HTML's form encoding); store LF.
+            .map(|s| s.replace("\r\n", "\n").trim_end().to_string())
+            .filter(|s| !s.trim().is_empty());
+        let skip = field(fields, &format!("{name}.skip")).is_some();
+        let n = i + 1;
+        let label = |v: &str| -> Result<String, UserQuestionError> {
+            v.strip_prefix('o')
+                .and_then(|k| k.parse::<usize>().ok())
+                .and_then(|k| q.options().get(k))
+                .map(|o| o.label.clone())
+                .ok_or_else(|| bad_answer(format!("question {n}: no such option {v:?}")))
+        };
+        let item = |selected: Vec<String>, custom: Option<String>| AnswerItem {
+            id: q.id.clone(),
+            selected,
+            custom,
+        };
+        if skip {
+            if !picks.is_empty() || other.is_some() {
+                return Err(bad_answer(format!(
+                    "question {n}: Skip is ticked, and something is picked or written too; choose one"
+                )));
+            }
+            answers.push(item(Vec::new(), None));
+            continue;
+        }
+        let it = if let Some(approve) = q.plan_review_approve() {
+            match picks.as_slice() {
+                [] | ["decline"] => match other {
+                    Some(_) => item(Vec::new(), other),
+                    None => {
+                        return Err(bad_answer(format!(
+                        "question {n}: pick Approve, or write feedback to decline (or tick Skip)"
+                    )))
+                    }
+                },
+                [v] => {
+                    let l = label(v)?;
+                    if l == approve {
+                        item(vec![l], None)
+                    } else {
+                        item(vec![l], other)
+                    }
+                }
+                _ => return Err(bad_answer(format!("question {n}: pick one"))),
+            }
+        } else if q.options().is_empty() {
+            match other {
+                Some(_) => item(Vec::new(), other),
+                None => {
+                    return Err(bad_answer(format!(
+                        "question {n}: write an answer (or tick Skip)"
+                    )))
+                }
+            }
+        } else if q.is_multi() {
+            let selected = picks
+                .iter()
+                .map(|v| label(v))
+                .collect::<Result<Vec<_>, _>>()?;
+            if selected.is_empty() && other.is_none() {
+                return Err(bad_answer(format!(
+                    "question {n}: tick something, write Other (or tick Skip)"
+                )));
+            }
+            item(selected, other)
+        } else {
+            match picks.as_slice() {
+                ["other"] | [] if other.is_some() => item(Vec::new(), other),
+                ["other"] => {
+                    return Err(bad_answer(format!(
+                        "question {n}: Other is picked but empty"
+                    )))
+                }
+                [] => {
+                    return Err(bad_answer(format!(
+                        "question {n}: pick one, write Other (or tick Skip)"
+                    )))
+                }
+                [v] => item(vec![label(v)?], None),
+                _ => return Err(bad_answer(format!("question {n}: pick one"))),
+            }
+        };
+        answers.push(it);
+    }
+    Ok(Answer { answers })
+}
+
+fn summary_item(q: &Question, a: &AnswerItem) -> String {
+    if a.is_skip() {
+        return "<span class=\"dim\">skipped</span>".into();
+    }
+    let mut parts = Vec::new();
+    if let Some(approve) = q.plan_review_approve() {
+        if a.selected.len() == 1 && a.selected[0] == approve {
+            parts.push(format!(
+                "<strong class=\"approve\">APPROVE</strong> ({})",
+                text(approve)
+            ));
+        } else {
+            parts.push("<strong class=\"decline\">DECLINE</strong>".to_string());
+            parts.extend(
+                a.selected
+                    .iter()
+                    .map(|s| format!("picked <q>{}</q>", text(s))),
+            );
+        }
+        if let Some(c) = &a.custom {
+            parts.push(format!("feedback: <q class=\"pre\">{}</q>", block(c)));
+        }
+        return parts.join(", ");
+    }
+    if !a.selected.is_empty() {
+        parts.push(
+            a.selected
+                .iter()
+                .map(|s| format!("<q>{}</q>", text(s)))
+                .collect::<Vec<_>>()
+                .join(" + "),
+        );
+    }
+    if let Some(c) = &a.custom {
+        parts.push(format!("Other: <q class=\"pre\">{}</q>", block(c)));
+    }
+    parts.join(" and ")
+}
+
+/// `POST /r/{id}/confirm`: the summary of what will be sent, to confirm.
+pub async fn confirm(
+    State(st): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Body(bytes): Body,
+) -> Response {
+    let fields = match form_fields(&bytes) {
+        Ok(f) => f,
+        Err(e) => return viewer.error(e),
+    };
+    if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
+        return r;
+    }
+    if let Err(e) = viewer.caller.require(Action::Answer) {
+        return viewer.error(e);
+    }
+    let row = match visible(&st, &viewer, &id).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let Some(req) = row.request() else {
+        return viewer.error(Error::NotFound(id));
+    };
+    let answer = match answer_of(&req, &fields) {
+        Ok(a) => a,
+        Err(e) => {
+            let body = format!(
+                "<section class=\"error\"><h1>Not sent</h1><p class=\"code\">{}</p><p>{}</p>\
+<p><a href=\"/r/{}\">Back to the request</a></p></section>",
+                escape(e.code.as_str()),
+                text(&e.message),
+                urlencode(&id)
+            );
+            return layout::html(
+                StatusCode::BAD_REQUEST,
+                layout::page("Not sent", Some(&viewer.nav()), None, &body),
+            );
+        }
+    };
+    let mut body = format!(
+        "<p class=\"crumbs\"><a href=\"/\">Queue</a> / <a href=\"/r/{0}\">{1}</a> / confirm</p>\
+<h1>Send this answer?</h1><ol class=\"summary\">",
+        urlencode(&id),
+        text(&id)
+    );
+    for (q, a) in req.questions.iter().zip(&answer.answers) {
+        body.push_str(&format!(
+            "<li><p class=\"question\">{}</p><p class=\"sending\">{}</p></li>",
+            block(&q.question),
+            summary_item(q, a)
+        ));
+    }
+    body.push_str(&format!(
+        "</ol><form id=\"send\" method=\"post\" action=\"/r/{}/answer\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"answer\" value=\"{}\">\
+<button type=\"submit\" id=\"send-button\" class=\"primary\">Send the answer</button> \
+<a href=\"/r/{}\">Change it</a></form>",
+        urlencode(&id),
+        escape(&viewer.csrf),
+        escape(&answer.to_json()),
+        urlencode(&id)
+    ));
+    layout::html(
+        StatusCode::OK,
+        layout::page("Confirm", Some(&viewer.nav()), Some(&live_of(&row)), &body),
+    )
+}
+
+/// `POST /r/{id}/answer`: send the confirmed answer through the host's lease.
+pub async fn send(
+    State(st): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Body(bytes): Body,
+) -> Response {
+    let fields = match form_fields(&bytes) {
+        Ok(f) => f,
+        Err(e) => return viewer.error(e),
+    };
+    if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
+        return r;
+    }
+    if let Err(e) = viewer.caller.require(Action::Answer) {
+        return viewer.error(e);
+    }
+    let doc = match crate::protocol::answer::parse_answer(
+        field(&fields, "answer").unwrap_or("").as_bytes(),
+    ) {
+        Ok(d) => d,
+        Err(e) => return viewer.error(e),
+    };
+    let row = match visible(&st, &viewer, &id).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    for attempt in 0..2 {
+        let acting = match st
+            .providers
+            .acting(&row.context, viewer.caller.actor())
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => return viewer.error(e),
+        };
+        let (root, id2, doc2) = (st.root.clone(), id.clone(), doc.clone());
+        let r = st
+            .db
+            .write(move |store| app::provide::answer(store, Some(&root), &id2, &acting, &doc2))
+            .await;
+        match r {
+            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
+            Err(e) => return viewer.error(e),
+            Ok(_) => {
+                tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
+                return layout::see_other(&format!("/?done={}", urlencode(&id)));
+            }
+        }
+    }
+    viewer.error(Error::LeaseExpired("the host's lease ended twice".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: serde_json::Value) -> Request {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn f(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn forms_become_answers() {
+        let r = req(serde_json::json!({"questions": [
+            {"id": "a", "question": "one?", "options": [{"label": "x"}, {"label": "y"}]},
+            {"id": "b", "question": "many?", "multiSelect": true, "options": [{"label": "x"}, {"label": "y"}]},
+            {"id": "p", "question": "plan?", "detail": "# p", "options": [{"label": "Go"}],
+             "intent": {"kind": "plan-review", "approve": "Go"}},
+            {"id": "t", "question": "free?"}
+        ]}));
+        let a = answer_of(
+            &r,
+            &f(&[
+                ("q0", "o1"),
+                ("q1", "o0"),
+                ("q1", "o1"),
+                ("q1.other", "z"),
+                ("q2", "o0"),
+                ("q3.skip", "1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(a.answers[0].selected, vec!["y"]);
+        assert_eq!(a.answers[1].selected, vec!["x", "y"]);
+        assert_eq!(a.answers[1].custom.as_deref(), Some("z"));
+        assert_eq!(a.answers[2].selected, vec!["Go"]);
+        assert!(a.answers[3].is_skip());
+        // Feedback without a pick declines; nothing at all is refused.
+        let a = answer_of(
+            &r,
+            &f(&[
+                ("q0.other", "mine"),
+                ("q1", "o0"),
+                ("q2.other", "no"),
+                ("q3.other", "t"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (a.answers[0].selected.len(), a.answers[0].custom.as_deref()),
+            (0, Some("mine"))
+        );
+        assert_eq!(
+            (a.answers[2].selected.len(), a.answers[2].custom.as_deref()),
+            (0, Some("no"))
+        );
+        assert!(answer_of(&r, &f(&[("q1", "o0"), ("q2", "o0"), ("q3.skip", "1")])).is_err());
+        assert!(answer_of(
+            &r,
+            &f(&[("q0", "o9"), ("q1", "o0"), ("q2", "o0"), ("q3.skip", "1")])
+        )
+        .is_err());
+    }
+}

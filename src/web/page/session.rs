@@ -1,0 +1,358 @@
+//! Logging in to the page: a reviewer or auditor token, typed once into the login form,
+//! becomes a session cookie; the token never appears in a URL, a log or the event log.
+//!
+//! - The session id is 32 bytes of OS randomness (as tokens are made), sent as the
+//!   `dshq_session` cookie with `HttpOnly; SameSite=Strict; Path=/`, and `Secure` when
+//!   the request came through a TLS proxy (`X-Forwarded-Proto: https`).
+//! - Sessions live in the host's memory: a restart logs everyone out. Each request
+//!   authenticates the session's token again ([`crate::app::tokens::authenticate`]), so a
+//!   revoked token's sessions stop working at once. A session unused for
+//!   [`SESSION_IDLE`] ends.
+//! - Every session has its own CSRF token; every POST carries it (a hidden form field,
+//!   or the `X-CSRF-Token` header from the script) and it is compared in constant time.
+//!   The login form itself is protected by a double-submit cookie (`dshq_login`).
+//! - Only reviewer and auditor tokens may log in; an asker token is refused with the
+//!   FORBIDDEN code's message.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use super::layout::{self, escape, Nav};
+use super::Shared;
+use crate::core::access::Role;
+use crate::error::Error;
+use crate::protocol::{Code, UserQuestionError};
+use crate::web::auth::Caller;
+use crate::web::body::Body;
+use crate::web::AppState;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "dshq_session";
+/// The login form's double-submit cookie.
+pub const LOGIN_COOKIE: &str = "dshq_login";
+/// A session unused this long ends.
+pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
+/// At most this many sessions are kept (the least recently used goes first).
+pub const MAX_SESSIONS: usize = 10_000;
+
+/// One logged-in browser.
+#[derive(Clone)]
+struct Session {
+    /// The token as typed (kept in memory only, to authenticate each request again).
+    token: String,
+    csrf: String,
+    used: Instant,
+}
+
+/// The sessions the host keeps in memory.
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Session>>,
+}
+
+/// 32 random bytes from the OS, as hex.
+pub fn random_hex() -> Result<String, Error> {
+    let mut b = [0u8; 32];
+    getrandom::getrandom(&mut b)
+        .map_err(|e| Error::io("the OS random source", std::io::Error::other(e.to_string())))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Constant-time equality of two secrets.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+impl Sessions {
+    fn create(&self, token: String) -> Result<(String, String), Error> {
+        let (id, csrf) = (random_hex()?, random_hex()?);
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, s| s.used.elapsed() < SESSION_IDLE);
+        if map.len() >= MAX_SESSIONS {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| k.clone())
+            {
+                map.remove(&oldest);
+            }
+        }
+        map.insert(
+            id.clone(),
+            Session {
+                token,
+                csrf: csrf.clone(),
+                used: Instant::now(),
+            },
+        );
+        Ok((id, csrf))
+    }
+
+    fn get(&self, id: &str) -> Option<Session> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let s = map.get_mut(id)?;
+        if s.used.elapsed() >= SESSION_IDLE {
+            map.remove(id);
+            return None;
+        }
+        s.used = Instant::now();
+        Some(s.clone())
+    }
+
+    fn remove(&self, id: &str) {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+}
+
+/// A cookie's value from the request's `Cookie` headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Whether the request came through a TLS-terminating proxy.
+fn behind_tls(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
+fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age: Option<u64>) -> HeaderValue {
+    let mut c = format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/");
+    if let Some(a) = max_age {
+        c.push_str(&format!("; Max-Age={a}"));
+    }
+    if behind_tls(headers) {
+        c.push_str("; Secure");
+    }
+    HeaderValue::from_str(&c).expect("cookie values are hex")
+}
+
+/// The logged-in viewer of a page: the session's token authenticated again now. A
+/// request without a live session is sent to the login form.
+#[derive(Clone)]
+pub struct Viewer {
+    /// The token's record (role, name, context).
+    pub caller: Caller,
+    /// The session's CSRF token.
+    pub csrf: String,
+    /// The shared state of the page.
+    pub shared: Arc<Shared>,
+}
+
+impl Viewer {
+    /// The navigation for this viewer.
+    pub fn nav(&self) -> Nav<'_> {
+        Nav {
+            name: &self.caller.token.name,
+            role: self.caller.token.role.as_str(),
+            csrf: &self.csrf,
+        }
+    }
+
+    /// Whether the viewer may answer (a reviewer; an auditor only reads).
+    pub fn answers(&self) -> bool {
+        self.caller.token.role == Role::Reviewer
+    }
+
+    /// Check a POST's CSRF token (constant time): 403 FORBIDDEN when missing or wrong.
+    // The error is the page to show (built once, returned at once).
+    #[allow(clippy::result_large_err)]
+    pub fn check_csrf(&self, presented: Option<&str>) -> Result<(), Response> {
+        match presented {
+            Some(p) if same_secret(p, &self.csrf) => Ok(()),
+            _ => {
+                tracing::warn!(token = %self.caller.token.name, "page POST refused: bad CSRF token");
+                Err(layout::error_page(
+                    &UserQuestionError::new(
+                        Code::Forbidden,
+                        "the form's CSRF token is missing or wrong; reload the page and try again",
+                    ),
+                    Some(&self.nav()),
+                ))
+            }
+        }
+    }
+
+    /// An error page for this viewer.
+    pub fn error(&self, e: impl Into<crate::web::error::ApiError>) -> Response {
+        layout::error_page(&e.into().0, Some(&self.nav()))
+    }
+}
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let shared = parts
+            .extensions
+            .get::<Arc<Shared>>()
+            .cloned()
+            .expect("the page's routes carry their shared state");
+        let to_login = || layout::see_other("/login");
+        let Some(id) = cookie(&parts.headers, COOKIE).map(str::to_string) else {
+            return Err(to_login());
+        };
+        let Some(s) = shared.sessions.get(&id) else {
+            return Err(to_login());
+        };
+        match Caller::from_token(state, s.token.clone()).await {
+            Ok(caller) => Ok(Viewer {
+                caller,
+                csrf: s.csrf,
+                shared,
+            }),
+            Err(e) if e.0.code == Code::Unauthorized => {
+                // Revoked since the login: the session ends with it.
+                shared.sessions.remove(&id);
+                Err(to_login())
+            }
+            Err(e) => Err(layout::error_page(&e.0, None)),
+        }
+    }
+}
+
+fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
+    let msg = message
+        .map(|e| {
+            format!(
+                "<p class=\"flash bad\" role=\"alert\"><span class=\"code\">{}</span> {}</p>",
+                escape(e.code.as_str()),
+                layout::text(&e.message)
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<section class=\"login\"><h1>Log in</h1>{msg}\
+<p>Paste a reviewer or auditor token (<code>dshq token create --role reviewer --name NAME</code>).</p>\
+<form method=\"post\" action=\"/login\" autocomplete=\"off\">\
+<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<label for=\"token\">Token</label> <input id=\"token\" name=\"token\" type=\"password\" required \
+spellcheck=\"false\" autocomplete=\"off\"> <button type=\"submit\">Log in</button></form></section>",
+        escape(csrf)
+    );
+    layout::page("Log in", None, None, &body)
+}
+
+fn login_page(
+    headers: &HeaderMap,
+    status: StatusCode,
+    message: Option<&UserQuestionError>,
+) -> Response {
+    let csrf = match random_hex() {
+        Ok(c) => c,
+        Err(e) => return layout::error_page(&e.to_user_error(), None),
+    };
+    let mut r = layout::html(status, login_form(&csrf, message));
+    r.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(headers, LOGIN_COOKIE, &csrf, Some(3600)),
+    );
+    r
+}
+
+/// `GET /login`.
+pub async fn login_get(headers: HeaderMap) -> Response {
+    login_page(&headers, StatusCode::OK, None)
+}
+
+/// The fields of a posted form, in order.
+pub fn form_fields(bytes: &[u8]) -> Result<Vec<(String, String)>, UserQuestionError> {
+    serde_urlencoded::from_bytes(bytes)
+        .map_err(|e| UserQuestionError::new(Code::BadRequest, format!("bad form body: {e}")))
+}
+
+/// The last value of `name` in a form.
+pub fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// `POST /login`: a reviewer or auditor token becomes a session.
+pub async fn login_post(
+    axum::extract::State(st): axum::extract::State<AppState>,
+    axum::Extension(shared): axum::Extension<Arc<Shared>>,
+    headers: HeaderMap,
+    Body(bytes): Body,
+) -> Response {
+    let fields = match form_fields(&bytes) {
+        Ok(f) => f,
+        Err(e) => return login_page(&headers, StatusCode::BAD_REQUEST, Some(&e)),
+    };
+    let expected = cookie(&headers, LOGIN_COOKIE).unwrap_or("");
+    let presented = field(&fields, "csrf").unwrap_or("");
+    if expected.is_empty() || !same_secret(expected, presented) {
+        let e = UserQuestionError::new(
+            Code::Forbidden,
+            "the login form's CSRF token is missing or wrong; try again",
+        );
+        return login_page(&headers, StatusCode::FORBIDDEN, Some(&e));
+    }
+    let token = field(&fields, "token").unwrap_or("").trim().to_string();
+    let caller = match Caller::from_token(&st, token.clone()).await {
+        Ok(c) => c,
+        Err(e) => {
+            let status = crate::web::error::ApiError::status(e.0.code);
+            return login_page(&headers, status, Some(&e.0));
+        }
+    };
+    if caller.token.role == Role::Asker {
+        let e = Error::Forbidden.to_user_error();
+        tracing::info!(token = %caller.token.name, "page login refused: an asker token");
+        return login_page(&headers, StatusCode::FORBIDDEN, Some(&e));
+    }
+    let (id, _) = match shared.sessions.create(token) {
+        Ok(x) => x,
+        Err(e) => return layout::error_page(&e.to_user_error(), None),
+    };
+    tracing::info!(token = %caller.token.name, role = caller.token.role.as_str(), "page login");
+    let mut r = layout::see_other("/");
+    r.headers_mut()
+        .append(header::SET_COOKIE, set_cookie(&headers, COOKIE, &id, None));
+    r.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&headers, LOGIN_COOKIE, "", Some(0)),
+    );
+    r
+}
+
+/// `POST /logout`: end the session.
+pub async fn logout(viewer: Viewer, headers: HeaderMap, Body(bytes): Body) -> Response {
+    let fields = match form_fields(&bytes) {
+        Ok(f) => f,
+        Err(e) => return viewer.error(e),
+    };
+    if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
+        return r;
+    }
+    if let Some(id) = cookie(&headers, COOKIE) {
+        viewer.shared.sessions.remove(id);
+    }
+    tracing::info!(token = %viewer.caller.token.name, "page logout");
+    let mut r = layout::see_other("/login");
+    r.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&headers, COOKIE, "", Some(0)),
+    );
+    r.into_response()
+}

@@ -1,0 +1,417 @@
+//! The reviewer's page in a real headless browser: Debian's `chromium` driven over
+//! WebDriver (`chromium-driver`'s `chromedriver`) by `fantoccini`, against the real
+//! daemon with `--listen`. Log in with a reviewer token through the form; a request
+//! dropped into the inbox appears without a reload, and one answered elsewhere leaves;
+//! answer a single-select (with the keys), a multi-select with Other, and a batch;
+//! approve one plan review and decline another with feedback; check each outcome file
+//! and the event log's `web:NAME`. A request with `<script>`, HTML and terminal escapes
+//! in every text field renders as text and runs nothing.
+//!
+//! With `DSHQ_SCREENSHOTS=DIR` set, the test also saves the README's screenshots there
+//! (`web-queue.png`, `web-plan-review.png`, `web-history.png`).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+use crate::api::{host, token};
+use crate::helpers::{wait_until, Env, DEADLINE};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// The hostile payload put in every text field.
+const EVIL: &str = "<script>window.__pwned=1;document.title='PWNED'</script><img src=x onerror=\"window.__pwned=1\"><b id=pwned>bold</b>\u{1b}[31mred";
+
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_driver() -> (Driver, String) {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            Path::new(tool).exists(),
+            "{tool} is missing: apt-get install chromium chromium-driver"
+        );
+    }
+    let port = free_port();
+    let child = Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chromedriver");
+    let url = format!("http://127.0.0.1:{port}");
+    let ready = wait_until(DEADLINE, || {
+        ureq::get(&format!("{url}/status"))
+            .timeout(Duration::from_secs(2))
+            .call()
+            .ok()
+            .and_then(|r| r.into_json::<Value>().ok())
+            .is_some_and(|v| v["value"]["ready"] == true)
+    });
+    assert!(ready, "chromedriver did not become ready on {url}");
+    (Driver(child), url)
+}
+
+async fn browser(driver: &str, profile: &Path) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": CHROMIUM,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--window-size=1280,1100",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(driver)
+        .await
+        .expect("a WebDriver session with headless chromium")
+}
+
+/// Wait (with the deadline) until `f` says yes.
+async fn until<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < DEADLINE {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn has(c: &Client, css: &str) -> bool {
+    c.find_all(Locator::Css(css))
+        .await
+        .map(|v| !v.is_empty())
+        .unwrap_or(false)
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.expect("script runs")
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn type_into(c: &Client, css: &str, text: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .send_keys(text)
+        .await
+        .unwrap();
+}
+
+async fn body_text(c: &Client) -> String {
+    c.find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// From a request view: review the answer, then send it from the summary page.
+async fn review_and_send(c: &Client, id: &str, expect_in_summary: &[&str]) {
+    click(c, "form#answer button[type=submit]").await;
+    until("the summary page", || async {
+        has(c, "#send-button").await
+    })
+    .await;
+    let summary = body_text(c).await;
+    for e in expect_in_summary {
+        assert!(summary.contains(e), "summary lacks {e:?}: {summary}");
+    }
+    click(c, "#send-button").await;
+    let done = format!("/?done={id}");
+    until("the queue after sending", || async {
+        c.current_url()
+            .await
+            .is_ok_and(|u| u.as_str().ends_with(&done))
+    })
+    .await;
+}
+
+async fn shoot(c: &Client, name: &str) {
+    if let Ok(dir) = std::env::var("DSHQ_SCREENSHOTS") {
+        let png = c.screenshot().await.expect("a screenshot");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(name), png).unwrap();
+    }
+}
+
+fn opts(labels: &[(&str, &str)]) -> Value {
+    labels
+        .iter()
+        .map(|(l, d)| json!({"label": l, "description": d}))
+        .collect()
+}
+
+fn requests() -> Vec<(&'static str, Value)> {
+    let plan = "# Migrate the orders table\n\n1. Add `orders_v2` beside `orders`.\n2. Backfill in batches of **10k** rows.\n3. Switch reads, then writes.\n\n| step | risk |\n|---|---|\n| backfill | load |\n| switch | none |\n\nSee [the runbook](https://example.org/runbook).\n";
+    vec![
+        (
+            "s1",
+            json!({"id": "s1", "context": "ci", "timeout": "2h", "questions": [{"id": "db", "header": "Database",
+            "question": "Which database should the service use?",
+            "options": opts(&[("Postgres", "the team runs it already"), ("SQLite", "one file, no server")])}]}),
+        ),
+        (
+            "m1",
+            json!({"id": "m1", "context": "ci", "questions": [{"id": "envs", "header": "Deploy",
+            "question": "Which environments get the release?", "multiSelect": true,
+            "options": opts(&[("staging", "every merge"), ("canary", "5% of traffic"), ("production", "everyone")])}]}),
+        ),
+        (
+            "b1",
+            json!({"id": "b1", "context": "docs", "questions": [
+            {"id": "name", "question": "What should the CLI be called?", "options": opts(&[("dshq", ""), ("hq", "")])},
+            {"id": "why", "question": "One line for the changelog?"},
+            {"id": "later", "question": "Anything else?", "options": opts(&[("no", "")])}]}),
+        ),
+        (
+            "p1",
+            json!({"id": "p1", "context": "ci", "questions": [{"id": "plan", "header": "Plan review",
+            "question": "Approve the migration plan?", "detail": plan,
+            "options": [{"label": "Approve", "description": "go ahead"}, {"label": "Revise", "description": "rework it"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"}}]}),
+        ),
+        (
+            "p2",
+            json!({"id": "p2", "context": "ci", "questions": [{"id": "plan", "question": "Approve the cleanup plan?",
+            "detail": "Delete `tmp/` on every host.", "options": [{"label": "Ship it"}],
+            "intent": {"kind": "plan-review", "approve": "Ship it"}}]}),
+        ),
+    ]
+}
+
+fn hostile() -> Value {
+    json!({"id": "x1", "context": "ci", "meta": {"note": EVIL}, "questions": [
+        {"id": "q", "header": EVIL, "question": EVIL, "detail": EVIL,
+         "options": [{"label": format!("A {EVIL}"), "description": EVIL}, {"label": "B"}]},
+        {"id": "plan", "question": EVIL, "detail": format!("# Plan\n\n{EVIL}\n\n<div>raw block</div>\n\n[x](javascript:window.__pwned=1) ![i](https://example.org/i.png)\n"),
+         "options": [{"label": format!("Go {EVIL}")}], "intent": {"kind": "plan-review", "approve": format!("Go {EVIL}")}}]})
+}
+
+fn actors(env: &Env, id: &str) -> Vec<String> {
+    env.json(&["events", id])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["kind"].as_str().unwrap(),
+                e["actor"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
+    let (_driver, driver_url) = start_driver();
+    let env = Env::new();
+    let rita = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver_url, profile.path()).await;
+
+        // Log in through the form.
+        c.goto(&format!("{}/login", h.base)).await.unwrap();
+        type_into(&c, "#token", &rita).await;
+        click(&c, "section.login button[type=submit]").await;
+        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+        assert!(!c.current_url().await.unwrap().as_str().contains(&rita), "the token is never in a URL");
+
+        // Requests dropped into the inbox appear without a reload.
+        until("the page stream", || async { has(&c, "body[data-live=ready]").await }).await;
+        js(&c, "window.__sameDocument = 'yes'; return null;").await;
+        for (id, r) in requests() {
+            env.drop_file(&format!("{id}.json"), r.to_string().as_bytes());
+        }
+        env.drop_file("x1.json", hostile().to_string().as_bytes());
+        until("the dropped requests in the queue", || async {
+            c.find_all(Locator::Css("#queue tr.row")).await.map(|v| v.len()).unwrap_or(0) == 6
+        })
+        .await;
+        assert_eq!(js(&c, "return window.__sameDocument || null;").await, "yes", "no reload happened");
+        shoot(&c, "web-queue.png").await;
+
+        // The hostile request: visible as text in the queue and on its page, nothing runs.
+        for path in ["/", "/r/x1"] {
+            c.goto(&format!("{}{path}", h.base)).await.unwrap();
+            until("the page", || async { has(&c, "main").await }).await;
+            let text = body_text(&c).await;
+            assert!(text.contains("<script>window.__pwned=1;document.title='PWNED'</script>"), "{path}: {text}");
+            assert!(text.contains("\\x1b[31m"), "{path}: {text}");
+            assert_ne!(c.title().await.unwrap(), "PWNED", "{path}: a script ran");
+            assert_eq!(js(&c, "return window.__pwned === undefined;").await, true, "{path}: a script ran");
+            assert!(!has(&c, "#pwned").await, "{path}: asker HTML became markup");
+            assert!(!has(&c, "main img").await, "{path}: an image was loaded");
+            let scripts = js(&c, "return document.scripts.length;").await;
+            assert_eq!(scripts, 1, "{path}: only the page's own script");
+        }
+        let text = body_text(&c).await;
+        assert!(text.contains("<div>raw block</div>"), "raw HTML in the plan is shown: {text}");
+        assert!(text.contains("[image: i]") && text.contains("<javascript:window.__pwned=1>"), "{text}");
+        assert!(!has(&c, "a[href^=javascript]").await);
+        // Its summary page shows the hostile labels as text too (and is left unsent).
+        click(&c, "input[name=q0][value=o0]").await;
+        click(&c, "input[name=q1][value=o0]").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the hostile summary", || async { has(&c, "#send-button").await }).await;
+        let text = body_text(&c).await;
+        assert!(text.contains("APPROVE") && text.contains("A <script>window.__pwned=1;"), "{text}");
+        assert_eq!(js(&c, "return window.__pwned === undefined;").await, true);
+        assert!(!has(&c, "#pwned").await);
+
+        // Single-select, with the keys: j moves to it in the queue, Enter opens, 2 picks.
+        c.goto(&h.base).await.unwrap();
+        until("the queue rows", || async { has(&c, "#queue tr.row").await }).await;
+        let ids: Vec<String> = {
+            let mut v = Vec::new();
+            for r in c.find_all(Locator::Css("#queue tr.row")).await.unwrap() {
+                v.push(r.attr("data-id").await.unwrap().unwrap_or_default());
+            }
+            v
+        };
+        let pos = ids.iter().position(|i| i == "s1").expect("s1 listed");
+        let body = c.find(Locator::Css("body")).await.unwrap();
+        for _ in 0..=pos {
+            body.send_keys("j").await.unwrap();
+        }
+        assert!(has(&c, "tr.row.selected[data-id=s1]").await, "j selects s1");
+        let enter: char = fantoccini::key::Key::Enter.into();
+        body.send_keys(&enter.to_string()).await.unwrap();
+        until("the request view", || async { c.current_url().await.is_ok_and(|u| u.path() == "/r/s1") }).await;
+        until("the form", || async { has(&c, "fieldset.q").await }).await;
+        c.find(Locator::Css("body")).await.unwrap().send_keys("2").await.unwrap();
+        assert_eq!(js(&c, "return document.querySelector('input[name=q0][value=o1]').checked;").await, true);
+        review_and_send(&c, "s1", &["SQLite"]).await;
+        let o = env.wait_outcome("s1");
+        assert_eq!(o["answer"]["answers"], json!([{"id": "db", "selected": ["SQLite"]}]));
+        assert_eq!(o["provider"], "web:rita");
+        assert!(actors(&env, "s1").contains(&"answered:web:rita".to_string()), "{:?}", actors(&env, "s1"));
+
+        // Multi-select with Other; Enter in the Other field goes to the summary, never sends.
+        c.goto(&format!("{}/r/m1", h.base)).await.unwrap();
+        click(&c, "input[name=q0][value=o0]").await;
+        click(&c, "input[name=q0][value=o2]").await;
+        type_into(&c, "input[name='q0.other']", "a dark launch first\n").await;
+        until("the summary page", || async { has(&c, "#send-button").await }).await;
+        assert!(env.outcome("m1").is_none(), "Enter only reviews");
+        click(&c, "#send-button").await;
+        let o = env.wait_outcome("m1");
+        assert_eq!(
+            o["answer"]["answers"],
+            json!([{"id": "envs", "selected": ["staging", "production"], "custom": "a dark launch first"}])
+        );
+
+        // A batch: a pick, free text, a skip; the summary lists every question.
+        c.goto(&format!("{}/r/b1", h.base)).await.unwrap();
+        click(&c, "input[name=q0][value=o0]").await;
+        type_into(&c, "textarea[name='q1.other']", "Web page for reviewers").await;
+        click(&c, "input[name='q2.skip']").await;
+        review_and_send(&c, "b1", &["What should the CLI be called?", "One line for the changelog?", "skipped"]).await;
+        let o = env.wait_outcome("b1");
+        assert_eq!(
+            o["answer"]["answers"],
+            json!([{"id": "name", "selected": ["dshq"]}, {"id": "why", "selected": [], "custom": "Web page for reviewers"},
+                   {"id": "later", "selected": []}])
+        );
+
+        // A plan review: nothing pre-selected, nothing focused; approve.
+        c.goto(&format!("{}/r/p1", h.base)).await.unwrap();
+        until("the plan", || async { has(&c, ".plan h2").await }).await;
+        assert_eq!(js(&c, "return document.querySelectorAll('input:checked').length;").await, 0);
+        assert_eq!(js(&c, "return document.activeElement === document.body;").await, true);
+        shoot(&c, "web-plan-review.png").await;
+        click(&c, "input[name=q0][value=o0]").await;
+        review_and_send(&c, "p1", &["APPROVE"]).await;
+        let o = env.wait_outcome("p1");
+        assert_eq!(o["decision"], "approved");
+        assert_eq!(o["answer"]["answers"], json!([{"id": "plan", "selected": ["Approve"]}]));
+
+        // Another: decline with feedback (Enter in the feedback is a new line, not a send).
+        c.goto(&format!("{}/r/p2", h.base)).await.unwrap();
+        type_into(&c, "textarea[name='q0.other']", "Keep tmp/ on the build hosts.\nThey cache.").await;
+        assert!(has(&c, "form#answer").await && !has(&c, "#send-button").await);
+        click(&c, "input[name=q0][value=decline]").await;
+        review_and_send(&c, "p2", &["DECLINE", "Keep tmp/ on the build hosts."]).await;
+        let o = env.wait_outcome("p2");
+        assert_eq!(o["decision"], "declined");
+        assert_eq!(
+            o["answer"]["answers"],
+            json!([{"id": "plan", "selected": [], "custom": "Keep tmp/ on the build hosts.\nThey cache."}])
+        );
+        assert!(actors(&env, "p2").contains(&"answered:web:rita".to_string()));
+
+        // One answered elsewhere (over the API) leaves the open queue without a reload.
+        c.goto(&h.base).await.unwrap();
+        until("x1 listed", || async { has(&c, "tr.row[data-id=x1]").await }).await;
+        until("the page stream", || async { has(&c, "body[data-live=ready]").await }).await;
+        js(&c, "window.__sameDocument = 'still'; return null;").await;
+        let r = crate::api::call(
+            "POST",
+            &h.url("/requests/x1/answer"),
+            Some(&rita),
+            Some(json!({"answers": [{"id": "q", "selected": ["B"]}, {"id": "plan", "selected": [], "custom": "no"}]}).to_string().as_bytes()),
+        );
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        until("x1 to leave the queue", || async { !has(&c, "tr.row[data-id=x1]").await }).await;
+        assert_eq!(js(&c, "return window.__sameDocument || null;").await, "still");
+        assert_eq!(js(&c, "return window.__pwned === undefined;").await, true);
+
+        // The history page, with its two pictures.
+        c.goto(&format!("{}/history", h.base)).await.unwrap();
+        until("the charts", || async { has(&c, "svg.chart").await }).await;
+        assert_eq!(c.find_all(Locator::Css("svg.chart")).await.unwrap().len(), 2);
+        let text = body_text(&c).await;
+        assert!(text.contains("web:rita"), "{text}");
+        assert_eq!(js(&c, "return window.__pwned === undefined;").await, true);
+        shoot(&c, "web-history.png").await;
+
+        c.close().await.unwrap();
+    });
+}
