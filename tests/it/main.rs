@@ -18,6 +18,7 @@ mod idle;
 mod interactive;
 mod layers;
 mod lease;
+mod mcp;
 mod openapi;
 mod outcome;
 mod seam;
