@@ -50,9 +50,11 @@ impl ToolName {
     }
 }
 
-/// The arguments of `ask_user_question`: a dsh request (spec §2) plus how long this call
-/// may wait. (Only the schema is generated from this type; the arguments themselves are
-/// parsed by the request parser, so errors are the same as for a file.)
+// Only the schema is generated from this type: the arguments themselves go through the
+// request parser as bytes, so their errors are those of a request file. (A plain comment:
+// doc comments become the schema's descriptions, which the model reads.)
+/// A question (or several, answered together) for the human user, plus how long this
+/// call may wait for the answer.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskArgs {

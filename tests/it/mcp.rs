@@ -236,10 +236,10 @@ fn assert_delegated(s: &Value) {
     assert!(text(ask).contains("final result"), "{ask}");
 }
 
-/// Six requests in context `rev`, asked with the CLI; the client's elicitation handler
-/// picks an option, ticks two and adds Other, types Other, declines (skips), declines a
-/// plan with feedback, and cancels at the last.
-fn review(env: &Env, t: &Transport, actor: &str) {
+/// Six requests in context `rev`, asked with the CLI, for a client whose elicitation
+/// handler picks an option, ticks two and adds Other, types Other, declines (skips),
+/// declines a plan with feedback, and cancels at the last.
+fn review_requests(env: &Env) {
     let ask = |v: Value| env.ask(&v).ok();
     ask(
         json!({"id": "rev-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
@@ -264,7 +264,10 @@ fn review(env: &Env, t: &Transport, actor: &str) {
     ask(
         json!({"id": "rev-last", "context": "rev", "questions": [{"id": "l", "question": "Later?"}]}),
     );
+}
 
+fn review(env: &Env, t: &Transport, actor: &str) {
+    review_requests(env);
     let s = client(env, t, "review", &[]);
     let r = &s["review"];
     assert_eq!(r["isError"], false, "{r}");
@@ -286,7 +289,12 @@ fn review(env: &Env, t: &Transport, actor: &str) {
     assert_eq!(r["forms"][4]["properties"], json!(["decision", "feedback"]));
     assert_eq!(r["structured"]["stopped"], true);
     assert_eq!(r["structured"]["stillOpen"], 1);
+    check_review(env, actor);
+}
 
+/// Every outcome file of [`review_requests`] after the review, the event log, history and
+/// the audit.
+fn check_review(env: &Env, actor: &str) {
     let answers = |id: &str| {
         let o = env
             .outcome(id)
@@ -537,4 +545,271 @@ fn http_review_questions_with_a_reviewer_token() {
     let h = host(&env, &[]);
     let reviewer = token(&env, "reviewer", "alice", None);
     review(&env, &http(&h.base, &reviewer), "mcp:dshq-test-client");
+}
+
+// --- the same flows from rmcp's own client (stdio) ---------------------------------
+
+mod rust_client {
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        GetTaskParams, GetTaskResult, Implementation, JsonObject, TaskStatus,
+    };
+    use rmcp::service::{RequestContext, RoleClient, RunningService};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt};
+    use serde_json::{json, Value};
+
+    use super::{check_review, enter, events, review_requests};
+    use crate::helpers::{bin, wait_until, Env, DEADLINE};
+
+    const ACTOR: &str = "mcp:rmcp-test-client";
+
+    /// A client whose human picks, ticks, types Other, skips, declines a plan with
+    /// feedback, and cancels at anything else; the forms it was shown are kept.
+    #[derive(Clone, Default)]
+    struct Human {
+        forms: Arc<Mutex<Vec<String>>>,
+        tasks: bool,
+    }
+
+    impl ClientHandler for Human {
+        fn get_info(&self) -> ClientConfig {
+            let mut caps = json!({"elicitation": {"form": {}}});
+            if self.tasks {
+                caps["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+            }
+            let caps: ClientCapabilities = serde_json::from_value(caps).unwrap();
+            ClientConfig::new(caps, Implementation::new("rmcp-test-client", "1.0"))
+        }
+
+        async fn create_elicitation(
+            &self,
+            request: ElicitRequestParams,
+            _context: RequestContext<RoleClient>,
+        ) -> Result<ElicitResult, McpError> {
+            let ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } = request
+            else {
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            };
+            self.forms.lock().unwrap().push(message.clone());
+            let accept =
+                |v: Value| Ok(ElicitResult::new(ElicitationAction::Accept).with_content(v));
+            if message.contains("rev-single") {
+                return accept(json!({"choice": "Blue"}));
+            }
+            if message.contains("rev-multi") {
+                return accept(json!({"choices": ["A", "C"], "other": "and D"}));
+            }
+            if message.contains("rev-other") {
+                return accept(json!({"other": "Purple"}));
+            }
+            if message.contains("rev-skip") {
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+            if message.contains("rev-plan") {
+                let schema = serde_json::to_value(&requested_schema).unwrap();
+                let decline = schema["properties"]["decision"]["oneOf"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|o| o["const"].as_str())
+                    .rfind(|c| c.starts_with("Decline"))
+                    .unwrap()
+                    .to_string();
+                return accept(json!({"decision": decline, "feedback": "split step 2"}));
+            }
+            Ok(ElicitResult::new(ElicitationAction::Cancel))
+        }
+    }
+
+    type Client = RunningService<RoleClient, Human>;
+
+    async fn connect(env: &Env, human: Human, extra: &[&str]) -> Client {
+        let root = env.root();
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let cmd = tokio::process::Command::new(bin()).configure(|c| {
+            c.arg("--root").arg(&root).arg("mcp").args(&extra);
+            c.env("RUST_LOG", "warn").env_remove("DSHQ_AGENT_INSTANCE");
+        });
+        human
+            .serve(TokioChildProcess::new(cmd).expect("spawn dshq mcp"))
+            .await
+            .expect("initialize")
+    }
+
+    fn params(tool: &'static str, a: Value) -> CallToolRequestParams {
+        let a: JsonObject = a.as_object().unwrap().clone();
+        CallToolRequestParams::new(tool).with_arguments(a)
+    }
+
+    async fn call(c: &Client, tool: &'static str, a: Value) -> CallToolResult {
+        c.call_tool(params(tool, a)).await.expect("tools/call")
+    }
+
+    fn question(rid: &str, wait: u64) -> Value {
+        json!({"id": rid, "waitSeconds": wait, "questions": [{"id": "color",
+            "question": "Which colour?", "options": [{"label": "Blue"}, {"label": "Red"}]}]})
+    }
+
+    fn structured(r: &CallToolResult) -> &Value {
+        r.structured_content.as_ref().expect("structuredContent")
+    }
+
+    /// The real CLI answers, on a blocking thread.
+    async fn answer(env: &Arc<Env>, rid: &str, label: &str) {
+        let (env, rid, label) = (env.clone(), rid.to_string(), label.to_string());
+        tokio::task::spawn_blocking(move || {
+            assert!(
+                wait_until(DEADLINE, || env.json(&["show", &rid]).code == 0),
+                "{rid} was never stored"
+            );
+            let flags = [
+                "--question",
+                "color",
+                "--select",
+                &label,
+                "--name",
+                "cli-human",
+            ];
+            let mut args = vec!["answer", rid.as_str()];
+            args.extend(flags);
+            env.run(&args).ok();
+        })
+        .await
+        .unwrap();
+    }
+
+    /// Poll a task at the interval it suggests until it leaves `working`, with a deadline.
+    async fn settle(c: &Client, id: &str) -> GetTaskResult {
+        let start = Instant::now();
+        loop {
+            let t = c.get_task(GetTaskParams::new(id)).await.expect("tasks/get");
+            if t.task.status() != TaskStatus::Working {
+                return t;
+            }
+            assert!(start.elapsed() < DEADLINE, "task {id} stayed working");
+            let every = t.task.task.poll_interval_ms.unwrap_or(1000);
+            tokio::time::sleep(std::time::Duration::from_millis(every / 4)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_flows_from_rmcps_client_over_stdio() {
+        let env = Arc::new(Env::new());
+        let c = connect(&env, Human::default(), &[]).await;
+        let tools = c.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "ask_user_question",
+                "get_answer",
+                "abort_question",
+                "review_questions"
+            ]
+        );
+        assert!(tools.iter().all(|t| t.output_schema.is_some()));
+
+        // Ask; a human answers from the CLI while the tool waits.
+        let waiting = {
+            let peer = c.peer().clone();
+            tokio::spawn(async move {
+                peer.call_tool(params("ask_user_question", question("rs-1", 45)))
+                    .await
+            })
+        };
+        answer(&env, "rs-1", "Blue").await;
+        let r = waiting.await.unwrap().unwrap();
+        assert_eq!(structured(&r)["status"], "answered", "{r:?}");
+        assert_eq!(
+            structured(&r)["answers"],
+            json!([{"id": "color", "selected": ["Blue"]}])
+        );
+
+        // A short wait: pending; answered; get_answer collects it.
+        let r = call(&c, "ask_user_question", question("rs-2", 0)).await;
+        assert_eq!(structured(&r)["status"], "pending", "{r:?}");
+        answer(&env, "rs-2", "Red").await;
+        let r = call(&c, "get_answer", json!({"id": "rs-2", "waitSeconds": 30})).await;
+        assert_eq!(
+            structured(&r)["answers"][0]["selected"],
+            json!(["Red"]),
+            "{r:?}"
+        );
+
+        // Abort.
+        call(&c, "ask_user_question", question("rs-3", 0)).await;
+        let r = call(&c, "abort_question", json!({"id": "rs-3"})).await;
+        assert_eq!(structured(&r)["status"], "aborted", "{r:?}");
+        let r = call(&c, "get_answer", json!({"id": "rs-3"})).await;
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(structured(&r)["error"]["code"], "ASK_ABORTED");
+        assert!(events(&env, "rs-3").contains(&("aborted".into(), ACTOR.into())));
+        c.cancel().await.unwrap();
+
+        // A delegated agent.
+        enter(&env, "boss", None);
+        let instance = enter(&env, "worker", Some("boss"));
+        let c = connect(
+            &env,
+            Human::default(),
+            &["--agent", "worker", "--instance", &instance],
+        )
+        .await;
+        let r = call(&c, "ask_user_question", question("rs-4", 0)).await;
+        assert_eq!(r.is_error, Some(true), "{r:?}");
+        assert_eq!(structured(&r)["error"]["code"], "DELEGATED_CALLER");
+        c.cancel().await.unwrap();
+
+        // A task, polled to completion by a new server process after the first one ended.
+        let tasks = Human {
+            tasks: true,
+            ..Human::default()
+        };
+        let c = connect(&env, tasks.clone(), &[]).await;
+        let created = c
+            .call_tool_once(params("ask_user_question", question("rs-5", 0)))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = created else {
+            panic!("not a task: {created:?}")
+        };
+        assert_eq!(created.task.task_id, "rs-5");
+        c.cancel().await.unwrap();
+        let c = connect(&env, tasks, &[]).await;
+        let t = c.get_task(GetTaskParams::new("rs-5")).await.unwrap();
+        assert_eq!(t.task.status(), TaskStatus::Working);
+        answer(&env, "rs-5", "Blue").await;
+        let done = settle(&c, "rs-5").await;
+        assert_eq!(done.task.status(), TaskStatus::Completed, "{done:?}");
+        // tasks/cancel aborts the request.
+        let created = c
+            .call_tool_once(params("ask_user_question", question("rs-6", 0)))
+            .await
+            .unwrap();
+        assert!(matches!(created, CallToolResponse::Task(_)), "{created:?}");
+        c.cancel_task(CancelTaskParams::new("rs-6")).await.unwrap();
+        let t = c.get_task(GetTaskParams::new("rs-6")).await.unwrap();
+        assert_eq!(t.task.status(), TaskStatus::Cancelled);
+        assert_eq!(env.outcome("rs-6").unwrap()["error"]["code"], "ASK_ABORTED");
+        c.cancel().await.unwrap();
+
+        // The reviewer's side.
+        review_requests(&env);
+        let human = Human::default();
+        let c = connect(&env, human.clone(), &[]).await;
+        let r = call(&c, "review_questions", json!({"context": "rev"})).await;
+        assert_eq!(structured(&r)["stopped"], true, "{r:?}");
+        assert_eq!(human.forms.lock().unwrap().len(), 6);
+        c.cancel().await.unwrap();
+        check_review(&env, ACTOR);
+    }
 }
