@@ -106,6 +106,15 @@ pub async fn submit(
         }
     }
     let bytes = serde_json::to_vec(&Value::Object(args)).expect("a JSON object serializes");
+    // The inbox's limit, so a question is as large over MCP as in a file and no larger.
+    let max = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
+    if bytes.len() as u64 > max {
+        let e = bad_request(format!(
+            "the question is {} bytes as JSON; the limit is {max} bytes",
+            bytes.len()
+        ));
+        return Err(tool_error(&e, None));
+    }
     let (salvaged_id, context) = salvage_id_context(&bytes);
     if !who.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
         return Err(from_error(&Error::Forbidden, None));

@@ -38,8 +38,15 @@ use crate::protocol::{Code, UserQuestionError};
 use crate::store::{FeedPos, RequestRow};
 use crate::text::{multi_line, one_line};
 
-/// The name the review's lease is registered with (each act is recorded as `mcp:CLIENT`).
-pub const HOLDER: &str = "mcp";
+/// The name the review's lease is registered with: `mcp-CLIENT`, so `provider status` and
+/// DUPLICATE_PROVIDER say which client holds the context (each act through the lease is
+/// recorded as `mcp:CLIENT`).
+pub fn holder(who: &Who) -> String {
+    match &who.actor {
+        crate::core::audit::Actor::Mcp(name) => format!("mcp-{name}"),
+        other => other.as_str().replace(':', "-"),
+    }
+}
 
 /// How a form reads its answer back (a closed set).
 #[derive(Debug, Clone, PartialEq)]
@@ -293,9 +300,9 @@ pub async fn review_questions(
     if !who.in_context(&context) {
         return from_error(&crate::error::Error::Forbidden, None);
     }
-    let (ctx2, ttl) = (context.clone(), cfg.review_lease_ttl);
+    let (ctx2, ttl, name) = (context.clone(), cfg.review_lease_ttl, holder(who));
     let session = match backend
-        .write(move |store| app::session::Session::start(store, &ctx2, None, HOLDER, ttl))
+        .write(move |store| app::session::Session::start(store, &ctx2, None, &name, ttl))
         .await
     {
         Ok(s) => s,

@@ -241,10 +241,11 @@ pub fn tool(name: ToolName) -> Tool {
              multiSelect for several, and the plan-review intent to ask for approval of a plan.",
             schema_of::<AskArgs>(),
             schema_of::<QuestionResult>(),
+            // Idempotent only with the same `id`; without one, each call is a new question.
             ToolAnnotations::new()
                 .read_only(false)
                 .destructive(false)
-                .idempotent(true)
+                .idempotent(false)
                 .open_world(true),
         ),
         ToolName::GetAnswer => (

@@ -753,6 +753,18 @@ mod rust_client {
         assert_eq!(r.is_error, Some(true));
         assert_eq!(structured(&r)["error"]["code"], "ASK_ABORTED");
         assert!(events(&env, "rs-3").contains(&("aborted".into(), ACTOR.into())));
+
+        // Bad input: the request parser's error, with its code and the field it names;
+        // an oversize question: the inbox's limit.
+        let typo = json!({"questions": [{"id": "q", "question": "x", "mutliSelect": true}]});
+        let r = call(&c, "ask_user_question", typo).await;
+        assert_eq!(r.is_error, Some(true), "{r:?}");
+        assert_eq!(structured(&r)["error"]["code"], "BAD_REQUEST");
+        assert!(format!("{:?}", r.content).contains("mutliSelect"), "{r:?}");
+        let big = json!({"questions": [{"id": "q", "question": "x".repeat(1_100_000)}]});
+        let r = call(&c, "ask_user_question", big).await;
+        assert_eq!(structured(&r)["error"]["code"], "BAD_REQUEST", "{r:?}");
+        assert!(format!("{:?}", r.content).contains("limit"), "{r:?}");
         c.cancel().await.unwrap();
 
         // A delegated agent.
