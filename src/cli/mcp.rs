@@ -40,6 +40,10 @@ pub struct Args {
     /// The longest wait a tool call may ask for with `waitSeconds`.
     #[arg(long, value_parser = parse_wait_timeout, default_value = "50s")]
     pub max_wait: Duration,
+    /// How long one `review_questions` form may stay unanswered before the review stops
+    /// (and its lease is released).
+    #[arg(long, value_parser = parse_wait_timeout, default_value = "10m")]
+    pub form_timeout: Duration,
 }
 
 /// Run it until the client closes stdin.
@@ -63,6 +67,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         agent,
         wait: a.wait,
         max_wait: a.max_wait,
+        review_form_timeout: a.form_timeout,
         ..Config::default()
     };
     let local = Arc::new(Local::open(&ctx.root)?);
@@ -95,5 +100,9 @@ mod tests {
     fn the_flag_defaults_are_the_constants() {
         assert_eq!(super::parse_wait_timeout("20s"), Ok(DEFAULT_WAIT));
         assert_eq!(super::parse_wait_timeout("50s"), Ok(DEFAULT_MAX_WAIT));
+        assert_eq!(
+            super::parse_wait_timeout("10m"),
+            Ok(crate::mcp::DEFAULT_FORM_TIMEOUT)
+        );
     }
 }

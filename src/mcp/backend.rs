@@ -73,6 +73,23 @@ impl Local {
         })
     }
 
+    /// Run `f` on the database thread and block until it is done (at most `limit`): for
+    /// work that must happen even while the runtime is going away (a lease's release when
+    /// the client vanished and the call's future is being dropped).
+    pub fn run_blocking<T, F>(&self, f: F, limit: Duration) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel();
+        let job: Job = Box::new(move |store| {
+            let _ = tx.send(f(store));
+        });
+        let stopped = || Error::io("database thread", std::io::Error::other("stopped"));
+        self.jobs.send(job).map_err(|_| stopped())?;
+        rx.recv_timeout(limit).map_err(|_| stopped())?
+    }
+
     async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,

@@ -35,6 +35,9 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(20);
 /// The longest wait a tool call may ask for (`waitSeconds`) by default.
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(50);
 
+/// How long one `review_questions` form may stay unanswered by default.
+pub const DEFAULT_FORM_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
 /// The settings of one MCP server.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -47,6 +50,9 @@ pub struct Config {
     pub max_wait: Duration,
     /// The ttl of the provider lease `review_questions` holds.
     pub review_lease_ttl: Duration,
+    /// How long one review form may stay unanswered before the review stops (the lease
+    /// is not held for a human who left, or a client that vanished without a word).
+    pub review_form_timeout: Duration,
 }
 
 impl Default for Config {
@@ -56,6 +62,7 @@ impl Default for Config {
             wait: DEFAULT_WAIT,
             max_wait: DEFAULT_MAX_WAIT,
             review_lease_ttl: Duration::from_secs(30),
+            review_form_timeout: DEFAULT_FORM_TIMEOUT,
         }
     }
 }

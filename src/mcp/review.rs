@@ -238,15 +238,32 @@ impl LeaseGuard {
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        if let Some(token) = self.token.take() {
-            let backend = self.backend.clone();
-            tracing::info!("the MCP client went away during a review: releasing its lease");
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    let _ = backend
-                        .write(move |store| app::session::release(store, &token))
-                        .await;
-                });
+        let Some(token) = self.token.take() else {
+            return;
+        };
+        tracing::info!("the MCP client went away during a review: releasing its lease");
+        match &self.backend {
+            // stdio: the process is ending with the client; release now, on the database
+            // thread, rather than in a task the closing runtime would never run.
+            Backend::Local(local) => {
+                let r = local.run_blocking(
+                    move |store| app::session::release(store, &token),
+                    Duration::from_secs(5),
+                );
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "cannot release the review's lease");
+                }
+            }
+            // The host keeps running: release in a task.
+            Backend::Host(_) => {
+                let backend = self.backend.clone();
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = backend
+                            .write(move |store| app::session::release(store, &token))
+                            .await;
+                    });
+                }
             }
         }
     }
@@ -343,6 +360,7 @@ pub async fn review_questions(
         session.lease.lease_id,
         &acting,
         ctx,
+        cfg.review_form_timeout,
     )
     .await;
     heartbeat.abort();
@@ -393,6 +411,7 @@ async fn walk(
     lease_id: i64,
     acting: &Acting,
     ctx: &RequestContext<RoleServer>,
+    form_timeout: Duration,
 ) -> Result<(Vec<ReviewedRequest>, bool), CallToolResult> {
     let ctx2 = context.to_string();
     let queue = backend
@@ -422,7 +441,7 @@ async fn walk(
             Err(e) if matches!(e.code(), Code::RequestFinal | Code::ClaimedElsewhere) => continue,
             Err(e) => return Err(from_error(&e, Some(&id))),
         }
-        match ask_request(&row, &request, ctx).await? {
+        match ask_request(&row, &request, ctx, form_timeout).await? {
             Walked::Stopped => {
                 reviewed.push(ReviewedRequest {
                     id,
@@ -459,6 +478,7 @@ async fn ask_request(
     row: &RequestRow,
     request: &Request,
     ctx: &RequestContext<RoleServer>,
+    form_timeout: Duration,
 ) -> Result<Walked, CallToolResult> {
     let mut items = Vec::new();
     let of = request.questions.len();
@@ -476,9 +496,15 @@ async fn ask_request(
             requested_schema,
         };
         let result = tokio::select! {
-            r = ctx.peer.create_elicitation(params) => r,
+            r = ctx.peer.create_elicitation_with_timeout(params, Some(form_timeout)) => r,
             _ = ctx.ct.cancelled() => return Ok(Walked::Stopped),
         };
+        // A form nobody answers (the human left, or the client vanished without closing
+        // the session) stops the review like a cancel: the lease must not be held forever.
+        if let Err(rmcp::service::ServiceError::Timeout { .. }) = &result {
+            tracing::info!("no answer to a review form in time: stopping the review");
+            return Ok(Walked::Stopped);
+        }
         let result = result.map_err(|e| {
             tool_error(
                 &UserQuestionError::new(Code::Usage, format!("the client's form failed: {e}")),

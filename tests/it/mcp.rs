@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::api::{host, token};
-use crate::helpers::{bin, Env};
+use crate::helpers::{bin, wait_until, Env, DEADLINE};
 
 /// The SDK version `.ci/run` installs.
 const SDK: &str = "mcp==2.3.0";
@@ -457,6 +457,69 @@ fn stdio_review_without_elicitation_is_a_clear_tool_error() {
         .ok()
         .json();
     assert!(status.as_array().is_none_or(|a| a.is_empty()), "{status}");
+}
+
+/// The release of the review's lease, as the claimed request's log shows it.
+fn released_by_release(env: &Env, id: &str) -> bool {
+    let v = env.json(&["events", id]).ok().json();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "released" && e["data"]["reason"] == "lease released")
+}
+
+fn one_request(env: &Env) {
+    env.ask(
+        &json!({"id": "rev-single", "context": "rev", "questions": [{"id": "c",
+        "question": "Colour?", "options": [{"label": "Blue"}, {"label": "Red"}]}]}),
+    )
+    .ok();
+}
+
+#[test]
+fn stdio_a_client_that_dies_mid_review_leaves_no_lease() {
+    let env = Env::new();
+    one_request(&env);
+    let s = client(&env, &stdio(), "review-vanish", &[]);
+    assert!(
+        s["form"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rev-single"),
+        "{s}"
+    );
+    // Released (not left to run out), and the request is back in the queue.
+    assert!(
+        wait_until(DEADLINE, || released_by_release(&env, "rev-single")),
+        "{:?}",
+        events(&env, "rev-single")
+    );
+    let status = env
+        .json(&["provider", "status", "--context", "rev"])
+        .ok()
+        .json();
+    assert!(status.as_array().is_none_or(|a| a.is_empty()), "{status}");
+    assert_eq!(
+        env.json(&["show", "rev-single"]).ok().json()["status"],
+        "pending"
+    );
+}
+
+#[test]
+fn stdio_a_form_nobody_answers_stops_the_review() {
+    let env = Env::new();
+    one_request(&env);
+    let t = Transport::Stdio(vec!["--form-timeout".into(), "1s".into()]);
+    let s = client(&env, &t, "review-walk-away", &[]);
+    let r = &s["review"];
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structured"]["stopped"], true, "{r}");
+    assert_eq!(r["structured"]["reviewed"][0]["outcome"], "left", "{r}");
+    assert!(released_by_release(&env, "rev-single"));
+    assert_eq!(
+        env.json(&["show", "rev-single"]).ok().json()["status"],
+        "pending"
+    );
 }
 
 // --- Streamable HTTP -----------------------------------------------------------------

@@ -292,6 +292,28 @@ async def review() -> None:
         emit("review", forms=seen, **result_view(r))
 
 
+async def review_vanish() -> None:
+    """The client process dies while a form is open."""
+
+    async def handle(context, params):
+        print(json.dumps({"step": "form", "message": params.message}), flush=True)
+        os._exit(0)
+
+    async with connect(elicitation=handle) as s:
+        await s.call_tool("review_questions", {"context": "rev"})
+
+
+async def review_walk_away() -> None:
+    """The human never answers the form (the server was started with a short --form-timeout)."""
+
+    async def handle(context, params):
+        await anyio.sleep_forever()
+
+    async with connect(elicitation=handle) as s:
+        r = await s.call_tool("review_questions", {"context": "rev"})
+        emit("review", **result_view(r))
+
+
 async def review_no_elicitation() -> None:
     async with connect() as s:
         r = await s.call_tool("review_questions", {"context": "rev"})
@@ -308,6 +330,8 @@ SCENARIOS = {
     "task-poll": task_poll,
     "review": review,
     "review-no-elicitation": review_no_elicitation,
+    "review-vanish": review_vanish,
+    "review-walk-away": review_walk_away,
 }
 
 if __name__ == "__main__":
