@@ -35,14 +35,14 @@ pub struct Args {
     pub instance: Option<String>,
     /// How long `ask_user_question` waits for the answer before it returns "pending"
     /// (keep it under the host's tool-call timeout).
-    #[arg(long, value_parser = parse_wait_timeout, default_value = "20s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_wait_timeout, default_value = "20s")]
     pub wait: Duration,
     /// The longest wait a tool call may ask for with `waitSeconds`.
-    #[arg(long, value_parser = parse_wait_timeout, default_value = "50s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_wait_timeout, default_value = "50s")]
     pub max_wait: Duration,
     /// How long one `review_questions` form may stay unanswered before the review stops
     /// (and its lease is released).
-    #[arg(long, value_parser = parse_wait_timeout, default_value = "10m")]
+    #[arg(long, value_name = "DUR", value_parser = parse_wait_timeout, default_value = "10m")]
     pub form_timeout: Duration,
 }
 
