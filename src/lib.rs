@@ -31,6 +31,7 @@ pub mod error;
 pub mod files;
 pub mod hooks;
 pub mod host;
+pub mod mcp;
 pub mod output;
 pub mod protocol;
 pub mod root;

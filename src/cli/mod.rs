@@ -19,6 +19,7 @@ pub mod filter;
 pub mod history;
 pub mod interactive;
 pub mod list;
+pub mod mcp;
 pub mod provider;
 pub mod schema;
 pub mod show;
@@ -111,6 +112,8 @@ pub enum Command {
     /// Bearer tokens of the HTTP API (`daemon --listen`): create, list, revoke.
     #[command(subcommand)]
     Token(token::Command),
+    /// The MCP server over stdio: MCP agents ask, MCP clients with a human answer.
+    Mcp(mcp::Args),
 }
 
 /// What every command gets.
@@ -267,6 +270,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Man => completions::man(&ctx),
         Command::Token(c) => token::run(&ctx, c),
+        Command::Mcp(a) => mcp::run(&ctx, a),
     }
 }
 

@@ -155,22 +155,24 @@ pub enum Source {
     Inbox(String),
     /// The web API (a later face).
     Web,
-    /// The MCP server (a later face).
-    Mcp,
+    /// The MCP server over stdio, by the client's name (`mcp:CLIENT`): its asks are
+    /// recorded as `mcp:CLIENT` in the event log. (Over HTTP an MCP client asks with a web
+    /// token, and its requests are the token's: [`Source::WebToken`].)
+    Mcp(String),
     /// The HTTP API, by the name of the web token that asked (`web:NAME`): an asker token
     /// reads and aborts only the requests whose source names it.
     WebToken(String),
 }
 
 impl Source {
-    /// The source as stored and shown: `cli`, `inbox:FILE`, `web`, `mcp`.
+    /// The source as stored and shown: `cli`, `inbox:FILE`, `web`, `mcp:CLIENT`, `web:NAME`.
     pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         use std::borrow::Cow;
         match self {
             Source::Cli => Cow::Borrowed("cli"),
             Source::Inbox(name) => Cow::Owned(format!("inbox:{name}")),
             Source::Web => Cow::Borrowed("web"),
-            Source::Mcp => Cow::Borrowed("mcp"),
+            Source::Mcp(name) => Cow::Owned(format!("mcp:{name}")),
             Source::WebToken(name) => Cow::Owned(format!("web:{name}")),
         }
     }
@@ -180,11 +182,15 @@ impl Source {
         Some(match s {
             "cli" => Source::Cli,
             "web" => Source::Web,
-            "mcp" => Source::Mcp,
-            _ => match s.strip_prefix("web:") {
-                Some(name) => Source::WebToken(name.to_string()),
-                None => Source::Inbox(s.strip_prefix("inbox:")?.to_string()),
-            },
+            _ => {
+                if let Some(name) = s.strip_prefix("web:") {
+                    Source::WebToken(name.to_string())
+                } else if let Some(name) = s.strip_prefix("mcp:") {
+                    Source::Mcp(name.to_string())
+                } else {
+                    Source::Inbox(s.strip_prefix("inbox:")?.to_string())
+                }
+            }
         })
     }
 
@@ -195,7 +201,7 @@ impl Source {
             Source::Cli => Actor::Cli,
             Source::Inbox(_) => Actor::Daemon,
             Source::Web => Actor::Web("api".into()),
-            Source::Mcp => Actor::Mcp("server".into()),
+            Source::Mcp(name) => Actor::Mcp(name.clone()),
             Source::WebToken(name) => Actor::Web(name.clone()),
         }
     }
@@ -265,7 +271,7 @@ mod tests {
             Source::Cli,
             Source::Inbox("q-1.json".into()),
             Source::Web,
-            Source::Mcp,
+            Source::Mcp("claude-desktop".into()),
             Source::WebToken("alice".into()),
         ];
         for s in &all {
@@ -273,12 +279,13 @@ mod tests {
                 Source::Cli
                 | Source::Inbox(_)
                 | Source::Web
-                | Source::Mcp
+                | Source::Mcp(_)
                 | Source::WebToken(_) => {}
             }
             assert_eq!(Source::parse(&s.as_str()).as_ref(), Some(s), "{s:?}");
         }
         assert_eq!(Source::parse("ftp"), None);
+        assert_eq!(Source::parse("mcp"), None);
     }
 
     #[test]
@@ -287,6 +294,10 @@ mod tests {
         assert_eq!(
             Source::Inbox("x.json".into()).rejecting_actor(),
             Actor::Daemon
+        );
+        assert_eq!(
+            Source::Mcp("claude".into()).rejecting_actor(),
+            Actor::Mcp("claude".into())
         );
     }
 }

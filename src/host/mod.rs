@@ -125,7 +125,8 @@ fn serve(
             limits: web.limits,
             shutdown: stop_rx,
         };
-        let app = crate::web::app(state);
+        let mcp = crate::mcp::http::routes(&state);
+        let app = crate::web::app(state).merge(mcp);
         let mut stop_wait = stop_tx.subscribe();
         let server = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = loop_done.await;

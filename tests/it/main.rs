@@ -19,6 +19,7 @@ mod idle;
 mod interactive;
 mod layers;
 mod lease;
+mod mcp;
 mod openapi;
 mod outcome;
 mod page;

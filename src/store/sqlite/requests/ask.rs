@@ -165,6 +165,8 @@ pub fn accept(
         // it does.
         None => match crate::core::audit::Source::parse(source) {
             Some(crate::core::audit::Source::WebToken(name)) => Actor::Web(name),
+            // So is an MCP client over stdio (`mcp:CLIENT`).
+            Some(crate::core::audit::Source::Mcp(name)) => Actor::Mcp(name),
             _ => Actor::Asker,
         },
     };

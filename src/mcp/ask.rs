@@ -1,0 +1,351 @@
+//! `ask_user_question`, `get_answer` and `abort_question`: the asker's tools, over the
+//! same use-cases as `dshq ask`, `dshq wait` and `dshq abort`.
+//!
+//! The arguments of `ask_user_question` are a request document (plus `waitSeconds`), so
+//! they go through the request parser as bytes, exactly like an inbox file: the same
+//! checks, the same codes, a rejection recorded in the audit. The request is committed
+//! before the wait starts; the wait is bounded, and a pending result names the id to
+//! collect the answer with later.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use serde_json::Value;
+
+use super::backend::Backend;
+use super::errors::{from_error, tool_error};
+use super::tools::{AbortResult, QuestionResult, QuestionState};
+use super::Config;
+use crate::app;
+use crate::core::access::{Action, Reach};
+use crate::core::audit::{Actor, Source};
+use crate::error::Error;
+use crate::protocol::check::{check_id, salvage_id_context};
+use crate::protocol::types::DEFAULT_CONTEXT;
+use crate::protocol::{Code, Outcome, UserQuestionError};
+use crate::store::{Asked, RequestRow};
+use crate::web::auth::Caller;
+
+/// Who calls the tools: how the event log names them, where their requests come from,
+/// and (over HTTP) the token whose role and reach apply.
+#[derive(Debug, Clone)]
+pub struct Who {
+    /// `mcp:CLIENT`.
+    pub actor: Actor,
+    /// `mcp` over stdio; over HTTP the token's source (`web:NAME`), so the token sees
+    /// the same requests over the API and over MCP.
+    pub source: Source,
+    /// The HTTP caller, if any (stdio: the local user, who may do anything, as in the CLI).
+    pub caller: Option<Caller>,
+}
+
+impl Who {
+    /// How far this caller may take `action` (stdio: everywhere).
+    pub fn require(&self, action: Action) -> Result<Reach, UserQuestionError> {
+        match &self.caller {
+            None => Ok(Reach::All),
+            Some(c) => c.require(action).map_err(|e| e.0),
+        }
+    }
+
+    /// Whether this caller may see `row` with `reach`.
+    pub fn sees(&self, row: &RequestRow, reach: Reach) -> bool {
+        self.caller.as_ref().is_none_or(|c| c.sees(row, reach))
+    }
+
+    /// Whether this caller may act in `context`.
+    pub fn in_context(&self, context: &str) -> bool {
+        self.caller.as_ref().is_none_or(|c| c.in_context(context))
+    }
+}
+
+/// A request committed by `ask_user_question`, before any wait.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    /// The request id.
+    pub id: String,
+    /// Its digest.
+    pub digest: String,
+    /// How long the call may wait.
+    pub wait: Duration,
+}
+
+fn bad_request(message: impl Into<String>) -> UserQuestionError {
+    UserQuestionError::new(Code::BadRequest, message)
+}
+
+/// The `waitSeconds` argument, capped by the server's maximum.
+fn wait_arg(
+    args: &mut JsonObject,
+    default: Duration,
+    cfg: &Config,
+) -> Result<Duration, UserQuestionError> {
+    let wait = match args.remove("waitSeconds") {
+        None | Some(Value::Null) => default,
+        Some(v) => Duration::from_secs(v.as_u64().ok_or_else(|| {
+            bad_request("waitSeconds must be a whole number of seconds (0 or more)")
+        })?),
+    };
+    Ok(wait.min(cfg.max_wait))
+}
+
+/// Commit the request in `args` (the tool's arguments): the session's agent is added
+/// when the request names none. A rejection is a tool error with its code.
+pub async fn submit(
+    backend: &Backend,
+    cfg: &Config,
+    who: &Who,
+    mut args: JsonObject,
+) -> Result<Submitted, CallToolResult> {
+    let wait = wait_arg(&mut args, cfg.wait, cfg).map_err(|e| tool_error(&e, None))?;
+    who.require(Action::Ask).map_err(|e| tool_error(&e, None))?;
+    if !args.contains_key("agent") {
+        if let Some(agent) = &cfg.agent {
+            let agent = serde_json::to_value(agent).expect("an agent ref serializes");
+            args.insert("agent".into(), agent);
+        }
+    }
+    let bytes = serde_json::to_vec(&Value::Object(args)).expect("a JSON object serializes");
+    // The inbox's limit, so a question is as large over MCP as in a file and no larger.
+    let max = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
+    if bytes.len() as u64 > max {
+        let e = bad_request(format!(
+            "the question is {} bytes as JSON; the limit is {max} bytes",
+            bytes.len()
+        ));
+        return Err(tool_error(&e, None));
+    }
+    let (salvaged_id, context) = salvage_id_context(&bytes);
+    if !who.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
+        return Err(from_error(&Error::Forbidden, None));
+    }
+    let (root, source, actor, b) = (
+        backend.root().clone(),
+        who.source.clone(),
+        who.actor.clone(),
+        bytes.clone(),
+    );
+    let asked = backend
+        .write(move |store| {
+            app::ask::ask(
+                store,
+                &root,
+                app::ask::Ask {
+                    bytes: &b,
+                    fallback_id: Some(app::ask::generated_id()),
+                    outcome_under_fallback: false,
+                    source,
+                    actor,
+                },
+            )
+        })
+        .await
+        .map_err(|e| from_error(&e, salvaged_id.as_deref()))?;
+    let accepted = match asked {
+        Asked::Accepted(a) => a,
+        Asked::Rejected { error, .. } => return Err(tool_error(&error, salvaged_id.as_deref())),
+    };
+    let digest = crate::protocol::check::parse_request(&bytes)
+        .map(|r| crate::protocol::digest::request_digest(&r))
+        .map_err(|e| tool_error(&e, Some(&accepted.id)))?;
+    tracing::info!(id = %accepted.id, new = accepted.new, "MCP ask accepted");
+    Ok(Submitted {
+        id: accepted.id,
+        digest,
+        wait,
+    })
+}
+
+/// `ask_user_question`: submit, then wait a bounded time.
+pub async fn ask_user_question(
+    backend: &Backend,
+    cfg: &Config,
+    who: &Who,
+    args: JsonObject,
+) -> CallToolResult {
+    let s = match submit(backend, cfg, who, args).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    collect(backend, &s.id, Some(s.digest), s.wait).await
+}
+
+/// `get_answer`: the answer to an earlier request, waiting up to `waitSeconds`.
+pub async fn get_answer(
+    backend: &Backend,
+    cfg: &Config,
+    who: &Who,
+    mut args: JsonObject,
+) -> CallToolResult {
+    let wait = match wait_arg(&mut args, Duration::ZERO, cfg) {
+        Ok(w) => w,
+        Err(e) => return tool_error(&e, None),
+    };
+    let id = match id_arg(&args, &["id"]) {
+        Ok(id) => id,
+        Err(e) => return tool_error(&e, None),
+    };
+    let reach = match who.require(Action::Read) {
+        Ok(r) => r,
+        Err(e) => return tool_error(&e, Some(&id)),
+    };
+    let row = match visible(backend, who, &id, reach).await {
+        Ok(row) => row,
+        Err(r) => return r,
+    };
+    let digest = row
+        .request()
+        .map(|r| crate::protocol::digest::request_digest(&r));
+    collect(backend, &id, digest, wait).await
+}
+
+/// `abort_question`: abort as the asker (`ASK_ABORTED`).
+pub async fn abort_question(backend: &Backend, who: &Who, args: JsonObject) -> CallToolResult {
+    let id = match id_arg(&args, &["id", "reason"]) {
+        Ok(id) => id,
+        Err(e) => return tool_error(&e, None),
+    };
+    let reason = match args.get("reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return tool_error(&bad_request("reason must be a string"), Some(&id)),
+    };
+    let reach = match who.require(Action::Abort) {
+        Ok(r) => r,
+        Err(e) => return tool_error(&e, Some(&id)),
+    };
+    if let Err(r) = visible(backend, who, &id, reach).await {
+        return r;
+    }
+    let (root, actor, id2) = (backend.root().clone(), who.actor.clone(), id.clone());
+    match backend
+        .write(move |store| app::ask::abort(store, &root, &id2, reason.as_deref(), &actor))
+        .await
+    {
+        Ok(_) => {
+            let r = AbortResult {
+                id: id.clone(),
+                status: "aborted".into(),
+            };
+            structured(
+                format!(
+                    "Request {id} is aborted: it ends with ASK_ABORTED and is no longer shown to the human."
+                ),
+                &r,
+            )
+        }
+        Err(e) => from_error(&e, Some(&id)),
+    }
+}
+
+/// The `id` argument (and no arguments but `allowed`).
+fn id_arg(args: &JsonObject, allowed: &[&str]) -> Result<String, UserQuestionError> {
+    if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(bad_request(format!("unknown argument {k:?}")));
+    }
+    let id = args
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_request("id (the request id) is required"))?;
+    check_id("request id", id)?;
+    Ok(id.to_string())
+}
+
+/// The request `id` if the caller may see it; else NOT_FOUND (existence not revealed).
+async fn visible(
+    backend: &Backend,
+    who: &Who,
+    id: &str,
+    reach: Reach,
+) -> Result<RequestRow, CallToolResult> {
+    let id2 = id.to_string();
+    let row = backend
+        .read(move |store| app::feed::show(store, &id2))
+        .await
+        .map_err(|e| from_error(&e, Some(id)))?
+        .filter(|r| who.sees(r, reach));
+    row.ok_or_else(|| from_error(&Error::NotFound(id.to_string()), Some(id)))
+}
+
+/// Wait up to `wait` for the outcome of `id`, and render it: the answers, a pending
+/// result, or the error outcome as a tool error.
+pub async fn collect(
+    backend: &Backend,
+    id: &str,
+    digest: Option<String>,
+    wait: Duration,
+) -> CallToolResult {
+    match backend.wait_outcome(id, wait).await {
+        Ok(Some(o)) => outcome_result(&o),
+        Ok(None) => pending_result(id, digest),
+        Err(e) => from_error(&e, Some(id)),
+    }
+}
+
+/// A pending result.
+pub fn pending_result(id: &str, digest: Option<String>) -> CallToolResult {
+    let next = format!(
+        "Call get_answer with {{\"id\": \"{id}\"}} (optionally \"waitSeconds\") to collect the answer, \
+         or abort_question to withdraw the question."
+    );
+    let text = format!(
+        "The question is pending: nobody has answered request {id} yet. It stays queued durably \
+         (it survives this session). {next} Meanwhile continue with work that does not depend on the \
+         answer, or end your turn saying you are waiting for it."
+    );
+    let r = QuestionResult {
+        id: id.to_string(),
+        status: QuestionState::Pending,
+        request_digest: digest,
+        answers: None,
+        decision: None,
+        answered_by: None,
+        next: Some(next),
+    };
+    structured(text, &r)
+}
+
+/// The result for a final outcome: the answers, or a tool error with the outcome's code.
+pub fn outcome_result(o: &Outcome) -> CallToolResult {
+    match o {
+        Outcome::Error(e) => tool_error(&e.error, Some(&e.id)),
+        Outcome::Answered(a) => {
+            let mut text = format!("The human answered request {}.", a.id);
+            if let Some(d) = a.decision {
+                text.push_str(&format!(" Plan-review decision: {}.", d.as_str()));
+            }
+            for item in &a.answer.answers {
+                let q = |s: &str| serde_json::to_string(s).expect("a string serializes");
+                let mut parts: Vec<String> = Vec::new();
+                if !item.selected.is_empty() {
+                    let labels: Vec<String> = item.selected.iter().map(|l| q(l)).collect();
+                    parts.push(format!("selected {}", labels.join(", ")));
+                }
+                if let Some(c) = &item.custom {
+                    parts.push(format!("wrote {}", q(c)));
+                }
+                if parts.is_empty() {
+                    parts.push("skipped (no answer)".into());
+                }
+                text.push_str(&format!("\n- {}: {}", q(&item.id), parts.join("; ")));
+            }
+            let r = QuestionResult {
+                id: a.id.clone(),
+                status: QuestionState::Answered,
+                request_digest: a.request_digest.clone(),
+                answers: Some(a.answer.answers.clone()),
+                decision: a.decision,
+                answered_by: a.provider.clone(),
+                next: None,
+            };
+            structured(text, &r)
+        }
+    }
+}
+
+/// A successful result: `text` for the model, `value` as `structuredContent`.
+pub fn structured<T: serde::Serialize>(text: String, value: &T) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(serde_json::to_value(value).expect("a result serializes"));
+    r
+}

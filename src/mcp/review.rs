@@ -1,0 +1,598 @@
+//! `review_questions`: a human at an MCP client as the context's provider.
+//!
+//! For the duration of the call the server holds the context's provider lease (so a
+//! second reviewer gets DUPLICATE_PROVIDER, as everywhere), heartbeated while the human
+//! fills in forms, and released when the call ends — also when the client goes away (the
+//! call's future is dropped, and a guard releases the lease; a process that dies lets it
+//! run out after its ttl). Each question is one `elicitation/create` form:
+//!
+//! - options: a titled single-choice enum, plus a free-text "Other" (overrides);
+//! - multiSelect: a multi-choice array of titled items, plus "Other" (supplements);
+//! - no options: free text;
+//! - plan review: Approve / the other options / Decline as a choice, plus feedback.
+//!
+//! accept becomes the answer item; decline is a skip (for a plan review: declined);
+//! cancel stops the review and leaves this request and the rest pending. A request's
+//! answer goes through the same answer rules as `dshq answer` ([`app::provide::answer`]),
+//! and every act is recorded as `mcp:CLIENT`.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, ElicitRequestParams, ElicitationAction, ElicitationSchema, JsonObject,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::RoleServer;
+use serde_json::{json, Value};
+
+use super::ask::{structured, Who};
+use super::backend::Backend;
+use super::errors::{from_error, tool_error};
+use super::tools::{ReviewArgs, ReviewResult, Reviewed, ReviewedRequest};
+use super::Config;
+use crate::app;
+use crate::app::provide::Acting;
+use crate::core::access::Action;
+use crate::protocol::types::{Answer, AnswerItem, Question, Request, DEFAULT_CONTEXT};
+use crate::protocol::{Code, UserQuestionError};
+use crate::store::{FeedPos, RequestRow};
+use crate::text::{multi_line, one_line};
+
+/// The name the review's lease is registered with: `mcp-CLIENT`, so `provider status` and
+/// DUPLICATE_PROVIDER say which client holds the context (each act through the lease is
+/// recorded as `mcp:CLIENT`).
+pub fn holder(who: &Who) -> String {
+    match &who.actor {
+        crate::core::audit::Actor::Mcp(name) => format!("mcp-{name}"),
+        other => other.as_str().replace(':', "-"),
+    }
+}
+
+/// How a form reads its answer back (a closed set).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Form {
+    /// One of the options, or Other.
+    Single,
+    /// Several options, and Other.
+    Multi,
+    /// Free text.
+    Text,
+    /// Approve / another option / decline (the value meaning decline), with feedback.
+    Plan {
+        /// The approving label.
+        approve: String,
+        /// The value of the decline choice (a value no option has).
+        decline: String,
+    },
+}
+
+/// The form of question `q`: its kind and the elicitation schema.
+pub fn form(q: &Question) -> (Form, Value) {
+    let titled = |label: &str, description: Option<&str>| {
+        let title = match description {
+            Some(d) => format!("{} — {}", one_line(label), one_line(d)),
+            None => one_line(label).into_owned(),
+        };
+        json!({ "const": label, "title": title })
+    };
+    let options: Vec<Value> = q
+        .options()
+        .iter()
+        .map(|o| titled(&o.label, o.description.as_deref()))
+        .collect();
+    if let Some(approve) = q.plan_review_approve() {
+        let mut decline = "Decline".to_string();
+        while q.has_label(&decline) {
+            decline.push('!');
+        }
+        let mut choices = vec![titled(approve, Some("approve the plan"))];
+        choices.extend(
+            q.options()
+                .iter()
+                .filter(|o| o.label != approve)
+                .map(|o| titled(&o.label, o.description.as_deref())),
+        );
+        choices.push(titled(&decline, Some("decline the plan (say why below)")));
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "title": "Decision", "oneOf": choices},
+                "feedback": {"type": "string", "title": "Feedback",
+                             "description": "Why, or what to change (sent to the agent)"},
+            },
+            "required": ["decision"],
+        });
+        return (
+            Form::Plan {
+                approve: approve.to_string(),
+                decline,
+            },
+            schema,
+        );
+    }
+    if options.is_empty() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string", "title": "Answer"}},
+        });
+        return (Form::Text, schema);
+    }
+    if q.is_multi() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "choices": {"type": "array", "title": "Choices", "items": {"anyOf": options}},
+                "other": {"type": "string", "title": "Other",
+                          "description": "Free text added to the ticked choices"},
+            },
+        });
+        return (Form::Multi, schema);
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "choice": {"type": "string", "title": "Choice", "oneOf": options},
+            "other": {"type": "string", "title": "Other",
+                      "description": "Free text instead of a choice (overrides it)"},
+        },
+    });
+    (Form::Single, schema)
+}
+
+/// The answer item for question `id` from an accepted form's `content`.
+pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> AnswerItem {
+    let text = |k: &str| {
+        content
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let (selected, custom) = match form {
+        Form::Single => match text("other") {
+            Some(other) => (vec![], Some(other)),
+            None => (text("choice").into_iter().collect(), None),
+        },
+        Form::Multi => {
+            let selected = content
+                .get("choices")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (selected, text("other"))
+        }
+        Form::Text => (vec![], text("answer")),
+        Form::Plan { decline, .. } => {
+            let choice = text("decision");
+            let selected = choice.filter(|c| c != decline).into_iter().collect();
+            (selected, text("feedback"))
+        }
+    };
+    AnswerItem {
+        id: id.to_string(),
+        selected,
+        custom,
+    }
+}
+
+/// The item of a declined form: a skip (for a plan review that is a declined plan).
+pub fn declined_item(id: &str) -> AnswerItem {
+    AnswerItem {
+        id: id.to_string(),
+        selected: vec![],
+        custom: None,
+    }
+}
+
+/// The form's message: which request, who asks, the question and its detail. Asker text
+/// is shown as text, with control characters made visible.
+fn message(row: &RequestRow, q: &Question, n: usize, of: usize) -> String {
+    let id = row.id.as_deref().unwrap_or("");
+    let mut m = format!("dshq request {} — question {n} of {of}", one_line(id));
+    if let Some(agent) = &row.agent_id {
+        m.push_str(&format!(" (asked by agent {})", one_line(agent)));
+    }
+    m.push('\n');
+    if let Some(h) = &q.header {
+        m.push_str(&format!("[{}] ", one_line(h)));
+    }
+    m.push_str(&one_line(&q.question));
+    if let Some(d) = &q.detail {
+        m.push_str(&format!("\n\n{}", multi_line(d)));
+    }
+    if q.plan_review_approve().is_some() {
+        m.push_str("\n\nDecline (the button) declines the plan; to decline with feedback choose Decline and write why.");
+    } else {
+        m.push_str(
+            "\n\nDecline skips this question; Cancel stops the review (the rest stays pending).",
+        );
+    }
+    m
+}
+
+/// Releases the lease when dropped (the call ended, or the client went away).
+struct LeaseGuard {
+    backend: Backend,
+    token: Option<String>,
+}
+
+impl LeaseGuard {
+    async fn release(mut self) {
+        if let Some(token) = self.token.take() {
+            let r = self
+                .backend
+                .write(move |store| app::session::release(store, &token))
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "cannot release the review's lease");
+            }
+        }
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        let Some(token) = self.token.take() else {
+            return;
+        };
+        tracing::info!("the MCP client went away during a review: releasing its lease");
+        match &self.backend {
+            // stdio: the process is ending with the client; release now, on the database
+            // thread, rather than in a task the closing runtime would never run.
+            Backend::Local(local) => {
+                let r = local.run_blocking(
+                    move |store| app::session::release(store, &token),
+                    Duration::from_secs(5),
+                );
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "cannot release the review's lease");
+                }
+            }
+            // The host keeps running: release in a task.
+            Backend::Host(_) => {
+                let backend = self.backend.clone();
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = backend
+                            .write(move |store| app::session::release(store, &token))
+                            .await;
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// What one request's forms came to.
+enum Walked {
+    Answer(Answer),
+    Stopped,
+}
+
+/// `review_questions`.
+pub async fn review_questions(
+    backend: &Backend,
+    cfg: &Config,
+    who: &Who,
+    args: JsonObject,
+    ctx: &RequestContext<RoleServer>,
+) -> CallToolResult {
+    let args: ReviewArgs = match serde_json::from_value(Value::Object(args)) {
+        Ok(a) => a,
+        Err(e) => {
+            return tool_error(
+                &UserQuestionError::new(Code::BadRequest, format!("bad arguments: {e}")),
+                None,
+            )
+        }
+    };
+    if !ctx
+        .peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return tool_error(
+            &UserQuestionError::new(
+                Code::Usage,
+                "this MCP client does not support elicitation (form mode), so review_questions \
+                 cannot show questions to a human here; answer with `dshq answer` or the web page",
+            ),
+            None,
+        );
+    }
+    let reach = match who.require(Action::Answer) {
+        Ok(r) => r,
+        Err(e) => return tool_error(&e, None),
+    };
+    let context = args.context.unwrap_or_else(|| DEFAULT_CONTEXT.to_string());
+    if let Err(e) = crate::protocol::check::check_id("context", &context) {
+        return tool_error(&e, None);
+    }
+    if !who.in_context(&context) {
+        return from_error(&crate::error::Error::Forbidden, None);
+    }
+    let (ctx2, ttl, name) = (context.clone(), cfg.review_lease_ttl, holder(who));
+    let session = match backend
+        .write(move |store| app::session::Session::start(store, &ctx2, None, &name, ttl))
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return from_error(&e, None),
+    };
+    let guard = LeaseGuard {
+        backend: backend.clone(),
+        token: Some(session.token.clone()),
+    };
+    let heartbeat = {
+        let (backend, token) = (backend.clone(), session.token.clone());
+        tokio::spawn(async move {
+            let every = (ttl / 3).max(Duration::from_millis(200));
+            loop {
+                tokio::time::sleep(every).await;
+                let token = token.clone();
+                if let Err(e) = backend
+                    .write(move |store| app::session::heartbeat(store, &token))
+                    .await
+                {
+                    tracing::warn!(error = %e, "the review's lease heartbeat failed");
+                    return;
+                }
+            }
+        })
+    };
+    let acting = Acting::OnBehalf {
+        token: session.token.clone(),
+        actor: who.actor.clone(),
+    };
+    let r = walk(
+        backend,
+        who,
+        reach,
+        &context,
+        &args.agent,
+        args.limit,
+        session.lease.lease_id,
+        &acting,
+        ctx,
+        cfg.review_form_timeout,
+    )
+    .await;
+    heartbeat.abort();
+    guard.release().await;
+    let reviewed = match r {
+        Ok((reviewed, stopped)) => (reviewed, stopped),
+        Err(e) => return e,
+    };
+    let ctx3 = context.clone();
+    let still_open = backend
+        .read(move |store| app::feed::open_upto(store, Some(&ctx3), FeedPos::MAX))
+        .await
+        .map(|rows| rows.len())
+        .unwrap_or(0);
+    let (reviewed, stopped) = reviewed;
+    let answered = reviewed
+        .iter()
+        .filter(|r| r.outcome == Reviewed::Answered)
+        .count();
+    let text = format!(
+        "Reviewed context {}: {answered} request(s) answered{}; {still_open} still open.",
+        one_line(&context),
+        if stopped {
+            ", then the human stopped the review"
+        } else {
+            ""
+        },
+    );
+    structured(
+        text,
+        &ReviewResult {
+            context,
+            reviewed,
+            stopped,
+            still_open,
+        },
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn walk(
+    backend: &Backend,
+    who: &Who,
+    reach: crate::core::access::Reach,
+    context: &str,
+    agent: &Option<String>,
+    limit: Option<u32>,
+    lease_id: i64,
+    acting: &Acting,
+    ctx: &RequestContext<RoleServer>,
+    form_timeout: Duration,
+) -> Result<(Vec<ReviewedRequest>, bool), CallToolResult> {
+    let ctx2 = context.to_string();
+    let queue = backend
+        .read(move |store| app::feed::review_queue(store, &ctx2, lease_id))
+        .await
+        .map_err(|e| from_error(&e, None))?;
+    let mut reviewed = Vec::new();
+    let limit = limit.map(|l| l as usize).unwrap_or(usize::MAX);
+    for row in queue
+        .into_iter()
+        .filter(|r| agent.is_none() || r.agent_id == *agent)
+        .filter(|r| who.sees(r, reach))
+        .take(limit)
+    {
+        let Some(id) = row.id.clone() else { continue };
+        let Some(request) = row.request() else {
+            continue;
+        };
+        // Claim it, so no one else answers it while the human fills in its forms.
+        let (a2, id2) = (acting.clone(), id.clone());
+        match backend
+            .write(move |store| app::provide::claim_as(store, &a2, &id2))
+            .await
+        {
+            Ok(_) => {}
+            // Answered, aborted or taken meanwhile: not ours to show.
+            Err(e) if matches!(e.code(), Code::RequestFinal | Code::ClaimedElsewhere) => continue,
+            Err(e) => return Err(from_error(&e, Some(&id))),
+        }
+        match ask_request(&row, &request, ctx, form_timeout).await? {
+            Walked::Stopped => {
+                reviewed.push(ReviewedRequest {
+                    id,
+                    outcome: Reviewed::Left,
+                    decision: None,
+                });
+                return Ok((reviewed, true));
+            }
+            Walked::Answer(answer) => {
+                let (root, a2, id2) = (backend.root().clone(), acting.clone(), id.clone());
+                let finished = backend
+                    .write(move |store| {
+                        app::provide::answer(store, Some(&root), &id2, &a2, &answer)
+                    })
+                    .await
+                    .map_err(|e| from_error(&e, Some(&id)))?;
+                let decision = match &finished.outcome {
+                    crate::protocol::Outcome::Answered(a) => a.decision,
+                    crate::protocol::Outcome::Error(_) => None,
+                };
+                reviewed.push(ReviewedRequest {
+                    id,
+                    outcome: Reviewed::Answered,
+                    decision,
+                });
+            }
+        }
+    }
+    Ok((reviewed, false))
+}
+
+/// Present each question of `request` as a form.
+async fn ask_request(
+    row: &RequestRow,
+    request: &Request,
+    ctx: &RequestContext<RoleServer>,
+    form_timeout: Duration,
+) -> Result<Walked, CallToolResult> {
+    let mut items = Vec::new();
+    let of = request.questions.len();
+    for (i, q) in request.questions.iter().enumerate() {
+        let (kind, schema) = form(q);
+        let requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|e| {
+            tool_error(
+                &UserQuestionError::new(Code::Usage, format!("cannot build the form: {e}")),
+                row.id.as_deref(),
+            )
+        })?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message(row, q, i + 1, of),
+            requested_schema,
+        };
+        let result = tokio::select! {
+            r = ctx.peer.create_elicitation_with_timeout(params, Some(form_timeout)) => r,
+            _ = ctx.ct.cancelled() => return Ok(Walked::Stopped),
+        };
+        // A form nobody answers (the human left, or the client vanished without closing
+        // the session) stops the review like a cancel: the lease must not be held forever.
+        if let Err(rmcp::service::ServiceError::Timeout { .. }) = &result {
+            tracing::info!("no answer to a review form in time: stopping the review");
+            return Ok(Walked::Stopped);
+        }
+        let result = result.map_err(|e| {
+            tool_error(
+                &UserQuestionError::new(Code::Usage, format!("the client's form failed: {e}")),
+                row.id.as_deref(),
+            )
+        })?;
+        match result.action {
+            ElicitationAction::Accept => {
+                let content = result
+                    .content
+                    .as_ref()
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                items.push(accepted_item(&q.id, &kind, &content));
+            }
+            ElicitationAction::Decline => items.push(declined_item(&q.id)),
+            // Cancel, and whatever a later revision adds: stop, leave the rest pending.
+            _ => return Ok(Walked::Stopped),
+        }
+    }
+    Ok(Walked::Answer(Answer { answers: items }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::types::{Intent, QuestionOption};
+
+    fn q(options: &[&str], multi: bool, approve: Option<&str>) -> Question {
+        Question {
+            id: "q".into(),
+            question: "Which?".into(),
+            detail: approve.map(|_| "the plan".into()),
+            header: None,
+            options: (!options.is_empty()).then(|| {
+                options
+                    .iter()
+                    .map(|l| QuestionOption {
+                        label: l.to_string(),
+                        description: None,
+                    })
+                    .collect()
+            }),
+            multi_select: multi.then_some(true),
+            intent: approve.map(|a| Intent {
+                kind: "plan-review".into(),
+                approve: a.into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn every_form_is_an_elicitation_schema_the_sdk_accepts() {
+        for question in [
+            q(&["A", "B"], false, None),
+            q(&["A", "B"], true, None),
+            q(&[], false, None),
+            q(&["Approve", "Decline", "Revise"], false, Some("Approve")),
+        ] {
+            let (_, schema) = form(&question);
+            let parsed: Result<ElicitationSchema, _> = serde_json::from_value(schema.clone());
+            assert!(parsed.is_ok(), "{schema}: {parsed:?}");
+        }
+    }
+
+    #[test]
+    fn a_plan_form_declines_with_a_value_no_option_has() {
+        let (kind, _) = form(&q(&["Approve", "Decline"], false, Some("Approve")));
+        let Form::Plan { decline, .. } = &kind else {
+            panic!("{kind:?}")
+        };
+        assert_eq!(decline, "Decline!");
+        let content = json!({"decision": "Decline!", "feedback": "split it"});
+        let item = accepted_item("q", &kind, content.as_object().unwrap());
+        assert!(item.selected.is_empty());
+        assert_eq!(item.custom.as_deref(), Some("split it"));
+    }
+
+    #[test]
+    fn other_overrides_a_single_choice_and_supplements_a_multi_choice() {
+        let c = json!({"choice": "A", "other": "neither"});
+        let one = accepted_item("q", &Form::Single, c.as_object().unwrap());
+        assert!(one.selected.is_empty());
+        assert_eq!(one.custom.as_deref(), Some("neither"));
+        let c = json!({"choices": ["A", "B"], "other": "and C"});
+        let many = accepted_item("q", &Form::Multi, c.as_object().unwrap());
+        assert_eq!(many.selected, vec!["A", "B"]);
+        assert_eq!(many.custom.as_deref(), Some("and C"));
+    }
+}

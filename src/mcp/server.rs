@@ -1,0 +1,155 @@
+//! The `ServerHandler`: the tool list, the dispatch of `tools/call`, and the task
+//! methods. One value per MCP session (stdio: the process; HTTP: one per session the
+//! transport opens); everything durable is in the store, so a new session (a restarted
+//! server, a reconnecting client) sees the same requests and tasks.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, TASKS_EXTENSION_ID,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use super::ask::{self, Who};
+use super::backend::Backend;
+use super::tools::{self, ToolName};
+use super::{client_name, review, tasks, Config};
+use crate::core::audit::{Actor, Source};
+use crate::web::auth::Caller;
+
+/// The dshq MCP server.
+#[derive(Clone)]
+pub struct DshqServer {
+    backend: Backend,
+    config: Arc<Config>,
+}
+
+impl DshqServer {
+    /// A server over `backend`.
+    pub fn new(backend: Backend, config: Config) -> DshqServer {
+        DshqServer {
+            backend,
+            config: Arc::new(config),
+        }
+    }
+
+    /// Who calls, for this request: the client's name from `initialize`, and over HTTP the
+    /// token the transport authenticated (see [`super::http`]).
+    fn who(&self, ctx: &RequestContext<RoleServer>) -> Who {
+        let name = client_name(
+            ctx.peer
+                .peer_info()
+                .as_ref()
+                .map(|i| i.client_info.name.as_str()),
+        );
+        let caller = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+            .cloned();
+        // Over HTTP a request is the token's (so it sees the same requests over the API and
+        // over MCP, and a client's self-chosen name grants nothing).
+        let source = match &caller {
+            Some(c) => c.source(),
+            None => Source::Mcp(name.clone()),
+        };
+        Who {
+            actor: Actor::Mcp(name),
+            source,
+            caller,
+        }
+    }
+
+    fn is_host_without_caller(&self, who: &Who) -> bool {
+        matches!(self.backend, Backend::Host(_)) && who.caller.is_none()
+    }
+}
+
+impl ServerHandler for DshqServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut caps = ServerCapabilities::builder().enable_tools().build();
+        caps.extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("dshq", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_instructions(
+                "dshq is a durable queue of questions for a human. Ask with ask_user_question; \
+                 if the result is pending, collect the answer later with get_answer (the question \
+                 survives this session). A human at this client can answer with review_questions.",
+            )
+    }
+
+    /// The handshake-era revisions only: the reviewer's side needs server-to-client
+    /// requests (`elicitation/create`), which the 2026-07-28 revision removed.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        ToolName::parse(name).map(tools::tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(tool) = ToolName::parse(&request.name) else {
+            return Err(McpError::invalid_params(
+                format!("no tool named {:?}", request.name),
+                None,
+            ));
+        };
+        let who = self.who(&context);
+        if self.is_host_without_caller(&who) {
+            return Ok(super::errors::from_error(&crate::error::Error::Unauthorized, None).into());
+        }
+        let args = request.arguments.unwrap_or_default();
+        let (b, cfg) = (&self.backend, &self.config);
+        tracing::debug!(tool = tool.as_str(), actor = %who.actor, "MCP tool call");
+        let tasks_ok = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        Ok(match tool {
+            ToolName::Ask if tasks_ok => tasks::create(b, cfg, &who, args).await,
+            ToolName::Ask => ask::ask_user_question(b, cfg, &who, args).await.into(),
+            ToolName::GetAnswer => ask::get_answer(b, cfg, &who, args).await.into(),
+            ToolName::Abort => ask::abort_question(b, &who, args).await.into(),
+            ToolName::Review => review::review_questions(b, cfg, &who, args, &context)
+                .await
+                .into(),
+        })
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let who = self.who(&context);
+        tasks::get(&self.backend, &who, &request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let who = self.who(&context);
+        tasks::cancel(&self.backend, &who, &request.task_id).await
+    }
+}

@@ -1,0 +1,338 @@
+"""A real third-party MCP client for dshq's MCP server: the official Python SDK (`mcp`).
+
+Usage: client.py SCENARIO
+
+The transport comes from the environment:
+  MCP_TRANSPORT=stdio  spawns DSHQ_BIN --root DSHQ_ROOT mcp [MCP_ARGS (a JSON list)]
+  MCP_TRANSPORT=http   connects to MCP_URL with the bearer token MCP_TOKEN
+The answering human is the real CLI: DSHQ_BIN --root DSHQ_ROOT answer ...
+
+Each step prints one JSON line {"step": NAME, ...} on stdout; the Rust test
+(tests/it/mcp.rs) reads them, and checks the outcome files and the event log itself.
+A step that goes wrong raises, so the script exits non-zero with the traceback.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import pydantic
+
+try:
+    import mcp.types as types
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError as e:  # the Rust test turns this into "pip install mcp==..."
+    print(json.dumps({"step": "import", "error": str(e)}))
+    sys.exit(3)
+
+TASKS = "io.modelcontextprotocol/tasks"
+CLIENT_NAME = "dshq-test-client"
+DEADLINE = 60.0
+
+
+def emit(step: str, **fields: Any) -> None:
+    print(json.dumps({"step": step, **fields}), flush=True)
+
+
+def dshq(*args: str) -> subprocess.CompletedProcess:
+    """The real CLI on the same root."""
+    cmd = [os.environ["DSHQ_BIN"], "--root", os.environ["DSHQ_ROOT"], *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def request_exists(rid: str) -> bool:
+    return dshq("--json", "show", rid).returncode == 0
+
+
+async def wait_until(cond, what: str) -> None:
+    """Wait for a condition with a deadline (no fixed sleeps)."""
+    start = time.monotonic()
+    pause = 0.01
+    while not cond():
+        if time.monotonic() - start > DEADLINE:
+            raise AssertionError(f"timed out waiting for {what}")
+        await anyio.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
+def answer_from_cli(rid: str, *flags: str) -> None:
+    r = dshq("--json", "answer", rid, "--name", "cli-human", *flags)
+    if r.returncode != 0:
+        raise AssertionError(f"dshq answer failed: {r.stdout} {r.stderr}")
+
+
+def result_view(r: types.CallToolResult) -> dict:
+    text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")
+    return {"isError": bool(r.is_error), "structured": r.structured_content, "text": text}
+
+
+@asynccontextmanager
+async def connect(elicitation=None, extensions=None):
+    """A session over the transport the environment names."""
+    info = types.Implementation(name=CLIENT_NAME, version="1.0")
+    kwargs: dict[str, Any] = {"client_info": info}
+    if elicitation is not None:
+        kwargs["elicitation_callback"] = elicitation
+    if extensions is not None:
+        kwargs["extensions"] = extensions
+    transport = os.environ.get("MCP_TRANSPORT", "stdio")
+    if transport == "stdio":
+        params = StdioServerParameters(
+            command=os.environ["DSHQ_BIN"],
+            args=["--root", os.environ["DSHQ_ROOT"], "mcp", *json.loads(os.environ.get("MCP_ARGS", "[]"))],
+            env={"RUST_LOG": os.environ.get("RUST_LOG", "warn"), "PATH": os.environ.get("PATH", "")},
+        )
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, **kwargs) as session:
+                await session.initialize()
+                yield session
+    else:
+        import httpx2
+
+        headers = {"Authorization": f"Bearer {os.environ['MCP_TOKEN']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(90.0)) as http:
+            async with streamable_http_client(os.environ["MCP_URL"], http_client=http) as streams:
+                read, write = streams[0], streams[1]
+                async with ClientSession(read, write, **kwargs) as session:
+                    await session.initialize()
+                    yield session
+
+
+def question(rid: str, **extra: Any) -> dict:
+    q = {
+        "id": "color",
+        "question": "Which colour for the logo?",
+        "options": [{"label": "Blue", "description": "calm"}, {"label": "Red"}],
+    }
+    return {"id": rid, "questions": [q], **extra}
+
+
+# --- scenarios -------------------------------------------------------------------------
+
+
+async def tools() -> None:
+    async with connect() as s:
+        listed = await s.list_tools()
+        emit(
+            "tools",
+            tools={t.name: {"input": t.input_schema, "output": t.output_schema} for t in listed.tools},
+            protocol=s.protocol_version if hasattr(s, "protocol_version") else None,
+        )
+
+
+async def ask_answer() -> None:
+    """Ask, answer from the CLI while the tool waits, get the answers."""
+    rid = os.environ["MCP_RID"]
+    async with connect() as s:
+        out: dict = {}
+
+        async def call() -> None:
+            out["r"] = await s.call_tool("ask_user_question", question(rid, waitSeconds=45))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await wait_until(lambda: request_exists(rid), f"request {rid} in the store")
+            answer_from_cli(rid, "--question", "color", "--select", "Blue")
+        emit("ask", **result_view(out["r"]))
+        got = await s.call_tool("get_answer", {"id": rid})
+        emit("get", **result_view(got))
+
+
+async def pending() -> None:
+    """Ask with a short wait: pending; answer; then get_answer."""
+    rid = os.environ["MCP_RID"]
+    async with connect() as s:
+        r = await s.call_tool("ask_user_question", question(rid, waitSeconds=0))
+        emit("ask", **result_view(r))
+        answer_from_cli(rid, "--question", "color", "--custom", "green, actually")
+        got = await s.call_tool("get_answer", {"id": rid, "waitSeconds": 30})
+        emit("get", **result_view(got))
+
+
+async def abort() -> None:
+    rid = os.environ["MCP_RID"]
+    async with connect() as s:
+        r = await s.call_tool("ask_user_question", question(rid, waitSeconds=0))
+        emit("ask", **result_view(r))
+        a = await s.call_tool("abort_question", {"id": rid, "reason": "no longer needed"})
+        emit("abort", **result_view(a))
+        got = await s.call_tool("get_answer", {"id": rid})
+        emit("get", **result_view(got))
+
+
+async def delegated() -> None:
+    """Ask as a delegated agent (the server's --agent, or MCP_AGENT in the arguments)."""
+    rid = os.environ["MCP_RID"]
+    extra = {}
+    if os.environ.get("MCP_AGENT"):
+        extra["agent"] = json.loads(os.environ["MCP_AGENT"])
+    async with connect() as s:
+        r = await s.call_tool("ask_user_question", question(rid, waitSeconds=0, **extra))
+        emit("ask", **result_view(r))
+
+
+# Tasks (the io.modelcontextprotocol/tasks extension): the SDK carries the types of
+# the handshake-era tasks only, so the extension's shapes are declared here.
+class TaskWire(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True)
+    taskId: str
+    status: str
+    statusMessage: str | None = None
+    result: dict | None = None
+    error: dict | None = None
+    pollIntervalMs: int | None = None
+
+
+class CreatedTask(TaskWire):
+    """The task fields at the top level, with resultType "task"."""
+
+    resultType: Literal["task"]
+
+
+class TaskParams(types.RequestParams):
+    taskId: str
+
+
+class GetTask(types.Request[TaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskParams
+
+
+class CancelTask(types.Request[TaskParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskParams
+
+
+class Ack(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+
+async def get_task(s: ClientSession, tid: str) -> TaskWire:
+    return await s.send_request(GetTask(params=TaskParams(taskId=tid)), TaskWire)
+
+
+async def ask_as_task(s: ClientSession, arguments: dict) -> CreatedTask:
+    """tools/call answered with a task. The SDK validates a tools/call result as the
+    handshake-era CallToolResult, which a task result is not, so this one call goes through
+    the SDK's own JSON-RPC dispatcher (the same session and transport), unvalidated."""
+    params = {"name": "ask_user_question", "arguments": arguments}
+    raw = await s._dispatcher.send_raw_request("tools/call", params, {})
+    return CreatedTask.model_validate(raw)
+
+
+async def task_start() -> None:
+    """Ask as a task: it returns at once; the task is the request. Also: cancel one."""
+    rid = os.environ["MCP_RID"]
+    async with connect(extensions={TASKS: {}}) as s:
+        created = await ask_as_task(s, question(rid))
+        emit("created", task=created.model_dump())
+        t = await get_task(s, created.taskId)
+        emit("status", task=t.model_dump())
+        other = f"{rid}-cancelled"
+        c2 = await ask_as_task(s, question(other))
+        await s.send_request(CancelTask(params=TaskParams(taskId=c2.taskId)), Ack)
+        emit("cancelled", task=(await get_task(s, c2.taskId)).model_dump())
+
+
+async def task_poll() -> None:
+    """After a restart of the server: the task is found by its id; answer; poll to completion."""
+    rid = os.environ["MCP_RID"]
+    async with connect(extensions={TASKS: {}}) as s:
+        t = await get_task(s, rid)
+        emit("after-restart", task=t.model_dump())
+        answer_from_cli(rid, "--question", "color", "--select", "Red")
+        polls = 0
+        start = time.monotonic()
+        while t.status == "working":
+            if time.monotonic() - start > DEADLINE:
+                raise AssertionError("the task did not complete")
+            await anyio.sleep((t.pollIntervalMs or 1000) / 1000 / 4)
+            t = await get_task(s, rid)
+            polls += 1
+        emit("done", task=t.model_dump(), polls=polls)
+
+
+def elicitation_handler(seen: list):
+    """The human: picks options, types Other, declines a plan with feedback, cancels."""
+
+    async def handle(context, params) -> types.ElicitResult:
+        msg = params.message
+        schema = params.requested_schema
+        props = schema.get("properties", {}) if isinstance(schema, dict) else schema.properties
+        seen.append({"message": msg, "properties": sorted(props)})
+        if "rev-single" in msg:
+            return types.ElicitResult(action="accept", content={"choice": "Blue"})
+        if "rev-multi" in msg:
+            return types.ElicitResult(action="accept", content={"choices": ["A", "C"], "other": "and D"})
+        if "rev-other" in msg:
+            return types.ElicitResult(action="accept", content={"other": "Purple"})
+        if "rev-skip" in msg:
+            return types.ElicitResult(action="decline")
+        if "rev-plan" in msg:
+            decline = [o["const"] for o in props["decision"]["oneOf"] if o["const"].startswith("Decline")]
+            return types.ElicitResult(
+                action="accept", content={"decision": decline[-1], "feedback": "split step 2"}
+            )
+        return types.ElicitResult(action="cancel")
+
+    return handle
+
+
+async def review() -> None:
+    seen: list = []
+    async with connect(elicitation=elicitation_handler(seen)) as s:
+        r = await s.call_tool("review_questions", {"context": "rev"})
+        emit("review", forms=seen, **result_view(r))
+
+
+async def review_vanish() -> None:
+    """The client process dies while a form is open."""
+
+    async def handle(context, params):
+        print(json.dumps({"step": "form", "message": params.message}), flush=True)
+        os._exit(0)
+
+    async with connect(elicitation=handle) as s:
+        await s.call_tool("review_questions", {"context": "rev"})
+
+
+async def review_walk_away() -> None:
+    """The human never answers the form (the server was started with a short --form-timeout)."""
+
+    async def handle(context, params):
+        await anyio.sleep_forever()
+
+    async with connect(elicitation=handle) as s:
+        r = await s.call_tool("review_questions", {"context": "rev"})
+        emit("review", **result_view(r))
+
+
+async def review_no_elicitation() -> None:
+    async with connect() as s:
+        r = await s.call_tool("review_questions", {"context": "rev"})
+        emit("review", **result_view(r))
+
+
+SCENARIOS = {
+    "tools": tools,
+    "ask-answer": ask_answer,
+    "pending": pending,
+    "abort": abort,
+    "delegated": delegated,
+    "task-start": task_start,
+    "task-poll": task_poll,
+    "review": review,
+    "review-no-elicitation": review_no_elicitation,
+    "review-vanish": review_vanish,
+    "review-walk-away": review_walk_away,
+}
+
+if __name__ == "__main__":
+    anyio.run(SCENARIOS[sys.argv[1]])
