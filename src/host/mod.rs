@@ -12,9 +12,13 @@
 //!   event stream and the long-poll waits are woken by that broadcast.
 //! - The host holds a context's provider lease while reviewers act over the web
 //!   ([`provider::Providers`]).
+//! - Each connection holds a descriptor: the host raises its soft open-file limit to
+//!   the hard one at start ([`nofile`]), so a thousand held connections do not starve
+//!   the file loop of descriptors.
 
 pub mod changes;
 pub mod db;
+pub mod nofile;
 pub mod provider;
 
 use std::net::SocketAddr;
@@ -50,6 +54,7 @@ pub fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
 
 /// Run the file loop and the web until SIGINT or SIGTERM.
 pub fn run(root: &Root, config: &daemon::Config, web: WebConfig) -> Result<()> {
+    nofile::raise();
     let changes = Arc::new(changes::Changes::new(&mut *root.open_store()?)?);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
