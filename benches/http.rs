@@ -31,7 +31,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dshq");
+const BUILT: &str = env!("CARGO_BIN_EXE_dshq");
+
+/// The binary under test: the one cargo built, or `DSHQ_BENCH_BIN` (to compare builds in
+/// one sitting).
+fn bin() -> String {
+    std::env::var("DSHQ_BENCH_BIN").unwrap_or_else(|_| BUILT.to_string())
+}
 /// How long any one wait of the bench may take before it fails.
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -136,7 +142,7 @@ impl Drop for Host {
 }
 
 fn dshq(root: &Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("--json")
         .args(args)
         .env("DSHQ_ROOT", root)
@@ -175,7 +181,7 @@ fn start_host(nofile: u64) -> Host {
     let asker = token("asker", "bench-asker");
     let reviewer = token("reviewer", "bench-rita");
     let log = dir.path().join("daemon.log");
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(bin());
     cmd.args(["daemon", "--listen", "127.0.0.1:0"])
         .env("DSHQ_ROOT", &root)
         .env("RUST_LOG", "info")
@@ -637,7 +643,7 @@ fn answer_waiters(h: &Host, agent: &ureq::Agent, waiters: Vec<Waiter>) -> Vec<f6
 
 /// Workload 4: N files renamed into the inbox at once: seconds until all are committed,
 /// and until the stream has carried all of them (accepted events, or counted as missed).
-fn burst(h: &Host, rx: &mpsc::Receiver<Seen>, prefix: &str, n: usize) -> (f64, f64) {
+fn burst(h: &Host, rx: &mpsc::Receiver<Seen>, prefix: &str, n: usize) -> Burst {
     let conn = h.db();
     let before = count(&conn);
     let tmp = h.root.join("inbox/tmp");
@@ -647,6 +653,7 @@ fn burst(h: &Host, rx: &mpsc::Receiver<Seen>, prefix: &str, n: usize) -> (f64, f
         fs::write(tmp.join(name), request_json(&format!("{prefix}{i:06}"))).unwrap();
     }
     while rx.try_recv().is_ok() {}
+    let cpu0 = cpu_ticks(h.pid());
     let start = Instant::now();
     for name in &names {
         fs::rename(tmp.join(name), new.join(name)).unwrap();
@@ -671,6 +678,7 @@ fn burst(h: &Host, rx: &mpsc::Receiver<Seen>, prefix: &str, n: usize) -> (f64, f
         std::thread::sleep(Duration::from_millis(2));
     }
     let committed = start.elapsed().as_secs_f64();
+    let cpu_committed = cpu_ticks(h.pid()) - cpu0;
     wait_until(
         "the stream to carry the burst",
         Duration::from_millis(2),
@@ -681,7 +689,21 @@ fn burst(h: &Host, rx: &mpsc::Receiver<Seen>, prefix: &str, n: usize) -> (f64, f
     );
     let on_stream = streamed_at.unwrap().duration_since(start).as_secs_f64();
     wait_quiet(h.pid());
-    (committed, on_stream)
+    Burst {
+        committed,
+        on_stream,
+        cpu_committed,
+        cpu_total: cpu_ticks(h.pid()) - cpu0,
+    }
+}
+
+/// One burst: seconds until committed and until on the stream; the daemon's CPU ticks
+/// (1/100 s) until committed and until quiet again (the fan-out to waiters included).
+struct Burst {
+    committed: f64,
+    on_stream: f64,
+    cpu_committed: u64,
+    cpu_total: u64,
 }
 
 fn main() {
@@ -731,6 +753,7 @@ fn main() {
     }
     let (mut without, mut with) = (Vec::new(), Vec::new());
     let (mut without_s, mut with_s) = (Vec::new(), Vec::new());
+    let (mut without_cpu, mut with_cpu) = (Vec::new(), Vec::new());
     let mut helds = Vec::new();
     for round in 0..o.rounds {
         // Alternate which kind goes first, so a drift of the machine hits both alike.
@@ -742,13 +765,15 @@ fn main() {
         for waiting in order {
             if waiting {
                 let (waiters, held) = hold_waiters(&h, &ids);
-                let (c, s) = burst(&h, &rx, &format!("bw{round}x"), o.files);
+                let b = burst(&h, &rx, &format!("bw{round}x"), o.files);
+                let (c, s) = (b.committed, b.on_stream);
                 with.push(c);
                 with_s.push(s);
+                with_cpu.push((b.cpu_committed as f64, b.cpu_total as f64));
                 let rss_after_kb = proc_status(h.pid(), "VmRSS:");
                 drop_waiters(&h, waiters, &held);
                 println!(
-                    "round {round}: with {} waiters (held in {:.2} s; daemon RSS {:.1} -> {:.1} MB, {:.1} after the burst; sockets {} -> {}): burst {c:.3} s, on the stream {s:.3} s",
+                    "round {round}: with {} waiters (held in {:.2} s; daemon RSS {:.1} -> {:.1} MB, {:.1} after the burst; sockets {} -> {}): burst {c:.3} s, on the stream {s:.3} s; daemon CPU {} / {} ticks",
                     o.waiters,
                     held.open_s,
                     held.rss_before_kb as f64 / 1024.0,
@@ -756,13 +781,20 @@ fn main() {
                     rss_after_kb as f64 / 1024.0,
                     held.sockets_before,
                     held.sockets_held,
+                    b.cpu_committed,
+                    b.cpu_total,
                 );
                 helds.push(held);
             } else {
-                let (c, s) = burst(&h, &rx, &format!("bn{round}x"), o.files);
+                let b = burst(&h, &rx, &format!("bn{round}x"), o.files);
+                let (c, s) = (b.committed, b.on_stream);
                 without.push(c);
                 without_s.push(s);
-                println!("round {round}: no waiters: burst {c:.3} s, on the stream {s:.3} s");
+                without_cpu.push((b.cpu_committed as f64, b.cpu_total as f64));
+                println!(
+                    "round {round}: no waiters: burst {c:.3} s, on the stream {s:.3} s; daemon CPU {} / {} ticks",
+                    b.cpu_committed, b.cpu_total
+                );
             }
         }
     }
@@ -821,6 +853,22 @@ fn main() {
     println!(
         "burst until all on the stream: median {sa:.3} s without waiters, {sb:.3} s with; ratio {:.3}",
         sb / sa
+    );
+    let cpu = |v: &[(f64, f64)], total: bool| {
+        median(
+            &v.iter()
+                .map(|c| if total { c.1 } else { c.0 })
+                .collect::<Vec<_>>(),
+        )
+    };
+    println!(
+        "daemon CPU per burst (ticks of 10 ms, medians): until committed {:.0} without waiters, {:.0} with (ratio {:.3}); until quiet again {:.0} / {:.0} (ratio {:.3})",
+        cpu(&without_cpu, false),
+        cpu(&with_cpu, false),
+        cpu(&with_cpu, false) / cpu(&without_cpu, false),
+        cpu(&without_cpu, true),
+        cpu(&with_cpu, true),
+        cpu(&with_cpu, true) / cpu(&without_cpu, true)
     );
     let errors = h
         .log_text()
