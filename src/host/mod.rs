@@ -9,7 +9,8 @@
 //! - The web's database work runs on one blocking thread that owns its connection
 //!   ([`db::Db`]); the tokio workers only parse, route and wait.
 //! - After every commit the host broadcasts what changed ([`changes::Changes`]); the
-//!   event stream and the long-poll waits are woken by that broadcast.
+//!   event stream is fed by that broadcast, and a long-poll is woken by its own
+//!   request's final change ([`waits`]).
 //! - The host holds a context's provider lease while reviewers act over the web
 //!   ([`provider::Providers`]).
 //! - Each connection holds a descriptor: the host raises its soft open-file limit to
@@ -20,6 +21,7 @@ pub mod changes;
 pub mod db;
 pub mod nofile;
 pub mod provider;
+pub mod waits;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
