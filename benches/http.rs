@@ -18,6 +18,10 @@
 //!    without waiters and with the W waiters held open, alternating in one run; the ratio
 //!    is the figure (bar: waiters slow the burst by at most 10%).
 //!
+//! Next to the wall times, the daemon's CPU ticks per burst (`/proc/PID/stat`): on a shared
+//! machine they are the steadier measure of what the waiters cost. `DSHQ_BENCH_BIN=PATH`
+//! runs another build of `dshq` (to compare two builds in one sitting).
+//!
 //! The daemon is started with a soft open-file limit of 1024 (`--daemon-nofile`), the
 //! common default: W connections plus its own files go past it, so the host must raise
 //! its own limit. The bench raises its own soft limit to the hard one.
@@ -68,7 +72,7 @@ fn opts() -> Opts {
             "--waiters" => o.waiters = val().parse().expect("--waiters N"),
             "--daemon-nofile" => o.daemon_nofile = val().parse().expect("--daemon-nofile N"),
             "--help" => {
-                println!("http bench: --samples N (200) --files N (10000, burst size) --rounds N (4, bursts of each kind) --waiters N (1000) --daemon-nofile N (1024, the daemon's soft open-file limit at spawn; 0 = inherit)");
+                println!("http bench: --samples N (200) --files N (10000, burst size) --rounds N (4, bursts of each kind) --waiters N (1000) --daemon-nofile N (1024, the daemon's soft open-file limit at spawn; 0 = inherit). DSHQ_BENCH_BIN=PATH runs another build of dshq");
                 std::process::exit(0);
             }
             // cargo bench passes --bench; ignore anything unknown.
