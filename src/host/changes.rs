@@ -8,6 +8,9 @@
 //! it: a `dshq answer` run from a shell is seen at the file loop's next pass (its tick),
 //! and nothing is broadcast twice or out of order (one cursor, under a lock).
 //!
+//! The long-poll waits do not subscribe: a final change also wakes the waiters of its
+//! request alone ([`super::waits`]), so the cost of a commit does not grow with them.
+//!
 //! A subscriber that falls behind by more than the channel's capacity gets `Lagged` and
 //! must re-read what it needs from the store; the sender never waits for a slow reader,
 //! so a stalled client cannot slow a commit.
@@ -17,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use super::waits::{FinalWait, Waits};
 use crate::app::feed::RequestEvents;
 use crate::core::audit::{Actor, EventKind};
 use crate::store::{ListFilter, Status, Store};
@@ -131,6 +135,7 @@ impl Change {
 pub struct Changes {
     tx: broadcast::Sender<Arc<Change>>,
     cursor: Mutex<Option<RequestEvents>>,
+    waits: Arc<Waits>,
 }
 
 impl Changes {
@@ -141,12 +146,19 @@ impl Changes {
         Ok(Changes {
             tx,
             cursor: Mutex::new(Some(feed)),
+            waits: Arc::default(),
         })
     }
 
     /// Subscribe: every change published after this call.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         self.tx.subscribe()
+    }
+
+    /// Wait for the next final change of request `id` (register before reading the
+    /// store, so a change committed in between still wakes the wait).
+    pub fn wait_final(&self, id: &str) -> FinalWait {
+        self.waits.register(id)
     }
 
     /// Publish what was committed since the last call (call after each commit, on the
@@ -165,8 +177,12 @@ impl Changes {
             let Some(change) = Change::of(&event, &row) else {
                 continue;
             };
+            let finished = change.kind.is_final().then(|| change.id.clone());
             // No receiver is fine: nobody is listening.
             let _ = self.tx.send(Arc::new(change));
+            if let Some(id) = finished {
+                self.waits.finished(&id);
+            }
         }
     }
 }

@@ -9,13 +9,19 @@
 //! - The web's database work runs on one blocking thread that owns its connection
 //!   ([`db::Db`]); the tokio workers only parse, route and wait.
 //! - After every commit the host broadcasts what changed ([`changes::Changes`]); the
-//!   event stream and the long-poll waits are woken by that broadcast.
+//!   event stream is fed by that broadcast, and a long-poll is woken by its own
+//!   request's final change ([`waits`]).
 //! - The host holds a context's provider lease while reviewers act over the web
 //!   ([`provider::Providers`]).
+//! - Each connection holds a descriptor: the host raises its soft open-file limit to
+//!   the hard one at start ([`nofile`]), so a thousand held connections do not starve
+//!   the file loop of descriptors.
 
 pub mod changes;
 pub mod db;
+pub mod nofile;
 pub mod provider;
+pub mod waits;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,6 +56,7 @@ pub fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
 
 /// Run the file loop and the web until SIGINT or SIGTERM.
 pub fn run(root: &Root, config: &daemon::Config, web: WebConfig) -> Result<()> {
+    nofile::raise();
     let changes = Arc::new(changes::Changes::new(&mut *root.open_store()?)?);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();

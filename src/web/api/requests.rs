@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::query::Query;
 use crate::app;
@@ -190,7 +189,7 @@ pub async fn show(
 }
 
 /// `GET /api/v1/requests/{id}/outcome?wait=30s`: the outcome document, or 204 when the
-/// wait ends first. Woken by the change broadcast, never by polling.
+/// wait ends first. Woken by the request's own final change, never by polling.
 pub async fn outcome(
     State(st): State<AppState>,
     caller: Caller,
@@ -211,11 +210,12 @@ pub async fn outcome(
         )?
         .unwrap_or(Duration::ZERO);
     visible(&st, &caller, &id, reach).await?;
-    // Subscribe before the first read: an outcome committed in between still wakes us.
-    let mut changes = st.db.changes().subscribe();
     let mut shutdown = st.shutdown.clone();
     let deadline = tokio::time::Instant::now() + wait;
     loop {
+        // Register before the read: an outcome committed in between still wakes us. Only
+        // this request's final change does (not every change of the host's broadcast).
+        let mut finished = st.db.changes().wait_final(&id);
         let (root, id2) = (st.root.clone(), id.clone());
         let ready: Option<Outcome> = st
             .db
@@ -229,20 +229,14 @@ pub async fn outcome(
         }
         tracing::debug!(id = %crate::text::for_log(&id), "long-poll waiting");
         // Until a final change of this request, the wait's end, or the host's.
-        loop {
-            tokio::select! {
-                r = changes.recv() => match r {
-                    Ok(c) if c.id == id && c.kind.is_final() => break,
-                    Ok(_) => continue,
-                    // Missed some: read again.
-                    Err(RecvError::Lagged(_)) => break,
-                    Err(RecvError::Closed) => return Ok(StatusCode::NO_CONTENT.into_response()),
-                },
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Ok(StatusCode::NO_CONTENT.into_response());
-                }
-                _ = shutdown.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        tokio::select! {
+            woken = finished.finished() => if !woken {
+                return Ok(StatusCode::NO_CONTENT.into_response());
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(StatusCode::NO_CONTENT.into_response());
             }
+            _ = shutdown.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
 }
