@@ -79,12 +79,21 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         .map_err(|e| Error::io("tokio runtime", e))?;
     rt.block_on(async move {
         let server = DshqServer::new(Backend::Local(local), config);
+        let inflight = server.inflight();
         let running = server
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| Error::io("stdio", std::io::Error::other(e.to_string())))?;
         tracing::info!("MCP server on stdio");
         let _ = running.waiting().await;
+        // The session is over and the SDK has cancelled the calls still running: let
+        // them finish what follows a cancel (a review releases its lease) before exiting.
+        if tokio::time::timeout(Duration::from_secs(10), inflight.write())
+            .await
+            .is_err()
+        {
+            tracing::warn!("a tool call did not end within 10 s of the session's end");
+        }
         Ok::<(), Error>(())
     })?;
     // stdin's blocking read may still be pending in the runtime; do not wait for it.

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{oneshot, watch};
 
 use crate::app;
@@ -169,26 +168,22 @@ impl Backend {
                 }
             }
             Backend::Host(st) => {
-                let mut changes = st.db.changes().subscribe();
                 let mut shutdown = st.shutdown.clone();
                 loop {
+                    // Register before the read: an outcome committed in between still
+                    // wakes us, and only this request's final change does (as the HTTP
+                    // long-poll waits, `host::waits`).
+                    let mut finished = st.db.changes().wait_final(id);
                     if let Some(o) = self.ready(id).await? {
                         return Ok(Some(o));
                     }
                     if tokio::time::Instant::now() >= deadline {
                         return Ok(None);
                     }
-                    loop {
-                        tokio::select! {
-                            r = changes.recv() => match r {
-                                Ok(c) if c.id == id && c.kind.is_final() => break,
-                                Ok(_) => continue,
-                                Err(RecvError::Lagged(_)) => break,
-                                Err(RecvError::Closed) => return Ok(None),
-                            },
-                            _ = tokio::time::sleep_until(deadline) => return Ok(None),
-                            _ = shutdown.changed() => return Ok(None),
-                        }
+                    tokio::select! {
+                        woken = finished.finished() => if !woken { return Ok(None) },
+                        _ = tokio::time::sleep_until(deadline) => return Ok(None),
+                        _ = shutdown.changed() => return Ok(None),
                     }
                 }
             }

@@ -26,6 +26,7 @@ use crate::web::auth::Caller;
 pub struct DshqServer {
     backend: Backend,
     config: Arc<Config>,
+    inflight: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl DshqServer {
@@ -34,7 +35,17 @@ impl DshqServer {
         DshqServer {
             backend,
             config: Arc::new(config),
+            inflight: Arc::default(),
         }
+    }
+
+    /// Held for reading by every tool call while it runs: whoever takes it for writing
+    /// waits until no call is in flight. `dshq mcp` does so before it exits, because the
+    /// SDK cancels the calls still running when the client has gone, and a cancelled
+    /// review still has its lease to release (a process that ended first would leave the
+    /// lease to run out and the request claimed meanwhile).
+    pub fn inflight(&self) -> Arc<tokio::sync::RwLock<()>> {
+        self.inflight.clone()
     }
 
     /// Who calls, for this request: the client's name from `initialize`, and over HTTP the
@@ -114,6 +125,7 @@ impl ServerHandler for DshqServer {
                 None,
             ));
         };
+        let _running = self.inflight.clone().read_owned().await;
         let who = self.who(&context);
         if self.is_host_without_caller(&who) {
             return Ok(super::errors::from_error(&crate::error::Error::Unauthorized, None).into());
