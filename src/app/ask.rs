@@ -23,6 +23,11 @@ pub struct Ask<'a> {
     pub source: Source,
     /// Who asks (recorded with a rejection).
     pub actor: Actor,
+    /// The caller sees only the requests it asked itself (an asker token, over HTTP or
+    /// MCP): a re-delivery of a request that another source asked is refused with
+    /// `DUPLICATE_ID`, as a different request under a taken id is, instead of being taken
+    /// for the caller's own (which would hand it the other asker's state and answer).
+    pub own_only: bool,
 }
 
 /// Parse, then accept or record the rejection (one transaction); then publish: a stale
@@ -37,6 +42,7 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
         .then(|| a.fallback_id.clone())
         .flatten());
     let salvaged = (id, context);
+    let source = a.source.as_str().into_owned();
     let asked = store.ask(AskInput {
         request,
         fallback_id: a.fallback_id,
@@ -45,6 +51,26 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
         source: a.source,
         actor: a.actor,
     })?;
+    if let Asked::Accepted(accepted) = &asked {
+        if a.own_only && !accepted.new {
+            let theirs = store
+                .get(&accepted.id)?
+                .is_some_and(|row| row.source != source);
+            if theirs {
+                // A re-delivery writes nothing, so there is nothing to record either.
+                return Ok(Asked::Rejected {
+                    error: crate::protocol::UserQuestionError::new(
+                        crate::protocol::Code::DuplicateId,
+                        format!(
+                            "request id {:?} is taken by a request this caller did not ask; ask under a new id",
+                            crate::text::one_line(&accepted.id)
+                        ),
+                    ),
+                    outcome: false,
+                });
+            }
+        }
+    }
     if let Asked::Accepted(accepted) = &asked {
         // An earlier rejection of this id may have left its error outcome (and a crash
         // right here would leave it for a re-delivery, or for the daemon's start).

@@ -91,6 +91,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             outcome_under_fallback: a.file.as_os_str() != "-",
             source: Source::Cli,
             actor: Actor::Cli,
+            own_only: false,
         },
     )?;
     let accepted = match asked {

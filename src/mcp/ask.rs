@@ -125,6 +125,8 @@ pub async fn submit(
         who.actor.clone(),
         bytes.clone(),
     );
+    // An asker token sees only its own requests, so it may not re-deliver another's.
+    let own_only = who.require(Action::Read).is_ok_and(|r| r == Reach::Own);
     let asked = backend
         .write(move |store| {
             app::ask::ask(
@@ -136,6 +138,7 @@ pub async fn submit(
                     outcome_under_fallback: false,
                     source,
                     actor,
+                    own_only,
                 },
             )
         })

@@ -48,8 +48,9 @@ impl DshqServer {
         self.inflight.clone()
     }
 
-    /// Who calls, for this request: the client's name from `initialize`, and over HTTP the
-    /// token the transport authenticated (see [`super::http`]).
+    /// Who calls, for this request: over stdio the client's name from `initialize`; over
+    /// HTTP the token the transport authenticated (see [`super::http`]), for both the
+    /// request's source and the actor (`mcp:TOKEN-NAME`).
     fn who(&self, ctx: &RequestContext<RoleServer>) -> Who {
         let name = client_name(
             ctx.peer
@@ -68,8 +69,15 @@ impl DshqServer {
             Some(c) => c.source(),
             None => Source::Mcp(name.clone()),
         };
+        // And who acts is the token too: a name the client picks at `initialize` is no
+        // identity (any client may say "alice"), so it names the actor over stdio only,
+        // where the local user is the caller anyway.
+        let actor = match &caller {
+            Some(c) => Actor::Mcp(client_name(Some(&c.token.name))),
+            None => Actor::Mcp(name),
+        };
         Who {
-            actor: Actor::Mcp(name),
+            actor,
             source,
             caller,
         }

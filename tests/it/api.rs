@@ -738,3 +738,42 @@ fn a_resumed_stream_replays_what_it_missed_then_goes_live_with_nothing_twice() {
         );
     }
 }
+
+#[test]
+fn an_asker_cannot_take_another_askers_request_by_asking_it_again() {
+    let env = Env::new();
+    let ann = token(&env, "asker", "ann", None);
+    let bob = token(&env, "asker", "bob", None);
+    let rita = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    assert_eq!(
+        h.post("/requests", Some(&ann), &simple_request("z1"))
+            .status,
+        201
+    );
+    assert_eq!(
+        h.post("/requests/z1/answer", Some(&rita), &answer_db("SQLite"))
+            .status,
+        200
+    );
+    // Bob cannot read it ...
+    assert_eq!(h.get("/requests/z1/outcome", Some(&bob)).status, 404);
+    // ... nor learn its state or take it as his own by sending the same document.
+    let r = h.post("/requests", Some(&bob), &simple_request("z1"));
+    assert_eq!((r.status, r.code()), (409, "DUPLICATE_ID"), "{r:?}");
+    assert!(r.body.get("status").is_none(), "{r:?}");
+    assert_eq!(h.get("/requests/z1/outcome", Some(&bob)).status, 404);
+    // Ann's own re-delivery is still the idempotent one.
+    let again = h.post("/requests", Some(&ann), &simple_request("z1"));
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(
+        (&again.body["new"], &again.body["status"]),
+        (&json!(false), &json!("answered"))
+    );
+    // A reviewer sees every request, so its re-delivery is not refused.
+    assert_eq!(
+        h.post("/requests", Some(&rita), &simple_request("z1"))
+            .status,
+        200
+    );
+}

@@ -558,7 +558,8 @@ fn http_ask_answer_pending_abort_and_delegated() {
     assert_eq!(shown.status, 200, "{:?}", shown.body);
     assert_eq!(shown.body["source"], "web:agent-box");
     pending_then_get(&env, &t, "http-q2");
-    abort(&env, &t, "http-q3", "mcp:dshq-test-client");
+    // Over HTTP the actor is the token too, never the name the client gave.
+    abort(&env, &t, "http-q3", "mcp:agent-box");
     enter(&env, "boss", None);
     let instance = enter(&env, "worker", Some("boss"));
     let agent = json!({"id": "worker", "instance": instance}).to_string();
@@ -607,7 +608,8 @@ fn http_review_questions_with_a_reviewer_token() {
     let env = Env::new();
     let h = host(&env, &[]);
     let reviewer = token(&env, "reviewer", "alice", None);
-    review(&env, &http(&h.base, &reviewer), "mcp:dshq-test-client");
+    // Recorded as the token's name (the client calls itself dshq-test-client).
+    review(&env, &http(&h.base, &reviewer), "mcp:alice");
 }
 
 // --- the same flows from rmcp's own client (stdio) ---------------------------------

@@ -88,6 +88,8 @@ pub async fn ask(
         return Err(Error::Forbidden.into());
     }
     let (source, actor, root) = (caller.source(), caller.actor(), st.root.clone());
+    // An asker sees only its own requests, so it may not re-deliver another's.
+    let own_only = caller.require(Action::Read).is_ok_and(|r| r == Reach::Own);
     let b = bytes.clone();
     let asked = st
         .db
@@ -101,6 +103,7 @@ pub async fn ask(
                     outcome_under_fallback: false,
                     source,
                     actor,
+                    own_only,
                 },
             )
         })
