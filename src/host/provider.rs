@@ -27,6 +27,9 @@ pub const HOLDER: &str = "web";
 struct Held {
     token: String,
     used: Instant,
+    /// The last act through the JSON API (not the page): such a caller has no page open,
+    /// so the last page leaving says nothing about it.
+    api_used: Option<Instant>,
 }
 
 /// The leases the host holds, by context.
@@ -70,6 +73,7 @@ impl Providers {
             Held {
                 token: reg.lease.clone(),
                 used: Instant::now(),
+                api_used: None,
             },
         );
         Ok(Acting::OnBehalf {
@@ -91,10 +95,35 @@ impl Providers {
         self.held.lock().await.remove(context);
     }
 
-    /// Release the lease of `context` now, if the host holds it (the last reviewer left
-    /// the page); its claims go back to pending.
-    pub async fn release(&self, context: &str) {
-        let Some(h) = self.held.lock().await.remove(context) else {
+    /// [`Providers::acting`] for a caller of the JSON API: the same shared lease, marked
+    /// as used by someone the page cannot see, so that the last page leaving does not
+    /// release it under them ([`Providers::release_for_pages`]).
+    pub async fn acting_for_api(&self, context: &str, actor: Actor) -> Result<Acting> {
+        let acting = self.acting(context, actor).await?;
+        if let Some(h) = self.held.lock().await.get_mut(context) {
+            h.api_used = Some(Instant::now());
+        }
+        Ok(acting)
+    }
+
+    /// The last reviewer left the page: release the lease of `context` now, if the host
+    /// holds it, and its claims go back to pending. Not when the JSON API acted through it
+    /// within the idle time: an API caller's claims stay until the idle release, as if no
+    /// page had ever been open.
+    pub async fn release_for_pages(&self, context: &str) {
+        let h = {
+            let mut held = self.held.lock().await;
+            let api_recent = held
+                .get(context)
+                .and_then(|h| h.api_used)
+                .is_some_and(|t| t.elapsed() < self.idle);
+            if api_recent {
+                tracing::info!(context = %crate::text::for_log(context), "the last page left, but the API used the lease: kept until idle");
+                return;
+            }
+            held.remove(context)
+        };
+        let Some(h) = h else {
             return;
         };
         let token = h.token;

@@ -397,7 +397,7 @@ fn web_leases(env: &Env) -> usize {
 }
 
 #[test]
-fn the_host_holds_the_lease_while_a_page_is_open_and_releases_it_when_the_last_leaves() {
+fn the_host_holds_the_lease_while_a_page_is_open_and_keeps_an_api_callers_claim_when_the_last_leaves() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
     let reviewer = token(&env, "reviewer", "rita", None);
@@ -465,12 +465,57 @@ fn the_host_holds_the_lease_while_a_page_is_open_and_releases_it_when_the_last_l
     assert_eq!(env.wait_outcome("r1")["provider"], "web:rita");
     assert!(!h.daemon.log_text().contains(released));
     assert_eq!(web_leases(&env), 1);
-    // The last page leaves: the lease is released (after the grace), and the log says so.
+    // A claim made over the JSON API, by a caller with no page open.
+    env.drop_file("r3.json", simple_request("r3").to_string().as_bytes());
+    wait_pending(&env, "r3");
+    let r = crate::api::call(
+        "POST",
+        &h.url("/requests/r3/claim"),
+        Some(&reviewer),
+        Some(b"{}"),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    // The last page leaves. The API acted through the lease, so it is kept (until the idle
+    // release) and the API's claim with it, instead of being dropped under that caller.
     drop(a);
+    let kept = "the last page left, but the API used the lease: kept until idle";
+    assert!(
+        wait_until(DEADLINE, || h.daemon.log_text().contains(kept)),
+        "{}",
+        h.daemon.log_text()
+    );
+    assert!(!h.daemon.log_text().contains(released));
+    assert_eq!(web_leases(&env), 1);
+    assert_eq!(status_of(&env, "r3"), "claimed");
+}
+
+#[test]
+fn a_lease_only_pages_used_is_released_when_the_last_page_leaves() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let reviewer = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    env.drop_file("r1.json", simple_request("r1").to_string().as_bytes());
+    wait_pending(&env, "r1");
+    let s = login(&h, &reviewer);
+    assert!(s.get("/r/r1").body.contains("Review the answer"));
+    assert_eq!(web_leases(&env), 1);
+    let r = ureq::get(&format!("{}/live?context=default", h.base))
+        .set("Cookie", &s.cookie)
+        .call()
+        .expect("the page stream");
+    let mut lines = BufReader::new(r.into_reader());
+    let mut first = String::new();
+    lines.read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "event: ready");
+    // The only page leaves: the lease is released (after the grace), and the log says so.
+    drop(lines);
+    let released = "no reviewer left: released the context's provider lease";
     assert!(
         wait_until(DEADLINE, || h.daemon.log_text().contains(released)),
         "{}",
         h.daemon.log_text()
     );
     assert_eq!(web_leases(&env), 0);
+    assert_eq!(status_of(&env, "r1"), "pending");
 }

@@ -260,7 +260,10 @@ where
         + 'static,
 {
     for attempt in 0..2 {
-        let acting = st.providers.acting(&row.context, caller.actor()).await?;
+        let acting = st
+            .providers
+            .acting_for_api(&row.context, caller.actor())
+            .await?;
         let (root, f) = (st.root.clone(), f.clone());
         match st.db.write(move |store| f(store, &root, &acting)).await {
             Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,

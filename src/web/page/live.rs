@@ -98,7 +98,7 @@ impl Drop for Presence {
             rt.spawn(async move {
                 tokio::time::sleep(LEAVE_GRACE).await;
                 if shared.viewers.count(&context) == 0 {
-                    providers.release(&context).await;
+                    providers.release_for_pages(&context).await;
                 }
             });
         }

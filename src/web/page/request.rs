@@ -393,7 +393,7 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQ
             answers.push(item(Vec::new(), None));
             continue;
         }
-        let it = if let Some(approve) = q.plan_review_approve() {
+        let it = if q.plan_review_approve().is_some() {
             match picks.as_slice() {
                 [] | ["decline"] => match other {
                     Some(_) => item(Vec::new(), other),
@@ -405,11 +405,15 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQ
                 },
                 [v] => {
                     let l = label(v)?;
-                    if l == approve {
-                        item(vec![l], None)
-                    } else {
-                        item(vec![l], other)
+                    // A single choice carries no text (the answer rules: text replaces
+                    // the choice), so feedback goes with "Decline with feedback" alone;
+                    // refuse here rather than drop the text or send what Send refuses.
+                    if other.is_some() {
+                        return Err(bad_answer(format!(
+                            "question {n}: feedback is sent with \"Decline with feedback\"; pick that, or clear the feedback to send {l:?}"
+                        )));
                     }
+                    item(vec![l], None)
                 }
                 _ => return Err(bad_answer(format!("question {n}: pick one"))),
             }
@@ -518,7 +522,10 @@ pub async fn confirm(
     let Some(req) = row.request() else {
         return viewer.error(Error::NotFound(id));
     };
-    let answer = match answer_of(&req, &fields) {
+    // The summary shows only what Send would accept: the same answer rules, here.
+    let answer = match answer_of(&req, &fields)
+        .and_then(|a| crate::protocol::answer::check_answer(&req.questions, &a).map(|_| a))
+    {
         Ok(a) => a,
         Err(e) => {
             let body = format!(
@@ -682,5 +689,24 @@ mod tests {
             &f(&[("q0", "o9"), ("q1", "o0"), ("q2", "o0"), ("q3.skip", "1")])
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_plan_choice_with_feedback_is_refused_before_the_summary_not_at_send() {
+        let r = req(serde_json::json!({"questions": [
+            {"id": "p", "question": "plan?", "detail": "# p",
+             "options": [{"label": "Go"}, {"label": "Revise"}],
+             "intent": {"kind": "plan-review", "approve": "Go"}}
+        ]}));
+        // Every answer the page builds satisfies the rules Send applies.
+        for pick in ["o0", "o1"] {
+            let e = answer_of(&r, &f(&[("q0", pick), ("q0.other", "rename X first")])).unwrap_err();
+            assert_eq!(e.code, Code::BadAnswer);
+            assert!(e.message.contains("Decline with feedback"), "{}", e.message);
+            let a = answer_of(&r, &f(&[("q0", pick)])).unwrap();
+            assert!(crate::protocol::answer::check_answer(&r.questions, &a).is_ok());
+        }
+        let a = answer_of(&r, &f(&[("q0", "decline"), ("q0.other", "rename X first")])).unwrap();
+        assert!(crate::protocol::answer::check_answer(&r.questions, &a).is_ok());
     }
 }
