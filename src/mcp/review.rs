@@ -139,8 +139,12 @@ pub fn form(q: &Question) -> (Form, Value) {
     (Form::Single, schema)
 }
 
-/// The answer item for question `id` from an accepted form's `content`.
-pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> AnswerItem {
+/// The answer item for question `id` from an accepted form's `content`, or why the form
+/// cannot stand as an answer (said to the human, who gets the form again): an accepted
+/// form with nothing chosen or written is no answer (Decline is the button that skips),
+/// and a plan's feedback goes with its Decline choice only (a single choice carries no
+/// text: the answer rules would refuse it, and dropping the text would lose it).
+pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> Result<AnswerItem, String> {
     let text = |k: &str| {
         content
             .get(k)
@@ -169,16 +173,30 @@ pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> AnswerItem 
         }
         Form::Text => (vec![], text("answer")),
         Form::Plan { decline, .. } => {
-            let choice = text("decision");
-            let selected = choice.filter(|c| c != decline).into_iter().collect();
-            (selected, text("feedback"))
+            let feedback = text("feedback");
+            match text("decision") {
+                Some(c) if c == *decline => (vec![], feedback),
+                Some(c) if feedback.is_some() => {
+                    return Err(format!(
+                        "feedback is sent with {decline:?} only: choose {decline:?} to send it, \
+                         or clear the feedback to send {c:?}"
+                    ))
+                }
+                Some(c) => (vec![c], None),
+                None => (vec![], feedback),
+            }
         }
     };
-    AnswerItem {
+    if selected.is_empty() && custom.is_none() {
+        return Err(
+            "nothing was chosen or written: choose an answer, or press Decline to skip".into(),
+        );
+    }
+    Ok(AnswerItem {
         id: id.to_string(),
         selected,
         custom,
-    }
+    })
 }
 
 /// The item of a declined form: a skip (for a plan review that is a declined plan).
@@ -473,6 +491,9 @@ async fn walk(
     Ok((reviewed, false))
 }
 
+/// How many times one question's form is shown again after an answer it cannot take.
+const FORM_TRIES: usize = 3;
+
 /// Present each question of `request` as a form.
 async fn ask_request(
     row: &RequestRow,
@@ -490,41 +511,63 @@ async fn ask_request(
                 row.id.as_deref(),
             )
         })?;
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: message(row, q, i + 1, of),
-            requested_schema,
-        };
-        let result = tokio::select! {
-            r = ctx.peer.create_elicitation_with_timeout(params, Some(form_timeout)) => r,
-            _ = ctx.ct.cancelled() => return Ok(Walked::Stopped),
-        };
-        // A form nobody answers (the human left, or the client vanished without closing
-        // the session) stops the review like a cancel: the lease must not be held forever.
-        if let Err(rmcp::service::ServiceError::Timeout { .. }) = &result {
-            tracing::info!("no answer to a review form in time: stopping the review");
-            return Ok(Walked::Stopped);
-        }
-        let result = result.map_err(|e| {
-            tool_error(
-                &UserQuestionError::new(Code::Usage, format!("the client's form failed: {e}")),
-                row.id.as_deref(),
-            )
-        })?;
-        match result.action {
-            ElicitationAction::Accept => {
-                let content = result
-                    .content
-                    .as_ref()
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                items.push(accepted_item(&q.id, &kind, &content));
+        // A form that cannot stand as an answer is shown again with the reason, a few
+        // times; then the review stops and leaves this request and the rest pending.
+        let mut refused: Option<String> = None;
+        let mut tries = 0;
+        let item = loop {
+            let mut text = message(row, q, i + 1, of);
+            if let Some(why) = &refused {
+                text = format!("Not taken: {why}.\n\n{text}");
             }
-            ElicitationAction::Decline => items.push(declined_item(&q.id)),
-            // Cancel, and whatever a later revision adds: stop, leave the rest pending.
-            _ => return Ok(Walked::Stopped),
-        }
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: text,
+                requested_schema: requested_schema.clone(),
+            };
+            let result = tokio::select! {
+                r = ctx.peer.create_elicitation_with_timeout(params, Some(form_timeout)) => r,
+                _ = ctx.ct.cancelled() => return Ok(Walked::Stopped),
+            };
+            // A form nobody answers (the human left, or the client vanished without
+            // closing the session) stops the review like a cancel: the lease must not be
+            // held forever.
+            if let Err(rmcp::service::ServiceError::Timeout { .. }) = &result {
+                tracing::info!("no answer to a review form in time: stopping the review");
+                return Ok(Walked::Stopped);
+            }
+            let result = result.map_err(|e| {
+                tool_error(
+                    &UserQuestionError::new(Code::Usage, format!("the client's form failed: {e}")),
+                    row.id.as_deref(),
+                )
+            })?;
+            match result.action {
+                ElicitationAction::Accept => {
+                    let content = result
+                        .content
+                        .as_ref()
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    match accepted_item(&q.id, &kind, &content) {
+                        Ok(item) => break item,
+                        Err(why) => {
+                            tries += 1;
+                            if tries >= FORM_TRIES {
+                                tracing::info!(why = %why, "a review form was refused {FORM_TRIES} times: stopping the review");
+                                return Ok(Walked::Stopped);
+                            }
+                            refused = Some(why);
+                        }
+                    }
+                }
+                ElicitationAction::Decline => break declined_item(&q.id),
+                // Cancel, and whatever a later revision adds: stop, leave the rest pending.
+                _ => return Ok(Walked::Stopped),
+            }
+        };
+        items.push(item);
     }
     Ok(Walked::Answer(Answer { answers: items }))
 }
@@ -579,19 +622,33 @@ mod tests {
         };
         assert_eq!(decline, "Decline!");
         let content = json!({"decision": "Decline!", "feedback": "split it"});
-        let item = accepted_item("q", &kind, content.as_object().unwrap());
+        let item = accepted_item("q", &kind, content.as_object().unwrap()).unwrap();
         assert!(item.selected.is_empty());
         assert_eq!(item.custom.as_deref(), Some("split it"));
+        // Feedback with another choice is refused (the rules would refuse it at the
+        // answer), naming what to do; an empty form is no answer either.
+        for other in ["Approve", "Revise"] {
+            let content = json!({"decision": other, "feedback": "ok but rename X"});
+            let why = accepted_item("q", &kind, content.as_object().unwrap()).unwrap_err();
+            assert!(why.contains("Decline!"), "{why}");
+        }
+        let approve = json!({"decision": "Approve"});
+        let item = accepted_item("q", &kind, approve.as_object().unwrap()).unwrap();
+        assert_eq!(item.selected, vec!["Approve"]);
+        for form_kind in [Form::Single, Form::Multi, Form::Text, kind.clone()] {
+            let why = accepted_item("q", &form_kind, &JsonObject::new()).unwrap_err();
+            assert!(why.contains("Decline to skip"), "{why}");
+        }
     }
 
     #[test]
     fn other_overrides_a_single_choice_and_supplements_a_multi_choice() {
         let c = json!({"choice": "A", "other": "neither"});
-        let one = accepted_item("q", &Form::Single, c.as_object().unwrap());
+        let one = accepted_item("q", &Form::Single, c.as_object().unwrap()).unwrap();
         assert!(one.selected.is_empty());
         assert_eq!(one.custom.as_deref(), Some("neither"));
         let c = json!({"choices": ["A", "B"], "other": "and C"});
-        let many = accepted_item("q", &Form::Multi, c.as_object().unwrap());
+        let many = accepted_item("q", &Form::Multi, c.as_object().unwrap()).unwrap();
         assert_eq!(many.selected, vec!["A", "B"]);
         assert_eq!(many.custom.as_deref(), Some("and C"));
     }

@@ -277,16 +277,27 @@ fn review(env: &Env, t: &Transport, actor: &str) {
         .iter()
         .map(|f| f["message"].as_str().unwrap())
         .collect();
-    assert_eq!(forms.len(), 6, "{forms:?}");
+    // Two forms were shown again: an empty one, and a plan approved with feedback.
+    assert_eq!(forms.len(), 8, "{forms:?}");
     assert!(
-        forms[4].contains("1. build\n2. ship"),
+        forms[1].starts_with("Not taken: nothing was chosen") && forms[1].contains("rev-single"),
+        "{}",
+        forms[1]
+    );
+    assert!(
+        forms[5].contains("1. build\n2. ship"),
         "the plan is shown: {}",
-        forms[4]
+        forms[5]
+    );
+    assert!(
+        forms[6].starts_with("Not taken: feedback is sent with") && forms[6].contains("rev-plan"),
+        "{}",
+        forms[6]
     );
     assert_eq!(r["forms"][0]["properties"], json!(["choice", "other"]));
-    assert_eq!(r["forms"][1]["properties"], json!(["choices", "other"]));
-    assert_eq!(r["forms"][3]["properties"], json!(["answer"]));
-    assert_eq!(r["forms"][4]["properties"], json!(["decision", "feedback"]));
+    assert_eq!(r["forms"][2]["properties"], json!(["choices", "other"]));
+    assert_eq!(r["forms"][4]["properties"], json!(["answer"]));
+    assert_eq!(r["forms"][5]["properties"], json!(["decision", "feedback"]));
     assert_eq!(r["structured"]["stopped"], true);
     assert_eq!(r["structured"]["stillOpen"], 1);
     check_review(env, actor);

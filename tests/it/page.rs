@@ -397,7 +397,8 @@ fn web_leases(env: &Env) -> usize {
 }
 
 #[test]
-fn the_host_holds_the_lease_while_a_page_is_open_and_keeps_an_api_callers_claim_when_the_last_leaves() {
+fn the_host_holds_the_lease_while_a_page_is_open_and_keeps_an_api_callers_claim_when_the_last_leaves(
+) {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
     let reviewer = token(&env, "reviewer", "rita", None);

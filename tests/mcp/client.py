@@ -260,15 +260,20 @@ async def task_poll() -> None:
 
 
 def elicitation_handler(seen: list):
-    """The human: picks options, types Other, declines a plan with feedback, cancels."""
+    """The human: picks options, types Other, declines a plan with feedback, cancels; twice
+    sends a form that cannot stand (an empty one, Approve with feedback) and, shown it
+    again with the reason, corrects it."""
 
     async def handle(context, params) -> types.ElicitResult:
         msg = params.message
         schema = params.requested_schema
         props = schema.get("properties", {}) if isinstance(schema, dict) else schema.properties
         seen.append({"message": msg, "properties": sorted(props)})
+        again = msg.startswith("Not taken:")
         if "rev-single" in msg:
-            return types.ElicitResult(action="accept", content={"choice": "Blue"})
+            # First an empty form (no answer: shown again, with the reason), then a choice.
+            content = {"choice": "Blue"} if again else {}
+            return types.ElicitResult(action="accept", content=content)
         if "rev-multi" in msg:
             return types.ElicitResult(action="accept", content={"choices": ["A", "C"], "other": "and D"})
         if "rev-other" in msg:
@@ -277,8 +282,10 @@ def elicitation_handler(seen: list):
             return types.ElicitResult(action="decline")
         if "rev-plan" in msg:
             decline = [o["const"] for o in props["decision"]["oneOf"] if o["const"].startswith("Decline")]
+            # First Approve with feedback (refused: feedback goes with Decline), then Decline.
+            choice = decline[-1] if again else "Approve"
             return types.ElicitResult(
-                action="accept", content={"decision": decline[-1], "feedback": "split step 2"}
+                action="accept", content={"decision": choice, "feedback": "split step 2"}
             )
         return types.ElicitResult(action="cancel")
 
