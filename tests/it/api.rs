@@ -564,6 +564,13 @@ fn bad_and_oversize_bodies_get_their_codes_and_change_nothing() {
     let big = format!("{{\"id\": \"big\", \"pad\": \"{}\"}}", "x".repeat(100_000));
     let r = post("/requests", big.as_bytes());
     assert_eq!((r.status, r.code()), (413, "TOO_LARGE"));
+    // Megabytes over the limit still get their 413, not a reset connection (a broken
+    // pipe for the client): the host reads and drops the rest before it answers.
+    let huge = vec![b' '; 3 << 20];
+    for _ in 0..5 {
+        let r = post("/requests", &huge);
+        assert_eq!((r.status, r.code()), (413, "TOO_LARGE"));
+    }
     // Nothing accepted; the three refused documents are recorded as rejections (the audit
     // keeps every refusal, as for `dshq ask`), the oversize ones never reached the store.
     let listed = env.json(&["list"]).ok().json();
