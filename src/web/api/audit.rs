@@ -32,35 +32,8 @@ pub async fn history(
 ) -> ApiResult<Json<Vec<HistoryRow>>> {
     caller.require(Action::Audit)?;
     let q = Query::parse(raw.as_deref(), HISTORY_PARAMS)?;
-    let now = now_ms();
-    let mut contexts = q.all("context");
-    if let Some(bound) = &caller.token.context {
-        if contexts.is_empty() || contexts.contains(bound) {
-            contexts = vec![bound.clone()];
-        } else {
-            return Ok(Json(Vec::new()));
-        }
-    }
-    let filter = HistoryFilter {
-        agent: q.one("agent").map(str::to_string),
-        contexts,
-        provider: q.one("provider").map(str::to_string),
-        status: q.parsed("status", "give a status such as answered", Status::parse)?,
-        code: q
-            .parsed(
-                "code",
-                "give an error code such as ASK_CANCELLED",
-                Code::parse,
-            )?
-            .map(|c| c.as_str().to_string()),
-        intent: q.parsed("intent", "give plan-review", |v| {
-            (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
-        })?,
-        decision: q.parsed("decision", "give approved or declined", Decision::parse)?,
-        since: q.time("since", now)?,
-        until: q.time("until", now)?,
-        grep: q.one("grep").map(str::to_string),
-        limit: Some(q.limit("limit", HISTORY_LIMIT_MAX)?.unwrap_or(1000)),
+    let Some(filter) = history_filter(&q, caller.token.context.as_ref(), now_ms())? else {
+        return Ok(Json(Vec::new()));
     };
     let rows = st
         .db
@@ -109,4 +82,44 @@ pub async fn stats(
         .read(move |store| app::audit::stats(store, since))
         .await?;
     Ok(Json(stats))
+}
+
+/// The history filter a query asks for (`HISTORY_PARAMS`, the CLI's `history` flags), for
+/// a caller whose token may be bound to one context: `None` when it asks only for other
+/// contexts, which it may not see (an empty answer, not an error that would reveal them).
+/// The API's `GET /history` and the page's history both read their query through here.
+pub fn history_filter(
+    q: &Query,
+    bound: Option<&String>,
+    now: crate::clock::Millis,
+) -> Result<Option<HistoryFilter>, crate::web::error::ApiError> {
+    let mut contexts = q.all("context");
+    if let Some(bound) = bound {
+        if contexts.is_empty() || contexts.contains(bound) {
+            contexts = vec![bound.clone()];
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some(HistoryFilter {
+        agent: q.one("agent").map(str::to_string),
+        contexts,
+        provider: q.one("provider").map(str::to_string),
+        status: q.parsed("status", "give a status such as answered", Status::parse)?,
+        code: q
+            .parsed(
+                "code",
+                "give an error code such as ASK_CANCELLED",
+                Code::parse,
+            )?
+            .map(|c| c.as_str().to_string()),
+        intent: q.parsed("intent", "give plan-review", |v| {
+            (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
+        })?,
+        decision: q.parsed("decision", "give approved or declined", Decision::parse)?,
+        since: q.time("since", now)?,
+        until: q.time("until", now)?,
+        grep: q.one("grep").map(str::to_string),
+        limit: Some(q.limit("limit", HISTORY_LIMIT_MAX)?.unwrap_or(1000)),
+    }))
 }

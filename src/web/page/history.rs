@@ -13,9 +13,9 @@ use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
-use crate::protocol::{Code, Decision};
+use crate::protocol::Code;
 use crate::store::{HistoryFilter, Status};
-use crate::web::api::audit::{HISTORY_LIMIT_MAX, HISTORY_PARAMS};
+use crate::web::api::audit::{history_filter, HISTORY_PARAMS};
 use crate::web::api::query::Query;
 use crate::web::error::ApiError;
 use crate::web::AppState;
@@ -33,37 +33,8 @@ fn filter_of(
         .collect();
     let raw = serde_urlencoded::to_string(&kept).unwrap_or_default();
     let q = Query::parse(Some(&raw), HISTORY_PARAMS)?;
-    let now = now_ms();
-    let mut contexts = q.all("context");
-    if let Some(bound) = &viewer.caller.token.context {
-        if contexts.is_empty() || contexts.contains(bound) {
-            contexts = vec![bound.clone()];
-        } else {
-            return Ok((q, None));
-        }
-    }
-    let filter = HistoryFilter {
-        agent: q.one("agent").map(str::to_string),
-        contexts,
-        provider: q.one("provider").map(str::to_string),
-        status: q.parsed("status", "give a status such as answered", Status::parse)?,
-        code: q
-            .parsed(
-                "code",
-                "give an error code such as ASK_CANCELLED",
-                Code::parse,
-            )?
-            .map(|c| c.as_str().to_string()),
-        intent: q.parsed("intent", "give plan-review", |v| {
-            (v == crate::protocol::types::PLAN_REVIEW).then(|| v.to_string())
-        })?,
-        decision: q.parsed("decision", "give approved or declined", Decision::parse)?,
-        since: q.time("since", now)?,
-        until: q.time("until", now)?,
-        grep: q.one("grep").map(str::to_string),
-        limit: Some(q.limit("limit", HISTORY_LIMIT_MAX)?.unwrap_or(1000)),
-    };
-    Ok((q, Some(filter)))
+    let filter = history_filter(&q, viewer.caller.token.context.as_ref(), now_ms())?;
+    Ok((q, filter))
 }
 
 fn form(q: &Query) -> String {
