@@ -498,6 +498,20 @@ fn summary_item(q: &Question, a: &AnswerItem) -> String {
     parts.join(" and ")
 }
 
+/// The fields of a form that answers: parsed, its CSRF token checked, and the viewer's
+/// role allowed to answer (what the summary and the send both require first).
+// The error is the page to show (built once, returned at once).
+#[allow(clippy::result_large_err)]
+fn answering_form(viewer: &Viewer, bytes: &[u8]) -> Result<Vec<(String, String)>, Response> {
+    let fields = form_fields(bytes).map_err(|e| viewer.error(e))?;
+    viewer.check_csrf(field(&fields, "csrf"))?;
+    viewer
+        .caller
+        .require(Action::Answer)
+        .map_err(|e| viewer.error(e))?;
+    Ok(fields)
+}
+
 /// `POST /r/{id}/confirm`: the summary of what will be sent, to confirm.
 pub async fn confirm(
     State(st): State<AppState>,
@@ -505,16 +519,10 @@ pub async fn confirm(
     Path(id): Path<String>,
     Body(bytes): Body,
 ) -> Response {
-    let fields = match form_fields(&bytes) {
+    let fields = match answering_form(&viewer, &bytes) {
         Ok(f) => f,
-        Err(e) => return viewer.error(e),
+        Err(r) => return r,
     };
-    if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
-        return r;
-    }
-    if let Err(e) = viewer.caller.require(Action::Answer) {
-        return viewer.error(e);
-    }
     let row = match visible(&st, &viewer, &id).await {
         Ok(r) => r,
         Err(r) => return r,
@@ -577,16 +585,10 @@ pub async fn send(
     Path(id): Path<String>,
     Body(bytes): Body,
 ) -> Response {
-    let fields = match form_fields(&bytes) {
+    let fields = match answering_form(&viewer, &bytes) {
         Ok(f) => f,
-        Err(e) => return viewer.error(e),
+        Err(r) => return r,
     };
-    if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
-        return r;
-    }
-    if let Err(e) = viewer.caller.require(Action::Answer) {
-        return viewer.error(e);
-    }
     let doc = match crate::protocol::answer::parse_answer(
         field(&fields, "answer").unwrap_or("").as_bytes(),
     ) {
