@@ -17,6 +17,7 @@
 //! runs the same scenarios (`store::scenarios`, compiled for tests).
 
 pub mod anchor;
+pub mod chain;
 pub mod sqlite;
 pub mod types;
 
@@ -244,6 +245,19 @@ pub struct Verified {
     pub broken: Option<String>,
 }
 
+/// Commits made by other processes or hosts, for a backend that can tell (PostgreSQL's
+/// LISTEN/NOTIFY). The daemon waits on it on a thread of its own and runs a pass (expiry,
+/// the outbox) when it fires, so an answer given on another host reaches this root's
+/// outbox promptly instead of at the next tick.
+pub trait Wakeups: Send {
+    /// Wait up to `timeout` for a commit elsewhere: `Ok(true)` when one (or more) came,
+    /// `Ok(false)` when none did. A lost connection is an error; the next call reconnects.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool>;
+}
+
+/// One record of [`Store::export`]: its type and its fields.
+pub type Record = (String, serde_json::Map<String, serde_json::Value>);
+
 /// The storage seam: one method per transaction, shaped by the use-cases in
 /// [`crate::app`]. Synchronous and `Send`: a host may give it to one blocking thread.
 pub trait Store: Send {
@@ -423,6 +437,24 @@ pub trait Store: Send {
 
     /// Every record in one snapshot, as (type, fields) in a stable order.
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()>;
+
+    /// Load another store's [`Store::export`] into this one, which must be empty, in one
+    /// transaction: every row as it was (positions, times, the chain's hashes), so that
+    /// `audit verify` passes on the copy. Returns how many records were loaded.
+    fn import(&mut self, records: &mut dyn Iterator<Item = Result<Record>>) -> Result<u64> {
+        let _ = records;
+        Err(crate::Error::Invalid(
+            "this store cannot load a copy; copy into a PostgreSQL store".into(),
+        ))
+    }
+
+    // ---- other writers -----------------------------------------------------------------
+
+    /// A way to learn of commits other processes or hosts make, when the backend has one
+    /// (`None`: SQLite, whose writers on the one host publish their own outcomes).
+    fn wakeups(&mut self) -> Result<Option<Box<dyn Wakeups>>> {
+        Ok(None)
+    }
 
     // ---- web tokens ------------------------------------------------------------------
 
