@@ -18,6 +18,7 @@
 
 pub mod anchor;
 pub mod chain;
+pub mod postgres;
 pub mod sqlite;
 pub mod types;
 

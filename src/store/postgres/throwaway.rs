@@ -1,0 +1,1 @@
+//! A throwaway PostgreSQL server for tests and benchmarks (being written).
