@@ -205,8 +205,15 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
         let _ = l.started.send(Waker(tx.clone()));
     }
 
+    // Commits made on other hosts (a shared store): each wakes a pass, which writes the
+    // outcomes of this root that they finished.
+    let _wakeups = spawn_wakeups(store, tx.clone(), stop.clone());
+
     // Startup: everything already there, and any outcome committed but not yet written.
-    pass(root, store, config, &stop, &mut watcher, true, true);
+    let mut failures = 0u32;
+    if !pass(root, store, config, &stop, &mut watcher, true, true) {
+        failures = 1;
+    }
     if let Some(h) = hooks.as_mut() {
         h.poll(store);
     }
@@ -214,6 +221,14 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
         (l.after_pass)(store);
     }
     while !stop.load(Ordering::SeqCst) {
+        if failures > 0 {
+            // The store (or the file system) failed the last pass: wait, longer each time
+            // up to a bound, then try everything again. Nothing waits meanwhile but files
+            // in the inbox, which stay there until a commit takes them.
+            if back_off(&rx, failures, &stop) {
+                break;
+            }
+        }
         let timeout = sleep_for(store, config.tick);
         let first = match rx.recv_timeout(timeout) {
             Ok(h) => Some(h),
@@ -240,12 +255,12 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
                 Hint::Shutdown => stop.store(true, Ordering::SeqCst),
             }
         }
-        if first.is_none() {
-            // Periodic tick: the full rescan that makes missed events harmless.
+        if first.is_none() || failures > 0 {
+            // Periodic tick, or a retry: the full rescan that makes missed events harmless.
             do_inbox = true;
             do_answers = true;
         }
-        pass(
+        let ok = pass(
             root,
             store,
             config,
@@ -254,6 +269,7 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
             do_inbox,
             do_answers,
         );
+        failures = if ok { 0 } else { failures.saturating_add(1) };
         if let Some(h) = hooks.as_mut() {
             h.poll(store);
         }
@@ -311,8 +327,84 @@ fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
     }
 }
 
-/// One pass: inbox, answer files, expiry, outbox. Errors are logged and retried on the
-/// next pass; the daemon keeps running.
+/// The longest wait between retries after failed passes.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Wait before the retry that follows `failures` failed passes in a row (100 ms, doubling,
+/// at most [`MAX_BACKOFF`]); hints that arrive meanwhile are dropped, since the retry
+/// scans everything. Returns whether to stop.
+fn back_off(rx: &mpsc::Receiver<Hint>, failures: u32, stop: &AtomicBool) -> bool {
+    let delay = Duration::from_millis(100)
+        .saturating_mul(1u32 << failures.min(16).saturating_sub(1))
+        .min(MAX_BACKOFF);
+    if failures == 1 || delay == MAX_BACKOFF && failures % 12 == 0 {
+        tracing::warn!(failures, retry_in = ?delay, "a pass failed; retrying");
+    }
+    let until = Instant::now() + delay;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return stop.load(Ordering::SeqCst);
+        }
+        match rx.recv_timeout(left) {
+            Ok(Hint::Shutdown) | Err(RecvTimeoutError::Disconnected) => return true,
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Start the thread that turns the store's [`crate::store::Wakeups`] (commits on other
+/// hosts) into passes, when the backend has them. It reconnects with backoff when the
+/// store goes away, and ends with the daemon.
+fn spawn_wakeups(
+    store: &mut dyn Store,
+    tx: mpsc::Sender<Hint>,
+    stop: Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let mut wakeups = match store.wakeups() {
+        Ok(Some(w)) => w,
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::error!(error = %for_log(&e.to_string()), "cannot listen for commits on other hosts; relying on the periodic pass");
+            return None;
+        }
+    };
+    std::thread::Builder::new()
+        .name("dshq-wakeups".into())
+        .spawn(move || {
+            let mut failures = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                match wakeups.wait(Duration::from_secs(1)) {
+                    Ok(woke) => {
+                        if failures > 0 {
+                            tracing::info!("listening for commits on other hosts again");
+                            // What was committed while we were deaf: one pass sees it.
+                            let _ = tx.send(Hint::Outbox);
+                        }
+                        failures = 0;
+                        if woke && tx.send(Hint::Outbox).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        failures = failures.saturating_add(1);
+                        if failures == 1 {
+                            tracing::warn!(error = %for_log(&e.to_string()), "lost the store's notifications; reconnecting");
+                        }
+                        let delay = Duration::from_millis(100)
+                            .saturating_mul(1u32 << failures.min(16).saturating_sub(1))
+                            .min(MAX_BACKOFF);
+                        std::thread::sleep(delay);
+                    }
+                }
+            }
+        })
+        .map_err(|e| tracing::error!(error = %e, "cannot start the notification thread"))
+        .ok()
+}
+
+/// One pass: inbox, answer files, expiry, outbox. Errors are logged and retried after a
+/// backoff ([`back_off`]); the daemon keeps running. Returns whether every step succeeded.
 fn pass(
     root: &Root,
     store: &mut dyn Store,
@@ -321,27 +413,33 @@ fn pass(
     watcher: &mut notify::RecommendedWatcher,
     do_inbox: bool,
     do_answers: bool,
-) {
+) -> bool {
     tracing::debug!(do_inbox, do_answers, "pass");
+    let mut ok = true;
     if do_inbox {
         if let Err(e) = drain_inbox(root, store, config, stop, watcher) {
             tracing::error!(error = %for_log(&e.to_string()), "inbox pass failed; will retry");
+            ok = false;
         }
     }
     if do_answers {
         match app::provide::answer_files(store, root, config.max_bytes, config.batch_bytes) {
             Ok(_) => {}
             Err(e) => {
-                tracing::error!(error = %for_log(&e.to_string()), "answer pass failed; will retry")
+                tracing::error!(error = %for_log(&e.to_string()), "answer pass failed; will retry");
+                ok = false;
             }
         }
     }
     if let Err(e) = expire(store) {
         tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
+        ok = false;
     }
     if let Err(e) = app::ask::publish_pending(store, root) {
         tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
+        ok = false;
     }
+    ok
 }
 
 /// Ingest `inbox/new/` until every file listed has been tried, one transaction per batch,
