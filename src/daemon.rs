@@ -285,9 +285,10 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
     Ok(())
 }
 
-/// Take an exclusive `flock` on the root directory, held for the life of the
-/// returned file (the kernel drops it when the process dies, even on SIGKILL).
-fn lock_root(root: &Root) -> Result<std::fs::File> {
+/// Take an exclusive `flock` on the root directory (`DAEMON_RUNNING` when a daemon holds
+/// it), held for the life of the returned file (the kernel drops it when the process
+/// dies, even on SIGKILL).
+pub fn lock_root(root: &Root) -> Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     // The root directory itself, not a file in it: a lock file can be unlinked (and a

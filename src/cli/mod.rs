@@ -24,6 +24,7 @@ pub mod provider;
 pub mod schema;
 pub mod show;
 pub mod stats;
+pub mod store;
 pub mod token;
 pub mod validate;
 pub mod wait;
@@ -126,6 +127,9 @@ pub enum Command {
     Token(token::Command),
     /// The MCP server over stdio: MCP agents ask, MCP clients with a human answer.
     Mcp(mcp::Args),
+    /// The store itself: copy it into a shared PostgreSQL database.
+    #[command(subcommand)]
+    Store(store::Command),
 }
 
 /// What every command gets.
@@ -262,6 +266,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
     };
     match cli.command {
         Command::Daemon(a) => daemon::run(&ctx, a),
+        Command::Store(c) => store::run(&ctx, c),
         Command::Ask(a) => ask::run(&ctx, a),
         Command::Wait(a) => wait::run(&ctx, a),
         Command::List(a) => list::run(&ctx, a),
