@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher};
 
 use crate::app;
-use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::files::inbox;
 use crate::hooks::{HookConfig, Hooks};
@@ -320,7 +319,10 @@ pub fn lock_root(root: &Root) -> Result<std::fs::File> {
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.
 fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
-    let now = now_ms();
+    // The store's clock, not this host's: what falls due is judged by it.
+    let Ok(now) = store.clock_now() else {
+        return tick;
+    };
     match app::sweep::next_due(store) {
         Ok(Some(due)) if due >= now => Duration::from_millis((due - now + 1) as u64).min(tick),
         Ok(Some(_)) => Duration::from_millis(1),

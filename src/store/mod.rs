@@ -356,6 +356,13 @@ pub trait Store: Send {
     /// The earliest future time something falls due.
     fn next_due(&mut self) -> Result<Option<Millis>>;
 
+    /// The time now on the clock the store judges by (the database's, for a shared store):
+    /// what [`Store::next_due`] is compared with, so a host whose own clock is wrong
+    /// neither spins nor oversleeps.
+    fn clock_now(&mut self) -> Result<Millis> {
+        Ok(crate::clock::now_ms())
+    }
+
     // ---- the outbox ------------------------------------------------------------------
 
     /// Final requests whose outcome file is not written yet, oldest first, after the key

@@ -392,6 +392,10 @@ impl Store for SqliteStore {
         conn::sweep_if_due(&mut self.conn, now)
     }
 
+    fn clock_now(&mut self) -> Result<Millis> {
+        Ok(self.now())
+    }
+
     fn next_due(&mut self) -> Result<Option<Millis>> {
         requests::next_due(&self.conn)
     }
