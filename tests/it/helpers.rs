@@ -38,6 +38,9 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 /// A temporary state root.
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// Extra environment for every command and daemon of this root (`DSHQ_STORE` of a
+    /// shared store, a host's `DSHQ_CLOCK_SKEW`).
+    pub vars: Vec<(String, String)>,
 }
 
 /// What a command printed and how it exited.
@@ -92,7 +95,21 @@ impl Env {
     pub fn new() -> Env {
         Env {
             dir: tempfile::tempdir().expect("temp dir"),
+            vars: Vec::new(),
         }
+    }
+
+    /// A root whose store is the shared store at `url` (a host of a multi-host queue).
+    pub fn on_store(url: &str) -> Env {
+        let mut env = Env::new();
+        env.vars.push(("DSHQ_STORE".into(), url.into()));
+        env
+    }
+
+    /// The same, with this host's clock shifted by `skew` (`+10m`).
+    pub fn with_var(mut self, key: &str, value: &str) -> Env {
+        self.vars.push((key.into(), value.into()));
+        self
     }
 
     /// The state root.
@@ -107,9 +124,13 @@ impl Env {
             .env_remove("DSHQ_LEASE")
             .env_remove("DSHQ_CLOCK_SKEW")
             .env_remove("DSHQ_AGENT_INSTANCE")
+            .env_remove("DSHQ_STORE")
             .env("RUST_LOG", "warn")
             .env("USER", "tester")
             .stdin(Stdio::null());
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
         c
     }
 

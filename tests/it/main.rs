@@ -20,6 +20,7 @@ mod interactive;
 mod layers;
 mod lease;
 mod mcp;
+mod multihost;
 mod openapi;
 mod outcome;
 mod page;

@@ -244,7 +244,15 @@ impl Server {
         Ok(())
     }
 
-    /// Start the server again after [`Server::stop`] on the same data.
+    /// Start the server again after [`Server::stop`], on the same data.
+    pub fn resume(&mut self) -> Result<()> {
+        if self.wrapper.is_some() {
+            return Ok(());
+        }
+        self.run()
+    }
+
+    /// Stop the server and start it again on the same data.
     pub fn restart(&mut self) -> Result<()> {
         self.stop()?;
         self.run()

@@ -1,0 +1,376 @@
+//! Many hosts, one queue: daemons with roots of their own on one PostgreSQL store.
+//!
+//! - `three_hosts_share_one_queue_through_sigkills`: three roots ("hosts") on one store,
+//!   one of them with its clock ten minutes ahead. Request files are dropped on all three
+//!   while their daemons are SIGKILLed and restarted at random; each request is answered
+//!   from another host, by the CLI or by an answer file dropped in a third root. Afterwards
+//!   every dropped file is exactly one request, every request has exactly one outcome file,
+//!   in its own root's outbox and no other, nothing is left in any inbox, and `audit
+//!   verify` passes on every host. The skewed host can neither steal a live lease (its
+//!   clock says it expired) nor keep a dead one (with its clock shifted back instead).
+//! - `the_daemon_rides_out_a_postgres_restart`: the server stops mid-burst and comes back;
+//!   the daemon waits and retries, a command meanwhile fails with `STORE`, and afterwards
+//!   every file is exactly one request and the daemon is still the same process.
+//!
+//! The store is a throwaway server (`dshq::store::postgres::throwaway`): the one `.ci/run`
+//! names in `DSHQ_TEST_POSTGRES`, else one started for this test process.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+use dshq::store::postgres::throwaway;
+
+/// One at a time: each test runs three daemons and a burst.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+/// A fresh database on the shared throwaway server.
+fn fresh_store() -> String {
+    throwaway::shared()
+        .fresh_database()
+        .expect("a fresh PostgreSQL database")
+}
+
+/// xorshift64 for kill delays and choices; seeded from the clock, printed.
+struct Rng(u64);
+
+impl Rng {
+    fn new() -> Rng {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        println!("multihost seed: {seed}");
+        Rng(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Every request in the store, by id, with its status, as one host's CLI lists them.
+fn all_requests(host: &Env) -> Vec<(String, String)> {
+    let list = host
+        .json(&["list", "--limit", "100000", "--oldest-first"])
+        .ok()
+        .json();
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn request_for(id: &str) -> Vec<u8> {
+    serde_json::to_vec(&simple_request(id)).unwrap()
+}
+
+fn answer_file(lease: &str) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"lease": lease, "answers": [{"id": "db", "selected": ["Postgres"]}]}),
+    )
+    .unwrap()
+}
+
+/// The host (0, 1, 2) a request id was dropped on: `h1-007` → 1.
+fn host_of(id: &str) -> usize {
+    id[1..2].parse().unwrap()
+}
+
+#[test]
+fn three_hosts_share_one_queue_through_sigkills() {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let url = fresh_store();
+    let hosts = [
+        Env::on_store(&url),
+        Env::on_store(&url),
+        Env::on_store(&url).with_var("DSHQ_CLOCK_SKEW", "+10m"),
+    ];
+    // The first write keys the chain (audit.key in host 0's root); every host of one
+    // store holds the same key.
+    let lease = hosts[0].register("alice", "default", "10m");
+    for h in &hosts[1..] {
+        h.json(&["list"]).ok(); // creates the root's layout
+        fs::copy(
+            hosts[0].root().join("audit.key"),
+            h.root().join("audit.key"),
+        )
+        .unwrap();
+    }
+
+    // A clock ten minutes ahead says alice's lease (10m) has just expired: it must not be
+    // able to take the context.
+    let steal = hosts[2].json(&[
+        "provider",
+        "register",
+        "--name",
+        "mallory",
+        "--context",
+        "default",
+        "--ttl",
+        "1m",
+    ]);
+    assert_eq!(steal.error_code(), "DUPLICATE_PROVIDER", "{steal:?}");
+
+    let mut daemons: Vec<Option<Daemon>> = hosts.iter().map(|h| Some(h.daemon())).collect();
+    const PER_HOST: usize = 40;
+    let stop = AtomicBool::new(false);
+    let answered: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
+    let mut rng = Rng::new();
+    let mut kills = 0;
+    std::thread::scope(|s| {
+        // Droppers: one per host, each dropping its files at its own pace.
+        let droppers: Vec<_> = (0..3)
+            .map(|i| {
+                let host = &hosts[i];
+                s.spawn(move || {
+                    for n in 0..PER_HOST {
+                        let id = format!("h{i}-{n:03}");
+                        host.drop_file(&format!("{id}.json"), &request_for(&id));
+                        if n % 8 == 7 {
+                            std::thread::sleep(Duration::from_millis(30));
+                        }
+                    }
+                })
+            })
+            .collect();
+        // The answerer: every pending request is answered from a host other than its
+        // own, alternately by that host's CLI and by an answer file in a third root.
+        let answerer = s.spawn(|| {
+            let mut turn = 0usize;
+            while !stop.load(Ordering::SeqCst) {
+                let pending: Vec<String> = all_requests(&hosts[1])
+                    .into_iter()
+                    .filter(|(_, st)| st == "pending")
+                    .map(|(id, _)| id)
+                    .collect();
+                for id in pending {
+                    if answered.lock().unwrap().contains_key(&id) {
+                        continue;
+                    }
+                    let own = host_of(&id);
+                    turn += 1;
+                    let how = if turn % 2 == 0 {
+                        let by = &hosts[(own + 1) % 3];
+                        let r = by.run_env(
+                            &[("DSHQ_LEASE", &lease)],
+                            &["--json", "answer", &id, "--select", "Postgres"],
+                        );
+                        assert_eq!(r.code, 0, "answer {id} from host {}: {r:?}", (own + 1) % 3);
+                        "cli"
+                    } else {
+                        hosts[(own + 2) % 3]
+                            .drop_answer(&format!("{id}.json"), &answer_file(&lease));
+                        "file"
+                    };
+                    answered.lock().unwrap().insert(id, how);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        // The killer: SIGKILL a random daemon and restart it, until the droppers are done.
+        while droppers.iter().any(|d| !d.is_finished()) || kills < 6 {
+            std::thread::sleep(Duration::from_millis(40 + rng.below(200)));
+            let i = rng.below(3) as usize;
+            if let Some(d) = daemons[i].take() {
+                d.kill9();
+            }
+            kills += 1;
+            daemons[i] = Some(hosts[i].daemon());
+        }
+        for d in droppers {
+            d.join().unwrap();
+        }
+        // Every request answered (from elsewhere) or the deadline.
+        let total = 3 * PER_HOST;
+        let all_answered = wait_until(Duration::from_secs(120), || {
+            answered.lock().unwrap().len() >= total
+        });
+        stop.store(true, Ordering::SeqCst);
+        answerer.join().unwrap();
+        assert!(
+            all_answered,
+            "only {} of {total} answered",
+            answered.lock().unwrap().len()
+        );
+    });
+    println!("{kills} kills");
+
+    // Every request reaches its own root's outbox.
+    let ids: BTreeSet<String> = (0..3)
+        .flat_map(|i| (0..PER_HOST).map(move |n| format!("h{i}-{n:03}")))
+        .collect();
+    for id in &ids {
+        let own = &hosts[host_of(id)];
+        assert!(
+            wait_until(Duration::from_secs(60), || own.outcome(id).is_some()),
+            "no outcome for {id} in its own root (answered by {:?})",
+            answered.lock().unwrap().get(id)
+        );
+    }
+    // Exactly one request per dropped file, all answered.
+    let listed = all_requests(&hosts[0]);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (id, status) in &listed {
+        *counts.entry(id.as_str()).or_default() += 1;
+        assert_eq!(status, "answered", "{id}");
+    }
+    assert_eq!(counts.len(), ids.len(), "requests: {counts:?}");
+    assert!(counts.values().all(|&c| c == 1), "{counts:?}");
+    for (i, host) in hosts.iter().enumerate() {
+        // Its own outcomes, each once, and nobody else's.
+        let outbox: BTreeSet<String> = host
+            .names("outbox")
+            .into_iter()
+            .map(|n| n.trim_end_matches(".json").to_string())
+            .collect();
+        let own: BTreeSet<String> = ids.iter().filter(|id| host_of(id) == i).cloned().collect();
+        assert_eq!(outbox, own, "host {i}'s outbox");
+        for id in &own {
+            let o = host.outcome(id).unwrap();
+            assert_eq!(
+                o["answer"]["answers"][0]["selected"],
+                json!(["Postgres"]),
+                "{id}: {o}"
+            );
+        }
+        for dir in ["inbox/new", "answers/new", "answers/rejected", "rejected"] {
+            assert!(
+                host.names(dir).is_empty(),
+                "host {i} {dir}: {:?}",
+                host.names(dir)
+            );
+        }
+        let v = host.json(&["audit", "verify"]);
+        assert_eq!(v.code, 0, "audit verify on host {i}: {v:?}");
+        assert_eq!(v.json()["ok"], true);
+    }
+    // Both ways of answering were exercised, on every kind of host.
+    let ways: BTreeSet<&str> = answered.lock().unwrap().values().copied().collect();
+    assert_eq!(ways, BTreeSet::from(["cli", "file"]));
+
+    // The skewed host cannot keep a dead lease either: with its clock ten minutes behind,
+    // a 1 s lease it holds still looks live to it, but the store's clock ended it.
+    let behind = [("DSHQ_CLOCK_SKEW", "-10m")];
+    let r = hosts[2].run_env(
+        &behind,
+        &[
+            "--json",
+            "provider",
+            "register",
+            "--name",
+            "bob",
+            "--context",
+            "late",
+            "--ttl",
+            "1s",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let bobs = r.json()["lease"].as_str().unwrap().to_string();
+    assert!(
+        wait_until(DEADLINE, || {
+            let st = hosts[0]
+                .json(&["provider", "status", "--lease", &bobs])
+                .json();
+            let st = if st.is_array() { st[0].clone() } else { st };
+            st["live"] == false
+        }),
+        "the 1 s lease did not end on the store's clock"
+    );
+    let hb = hosts[2].run_env(
+        &behind,
+        &["--json", "provider", "heartbeat", "--lease", &bobs],
+    );
+    assert_eq!(hb.error_code(), "LEASE_EXPIRED", "{hb:?}");
+    for d in daemons.into_iter().flatten() {
+        assert_eq!(d.stop(), 0);
+    }
+}
+
+#[test]
+fn the_daemon_rides_out_a_postgres_restart() {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut server = throwaway::Server::start().expect("a private PostgreSQL server");
+    let url = server.fresh_database().unwrap();
+    let host = Env::on_store(&url);
+    let mut d = host.daemon();
+    let ids: Vec<String> = (0..300).map(|n| format!("r{n:03}")).collect();
+    for id in &ids[..150] {
+        host.drop_file(&format!("{id}.json"), &request_for(id));
+    }
+    // Mid-burst: part of it is in, part of it waits in the inbox.
+    assert!(wait_until(DEADLINE, || all_requests(&host).len() >= 20));
+    server.stop().unwrap();
+    let started = Instant::now();
+    // While it is down: a command fails with STORE, the daemon waits, files keep coming.
+    let r = host.json(&["list"]);
+    assert_eq!(r.error_code(), "STORE", "{r:?}");
+    assert_eq!(r.code, 1);
+    for id in &ids[150..] {
+        host.drop_file(&format!("{id}.json"), &request_for(id));
+    }
+    assert!(
+        wait_until(DEADLINE, || d.log_text().contains("retrying")),
+        "the daemon did not say it retries: {}",
+        d.log_text()
+    );
+    assert!(
+        d.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "the daemon died with the server: {}",
+        d.log_text()
+    );
+    assert!(
+        !host.names("inbox/new").is_empty(),
+        "files wait in the inbox"
+    );
+    println!("down for {:?}", started.elapsed());
+    server.resume().unwrap();
+    // It carries on by itself: everything in, each once.
+    assert!(
+        wait_until(Duration::from_secs(60), || host
+            .names("inbox/new")
+            .is_empty()),
+        "the inbox was not drained after the restart: {}",
+        d.log_text()
+    );
+    let listed = all_requests(&host);
+    let got: BTreeSet<String> = listed.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(listed.len(), ids.len(), "no request twice");
+    assert_eq!(
+        got,
+        ids.iter().cloned().collect::<BTreeSet<_>>(),
+        "no request lost"
+    );
+    assert!(d.child.as_mut().unwrap().try_wait().unwrap().is_none());
+    // And it still answers: a CLI answer reaches the outbox through the daemon.
+    let lease = host.register("alice", "default", "1m");
+    let r = host.run_env(
+        &[("DSHQ_LEASE", &lease)],
+        &["--json", "answer", "r000", "--select", "SQLite"],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let o: Value = host.wait_outcome("r000");
+    assert_eq!(o["answer"]["answers"][0]["selected"], json!(["SQLite"]));
+    let v = host.json(&["audit", "verify"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(d.stop(), 0);
+}
