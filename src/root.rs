@@ -16,16 +16,137 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// Where the store lives: the SQLite file in the root (the default), or a PostgreSQL
+/// database shared by the roots of many hosts (`--store postgres://…` / `DSHQ_STORE`).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// `dshq.db` in the root.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database, by its URL (which may carry a password: never printed;
+    /// [`Backend`]'s `Debug` and [`redact_url`] hide it).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Sqlite => f.write_str("Sqlite"),
+            Backend::Postgres(url) => write!(f, "Postgres({})", redact_url(url)),
+        }
+    }
+}
+
+impl Backend {
+    /// The backend a `--store` value names: none, empty or `sqlite` is the SQLite file in
+    /// the root; `postgres://…` or `postgresql://…` a PostgreSQL database.
+    pub fn parse(store: Option<&str>) -> Result<Backend> {
+        match store.map(str::trim) {
+            None | Some("") | Some("sqlite") => Ok(Backend::Sqlite),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Backend::Postgres(url.to_string()))
+            }
+            Some(other) => Err(Error::Usage(format!(
+                "--store/DSHQ_STORE {:?} is not a store: use `sqlite` (the default, dshq.db in \
+                 the root) or a postgres://USER@HOST/DATABASE URL",
+                redact_url(other)
+            ))),
+        }
+    }
+}
+
+/// `url` with its password (if any) replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_string();
+    };
+    match authority[..at].split_once(':') {
+        Some((user, _password)) => format!(
+            "{}{user}:***{}",
+            &url[..scheme_end],
+            &url[scheme_end + at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+/// The file in the root that names it among the roots sharing one store.
+pub const ORIGIN_FILE: &str = "origin";
+
 /// The state root and its layout (spec §8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
     dir: PathBuf,
+    backend: Backend,
 }
 
 impl Root {
-    /// A root at `dir`.
+    /// A root at `dir`, with its store in the root (SQLite).
     pub fn new(dir: impl Into<PathBuf>) -> Root {
-        Root { dir: dir.into() }
+        Root {
+            dir: dir.into(),
+            backend: Backend::Sqlite,
+        }
+    }
+
+    /// The same root with its store elsewhere.
+    pub fn with_backend(mut self, backend: Backend) -> Root {
+        self.backend = backend;
+        self
+    }
+
+    /// Where the store lives.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Whether the store is the SQLite file in this root (not shared with other roots).
+    pub fn store_is_local(&self) -> bool {
+        self.backend == Backend::Sqlite
+    }
+
+    /// This root's name among the roots that share one store: 32 hex digits in
+    /// [`ORIGIN_FILE`], made on first use. A request remembers the root it came from, and
+    /// only that root's daemon writes its outcome file.
+    pub fn origin(&self) -> Result<String> {
+        let path = self.dir.join(ORIGIN_FILE);
+        let valid = |s: &str| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit());
+        match fs::read_to_string(&path) {
+            Ok(s) if valid(s.trim()) => return Ok(s.trim().to_string()),
+            Ok(_) => {
+                return Err(Error::io(
+                    &path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "not a dshq origin file (32 hex digits)",
+                    ),
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+        let mut id = [0u8; 16];
+        getrandom::getrandom(&mut id)
+            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
+        let id = crate::protocol::digest::hex(&id);
+        // Created whole under a temporary name, then linked into place without replacing:
+        // two commands starting at once agree on the one that won.
+        crate::files::atomic::write_new(&self.dir, ORIGIN_FILE, format!("{id}\n").as_bytes())?;
+        let s = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        if valid(s.trim()) {
+            Ok(s.trim().to_string())
+        } else {
+            Err(Error::io(
+                &path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not a dshq origin file"),
+            ))
+        }
     }
 
     /// `--root`/`DSHQ_ROOT` when given, else the XDG state directory.
@@ -141,14 +262,30 @@ impl Root {
     /// chosen (SQLite, `dshq.db` in the root).
     pub fn open_store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.ensure_layout()?;
-        Ok(Box::new(crate::store::sqlite::SqliteStore::open(
-            &self.db(),
-        )?))
+        match &self.backend {
+            Backend::Sqlite => Ok(Box::new(crate::store::sqlite::SqliteStore::open(
+                &self.db(),
+            )?)),
+            Backend::Postgres(url) => self.open_postgres(url),
+        }
+    }
+
+    fn open_postgres(&self, url: &str) -> Result<Box<dyn crate::store::Store>> {
+        let origin = self.origin()?;
+        let _ = (url, origin);
+        Err(Error::Usage(
+            "the PostgreSQL backend is not built yet".into(),
+        ))
     }
 
     /// Open the database for a read command: nothing is created, migrated or written, so
     /// a read-only copy of a root (an auditor's) can be read.
     pub fn open_store_read(&self) -> Result<Box<dyn crate::store::Store>> {
+        if let Backend::Postgres(url) = &self.backend {
+            // Nothing of a shared store is in the root but its name and the audit key.
+            self.ensure_layout()?;
+            return self.open_postgres(url);
+        }
         // A read touches only the database: a directory this user cannot even look into
         // (an auditor's copy of someone else's root) is skipped, not refused; one that can
         // be seen is checked like any other.
@@ -231,5 +368,44 @@ pub fn restrict_umask() {
     // SAFETY: umask only swaps the process file-mode mask; it cannot fail.
     unsafe {
         libc::umask(0o077);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_url_is_parsed_and_its_password_never_shown() {
+        assert_eq!(Backend::parse(None).unwrap(), Backend::Sqlite);
+        assert_eq!(Backend::parse(Some("sqlite")).unwrap(), Backend::Sqlite);
+        let pg = Backend::parse(Some("postgres://dshq:s3cret@db.example/q")).unwrap();
+        assert_eq!(
+            pg,
+            Backend::Postgres("postgres://dshq:s3cret@db.example/q".into())
+        );
+        assert!(!format!("{pg:?}").contains("s3cret"), "{pg:?}");
+        let e = Backend::parse(Some("mysql://u:s3cret@h/db")).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert_eq!(
+            redact_url("postgresql://u:p@h:5432/db?sslmode=require"),
+            "postgresql://u:***@h:5432/db?sslmode=require"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact_url("postgresql://postgres@localhost/x?host=/tmp/a@b"),
+            "postgresql://postgres@localhost/x?host=/tmp/a@b"
+        );
+    }
+
+    #[test]
+    fn a_root_names_itself_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let a = root.origin().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_eq!(root.origin().unwrap(), a, "the same name every time");
+        let other_dir = tempfile::tempdir().unwrap();
+        assert_ne!(Root::new(other_dir.path()).origin().unwrap(), a);
     }
 }

@@ -44,6 +44,18 @@ pub struct Cli {
     /// State root (database, inbox, outbox). Default: $XDG_STATE_HOME/dshq.
     #[arg(long, global = true, env = "DSHQ_ROOT", value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Where the store lives: `sqlite` (the default: dshq.db in the root) or a PostgreSQL
+    /// database shared by the roots of many hosts, postgres://USER@HOST/DATABASE. Prefer
+    /// the environment variable to the flag (other users can read argv); a password not in
+    /// the URL is taken from PGPASSWORD.
+    #[arg(
+        long,
+        global = true,
+        env = "DSHQ_STORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
     /// Print exactly one JSON document on stdout (the result or {"error": ...}).
     #[arg(long, global = true)]
     pub json: bool,
@@ -162,7 +174,7 @@ impl Ctx {
     /// read never changes the store. The view may hold the write lock: drop the store
     /// before printing.
     pub fn read_store(&self) -> Result<Box<dyn crate::store::Store>> {
-        if !self.root.db().exists() {
+        if self.root.store_is_local() && !self.root.db().exists() {
             return self.root.open_store();
         }
         let mut store = self.open_read_migrating()?;
@@ -183,7 +195,7 @@ impl Ctx {
     /// transaction, no write lock), for the audit's reads (`history`, `events`, `stats`,
     /// `export`, `audit verify`, `watch`), whose output may be long and read slowly.
     pub fn stored_store(&self) -> Result<Box<dyn crate::store::Store>> {
-        if !self.root.db().exists() {
+        if self.root.store_is_local() && !self.root.db().exists() {
             return self.root.open_store();
         }
         self.open_read_migrating()
@@ -236,8 +248,9 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         cli.command,
         Command::Validate(_) | Command::Schema(_) | Command::Completions(_) | Command::Man
     );
+    let backend = crate::root::Backend::parse(cli.store.as_deref())?;
     let root = match Root::resolve(cli.root) {
-        Ok(r) => r,
+        Ok(r) => r.with_backend(backend),
         // Offline commands never touch the root.
         Err(_) if offline => Root::new("."),
         Err(e) => return Err(e),

@@ -53,6 +53,24 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], sync_dir_after: bool) 
     Ok(())
 }
 
+/// Create `dir/name` with `bytes` unless it exists: written whole and fsynced under a
+/// temporary name, then hard-linked into place (never replacing a file another process
+/// created first), and the directory fsynced. Returns whether this call created it.
+pub fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<bool> {
+    let tmp = write_temp(dir, name, bytes, true)?;
+    let target = dir.join(name);
+    let linked = fs::hard_link(&tmp, &target);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(dir)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(&target, e)),
+    }
+}
+
 /// Write `bytes` to a fresh temp file in `dir` (named so no reader ever picks it up) and
 /// return its path; fsync it when `fsync`. The caller renames it into place.
 pub fn write_temp(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> Result<std::path::PathBuf> {

@@ -306,7 +306,6 @@ pub fn publish_head() {
     }
 }
 
-
 /// Walks a chain event by event, oldest first: the one check both backends run, so
 /// they cannot disagree on what a valid chain is.
 #[derive(Debug)]
@@ -409,5 +408,4 @@ mod tests {
         assert_ne!(args(Some(&a), 2), args(Some(&b), 2));
         assert_eq!(args(Some(&a), 2).len(), 64);
     }
-
 }
