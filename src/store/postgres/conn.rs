@@ -22,6 +22,7 @@
 //! server's or the client's message, never from the URL.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, GenericClient, NoTls, Transaction};
 
@@ -143,7 +144,15 @@ pub struct Db {
     client: Client,
     /// A `BEGIN` issued by [`Db::view`] and not yet rolled back.
     view_open: bool,
+    /// When the client was last handed out.
+    last_used: Instant,
 }
+
+/// A connection idle for longer than this is probed before use.
+pub const IDLE_PROBE: Duration = Duration::from_secs(2);
+
+/// How long the probe of an idle connection waits for the server.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Db {
     /// Connect and migrate.
@@ -154,6 +163,7 @@ impl Db {
             config,
             client,
             view_open: false,
+            last_used: Instant::now(),
         })
     }
 
@@ -164,13 +174,48 @@ impl Db {
 
     /// The client, reconnected first when the connection was lost (one attempt: the
     /// daemon's loop retries on its next pass). Reads inside an open view run here.
+    ///
+    /// The blocking client learns that the server ended a session only when it next uses
+    /// it, so a connection idle for longer than [`IDLE_PROBE`] is probed first (an empty
+    /// query): a write then starts on a live connection instead of failing once.
     pub fn client(&mut self) -> Result<&mut Client> {
-        if self.client.is_closed() {
+        let stale = !self.view_open
+            && self.last_used.elapsed() > IDLE_PROBE
+            && self.client.is_valid(PROBE_TIMEOUT).is_err();
+        if stale || self.client.is_closed() {
             tracing::info!("the PostgreSQL connection was lost; reconnecting");
             self.view_open = false;
             self.client = connect(&self.config)?;
         }
+        self.last_used = Instant::now();
         Ok(&mut self.client)
+    }
+
+    /// Reconnect when the connection is closed after `e` (the server ended the session,
+    /// or the network dropped it): `true` when it was and a new connection is up, so a
+    /// caller that had done nothing yet may try once more.
+    fn recovered(&mut self, e: &Error) -> Result<bool> {
+        let closed = match e {
+            Error::Pg(pg) => pg.is_closed() || self.client.is_closed(),
+            _ => false,
+        };
+        if !closed {
+            return Ok(false);
+        }
+        tracing::info!("the PostgreSQL connection was lost; reconnecting");
+        self.view_open = false;
+        self.client = connect(&self.config)?;
+        Ok(true)
+    }
+
+    /// Run a read on the client. A read is idempotent: when it fails because the
+    /// connection was lost, it runs once more on a new connection (an open view is lost
+    /// with its connection: the reads then see the store as stored).
+    pub fn read<T>(&mut self, f: impl Fn(&mut Client) -> Result<T>) -> Result<T> {
+        match f(self.client()?) {
+            Err(e) if self.recovered(&e)? => f(&mut self.client),
+            other => other,
+        }
     }
 
     /// End an open view (its sweep is never made durable).
@@ -189,7 +234,7 @@ impl Db {
     pub fn now(&mut self, clock: Option<&Clock>) -> Result<Millis> {
         match clock {
             Some(c) => Ok(c()),
-            None => db_now(self.client()?),
+            None => self.read(db_now),
         }
     }
 
@@ -229,9 +274,9 @@ impl Db {
     ) -> Result<T> {
         self.end_view()?;
         chain::forget_head();
-        let client = self.client()?;
+        self.client()?;
         let mut tx = Tx {
-            tx: client.transaction()?,
+            tx: self.client.transaction()?,
             root,
             origin,
             appended: false,

@@ -74,7 +74,7 @@ pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         request_id: e.request_id,
         lease_id: e.lease_id,
         agent_id: e.agent_id,
-        actor: &actor,
+        actor,
         data: &data,
     }
     .chained(key.as_deref());

@@ -35,4 +35,21 @@ pub mod conn;
 pub mod events;
 pub mod leases;
 pub mod requests;
+mod store;
 pub mod throwaway;
+
+pub use conn::{Clock, MIGRATIONS};
+pub use store::PgStore;
+
+#[cfg(test)]
+mod tests_queue;
+// The audit side (P2): audit verify, history and stats, export and import, web tokens,
+// the LISTEN connection.
+pub mod audit;
+pub mod export;
+pub mod history;
+pub mod tokens;
+pub mod wakeups;
+
+#[cfg(test)]
+mod tests_audit;
