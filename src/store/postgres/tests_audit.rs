@@ -21,20 +21,10 @@ use crate::store::{
 };
 
 /// A new empty database on the test server.
-// TEMPORARY until main's throwaway server is merged into pg16: a server named by
-// DSHQ_TEST_POSTGRES (then `throwaway::shared().fresh_database()`).
 fn fresh_url() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let admin = std::env::var("DSHQ_TEST_POSTGRES").expect("DSHQ_TEST_POSTGRES");
-    let name = format!(
-        "p2_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    );
-    let mut c = Client::connect(&admin, postgres::NoTls).unwrap();
-    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    admin.replace("/postgres?", &format!("/{name}?"))
+    super::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh database")
 }
 
 fn client(url: &str) -> (Config, Client) {
@@ -282,6 +272,78 @@ fn a_sqlite_copy_loads_verifies_under_the_same_key_and_exports_the_same_json() {
     let v = audit::verify_snapshot(&mut c, Some(other.path()), &[]).unwrap();
     let broken = v.broken.unwrap();
     assert!(broken.contains("audit.key"), "{broken}");
+}
+
+#[test]
+fn the_same_history_on_postgresql_exports_as_on_sqlite_and_verifies() {
+    // One root for both: the same key file (the keyed chains must hash alike).
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_root = dir.path().join("sqlite");
+    let pg_root = dir.path().join("pg");
+    std::fs::create_dir(&sqlite_root).unwrap();
+    std::fs::create_dir(&pg_root).unwrap();
+    let clock = TestClock::new();
+    let mut s = sqlite_store(&sqlite_root, &clock, false);
+    std::fs::copy(sqlite_root.join("audit.key"), pg_root.join("audit.key")).unwrap();
+    let clock = TestClock::new();
+    let mut pg = super::PgStore::connect(&fresh_url(), Some(&pg_root), Some("host-a"))
+        .unwrap()
+        .with_clock(clock.as_fn());
+    script(&mut pg, &clock, false);
+    let want = export_of(&mut s);
+    let got = export_of(&mut pg);
+    assert_eq!(got.len(), want.len());
+    for (a, b) in want.iter().zip(&got) {
+        assert_eq!(
+            serde_json::to_string(&a.1).unwrap(),
+            serde_json::to_string(&b.1).unwrap()
+        );
+    }
+    let v = pg.verify(&[]).unwrap();
+    assert_eq!(v, s.verify(&[]).unwrap());
+    assert_eq!(v.broken, None);
+    // The head anchor each commit publishes verifies too.
+    let anchor = crate::store::read_anchor(&pg_root.join("audit.head")).unwrap();
+    assert_eq!(Some((anchor.seq, anchor.hash.clone())), v.head);
+    let v = pg.verify(&[(pg_root.join("audit.head"), anchor)]).unwrap();
+    assert_eq!(v.broken, None);
+    // History and stats through the trait, as SQLite's.
+    assert_eq!(
+        pg.history(&HistoryFilter::default()).unwrap(),
+        s.history(&HistoryFilter::default()).unwrap()
+    );
+    assert_eq!(pg.stats(None).unwrap(), s.stats(None).unwrap());
+}
+
+#[test]
+fn a_copy_loaded_through_the_store_verifies_and_its_chain_goes_on_under_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::new();
+    let mut s = sqlite_store(dir.path(), &clock, true);
+    let records = export_of(&mut s);
+    let want = s.verify(&[]).unwrap();
+    drop(s);
+    let mut pg = super::PgStore::connect(&fresh_url(), Some(dir.path()), Some("host-a"))
+        .unwrap()
+        .with_clock(clock.as_fn());
+    let mut it = records.clone().into_iter().map(Ok);
+    assert_eq!(pg.import(&mut it).unwrap() as usize, records.len());
+    assert_eq!(pg.verify(&[]).unwrap(), want);
+    // A second load is refused: the store is no longer empty.
+    let mut it = records.clone().into_iter().map(Ok);
+    assert!(matches!(pg.import(&mut it), Err(crate::Error::Invalid(_))));
+    // The copy is written on: the chain goes on from the copied head, keyed.
+    clock.advance(1_000);
+    assert!(matches!(
+        ask(&mut pg, two_questions("after")),
+        Asked::Accepted(_)
+    ));
+    let v = pg.verify(&[]).unwrap();
+    assert_eq!(v.broken, None);
+    assert_eq!(v.events, want.events + 1);
+    assert_eq!(v.requests, want.requests + 1);
+    let row = pg.get("after").unwrap().unwrap();
+    assert!(row.seq > records.iter().filter(|(k, _)| k == "request").count() as i64);
 }
 
 #[test]
@@ -637,4 +699,24 @@ fn a_commit_elsewhere_wakes_the_listener_and_a_quiet_wait_times_out() {
     tx.execute("SELECT pg_notify('dshq', '')", &[]).unwrap();
     tx.commit().unwrap();
     assert!(l.wait(Duration::from_secs(10)).unwrap(), "listening again");
+}
+
+#[test]
+fn a_write_through_another_store_wakes_this_stores_wakeups() {
+    let url = fresh_url();
+    let mut here = super::PgStore::connect(&url, None, Some("host-a")).unwrap();
+    let mut there = super::PgStore::connect(&url, None, Some("host-b")).unwrap();
+    let mut w = here
+        .wakeups()
+        .unwrap()
+        .expect("PostgreSQL hears other hosts");
+    assert!(!w.wait(Duration::from_millis(100)).unwrap());
+    // A read appends nothing and notifies nobody.
+    there.list(&Default::default()).unwrap();
+    assert!(!w.wait(Duration::from_millis(100)).unwrap());
+    assert!(matches!(
+        ask(&mut there, two_questions("q1")),
+        Asked::Accepted(_)
+    ));
+    assert!(w.wait(Duration::from_secs(10)).unwrap());
 }
