@@ -331,6 +331,13 @@ pub fn import(
             )));
         };
         let t = &TABLES[ti];
+        if fields.get("type").is_some_and(|k| k != rtype.as_str()) {
+            return Err(Error::Invalid(format!(
+                "record {}: a {rtype} record says it is a {}",
+                loaded + 1,
+                fields["type"]
+            )));
+        }
         if let Some(extra) = fields
             .keys()
             .find(|k| *k != "type" && !names[ti].contains(k))

@@ -9,7 +9,8 @@
 //!   `LIKE` does: `strpos` over `translate(…, 'A…Z', 'a…z')`, never `ILIKE` (whose case
 //!   folding follows the database's locale and would fold `É` too) and so no wildcards to
 //!   escape;
-//! - `LIMIT NULL` is "no limit" (SQLite's is `LIMIT -1`).
+//! - `LIMIT NULL` is "no limit" (SQLite's is `LIMIT -1`, and SQLite reads any negative
+//!   limit so; PostgreSQL refuses one, so a negative limit is sent as NULL).
 //!
 //! The planner picks its own indexes (no `INDEXED BY`). Questions and answers of the page
 //! are read per row by primary key, as in SQLite.
@@ -49,6 +50,7 @@ pub fn history(
     );
     let status = f.status.map(Status::as_str);
     let decision = f.decision.map(Decision::as_str);
+    let limit = f.limit.filter(|l| *l >= 0);
     let mut args: Vec<&(dyn ToSql + Sync)> = Vec::new();
     // Each clause names its one parameter `$?`, numbered below in order.
     let mut clauses: Vec<(String, &(dyn ToSql + Sync))> = Vec::new();
@@ -99,7 +101,7 @@ pub fn history(
     }
     clauses.push((
         " ORDER BY r.created_ms DESC, r.seq DESC LIMIT $?".into(),
-        &f.limit,
+        &limit,
     ));
     for (clause, v) in clauses {
         args.push(v);

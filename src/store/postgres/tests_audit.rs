@@ -418,6 +418,13 @@ fn import_refuses_a_store_that_is_not_empty_and_records_it_does_not_know() {
         matches!(&e, crate::Error::Invalid(m) if m.contains("body")),
         "{e}"
     );
+    let mut bad = records[0].clone();
+    bad.0 = "event".into();
+    let e = load(&mut c, None, &[bad]).unwrap_err();
+    assert!(
+        matches!(&e, crate::Error::Invalid(m) if m.contains("says it is")),
+        "{e}"
+    );
     let e = load(&mut c, None, &[("widget".into(), Default::default())]).unwrap_err();
     assert!(
         matches!(&e, crate::Error::Invalid(m) if m.contains("widget")),
@@ -475,6 +482,11 @@ fn history_and_stats_read_as_sqlites() {
         },
         HistoryFilter {
             grep: Some("%".into()),
+            ..Default::default()
+        },
+        // SQLite reads a negative limit as none.
+        HistoryFilter {
+            limit: Some(-1),
             ..Default::default()
         },
     ];
