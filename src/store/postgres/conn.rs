@@ -87,6 +87,12 @@ pub fn migrate(client: &mut Client) -> Result<i64> {
     let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
     let mut tx = client.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])?;
+    let current = schema_version(&mut tx)?;
+    if current == known {
+        // Up to date: no DDL at all, so a role that may only read and write rows connects.
+        tx.commit()?;
+        return Ok(current);
+    }
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
              version BIGINT PRIMARY KEY,
@@ -275,47 +281,17 @@ impl Db {
         self.end_view()?;
         chain::forget_head();
         self.client()?;
-        let mut tx = Tx {
-            tx: self.client.transaction()?,
-            root,
-            origin,
-            appended: false,
+        // A connection lost since its last use shows only when used: then the `BEGIN`
+        // failed, nothing was done, and the transaction starts on a new connection.
+        let e = match self.client.transaction() {
+            Ok(tx) => return run(tx, clock, root, origin, sweep_first, f),
+            Err(e) => Error::from(e),
         };
-        tx.tx
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
-        let now = match clock {
-            Some(c) => c(),
-            None => db_now(&mut tx.tx)?,
-        };
-        let mut swept = false;
-        if sweep_first && is_due(&mut tx.tx, now)? {
-            swept = !sweep(&mut tx, now)?.is_empty();
+        if !self.recovered(&e)? {
+            return Err(e);
         }
-        tx.tx.batch_execute("SAVEPOINT work")?;
-        match f(&mut tx, now) {
-            Ok(out) => {
-                tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
-                commit(tx)?;
-                chain::publish_head();
-                Ok(out)
-            }
-            Err(e) => {
-                // The head staged by `f` is rolled back with it; the anchor may lag (a
-                // lagging anchor is still contained in the log).
-                chain::forget_head();
-                if swept {
-                    let kept = tx
-                        .tx
-                        .batch_execute("ROLLBACK TO SAVEPOINT work")
-                        .map_err(Error::from)
-                        .and_then(|()| commit(tx));
-                    if let Err(k) = kept {
-                        tracing::warn!(error = %k, "could not keep the sweep of a failed write");
-                    }
-                }
-                Err(e)
-            }
-        }
+        let tx = self.client.transaction()?;
+        run(tx, clock, root, origin, sweep_first, f)
     }
 
     /// Present the store as it is now to the reads that follow, without making anything
@@ -349,7 +325,16 @@ impl Db {
         let swept = sweep(&mut tx, now);
         // Nothing a view does is published: its events are rolled back.
         chain::forget_head();
-        swept?;
+        match swept {
+            Ok(_) => {}
+            // A store this role may not write (or a read-only replica) is shown as
+            // stored, as SQLite shows a read-only copy; the handle's drop rolls back.
+            Err(Error::Pg(e)) if e.as_db_error().is_some() => {
+                tracing::debug!(error = %e, "a store that cannot be written: shown as stored, without expiry");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
         // Leave the transaction open for the reads that follow (like SQLite's
         // `DropBehavior::Ignore`): forgetting the handle skips its rollback-on-drop, and
         // holds nothing but the borrow of the client. [`Db::end_view`] rolls it back.
@@ -362,6 +347,58 @@ impl Db {
     pub fn close_view(&mut self) {
         if let Err(e) = self.end_view() {
             tracing::debug!(error = %e, "could not roll back a view");
+        }
+    }
+}
+
+/// The body of a write transaction begun as `begun` (see [`Db::write`]).
+fn run<T>(
+    begun: Transaction<'_>,
+    clock: Option<&Clock>,
+    root: Option<&Path>,
+    origin: Option<&str>,
+    sweep_first: bool,
+    f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+) -> Result<T> {
+    let mut tx = Tx {
+        tx: begun,
+        root,
+        origin,
+        appended: false,
+    };
+    tx.tx
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+    let now = match clock {
+        Some(c) => c(),
+        None => db_now(&mut tx.tx)?,
+    };
+    let mut swept = false;
+    if sweep_first && is_due(&mut tx.tx, now)? {
+        swept = !sweep(&mut tx, now)?.is_empty();
+    }
+    tx.tx.batch_execute("SAVEPOINT work")?;
+    match f(&mut tx, now) {
+        Ok(out) => {
+            tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
+            commit(tx)?;
+            chain::publish_head();
+            Ok(out)
+        }
+        Err(e) => {
+            // The head staged by `f` is rolled back with it; the anchor may lag (a
+            // lagging anchor is still contained in the log).
+            chain::forget_head();
+            if swept {
+                let kept = tx
+                    .tx
+                    .batch_execute("ROLLBACK TO SAVEPOINT work")
+                    .map_err(Error::from)
+                    .and_then(|()| commit(tx));
+                if let Err(k) = kept {
+                    tracing::warn!(error = %k, "could not keep the sweep of a failed write");
+                }
+            }
+            Err(e)
         }
     }
 }

@@ -278,13 +278,26 @@ fn a_connection_ended_by_the_server_is_replaced_on_the_next_call() {
         .unwrap()
         .get(0);
     assert_ne!(pid, pid2);
-    // And a write after the server ended an idle session starts on a new one.
+    // A write whose `BEGIN` finds the connection dead starts on a new one.
     admin
         .execute("SELECT pg_terminate_backend($1)", &[&pid2])
         .unwrap();
-    std::thread::sleep(super::conn::IDLE_PROBE + std::time::Duration::from_millis(200));
     ask(&mut store, "after", "ctx");
     assert!(store.get("after").unwrap().is_some());
+    // So does a write after the server ended an idle session (the probe finds it).
+    let pid3: i32 = store
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert_ne!(pid2, pid3);
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid3])
+        .unwrap();
+    std::thread::sleep(super::conn::IDLE_PROBE + std::time::Duration::from_millis(200));
+    ask(&mut store, "idle", "ctx");
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 3);
 }
 
 #[test]
@@ -376,4 +389,95 @@ fn the_error_of_a_bad_url_or_an_unreachable_server_never_shows_the_password() {
     .unwrap_err();
     assert_eq!(code(&e), Code::Store, "{e}");
     assert!(!e.to_string().contains("s3cret"), "{e}");
+}
+
+#[test]
+fn two_hosts_migrating_one_new_database_at_once_apply_each_migration_once() {
+    let url = fresh();
+    let barrier = Arc::new(Barrier::new(3));
+    let hosts: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                PgStore::connect(&url, None, None).map(|_| ())
+            })
+        })
+        .collect();
+    for h in hosts {
+        h.join().unwrap().unwrap();
+    }
+    let mut store = open(&url);
+    let versions: Vec<i64> = store
+        .client()
+        .unwrap()
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let known: Vec<i64> = super::MIGRATIONS.iter().map(|m| m.0).collect();
+    assert_eq!(versions, known);
+}
+
+#[test]
+fn a_store_from_a_newer_dshq_is_refused() {
+    let url = fresh();
+    let mut store = open(&url);
+    store
+        .client()
+        .unwrap()
+        .execute(
+            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (99, 'future', 0)",
+            &[],
+        )
+        .unwrap();
+    drop(store);
+    match PgStore::connect(&url, None, None) {
+        Err(Error::SchemaTooNew { found: 99, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
+    let url = fresh();
+    let mut store = open(&url);
+    ask(&mut store, "fixed", "ctx");
+    let (reg, _) = store.register("ctx", "alice", 600_000).unwrap();
+    let c = store.client().unwrap();
+    for edit in [
+        "UPDATE requests SET body = '{}' WHERE id = 'fixed'",
+        "UPDATE requests SET origin = 'elsewhere' WHERE id = 'fixed'",
+        "UPDATE questions SET question = 'Which?'",
+        "DELETE FROM questions",
+        "DELETE FROM requests",
+    ] {
+        let e = Error::from(c.execute(edit, &[]).unwrap_err());
+        assert!(e.to_string().contains("record"), "{edit}: {e}");
+    }
+    store
+        .provide(
+            &LeaseRef::Token(reg.lease),
+            ProviderAct::Answer("fixed".into(), pick("SQLite")),
+        )
+        .unwrap();
+    let c = store.client().unwrap();
+    for edit in [
+        "UPDATE requests SET answer = NULL WHERE id = 'fixed'",
+        "UPDATE requests SET provider = 'mallory' WHERE id = 'fixed'",
+        "UPDATE questions SET selected = '[\"Postgres\"]'",
+    ] {
+        let e = Error::from(c.execute(edit, &[]).unwrap_err());
+        assert!(e.to_string().contains("record"), "{edit}: {e}");
+    }
+    // Only the outbox bookkeeping of a final request changes.
+    c.execute(
+        "UPDATE requests SET outbox_pending = FALSE WHERE id = 'fixed'",
+        &[],
+    )
+    .unwrap();
 }
