@@ -102,6 +102,10 @@ pub enum Error {
     /// SQLite failed.
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
+    /// PostgreSQL failed (or could not be reached). The message is the server's or the
+    /// client's and never contains the connection URL, so never its password.
+    #[error("PostgreSQL error: {}", pg_message(.0))]
+    Pg(#[from] postgres::Error),
     /// A pragma did not take the value dshq needs (read back after setting it).
     #[error("database pragma {pragma} is {actual:?}, expected {expected:?}")]
     Pragma {
@@ -145,6 +149,18 @@ pub enum Error {
     },
 }
 
+/// A PostgreSQL error as one line: the server's message (with its detail) for a database
+/// error, else the client's (connection refused, closed, ...).
+fn pg_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
+            None => format!("{} ({})", db.message(), db.code().code()),
+        },
+        None => e.to_string(),
+    }
+}
+
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -170,6 +186,7 @@ impl Error {
             Error::Usage(_) | Error::Invalid(_) => Code::Usage,
             Error::Ended(e) => e.code,
             Error::Db(_)
+            | Error::Pg(_)
             | Error::Pragma { .. }
             | Error::SchemaTooNew { .. }
             | Error::NeedsMigration { .. } => Code::Store,

@@ -387,3 +387,48 @@ mod sqlite {
         super::the_event_feed_pages_in_order(new);
     }
 }
+
+#[cfg(test)]
+mod postgres {
+    //! The same scenarios on PostgreSQL: each on a fresh database of the test process's
+    //! throwaway server, judging time by the scenario's clock.
+    use super::*;
+    use crate::store::postgres::{throwaway, PgStore};
+
+    fn new(clock: &TestClock) -> PgStore {
+        let url = throwaway::shared().fresh_database().unwrap();
+        PgStore::connect(&url, None, None)
+            .unwrap()
+            .with_clock(clock.as_fn())
+    }
+
+    #[test]
+    fn ask_claim_answer_outcome_on_postgres() {
+        super::ask_claim_answer_outcome(new);
+    }
+
+    #[test]
+    fn lease_expiry_returns_the_claim_on_postgres() {
+        super::lease_expiry_returns_the_claim(new);
+    }
+
+    #[test]
+    fn a_stale_lease_cannot_act_on_postgres() {
+        super::a_stale_lease_cannot_act(new);
+    }
+
+    #[test]
+    fn a_rejection_records_its_actor_on_postgres() {
+        super::a_rejection_records_its_actor(new);
+    }
+
+    #[test]
+    fn the_use_cases_compose_on_postgres() {
+        super::the_use_cases_compose(new);
+    }
+
+    #[test]
+    fn the_event_feed_pages_in_order_on_postgres() {
+        super::the_event_feed_pages_in_order(new);
+    }
+}

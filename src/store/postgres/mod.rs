@@ -4,12 +4,52 @@
 //! [`crate::store::Store`] on one connection; the migrations are embedded from
 //! `migrations/postgres/`. Chosen with `--store postgres://…` / `DSHQ_STORE`.
 //!
+//! The client is the `postgres` crate (0.19): the blocking client built on
+//! tokio-postgres. The `Store` trait is synchronous and runs on a blocking (DB) thread;
+//! tokio-postgres' own runtime stays hidden inside the client.
+//!
 //! Every write transaction first takes one transaction-scoped advisory lock: the writes
 //! are serialised exactly as SQLite's `BEGIN IMMEDIATE` serialises them. The hash chain
 //! needs that anyway (each event names the previous one, and every write appends one), and
 //! it makes the rules the SQLite backend relies on (one winner among racing answers, one
 //! live lease per context, positions that grow in commit order) hold across hosts. The
 //! time of a write is read from the database's clock under that lock, so a host whose
-//! clock is wrong can neither keep a dead lease nor expire a live one.
+//! clock is wrong can neither keep a dead lease nor expire a live one ([`PgStore`] never
+//! reads the host's clock for a decision; `PgStore::with_clock` replaces the database's
+//! clock for tests).
+//!
+//! One file per concern, mirroring the SQLite backend: [`conn`] (connecting, migrations,
+//! the write transactions, views), [`requests`] (split by concern inside), [`leases`],
+//! [`agents`], [`events`] (appending to the chain, the event reads), and the audit side:
+//! `audit` (verify), `history`, `export` (export and import), `tokens`, `wakeups`
+//! (LISTEN/NOTIFY).
+//!
+//! Many hosts: each host's daemon connects with its own root dir and origin. A request
+//! records the origin that asked (`requests.origin`) and only that origin's daemon writes
+//! its outcome file; an answer given on any host commits and notifies (`NOTIFY dshq`), so
+//! the asker's daemon runs its outbox at once. Every host of one store must hold the same
+//! `audit.key` in its root (copy it from the first): the chain is keyed with it.
 
+pub mod agents;
+pub mod conn;
+pub mod events;
+pub mod leases;
+pub mod requests;
+mod store;
 pub mod throwaway;
+
+pub use conn::{Clock, MIGRATIONS};
+pub use store::PgStore;
+
+#[cfg(test)]
+mod tests_queue;
+// The audit side (P2): audit verify, history and stats, export and import, web tokens,
+// the LISTEN connection.
+pub mod audit;
+pub mod export;
+pub mod history;
+pub mod tokens;
+pub mod wakeups;
+
+#[cfg(test)]
+mod tests_audit;

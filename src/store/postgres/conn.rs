@@ -1,0 +1,454 @@
+//! The PostgreSQL connection: connecting (and reconnecting), the embedded migrations, the
+//! database clock, and the transactions every operation runs in.
+//!
+//! Every write is one transaction that first takes one transaction-scoped advisory lock
+//! ([`WRITE_LOCK`]), then reads `now` from the database's clock, then sweeps what fell due
+//! at that `now` (expired leases, deadlines, agent ttls) — exactly as SQLite's
+//! `BEGIN IMMEDIATE` + `write_clocked` do. Writers are serialised across every host, so
+//! the SQLite logic ports one to one: the checks made before an update (an id already
+//! used, a live lease in the context) cannot be raced, and the event chain's `seq` is
+//! assigned max + 1 without gaps. READ COMMITTED is enough under the lock: each statement
+//! sees every commit made before the lock was granted.
+//!
+//! The sweep runs before the work and a savepoint separates the two, so a failing
+//! operation (say, a stale lease's answer) does not roll back the expiry it observed: the
+//! work is rolled back to the savepoint and the sweep is committed alone.
+//!
+//! A transaction that appended an event sends `NOTIFY dshq` before its commit (delivered
+//! by the server on commit), so daemons on other hosts run their outbox promptly; the
+//! head it appended is published to `audit.head` after the commit.
+//!
+//! The connection URL's password is never logged or printed: errors are built from the
+//! server's or the client's message, never from the URL.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use postgres::{Client, Config, GenericClient, NoTls, Transaction};
+
+use crate::clock::Millis;
+use crate::error::{Error, Result};
+use crate::store::chain;
+use crate::store::types::Swept;
+
+/// The migrations, embedded in the binary and applied in order.
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "0001_init",
+    include_str!("../../../migrations/postgres/0001_init.sql"),
+)];
+
+/// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1).
+pub const WRITE_LOCK: i64 = 0x6473_6871_0000_0001;
+
+/// The advisory lock migrations run under, so two hosts starting at once do not race.
+pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
+
+/// The channel a commit that appended an event notifies.
+pub const CHANNEL: &str = "dshq";
+
+/// The database clock in milliseconds since the epoch.
+pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// Parse a `postgres://` URL (or a key=value string) into a connection config. The error
+/// never repeats the input (it may hold a password).
+pub fn parse_url(url: &str) -> Result<Config> {
+    url.parse::<Config>().map_err(|_| {
+        Error::Invalid(
+            "not a valid PostgreSQL connection URL (expected postgres://USER@HOST/DB)".into(),
+        )
+    })
+}
+
+/// Open a client for `config` (no TLS: a socket or a trusted network).
+pub fn connect(config: &Config) -> Result<Client> {
+    Ok(config.connect(NoTls)?)
+}
+
+/// The highest applied migration version (0 for an empty database).
+pub fn schema_version(c: &mut impl GenericClient) -> Result<i64> {
+    let exists: bool = c
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
+        .try_get(0)?;
+    if !exists {
+        return Ok(0);
+    }
+    Ok(c.query_one(
+        "SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations",
+        &[],
+    )?
+    .try_get(0)?)
+}
+
+/// Apply every migration newer than the recorded version in one transaction under
+/// [`MIGRATE_LOCK`] (PostgreSQL's DDL is transactional: a failed migration leaves
+/// nothing). Refuses a database from a newer dshq.
+pub fn migrate(client: &mut Client) -> Result<i64> {
+    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])?;
+    let current = schema_version(&mut tx)?;
+    if current == known {
+        // Up to date: no DDL at all, so a role that may only read and write rows connects.
+        tx.commit()?;
+        return Ok(current);
+    }
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version BIGINT PRIMARY KEY,
+             name TEXT NOT NULL,
+             applied_ms BIGINT NOT NULL
+         )",
+    )?;
+    let current = schema_version(&mut tx)?;
+    if current > known {
+        return Err(Error::SchemaTooNew {
+            found: current,
+            known,
+        });
+    }
+    for &(version, name, sql) in MIGRATIONS {
+        if version <= current {
+            continue;
+        }
+        tx.batch_execute(sql)?;
+        let now = db_now(&mut tx)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
+            &[&version, &name, &now],
+        )?;
+        tracing::info!(version, name, "applied a PostgreSQL migration");
+    }
+    tx.commit()?;
+    Ok(known.max(current))
+}
+
+/// The database's clock, in milliseconds since the epoch.
+pub fn db_now(c: &mut impl GenericClient) -> Result<Millis> {
+    Ok(c.query_one(NOW_SQL, &[])?.try_get(0)?)
+}
+
+/// A clock override (tests): milliseconds since the epoch.
+pub type Clock = std::sync::Arc<dyn Fn() -> Millis + Send + Sync>;
+
+/// One write transaction, with what the functions of this backend need beside it: the
+/// root (where `audit.key` and `audit.head` live) and the origin a new request records.
+pub struct Tx<'c> {
+    /// The transaction itself (holding [`WRITE_LOCK`]).
+    pub tx: Transaction<'c>,
+    /// The root dir of this host, when it has one.
+    pub root: Option<&'c Path>,
+    /// The root that asks, recorded on new requests (`requests.origin`).
+    pub origin: Option<&'c str>,
+    /// Whether an event was appended (then the commit notifies [`CHANNEL`]).
+    pub appended: bool,
+}
+
+/// The connection and how to open it again.
+pub struct Db {
+    config: Config,
+    client: Client,
+    /// A `BEGIN` issued by [`Db::view`] and not yet rolled back.
+    view_open: bool,
+    /// When the client was last handed out.
+    last_used: Instant,
+}
+
+/// A connection idle for longer than this is probed before use.
+pub const IDLE_PROBE: Duration = Duration::from_secs(2);
+
+/// How long the probe of an idle connection waits for the server.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Db {
+    /// Connect and migrate.
+    pub fn open(config: Config) -> Result<Db> {
+        let mut client = connect(&config)?;
+        migrate(&mut client)?;
+        Ok(Db {
+            config,
+            client,
+            view_open: false,
+            last_used: Instant::now(),
+        })
+    }
+
+    /// The connection config (for a second connection, e.g. the listener).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The client, reconnected first when the connection was lost (one attempt: the
+    /// daemon's loop retries on its next pass). Reads inside an open view run here.
+    ///
+    /// The blocking client learns that the server ended a session only when it next uses
+    /// it, so a connection idle for longer than [`IDLE_PROBE`] is probed first (an empty
+    /// query): a write then starts on a live connection instead of failing once.
+    pub fn client(&mut self) -> Result<&mut Client> {
+        let stale = !self.view_open
+            && self.last_used.elapsed() > IDLE_PROBE
+            && self.client.is_valid(PROBE_TIMEOUT).is_err();
+        if stale || self.client.is_closed() {
+            tracing::info!("the PostgreSQL connection was lost; reconnecting");
+            self.view_open = false;
+            self.client = connect(&self.config)?;
+        }
+        self.last_used = Instant::now();
+        Ok(&mut self.client)
+    }
+
+    /// Reconnect when the connection is closed after `e` (the server ended the session,
+    /// or the network dropped it): `true` when it was and a new connection is up, so a
+    /// caller that had done nothing yet may try once more.
+    fn recovered(&mut self, e: &Error) -> Result<bool> {
+        let closed = match e {
+            Error::Pg(pg) => pg.is_closed() || self.client.is_closed(),
+            _ => false,
+        };
+        if !closed {
+            return Ok(false);
+        }
+        tracing::info!("the PostgreSQL connection was lost; reconnecting");
+        self.view_open = false;
+        self.client = connect(&self.config)?;
+        Ok(true)
+    }
+
+    /// Run a read on the client. A read is idempotent: when it fails because the
+    /// connection was lost, it runs once more on a new connection (an open view is lost
+    /// with its connection: the reads then see the store as stored).
+    pub fn read<T>(&mut self, f: impl Fn(&mut Client) -> Result<T>) -> Result<T> {
+        match f(self.client()?) {
+            Err(e) if self.recovered(&e)? => f(&mut self.client),
+            other => other,
+        }
+    }
+
+    /// End an open view (its sweep is never made durable).
+    fn end_view(&mut self) -> Result<()> {
+        if self.view_open {
+            self.view_open = false;
+            if !self.client.is_closed() {
+                self.client.batch_execute("ROLLBACK")?;
+            }
+            chain::forget_head();
+        }
+        Ok(())
+    }
+
+    /// The time of a read: the clock override, else the database's clock.
+    pub fn now(&mut self, clock: Option<&Clock>) -> Result<Millis> {
+        match clock {
+            Some(c) => Ok(c()),
+            None => self.read(db_now),
+        }
+    }
+
+    /// Run `f` in one write transaction: lock, read `now` (the override, else the
+    /// database's clock), sweep what fell due, then `f` after a savepoint. Commit on
+    /// `Ok` (notifying when an event was appended) and publish the head; on `Err` roll
+    /// `f` back and keep (commit) only the sweep, when it changed anything.
+    pub fn write<T>(
+        &mut self,
+        clock: Option<&Clock>,
+        root: Option<&Path>,
+        origin: Option<&str>,
+        f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+    ) -> Result<T> {
+        self.transact(clock, root, origin, true, f)
+    }
+
+    /// Like [`Db::write`] without sweeping (bookkeeping such as marking outcome files
+    /// written).
+    pub fn write_no_sweep<T>(
+        &mut self,
+        clock: Option<&Clock>,
+        root: Option<&Path>,
+        origin: Option<&str>,
+        f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+    ) -> Result<T> {
+        self.transact(clock, root, origin, false, f)
+    }
+
+    fn transact<T>(
+        &mut self,
+        clock: Option<&Clock>,
+        root: Option<&Path>,
+        origin: Option<&str>,
+        sweep_first: bool,
+        f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+    ) -> Result<T> {
+        self.end_view()?;
+        chain::forget_head();
+        self.client()?;
+        // A connection lost since its last use shows only when used: then the `BEGIN`
+        // failed, nothing was done, and the transaction starts on a new connection.
+        let e = match self.client.transaction() {
+            Ok(tx) => return run(tx, clock, root, origin, sweep_first, f),
+            Err(e) => Error::from(e),
+        };
+        if !self.recovered(&e)? {
+            return Err(e);
+        }
+        let tx = self.client.transaction()?;
+        run(tx, clock, root, origin, sweep_first, f)
+    }
+
+    /// Present the store as it is now to the reads that follow, without making anything
+    /// durable: when something fell due, open a transaction (a raw `BEGIN`, tracked
+    /// here), take the write lock, and sweep inside it; it is rolled back by the next
+    /// write, the next view, or when the store is dropped. It holds the write lock until
+    /// then (as SQLite's view does): drop the store before a slow output.
+    pub fn view(&mut self, clock: Option<&Clock>, root: Option<&Path>) -> Result<()> {
+        self.end_view()?;
+        let now = self.now(clock)?;
+        {
+            let client = self.client()?;
+            match next_due(client)? {
+                Some(due) if due < now => {}
+                _ => return Ok(()),
+            }
+        }
+        self.client()?;
+        let mut tx = Tx {
+            tx: self.client.transaction()?,
+            root,
+            origin: None,
+            appended: false,
+        };
+        tx.tx
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+        let now = match clock {
+            Some(c) => c(),
+            None => db_now(&mut tx.tx)?,
+        };
+        let swept = sweep(&mut tx, now);
+        // Nothing a view does is published: its events are rolled back.
+        chain::forget_head();
+        match swept {
+            Ok(_) => {}
+            // A store this role may not write (or a read-only replica) is shown as
+            // stored, as SQLite shows a read-only copy; the handle's drop rolls back.
+            Err(Error::Pg(e)) if e.as_db_error().is_some() => {
+                tracing::debug!(error = %e, "a store that cannot be written: shown as stored, without expiry");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+        // Leave the transaction open for the reads that follow (like SQLite's
+        // `DropBehavior::Ignore`): forgetting the handle skips its rollback-on-drop, and
+        // holds nothing but the borrow of the client. [`Db::end_view`] rolls it back.
+        std::mem::forget(tx.tx);
+        self.view_open = true;
+        Ok(())
+    }
+
+    /// Roll back an open view (when the store is dropped).
+    pub fn close_view(&mut self) {
+        if let Err(e) = self.end_view() {
+            tracing::debug!(error = %e, "could not roll back a view");
+        }
+    }
+}
+
+/// The body of a write transaction begun as `begun` (see [`Db::write`]).
+fn run<T>(
+    begun: Transaction<'_>,
+    clock: Option<&Clock>,
+    root: Option<&Path>,
+    origin: Option<&str>,
+    sweep_first: bool,
+    f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+) -> Result<T> {
+    let mut tx = Tx {
+        tx: begun,
+        root,
+        origin,
+        appended: false,
+    };
+    tx.tx
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+    let now = match clock {
+        Some(c) => c(),
+        None => db_now(&mut tx.tx)?,
+    };
+    let mut swept = false;
+    if sweep_first && is_due(&mut tx.tx, now)? {
+        swept = !sweep(&mut tx, now)?.is_empty();
+    }
+    tx.tx.batch_execute("SAVEPOINT work")?;
+    match f(&mut tx, now) {
+        Ok(out) => {
+            tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
+            commit(tx)?;
+            chain::publish_head();
+            Ok(out)
+        }
+        Err(e) => {
+            // The head staged by `f` is rolled back with it; the anchor may lag (a
+            // lagging anchor is still contained in the log).
+            chain::forget_head();
+            if swept {
+                let kept = tx
+                    .tx
+                    .batch_execute("ROLLBACK TO SAVEPOINT work")
+                    .map_err(Error::from)
+                    .and_then(|()| commit(tx));
+                if let Err(k) = kept {
+                    tracing::warn!(error = %k, "could not keep the sweep of a failed write");
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Notify (when an event was appended) and commit.
+fn commit(tx: Tx<'_>) -> Result<()> {
+    let Tx {
+        tx: mut inner,
+        appended,
+        ..
+    } = tx;
+    if appended {
+        inner.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+    }
+    inner.commit()?;
+    Ok(())
+}
+
+/// Whether a lease, deadline or agent ttl has fallen due at `now`.
+pub fn is_due(c: &mut impl GenericClient, now: Millis) -> Result<bool> {
+    Ok(next_due(c)?.is_some_and(|due| due < now))
+}
+
+/// The earliest time something falls due (a lease expiry, a deadline, an agent ttl).
+pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
+    super::requests::next_due(c)
+}
+
+/// End what is due at `now`: expired provider leases (their claims go back to `pending`),
+/// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
+pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
+    let mut swept = Swept::default();
+    for (lease_id, released) in super::leases::expire_due(tx, now)? {
+        swept.leases.push(lease_id);
+        swept.released.extend(released);
+    }
+    swept.aborted = super::requests::abort_overdue(tx, now)?;
+    swept.agents = super::agents::expire_due(tx, now)?;
+    Ok(swept)
+}
+
+/// Sweep and commit when something has fallen due (the daemon's pass, `Store::sweep`).
+pub fn sweep_if_due(
+    db: &mut Db,
+    clock: Option<&Clock>,
+    root: Option<&Path>,
+) -> Result<Option<Swept>> {
+    let now = db.now(clock)?;
+    if !is_due(db.client()?, now)? {
+        return Ok(None);
+    }
+    db.write_no_sweep(clock, root, None, |tx, now| sweep(tx, now).map(Some))
+}

@@ -1,0 +1,28 @@
+//! Requests on PostgreSQL: accept, reject, claim, answer, cancel, abort, and the reads
+//! behind `list`, `show`, `wait`, the feeds and the outbox — SQLite's `requests` module,
+//! ported one to one (same split, same conditional updates).
+//!
+//! The lifecycle (spec §5) is enforced with conditional updates: every transition names
+//! the states it leaves (`WHERE status IN ('pending', 'claimed')`) and the lease that may
+//! make it, so a final state never changes and of two concurrent answers exactly one
+//! matches a row (the write lock serialises them besides).
+//!
+//! One file per concern: `row` maps a row, [`reads`] reads (and the feeds), [`ask`]
+//! accepts or rejects, [`provide`] holds the provider transitions and their replays,
+//! [`timeouts`] the deadline sweep, [`outbox`] the outcome-file bookkeeping (filtered by
+//! origin), [`due`] the next wake-up.
+
+pub mod ask;
+pub mod due;
+pub mod outbox;
+pub mod provide;
+pub mod reads;
+mod row;
+pub mod timeouts;
+
+pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
+pub use due::next_due;
+pub use outbox::{mark_outbox_written, outbox_pending};
+pub use provide::{abort, answer, answer_replayable, cancel, cancel_replayable, claim, claim_next};
+pub use reads::{get, get_any, list};
+pub use timeouts::abort_overdue;

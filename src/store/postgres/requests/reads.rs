@@ -1,0 +1,226 @@
+//! Reads: one request by id, lists (`show`, `list`, `wait`), and the feeds.
+
+use postgres::types::ToSql;
+use postgres::GenericClient;
+
+use super::row::{row, rows, COLUMNS, FROM, WIDTH};
+use crate::core::lifecycle::{RequestRow, Status};
+use crate::error::Result;
+use crate::store::types::ListFilter;
+
+/// The accepted request with `id` (not a rejection), if any.
+pub fn get(c: &mut impl GenericClient, id: &str) -> Result<Option<RequestRow>> {
+    c.query_opt(
+        &format!("SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 AND r.status <> 'rejected'"),
+        &[&id],
+    )?
+    .as_ref()
+    .map(row)
+    .transpose()
+}
+
+/// The request with `id`, or else its newest rejection.
+pub fn get_any(c: &mut impl GenericClient, id: &str) -> Result<Option<RequestRow>> {
+    if let Some(r) = get(c, id)? {
+        return Ok(Some(r));
+    }
+    c.query_opt(
+        &format!("SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 ORDER BY r.seq DESC LIMIT 1"),
+        &[&id],
+    )?
+    .as_ref()
+    .map(row)
+    .transpose()
+}
+
+/// ASCII lower case in SQL (SQLite's `lower()` folds ASCII only; PostgreSQL's follows the
+/// collation, so it is spelled out to match exactly).
+fn ascii_lower(expr: &str) -> String {
+    format!("translate({expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')")
+}
+
+/// The request filters of a [`ListFilter`] but its status, on parameters `$n..$n+4`:
+/// the contexts (a text array), the agent, the intent kind, the text, the source.
+fn matches(n: usize) -> String {
+    let (ctx, agent, intent, grep, source) = (n, n + 1, n + 2, n + 3, n + 4);
+    format!(
+        "(${ctx}::text[] IS NULL OR r.context = ANY(${ctx}::text[]))
+       AND (${agent}::text IS NULL OR r.agent_id = ${agent}::text)
+       AND (${intent}::text IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq AND q.intent_kind = ${intent}::text))
+       AND (${grep}::text IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq
+                                    AND strpos({}, {}) > 0))
+       AND (${source}::text IS NULL OR r.source = ${source}::text)",
+        ascii_lower("q.question"),
+        ascii_lower(&format!("${grep}::text"))
+    )
+}
+
+/// The values of [`matches`]' parameters.
+struct Matching {
+    contexts: Option<Vec<String>>,
+    agent: Option<String>,
+    intent: Option<String>,
+    grep: Option<String>,
+    source: Option<String>,
+}
+
+impl Matching {
+    fn of(f: &ListFilter) -> Matching {
+        Matching {
+            contexts: (!f.contexts.is_empty()).then(|| f.contexts.clone()),
+            agent: f.agent.clone(),
+            intent: f.intent.clone(),
+            grep: f.grep.clone(),
+            source: f.source.clone(),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+        [
+            &self.contexts,
+            &self.agent,
+            &self.intent,
+            &self.grep,
+            &self.source,
+        ]
+    }
+}
+
+/// The accepted requests that the events in `(after, upto]` of `kinds` (stored names)
+/// are about, as `(event position, request)`, matching `f`'s request filters.
+pub fn event_requests(
+    c: &mut impl GenericClient,
+    after: i64,
+    upto: i64,
+    kinds: &[&str],
+    f: &ListFilter,
+) -> Result<Vec<(i64, RequestRow)>> {
+    let m = Matching::of(f);
+    let kinds: Vec<&str> = kinds.to_vec();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after, &upto, &kinds];
+    params.extend(m.params());
+    let found = c.query(
+        &format!(
+            "SELECT {COLUMNS}, e.seq FROM events e
+               JOIN requests r ON r.id = e.request_id AND r.status <> 'rejected'
+               LEFT JOIN leases l ON l.lease_id = r.claimed_lease
+             WHERE e.seq > $1 AND e.seq <= $2 AND e.kind = ANY($3::text[]) AND {}
+             ORDER BY e.seq",
+            matches(4)
+        ),
+        &params,
+    )?;
+    found
+        .iter()
+        .map(|r| Ok((r.try_get(WIDTH)?, row(r)?)))
+        .collect()
+}
+
+/// Requests, newest first (or oldest first), filtered in the query.
+pub fn list(c: &mut impl GenericClient, f: &ListFilter) -> Result<Vec<RequestRow>> {
+    let order = if f.oldest_first { "ASC" } else { "DESC" };
+    let m = Matching::of(f);
+    let status = f.status.map(Status::as_str);
+    // SQLite's `LIMIT -1` (any negative) is no limit; so is PostgreSQL's `LIMIT NULL`.
+    let limit = f.limit.filter(|l| *l >= 0);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&status, &limit];
+    params.extend(m.params());
+    rows(&c.query(
+        &format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE ($1::text IS NULL OR r.status = $1::text) AND {}
+             ORDER BY r.seq {order} LIMIT $2",
+            matches(3)
+        ),
+        &params,
+    )?)
+}
+
+/// The newest request position (0 for an empty store).
+pub fn feed_head(c: &mut impl GenericClient) -> Result<i64> {
+    Ok(
+        c.query_one("SELECT COALESCE(MAX(seq), 0)::bigint FROM requests", &[])?
+            .try_get(0)?,
+    )
+}
+
+/// The rows after position `after`, at most `limit`: (seq, id, status), oldest first.
+pub fn feed_rows(
+    c: &mut impl GenericClient,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<(i64, Option<String>, String)>> {
+    c.query(
+        "SELECT seq, id, status FROM requests WHERE seq > $1 ORDER BY seq LIMIT $2",
+        &[&after, &limit],
+    )?
+    .iter()
+    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+    .collect()
+}
+
+/// Open requests (of one context) up to position `upto`, oldest first.
+pub fn open_upto(
+    c: &mut impl GenericClient,
+    context: Option<&str>,
+    upto: i64,
+) -> Result<Vec<RequestRow>> {
+    rows(&c.query(
+        &format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE r.status IN ('pending', 'claimed') AND r.seq <= $1
+               AND ($2::text IS NULL OR r.context = $2::text)
+             ORDER BY r.seq"
+        ),
+        &[&upto, &context],
+    )?)
+}
+
+/// The next request of `context` after `after` that is pending or claimed by `lease_id`.
+pub fn next_for_lease(
+    c: &mut impl GenericClient,
+    context: &str,
+    lease_id: i64,
+    after: i64,
+) -> Result<Option<String>> {
+    match c.query_opt(
+        "SELECT id FROM requests WHERE context = $1 AND seq > $2
+            AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = $3))
+         ORDER BY seq LIMIT 1",
+        &[&context, &after, &lease_id],
+    )? {
+        Some(r) => Ok(r.try_get(0)?),
+        None => Ok(None),
+    }
+}
+
+/// The open requests among `ids` (every open request for `None`), by id.
+pub fn open_ids(c: &mut impl GenericClient, ids: Option<&[&str]>) -> Result<Vec<String>> {
+    let found = match ids {
+        None => c.query(
+            "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL
+             ORDER BY seq",
+            &[],
+        )?,
+        Some(ids) => {
+            let ids: Vec<&str> = ids.to_vec();
+            let open = c.query(
+                "SELECT id FROM requests WHERE id = ANY($1::text[]) AND status IN ('pending', 'claimed')",
+                &[&ids],
+            )?;
+            let open: std::collections::HashSet<String> = open
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<std::result::Result<_, _>>()?;
+            // In the order given, as SQLite checks them one by one.
+            return Ok(ids
+                .iter()
+                .filter(|i| open.contains(**i))
+                .map(|i| i.to_string())
+                .collect());
+        }
+    };
+    found.iter().map(|r| Ok(r.try_get(0)?)).collect()
+}

@@ -1,0 +1,588 @@
+//! [`PgStore`]: the [`Store`] trait on one PostgreSQL connection. Each method is one write
+//! transaction under the advisory lock ([`Db::write`]) or one read, composed from the
+//! functions of this backend's modules — the same composition as `SqliteStore`'s.
+//!
+//! Time: a write reads `now` from the database's clock under the lock, and a read that
+//! judges liveness (a lease, an agent) reads it from the database too. This store never
+//! asks the host's clock for a decision; [`PgStore::with_clock`] replaces the database's
+//! clock (tests).
+
+use std::path::{Path, PathBuf};
+
+use postgres::IsolationLevel;
+
+use super::conn::{self, Clock, Db, Tx};
+use super::requests::reads;
+use super::{agents, audit, events, export, history, leases, requests, tokens, wakeups};
+use crate::clock::Millis;
+use crate::core::audit::{Actor, Source};
+use crate::error::{Error, Result};
+use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::Outcome;
+use crate::store::{
+    AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
+    HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
+    Provided, ProviderAct, ProviderFile, Record, Registered, RequestRow, Revoked, Stats, Status,
+    Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
+};
+
+/// The PostgreSQL backend: one connection, this host's root and origin, and (for tests) a
+/// clock that replaces the database's.
+pub struct PgStore {
+    db: Db,
+    root: Option<PathBuf>,
+    origin: Option<String>,
+    clock: Option<Clock>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the config: it holds the password.
+        f.debug_struct("PgStore")
+            .field("root", &self.root)
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.db.close_view();
+    }
+}
+
+impl PgStore {
+    /// Connect to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, or key=value) and
+    /// migrate. `root_dir` is where this host keeps `audit.key` and `audit.head` (`None`:
+    /// an unkeyed chain and no anchor, for tools and tests); `origin` names the root that
+    /// asks through this store: new requests record it, and [`Store::outbox_pending`]
+    /// returns only its rows (`None`: every row).
+    pub fn connect(url: &str, root_dir: Option<&Path>, origin: Option<&str>) -> Result<PgStore> {
+        let config = conn::parse_url(url)?;
+        Ok(PgStore {
+            db: Db::open(config)?,
+            root: root_dir.map(Path::to_path_buf),
+            origin: origin.map(str::to_string),
+            clock: None,
+        })
+    }
+
+    /// The same store judging time by `clock` instead of the database's (tests).
+    pub fn with_clock(mut self, clock: Clock) -> PgStore {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The origin new requests record.
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+
+    /// The client, for this backend's own tests and tools (reconnected when lost).
+    pub fn client(&mut self) -> Result<&mut postgres::Client> {
+        self.db.client()
+    }
+
+    fn now(&mut self) -> Result<Millis> {
+        self.db.now(self.clock.as_ref())
+    }
+
+    fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>) -> Result<T> {
+        self.db.write(
+            self.clock.as_ref(),
+            self.root.as_deref(),
+            self.origin.as_deref(),
+            f,
+        )
+    }
+
+    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>) -> Result<T> {
+        self.db.write_no_sweep(
+            self.clock.as_ref(),
+            self.root.as_deref(),
+            self.origin.as_deref(),
+            f,
+        )
+    }
+}
+
+fn lease_for(
+    t: &mut Tx<'_>,
+    lease: &LeaseRef,
+    id: Option<&str>,
+    now: Millis,
+) -> Result<(Lease, Option<String>)> {
+    match lease {
+        LeaseRef::Token(token) => Ok((leases::authenticate(&mut t.tx, token, now)?, None)),
+        LeaseRef::OnBehalf { token, actor } => {
+            let mut lease = leases::authenticate(&mut t.tx, token, now)?;
+            lease.on_behalf = Some(actor.clone());
+            Ok((lease, None))
+        }
+        LeaseRef::Transient { name, ttl_ms } => {
+            let id = id.ok_or_else(|| {
+                Error::Invalid("a transient lease acts on one named request".into())
+            })?;
+            let row =
+                requests::get(&mut t.tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
+            let reg = leases::register(t, &row.context, name, *ttl_ms, now)?;
+            let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
+            Ok((lease, Some(reg.lease)))
+        }
+    }
+}
+
+/// Accept a request, or record its rejection with the input's actor.
+fn accept_or_reject(t: &mut Tx<'_>, input: AskInput, now: Millis) -> Result<Asked> {
+    let source = input.source.as_str();
+    let refused = match input.request {
+        Ok(request) => {
+            match requests::accept(t, request, input.fallback_id.as_deref(), &source, now) {
+                Ok(a) => return Ok(Asked::Accepted(a)),
+                Err(Error::Question(e)) => e,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(e) => e,
+    };
+    let (id, context) = &input.salvaged;
+    let rej = requests::Rejection {
+        id: id.as_deref(),
+        context: context.as_deref(),
+        body: &input.raw,
+        source: &source,
+        actor: Some(input.actor.clone()),
+    };
+    let outcome = requests::record_rejection(t, &rej, &refused, now)?;
+    Ok(Asked::Rejected {
+        error: refused,
+        outcome,
+    })
+}
+
+/// Errors that end a batch (the store or the disk failed); any other error is one
+/// input's verdict.
+fn fatal(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Pg(_) | Error::Db(_) | Error::Io { .. } | Error::SchemaTooNew { .. }
+    )
+}
+
+/// One inbox input, inside the batch's transaction.
+fn ingest_one(t: &mut Tx<'_>, input: InboxInput, now: Millis) -> Result<InboxVerdict> {
+    Ok(match input {
+        InboxInput::Request {
+            name,
+            stem,
+            request,
+            raw,
+            mtime,
+        } => {
+            let from = Source::Inbox(name);
+            let source = from.as_str().into_owned();
+            // This very file was judged already: finish with that verdict.
+            let id = request.id.clone().unwrap_or_else(|| stem.clone());
+            if let Some(e) = requests::earlier_rejection(t, &id, &source, &raw, mtime)? {
+                return Ok(InboxVerdict::Rejected(e));
+            }
+            let salvaged = (Some(id), request.context.clone());
+            let input = AskInput {
+                request: Ok(request),
+                fallback_id: Some(stem),
+                salvaged,
+                raw,
+                source: from,
+                actor: Actor::Daemon,
+            };
+            match accept_or_reject(t, input, now)? {
+                Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
+                    id: a.id,
+                    context: a.context,
+                    replaced_rejection: a.replaced_rejection,
+                },
+                Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
+                Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
+            }
+        }
+        InboxInput::Abort { name, id, reason } => {
+            let source = Source::Inbox(name.clone()).as_str().into_owned();
+            match requests::abort(t, &id, reason.as_deref(), &Actor::Asker, now) {
+                Ok(_) => InboxVerdict::Aborted(id),
+                Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
+                Err(Error::NotFound(_)) => {
+                    let e = UserQuestionError::new(
+                        Code::NotFound,
+                        format!("{name}: no request {id:?} to abort"),
+                    );
+                    let rej = requests::Rejection {
+                        id: None,
+                        context: None,
+                        body: &format!("abort {id}"),
+                        source: &source,
+                        actor: Some(Actor::Daemon),
+                    };
+                    requests::record_rejection(t, &rej, &e, now)?;
+                    InboxVerdict::Rejected(e)
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        InboxInput::Reject {
+            name,
+            id,
+            context,
+            raw,
+            error,
+        } => {
+            let source = Source::Inbox(name).as_str().into_owned();
+            let rej = requests::Rejection {
+                id: id.as_deref(),
+                context: context.as_deref(),
+                body: &raw,
+                source: &source,
+                actor: Some(Actor::Daemon),
+            };
+            requests::record_rejection(t, &rej, &error, now)?;
+            InboxVerdict::Rejected(error)
+        }
+    })
+}
+
+impl Store for PgStore {
+    fn ask(&mut self, input: AskInput) -> Result<Asked> {
+        self.write(|t, now| accept_or_reject(t, input, now))
+    }
+
+    fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
+        self.write(|t, now| {
+            let mut out = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                out.push(ingest_one(t, input, now)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
+        self.write(|t, now| requests::abort(t, id, reason, actor, now))
+    }
+
+    fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
+        self.write(|t, now| {
+            let target = match &act {
+                ProviderAct::Claim(id)
+                | ProviderAct::Answer(id, _)
+                | ProviderAct::Cancel(id, _) => Some(id.as_str()),
+                ProviderAct::ClaimNext => None,
+            };
+            let (l, transient) = lease_for(t, lease, target, now)?;
+            let done = match &act {
+                ProviderAct::Claim(id) => {
+                    Provided::Claimed(Box::new(requests::claim(t, &l, id, now)?))
+                }
+                ProviderAct::ClaimNext => {
+                    Provided::Claimed(Box::new(requests::claim_next(t, &l, now)?))
+                }
+                ProviderAct::Answer(id, answer) => {
+                    Provided::Finished(requests::answer(t, &l, id, answer, now)?)
+                }
+                ProviderAct::Cancel(id, reason) => {
+                    Provided::Finished(requests::cancel(t, &l, id, reason.as_deref(), now)?)
+                }
+            };
+            if let Some(token) = transient {
+                leases::release(t, &token, now)?;
+            }
+            Ok(done)
+        })
+    }
+
+    fn apply_answer_files(
+        &mut self,
+        files: &[ProviderFile],
+    ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+        self.write(|t, now| {
+            let mut results = Vec::with_capacity(files.len());
+            for file in files {
+                t.tx.batch_execute("SAVEPOINT answer_file")?;
+                let applied = match file {
+                    ProviderFile::Answer { id, token, answer } => {
+                        requests::answer_replayable(t, token, id, answer, now).map(|(o, _)| o)
+                    }
+                    ProviderFile::Cancel { id, token, reason } => {
+                        requests::cancel_replayable(t, token, id, reason.as_deref(), now)
+                    }
+                };
+                match applied {
+                    Ok(o) => {
+                        t.tx.batch_execute("RELEASE SAVEPOINT answer_file")?;
+                        results.push(Ok(o));
+                    }
+                    Err(e) if fatal(&e) => return Err(e),
+                    Err(e) => {
+                        t.tx.batch_execute(
+                            "ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file",
+                        )?;
+                        results.push(Err(e));
+                    }
+                }
+            }
+            Ok(results)
+        })
+    }
+
+    fn next_for_lease(
+        &mut self,
+        context: &str,
+        lease_id: i64,
+        after: FeedPos,
+    ) -> Result<Option<String>> {
+        self.db
+            .read(|c| reads::next_for_lease(c, context, lease_id, after))
+    }
+
+    fn register(
+        &mut self,
+        context: &str,
+        name: &str,
+        ttl_ms: Millis,
+    ) -> Result<(Registered, Lease)> {
+        self.write(|t, now| {
+            let reg = leases::register(t, context, name, ttl_ms, now)?;
+            let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
+            Ok((reg, lease))
+        })
+    }
+
+    fn heartbeat(&mut self, token: &str) -> Result<Lease> {
+        self.write(|t, now| leases::heartbeat(t, token, now))
+    }
+
+    fn release(&mut self, token: &str) -> Result<bool> {
+        self.write(|t, now| leases::release(t, token, now))
+    }
+
+    fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
+        self.write(|t, now| leases::revoke(t, context, by, reason, now))
+    }
+
+    fn authenticate(&mut self, token: &str) -> Result<Lease> {
+        let now = self.now()?;
+        self.db.read(|c| leases::authenticate(c, token, now))
+    }
+
+    fn lease_info(&mut self, token: &str) -> Result<LeaseInfo> {
+        let now = self.now()?;
+        self.db.read(|c| leases::info(c, token, now))
+    }
+
+    fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>> {
+        let now = self.now()?;
+        self.db.read(|c| leases::status(c, context, now))
+    }
+
+    fn agent_enter(
+        &mut self,
+        id: &str,
+        owner: Option<&str>,
+        lineage: Option<&str>,
+        ttl_ms: Option<Millis>,
+    ) -> Result<Entered> {
+        self.write(|t, now| agents::enter(t, id, owner, lineage, ttl_ms, now))
+    }
+
+    fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
+        self.write(|t, now| agents::heartbeat(t, id, instance, now))
+    }
+
+    fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
+        self.write(|t, now| agents::exit(t, id, instance, now))
+    }
+
+    fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
+        let now = self.now()?;
+        self.db.read(|c| agents::list(c, now, live_only))
+    }
+
+    fn sweep(&mut self) -> Result<Option<Swept>> {
+        conn::sweep_if_due(&mut self.db, self.clock.as_ref(), self.root.as_deref())
+    }
+
+    fn next_due(&mut self) -> Result<Option<Millis>> {
+        self.db.read(requests::next_due)
+    }
+
+    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let origin = self.origin.as_deref();
+        self.db
+            .read(|c| requests::outbox_pending(c, origin, after, limit))
+    }
+
+    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
+        self.write_no_sweep(|t, _| requests::mark_outbox_written(t, keys))
+    }
+
+    fn while_open(
+        &mut self,
+        ids: Option<&[&str]>,
+        remove: &mut dyn FnMut(&[String]) -> Result<usize>,
+    ) -> Result<usize> {
+        self.write_no_sweep(|t, _| {
+            let open = reads::open_ids(&mut t.tx, ids)?;
+            remove(&open)
+        })
+    }
+
+    fn view_now(&mut self) -> Result<()> {
+        self.db.view(self.clock.as_ref(), self.root.as_deref())
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        self.db.read(|c| requests::get(c, id))
+    }
+
+    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        self.db.read(|c| requests::get_any(c, id))
+    }
+
+    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+        self.db.read(|c| requests::list(c, filter))
+    }
+
+    fn feed_head(&mut self) -> Result<FeedPos> {
+        self.db.read(reads::feed_head)
+    }
+
+    fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.db.read(|c| {
+            let seqs = reads::feed_rows(c, after, limit)?;
+            let mut page = FeedPage {
+                requests: Vec::with_capacity(seqs.len()),
+                upto: after,
+            };
+            for (seq, id, status) in seqs {
+                page.upto = page.upto.max(seq);
+                if status == Status::Rejected.as_str() {
+                    continue;
+                }
+                if let Some(id) = id {
+                    if let Some(row) = requests::get(c, &id)?.filter(|r| r.seq == seq) {
+                        page.requests.push(row);
+                    }
+                }
+            }
+            Ok(page)
+        })
+    }
+
+    fn events_head(&mut self) -> Result<FeedPos> {
+        self.db.read(events::head)
+    }
+
+    fn request_events(
+        &mut self,
+        after: FeedPos,
+        kinds: &[crate::core::audit::EventKind],
+        filter: &ListFilter,
+        limit: usize,
+    ) -> Result<EventPage> {
+        self.db.read(|c| {
+            // The bound first: an event committed meanwhile lies above it and is read
+            // next time, never skipped. Events are numbered under the write lock in
+            // commit order, so nothing below the bound can still appear.
+            let upto = events::upto(c, after, limit)?;
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            let mut about: std::collections::HashMap<i64, RequestRow> =
+                reads::event_requests(c, after, upto, &names, filter)?
+                    .into_iter()
+                    .collect();
+            let events = if about.is_empty() {
+                Vec::new()
+            } else {
+                events::range(c, after, upto)?
+                    .into_iter()
+                    .filter_map(|e| about.remove(&e.seq).map(|r| (e, r)))
+                    .collect()
+            };
+            Ok(EventPage { events, upto })
+        })
+    }
+
+    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>> {
+        self.db.read(|c| reads::open_upto(c, context, upto))
+    }
+
+    fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
+        let now = self.now()?;
+        self.db.read(|c| history::history(c, filter, now))
+    }
+
+    fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
+        let now = self.now()?;
+        self.db.read(|c| history::stats(c, since, now))
+    }
+
+    fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
+        self.db.read(|c| events::for_request(c, request_id))
+    }
+
+    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
+        // Its own snapshot: a view's transaction (and its uncommitted sweep) ends first.
+        self.db.close_view();
+        let root = self.root.clone();
+        self.db
+            .read(|c| audit::verify_snapshot(c, root.as_deref(), anchors))
+    }
+
+    fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
+        self.db.close_view();
+        let mut tx = self
+            .db
+            .client()?
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        export::export(&mut tx, sink)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn import(&mut self, records: &mut dyn Iterator<Item = Result<Record>>) -> Result<u64> {
+        self.write_no_sweep(|t, _| {
+            let origin = t.origin;
+            export::import(&mut t.tx, origin, records)
+        })
+    }
+
+    fn wakeups(&mut self) -> Result<Option<Box<dyn Wakeups>>> {
+        let listener = wakeups::Listener::connect(self.db.config())?;
+        Ok(Some(Box::new(listener)))
+    }
+
+    fn token_create(
+        &mut self,
+        name: &str,
+        role: crate::core::access::Role,
+        context: Option<&str>,
+        lookup: &str,
+        hash: &[u8],
+    ) -> Result<WebToken> {
+        self.write(|t, now| tokens::create(&mut t.tx, name, role, context, lookup, hash, now))
+    }
+
+    fn tokens(&mut self) -> Result<Vec<WebToken>> {
+        self.db.read(tokens::list)
+    }
+
+    fn token_revoke(&mut self, name: &str) -> Result<bool> {
+        self.write(|t, now| tokens::revoke(&mut t.tx, name, now))
+    }
+
+    fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
+        self.db.read(|c| tokens::by_lookup(c, lookup))
+    }
+}

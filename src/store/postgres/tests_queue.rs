@@ -1,0 +1,483 @@
+//! Tests of the queue side on a throwaway PostgreSQL, where SQLite cannot go: several
+//! connections (hosts) racing on one store, the database's clock as the only clock, a
+//! connection lost under a store, the origin filter of the outbox and the views.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier};
+
+use serde_json::json;
+
+use super::{throwaway, PgStore};
+use crate::core::audit::{Actor, Source};
+use crate::error::Error;
+use crate::protocol::error::Code;
+use crate::protocol::{Answer, AnswerItem, Request};
+use crate::store::scenarios::TestClock;
+use crate::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+
+fn fresh() -> String {
+    throwaway::shared().fresh_database().unwrap()
+}
+
+fn open(url: &str) -> PgStore {
+    PgStore::connect(url, None, None).unwrap()
+}
+
+fn request(id: &str, context: &str) -> Request {
+    serde_json::from_value(json!({
+        "id": id,
+        "context": context,
+        "questions": [{"id": "db", "question": "Which database?",
+                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
+    }))
+    .unwrap()
+}
+
+fn ask(store: &mut PgStore, id: &str, context: &str) {
+    let input = AskInput {
+        request: Ok(request(id, context)),
+        fallback_id: None,
+        salvaged: (None, None),
+        raw: String::new(),
+        source: Source::Cli,
+        actor: Actor::Cli,
+    };
+    match store.ask(input).unwrap() {
+        Asked::Accepted(a) => assert!(a.new, "{a:?}"),
+        other => panic!("not accepted: {other:?}"),
+    }
+}
+
+fn pick(label: &str) -> Answer {
+    Answer {
+        answers: vec![AnswerItem {
+            id: "db".into(),
+            selected: vec![label.into()],
+            custom: None,
+        }],
+    }
+}
+
+fn code(e: &Error) -> Code {
+    e.to_user_error().code
+}
+
+#[test]
+fn racing_claim_next_on_two_connections_never_claims_one_request_twice() {
+    let url = fresh();
+    let mut setup = open(&url);
+    const N: usize = 40;
+    for i in 0..N {
+        ask(&mut setup, &format!("r{i}"), "ctx");
+    }
+    // One lease (the web host's), used by two reviewers on two connections.
+    let (reg, _) = setup.register("ctx", "host", 600_000).unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let (url, token, barrier) = (url.clone(), reg.lease.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut store = open(&url);
+                let lease = LeaseRef::OnBehalf {
+                    token,
+                    actor: Actor::Web(format!("reviewer{w}")),
+                };
+                barrier.wait();
+                let mut got = Vec::new();
+                loop {
+                    match store.provide(&lease, ProviderAct::ClaimNext) {
+                        Ok(Provided::Claimed(row)) => got.push(row.id.unwrap()),
+                        Ok(other) => panic!("{other:?}"),
+                        Err(e) if code(&e) == Code::NotFound => return got,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let claimed: Vec<Vec<String>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let all: Vec<&String> = claimed.iter().flatten().collect();
+    let distinct: HashSet<&String> = all.iter().copied().collect();
+    assert_eq!(all.len(), N, "every request claimed once: {claimed:?}");
+    assert_eq!(distinct.len(), N, "no request claimed twice: {claimed:?}");
+    let open_rows = setup.list(&ListFilter::default()).unwrap();
+    assert!(open_rows.iter().all(|r| r.status == Status::Claimed));
+}
+
+#[test]
+fn claim_next_skips_a_row_another_session_has_locked() {
+    let url = fresh();
+    let mut store = open(&url);
+    ask(&mut store, "first", "ctx");
+    ask(&mut store, "second", "ctx");
+    let (reg, _) = store.register("ctx", "alice", 600_000).unwrap();
+    // Another session holds the oldest pending row (outside dshq's write lock).
+    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut held = other.transaction().unwrap();
+    held.execute("SELECT 1 FROM requests WHERE id = 'first' FOR UPDATE", &[])
+        .unwrap();
+    match store
+        .provide(&LeaseRef::Token(reg.lease.clone()), ProviderAct::ClaimNext)
+        .unwrap()
+    {
+        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("second")),
+        other => panic!("{other:?}"),
+    }
+    held.rollback().unwrap();
+    match store
+        .provide(&LeaseRef::Token(reg.lease), ProviderAct::ClaimNext)
+        .unwrap()
+    {
+        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("first")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn racing_answers_from_two_stores_have_exactly_one_winner() {
+    let url = fresh();
+    let mut setup = open(&url);
+    const N: usize = 12;
+    for i in 0..N {
+        ask(&mut setup, &format!("q{i}"), "ctx");
+    }
+    let (reg, _) = setup.register("ctx", "host", 600_000).unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let workers: Vec<_> = ["Postgres", "SQLite"]
+        .into_iter()
+        .map(|label| {
+            let (url, token, barrier) = (url.clone(), reg.lease.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut store = open(&url);
+                let lease = LeaseRef::Token(token);
+                (0..N)
+                    .map(|i| {
+                        barrier.wait();
+                        store
+                            .provide(&lease, ProviderAct::Answer(format!("q{i}"), pick(label)))
+                            .map(|_| label)
+                            .map_err(|e| code(&e))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<Vec<_>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    for (i, pair) in results[0].iter().zip(&results[1]).enumerate() {
+        let winner = match pair {
+            (Ok(w), Err(Code::RequestFinal)) | (Err(Code::RequestFinal), Ok(w)) => *w,
+            other => panic!("q{i}: not exactly one winner: {other:?}"),
+        };
+        let row = setup.get(&format!("q{i}")).unwrap().unwrap();
+        assert_eq!(row.status, Status::Answered);
+        assert_eq!(row.answer, Some(pick(winner).to_json()), "q{i}");
+        let answered = setup
+            .events(&format!("q{i}"))
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == "answered")
+            .count();
+        assert_eq!(answered, 1, "q{i}: one answered event");
+    }
+}
+
+#[test]
+fn a_live_lease_on_one_connection_makes_a_second_register_a_duplicate_provider() {
+    let url = fresh();
+    let (mut a, mut b) = (open(&url), open(&url));
+    a.register("ctx", "alice", 600_000).unwrap();
+    let e = b.register("ctx", "bob", 600_000).unwrap_err();
+    assert_eq!(code(&e), Code::DuplicateProvider, "{e}");
+    assert!(e.to_string().contains("alice"), "{e}");
+    // Another context is free.
+    b.register("elsewhere", "bob", 600_000).unwrap();
+}
+
+/// A connection's session whose database clock runs `minutes` ahead: `clock_timestamp()`
+/// is shadowed by a function in a schema searched before `pg_catalog`.
+fn skewed(url: &str, minutes: i64) -> PgStore {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS skew;
+         CREATE OR REPLACE FUNCTION skew.clock_timestamp() RETURNS timestamptz
+             LANGUAGE sql AS $$ SELECT pg_catalog.clock_timestamp() + interval '{minutes} minutes' $$;"
+    ))
+    .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}options=-c%20search_path%3Dpublic%2Cskew%2Cpg_catalog");
+    open(&url)
+}
+
+#[test]
+fn time_is_the_database_clock_never_the_hosts() {
+    let url = fresh();
+    let mut honest = open(&url);
+    // The session of `ahead` sees a database clock 10 minutes ahead: every decision it
+    // makes follows that clock, whatever this host's clock says.
+    let mut ahead = skewed(&url, 10);
+    let host = crate::clock::now_ms();
+    let (_, lease) = ahead.register("a", "alice", 60_000).unwrap();
+    assert!(
+        lease.expires_ms >= host + 10 * 60_000 + 60_000 - 1_000,
+        "the expiry is judged by the database's clock: {} vs host {host}",
+        lease.expires_ms
+    );
+    // A lease registered by the honest session with a ttl of a minute is live by this
+    // host's clock, and dead by the database clock `ahead` reads: it expires there.
+    let (reg, _) = honest.register("ctx", "alice", 60_000).unwrap();
+    assert!(honest.authenticate(&reg.lease).is_ok());
+    let e = ahead.authenticate(&reg.lease).unwrap_err();
+    assert_eq!(code(&e), Code::LeaseExpired, "{e}");
+    ahead.register("ctx", "bob", 60_000).unwrap();
+    let e = honest.authenticate(&reg.lease).unwrap_err();
+    assert_eq!(code(&e), Code::LeaseExpired, "{e}");
+}
+
+#[test]
+fn the_backend_never_reads_the_hosts_clock() {
+    for (name, text) in [
+        ("conn.rs", include_str!("conn.rs")),
+        ("store.rs", include_str!("store.rs")),
+        ("leases.rs", include_str!("leases.rs")),
+        ("agents.rs", include_str!("agents.rs")),
+        ("events.rs", include_str!("events.rs")),
+        ("requests/ask.rs", include_str!("requests/ask.rs")),
+        ("requests/provide.rs", include_str!("requests/provide.rs")),
+        ("requests/timeouts.rs", include_str!("requests/timeouts.rs")),
+        ("requests/reads.rs", include_str!("requests/reads.rs")),
+    ] {
+        assert!(
+            !text.contains(concat!("now_ms", "(")),
+            "{name} reads the host's clock"
+        );
+    }
+}
+
+#[test]
+fn a_connection_ended_by_the_server_is_replaced_on_the_next_call() {
+    let url = fresh();
+    let mut store = open(&url);
+    ask(&mut store, "before", "ctx");
+    let pid: i32 = store
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .unwrap();
+    // A read on the dead connection runs again on a new one.
+    let row = store.get("before").unwrap().unwrap();
+    assert_eq!(row.status, Status::Pending);
+    let pid2: i32 = store
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert_ne!(pid, pid2);
+    // A write whose `BEGIN` finds the connection dead starts on a new one.
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid2])
+        .unwrap();
+    ask(&mut store, "after", "ctx");
+    assert!(store.get("after").unwrap().is_some());
+    // So does a write after the server ended an idle session (the probe finds it).
+    let pid3: i32 = store
+        .client()
+        .unwrap()
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert_ne!(pid2, pid3);
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid3])
+        .unwrap();
+    std::thread::sleep(super::conn::IDLE_PROBE + std::time::Duration::from_millis(200));
+    ask(&mut store, "idle", "ctx");
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 3);
+}
+
+#[test]
+fn the_outbox_of_a_store_holds_only_its_origins_outcomes() {
+    let url = fresh();
+    let mut here = PgStore::connect(&url, None, Some("here")).unwrap();
+    let mut there = PgStore::connect(&url, None, Some("there")).unwrap();
+    let mut tool = open(&url);
+    ask(&mut here, "mine", "ctx");
+    ask(&mut there, "theirs", "ctx");
+    // Answered from a third host: each outcome goes to the root that asked.
+    let (reg, _) = tool.register("ctx", "alice", 600_000).unwrap();
+    for id in ["mine", "theirs"] {
+        tool.provide(
+            &LeaseRef::Token(reg.lease.clone()),
+            ProviderAct::Answer(id.into(), pick("SQLite")),
+        )
+        .unwrap();
+    }
+    let ids = |s: &mut PgStore| -> Vec<String> {
+        s.outbox_pending(0, 16)
+            .unwrap()
+            .into_iter()
+            .map(|(_, o)| o.id().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&mut here), ["mine"]);
+    assert_eq!(ids(&mut there), ["theirs"]);
+    assert_eq!(ids(&mut tool), ["mine", "theirs"]);
+}
+
+#[test]
+fn a_view_sweeps_without_committing_and_the_next_write_ends_it() {
+    let url = fresh();
+    let clock = TestClock::new();
+    let mut store = open(&url).with_clock(clock.as_fn());
+    ask(&mut store, "v", "ctx");
+    let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
+    store
+        .provide(&LeaseRef::Token(reg.lease), ProviderAct::Claim("v".into()))
+        .unwrap();
+    clock.advance(10_001);
+    store.view_now().unwrap();
+    assert_eq!(store.get("v").unwrap().unwrap().status, Status::Pending);
+    // Another connection still sees the claim: the view committed nothing.
+    let mut other = open(&url).with_clock(clock.as_fn());
+    assert_eq!(other.get("v").unwrap().unwrap().status, Status::Claimed);
+    // A write on the viewing store ends the view first, then sweeps for real.
+    store.agent_enter("a1", None, None, None).unwrap();
+    assert_eq!(other.get("v").unwrap().unwrap().status, Status::Pending);
+}
+
+#[test]
+fn a_failed_write_keeps_the_sweep_it_observed() {
+    let url = fresh();
+    let clock = TestClock::new();
+    let mut store = open(&url).with_clock(clock.as_fn());
+    ask(&mut store, "s", "ctx");
+    let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
+    store
+        .provide(
+            &LeaseRef::Token(reg.lease.clone()),
+            ProviderAct::Claim("s".into()),
+        )
+        .unwrap();
+    clock.advance(10_001);
+    let e = store
+        .provide(
+            &LeaseRef::Token(reg.lease),
+            ProviderAct::Answer("s".into(), pick("SQLite")),
+        )
+        .unwrap_err();
+    assert_eq!(code(&e), Code::LeaseExpired, "{e}");
+    // The expiry the failed answer observed is committed.
+    let mut other = open(&url);
+    assert_eq!(other.get("s").unwrap().unwrap().status, Status::Pending);
+    assert_eq!(other.lease_status(Some("ctx")).unwrap().len(), 0);
+}
+
+#[test]
+fn the_error_of_a_bad_url_or_an_unreachable_server_never_shows_the_password() {
+    let e = PgStore::connect("postgres://u:s3cret@%zz/db", None, None).unwrap_err();
+    assert!(!e.to_string().contains("s3cret"), "{e}");
+    let e = PgStore::connect(
+        "postgres://u:s3cret@localhost/db?host=/nonexistent-dshq-socket-dir",
+        None,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(code(&e), Code::Store, "{e}");
+    assert!(!e.to_string().contains("s3cret"), "{e}");
+}
+
+#[test]
+fn two_hosts_migrating_one_new_database_at_once_apply_each_migration_once() {
+    let url = fresh();
+    let barrier = Arc::new(Barrier::new(3));
+    let hosts: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                PgStore::connect(&url, None, None).map(|_| ())
+            })
+        })
+        .collect();
+    for h in hosts {
+        h.join().unwrap().unwrap();
+    }
+    let mut store = open(&url);
+    let versions: Vec<i64> = store
+        .client()
+        .unwrap()
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let known: Vec<i64> = super::MIGRATIONS.iter().map(|m| m.0).collect();
+    assert_eq!(versions, known);
+}
+
+#[test]
+fn a_store_from_a_newer_dshq_is_refused() {
+    let url = fresh();
+    let mut store = open(&url);
+    store
+        .client()
+        .unwrap()
+        .execute(
+            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (99, 'future', 0)",
+            &[],
+        )
+        .unwrap();
+    drop(store);
+    match PgStore::connect(&url, None, None) {
+        Err(Error::SchemaTooNew { found: 99, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
+    let url = fresh();
+    let mut store = open(&url);
+    ask(&mut store, "fixed", "ctx");
+    let (reg, _) = store.register("ctx", "alice", 600_000).unwrap();
+    let c = store.client().unwrap();
+    for edit in [
+        "UPDATE requests SET body = '{}' WHERE id = 'fixed'",
+        "UPDATE requests SET origin = 'elsewhere' WHERE id = 'fixed'",
+        "UPDATE questions SET question = 'Which?'",
+        "DELETE FROM questions",
+        "DELETE FROM requests",
+    ] {
+        let e = Error::from(c.execute(edit, &[]).unwrap_err());
+        assert!(e.to_string().contains("record"), "{edit}: {e}");
+    }
+    store
+        .provide(
+            &LeaseRef::Token(reg.lease),
+            ProviderAct::Answer("fixed".into(), pick("SQLite")),
+        )
+        .unwrap();
+    let c = store.client().unwrap();
+    for edit in [
+        "UPDATE requests SET answer = NULL WHERE id = 'fixed'",
+        "UPDATE requests SET provider = 'mallory' WHERE id = 'fixed'",
+        "UPDATE questions SET selected = '[\"Postgres\"]'",
+    ] {
+        let e = Error::from(c.execute(edit, &[]).unwrap_err());
+        assert!(e.to_string().contains("record"), "{edit}: {e}");
+    }
+    // Only the outbox bookkeeping of a final request changes.
+    c.execute(
+        "UPDATE requests SET outbox_pending = FALSE WHERE id = 'fixed'",
+        &[],
+    )
+    .unwrap();
+}
