@@ -272,10 +272,11 @@ impl Root {
 
     fn open_postgres(&self, url: &str) -> Result<Box<dyn crate::store::Store>> {
         let origin = self.origin()?;
-        let _ = (url, origin);
-        Err(Error::Usage(
-            "the PostgreSQL backend is not built yet".into(),
-        ))
+        Ok(Box::new(crate::store::postgres::PgStore::connect(
+            url,
+            Some(&self.dir),
+            Some(&origin),
+        )?))
     }
 
     /// Open the database for a read command: nothing is created, migrated or written, so

@@ -51,13 +51,21 @@ pub const CHANNEL: &str = "dshq";
 pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// Parse a `postgres://` URL (or a key=value string) into a connection config. The error
-/// never repeats the input (it may hold a password).
+/// never repeats the input (it may hold a password). A password the URL does not carry is taken from `PGPASSWORD` (as libpq does), so it
+/// need not appear in argv or in `DSHQ_STORE`.
 pub fn parse_url(url: &str) -> Result<Config> {
-    url.parse::<Config>().map_err(|_| {
+    let mut config = url.parse::<Config>().map_err(|_| {
         Error::Invalid(
             "not a valid PostgreSQL connection URL (expected postgres://USER@HOST/DB)".into(),
         )
-    })
+    })?;
+    if config.get_password().is_none() {
+        if let Some(pw) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
+            use std::os::unix::ffi::OsStrExt;
+            config.password(pw.as_bytes());
+        }
+    }
+    Ok(config)
 }
 
 /// Open a client for `config` (no TLS: a socket or a trusted network).
