@@ -773,10 +773,71 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
             ))
     )
     .ok();
+    // A rejected id asked again (the rejection's outcome is replaced), and an inbox
+    // file rejected once and delivered again (its earlier verdict stands).
+    step!(
+        "ask bad",
+        s.ask(AskInput {
+            request: Ok(serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap()),
+            fallback_id: None,
+            salvaged: (Some("bad".into()), None),
+            raw: "{}".into(),
+            source: Source::Cli,
+            actor: Actor::Cli,
+        })
+    )
+    .ok();
+    step!("ask bad fixed", s.ask(asking("bad", json!({})))).ok();
+    let empty = |clock: &TestClock| InboxInput::Request {
+        name: "e.json".into(),
+        stem: "e".into(),
+        request: serde_json::from_value(json!({"questions": []})).unwrap(),
+        raw: "{\"questions\": []}".into(),
+        mtime: clock.now() - 10,
+    };
+    step!("ingest empty", s.ingest(vec![empty(clock)])).ok();
+    clock.advance(5);
+    step!("ingest empty again", s.ingest(vec![empty(clock)])).ok();
+    step!("agent heartbeat", s.agent_heartbeat("solo", &solo.instance)).ok();
+    step!("agent heartbeat stale", s.agent_heartbeat("solo", "0000")).ok();
+    let reg3 = step!("register erin", s.register("ctx", "erin", 1_000))
+        .unwrap()
+        .0;
+    secrets.push(reg3.lease.clone());
+    step!(
+        "erin claims",
+        s.provide(&LeaseRef::Token(reg3.lease.clone()), ProviderAct::ClaimNext)
+    )
+    .ok();
+    step!("lease status", s.lease_status(None)).ok();
+    clock.advance(31_000);
+    step!("release erin", s.release(&reg3.lease)).ok();
+    step!("release erin again", s.release(&reg3.lease)).ok();
+    step!(
+        "while open some",
+        s.while_open(Some(&["q2", "bad", "nope", "bad"]), &mut |ids| {
+            Ok(ids.len() * 10)
+        })
+    )
+    .ok();
+    let keys: Vec<i64> = s
+        .outbox_pending(0, 100)
+        .map(|o| o.into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default();
+    step!(
+        "mark written",
+        s.mark_outbox_written(&keys[..keys.len() / 2])
+    )
+    .ok();
+    step!(
+        "outbox after",
+        s.outbox_pending(keys.first().copied().unwrap_or(0), 3)
+    )
+    .ok();
     step!("history", s.history(&HistoryFilter::default())).ok();
     step!("stats", s.stats(None)).ok();
     step!("outbox at end", s.outbox_pending(0, 100)).ok();
-    for id in ["q1", "q2", "q4", "q5", "i1", "bad"] {
+    for id in ["q1", "q2", "q4", "q5", "i1", "bad", "e"] {
         let events = s.events(id).map(|es| {
             es.into_iter()
                 .map(|e| {
@@ -788,6 +849,13 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
         });
         step!(format!("events {id}"), events).ok();
     }
+    // Last: a view (SQLite's is for reads only; nothing is written after it).
+    clock.advance(60_000);
+    step!("view", s.view_now()).ok();
+    step!("open after view", s.open_upto(None, 100)).ok();
+    step!("agents after view", s.agents(false)).ok();
+    step!("leases after view", s.lease_status(None)).ok();
+    step!("events after view", s.events_head()).ok();
     for (i, secret) in secrets.iter().enumerate() {
         for line in &mut out {
             *line = line.replace(secret.as_str(), &format!("<secret{i}>"));
