@@ -157,7 +157,12 @@ fn pg_message(e: &postgres::Error) -> String {
             Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
             None => format!("{} ({})", db.message(), db.code().code()),
         },
-        None => e.to_string(),
+        // tokio-postgres' message names only the kind ("error performing TLS handshake"):
+        // add its cause (an I/O or TLS error, never the URL, so never the password).
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     }
 }
 

@@ -24,7 +24,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use postgres::{Client, Config, GenericClient, NoTls, Transaction};
+use postgres::{Client, Config, GenericClient, Transaction};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -68,9 +68,10 @@ pub fn parse_url(url: &str) -> Result<Config> {
     Ok(config)
 }
 
-/// Open a client for `config` (no TLS: a socket or a trusted network).
+/// Open a client for `config`: TLS as its `sslmode` says, verified against the system's
+/// CAs or `PGSSLROOTCERT`; a Unix socket in plaintext (see [`super::tls`]).
 pub fn connect(config: &Config) -> Result<Client> {
-    Ok(config.connect(NoTls)?)
+    super::tls::connect(config)
 }
 
 /// The highest applied migration version (0 for an empty database).

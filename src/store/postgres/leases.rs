@@ -80,8 +80,13 @@ pub fn register(
     let digest = Sha256::digest(secret.as_bytes());
     let expires = now.saturating_add(ttl_ms);
     let inserted = t.tx.query_one(
-        "INSERT INTO leases (context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING lease_id",
+        // The id is the largest + 1, taken under the write lock, as SQLite numbers its
+        // rows: an identity would leave a gap for every rolled-back registration (a
+        // transient lease whose answer was refused), and the ids are in the tokens, the
+        // events and the export.
+        "INSERT INTO leases (lease_id, context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms)
+         VALUES ((SELECT COALESCE(MAX(lease_id), 0) + 1 FROM leases),
+                 $1, $2, $3, $4, $5, $6, $6, $7) RETURNING lease_id",
         &[&context, &name, &generation, &digest.as_slice(), &ttl_ms, &now, &expires],
     );
     let lease_id: i64 = match inserted {

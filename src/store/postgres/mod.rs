@@ -37,6 +37,7 @@ pub mod leases;
 pub mod requests;
 mod store;
 pub mod throwaway;
+pub mod tls;
 
 pub use conn::{Clock, MIGRATIONS};
 pub use store::PgStore;
@@ -53,3 +54,6 @@ pub mod wakeups;
 
 #[cfg(test)]
 mod tests_audit;
+// TLS for the connections (tls.rs).
+#[cfg(test)]
+mod tests_tls;

@@ -481,3 +481,424 @@ fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
     )
     .unwrap();
 }
+
+/// One scripted history through the trait, every result written down as text, with the
+/// random parts (agent instances, lease tokens, event hashes) replaced by names.
+fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
+    use crate::core::audit::EventKind;
+    use crate::store::{HistoryFilter, InboxInput, ProviderFile};
+    let mut out: Vec<String> = Vec::new();
+    let mut secrets: Vec<String> = Vec::new();
+    fn show<T: std::fmt::Debug>(r: &crate::Result<T>) -> String {
+        match r {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => format!("Err({:?}: {e})", code(e)),
+        }
+    }
+    macro_rules! step {
+        ($label:expr, $e:expr) => {{
+            let r = $e;
+            out.push(format!("{}: {}", $label, show(&r)));
+            r
+        }};
+    }
+    let asking = |id: &str, extra: serde_json::Value| -> AskInput {
+        let mut v = json!({
+            "id": id,
+            "context": "ctx",
+            "questions": [
+                {"id": "db", "question": "Which DATABASE?",
+                 "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+                {"id": "plan", "question": "Approve the plan?", "detail": "the plan",
+                 "options": [{"label": "Revise"}, {"label": "Approve"}],
+                 "intent": {"kind": "plan-review", "approve": "Approve"}}
+            ]
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        AskInput {
+            request: Ok(serde_json::from_value(v).unwrap()),
+            fallback_id: None,
+            salvaged: (Some(id.into()), Some("ctx".into())),
+            raw: format!("raw {id}"),
+            source: Source::Cli,
+            actor: Actor::Cli,
+        }
+    };
+    let both = |db: &str, plan: &str| Answer {
+        answers: vec![
+            AnswerItem {
+                id: "plan".into(),
+                selected: vec![plan.into()],
+                custom: None,
+            },
+            AnswerItem {
+                id: "db".into(),
+                selected: vec![db.into()],
+                custom: None,
+            },
+        ],
+    };
+
+    let boss = step!(
+        "enter boss",
+        s.agent_enter("boss", None, Some("l0"), Some(60_000))
+    );
+    let boss = boss.unwrap();
+    secrets.push(boss.instance.clone());
+    let worker = step!(
+        "enter worker",
+        s.agent_enter("worker", Some("boss"), None, None)
+    )
+    .unwrap();
+    secrets.push(worker.instance.clone());
+    step!(
+        "enter self-owned",
+        s.agent_enter("x", Some("x"), None, None)
+    )
+    .ok();
+    let solo = step!(
+        "enter solo",
+        s.agent_enter("solo", None, None, Some(30_000))
+    )
+    .unwrap();
+    secrets.push(solo.instance.clone());
+    step!("ask q1", s.ask(asking("q1", json!({})))).ok();
+    step!("ask q1 again", s.ask(asking("q1", json!({})))).ok();
+    step!(
+        "ask q1 other",
+        s.ask(asking("q1", json!({"meta": {"x": 1}})))
+    )
+    .ok();
+    step!(
+        "ask q2 by solo",
+        s.ask(asking(
+            "q2",
+            json!({"agent": {"id": "solo", "instance": solo.instance}})
+        ))
+    )
+    .ok();
+    step!(
+        "ask q6 by worker",
+        s.ask(asking(
+            "q6",
+            json!({"agent": {"id": "worker", "instance": worker.instance}})
+        ))
+    )
+    .ok();
+    step!(
+        "ask q3 stale",
+        s.ask(asking(
+            "q3",
+            json!({"agent": {"id": "worker", "instance": "0000"}})
+        ))
+    )
+    .ok();
+    step!(
+        "ask q4 deadline",
+        s.ask(asking("q4", json!({"timeout": "5s"})))
+    )
+    .ok();
+    step!(
+        "ask q5 needs provider",
+        s.ask(asking("q5", json!({"requireProvider": true})))
+    )
+    .ok();
+    step!(
+        "ingest",
+        s.ingest(vec![
+            InboxInput::Request {
+                name: "i1.json".into(),
+                stem: "i1".into(),
+                request: serde_json::from_value(json!({"context": "ctx", "questions": [
+                    {"id": "db", "question": "In?", "options": [{"label": "A"}, {"label": "B"}]}]}))
+                .unwrap(),
+                raw: "raw i1".into(),
+                mtime: clock.now() - 1,
+            },
+            InboxInput::Abort {
+                name: "q1.abort".into(),
+                id: "nope".into(),
+                reason: None,
+            },
+            InboxInput::Reject {
+                name: "junk.txt".into(),
+                id: None,
+                context: None,
+                raw: "junk".into(),
+                error: crate::protocol::error::UserQuestionError::new(Code::BadRequest, "not json"),
+            },
+        ])
+    )
+    .ok();
+    clock.advance(1_000);
+    let reg = step!("register alice", s.register("ctx", "alice", 10_000))
+        .unwrap()
+        .0;
+    secrets.push(reg.lease.clone());
+    step!("register bob", s.register("ctx", "bob", 10_000)).ok();
+    let alice = LeaseRef::Token(reg.lease.clone());
+    step!("claim next", s.provide(&alice, ProviderAct::ClaimNext)).ok();
+    step!(
+        "claim q2",
+        s.provide(&alice, ProviderAct::Claim("q2".into()))
+    )
+    .ok();
+    step!(
+        "bad answer",
+        s.provide(&alice, ProviderAct::Answer("q1".into(), pick("SQLite")))
+    )
+    .ok();
+    clock.advance(500);
+    step!(
+        "answer q1",
+        s.provide(
+            &alice,
+            ProviderAct::Answer("q1".into(), both("SQLite", "Approve"))
+        )
+    )
+    .ok();
+    step!(
+        "answer q1 again",
+        s.provide(
+            &alice,
+            ProviderAct::Answer("q1".into(), both("Postgres", "Revise"))
+        )
+    )
+    .ok();
+    step!(
+        "answer files",
+        s.apply_answer_files(&[
+            ProviderFile::Answer {
+                id: "q1".into(),
+                token: reg.lease.clone(),
+                answer: both("SQLite", "Approve"),
+            },
+            ProviderFile::Cancel {
+                id: "i1".into(),
+                token: reg.lease.clone(),
+                reason: Some("dup".into()),
+            },
+            ProviderFile::Cancel {
+                id: "i1".into(),
+                token: reg.lease.clone(),
+                reason: Some("dup".into()),
+            },
+            ProviderFile::Answer {
+                id: "missing".into(),
+                token: reg.lease.clone(),
+                answer: pick("A"),
+            },
+        ])
+    )
+    .ok();
+    step!("heartbeat", s.heartbeat(&reg.lease)).ok();
+    step!("next for lease", s.next_for_lease("ctx", 1, 0)).ok();
+    step!("outbox", s.outbox_pending(0, 100)).ok();
+    clock.advance(6_000);
+    step!("sweep deadline", s.sweep()).ok();
+    step!("next due", s.next_due()).ok();
+    clock.advance(11_000);
+    step!("authenticate expired", s.authenticate(&reg.lease)).ok();
+    step!("lease info", s.lease_info(&reg.lease)).ok();
+    step!("sweep lease", s.sweep()).ok();
+    step!("agents", s.agents(false)).ok();
+    // Refused: the transient lease registered for it is rolled back with it (its id is
+    // taken again by the next lease, as SQLite numbers rows).
+    step!(
+        "transient bad answer q2",
+        s.provide(
+            &LeaseRef::Transient {
+                name: "carol".into(),
+                ttl_ms: 5_000
+            },
+            ProviderAct::Answer("q2".into(), pick("SQLite"))
+        )
+    )
+    .ok();
+    let bob = step!(
+        "transient answer q2",
+        s.provide(
+            &LeaseRef::Transient {
+                name: "carol".into(),
+                ttl_ms: 5_000
+            },
+            ProviderAct::Answer("q2".into(), both("Postgres", "Revise"))
+        )
+    );
+    drop(bob);
+    let reg2 = step!("register dave", s.register("ctx", "dave", 60_000))
+        .unwrap()
+        .0;
+    secrets.push(reg2.lease.clone());
+    step!("revoke", s.revoke("ctx", "admin", Some("leaving"))).ok();
+    step!("revoke none", s.revoke("ctx", "admin", None)).ok();
+    step!("abort q5", s.abort("q5", Some("gone"), &Actor::Asker)).ok();
+    step!("abort q1", s.abort("q1", None, &Actor::Asker)).ok();
+    step!("while open", s.while_open(None, &mut |ids| Ok(ids.len()))).ok();
+    step!("exit boss", s.agent_exit("boss", &boss.instance)).ok();
+    step!("feed", s.feed(0, 100)).ok();
+    step!("feed head", s.feed_head()).ok();
+    step!("open upto", s.open_upto(Some("ctx"), 100)).ok();
+    step!(
+        "list grep",
+        s.list(&ListFilter {
+            grep: Some("database".into()),
+            oldest_first: true,
+            ..Default::default()
+        })
+    )
+    .ok();
+    step!(
+        "list intent",
+        s.list(&ListFilter {
+            intent: Some("plan-review".into()),
+            contexts: vec!["ctx".into(), "other".into()],
+            limit: Some(2),
+            ..Default::default()
+        })
+    )
+    .ok();
+    step!("get_any junk", s.get_any("i1")).ok();
+    step!(
+        "request events",
+        s.request_events(0, EventKind::ALL, &ListFilter::default(), 1_000)
+            .map(|p| (
+                p.upto,
+                p.events
+                    .into_iter()
+                    .map(|(e, r)| (e.seq, e.kind, r.id))
+                    .collect::<Vec<_>>()
+            ))
+    )
+    .ok();
+    // A rejected id asked again (the rejection's outcome is replaced), and an inbox
+    // file rejected once and delivered again (its earlier verdict stands).
+    step!(
+        "ask bad",
+        s.ask(AskInput {
+            request: Ok(serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap()),
+            fallback_id: None,
+            salvaged: (Some("bad".into()), None),
+            raw: "{}".into(),
+            source: Source::Cli,
+            actor: Actor::Cli,
+        })
+    )
+    .ok();
+    step!("ask bad fixed", s.ask(asking("bad", json!({})))).ok();
+    let empty = |clock: &TestClock| InboxInput::Request {
+        name: "e.json".into(),
+        stem: "e".into(),
+        request: serde_json::from_value(json!({"questions": []})).unwrap(),
+        raw: "{\"questions\": []}".into(),
+        mtime: clock.now() - 10,
+    };
+    step!("ingest empty", s.ingest(vec![empty(clock)])).ok();
+    clock.advance(5);
+    step!("ingest empty again", s.ingest(vec![empty(clock)])).ok();
+    step!("agent heartbeat", s.agent_heartbeat("solo", &solo.instance)).ok();
+    step!("agent heartbeat stale", s.agent_heartbeat("solo", "0000")).ok();
+    let reg3 = step!("register erin", s.register("ctx", "erin", 1_000))
+        .unwrap()
+        .0;
+    secrets.push(reg3.lease.clone());
+    step!(
+        "erin claims",
+        s.provide(&LeaseRef::Token(reg3.lease.clone()), ProviderAct::ClaimNext)
+    )
+    .ok();
+    step!("lease status", s.lease_status(None)).ok();
+    clock.advance(31_000);
+    step!("release erin", s.release(&reg3.lease)).ok();
+    step!("release erin again", s.release(&reg3.lease)).ok();
+    step!(
+        "while open some",
+        s.while_open(Some(&["q2", "bad", "nope", "bad"]), &mut |ids| {
+            Ok(ids.len() * 10)
+        })
+    )
+    .ok();
+    let keys: Vec<i64> = s
+        .outbox_pending(0, 100)
+        .map(|o| o.into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default();
+    step!(
+        "mark written",
+        s.mark_outbox_written(&keys[..keys.len() / 2])
+    )
+    .ok();
+    step!(
+        "outbox after",
+        s.outbox_pending(keys.first().copied().unwrap_or(0), 3)
+    )
+    .ok();
+    step!("history", s.history(&HistoryFilter::default())).ok();
+    step!("stats", s.stats(None)).ok();
+    step!("outbox at end", s.outbox_pending(0, 100)).ok();
+    for id in ["q1", "q2", "q4", "q5", "i1", "bad", "e"] {
+        let events = s.events(id).map(|es| {
+            es.into_iter()
+                .map(|e| {
+                    (
+                        e.seq, e.at_ms, e.kind, e.lease_id, e.agent_id, e.actor, e.data,
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        step!(format!("events {id}"), events).ok();
+    }
+    // Last: a view (SQLite's is for reads only; nothing is written after it).
+    clock.advance(60_000);
+    step!("view", s.view_now()).ok();
+    step!("open after view", s.open_upto(None, 100)).ok();
+    step!("agents after view", s.agents(false)).ok();
+    step!("leases after view", s.lease_status(None)).ok();
+    step!("events after view", s.events_head()).ok();
+    for (i, secret) in secrets.iter().enumerate() {
+        for line in &mut out {
+            *line = line.replace(secret.as_str(), &format!("<secret{i}>"));
+        }
+    }
+    // A request's digest covers its agent's (random) instance: digests are named in the
+    // order they first appear, so equal digests still read equal.
+    let mut digests: Vec<String> = Vec::new();
+    for line in &mut out {
+        while let Some(at) = line.find("sha256:") {
+            let end = (at + 7 + 64).min(line.len());
+            let digest = line[at..end].to_string();
+            let n = match digests.iter().position(|d| *d == digest) {
+                Some(n) => n,
+                None => {
+                    digests.push(digest.clone());
+                    digests.len() - 1
+                }
+            };
+            *line = line.replacen(&digest, &format!("<digest{n}>"), 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn one_scripted_history_reads_the_same_on_sqlite_and_postgres() {
+    let clock = TestClock::new();
+    let mut lite = crate::store::sqlite::SqliteStore::with_clock(
+        crate::store::sqlite::open_in_memory().unwrap(),
+        clock.as_fn(),
+    );
+    let on_sqlite = script(&mut lite, &clock);
+    let clock = TestClock::new();
+    let mut pg = open(&fresh()).with_clock(clock.as_fn());
+    let on_postgres = script(&mut pg, &clock);
+    if std::env::var_os("DSHQ_SHOW_SCRIPT").is_some() {
+        for l in &on_postgres {
+            eprintln!("{l}");
+        }
+    }
+    for (a, b) in on_sqlite.iter().zip(&on_postgres) {
+        assert_eq!(a, b, "\nsqlite:   {a}\npostgres: {b}");
+    }
+    assert_eq!(on_sqlite.len(), on_postgres.len());
+}

@@ -43,6 +43,10 @@ pub struct Server {
     bin: PathBuf,
     /// The user the server runs as when this process is root.
     runas: Option<(u32, u32)>,
+    /// More `postgres` arguments (each one word) after the defaults, which they override.
+    args: Vec<String>,
+    /// The TCP port on 127.0.0.1 ([`Server::start_tcp`]), else no TCP at all.
+    port: Option<u16>,
 }
 
 /// The (uid, gid) to run the server as: `None` unless this process is root.
@@ -127,6 +131,32 @@ impl Server {
     /// Start a new server in a new temporary directory and wait until it accepts
     /// connections.
     pub fn start() -> Result<Server> {
+        Server::start_with(Vec::new(), None)
+    }
+
+    /// Like [`Server::start`], also listening on 127.0.0.1 at a free TCP port (the TLS
+    /// tests), which the URLs then name (`port=`; the socket's name carries it too). See
+    /// [`Server::tcp_port`].
+    pub fn start_tcp() -> Result<Server> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| io("a free TCP port", e))?
+            .port();
+        let args = [
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            &format!("port={port}"),
+        ];
+        Server::start_with(args.iter().map(|a| a.to_string()).collect(), Some(port))
+    }
+
+    /// The TCP port on 127.0.0.1 of a server from [`Server::start_tcp`].
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.port
+    }
+
+    fn start_with(args: Vec<String>, port: Option<u16>) -> Result<Server> {
         let bin = bindir()?;
         static N: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -155,16 +185,21 @@ impl Server {
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),
             ));
         }
-        let admin = format!(
+        let mut admin = format!(
             "postgresql://postgres@localhost/postgres?host={}",
             dir.display()
         );
+        if let Some(port) = port {
+            admin.push_str(&format!("&port={port}"));
+        }
         let mut server = Server {
             dir: Some(dir),
             wrapper: None,
             admin,
             bin,
             runas,
+            args,
+            port,
         };
         server.run()?;
         Ok(server)
@@ -178,6 +213,8 @@ impl Server {
             admin: url.to_string(),
             bin: PathBuf::new(),
             runas: None,
+            args: Vec::new(),
+            port: None,
         }
     }
 
@@ -193,7 +230,7 @@ impl Server {
             None => String::new(),
         };
         let script = r#"
-            $PREFIX "$1/postgres" -D "$2/data" -k "$2" -c listen_addresses='' -c max_connections=200 \
+            $PREFIX "$1/postgres" -D "$2/data" -k "$2" -c listen_addresses='' -c max_connections=200 $EXTRA \
                 >>"$2/server.log" 2>&1 &
             pid=$!
             read -r what
@@ -208,6 +245,7 @@ impl Server {
             .arg(&self.bin)
             .arg(dir)
             .env("PREFIX", prefix)
+            .env("EXTRA", self.args.join(" "))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config};
 
 use crate::error::Result;
 use crate::store::Wakeups;
@@ -40,7 +40,8 @@ impl std::fmt::Debug for Listener {
 }
 
 fn listen(config: &Config) -> Result<Client> {
-    let mut client = config.connect(NoTls)?;
+    // TLS as the store's own connection (`sslmode`, `PGSSLROOTCERT`).
+    let mut client = super::tls::connect(config)?;
     client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
     Ok(client)
 }

@@ -56,6 +56,11 @@ impl AskEnv for TxEnv<'_, '_> {
     }
 }
 
+// A new row's position (`requests.seq`) is the largest + 1, taken under the write lock,
+// as SQLite numbers its rows: an identity would leave a gap for every rolled-back insert,
+// and the positions are in the events (`rowSeq`), the feeds and the export, which must
+// read the same on both backends. (The identity stays the column's default for tools.)
+
 fn duplicate_id(id: &str) -> Error {
     Error::question(
         Code::DuplicateId,
@@ -123,9 +128,11 @@ pub fn accept(
     let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
     let agent_instance = n.request.agent.as_ref().map(|a| a.instance.as_str());
     let inserted = t.tx.query_one(
-        "INSERT INTO requests (id, context, status, agent_id, agent_instance, agent_lineage, body, source,
+        // The position is the largest + 1, under the write lock (see above).
+        "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage, body, source,
                                require_provider, deadline_ms, created_ms, origin)
-         VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
+         VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
+                 $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
         &[
             &n.id,
             &n.context,
@@ -258,8 +265,9 @@ pub fn record_rejection(
     let seq: i64 = t
         .tx
         .query_one(
-            "INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms, error_code, error_message, outbox_pending, origin)
-             VALUES ($1, $2, 'rejected', $3, $4, $5, $5, $6, $7, $8, $9) RETURNING seq",
+            "INSERT INTO requests (seq, id, context, status, body, source, created_ms, finished_ms, error_code, error_message, outbox_pending, origin)
+             VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
+                     $1, $2, 'rejected', $3, $4, $5, $5, $6, $7, $8, $9) RETURNING seq",
             &[&id, &context, &rej.body, &rej.source, &now, &code, &error.message, &outbox, &t.origin],
         )?
         .try_get(0)?;
