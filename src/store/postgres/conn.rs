@@ -53,7 +53,17 @@ pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)
 /// Parse a `postgres://` URL (or a key=value string) into a connection config. The error
 /// never repeats the input (it may hold a password). A password the URL does not carry is taken from `PGPASSWORD` (as libpq does), so it
 /// need not appear in argv or in `DSHQ_STORE`.
+///
+/// Two choices on TLS ([`super::tls`]): `sslmode=verify-full` and `verify-ca` (which
+/// libpq users write, and tokio-postgres' parser refuses) are read as `require`, which
+/// with rustls verifies the chain and the host name as `verify-full` does; and a URL that
+/// says no `sslmode` at all gets `require` when it names a TCP host other than loopback
+/// (libpq's default, `prefer`, can be pushed down to plaintext by anyone on the path).
 pub fn parse_url(url: &str) -> Result<Config> {
+    let explicit_ssl = url.contains("sslmode=");
+    let url = url
+        .replace("sslmode=verify-full", "sslmode=require")
+        .replace("sslmode=verify-ca", "sslmode=require");
     let mut config = url.parse::<Config>().map_err(|_| {
         Error::Invalid(
             "not a valid PostgreSQL connection URL (expected postgres://USER@HOST/DB)".into(),
@@ -65,7 +75,24 @@ pub fn parse_url(url: &str) -> Result<Config> {
             config.password(pw.as_bytes());
         }
     }
+    if !explicit_ssl && config.get_hosts().iter().any(is_remote) {
+        config.ssl_mode(postgres::config::SslMode::Require);
+    }
     Ok(config)
+}
+
+/// Whether `host` is reached over a network: a TCP host that is not loopback.
+fn is_remote(host: &postgres::config::Host) -> bool {
+    match host {
+        postgres::config::Host::Tcp(name) => {
+            let name = name.trim_start_matches('[').trim_end_matches(']');
+            !(name == "localhost"
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback()))
+        }
+        postgres::config::Host::Unix(_) => false,
+    }
 }
 
 /// Open a client for `config`: TLS as its `sslmode` says, verified against the system's
@@ -460,4 +487,38 @@ pub fn sweep_if_due(
         return Ok(None);
     }
     db.write_no_sweep(clock, root, None, |tx, now| sweep(tx, now).map(Some))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use postgres::config::SslMode;
+
+    #[test]
+    fn a_remote_host_without_sslmode_requires_tls_and_verify_modes_are_require() {
+        let mode = |u: &str| parse_url(u).unwrap().get_ssl_mode();
+        assert_eq!(mode("postgres://u@db.example.com/q"), SslMode::Require);
+        assert_eq!(mode("postgres://u@10.1.2.3:5432/q"), SslMode::Require);
+        assert_eq!(mode("postgres://u@localhost/q"), SslMode::Prefer);
+        assert_eq!(mode("postgres://u@127.0.0.1/q"), SslMode::Prefer);
+        assert_eq!(mode("postgres://u@[::1]/q"), SslMode::Prefer);
+        assert_eq!(
+            mode("postgresql://u@/q?host=/run/postgresql"),
+            SslMode::Prefer
+        );
+        assert_eq!(
+            mode("postgres://u@db.example.com/q?sslmode=disable"),
+            SslMode::Disable
+        );
+        assert_eq!(
+            mode("postgres://u@db.example.com/q?sslmode=verify-full"),
+            SslMode::Require
+        );
+        assert_eq!(
+            mode("postgres://u@localhost/q?sslmode=verify-ca"),
+            SslMode::Require
+        );
+        let e = parse_url("postgres://u:s3cret@h/q?nonsense=1").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+    }
 }

@@ -185,10 +185,9 @@ impl Server {
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),
             ));
         }
-        let mut admin = format!(
-            "postgresql://postgres@localhost/postgres?host={}",
-            dir.display()
-        );
+        // The socket only (no host name before it): a URL that named `localhost` and
+        // `?host=DIR` would try TCP on localhost first, and could reach another server.
+        let mut admin = format!("postgresql://postgres@/postgres?host={}", dir.display());
         if let Some(port) = port {
             admin.push_str(&format!("&port={port}"));
         }
@@ -359,11 +358,8 @@ mod tests {
 
     #[test]
     fn urls_name_the_database_and_keep_the_socket() {
-        let s = Server::external("postgresql://postgres@localhost/postgres?host=/tmp/x");
-        assert_eq!(
-            s.url("db1"),
-            "postgresql://postgres@localhost/db1?host=/tmp/x"
-        );
+        let s = Server::external("postgresql://postgres@/postgres?host=/tmp/x");
+        assert_eq!(s.url("db1"), "postgresql://postgres@/db1?host=/tmp/x");
         let s = Server::external("postgres://u:p@127.0.0.1:5433/postgres");
         assert_eq!(s.url("db2"), "postgres://u:p@127.0.0.1:5433/db2");
     }

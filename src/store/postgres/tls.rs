@@ -21,10 +21,11 @@
 //!   than libpq's `require` (which, without a root certificate file, encrypts without
 //!   checking who answers).
 //!
-//! `sslmode=verify-ca` and `sslmode=verify-full` are **not accepted** by tokio-postgres'
-//! parser (the URL is refused as invalid), nor is `sslrootcert=` in the URL: write
-//! `sslmode=require`, which verifies as `verify-full` does, and name the CA in
-//! `PGSSLROOTCERT`. `sslnegotiation=direct` (PostgreSQL 17) works with `require`: the
+//! `sslmode=verify-ca` and `sslmode=verify-full` are not known to tokio-postgres' parser;
+//! [`super::conn::parse_url`] reads them as `require`, which verifies as `verify-full`
+//! does. `sslrootcert=` in the URL is refused: name the CA in `PGSSLROOTCERT`. A URL with
+//! no `sslmode` that names a TCP host other than loopback gets `require`, not `prefer`
+//! (see `parse_url`): TLS by default where the network is not this machine. `sslnegotiation=direct` (PostgreSQL 17) works with `require`: the
 //! connector offers the `postgresql` ALPN protocol as libpq does.
 //!
 //! **Trust roots.** Without `PGSSLROOTCERT` the server's certificate must chain to a CA of
