@@ -5,7 +5,9 @@
 //! meanwhile): what it would commit after the snapshot would be left behind. The copy is
 //! verified with this root's `audit.key` and `audit.head`; every other host that joins the
 //! shared store needs the same `audit.key` in its root. The source is left as it was, so a
-//! failed or abandoned move loses nothing.
+//! failed or abandoned move loses nothing. A live provider lease is refused: the record
+//! keeps only its token's hash, so the lease would sit on the copy, unusable, until its
+//! ttl. Web tokens are not copied either (create them again on the shared store).
 
 use serde::Serialize;
 
@@ -77,6 +79,20 @@ fn copy(ctx: &Ctx, to: &str) -> Result<()> {
     // No daemon on this root while it is copied (and none starts meanwhile).
     let _lock = crate::daemon::lock_root(&ctx.root)?;
     let mut from = ctx.stored_store()?;
+    // A live lease cannot move: its token's secret is not in the record, so it would sit
+    // on the copy until its ttl with nobody able to use it.
+    let live: Vec<String> = app::session::status(&mut *from, None, None)?
+        .into_iter()
+        .filter(|l| l.live)
+        .map(|l| format!("{} (context {:?})", l.name, l.context))
+        .collect();
+    if !live.is_empty() {
+        return Err(Error::Usage(format!(
+            "live provider leases cannot be copied (their tokens would not work on the \
+             copy): {}; release them (`dshq provider release`) or let them expire, then copy",
+            live.join(", ")
+        )));
+    }
     let target_root = ctx.root.clone().with_backend(target);
     let mut into = target_root.open_store()?;
     let own = ctx.root.dir().join(ANCHOR_FILE);

@@ -374,3 +374,107 @@ fn the_daemon_rides_out_a_postgres_restart() {
     assert_eq!(v.code, 0, "{v:?}");
     assert_eq!(d.stop(), 0);
 }
+
+#[test]
+fn store_copy_moves_a_sqlite_store_with_thousands_of_requests() {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    // A SQLite root with a history: thousands of requests, answers, a cancel, rejections.
+    let local = Env::new();
+    let d = local.daemon();
+    const N: usize = 3000;
+    for n in 0..N {
+        let id = format!("c{n:05}");
+        local.drop_file(&format!("{id}.json"), &request_for(&id));
+    }
+    local.drop_file("broken.json", b"{ not json");
+    assert!(
+        wait_until(Duration::from_secs(120), || local
+            .names("inbox/new")
+            .is_empty()),
+        "the burst was not ingested"
+    );
+    let lease = local.register("alice", "default", "10m");
+    for n in 0..50 {
+        let id = format!("c{n:05}");
+        local.drop_answer(&format!("{id}.json"), &answer_file(&lease));
+    }
+    for n in 0..50 {
+        assert!(
+            wait_until(DEADLINE, || local.outcome(&format!("c{n:05}")).is_some()),
+            "c{n:05} not answered"
+        );
+    }
+    local
+        .run_env(
+            &[("DSHQ_LEASE", &lease)],
+            &["cancel", "c00060", "--reason", "not needed"],
+        )
+        .ok();
+    assert_eq!(d.stop(), 0);
+    // A live lease cannot move (its token would not work on the copy): refused, and the
+    // target stays empty.
+    let url = fresh_store();
+    let r = local.run_env(&[("DSHQ_STORE_TO", &url)], &["--json", "store", "copy"]);
+    assert_eq!(r.error_code(), "USAGE", "{r:?}");
+    assert!(r.stdout.contains("alice"), "{r:?}");
+    local.run(&["provider", "release", "--lease", &lease]).ok();
+    let before = local.run(&["export"]).ok().stdout;
+    let verified = local.json(&["audit", "verify"]).ok().json();
+
+    // Copy it up, verified.
+    let r = local.run_env(&[("DSHQ_STORE_TO", &url)], &["--json", "store", "copy"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let report = r.json();
+    assert_eq!(report["events"], verified["events"], "{report}");
+    assert_eq!(report["requests"], verified["requests"], "{report}");
+    assert_eq!(report["headHash"], verified["headHash"], "{report}");
+    // The copy is the same record: its export is the SQLite store's, line for line.
+    let on_pg = |args: &[&str]| -> Run {
+        let mut c = local.command();
+        c.env("DSHQ_STORE", &url);
+        c.args(args).output().unwrap().into()
+    };
+    let after = on_pg(&["export"]).ok().stdout;
+    assert_eq!(after.lines().count(), before.lines().count());
+    assert!(
+        after == before,
+        "the copy's export differs from the original's"
+    );
+    let v = on_pg(&["--json", "audit", "verify"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    // A second copy into the now non-empty store is refused, and changes nothing.
+    let again = local.run_env(&[("DSHQ_STORE_TO", &url)], &["--json", "store", "copy"]);
+    assert_ne!(again.code, 0, "{again:?}");
+    assert_eq!(on_pg(&["export"]).ok().stdout, before);
+    // The root carries on on the shared store: a new request, an answer, still verified.
+    let mut c = local.command();
+    c.env("DSHQ_STORE", &url)
+        .arg("daemon")
+        .env("RUST_LOG", "info");
+    let log = local.dir.path().join("pg-daemon.log");
+    let child = c
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let d = Daemon {
+        child: Some(child),
+        log,
+    };
+    assert!(wait_until(DEADLINE, || d
+        .log_text()
+        .contains("daemon started")));
+    local.drop_file("fresh.json", &request_for("fresh"));
+    assert!(wait_until(DEADLINE, || on_pg(&["--json", "show", "fresh"])
+        .code
+        == 0));
+    let r = on_pg(&[
+        "--json", "answer", "c00070", "--select", "SQLite", "--name", "bob",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let o = local.wait_outcome("c00070");
+    assert_eq!(o["answer"]["answers"][0]["selected"], json!(["SQLite"]));
+    let v = on_pg(&["--json", "audit", "verify"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(d.stop(), 0);
+}
