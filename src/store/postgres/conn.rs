@@ -66,6 +66,24 @@ pub fn connect(config: &Config) -> Result<Client> {
     super::tls::connect(config)
 }
 
+/// How a store's session waits and idles, set on every (re)connect:
+///
+/// - `lock_timeout`: a writer waits this long for the write lock, then fails with a
+///   `STORE` error (the daemon retries on its next pass), as SQLite's busy timeout
+///   ([`crate::store::sqlite::BUSY_TIMEOUT`]) makes a writer fail rather than wait forever.
+/// - `idle_in_transaction_session_timeout`: a session left idle inside a transaction
+///   (a read command's view, which holds the write lock, stalled on its output) is ended
+///   by the server, so one stuck command cannot stop every host's writes.
+pub const SESSION_SETUP: &str =
+    "SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
+
+/// A store's connection: [`connect`], then [`SESSION_SETUP`].
+pub fn open_session(config: &Config) -> Result<Client> {
+    let mut client = connect(config)?;
+    client.batch_execute(SESSION_SETUP)?;
+    Ok(client)
+}
+
 /// The highest applied migration version (0 for an empty database).
 pub fn schema_version(c: &mut impl GenericClient) -> Result<i64> {
     let exists: bool = c
@@ -164,7 +182,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 impl Db {
     /// Connect and migrate.
     pub fn open(config: Config) -> Result<Db> {
-        let mut client = connect(&config)?;
+        let mut client = open_session(&config)?;
         migrate(&mut client)?;
         Ok(Db {
             config,
@@ -192,7 +210,7 @@ impl Db {
         if stale || self.client.is_closed() {
             tracing::info!("the PostgreSQL connection was lost; reconnecting");
             self.view_open = false;
-            self.client = connect(&self.config)?;
+            self.client = open_session(&self.config)?;
         }
         self.last_used = Instant::now();
         Ok(&mut self.client)
@@ -211,7 +229,7 @@ impl Db {
         }
         tracing::info!("the PostgreSQL connection was lost; reconnecting");
         self.view_open = false;
-        self.client = connect(&self.config)?;
+        self.client = open_session(&self.config)?;
         Ok(true)
     }
 
