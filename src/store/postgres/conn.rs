@@ -24,6 +24,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use postgres::types::Type;
 use postgres::{Client, Config, GenericClient, Transaction};
 
 use crate::clock::Millis;
@@ -46,6 +47,13 @@ pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
 
 /// The channel a commit that appended an event notifies.
 pub const CHANNEL: &str = "dshq";
+
+/// Take the write lock (`$1`: [`WRITE_LOCK`]).
+///
+/// The statements every write runs are sent with their parameter types
+/// (`query_typed`): one round trip each instead of a prepare and an execute, while the
+/// write lock is held for every host.
+const LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
 
 /// The database clock in milliseconds since the epoch.
 pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -144,7 +152,7 @@ pub fn migrate(client: &mut Client) -> Result<i64> {
 
 /// The database's clock, in milliseconds since the epoch.
 pub fn db_now(c: &mut impl GenericClient) -> Result<Millis> {
-    Ok(c.query_one(NOW_SQL, &[])?.try_get(0)?)
+    Ok(c.query_typed_one(NOW_SQL, &[])?.try_get(0)?)
 }
 
 /// A clock override (tests): milliseconds since the epoch.
@@ -336,7 +344,7 @@ impl Db {
             appended: false,
         };
         tx.tx
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+            .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
         let now = match clock {
             Some(c) => c(),
             None => db_now(&mut tx.tx)?,
@@ -386,7 +394,7 @@ fn run<T>(
         appended: false,
     };
     tx.tx
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+        .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
     let now = match clock {
         Some(c) => c(),
         None => db_now(&mut tx.tx)?,
@@ -430,7 +438,7 @@ fn commit(tx: Tx<'_>) -> Result<()> {
         ..
     } = tx;
     if appended {
-        inner.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+        inner.execute_typed("SELECT pg_notify($1, '')", &[(&CHANNEL, Type::TEXT)])?;
     }
     inner.commit()?;
     Ok(())
