@@ -24,6 +24,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use postgres::types::Type;
 use postgres::{Client, Config, GenericClient, Transaction};
 
 use crate::clock::Millis;
@@ -46,6 +47,13 @@ pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
 
 /// The channel a commit that appended an event notifies.
 pub const CHANNEL: &str = "dshq";
+
+/// Take the write lock (`$1`: [`WRITE_LOCK`]).
+///
+/// The statements every write runs are sent with their parameter types
+/// (`query_typed`): one round trip each instead of a prepare and an execute, while the
+/// write lock is held for every host.
+const LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
 
 /// The database clock in milliseconds since the epoch.
 pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -99,6 +107,24 @@ fn is_remote(host: &postgres::config::Host) -> bool {
 /// CAs or `PGSSLROOTCERT`; a Unix socket in plaintext (see [`super::tls`]).
 pub fn connect(config: &Config) -> Result<Client> {
     super::tls::connect(config)
+}
+
+/// How a store's session waits and idles, set on every (re)connect:
+///
+/// - `lock_timeout`: a writer waits this long for the write lock, then fails with a
+///   `STORE` error (the daemon retries on its next pass), as SQLite's busy timeout
+///   ([`crate::store::sqlite::BUSY_TIMEOUT`]) makes a writer fail rather than wait forever.
+/// - `idle_in_transaction_session_timeout`: a session left idle inside a transaction
+///   (a read command's view, which holds the write lock, stalled on its output) is ended
+///   by the server, so one stuck command cannot stop every host's writes.
+pub const SESSION_SETUP: &str =
+    "SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
+
+/// A store's connection: [`connect`], then [`SESSION_SETUP`].
+pub fn open_session(config: &Config) -> Result<Client> {
+    let mut client = connect(config)?;
+    client.batch_execute(SESSION_SETUP)?;
+    Ok(client)
 }
 
 /// The highest applied migration version (0 for an empty database).
@@ -161,7 +187,7 @@ pub fn migrate(client: &mut Client) -> Result<i64> {
 
 /// The database's clock, in milliseconds since the epoch.
 pub fn db_now(c: &mut impl GenericClient) -> Result<Millis> {
-    Ok(c.query_one(NOW_SQL, &[])?.try_get(0)?)
+    Ok(c.query_typed_one(NOW_SQL, &[])?.try_get(0)?)
 }
 
 /// A clock override (tests): milliseconds since the epoch.
@@ -199,7 +225,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 impl Db {
     /// Connect and migrate.
     pub fn open(config: Config) -> Result<Db> {
-        let mut client = connect(&config)?;
+        let mut client = open_session(&config)?;
         migrate(&mut client)?;
         Ok(Db {
             config,
@@ -227,7 +253,7 @@ impl Db {
         if stale || self.client.is_closed() {
             tracing::info!("the PostgreSQL connection was lost; reconnecting");
             self.view_open = false;
-            self.client = connect(&self.config)?;
+            self.client = open_session(&self.config)?;
         }
         self.last_used = Instant::now();
         Ok(&mut self.client)
@@ -246,7 +272,7 @@ impl Db {
         }
         tracing::info!("the PostgreSQL connection was lost; reconnecting");
         self.view_open = false;
-        self.client = connect(&self.config)?;
+        self.client = open_session(&self.config)?;
         Ok(true)
     }
 
@@ -353,7 +379,7 @@ impl Db {
             appended: false,
         };
         tx.tx
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+            .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
         let now = match clock {
             Some(c) => c(),
             None => db_now(&mut tx.tx)?,
@@ -403,7 +429,7 @@ fn run<T>(
         appended: false,
     };
     tx.tx
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+        .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
     let now = match clock {
         Some(c) => c(),
         None => db_now(&mut tx.tx)?,
@@ -447,7 +473,7 @@ fn commit(tx: Tx<'_>) -> Result<()> {
         ..
     } = tx;
     if appended {
-        inner.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+        inner.execute_typed("SELECT pg_notify($1, '')", &[(&CHANNEL, Type::TEXT)])?;
     }
     inner.commit()?;
     Ok(())

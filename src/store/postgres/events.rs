@@ -7,6 +7,7 @@
 //! and the head anchor live in the root dir given at connect: every host of one store
 //! must hold the same `audit.key`.
 
+use postgres::types::Type;
 use postgres::{GenericClient, Row};
 
 use super::conn::Tx;
@@ -47,7 +48,7 @@ fn newest_is_keyed(c: &mut impl GenericClient) -> Result<bool> {
 
 /// Append one event at `now` (the caller holds the write lock).
 pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) -> Result<i64> {
-    let last = t.tx.query_opt(
+    let last = t.tx.query_typed_opt(
         "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
         &[],
     )?;
@@ -78,20 +79,21 @@ pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         data: &data,
     }
     .chained(key.as_deref());
-    t.tx.execute(
+    // With its parameter types: one round trip (every write appends, under the lock).
+    t.tx.execute_typed(
         "INSERT INTO events (seq, at_ms, kind, request_id, lease_id, agent_id, actor, data, prev_hash, hash)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         &[
-            &seq,
-            &now,
-            &kind,
-            &e.request_id,
-            &e.lease_id,
-            &e.agent_id,
-            &actor,
-            &data,
-            &prev,
-            &hash,
+            (&seq, Type::INT8),
+            (&now, Type::INT8),
+            (&kind, Type::TEXT),
+            (&e.request_id, Type::TEXT),
+            (&e.lease_id, Type::INT8),
+            (&e.agent_id, Type::TEXT),
+            (&actor, Type::TEXT),
+            (&data, Type::TEXT),
+            (&prev, Type::TEXT),
+            (&hash, Type::TEXT),
         ],
     )?;
     t.appended = true;

@@ -8,6 +8,7 @@
 //! matches no row and gets `LEASE_EXPIRED`. The partial unique index `leases_live` backs
 //! the check made under the write lock: a unique violation on it is `DUPLICATE_PROVIDER`.
 
+use postgres::types::Type;
 use postgres::{GenericClient, Row};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -141,10 +142,10 @@ fn load(c: &mut impl GenericClient, token: &str) -> Result<LeaseRow> {
         .ok_or_else(|| Error::LeaseExpired("the token is not a dshq lease token".into()))?;
     let unknown = || Error::LeaseExpired("no such lease".into());
     let r = c
-        .query_opt(
+        .query_typed_opt(
             "SELECT lease_id, context, name, generation, secret_sha256, ttl_ms, expires_ms, end_reason
              FROM leases WHERE lease_id = $1",
-            &[&id],
+            &[(&id, Type::INT8)],
         )?
         .ok_or_else(unknown)?;
     let row = LeaseRow {

@@ -902,3 +902,74 @@ fn one_scripted_history_reads_the_same_on_sqlite_and_postgres() {
     }
     assert_eq!(on_sqlite.len(), on_postgres.len());
 }
+
+#[test]
+fn a_commit_that_appended_an_event_notifies_and_bookkeeping_does_not() {
+    use std::time::Duration;
+    let url = fresh();
+    let mut listening = open(&url);
+    let mut wakeups = listening
+        .wakeups()
+        .unwrap()
+        .expect("PostgreSQL has wakeups");
+    let mut writer = open(&url);
+    ask(&mut writer, "n1", "ctx");
+    assert!(
+        wakeups.wait(Duration::from_secs(5)).unwrap(),
+        "an ask notifies"
+    );
+    // Drain anything left, then a write without an event stays silent.
+    while wakeups.wait(Duration::from_millis(200)).unwrap() {}
+    writer.mark_outbox_written(&[1]).unwrap();
+    writer.while_open(None, &mut |ids| Ok(ids.len())).unwrap();
+    assert!(
+        !wakeups.wait(Duration::from_millis(500)).unwrap(),
+        "bookkeeping does not notify"
+    );
+    // A failed write does not either (its events rolled back with it).
+    let e = writer.abort("missing", None, &Actor::Asker).unwrap_err();
+    assert_eq!(code(&e), Code::NotFound);
+    assert!(!wakeups.wait(Duration::from_millis(500)).unwrap());
+    let (reg, _) = writer.register("ctx", "alice", 60_000).unwrap();
+    assert!(
+        wakeups.wait(Duration::from_secs(5)).unwrap(),
+        "a register notifies"
+    );
+    drop(reg);
+}
+
+#[test]
+fn a_writer_waits_for_the_write_lock_held_elsewhere_and_its_session_bounds_the_wait() {
+    let url = fresh();
+    let mut store = open(&url);
+    let settings: Vec<String> = ["lock_timeout", "idle_in_transaction_session_timeout"]
+        .iter()
+        .map(|name| {
+            store
+                .client()
+                .unwrap()
+                .query_one(&format!("SHOW {name}"), &[])
+                .unwrap()
+                .get(0)
+        })
+        .collect();
+    assert_eq!(settings, ["30s", "1min"]);
+    // Held elsewhere, the lock makes a writer wait, not fail, within the timeout.
+    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut held = other.transaction().unwrap();
+    held.execute(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&super::conn::WRITE_LOCK],
+    )
+    .unwrap();
+    let url2 = url.clone();
+    let waiting = std::thread::spawn(move || {
+        let mut s = open(&url2);
+        ask(&mut s, "waited", "ctx");
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(store.get("waited").unwrap().is_none(), "the writer waits");
+    held.commit().unwrap();
+    waiting.join().unwrap();
+    assert!(store.get("waited").unwrap().is_some());
+}

@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 
+use postgres::types::Type;
 use postgres::Transaction;
 
 use super::reads::get;
@@ -82,9 +83,11 @@ pub fn accept(
     let n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
     let mut existing: Option<(String, String, Status)> = None;
     let mut replaced_rejection = false;
-    for r in t.tx.query(
+    // The statements of an accept are sent with their parameter types (one round trip
+    // each, under the write lock).
+    for r in t.tx.query_typed(
         "SELECT status, context, body FROM requests WHERE id = $1",
-        &[&n.id],
+        &[(&n.id, Type::TEXT)],
     )? {
         let status: String = r.try_get(0)?;
         match Status::parse(&status) {
@@ -127,24 +130,24 @@ pub fn accept(
     let deadline = n.deadline.map(crate::clock::from_timestamp);
     let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
     let agent_instance = n.request.agent.as_ref().map(|a| a.instance.as_str());
-    let inserted = t.tx.query_one(
+    let inserted = t.tx.query_typed_one(
         // The position is the largest + 1, under the write lock (see above).
         "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage, body, source,
                                require_provider, deadline_ms, created_ms, origin)
          VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
                  $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
         &[
-            &n.id,
-            &n.context,
-            &agent_id,
-            &agent_instance,
-            &lineage,
-            &body,
-            &source,
-            &n.request.requires_provider(),
-            &deadline,
-            &now,
-            &t.origin,
+            (&n.id, Type::TEXT),
+            (&n.context, Type::TEXT),
+            (&agent_id, Type::TEXT),
+            (&agent_instance, Type::TEXT),
+            (&lineage, Type::TEXT),
+            (&body, Type::TEXT),
+            (&source, Type::TEXT),
+            (&n.request.requires_provider(), Type::BOOL),
+            (&deadline, Type::INT8),
+            (&now, Type::INT8),
+            (&t.origin, Type::TEXT),
         ],
     );
     let seq: i64 = match inserted {
@@ -157,21 +160,21 @@ pub fn accept(
     for (idx, q) in n.request.questions.iter().enumerate() {
         let options = serde_json::to_string(q.options())
             .map_err(|e| Error::Invalid(format!("the options do not serialize: {e}")))?;
-        t.tx.execute(
+        t.tx.execute_typed(
             "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
                                     intent_kind, intent_approve, options)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             &[
-                &seq,
-                &(idx as i64),
-                &q.id,
-                &q.question,
-                &q.header,
-                &q.detail,
-                &q.is_multi(),
-                &q.intent.as_ref().map(|i| i.kind.as_str()),
-                &q.intent.as_ref().map(|i| i.approve.as_str()),
-                &options,
+                (&seq, Type::INT8),
+                (&(idx as i64), Type::INT8),
+                (&q.id, Type::TEXT),
+                (&q.question, Type::TEXT),
+                (&q.header, Type::TEXT),
+                (&q.detail, Type::TEXT),
+                (&q.is_multi(), Type::BOOL),
+                (&q.intent.as_ref().map(|i| i.kind.as_str()), Type::TEXT),
+                (&q.intent.as_ref().map(|i| i.approve.as_str()), Type::TEXT),
+                (&options, Type::TEXT),
             ],
         )?;
     }

@@ -7,7 +7,7 @@ use crate::error::Result;
 
 /// The earliest time something falls due (a lease expiry, a deadline, an agent ttl).
 pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
-    Ok(c.query_one(
+    Ok(c.query_typed_one(
         "SELECT LEAST(
                  (SELECT MIN(expires_ms) FROM leases WHERE ended_ms IS NULL),
                  (SELECT MIN(deadline_ms) FROM requests

@@ -7,6 +7,8 @@
 //! queue semantics the issue asks for (two reviewers never get the same request) even if
 //! claims ever run outside the lock.
 
+use postgres::types::Type;
+
 use super::reads::get;
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
@@ -67,12 +69,17 @@ pub fn claim(t: &mut Tx<'_>, lease: &Lease, id: &str, now: Millis) -> Result<Req
     if r.status == Status::Claimed {
         return Ok(r);
     }
-    let n = t.tx.execute(
+    let n = t.tx.execute_typed(
         &format!(
             "UPDATE requests SET status = 'claimed', claimed_lease = $1, claimed_ms = $2
              WHERE seq = $3 AND status = 'pending' AND {LEASE_LIVE}"
         ),
-        &[&lease.lease_id, &now, &r.seq, &lease.generation],
+        &[
+            (&lease.lease_id, Type::INT8),
+            (&now, Type::INT8),
+            (&r.seq, Type::INT8),
+            (&lease.generation, Type::INT8),
+        ],
     )?;
     if n != 1 {
         return Err(Error::ClaimedElsewhere { id: id.into() });
@@ -163,20 +170,20 @@ pub fn answer(
     let answer_json = answer.to_json();
     let decision = request_decision(&decisions).map(Decision::as_str);
     let provider = lease.provider_name();
-    let n = t.tx.execute(
+    let n = t.tx.execute_typed(
         "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
                 finished_ms = $2, answer = $3, decision = $4, provider = $5, outbox_pending = TRUE
          WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
            AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
                        AND ended_ms IS NULL AND expires_ms >= $2)",
         &[
-            &lease.lease_id,
-            &now,
-            &answer_json,
-            &decision,
-            &provider,
-            &r.seq,
-            &lease.generation,
+            (&lease.lease_id, Type::INT8),
+            (&now, Type::INT8),
+            (&answer_json, Type::TEXT),
+            (&decision, Type::TEXT),
+            (&provider, Type::TEXT),
+            (&r.seq, Type::INT8),
+            (&lease.generation, Type::INT8),
         ],
     )?;
     if n != 1 {
@@ -191,9 +198,15 @@ pub fn answer(
         let selected = serde_json::to_string(&item.selected)
             .map_err(|e| Error::Invalid(format!("the labels do not serialize: {e}")))?;
         let d = decisions.get(idx).copied().flatten().map(Decision::as_str);
-        t.tx.execute(
+        t.tx.execute_typed(
             "UPDATE questions SET selected = $1, custom = $2, decision = $3 WHERE request_seq = $4 AND idx = $5",
-            &[&selected, &item.custom, &d, &r.seq, &(idx as i64)],
+            &[
+                (&selected, Type::TEXT),
+                (&item.custom, Type::TEXT),
+                (&d, Type::TEXT),
+                (&r.seq, Type::INT8),
+                (&(idx as i64), Type::INT8),
+            ],
         )?;
     }
     let answer_value = serde_json::to_value(answer)
@@ -329,18 +342,18 @@ pub(super) fn finish_error(
     let id =
         r.id.as_deref()
             .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
-    let n = t.tx.execute(
+    let n = t.tx.execute_typed(
         "UPDATE requests SET status = $1, finished_ms = $2, error_code = $3, error_message = $4,
                 provider = $5, outbox_pending = TRUE, claimed_lease = COALESCE($7, claimed_lease)
          WHERE seq = $6 AND status IN ('pending', 'claimed')",
         &[
-            &status.as_str(),
-            &now,
-            &code.as_str(),
-            &message,
-            &provider,
-            &r.seq,
-            &lease_id,
+            (&status.as_str(), Type::TEXT),
+            (&now, Type::INT8),
+            (&code.as_str(), Type::TEXT),
+            (&message, Type::TEXT),
+            (&provider, Type::TEXT),
+            (&r.seq, Type::INT8),
+            (&lease_id, Type::INT8),
         ],
     )?;
     if n != 1 {

@@ -1,6 +1,6 @@
 //! Reads: one request by id, lists (`show`, `list`, `wait`), and the feeds.
 
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use postgres::GenericClient;
 
 use super::row::{row, rows, COLUMNS, FROM, WIDTH};
@@ -10,9 +10,9 @@ use crate::store::types::ListFilter;
 
 /// The accepted request with `id` (not a rejection), if any.
 pub fn get(c: &mut impl GenericClient, id: &str) -> Result<Option<RequestRow>> {
-    c.query_opt(
+    c.query_typed_opt(
         &format!("SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 AND r.status <> 'rejected'"),
-        &[&id],
+        &[(&id, Type::TEXT)],
     )?
     .as_ref()
     .map(row)
