@@ -16,6 +16,7 @@ pub mod ask;
 pub mod audit;
 pub mod feed;
 pub mod provide;
+pub mod prune;
 pub mod session;
 pub mod sweep;
 pub mod tokens;
