@@ -23,6 +23,7 @@ mod mcp;
 mod openapi;
 mod outcome;
 mod page;
+mod prune;
 mod seam;
 mod tables;
 mod terminal;
