@@ -218,7 +218,8 @@ fn db(env: &Env) -> rusqlite::Connection {
 #[test]
 fn verify_passes_after_pruning_and_still_finds_tampering() {
     // Each case on a store of its own.
-    let cases: &[(&str, &dyn Fn(&rusqlite::Connection, &Env))] = &[
+    type Tamper<'a> = &'a dyn Fn(&rusqlite::Connection, &Env);
+    let cases: &[(&str, Tamper)] = &[
         ("an event of the pruned range inserted back", &|c, env| {
             let rec = lines(&env.dir.path().join("p.ndjson"))
                 .into_iter()
