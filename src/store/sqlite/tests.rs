@@ -341,7 +341,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 5
+                known: 6
             }
         ),
         "{e:?}"
