@@ -5,8 +5,8 @@
 //! by a `pruned` event appended in the same transaction, carrying the prefix's head (seq,
 //! hash), and `audit verify` walks the chain from there ([`crate::store::chain`]). The
 //! walk below reads the log from its start and stops at the cut, or at the first event of
-//! a request that must stay (pending, claimed, finished after the cut, or the newest
-//! request row). Every request whose creation event lies in the prefix is final and
+//! a request that must stay (pending, claimed, finished after the cut, its outcome file not
+//! written yet, or the newest request row). Every request whose creation event lies in the prefix is final and
 //! finished before the cut, so it goes whole with its row; the events it still has after
 //! the prefix (accepted before the stop, answered after it) stay in the log and their ids
 //! are named by the checkpoint ([`Checkpoint::open`]), until a later prune takes them.
@@ -55,8 +55,9 @@ fn is_final(status: &str) -> bool {
 pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
     let mut ev_stmt =
         tx.prepare("SELECT seq, at_ms, kind, request_id, data, hash FROM events ORDER BY seq")?;
-    let mut row_stmt =
-        tx.prepare("SELECT seq, id, status, finished_ms FROM requests ORDER BY seq")?;
+    let mut row_stmt = tx.prepare(
+        "SELECT seq, id, status, finished_ms, outbox_pending FROM requests ORDER BY seq",
+    )?;
     // The newest request row always stays: a row's seq is its position in the feeds
     // (`FeedPos`), and SQLite gives a new row the largest seq plus one, so an emptied
     // table would hand out positions a feed has already passed.
@@ -94,6 +95,7 @@ pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
                 let id: Option<String> = r.get(1)?;
                 let status: String = r.get(2)?;
                 let finished: Option<Millis> = r.get(3)?;
+                let unpublished: bool = r.get(4)?;
                 let data: String = e.get(4)?;
                 let recorded = serde_json::from_str::<serde_json::Value>(&data)
                     .ok()
@@ -112,6 +114,10 @@ pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
                     stopped = stop(format!("request {who} is {status}"));
                 } else if finished.is_none_or(|f| f >= before) {
                     stopped = stop(format!("request {who} finished after the cut"));
+                } else if unpublished {
+                    stopped = stop(format!(
+                        "request {who}'s outcome file is not written yet (the daemon writes it)"
+                    ));
                 } else {
                     if let Some(id) = &id {
                         // An earlier request's leftovers end at a new acceptance of its id.
