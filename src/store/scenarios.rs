@@ -407,6 +407,19 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
         .provide(&token, ProviderAct::Answer("late".into(), pick("SQLite")))
         .unwrap();
     ask(&mut store, "z");
+    // A final request whose outcome file is not written yet stays; once written, it goes.
+    let pruned = store
+        .prune(cut, &Actor::Cli, &mut MemoryExport::default())
+        .unwrap();
+    assert_eq!(pruned.requests, 0);
+    assert!(pruned.stopped_at.unwrap().contains("outcome file"));
+    let keys: Vec<i64> = store
+        .outbox_pending(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    store.mark_outbox_written(&keys).unwrap();
     let all_before = {
         let mut v = Vec::new();
         store
