@@ -5,8 +5,9 @@
 //! `cargo bench --bench growth` (sizes: `DSHQ_BENCH_SIZES=100000,1000000`, default 1M).
 //! It shares `benches/store.rs`'s fixtures (built through the real store functions, cached
 //! under `target/bench-fixtures/`), and prunes a copy of each: the requests still pending
-//! from before the cut are aborted first (as their deadlines would), then the first 30 of
-//! the 90 days are pruned into an export file beside the copy.
+//! from before the cut are aborted first (as their deadlines would) and the outcomes marked
+//! written (the fixture writes no outcome files), then the first 30 of the 90 days are
+//! pruned into an export file beside the copy.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -289,12 +290,20 @@ fn main() {
             Ok(())
         })
         .unwrap();
+        // The fixture never wrote outcome files: as if the daemon had.
+        st.connection()
+            .execute(
+                "UPDATE requests SET outbox_pending = 0 WHERE outbox_pending = 1",
+                [],
+            )
+            .unwrap();
         let export = work.join("export.ndjson");
         let started = Instant::now();
         let report = dshq::app::prune::prune(
             &mut st,
             &root,
             cut,
+            None,
             &dshq::core::audit::Actor::Cli,
             &export,
             true,

@@ -297,7 +297,10 @@ fn maybe_prune(root: &Root, store: &mut dyn Store, config: &Config, next: &mut s
     *next = now + p.every;
     match app::prune::scheduled(store, root, p.after, &p.dir) {
         Ok(r) => {
-            if let Some(why) = &r.pruned.stopped_at {
+            if r.pruned.requests >= app::prune::SCHEDULED_LIMIT {
+                // Caught up in steps: the next one after the next pass.
+                *next = now;
+            } else if let Some(why) = &r.pruned.stopped_at {
                 tracing::warn!(
                     requests = r.pruned.requests,
                     stopped_at = %for_log(why),

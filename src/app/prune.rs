@@ -180,12 +180,13 @@ pub fn prune(
     store: &mut dyn Store,
     root: &Root,
     before: Millis,
+    limit: Option<u64>,
     actor: &Actor,
     export: &Path,
     always_write: bool,
 ) -> Result<PruneReport> {
     let mut file = ExportFile::new(export, root)?;
-    let result = store.prune(before, actor, &mut file);
+    let result = store.prune(before, limit, actor, &mut file);
     let pruned = match result {
         Ok(p) => p,
         Err(e) => {
@@ -214,8 +215,13 @@ pub fn prune(
     })
 }
 
-/// The daemon's scheduled prune: everything finished more than `after` ago, exported to
-/// a new `prune-TIME.ndjson` in `dir`.
+/// How many requests one scheduled prune removes at most: its transaction holds the write
+/// lock (about 1.5 s at the rate measured on a 1M store), and the daemon runs the next
+/// one after its next pass until it has caught up.
+pub const SCHEDULED_LIMIT: u64 = 10_000;
+
+/// The daemon's scheduled prune: everything finished more than `after` ago (at most
+/// [`SCHEDULED_LIMIT`] requests), exported to a new `prune-TIME.ndjson` in `dir`.
 pub fn scheduled(
     store: &mut dyn Store,
     root: &Root,
@@ -232,5 +238,13 @@ pub fn scheduled(
         n += 1;
         name = dir.join(format!("prune-{stamp}-{n}.ndjson"));
     }
-    prune(store, root, before, &Actor::Daemon, &name, false)
+    prune(
+        store,
+        root,
+        before,
+        Some(SCHEDULED_LIMIT),
+        &Actor::Daemon,
+        &name,
+        false,
+    )
 }

@@ -20,13 +20,25 @@ pub struct Args {
     /// line); written and fsynced before anything is removed, never over an existing file.
     #[arg(long, value_name = "FILE")]
     pub export: PathBuf,
+    /// Remove at most N requests (one transaction holds the write lock while it runs, and
+    /// the daemon's writes wait for it: about 7,000 requests a second on a 1M store).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let before = parse_time("before", &a.before, crate::clock::now_ms())?;
     let mut store = ctx.store()?;
-    let report = app::prune::prune(&mut *store, &ctx.root, before, &Actor::Cli, &a.export, true)?;
+    let report = app::prune::prune(
+        &mut *store,
+        &ctx.root,
+        before,
+        a.limit,
+        &Actor::Cli,
+        &a.export,
+        true,
+    )?;
     drop(store);
     crate::output::emit(ctx.json, &report, || {
         let p = &report.pruned;

@@ -474,14 +474,17 @@ pub trait Store: Send {
     /// summarised by a `pruned` event carrying its head (a [`chain::Checkpoint`]), so the
     /// chain still verifies from there ([`chain::walk_start`]). Pending and claimed
     /// requests are never removed; neither is any event of a request that stays, so the
-    /// prefix stops at the first such event ([`Pruned::stopped_at`]).
+    /// prefix stops at the first such event ([`Pruned::stopped_at`]), or before the
+    /// request that would exceed `limit` (one transaction holds the write lock while it
+    /// runs: a limit keeps it short).
     fn prune(
         &mut self,
         before: Millis,
+        limit: Option<u64>,
         actor: &Actor,
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
-        let _ = (before, actor, export);
+        let _ = (before, limit, actor, export);
         Err(crate::Error::Invalid("this store cannot prune yet".into()))
     }
 

@@ -409,7 +409,7 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
     ask(&mut store, "z");
     // A final request whose outcome file is not written yet stays; once written, it goes.
     let pruned = store
-        .prune(cut, &Actor::Cli, &mut MemoryExport::default())
+        .prune(cut, None, &Actor::Cli, &mut MemoryExport::default())
         .unwrap();
     assert_eq!(pruned.requests, 0);
     assert!(pruned.stopped_at.unwrap().contains("outcome file"));
@@ -448,12 +448,21 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
             panic!("never committed")
         }
     }
-    assert!(store.prune(cut, &Actor::Cli, &mut Failing).is_err());
+    assert!(store.prune(cut, None, &Actor::Cli, &mut Failing).is_err());
     assert!(store.get("a").unwrap().is_some());
 
+    // A limit stops before the request that would exceed it.
+    let mut first = MemoryExport::default();
+    let pruned = store.prune(cut, Some(1), &Actor::Cli, &mut first).unwrap();
+    assert_eq!(pruned.requests, 1);
+    assert!(pruned.stopped_at.unwrap().contains("limit"));
+    assert!(store.get("a").unwrap().is_none() && store.get("b").unwrap().is_some());
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
     let mut out = MemoryExport::default();
-    let pruned = store.prune(cut, &Actor::Cli, &mut out).unwrap();
-    assert_eq!(pruned.requests, 2);
+    let pruned = store.prune(cut, None, &Actor::Cli, &mut out).unwrap();
+    assert_eq!(pruned.requests, 1);
+    out.records.splice(0..0, first.records);
+    out.freed.splice(0..0, first.freed);
     assert!(out.synced);
     let mut freed = out.freed.clone();
     freed.sort();
@@ -478,7 +487,7 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
     assert_eq!(v.requests, 3);
     // Nothing more goes at the same cut.
     let again = store
-        .prune(cut, &Actor::Cli, &mut MemoryExport::default())
+        .prune(cut, None, &Actor::Cli, &mut MemoryExport::default())
         .unwrap();
     assert_eq!(again.requests, 0);
     // The pruned id is free again.

@@ -52,7 +52,9 @@ fn is_final(status: &str) -> bool {
 }
 
 /// Find the prefix that can go at cut `before` (a read inside the write transaction).
-pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
+pub fn plan(tx: &Transaction, before: Millis, limit: Option<u64>) -> Result<Plan> {
+    let limit = limit.unwrap_or(u64::MAX);
+    let mut taken = 0u64;
     let mut ev_stmt =
         tx.prepare("SELECT seq, at_ms, kind, request_id, data, hash FROM events ORDER BY seq")?;
     let mut row_stmt = tx.prepare(
@@ -105,6 +107,8 @@ pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
                     stopped = stop(format!(
                         "does not pair with request row {row_seq} (run dshq audit verify)"
                     ));
+                } else if taken >= limit {
+                    stopped = stop(format!("the limit of {limit} requests per prune"));
                 } else if row_seq == newest_row {
                     stopped = stop(format!(
                         "request {who} is the newest request, which stays (it keeps the \
@@ -127,6 +131,7 @@ pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
                         }
                     }
                     took = Some((row_seq, id));
+                    taken += 1;
                 }
             }
             Some(
@@ -167,11 +172,12 @@ pub fn plan(tx: &Transaction, before: Millis) -> Result<Plan> {
 pub fn prune(
     tx: &Transaction,
     before: Millis,
+    limit: Option<u64>,
     now: Millis,
     actor: &Actor,
     export: &mut dyn PruneExport,
 ) -> Result<(Pruned, Vec<String>)> {
-    let plan = plan(tx, before)?;
+    let plan = plan(tx, before, limit)?;
     let mut pruned = Pruned {
         stopped_at: plan.stopped_at.clone(),
         ..Default::default()

@@ -635,11 +635,12 @@ impl Store for SqliteStore {
     fn prune(
         &mut self,
         before: Millis,
+        limit: Option<u64>,
         actor: &Actor,
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
         let (mut pruned, ids) =
-            self.write(|tx, now| prune::prune(tx, before, now, actor, &mut *export))?;
+            self.write(|tx, now| prune::prune(tx, before, limit, now, actor, &mut *export))?;
         if ids.is_empty() {
             return Ok(pruned);
         }
