@@ -422,8 +422,8 @@ impl Checkpoint {
 
     /// The events (by seq) that belong to removed requests: given the log's events after
     /// the prefix as (seq, kind, request id), oldest first, the lifecycle events of each id
-    /// in `open` up to that id's next `accepted` or `rejected` event (a request asked
-    /// again under the id is a new request, checked as any other).
+    /// in `open` up to that id's next `accepted` event (a request asked again under the id
+    /// is a new request, checked as any other; a rejection under it changes nothing).
     pub fn rowless<'a>(
         &self,
         events: impl IntoIterator<Item = (i64, &'a str, Option<&'a str>)>,
@@ -440,9 +440,11 @@ impl Checkpoint {
                 continue;
             }
             match kind {
-                "accepted" | "rejected" => {
+                "accepted" => {
                     open.remove(id);
                 }
+                // A rejection under the id reserves nothing and has no lifecycle events.
+                "rejected" => {}
                 _ => {
                     out.insert(seq);
                 }
@@ -595,12 +597,14 @@ mod tests {
         };
         assert_eq!(
             c.rowless([
-                (11, "answered", Some("x")),
-                (12, "accepted", Some("y")),
-                (13, "accepted", Some("x")),
-                (14, "answered", Some("x")),
+                (11, "claimed", Some("x")),
+                (12, "rejected", Some("x")),
+                (13, "answered", Some("x")),
+                (14, "accepted", Some("y")),
+                (15, "accepted", Some("x")),
+                (16, "answered", Some("x")),
             ]),
-            [11].into_iter().collect()
+            [11, 13].into_iter().collect()
         );
         let data = serde_json::Value::Object(c.to_data());
         assert_eq!(walk_start(None, None), Ok(None));

@@ -472,3 +472,25 @@ fn the_daemon_prunes_on_a_schedule() {
     assert!(lines(&files[0]).iter().any(|x| x["id"] == "a"));
     assert!(verify(&env).ok);
 }
+
+#[test]
+fn a_rejection_under_a_pruned_requests_id_does_not_break_verify() {
+    // r1 is accepted, then refused once under its id (other content), then answered;
+    // the prefix ends before the refusal (r2 stays pending), so r1's answer lies after it.
+    let env = Env::new();
+    ask(&env, "r1");
+    ask(&env, "r2");
+    let mut other = simple_request("r1");
+    other["questions"][0]["question"] = "Something else?".into();
+    assert_eq!(env.ask(&other).error_code(), "DUPLICATE_ID");
+    answer(&env, "r1");
+    ask(&env, "z");
+    let f = env.dir.path().join("p.ndjson");
+    let r = env
+        .json(&["prune", "--before", "0s", "--export", f.to_str().unwrap()])
+        .ok()
+        .json();
+    assert_eq!(r["requests"], 1, "{r}");
+    let v = verify(&env);
+    assert!(v.ok, "{}", v.text);
+}

@@ -125,8 +125,21 @@ pub fn walk_start(
     conn: &Connection,
 ) -> Result<std::result::Result<Option<Checkpoint>, ChainBreak>> {
     let first: Option<i64> = conn.query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?;
-    let newest = super::prune::newest_checkpoint_data(conn)?;
+    let newest = newest_checkpoint_data(conn)?;
     Ok(crate::store::chain::walk_start(first, newest.as_ref()))
+}
+
+/// The newest checkpoint (the one the log starts after), if the log was ever pruned.
+pub fn newest_checkpoint_data(conn: &rusqlite::Connection) -> Result<Option<serde_json::Value>> {
+    let data: Option<String> = conn
+        .query_row(
+            "SELECT data FROM events INDEXED BY events_pruned WHERE kind = 'pruned'
+             ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))))
 }
 
 /// Whether the log still contains `anchor`: `None` when it does, else what is wrong. An

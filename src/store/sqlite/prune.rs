@@ -71,7 +71,7 @@ pub fn plan(tx: &Transaction, before: Millis, limit: Option<u64>) -> Result<Plan
     let mut plan = Plan::default();
     // Removed requests whose final event has not come yet: those an earlier prune left
     // (rowless, their ids in its checkpoint), and those taken in this walk.
-    let mut open: HashSet<String> = newest_checkpoint_data(tx)?
+    let mut open: HashSet<String> = events::newest_checkpoint_data(tx)?
         .as_ref()
         .and_then(Checkpoint::from_data)
         .map(|c| c.open.into_iter().collect())
@@ -123,12 +123,10 @@ pub fn plan(tx: &Transaction, before: Millis, limit: Option<u64>) -> Result<Plan
                         "request {who}'s outcome file is not written yet (the daemon writes it)"
                     ));
                 } else {
-                    if let Some(id) = &id {
-                        // An earlier request's leftovers end at a new acceptance of its id.
-                        open.remove(id);
-                        if k == EventKind::Accepted {
-                            open.insert(id.clone());
-                        }
+                    if let (Some(id), EventKind::Accepted) = (&id, k) {
+                        // An earlier request's leftovers end at a new acceptance of its
+                        // id (a rejection reserves nothing and has no lifecycle events).
+                        open.insert(id.clone());
                     }
                     took = Some((row_seq, id));
                     taken += 1;
@@ -275,17 +273,4 @@ pub fn prune(
     pruned.upto_seq = plan.upto_seq;
     pruned.checkpoint = Some(seq);
     Ok((pruned, plan.ids))
-}
-
-/// The newest checkpoint (the one the log starts after), if the log was ever pruned.
-pub fn newest_checkpoint_data(conn: &rusqlite::Connection) -> Result<Option<serde_json::Value>> {
-    let data: Option<String> = conn
-        .query_row(
-            "SELECT data FROM events INDEXED BY events_pruned WHERE kind = 'pruned'
-             ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok(data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))))
 }
