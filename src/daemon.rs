@@ -43,6 +43,20 @@ pub struct Config {
     pub max_bytes: u64,
     /// `--on-question`: a hook run for each newly accepted request (see [`crate::hooks`]).
     pub on_question: Option<HookConfig>,
+    /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
+    pub prune: Option<PruneSchedule>,
+}
+
+/// The daemon's retention: every `every`, final requests finished more than `after` ago
+/// are pruned into a new export file in `dir` ([`app::prune::scheduled`]).
+#[derive(Debug, Clone)]
+pub struct PruneSchedule {
+    /// How old a final request must be.
+    pub after: Duration,
+    /// Where the export files go.
+    pub dir: std::path::PathBuf,
+    /// How often to prune (the first time right after start).
+    pub every: Duration,
 }
 
 impl Default for Config {
@@ -53,6 +67,7 @@ impl Default for Config {
             batch_bytes: DEFAULT_BATCH_BYTES,
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
+            prune: None,
         }
     }
 }
@@ -213,6 +228,8 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
     if !pass(root, store, config, &stop, &mut watcher, true, true) {
         failures = 1;
     }
+    let mut next_prune = std::time::Instant::now();
+    maybe_prune(root, store, config, &mut next_prune);
     if let Some(h) = hooks.as_mut() {
         h.poll(store);
     }
@@ -269,6 +286,7 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
             do_answers,
         );
         failures = if ok { 0 } else { failures.saturating_add(1) };
+        maybe_prune(root, store, config, &mut next_prune);
         if let Some(h) = hooks.as_mut() {
             h.poll(store);
         }
@@ -282,6 +300,31 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
     }
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Run the scheduled prune when it is due (logged; an error is retried next time).
+fn maybe_prune(root: &Root, store: &mut dyn Store, config: &Config, next: &mut std::time::Instant) {
+    let Some(p) = &config.prune else { return };
+    let now = std::time::Instant::now();
+    if now < *next {
+        return;
+    }
+    *next = now + p.every;
+    match app::prune::scheduled(store, root, p.after, &p.dir) {
+        Ok(r) => {
+            if r.pruned.requests >= app::prune::SCHEDULED_LIMIT {
+                // Caught up in steps: the next one after the next pass.
+                *next = now;
+            } else if let Some(why) = &r.pruned.stopped_at {
+                tracing::warn!(
+                    requests = r.pruned.requests,
+                    stopped_at = %for_log(why),
+                    "prune stopped before its cut"
+                );
+            }
+        }
+        Err(e) => tracing::error!(error = %for_log(&e.to_string()), "prune failed; will retry"),
+    }
 }
 
 /// Take an exclusive `flock` on the root directory (`DAEMON_RUNNING` when a daemon holds

@@ -17,6 +17,7 @@ pub mod audit;
 pub mod copy;
 pub mod feed;
 pub mod provide;
+pub mod prune;
 pub mod session;
 pub mod sweep;
 pub mod tokens;

@@ -41,6 +41,16 @@ pub struct Args {
     /// long without a reviewer acting in it (1s to 24h).
     #[arg(long, default_value = "5m", value_parser = super::parse_lease_ttl, requires = "listen")]
     pub web_idle: Duration,
+    /// Prune on a schedule: remove final requests finished more than DUR ago (e.g. 90d),
+    /// each time after exporting them to a new prune-TIME.ndjson in --prune-export-dir.
+    #[arg(long, value_name = "DUR", value_parser = super::parse_duration, requires = "prune_export_dir")]
+    pub prune_after: Option<Duration>,
+    /// With --prune-after: the directory the export files go to.
+    #[arg(long, value_name = "DIR", requires = "prune_after")]
+    pub prune_export_dir: Option<std::path::PathBuf>,
+    /// With --prune-after: how often to prune (the first time at start).
+    #[arg(long, value_name = "DUR", default_value = "1h", value_parser = super::parse_duration)]
+    pub prune_every: Duration,
 }
 
 /// Run it.
@@ -54,6 +64,14 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             .on_question
             .filter(|c| !c.trim().is_empty())
             .map(|c| HookConfig::new(c, a.hook_timeout)),
+        prune: match (a.prune_after, a.prune_export_dir) {
+            (Some(after), Some(dir)) => Some(daemon::PruneSchedule {
+                after,
+                dir,
+                every: a.prune_every.max(Duration::from_secs(1)),
+            }),
+            _ => None,
+        },
     };
     match a.listen {
         // Without --listen the daemon is the synchronous file loop, as it always was.

@@ -21,6 +21,7 @@ pub mod interactive;
 pub mod list;
 pub mod mcp;
 pub mod provider;
+pub mod prune;
 pub mod schema;
 pub mod show;
 pub mod stats;
@@ -114,6 +115,8 @@ pub enum Command {
     Audit(audit::Command),
     /// Everything as NDJSON, for archiving elsewhere.
     Export(export::Args),
+    /// Remove final requests finished before a date, after exporting them to a file.
+    Prune(prune::Args),
     /// Check request files offline with the same code as ingestion.
     Validate(validate::Args),
     /// Print the JSON Schema of a request, answer or outcome document.
@@ -283,6 +286,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Stats(a) => stats::run(&ctx, a),
         Command::Audit(c) => audit::run(&ctx, c),
         Command::Export(a) => export::run(&ctx, a),
+        Command::Prune(a) => prune::run(&ctx, a),
         Command::Validate(a) => validate::run(&ctx, a),
         Command::Schema(a) => schema::run(&ctx, a),
         Command::Completions(a) => completions::run(&ctx, a),

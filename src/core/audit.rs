@@ -37,6 +37,9 @@ pub enum EventKind {
     AgentEnded,
     /// An agent's ttl ran out.
     AgentExpired,
+    /// `dshq prune` removed a prefix of the log (and the final requests it concerned): the
+    /// checkpoint the chain is verified from, carrying the removed prefix's head.
+    Pruned,
 }
 
 impl EventKind {
@@ -61,6 +64,7 @@ impl EventKind {
             EventKind::AgentExited => "agent-exited",
             EventKind::AgentEnded => "agent-ended",
             EventKind::AgentExpired => "agent-expired",
+            EventKind::Pruned => "pruned",
         }
     }
 

@@ -328,6 +328,23 @@ impl<'k> ChainWalk<'k> {
         }
     }
 
+    /// A walk of a log whose prefix was pruned: from the event after `from`'s head (the
+    /// first event, as genesis is, when there is no checkpoint). The checkpoint event
+    /// itself is checked when the walk reaches it, like any other: its hash covers the
+    /// head it claims, so a claim that was changed, or a checkpoint forged without the
+    /// key, breaks the chain there.
+    pub fn from(key: Option<&'k AuditKey>, from: Option<&Checkpoint>) -> ChainWalk<'k> {
+        match from {
+            None => ChainWalk::new(key),
+            Some(c) => ChainWalk {
+                key,
+                prev: c.hash.clone(),
+                expected_seq: c.seq + 1,
+                count: 0,
+            },
+        }
+    }
+
     /// Check the next event (`input` as stored, `hash` as stored): `Some` is the first
     /// break, after which the walk should stop.
     pub fn step(&mut self, input: &HashInput<'_>, hash: &str) -> Option<ChainBreak> {
@@ -356,6 +373,168 @@ impl<'k> ChainWalk<'k> {
         self.expected_seq += 1;
         None
     }
+}
+
+/// What a `pruned` event records: the head (seq, hash) of the prefix of the log that
+/// `dshq prune` removed. The log then starts at `seq + 1`, whose `prev_hash` is `hash`.
+///
+/// A removed request may have events after the prefix (accepted inside it, answered after
+/// it: a queue that never drains has such requests at every position): those stay in the
+/// log, rowless, and `open` names their ids, so the record check passes over them (every
+/// lifecycle event of such an id up to its next acceptance) instead of calling them events
+/// without a row. A later prune removes them with its prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The newest removed event.
+    pub seq: i64,
+    /// Its hash.
+    pub hash: String,
+    /// Removed requests with events after the prefix.
+    pub open: Vec<String>,
+}
+
+impl Checkpoint {
+    /// The fields a `pruned` event carries in its data (beside its counts).
+    pub fn to_data(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("prunedSeq".into(), self.seq.into());
+        m.insert("prunedHash".into(), self.hash.clone().into());
+        m.insert("openIds".into(), self.open.clone().into());
+        m
+    }
+
+    /// The checkpoint a `pruned` event's data records; `None` when it records none.
+    pub fn from_data(data: &serde_json::Value) -> Option<Checkpoint> {
+        let open = match data.get("openIds") {
+            None => Vec::new(),
+            Some(v) => v
+                .as_array()?
+                .iter()
+                .map(|s| s.as_str().map(str::to_string))
+                .collect::<Option<_>>()?,
+        };
+        Some(Checkpoint {
+            seq: data.get("prunedSeq")?.as_i64()?,
+            hash: data.get("prunedHash")?.as_str()?.to_string(),
+            open,
+        })
+    }
+
+    /// The events (by seq) that belong to removed requests: given the log's events after
+    /// the prefix as (seq, kind, request id), oldest first, the lifecycle events of each id
+    /// in `open` up to that id's next `accepted` event (a request asked again under the id
+    /// is a new request, checked as any other; a rejection under it changes nothing).
+    pub fn rowless<'a>(
+        &self,
+        events: impl IntoIterator<Item = (i64, &'a str, Option<&'a str>)>,
+    ) -> std::collections::HashSet<i64> {
+        let mut open: std::collections::HashSet<&str> =
+            self.open.iter().map(String::as_str).collect();
+        let mut out = std::collections::HashSet::new();
+        for (seq, kind, id) in events {
+            if open.is_empty() {
+                break;
+            }
+            let Some(id) = id else { continue };
+            if !open.contains(id) {
+                continue;
+            }
+            match kind {
+                "accepted" => {
+                    open.remove(id);
+                }
+                // A rejection under the id reserves nothing and has no lifecycle events.
+                "rejected" => {}
+                _ => {
+                    out.insert(seq);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Where the walk of a log starts, from its first stored event's seq (`None`: an empty
+/// log) and the newest `pruned` event's data (`None`: never pruned): the checkpoint to
+/// walk from, or why the log cannot be walked at all. Pruning removes a prefix and appends
+/// its checkpoint in one transaction, and a later prune's checkpoint covers the earlier
+/// ones, so the newest checkpoint is the one the log starts after.
+pub fn walk_start(
+    first_seq: Option<i64>,
+    newest_pruned: Option<&serde_json::Value>,
+) -> std::result::Result<Option<Checkpoint>, ChainBreak> {
+    let checkpoint = match newest_pruned {
+        None => None,
+        Some(data) => Some(Checkpoint::from_data(data).ok_or_else(|| ChainBreak {
+            seq: first_seq.unwrap_or(1),
+            problem: "the newest pruned event carries no checkpoint (prunedSeq, prunedHash)".into(),
+        })?),
+    };
+    let start = checkpoint.as_ref().map_or(1, |c| c.seq + 1);
+    match first_seq {
+        Some(first) if first < start => Err(ChainBreak {
+            seq: first,
+            problem: format!(
+                "the log still holds event {first}, which the checkpoint says was pruned \
+                 (the log starts after event {})",
+                start - 1
+            ),
+        }),
+        Some(first) if first > start => Err(ChainBreak {
+            seq: start,
+            problem: match &checkpoint {
+                None => format!(
+                    "events {start} to {} are missing and no checkpoint accounts for them \
+                     (removed outside dshq prune)",
+                    first - 1
+                ),
+                Some(c) => format!(
+                    "events {start} to {} are missing: the newest checkpoint pruned only up \
+                     to event {} (removed outside dshq prune)",
+                    first - 1,
+                    c.seq
+                ),
+            },
+        }),
+        _ => Ok(checkpoint),
+    }
+}
+
+/// Whether an anchor (seq, hash) is consistent with a log pruned up to `checkpoint`:
+/// `None` when the anchor lies after the pruned prefix (check it against the log), or is
+/// the checkpoint's own head; else why it cannot be checked here. An anchor inside the
+/// pruned prefix is not silently passed: the events that would prove it are gone from the
+/// log (they are in the prune's export file).
+pub fn anchor_in_pruned(
+    anchor_seq: i64,
+    anchor_hash: &str,
+    checkpoint: Option<&Checkpoint>,
+) -> Option<std::result::Result<(), ChainBreak>> {
+    let c = checkpoint?;
+    if anchor_seq > c.seq {
+        return None;
+    }
+    if anchor_seq == c.seq {
+        return Some(if anchor_hash == c.hash {
+            Ok(())
+        } else {
+            Err(ChainBreak {
+                seq: anchor_seq,
+                problem: format!(
+                    "event {anchor_seq}'s hash in the checkpoint is not the anchor's: the log was rewritten from there"
+                ),
+            })
+        });
+    }
+    Some(Err(ChainBreak {
+        seq: anchor_seq,
+        problem: format!(
+            "the anchor names event {anchor_seq}, but the log was pruned up to event {} and \
+             cannot check it: check it against the prune export that holds it, and keep a \
+             newer anchor",
+            c.seq
+        ),
+    }))
 }
 
 #[cfg(test)]
@@ -407,5 +586,71 @@ mod tests {
         assert_ne!(args(Some(&a), 2), args(None, 2));
         assert_ne!(args(Some(&a), 2), args(Some(&b), 2));
         assert_eq!(args(Some(&a), 2).len(), 64);
+    }
+
+    #[test]
+    fn the_walk_starts_after_the_newest_checkpoint_and_only_there() {
+        let c = Checkpoint {
+            seq: 10,
+            hash: "ab".repeat(32),
+            open: vec!["x".into()],
+        };
+        assert_eq!(
+            c.rowless([
+                (11, "claimed", Some("x")),
+                (12, "rejected", Some("x")),
+                (13, "answered", Some("x")),
+                (14, "accepted", Some("y")),
+                (15, "accepted", Some("x")),
+                (16, "answered", Some("x")),
+            ]),
+            [11, 13].into_iter().collect()
+        );
+        let data = serde_json::Value::Object(c.to_data());
+        assert_eq!(walk_start(None, None), Ok(None));
+        assert_eq!(walk_start(Some(1), None), Ok(None));
+        assert_eq!(walk_start(Some(11), Some(&data)), Ok(Some(c.clone())));
+        // A prefix removed without a checkpoint, or more than the checkpoint covers.
+        assert!(walk_start(Some(5), None)
+            .unwrap_err()
+            .problem
+            .contains("no checkpoint"));
+        assert!(walk_start(Some(12), Some(&data))
+            .unwrap_err()
+            .problem
+            .contains("only up"));
+        assert!(walk_start(Some(3), Some(&data))
+            .unwrap_err()
+            .problem
+            .contains("still holds"));
+        assert!(walk_start(Some(11), Some(&serde_json::json!({}))).is_err());
+        // The walk checks the first event's link to the checkpoint's head.
+        let first = HashInput {
+            prev_hash: &c.hash,
+            seq: 11,
+            at_ms: 1,
+            kind: "accepted",
+            request_id: Some("r"),
+            lease_id: None,
+            agent_id: None,
+            actor: "cli",
+            data: "{}",
+        };
+        let mut walk = ChainWalk::from(None, Some(&c));
+        assert_eq!(walk.step(&first, &first.plain()), None);
+        let other = Checkpoint {
+            seq: 10,
+            hash: GENESIS.into(),
+            open: vec![],
+        };
+        let mut walk = ChainWalk::from(None, Some(&other));
+        assert!(walk.step(&first, &first.plain()).is_some());
+        // Anchors: after the prefix, checked by the log; its head, by the checkpoint;
+        // inside it, not checkable here.
+        assert_eq!(anchor_in_pruned(11, "x", Some(&c)), None);
+        assert_eq!(anchor_in_pruned(10, &c.hash, Some(&c)), Some(Ok(())));
+        assert!(matches!(anchor_in_pruned(10, "x", Some(&c)), Some(Err(_))));
+        assert!(matches!(anchor_in_pruned(3, "x", Some(&c)), Some(Err(_))));
+        assert_eq!(anchor_in_pruned(3, "x", None), None);
     }
 }

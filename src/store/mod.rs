@@ -37,8 +37,8 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    Lease, LeaseInfo, ListFilter, OldestOpen, Registered, Revoked, Stats, Swept, TokenCredential,
-    WaitStats, WebToken,
+    Lease, LeaseInfo, ListFilter, OldestOpen, Pruned, Registered, Revoked, Stats, Swept,
+    TokenCredential, WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -256,6 +256,24 @@ pub trait Wakeups: Send {
     fn wait(&mut self, timeout: std::time::Duration) -> Result<bool>;
 }
 
+/// Where [`Store::prune`] writes what it removes before it commits.
+pub trait PruneExport {
+    /// One record, as [`Store::export`] gives it (its type, its fields camelCase).
+    fn record(
+        &mut self,
+        kind: &str,
+        fields: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()>;
+
+    /// Make every record durable (written and fsynced). Called after the last record and
+    /// before the deleting transaction commits; an error rolls the prune back.
+    fn sync(&mut self) -> Result<()>;
+
+    /// After the commit, under the write lock: remove the outcome files of `ids` (pruned,
+    /// and no request row holds the id any more). Returns how many were removed.
+    fn committed(&mut self, ids: &[String]) -> Result<usize>;
+}
+
 /// One record of [`Store::export`]: its type and its fields.
 pub type Record = (String, serde_json::Map<String, serde_json::Value>);
 
@@ -454,6 +472,27 @@ pub trait Store: Send {
         Err(crate::Error::Invalid(
             "this store cannot load a copy; copy into a PostgreSQL store".into(),
         ))
+    }
+
+    /// Remove the final requests (answered, cancelled, aborted, rejected) finished before
+    /// `before`, with their questions and the prefix of the event log that concerns them,
+    /// in one write transaction: every removed record goes to `export` first, and
+    /// [`PruneExport::sync`] makes it durable before the commit. The removed prefix is
+    /// summarised by a `pruned` event carrying its head (a [`chain::Checkpoint`]), so the
+    /// chain still verifies from there ([`chain::walk_start`]). Pending and claimed
+    /// requests are never removed; neither is any event of a request that stays, so the
+    /// prefix stops at the first such event ([`Pruned::stopped_at`]), or before the
+    /// request that would exceed `limit` (one transaction holds the write lock while it
+    /// runs: a limit keeps it short).
+    fn prune(
+        &mut self,
+        before: Millis,
+        limit: Option<u64>,
+        actor: &Actor,
+        export: &mut dyn PruneExport,
+    ) -> Result<Pruned> {
+        let _ = (before, limit, actor, export);
+        Err(crate::Error::Invalid("this store cannot prune yet".into()))
     }
 
     // ---- other writers -----------------------------------------------------------------

@@ -348,6 +348,155 @@ pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
     assert!(read(&mut store, &all, &other).is_empty());
 }
 
+/// Records in memory, as a backend's prune hands them over.
+#[derive(Default)]
+pub struct MemoryExport {
+    /// (type, fields) in order.
+    pub records: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    /// Whether `sync` was called (before the commit).
+    pub synced: bool,
+    /// The ids `committed` was called with.
+    pub freed: Vec<String>,
+}
+
+impl super::PruneExport for MemoryExport {
+    fn record(
+        &mut self,
+        kind: &str,
+        fields: serde_json::Map<String, serde_json::Value>,
+    ) -> crate::error::Result<()> {
+        assert!(!self.synced, "no record after sync");
+        self.records.push((kind.to_string(), fields));
+        Ok(())
+    }
+
+    fn sync(&mut self) -> crate::error::Result<()> {
+        self.synced = true;
+        Ok(())
+    }
+
+    fn committed(&mut self, ids: &[String]) -> crate::error::Result<usize> {
+        assert!(self.synced, "committed only after sync");
+        self.freed.extend(ids.iter().cloned());
+        Ok(ids.len())
+    }
+}
+
+/// Prune removes the final requests finished before the cut (and the events about them)
+/// after handing them over, keeps open ones and everything after the cut, and the record
+/// still verifies; an export that fails to sync rolls the prune back; a pruned id asked
+/// again is a new request.
+pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
+    let token = LeaseRef::Token(reg.lease.clone());
+    ask(&mut store, "a");
+    ask(&mut store, "b");
+    clock.advance(10);
+    store
+        .provide(&token, ProviderAct::Answer("a".into(), pick("SQLite")))
+        .unwrap();
+    store.abort("b", None, &Actor::Asker).unwrap();
+    clock.advance(10);
+    let cut = clock.now();
+    clock.advance(10);
+    ask(&mut store, "p");
+    ask(&mut store, "late");
+    store
+        .provide(&token, ProviderAct::Answer("late".into(), pick("SQLite")))
+        .unwrap();
+    ask(&mut store, "z");
+    // A final request whose outcome file is not written yet stays; once written, it goes.
+    let pruned = store
+        .prune(cut, None, &Actor::Cli, &mut MemoryExport::default())
+        .unwrap();
+    assert_eq!(pruned.requests, 0);
+    assert!(pruned.stopped_at.unwrap().contains("outcome file"));
+    let keys: Vec<i64> = store
+        .outbox_pending(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    store.mark_outbox_written(&keys).unwrap();
+    let all_before = {
+        let mut v = Vec::new();
+        store
+            .export(&mut |k, f| {
+                v.push((k.to_string(), f));
+                Ok(())
+            })
+            .unwrap();
+        v
+    };
+
+    // A sync that fails: nothing is removed.
+    struct Failing;
+    impl super::PruneExport for Failing {
+        fn record(
+            &mut self,
+            _: &str,
+            _: serde_json::Map<String, serde_json::Value>,
+        ) -> crate::error::Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> crate::error::Result<()> {
+            Err(crate::Error::Invalid("disk full".into()))
+        }
+        fn committed(&mut self, _: &[String]) -> crate::error::Result<usize> {
+            panic!("never committed")
+        }
+    }
+    assert!(store.prune(cut, None, &Actor::Cli, &mut Failing).is_err());
+    assert!(store.get("a").unwrap().is_some());
+
+    // A limit stops before the request that would exceed it.
+    let mut first = MemoryExport::default();
+    let pruned = store.prune(cut, Some(1), &Actor::Cli, &mut first).unwrap();
+    assert_eq!(pruned.requests, 1);
+    assert!(pruned.stopped_at.unwrap().contains("limit"));
+    assert!(store.get("a").unwrap().is_none() && store.get("b").unwrap().is_some());
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
+    let mut out = MemoryExport::default();
+    let pruned = store.prune(cut, None, &Actor::Cli, &mut out).unwrap();
+    assert_eq!(pruned.requests, 1);
+    out.records.splice(0..0, first.records);
+    out.freed.splice(0..0, first.freed);
+    assert!(out.synced);
+    let mut freed = out.freed.clone();
+    freed.sort();
+    assert_eq!(freed, ["a", "b"]);
+    let exported: Vec<(&str, Option<&str>)> = out
+        .records
+        .iter()
+        .filter(|(k, _)| k == "request")
+        .map(|(k, f)| (k.as_str(), f["id"].as_str()))
+        .collect();
+    assert_eq!(exported, [("request", Some("a")), ("request", Some("b"))]);
+    // Every exported record is one the store had, and the store no longer has it.
+    for r in &out.records {
+        assert!(all_before.contains(r), "{r:?}");
+    }
+    assert!(store.get("a").unwrap().is_none() && store.get("b").unwrap().is_none());
+    for id in ["p", "late", "z"] {
+        assert!(store.get(id).unwrap().is_some(), "{id} stays");
+    }
+    let v = store.verify(&[]).unwrap();
+    assert_eq!(v.broken, None);
+    assert_eq!(v.requests, 3);
+    // Nothing more goes at the same cut.
+    let again = store
+        .prune(cut, None, &Actor::Cli, &mut MemoryExport::default())
+        .unwrap();
+    assert_eq!(again.requests, 0);
+    // The pruned id is free again.
+    ask(&mut store, "a");
+    assert_eq!(store.get("a").unwrap().unwrap().status, Status::Pending);
+    assert_eq!(store.events("a").unwrap().len(), 1);
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
+}
+
 #[cfg(test)]
 mod sqlite {
     use super::*;
@@ -385,6 +534,11 @@ mod sqlite {
     #[test]
     fn the_event_feed_pages_in_order_on_sqlite() {
         super::the_event_feed_pages_in_order(new);
+    }
+
+    #[test]
+    fn prune_keeps_open_requests_and_verifies_on_sqlite() {
+        super::prune_keeps_open_requests_and_verifies(new);
     }
 }
 

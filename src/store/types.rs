@@ -409,3 +409,26 @@ pub struct TokenCredential {
     /// SHA-256 of the whole token.
     pub hash: Vec<u8>,
 }
+
+/// What [`Store::prune`](super::Store::prune) removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pruned {
+    /// Request rows removed (rejected inputs included).
+    pub requests: u64,
+    /// Question rows removed.
+    pub questions: u64,
+    /// Events removed: the log's prefix up to `uptoSeq`.
+    pub events: u64,
+    /// The newest removed event (0 when none was).
+    pub upto_seq: i64,
+    /// The `pruned` checkpoint event appended (None when nothing was removed).
+    pub checkpoint: Option<i64>,
+    /// Why pruning stopped before the cut, when it did: the oldest event that must stay
+    /// (an open request's, or one that a request still open shares the prefix with).
+    pub stopped_at: Option<String>,
+    /// The ids of the requests removed whose id no request row holds any more: their
+    /// outcome files were removed after the commit.
+    #[serde(skip)]
+    pub freed_ids: Vec<String>,
+}

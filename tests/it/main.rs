@@ -24,6 +24,7 @@ mod multihost;
 mod openapi;
 mod outcome;
 mod page;
+mod prune;
 mod seam;
 mod tables;
 mod terminal;

@@ -136,8 +136,22 @@ pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
             )
         })
         .collect();
+    // Events of requests a prune removed while they still had events to come: rowless
+    // by design, named by the newest checkpoint (`store::chain::Checkpoint::rowless`).
+    let rowless = all
+        .iter()
+        .rev()
+        .find(|e| e.event_kind() == Some(EventKind::Pruned))
+        .and_then(|e| crate::store::chain::Checkpoint::from_data(&e.data))
+        .map(|c| {
+            c.rowless(
+                all.iter()
+                    .map(|e| (e.seq, e.kind.as_str(), e.request_id.as_deref())),
+            )
+        })
+        .unwrap_or_default();
     let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
-    for e in &all {
+    for e in all.iter().filter(|e| !rowless.contains(&e.seq)) {
         if matches!(
             e.event_kind(),
             Some(

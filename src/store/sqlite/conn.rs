@@ -47,6 +47,12 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0005_web_tokens",
         include_str!("../../../migrations/sqlite/0005_web_tokens.sql"),
     ),
+    // Renumber after the ingest branch's 0006 merges (a rename and this line).
+    (
+        6,
+        "0006_prune",
+        include_str!("../../../migrations/sqlite/0006_prune.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -24,7 +24,7 @@ pub use crate::store::chain::{
     forget_head, hex, load_key, publish_head, AuditKey, ChainWalk, HashInput, NewEvent, GENESIS,
     KEY_FILE,
 };
-use crate::store::chain::{key_for_append, stage_head};
+use crate::store::chain::{key_for_append, stage_head, Checkpoint};
 
 /// The directory of the database `conn` works on (the root); `None` in memory.
 pub fn root_dir(conn: &Connection) -> Option<PathBuf> {
@@ -119,8 +119,40 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     Ok(seq)
 }
 
-/// Whether the log still contains `anchor`: `None` when it does, else what is wrong.
+/// Where the walk of this log starts: the newest checkpoint when the log was pruned
+/// ([`crate::store::chain::walk_start`]), or the break that keeps it from being walked.
+pub fn walk_start(
+    conn: &Connection,
+) -> Result<std::result::Result<Option<Checkpoint>, ChainBreak>> {
+    let first: Option<i64> = conn.query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?;
+    let newest = newest_checkpoint_data(conn)?;
+    Ok(crate::store::chain::walk_start(first, newest.as_ref()))
+}
+
+/// The newest checkpoint (the one the log starts after), if the log was ever pruned.
+pub fn newest_checkpoint_data(conn: &rusqlite::Connection) -> Result<Option<serde_json::Value>> {
+    let data: Option<String> = conn
+        .query_row(
+            "SELECT data FROM events INDEXED BY events_pruned WHERE kind = 'pruned'
+             ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))))
+}
+
+/// Whether the log still contains `anchor`: `None` when it does, else what is wrong. An
+/// anchor inside a pruned prefix is checked against the checkpoint, which keeps only the
+/// prefix's head ([`crate::store::chain::anchor_in_pruned`]).
 pub fn check_anchor(conn: &Connection, anchor: &Anchor) -> Result<Option<ChainBreak>> {
+    if let Ok(checkpoint) = walk_start(conn)? {
+        if let Some(r) =
+            crate::store::chain::anchor_in_pruned(anchor.seq, &anchor.hash, checkpoint.as_ref())
+        {
+            return Ok(r.err());
+        }
+    }
     let found: Option<String> = conn
         .query_row(
             "SELECT hash FROM events WHERE seq = ?1",
@@ -232,9 +264,13 @@ pub fn verify(conn: &Connection) -> Result<(i64, Option<ChainBreak>)> {
 /// Walk the chain, keyed with `key` from its `since` on; `Ok(None)` when every event
 /// verifies, else the first break.
 pub fn verify_with(conn: &Connection, key: Option<&AuditKey>) -> Result<(i64, Option<ChainBreak>)> {
+    let checkpoint = match walk_start(conn)? {
+        Ok(c) => c,
+        Err(brk) => return Ok((0, Some(brk))),
+    };
     let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM events ORDER BY seq"))?;
     let mut rows = stmt.query([])?;
-    let mut walk = ChainWalk::new(key);
+    let mut walk = ChainWalk::from(key, checkpoint.as_ref());
     while let Some(r) = rows.next()? {
         let data: String = r.get(7)?;
         let hash: String = r.get(9)?;

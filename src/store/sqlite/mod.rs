@@ -18,6 +18,7 @@ pub mod conn;
 pub mod events;
 pub mod history;
 pub mod leases;
+pub mod prune;
 pub mod requests;
 mod store;
 pub mod tokens;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
-use super::{agents, audit, events, history, leases, requests, tokens};
+use super::{agents, audit, events, history, leases, prune, requests, tokens};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -17,8 +17,8 @@ use crate::protocol::Outcome;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
-    Provided, ProviderAct, ProviderFile, Registered, RequestRow, Revoked, Stats, Status, Store,
-    Swept, TokenCredential, Verified, WebToken,
+    Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Registered, RequestRow, Revoked,
+    Stats, Status, Store, Swept, TokenCredential, Verified, WebToken,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -572,6 +572,15 @@ impl Store for SqliteStore {
             ));
             return Ok(v);
         }
+        let guard: i64 = tx.query_row("SELECT COUNT(*) FROM prune_guard", [], |r| r.get(0))?;
+        if guard > 0 {
+            v.broken = Some(
+                "the prune guard is set outside a prune (prune_guard holds a committed row): \
+                 rows may have been deleted by hand"
+                    .into(),
+            );
+            return Ok(v);
+        }
         let (count, brk) = events::verify(&tx)?;
         v.events = count;
         if let Some(b) = brk {
@@ -627,6 +636,36 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn prune(
+        &mut self,
+        before: Millis,
+        limit: Option<u64>,
+        actor: &Actor,
+        export: &mut dyn PruneExport,
+    ) -> Result<Pruned> {
+        let (mut pruned, ids) =
+            self.write(|tx, now| prune::prune(tx, before, limit, now, actor, &mut *export))?;
+        if ids.is_empty() {
+            return Ok(pruned);
+        }
+        // The outcome files of ids no row holds any more go too, under the write lock (so
+        // a request asking such an id again cannot have its fresh outcome removed).
+        write_no_sweep(&mut self.conn, |tx| {
+            let mut stmt = tx.prepare_cached("SELECT 1 FROM requests WHERE id = ?1 LIMIT 1")?;
+            let mut seen = std::collections::HashSet::new();
+            for id in ids {
+                if seen.insert(id.clone())
+                    && stmt.query_row([&id], |_| Ok(())).optional()?.is_none()
+                {
+                    pruned.freed_ids.push(id);
+                }
+            }
+            export.committed(&pruned.freed_ids)?;
+            Ok(())
+        })?;
+        Ok(pruned)
+    }
+
     fn token_create(
         &mut self,
         name: &str,
@@ -669,10 +708,31 @@ pub fn camel(s: &str) -> String {
 }
 
 fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Result<()> {
+    dump_params(conn, kind, sql, [], sink)
+}
+
+/// [`dump`] of the rows `sql` selects with `?1` bound to `upto` (prune's export).
+pub(super) fn dump_where(
+    conn: &Connection,
+    kind: &str,
+    sql: &str,
+    upto: i64,
+    sink: ExportSink<'_>,
+) -> Result<()> {
+    dump_params(conn, kind, sql, [upto], sink)
+}
+
+fn dump_params<P: rusqlite::Params>(
+    conn: &Connection,
+    kind: &str,
+    sql: &str,
+    params: P,
+    sink: ExportSink<'_>,
+) -> Result<()> {
     use rusqlite::types::ValueRef;
     let mut stmt = conn.prepare(sql)?;
     let names: Vec<String> = stmt.column_names().iter().map(|s| camel(s)).collect();
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query(params)?;
     while let Some(r) = rows.next()? {
         let mut obj = serde_json::Map::new();
         obj.insert("type".into(), kind.into());

@@ -204,7 +204,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 5);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -219,10 +219,11 @@ fn migration_version_is_recorded() {
             (2, "0002_audit_indexes".to_string()),
             (3, "0003_record_immutable".to_string()),
             (4, "0004_rejections_by_source".to_string()),
-            (5, "0005_web_tokens".to_string())
+            (5, "0005_web_tokens".to_string()),
+            (6, "0006_prune".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 5);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 6);
 }
 
 #[test]
@@ -242,8 +243,11 @@ fn a_version_1_database_upgrades_in_place() {
     assert_eq!(schema_version(&conn).unwrap(), 1);
     accept(&mut conn, simple("old", "default"), T0).unwrap();
     // Upgrading applies 0002 and 0003, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
+        MIGRATIONS.len() as i64
+    );
     assert_eq!(
         count(
             &conn,
@@ -258,9 +262,12 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
+        MIGRATIONS.len() as i64
+    );
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -280,7 +287,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 5
+                known: 6
             }
         ),
         "{e:?}"
@@ -315,8 +322,11 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
+        MIGRATIONS.len() as i64
+    );
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -331,7 +341,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 5
+                known: 6
             }
         ),
         "{e:?}"
