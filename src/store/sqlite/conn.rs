@@ -148,6 +148,9 @@ pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
         Some(due) if due < now => {}
         _ => return Ok(()),
     }
+    // Its sweep may append events: they chain from the log, never from another
+    // transaction's head (and are never published: this transaction is not committed).
+    events::forget_head();
     let mut tx = match Transaction::new_unchecked(conn, TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -272,13 +275,30 @@ pub fn write<T>(
     // Commit what is due on its own first, so a failing operation (say, a stale lease's
     // answer) does not roll back the expiry it observed.
     sweep_if_due(conn, now)?;
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        sweep(&tx, now)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
+}
+
+/// Run one write transaction (`body` begins and commits it) with the chain's staged head
+/// its own: forgotten before it begins and when it fails, published to `audit.head` after
+/// its commit ([`crate::store::chain::TxHead`]).
+fn with_head<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    sweep(&tx, now)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    match body() {
+        Ok(out) => {
+            events::publish_head();
+            Ok(out)
+        }
+        Err(e) => {
+            events::forget_head();
+            Err(e)
+        }
+    }
 }
 
 /// Like [`write()`], but `now` is read from the clock *after* the write lock is taken and
@@ -300,14 +320,14 @@ pub fn write_clocked<T>(
     f: impl FnOnce(&Transaction, Millis) -> Result<T>,
 ) -> Result<T> {
     sweep_if_due(conn, clock())?;
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = clock();
-    sweep(&tx, now)?;
-    let out = f(&tx, now)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = clock();
+        sweep(&tx, now)?;
+        let out = f(&tx, now)?;
+        tx.commit()?;
+        Ok(out)
+    })
 }
 
 /// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
@@ -315,14 +335,12 @@ pub fn write_clocked<T>(
 /// which never commits.
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
     match requests::next_due(conn)? {
-        Some(due) if due < now => {
-            events::forget_head();
+        Some(due) if due < now => with_head(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let swept = sweep(&tx, now)?;
             tx.commit()?;
-            events::publish_head();
             Ok(Some(swept))
-        }
+        }),
         _ => Ok(None),
     }
 }
@@ -333,12 +351,12 @@ pub fn write_no_sweep<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Transaction) -> Result<T>,
 ) -> Result<T> {
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
 }
 
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),

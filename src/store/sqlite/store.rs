@@ -299,6 +299,7 @@ impl Store for SqliteStore {
                     Err(e) if fatal(&e) => return Err(e),
                     Err(e) => {
                         tx.execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
+                        events::savepoint_rolled_back(tx)?;
                         results.push(Err(e));
                     }
                 }
