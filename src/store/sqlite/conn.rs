@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0005_web_tokens",
         include_str!("../../../migrations/sqlite/0005_web_tokens.sql"),
     ),
+    (
+        6,
+        "0006_fewer_index_writes",
+        include_str!("../../../migrations/sqlite/0006_fewer_index_writes.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -204,7 +204,7 @@ fn answered_outcome(o: &Outcome) -> &crate::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), 5);
+    assert_eq!(schema_version(&conn).unwrap(), 6);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -219,10 +219,33 @@ fn migration_version_is_recorded() {
             (2, "0002_audit_indexes".to_string()),
             (3, "0003_record_immutable".to_string()),
             (4, "0004_rejections_by_source".to_string()),
-            (5, "0005_web_tokens".to_string())
+            (5, "0005_web_tokens".to_string()),
+            (6, "0006_fewer_index_writes".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 5);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 6);
+}
+
+#[test]
+fn one_id_index_keeps_one_accepted_request_per_id_and_any_number_of_rejections() {
+    let conn = db();
+    let insert = |status: &str| {
+        conn.execute(
+            "INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms)
+             VALUES ('dup', 'default', ?1, '{}', 'cli', 1, CASE WHEN ?1 = 'pending' THEN NULL ELSE 1 END)",
+            [status],
+        )
+    };
+    insert("rejected").unwrap();
+    insert("rejected").unwrap();
+    insert("pending").unwrap();
+    let e = insert("pending").unwrap_err();
+    assert!(e.to_string().contains("UNIQUE"), "{e}");
+    insert("rejected").unwrap();
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM requests WHERE id = 'dup'"),
+        4
+    );
 }
 
 #[test]
@@ -240,10 +263,18 @@ fn a_version_1_database_upgrades_in_place() {
     )
     .unwrap();
     assert_eq!(schema_version(&conn).unwrap(), 1);
-    accept(&mut conn, simple("old", "default"), T0).unwrap();
-    // Upgrading applies 0002 and 0003, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    // A request as dshq 0001 wrote it (today's code asks for today's indexes, so the row
+    // is written by hand), and a rejection of the same id.
+    conn.execute_batch(
+        "INSERT INTO requests (id, context, status, body, source, created_ms)
+             VALUES ('old', 'default', 'pending', '{}', 'cli', 1);
+         INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms)
+             VALUES ('old', 'default', 'rejected', '{}', 'cli', 1, 1);",
+    )
+    .unwrap();
+    // Upgrading applies every later migration, records them, and keeps the data.
+    assert_eq!(migrate(&conn).unwrap(), 6);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 6);
     assert_eq!(
         count(
             &conn,
@@ -252,15 +283,18 @@ fn a_version_1_database_upgrades_in_place() {
         1
     );
     assert_eq!(get(&conn, "old").status, Status::Pending);
+    // Still one accepted request per id after 0006 merged the id indexes.
+    accept(&mut conn, simple("new", "default"), T0).unwrap();
+    assert_eq!(get(&conn, "new").status, Status::Pending);
 }
 
 #[test]
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(migrate(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    assert_eq!(migrate(&conn).unwrap(), 6);
+    assert_eq!(migrate(&conn).unwrap(), 6);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 6);
     // The data is still there: nothing was re-created.
     assert_eq!(get(&conn, "r1").status, Status::Pending);
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM events"), 1);
@@ -280,7 +314,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 5
+                known: 6
             }
         ),
         "{e:?}"
@@ -315,8 +349,8 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = super::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), 5);
-    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 5);
+    assert_eq!(schema_version(&conn).unwrap(), 6);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM schema_migrations"), 6);
     assert_eq!(get(&conn, "persisted").status, Status::Pending);
     // A file from a newer dshq is refused at open.
     conn.execute(
@@ -331,7 +365,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 5
+                known: 6
             }
         ),
         "{e:?}"
