@@ -222,6 +222,12 @@ fn expect_pragma(pragma: &'static str, expected: &str, actual: &str) -> Result<(
 /// Apply every migration newer than the recorded version, each in its own immediate
 /// transaction that also records it. Refuses a database from a newer dshq.
 pub fn migrate(conn: &Connection) -> Result<i64> {
+    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+    // The common case, a store at this version: one read, no DDL to compile (every CLI
+    // command opens the store).
+    if schema_version(conn).is_ok_and(|v| v == known) {
+        return Ok(known);
+    }
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
              version INTEGER PRIMARY KEY,
@@ -229,7 +235,6 @@ pub fn migrate(conn: &Connection) -> Result<i64> {
              applied_ms INTEGER NOT NULL
          )",
     )?;
-    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
     let mut current = schema_version(conn)?;
     if current > known {
         return Err(Error::SchemaTooNew {
