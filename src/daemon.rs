@@ -13,6 +13,7 @@
 //! tick), so an idle daemon wakes about once a second and does no work.
 
 use std::collections::{HashSet, VecDeque};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -510,7 +511,10 @@ fn drain_inbox(
     let dir = root.inbox_new();
     let batch = config.batch.max(1);
     let mut unwatched = false;
-    let mut previous: HashSet<String> = HashSet::new();
+    // The previous listing, in listing order: its names are the backlog of the next one.
+    let mut previous: Rc<[String]> = Rc::from(Vec::new());
+    // Names a batch's byte budget left out: arrivals again at the next listing.
+    let mut deferred: HashSet<String> = HashSet::new();
     let mut tried: HashSet<String> = HashSet::new();
     let mut big = false;
     // What is left to try of the current listing, in order.
@@ -520,17 +524,22 @@ fn drain_inbox(
             .as_ref()
             .is_none_or(|p| p.is_empty() || p.listed_at.elapsed() >= RELIST_AFTER);
         if fresh_listing {
-            let names = inbox::list_dir(&dir)?;
-            let current: HashSet<String> = names.iter().cloned().collect();
+            let names: Rc<[String]> = inbox::list_dir(&dir)?.into();
             // A file handled and gone is forgotten: the same name dropped again is new.
-            tried.retain(|n| current.contains(n));
-            plan = Some(Plan::new(&names, &previous, &tried));
-            // This listing's names are the backlog of the next one.
-            previous = current;
+            // (`tried` holds what this drain tried since the last listing: the names of one
+            // listing period, not the backlog.)
+            tried.retain(|n| {
+                names
+                    .binary_search_by(|x| inbox::listing_order(x, n))
+                    .is_ok()
+            });
+            plan = Some(Plan::new(names.clone(), &previous, &tried, &deferred));
+            deferred.clear();
+            previous = names;
         }
         let p = plan.as_mut().expect("planned above");
-        let chosen = p.next_batch(batch);
-        if chosen.is_empty() {
+        let chosen_at = p.next_batch(batch);
+        if chosen_at.is_empty() {
             if unwatched {
                 // Watch again, then list once more: whatever arrived before the watch was
                 // back is seen by that listing, whatever arrives after sends a hint.
@@ -543,6 +552,7 @@ fn drain_inbox(
             }
             return Ok(());
         }
+        let chosen: Vec<String> = chosen_at.iter().map(|&i| p.name(i).to_string()).collect();
         // A burst: stop the watch on the inbox while draining it. Every unlink would
         // otherwise queue an inotify event (a tenth of the ingest time went to the kernel
         // queueing them) for a loop that lists again anyway. Nothing is lost: the listing
@@ -554,10 +564,8 @@ fn drain_inbox(
         // What a batch's byte budget left out goes first in the next batch, and stays an
         // arrival for the next listing.
         let consumed = r.consumed.min(chosen.len());
-        for n in &chosen[consumed..] {
-            previous.remove(n);
-        }
-        p.put_back(chosen[consumed..].to_vec());
+        deferred.extend(chosen[consumed..].iter().cloned());
+        p.put_back(&chosen_at[consumed..]);
         tried.extend(chosen.into_iter().take(consumed));
         if r.bytes >= TRIM_AFTER_BYTES {
             big = true;
@@ -582,34 +590,68 @@ fn drain_inbox(
 
 /// What is left to try of one inbox listing: request files that arrived since the
 /// listing before it, the backlog (in listing order), and abort files. Made once per
-/// listing, so a batch costs its own size, not the size of the backlog.
+/// listing, so a batch costs its own size, not the size of the backlog; and made without
+/// hashing or copying the listing's names (the queues hold positions in it, and the
+/// previous listing is matched by a merge of the two sorted listings): a burst lists a
+/// directory of tens of thousands of names every [`RELIST_AFTER`], and sets of them were
+/// a tenth of the ingest time.
 struct Plan {
-    fresh: VecDeque<String>,
-    backlog: VecDeque<String>,
-    aborts: VecDeque<String>,
+    listing: Rc<[String]>,
+    fresh: VecDeque<usize>,
+    backlog: VecDeque<usize>,
+    aborts: VecDeque<usize>,
     listed_at: Instant,
 }
 
 impl Plan {
-    /// Plan a listing: names not yet `tried`; those absent from the `previous` listing are
-    /// arrivals.
-    fn new(names: &[String], previous: &HashSet<String>, tried: &HashSet<String>) -> Plan {
+    /// Plan a listing (in [`inbox::listing_order`]): names not yet `tried`; those absent
+    /// from the `previous` listing (in the same order), or `deferred`, are arrivals.
+    fn new(
+        listing: Rc<[String]>,
+        previous: &[String],
+        tried: &HashSet<String>,
+        deferred: &HashSet<String>,
+    ) -> Plan {
         let mut plan = Plan {
+            listing,
             fresh: VecDeque::new(),
             backlog: VecDeque::new(),
             aborts: VecDeque::new(),
             listed_at: Instant::now(),
         };
-        for n in names.iter().filter(|n| !tried.contains(*n)) {
+        let mut prev = previous.iter().peekable();
+        for (i, n) in plan.listing.iter().enumerate() {
+            let mut in_previous = false;
+            while let Some(p) = prev.peek() {
+                match inbox::listing_order(p, n) {
+                    std::cmp::Ordering::Less => {
+                        prev.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        in_previous = true;
+                        prev.next();
+                        break;
+                    }
+                    std::cmp::Ordering::Greater => break,
+                }
+            }
+            if !tried.is_empty() && tried.contains(n) {
+                continue;
+            }
             if n.ends_with(".abort") {
-                plan.aborts.push_back(n.clone());
-            } else if previous.contains(n) {
-                plan.backlog.push_back(n.clone());
+                plan.aborts.push_back(i);
+            } else if in_previous && (deferred.is_empty() || !deferred.contains(n)) {
+                plan.backlog.push_back(i);
             } else {
-                plan.fresh.push_back(n.clone());
+                plan.fresh.push_back(i);
             }
         }
         plan
+    }
+
+    /// The name at position `i` of the listing.
+    fn name(&self, i: usize) -> &str {
+        &self.listing[i]
     }
 
     fn len(&self) -> usize {
@@ -620,36 +662,37 @@ impl Plan {
         self.len() == 0
     }
 
-    /// The next batch, at most `batch` names: request files before abort files (aborts
+    /// The next batch, at most `batch` positions: request files before abort files (aborts
     /// only once no request file is left); arrivals take up to half the batch and the
-    /// backlog the rest, either side filling what the other leaves. In listing order.
-    fn next_batch(&mut self, batch: usize) -> Vec<String> {
-        if self.fresh.is_empty() && self.backlog.is_empty() {
+    /// backlog the rest, either side filling what the other leaves. Sorted by name.
+    fn next_batch(&mut self, batch: usize) -> Vec<usize> {
+        let mut chosen: Vec<usize> = if self.fresh.is_empty() && self.backlog.is_empty() {
             let n = self.aborts.len().min(batch);
-            return self.aborts.drain(..n).collect();
-        }
-        let fresh_n = self
-            .fresh
-            .len()
-            .min(batch.div_ceil(2).max(batch - self.backlog.len().min(batch)));
-        let backlog_n = self.backlog.len().min(batch - fresh_n);
-        let mut chosen: Vec<String> = self
-            .fresh
-            .drain(..fresh_n)
-            .chain(self.backlog.drain(..backlog_n))
-            .collect();
-        // Listing order within the batch (deterministic).
-        chosen.sort();
+            self.aborts.drain(..n).collect()
+        } else {
+            let fresh_n = self
+                .fresh
+                .len()
+                .min(batch.div_ceil(2).max(batch - self.backlog.len().min(batch)));
+            let backlog_n = self.backlog.len().min(batch - fresh_n);
+            self.fresh
+                .drain(..fresh_n)
+                .chain(self.backlog.drain(..backlog_n))
+                .collect()
+        };
+        // Name order within the batch (deterministic).
+        let listing = &self.listing;
+        chosen.sort_by(|&a, &b| listing[a].cmp(&listing[b]));
         chosen
     }
 
-    /// Names a batch took but did not get to (its byte budget ran out): first next time.
-    fn put_back(&mut self, names: Vec<String>) {
-        for n in names.into_iter().rev() {
-            if n.ends_with(".abort") {
-                self.aborts.push_front(n);
+    /// Positions a batch took but did not get to (its byte budget ran out): first next time.
+    fn put_back(&mut self, positions: &[usize]) {
+        for &i in positions.iter().rev() {
+            if self.listing[i].ends_with(".abort") {
+                self.aborts.push_front(i);
             } else {
-                self.fresh.push_front(n);
+                self.fresh.push_front(i);
             }
         }
     }
@@ -659,11 +702,13 @@ impl Plan {
 #[cfg(test)]
 fn pick_batch(
     names: &[String],
-    previous: &HashSet<String>,
+    previous: &[String],
     tried: &HashSet<String>,
     batch: usize,
 ) -> Vec<String> {
-    Plan::new(names, previous, tried).next_batch(batch)
+    let mut plan = Plan::new(names.into(), previous, tried, &HashSet::new());
+    let at = plan.next_batch(batch);
+    at.iter().map(|&i| plan.name(i).to_string()).collect()
 }
 
 /// Sweep expiries when something is due.
@@ -697,9 +742,7 @@ mod tests {
     #[test]
     fn new_arrivals_share_the_batch_with_the_backlog() {
         let listing = names(&["a.json", "b.json", "c.json", "d.json", "z.json", "z.abort"]);
-        let previous: HashSet<String> = names(&["a.json", "b.json", "c.json", "d.json"])
-            .into_iter()
-            .collect();
+        let previous = names(&["a.json", "b.json", "c.json", "d.json"]);
         let none = HashSet::new();
         assert_eq!(
             pick_batch(&listing, &previous, &none, 2),
@@ -707,7 +750,7 @@ mod tests {
         );
         // Without a backlog, arrivals fill the batch; aborts come last.
         assert_eq!(
-            pick_batch(&listing, &HashSet::new(), &none, 10),
+            pick_batch(&listing, &[], &none, 10),
             names(&["a.json", "b.json", "c.json", "d.json", "z.json"])
         );
         let tried: HashSet<String> = listing[..5].iter().cloned().collect();

@@ -108,8 +108,13 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
     }
     // Requests before aborts, so an abort dropped together with its request (one scan,
     // even one batch) finds it.
-    names.sort_by(|a, b| (a.ends_with(".abort"), a).cmp(&(b.ends_with(".abort"), b)));
+    names.sort_by(|a, b| listing_order(a, b));
     Ok(names)
+}
+
+/// The order of [`list_dir`]'s names: request files before abort files, each by name.
+pub fn listing_order(a: &str, b: &str) -> std::cmp::Ordering {
+    (a.ends_with(".abort"), a).cmp(&(b.ends_with(".abort"), b))
 }
 
 /// One read inbox file: what the store's batch takes.

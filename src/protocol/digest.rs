@@ -27,9 +27,9 @@ pub fn canonical_json(req: &Request) -> String {
     if let Some(obj) = value.as_object_mut() {
         obj.shift_remove("id");
     }
-    let mut out = String::with_capacity(256);
+    let mut out = Vec::with_capacity(512);
     write_canonical(&value, &mut out);
-    out
+    String::from_utf8(out).expect("JSON is UTF-8")
 }
 
 /// `sha256:HEX` of [`canonical_json`].
@@ -37,41 +37,41 @@ pub fn request_digest(req: &Request) -> String {
     let hash = Sha256::digest(canonical_json(req).as_bytes());
     let mut s = String::with_capacity(7 + 64);
     s.push_str("sha256:");
-    for b in hash {
-        use std::fmt::Write;
-        let _ = write!(s, "{b:02x}");
-    }
+    s.push_str(&hex(&hash));
     s
 }
 
-fn write_canonical(v: &serde_json::Value, out: &mut String) {
+/// Written straight into `out` (keys and scalars by serde_json's own writer, so the bytes
+/// are those of `to_string`, without a string allocated per key and value: the digest
+/// is computed for every accepted request).
+fn write_canonical(v: &serde_json::Value, out: &mut Vec<u8>) {
     use serde_json::Value;
     match v {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&serde_json::to_string(k).expect("a string serializes"));
-                out.push(':');
-                write_canonical(&map[k], out);
+                serde_json::to_writer(&mut *out, k).expect("a string serializes");
+                out.push(b':');
+                write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&serde_json::to_string(other).expect("a scalar serializes")),
+        other => serde_json::to_writer(&mut *out, other).expect("a scalar serializes"),
     }
 }
 

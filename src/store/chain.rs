@@ -238,8 +238,11 @@ pub struct HashInput<'a> {
 }
 
 impl HashInput<'_> {
+    /// The JSON array `[prev_hash, seq, at_ms, kind, request_id, lease_id, agent_id, actor,
+    /// data]`. Serialized from a tuple (a JSON array, the same bytes as the `json!` array
+    /// it was built as before, without building that value first: one per event).
     fn canonical(&self) -> String {
-        serde_json::json!([
+        serde_json::to_string(&(
             self.prev_hash,
             self.seq,
             self.at_ms,
@@ -248,9 +251,9 @@ impl HashInput<'_> {
             self.lease_id,
             self.agent_id,
             self.actor,
-            self.data
-        ])
-        .to_string()
+            self.data,
+        ))
+        .expect("an event serializes")
     }
 
     /// The plain hash (SHA-256): the chain of events written before the root had a key
@@ -278,18 +281,51 @@ impl HashInput<'_> {
 
 pub use crate::protocol::digest::hex;
 
+/// The head of this thread's open write transaction once it appended an event: the next
+/// append of the same transaction chains from it instead of reading the log's last event
+/// again, and after the commit [`publish_head`] writes it to the root's `audit.head`.
+///
+/// It is only ever the head of the transaction that staged it: every write begins with
+/// [`forget_head`] and ends with [`publish_head`] (commit) or [`forget_head`] (rollback),
+/// a rollback to a savepoint re-reads it, and it names the connection it belongs to (the
+/// backend's handle), so an append on another connection reads the log. A write
+/// transaction holds the database's write lock, so no other process appends meanwhile.
+#[derive(Debug)]
+pub struct TxHead {
+    /// The connection whose transaction appended (its handle, as a number).
+    pub conn: usize,
+    /// The root, for the anchor file; `None` for an in-memory store.
+    pub dir: Option<PathBuf>,
+    /// The key appends of this transaction hash with.
+    pub key: Option<Arc<AuditKey>>,
+    /// The newest event appended.
+    pub anchor: Anchor,
+}
+
 thread_local! {
-    /// The head appended by this thread's open transaction, published after its commit.
-    static PENDING_HEAD: RefCell<Option<(PathBuf, Anchor)>> = const { RefCell::new(None) };
+    static PENDING_HEAD: RefCell<Option<TxHead>> = const { RefCell::new(None) };
 }
 
-/// Stage the head an append made in this thread's open transaction: [`publish_head`]
-/// writes it to the root's `audit.head` after the commit.
-pub fn stage_head(dir: PathBuf, anchor: Anchor) {
-    PENDING_HEAD.with(|h| *h.borrow_mut() = Some((dir, anchor)));
+/// Stage the head an append made in this thread's open transaction.
+pub fn stage_head(head: TxHead) {
+    PENDING_HEAD.with(|h| *h.borrow_mut() = Some(head));
 }
 
-/// Forget a head left by a transaction that rolled back (call before a write begins).
+/// Take the head staged by connection `conn`'s open transaction (`None` when it has
+/// appended nothing yet, or another connection staged it: the caller reads the log).
+pub fn take_head(conn: usize) -> Option<TxHead> {
+    PENDING_HEAD.with(|h| {
+        let mut h = h.borrow_mut();
+        if h.as_ref().is_some_and(|t| t.conn == conn) {
+            h.take()
+        } else {
+            None
+        }
+    })
+}
+
+/// Forget a head left by a transaction that rolled back (call before a write begins, and
+/// when one rolls back).
 pub fn forget_head() {
     PENDING_HEAD.with(|h| h.borrow_mut().take());
 }
@@ -298,7 +334,12 @@ pub fn forget_head() {
 /// file renamed over it). A failure is logged, not returned: the write is
 /// committed, and the anchor only lags (a lagging anchor is still contained in the log).
 pub fn publish_head() {
-    let Some((dir, anchor)) = PENDING_HEAD.with(|h| h.borrow_mut().take()) else {
+    let Some(TxHead {
+        dir: Some(dir),
+        anchor,
+        ..
+    }) = PENDING_HEAD.with(|h| h.borrow_mut().take())
+    else {
         return;
     };
     if let Err(e) = write_anchor(&dir.join(ANCHOR_FILE), &anchor) {
@@ -560,6 +601,34 @@ mod tests {
         ] {
             assert_eq!(AuditKey::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_canonical_form_is_the_json_array_of_the_fields() {
+        let input = HashInput {
+            prev_hash: GENESIS,
+            seq: 7,
+            at_ms: 1_700_000_000_123,
+            kind: "accepted",
+            request_id: Some("r\"1"),
+            lease_id: None,
+            agent_id: None,
+            actor: "agent:a",
+            data: r#"{"k":"v"}"#,
+        };
+        let expected = serde_json::json!([
+            GENESIS,
+            7,
+            1_700_000_000_123i64,
+            "accepted",
+            "r\"1",
+            null,
+            null,
+            "agent:a",
+            r#"{"k":"v"}"#
+        ])
+        .to_string();
+        assert_eq!(input.canonical(), expected);
     }
 
     #[test]

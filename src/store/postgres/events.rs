@@ -14,7 +14,7 @@ use super::conn::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::anchor::Anchor;
-use crate::store::chain::{key_for_append, stage_head, HashInput, NewEvent, GENESIS};
+use crate::store::chain::{key_for_append, stage_head, HashInput, NewEvent, TxHead, GENESIS};
 use crate::store::types::Event;
 
 /// The columns of an event, in the order [`row_to_event`] reads them.
@@ -98,13 +98,18 @@ pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) -> Result<i64> {
     )?;
     t.appended = true;
     if let Some(dir) = t.root {
-        stage_head(
-            dir.to_path_buf(),
-            Anchor {
+        // This backend reads the head on every append (one indexed query under the lock),
+        // so the staged head serves only the anchor written after the commit; the
+        // connection number is one SQLite's per-transaction head never matches.
+        stage_head(TxHead {
+            conn: usize::MAX,
+            dir: Some(dir.to_path_buf()),
+            key: key.clone(),
+            anchor: Anchor {
                 seq,
                 hash: hash.clone(),
             },
-        );
+        });
     }
     Ok(seq)
 }

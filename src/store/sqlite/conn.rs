@@ -47,11 +47,15 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0005_web_tokens",
         include_str!("../../../migrations/sqlite/0005_web_tokens.sql"),
     ),
-    // Renumber after the ingest branch's 0006 merges (a rename and this line).
     (
         6,
         "0006_prune",
         include_str!("../../../migrations/sqlite/0006_prune.sql"),
+    ),
+    (
+        7,
+        "0007_fewer_index_writes",
+        include_str!("../../../migrations/sqlite/0007_fewer_index_writes.sql"),
     ),
 ];
 
@@ -154,6 +158,9 @@ pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
         Some(due) if due < now => {}
         _ => return Ok(()),
     }
+    // Its sweep may append events: they chain from the log, never from another
+    // transaction's head (and are never published: this transaction is not committed).
+    events::forget_head();
     let mut tx = match Transaction::new_unchecked(conn, TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -220,6 +227,12 @@ fn expect_pragma(pragma: &'static str, expected: &str, actual: &str) -> Result<(
 /// Apply every migration newer than the recorded version, each in its own immediate
 /// transaction that also records it. Refuses a database from a newer dshq.
 pub fn migrate(conn: &Connection) -> Result<i64> {
+    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+    // The common case, a store at this version: one read, no DDL to compile (every CLI
+    // command opens the store).
+    if schema_version(conn).is_ok_and(|v| v == known) {
+        return Ok(known);
+    }
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
              version INTEGER PRIMARY KEY,
@@ -227,7 +240,6 @@ pub fn migrate(conn: &Connection) -> Result<i64> {
              applied_ms INTEGER NOT NULL
          )",
     )?;
-    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
     let mut current = schema_version(conn)?;
     if current > known {
         return Err(Error::SchemaTooNew {
@@ -278,13 +290,30 @@ pub fn write<T>(
     // Commit what is due on its own first, so a failing operation (say, a stale lease's
     // answer) does not roll back the expiry it observed.
     sweep_if_due(conn, now)?;
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        sweep(&tx, now)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
+}
+
+/// Run one write transaction (`body` begins and commits it) with the chain's staged head
+/// its own: forgotten before it begins and when it fails, published to `audit.head` after
+/// its commit ([`crate::store::chain::TxHead`]).
+fn with_head<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    sweep(&tx, now)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    match body() {
+        Ok(out) => {
+            events::publish_head();
+            Ok(out)
+        }
+        Err(e) => {
+            events::forget_head();
+            Err(e)
+        }
+    }
 }
 
 /// Like [`write()`], but `now` is read from the clock *after* the write lock is taken and
@@ -306,14 +335,14 @@ pub fn write_clocked<T>(
     f: impl FnOnce(&Transaction, Millis) -> Result<T>,
 ) -> Result<T> {
     sweep_if_due(conn, clock())?;
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = clock();
-    sweep(&tx, now)?;
-    let out = f(&tx, now)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = clock();
+        sweep(&tx, now)?;
+        let out = f(&tx, now)?;
+        tx.commit()?;
+        Ok(out)
+    })
 }
 
 /// Sweep and commit when a lease, deadline or agent ttl has fallen due at `now`; a cheap
@@ -321,14 +350,12 @@ pub fn write_clocked<T>(
 /// which never commits.
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
     match requests::next_due(conn)? {
-        Some(due) if due < now => {
-            events::forget_head();
+        Some(due) if due < now => with_head(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let swept = sweep(&tx, now)?;
             tx.commit()?;
-            events::publish_head();
             Ok(Some(swept))
-        }
+        }),
         _ => Ok(None),
     }
 }
@@ -339,12 +366,12 @@ pub fn write_no_sweep<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Transaction) -> Result<T>,
 ) -> Result<T> {
-    events::forget_head();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    events::publish_head();
-    Ok(out)
+    with_head(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
 }
 
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),

@@ -24,7 +24,7 @@ pub use crate::store::chain::{
     forget_head, hex, load_key, publish_head, AuditKey, ChainWalk, HashInput, NewEvent, GENESIS,
     KEY_FILE,
 };
-use crate::store::chain::{key_for_append, stage_head, Checkpoint};
+use crate::store::chain::{key_for_append, stage_head, take_head, Checkpoint, TxHead};
 
 /// The directory of the database `conn` works on (the root); `None` in memory.
 pub fn root_dir(conn: &Connection) -> Option<PathBuf> {
@@ -58,15 +58,51 @@ fn newest_is_keyed(tx: &Transaction) -> Result<bool> {
     Ok(newest.unwrap_or(false))
 }
 
-/// Append one event at `now`.
-pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
-    let last: Option<(i64, String)> = tx
+/// The log's newest event (seq, hash), read from the table.
+fn read_head(tx: &Transaction) -> Result<Option<(i64, String)>> {
+    Ok(tx
         .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let (seq, prev) = match last {
-        Some((s, h)) => (s + 1, h),
-        None => (1, GENESIS.to_string()),
+        .optional()?)
+}
+
+/// The connection `tx` runs on, as a number (which transaction staged a head).
+fn conn_id(tx: &Transaction) -> usize {
+    // SAFETY: the handle is only compared as a number, never dereferenced.
+    unsafe { tx.handle() as usize }
+}
+
+/// Append one event at `now`.
+///
+/// The first append of a transaction reads the log's head (and the root and its key); the
+/// next ones chain from the head the previous one staged ([`TxHead`]): one query per
+/// write transaction, not one per event. Debug builds (every test) still read the head
+/// and check the two agree.
+pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
+    let conn = conn_id(tx);
+    let staged = take_head(conn);
+    #[cfg(debug_assertions)]
+    if let Some(h) = &staged {
+        assert_eq!(
+            read_head(tx)?,
+            Some((h.anchor.seq, h.anchor.hash.clone())),
+            "the staged head is not the log's head"
+        );
+    }
+    let (seq, prev, dir, key) = match staged {
+        Some(h) => (h.anchor.seq + 1, h.anchor.hash, h.dir, h.key),
+        None => {
+            let (seq, prev) = match read_head(tx)? {
+                Some((s, h)) => (s + 1, h),
+                None => (1, GENESIS.to_string()),
+            };
+            let dir = root_dir(tx);
+            let key = match &dir {
+                Some(d) => Some(key_for_append(d, seq, || newest_is_keyed(tx))?),
+                None => None,
+            };
+            (seq, prev, dir, key)
+        }
     };
     let data = if e.data.is_null() {
         "{}".to_string()
@@ -74,11 +110,6 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         e.data.to_string()
     };
     let (kind, actor) = (e.kind.as_str(), e.actor.as_str());
-    let dir = root_dir(tx);
-    let key = match &dir {
-        Some(d) => Some(key_for_append(d, seq, || newest_is_keyed(tx))?),
-        None => None,
-    };
     let hash = HashInput {
         prev_hash: &prev,
         seq,
@@ -107,16 +138,25 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         prev,
         hash
     ])?;
-    if let Some(dir) = dir {
-        stage_head(
-            dir,
-            Anchor {
-                seq,
-                hash: hash.clone(),
-            },
-        );
-    }
+    stage_head(TxHead {
+        conn,
+        dir,
+        key,
+        anchor: Anchor { seq, hash },
+    });
     Ok(seq)
+}
+
+/// After a rollback to a savepoint inside a write transaction: the events appended since
+/// the savepoint are gone, so the staged head is read again from the log.
+pub fn savepoint_rolled_back(tx: &Transaction) -> Result<()> {
+    if let Some(mut h) = take_head(conn_id(tx)) {
+        if let Some((seq, hash)) = read_head(tx)? {
+            h.anchor = Anchor { seq, hash };
+            stage_head(h);
+        }
+    }
+    Ok(())
 }
 
 /// Where the walk of this log starts: the newest checkpoint when the log was pruned

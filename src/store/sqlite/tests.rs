@@ -220,10 +220,33 @@ fn migration_version_is_recorded() {
             (3, "0003_record_immutable".to_string()),
             (4, "0004_rejections_by_source".to_string()),
             (5, "0005_web_tokens".to_string()),
-            (6, "0006_prune".to_string())
+            (6, "0006_prune".to_string()),
+            (7, "0007_fewer_index_writes".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 6);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 7);
+}
+
+#[test]
+fn one_id_index_keeps_one_accepted_request_per_id_and_any_number_of_rejections() {
+    let conn = db();
+    let insert = |status: &str| {
+        conn.execute(
+            "INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms)
+             VALUES ('dup', 'default', ?1, '{}', 'cli', 1, CASE WHEN ?1 = 'pending' THEN NULL ELSE 1 END)",
+            [status],
+        )
+    };
+    insert("rejected").unwrap();
+    insert("rejected").unwrap();
+    insert("pending").unwrap();
+    let e = insert("pending").unwrap_err();
+    assert!(e.to_string().contains("UNIQUE"), "{e}");
+    insert("rejected").unwrap();
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM requests WHERE id = 'dup'"),
+        4
+    );
 }
 
 #[test]
@@ -241,8 +264,16 @@ fn a_version_1_database_upgrades_in_place() {
     )
     .unwrap();
     assert_eq!(schema_version(&conn).unwrap(), 1);
-    accept(&mut conn, simple("old", "default"), T0).unwrap();
-    // Upgrading applies 0002 and 0003, records them, and keeps the data.
+    // A request as dshq 0001 wrote it (today's code asks for today's indexes, so the row
+    // is written by hand), and a rejection of the same id.
+    conn.execute_batch(
+        "INSERT INTO requests (id, context, status, body, source, created_ms)
+             VALUES ('old', 'default', 'pending', '{}', 'cli', 1);
+         INSERT INTO requests (id, context, status, body, source, created_ms, finished_ms)
+             VALUES ('old', 'default', 'rejected', '{}', 'cli', 1, 1);",
+    )
+    .unwrap();
+    // Upgrading applies every later migration, records them, and keeps the data.
     assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
@@ -256,6 +287,9 @@ fn a_version_1_database_upgrades_in_place() {
         1
     );
     assert_eq!(get(&conn, "old").status, Status::Pending);
+    // Still one accepted request per id after 0006 merged the id indexes.
+    accept(&mut conn, simple("new", "default"), T0).unwrap();
+    assert_eq!(get(&conn, "new").status, Status::Pending);
 }
 
 #[test]
@@ -287,7 +321,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 6
+                known: 7
             }
         ),
         "{e:?}"
@@ -341,7 +375,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 6
+                known: 7
             }
         ),
         "{e:?}"

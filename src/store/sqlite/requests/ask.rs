@@ -68,7 +68,7 @@ pub fn accept(
     let mut replaced_rejection = false;
     {
         let mut stmt = tx.prepare_cached(
-            "SELECT status, context, body FROM requests INDEXED BY requests_id_any WHERE id = ?1",
+            "SELECT status, context, body FROM requests INDEXED BY requests_id WHERE id = ?1",
         )?;
         let mut rows = stmt.query([&n.id])?;
         while let Some(r) = rows.next()? {
@@ -293,9 +293,12 @@ pub fn earlier_rejection(
 ) -> Result<Option<UserQuestionError>> {
     Ok(tx
         .prepare_cached(
-            "SELECT error_code, error_message FROM requests INDEXED BY requests_id_any
-             WHERE id = ?1 AND status = 'rejected' AND source = ?2 AND body = ?3 AND created_ms >= ?4
-             ORDER BY seq DESC LIMIT 1",
+            // The index's second key is the seq of a rejection (0 for an accepted request),
+            // so "newest rejection first" reads the index in order instead of sorting.
+            "SELECT error_code, error_message FROM requests INDEXED BY requests_id
+             WHERE id = ?1 AND status = 'rejected' AND (CASE WHEN status = 'rejected' THEN seq ELSE 0 END) > 0
+               AND source = ?2 AND body = ?3 AND created_ms >= ?4
+             ORDER BY (CASE WHEN status = 'rejected' THEN seq ELSE 0 END) DESC LIMIT 1",
         )?
         .query_row(params![id, source, body, file_mtime_ms], |r| {
             Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<String>>(1)?))
