@@ -19,6 +19,7 @@
 pub mod anchor;
 pub mod chain;
 pub mod postgres;
+pub mod records;
 pub mod sqlite;
 pub mod types;
 
