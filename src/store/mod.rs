@@ -18,10 +18,12 @@
 
 pub mod anchor;
 pub mod chain;
+pub mod export;
 pub mod postgres;
 pub mod records;
 pub mod sqlite;
 pub mod types;
+pub mod waits;
 
 #[cfg(test)]
 pub(crate) mod scenarios;

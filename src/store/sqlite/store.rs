@@ -14,6 +14,7 @@ use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
+use crate::store::export::camel;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
@@ -651,23 +652,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// `created_ms` → `createdMs`: every document dshq prints is camelCase.
-pub fn camel(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut up = false;
-    for c in s.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Result<()> {
     use rusqlite::types::ValueRef;
     let mut stmt = conn.prepare(sql)?;
@@ -689,14 +673,4 @@ fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Resul
         sink(kind, obj)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn columns_become_camel_case() {
-        assert_eq!(super::camel("created_ms"), "createdMs");
-        assert_eq!(super::camel("request_seq"), "requestSeq");
-        assert_eq!(super::camel("seq"), "seq");
-    }
 }
