@@ -177,23 +177,11 @@ fn check_anchor(c: &mut impl GenericClient, anchor: &Anchor) -> Result<Option<Ch
     let last: i64 = c
         .query_one("SELECT COALESCE(MAX(seq), 0) FROM events", &[])?
         .try_get(0)?;
-    Ok(match found {
-        None => Some(ChainBreak {
-            seq: anchor.seq,
-            problem: format!(
-                "the anchor names event {} but the log ends at {last}: its newest events were removed",
-                anchor.seq
-            ),
-        }),
-        Some(h) if h != anchor.hash => Some(ChainBreak {
-            seq: anchor.seq,
-            problem: format!(
-                "event {}'s hash is not the anchor's: the log was rewritten from there",
-                anchor.seq
-            ),
-        }),
-        Some(_) => None,
-    })
+    Ok(crate::store::anchor::anchor_break(
+        anchor,
+        found.as_deref(),
+        last,
+    ))
 }
 
 /// Open a `REPEATABLE READ READ ONLY` transaction on `client` and [`verify`] in it.
