@@ -29,12 +29,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use postgres::{Client, GenericClient, IsolationLevel, Row, Transaction};
+use postgres::{Client, GenericClient, IsolationLevel, Transaction};
 use serde_json::Value;
 
-use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
-use crate::protocol::types::Decision;
 use crate::store::anchor::Anchor;
 use crate::store::chain::{self, ChainWalk, HashInput, KEY_FILE};
 pub use crate::store::records::RecordBreak;
@@ -91,52 +89,6 @@ fn all_events(c: &mut impl GenericClient) -> Result<Vec<StoredEvent>> {
         })
     })
     .collect()
-}
-
-/// Every request row, oldest first, as the lists read it (the claiming lease's name
-/// joined in).
-fn all_requests(c: &mut impl GenericClient) -> Result<Vec<RequestRow>> {
-    c.query(
-        "SELECT r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage,
-                r.body, r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name,
-                r.claimed_ms, r.finished_ms, r.answer, r.decision, r.provider, r.error_code,
-                r.error_message
-         FROM requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease
-         ORDER BY r.seq",
-        &[],
-    )?
-    .iter()
-    .map(request_row)
-    .collect()
-}
-
-fn request_row(r: &Row) -> Result<RequestRow> {
-    let status: String = r.try_get(3)?;
-    let decision: Option<String> = r.try_get(16)?;
-    Ok(RequestRow {
-        seq: r.try_get(0)?,
-        id: r.try_get(1)?,
-        context: r.try_get(2)?,
-        // A status the CHECK constraint refuses cannot be stored; an unknown one reads
-        // as rejected, as SQLite's row mapping does, and then fails the record check.
-        status: Status::parse(&status).unwrap_or(Status::Rejected),
-        agent_id: r.try_get(4)?,
-        agent_instance: r.try_get(5)?,
-        agent_lineage: r.try_get(6)?,
-        body: r.try_get(7)?,
-        source: r.try_get(8)?,
-        deadline_ms: r.try_get(9)?,
-        created_ms: r.try_get(10)?,
-        claimed_lease: r.try_get(11)?,
-        claimed_by: r.try_get(12)?,
-        claimed_ms: r.try_get(13)?,
-        finished_ms: r.try_get(14)?,
-        answer: r.try_get(15)?,
-        decision: decision.as_deref().and_then(Decision::parse),
-        provider: r.try_get(17)?,
-        error_code: r.try_get(18)?,
-        error_message: r.try_get(19)?,
-    })
 }
 
 fn all_questions(c: &mut impl GenericClient) -> Result<HashMap<i64, Vec<QuestionRow>>> {
@@ -263,7 +215,7 @@ pub fn check_records(
     c: &mut impl GenericClient,
     all: &[Event],
 ) -> Result<(i64, Option<RecordBreak>)> {
-    let rows = all_requests(c)?;
+    let rows = super::requests::all_oldest_first(c)?;
     let questions = all_questions(c)?;
     // `require_provider` is not in `RequestRow` (nothing but export reads it), yet it is
     // part of what was asked: it must be what the body the digest pins says.
