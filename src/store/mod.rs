@@ -140,6 +140,22 @@ pub enum InboxVerdict {
     Rejected(UserQuestionError),
 }
 
+/// An inbox request file's verdict from its accept-or-reject (the same as `ask`'s): what
+/// both backends' [`Store::ingest`] report for it.
+impl From<Asked> for InboxVerdict {
+    fn from(asked: Asked) -> Self {
+        match asked {
+            Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
+                id: a.id,
+                context: a.context,
+                replaced_rejection: a.replaced_rejection,
+            },
+            Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
+            Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
+        }
+    }
+}
+
 /// One answer or cancel file of a batch ([`Store::apply_answer_files`]).
 #[derive(Debug, Clone)]
 pub enum ProviderFile {

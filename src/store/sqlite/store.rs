@@ -182,15 +182,7 @@ impl Store for SqliteStore {
                             source: from,
                             actor: Actor::Daemon,
                         };
-                        match accept_or_reject(tx, input, now)? {
-                            Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
-                                id: a.id,
-                                context: a.context,
-                                replaced_rejection: a.replaced_rejection,
-                            },
-                            Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
-                            Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
-                        }
+                        accept_or_reject(tx, input, now)?.into()
                     }
                     InboxInput::Abort { name, id, reason } => {
                         let source = Source::Inbox(name.clone()).as_str().into_owned();
