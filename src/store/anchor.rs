@@ -1,7 +1,8 @@
 //! The audit's head anchor: the newest event's seq and hash, kept in a file outside the
 //! store (`audit.head` in the root, or anywhere an operator copies it), so a truncated or
 //! re-hashed log is found (`dshq audit verify --anchor FILE`). Backend-neutral: every
-//! backend writes it after its commits and checks the log against it.
+//! backend writes it after its commits and checks the log against it (the verdict,
+//! [`anchor_break`], is one for both: each backend only reads the hash and the last seq).
 
 use std::fs;
 use std::io::Write;
@@ -11,6 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::store::types::ChainBreak;
 
 /// The head anchor, in the root beside the store.
 pub const ANCHOR_FILE: &str = "audit.head";
@@ -62,4 +64,27 @@ pub fn read_anchor(path: &Path) -> Result<Anchor> {
             ),
         )
     })
+}
+
+/// Whether a log still contains `anchor`, from what a backend read of it: the hash of
+/// the event at the anchor's seq (`found`, none when there is no such event) and the
+/// log's last seq. `None` when it does, else what is wrong.
+pub fn anchor_break(anchor: &Anchor, found: Option<&str>, last: i64) -> Option<ChainBreak> {
+    match found {
+        None => Some(ChainBreak {
+            seq: anchor.seq,
+            problem: format!(
+                "the anchor names event {} but the log ends at {last}: its newest events were removed",
+                anchor.seq
+            ),
+        }),
+        Some(h) if h != anchor.hash => Some(ChainBreak {
+            seq: anchor.seq,
+            problem: format!(
+                "event {}'s hash is not the anchor's: the log was rewritten from there",
+                anchor.seq
+            ),
+        }),
+        Some(_) => None,
+    }
 }

@@ -18,9 +18,12 @@
 
 pub mod anchor;
 pub mod chain;
+pub mod export;
 pub mod postgres;
+pub mod records;
 pub mod sqlite;
 pub mod types;
+pub mod waits;
 
 #[cfg(test)]
 pub(crate) mod scenarios;
@@ -135,6 +138,22 @@ pub enum InboxVerdict {
     AbortIgnored(String),
     /// Rejected (now, or earlier for this very file): recorded, to be filed beside it.
     Rejected(UserQuestionError),
+}
+
+/// An inbox request file's verdict from its accept-or-reject (the same as `ask`'s): what
+/// both backends' [`Store::ingest`] report for it.
+impl From<Asked> for InboxVerdict {
+    fn from(asked: Asked) -> Self {
+        match asked {
+            Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
+                id: a.id,
+                context: a.context,
+                replaced_rejection: a.replaced_rejection,
+            },
+            Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
+            Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
+        }
+    }
 }
 
 /// One answer or cancel file of a batch ([`Store::apply_answer_files`]).

@@ -27,6 +27,7 @@ use postgres::{GenericClient, Row, Transaction};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::store::export::camel;
 use crate::store::{ExportSink, Record};
 
 /// How a column reads and prints.
@@ -153,23 +154,6 @@ const TABLES: &[Table] = &[
         order: "seq",
     },
 ];
-
-/// `created_ms` → `createdMs`, as SQLite's export names its fields.
-fn camel(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut up = false;
-    for c in s.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 fn column_list(t: &Table) -> String {
     t.columns

@@ -24,10 +24,10 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::lifecycle::Status;
 use crate::error::Result;
 use crate::protocol::Decision;
-use crate::store::sqlite::history::percentile;
 use crate::store::types::{
     HistoryFilter, HistoryQuestion, HistoryRow, OldestOpen, Stats, WaitStats,
 };
+use crate::store::waits::wait_stats;
 
 /// ASCII lower-casing, nothing else (SQLite's `LIKE` folds exactly these).
 const ASCII_LOWER: &str =
@@ -150,22 +150,6 @@ pub fn history(
         });
     }
     Ok(out)
-}
-
-fn wait_stats(groups: BTreeMap<String, Vec<Millis>>) -> Vec<WaitStats> {
-    groups
-        .into_iter()
-        .map(|(key, mut waits)| {
-            waits.sort_unstable();
-            WaitStats {
-                key,
-                count: waits.len(),
-                p50_ms: percentile(&waits, 50),
-                p90_ms: percentile(&waits, 90),
-                p99_ms: percentile(&waits, 99),
-            }
-        })
-        .collect()
 }
 
 /// Answer waits grouped by context and by provider, in one pass over the answered

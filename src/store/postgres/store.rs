@@ -195,15 +195,7 @@ fn ingest_one(t: &mut Tx<'_>, input: InboxInput, now: Millis) -> Result<InboxVer
                 source: from,
                 actor: Actor::Daemon,
             };
-            match accept_or_reject(t, input, now)? {
-                Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
-                    id: a.id,
-                    context: a.context,
-                    replaced_rejection: a.replaced_rejection,
-                },
-                Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
-                Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
-            }
+            accept_or_reject(t, input, now)?.into()
         }
         InboxInput::Abort { name, id, reason } => {
             let source = Source::Inbox(name.clone()).as_str().into_owned();

@@ -201,23 +201,11 @@ pub fn check_anchor(conn: &Connection, anchor: &Anchor) -> Result<Option<ChainBr
         )
         .optional()?;
     let last: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
-    Ok(match found {
-        None => Some(ChainBreak {
-            seq: anchor.seq,
-            problem: format!(
-                "the anchor names event {} but the log ends at {last}: its newest events were removed",
-                anchor.seq
-            ),
-        }),
-        Some(h) if h != anchor.hash => Some(ChainBreak {
-            seq: anchor.seq,
-            problem: format!(
-                "event {}'s hash is not the anchor's: the log was rewritten from there",
-                anchor.seq
-            ),
-        }),
-        Some(_) => None,
-    })
+    Ok(crate::store::anchor::anchor_break(
+        anchor,
+        found.as_deref(),
+        last,
+    ))
 }
 
 fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {

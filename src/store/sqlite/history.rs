@@ -14,6 +14,7 @@ use crate::protocol::Decision;
 use crate::store::types::{
     HistoryFilter, HistoryQuestion, HistoryRow, OldestOpen, Stats, WaitStats,
 };
+use crate::store::waits::wait_stats;
 
 fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -138,32 +139,6 @@ pub fn history(conn: &Connection, f: &HistoryFilter, now: Millis) -> Result<Vec<
         out.push(h);
     }
     Ok(out)
-}
-
-/// Nearest-rank percentile of sorted values: the value at rank ceil(p/100 * n).
-pub fn percentile(sorted: &[Millis], p: u32) -> Millis {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let n = sorted.len();
-    let rank = (p as usize * n).div_ceil(100).max(1);
-    sorted[rank.min(n) - 1]
-}
-
-fn wait_stats(groups: std::collections::BTreeMap<String, Vec<Millis>>) -> Vec<WaitStats> {
-    groups
-        .into_iter()
-        .map(|(key, mut waits)| {
-            waits.sort_unstable();
-            WaitStats {
-                key,
-                count: waits.len(),
-                p50_ms: percentile(&waits, 50),
-                p90_ms: percentile(&waits, 90),
-                p99_ms: percentile(&waits, 99),
-            }
-        })
-        .collect()
 }
 
 /// Answer waits grouped by context and by provider, in one pass over the answered

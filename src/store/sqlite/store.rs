@@ -14,6 +14,7 @@ use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
+use crate::store::export::camel;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
@@ -181,15 +182,7 @@ impl Store for SqliteStore {
                             source: from,
                             actor: Actor::Daemon,
                         };
-                        match accept_or_reject(tx, input, now)? {
-                            Asked::Accepted(a) if a.new => InboxVerdict::Accepted {
-                                id: a.id,
-                                context: a.context,
-                                replaced_rejection: a.replaced_rejection,
-                            },
-                            Asked::Accepted(a) => InboxVerdict::Redelivered(a.id),
-                            Asked::Rejected { error, .. } => InboxVerdict::Rejected(error),
-                        }
+                        accept_or_reject(tx, input, now)?.into()
                     }
                     InboxInput::Abort { name, id, reason } => {
                         let source = Source::Inbox(name.clone()).as_str().into_owned();
@@ -701,23 +694,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// `created_ms` → `createdMs`: every document dshq prints is camelCase.
-pub fn camel(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut up = false;
-    for c in s.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Result<()> {
     dump_params(conn, kind, sql, [], sink)
 }
@@ -760,14 +736,4 @@ fn dump_params<P: rusqlite::Params>(
         sink(kind, obj)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn columns_become_camel_case() {
-        assert_eq!(super::camel("created_ms"), "createdMs");
-        assert_eq!(super::camel("request_seq"), "requestSeq");
-        assert_eq!(super::camel("seq"), "seq");
-    }
 }

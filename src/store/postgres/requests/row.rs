@@ -1,6 +1,6 @@
 //! Row mapping: the columns of a request row and how they read into a [`RequestRow`].
 
-use postgres::Row;
+use postgres::{GenericClient, Row};
 
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
@@ -21,6 +21,8 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
         seq: r.try_get(0)?,
         id: r.try_get(1)?,
         context: r.try_get(2)?,
+        // A status the CHECK constraint refuses cannot be stored; an unknown one reads
+        // as rejected, as SQLite's row mapping does, and then fails the record check.
         status: Status::parse(&status).unwrap_or(Status::Rejected),
         agent_id: r.try_get(4)?,
         agent_instance: r.try_get(5)?,
@@ -44,4 +46,9 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
 /// Every row of `rows` mapped.
 pub(super) fn rows(rows: &[Row]) -> Result<Vec<RequestRow>> {
     rows.iter().map(row).collect()
+}
+
+/// Every request row, oldest first (what the audit's record check reads).
+pub(crate) fn all_oldest_first(c: &mut impl GenericClient) -> Result<Vec<RequestRow>> {
+    rows(&c.query(&format!("SELECT {COLUMNS} FROM {FROM} ORDER BY r.seq"), &[])?)
 }

@@ -1,0 +1,696 @@
+//! The record check proper: every request row and its questions against the event log,
+//! backend-neutral.
+//!
+//! The event log is the record: every request row and its questions must be what the log
+//! says happened to it. The `requests` and `questions` tables are what `show`, `history`
+//! and the outbox read, and nothing but this check protects them: a row edited in place
+//! (an answer, a provider, a decision, a question's text) or inserted without events would
+//! otherwise be presented as real. [`check_rows`] replays each request's events (accepted
+//! or rejected, then claimed, released, answered, cancelled, aborted) and compares the
+//! state they imply with the row: status, times, lease, provider, answer, decisions,
+//! error, and the request content through the digest the `accepted` event carries.
+//!
+//! Why here and not in a backend: the check is pure (rows and events in, the first
+//! disagreement out), and it must judge a store the same way on SQLite and PostgreSQL (a
+//! copy verifies on the other backend unchanged). Each backend's `audit::check_records`
+//! only reads its tables into [`RequestRow`], [`QuestionRow`] and [`Event`] and calls
+//! [`check_rows`]; no SQL and no driver type is in this module.
+//!
+//! Rows and their creation events pair in insertion order (one `accepted` or `rejected`
+//! event is appended in the transaction that inserts each row); events written since the
+//! log carried the record also name their row (`rowSeq`). Events written before that carry
+//! less (no digest, no answer document): for those rows only what the event carries is
+//! checked (status, times, lease, provider, decision, error), and the answer must still
+//! satisfy the request and agree with the question rows.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::core::audit::EventKind;
+use crate::core::lifecycle::{RequestRow, Status};
+use crate::protocol::answer::{check_answer, request_decision};
+use crate::protocol::digest::{hex, request_digest};
+use crate::protocol::types::{Answer, Decision, Request};
+use crate::store::types::Event;
+
+/// The first disagreement between the tables and the log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordBreak {
+    /// The request id, when the row or event has one.
+    pub request: Option<String>,
+    /// The row (`requests.seq`), when one is concerned.
+    pub row: Option<i64>,
+    /// The event concerned, when one is.
+    pub event: Option<i64>,
+    /// What disagrees.
+    pub problem: String,
+}
+
+impl std::fmt::Display for RecordBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.request, self.row) {
+            (Some(id), Some(row)) => write!(f, "request {id} (row {row})")?,
+            (Some(id), None) => write!(f, "request {id}")?,
+            (None, Some(row)) => write!(f, "row {row} (no id)")?,
+            (None, None) => write!(f, "the log")?,
+        }
+        if let Some(e) = self.event {
+            write!(f, ", event {e}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// A `questions` row, as a backend reads it.
+#[derive(Debug, Clone)]
+pub struct QuestionRow {
+    /// Its position in the request (0-based).
+    pub idx: i64,
+    /// The question's id.
+    pub qid: String,
+    /// The question text.
+    pub question: String,
+    /// Its short header.
+    pub header: Option<String>,
+    /// Its detail text.
+    pub detail: Option<String>,
+    /// Whether several options may be selected.
+    pub multi_select: bool,
+    /// The intent's kind, when it has one.
+    pub intent_kind: Option<String>,
+    /// The intent's approving option.
+    pub intent_approve: Option<String>,
+    /// The options, as JSON text.
+    pub options: String,
+    /// The selected labels (JSON text), once answered.
+    pub selected: Option<String>,
+    /// The custom text, once answered.
+    pub custom: Option<String>,
+    /// The decision the answer made, once answered.
+    pub decision: Option<String>,
+}
+
+/// Compare every request row (`rows`, oldest first) and its questions (by
+/// `requests.seq`, in question order) with the log (`all`: every event, oldest first);
+/// `require_provider` is each row's stored flag (not in [`RequestRow`]: nothing but
+/// export reads it). Returns the number of rows checked and the first disagreement.
+pub fn check_rows(
+    rows: &[RequestRow],
+    all: &[Event],
+    mut questions: HashMap<i64, Vec<QuestionRow>>,
+    require_provider: &HashMap<i64, bool>,
+) -> (i64, Option<RecordBreak>) {
+    let creations: Vec<&Event> = all
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event_kind(),
+                Some(EventKind::Accepted | EventKind::Rejected)
+            )
+        })
+        .collect();
+    // Events of requests a prune removed while they still had events to come: rowless
+    // by design, named by the newest checkpoint (`store::chain::Checkpoint::rowless`).
+    let rowless = all
+        .iter()
+        .rev()
+        .find(|e| e.event_kind() == Some(EventKind::Pruned))
+        .and_then(|e| crate::store::chain::Checkpoint::from_data(&e.data))
+        .map(|c| {
+            c.rowless(
+                all.iter()
+                    .map(|e| (e.seq, e.kind.as_str(), e.request_id.as_deref())),
+            )
+        })
+        .unwrap_or_default();
+    let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
+    for e in all.iter().filter(|e| !rowless.contains(&e.seq)) {
+        if matches!(
+            e.event_kind(),
+            Some(
+                EventKind::Claimed
+                    | EventKind::Released
+                    | EventKind::Answered
+                    | EventKind::Cancelled
+                    | EventKind::Aborted
+            )
+        ) {
+            match e.request_id.as_deref() {
+                Some(id) => lifecycle.entry(id).or_default().push(e),
+                None => {
+                    return (
+                        0,
+                        Some(RecordBreak {
+                            request: None,
+                            row: None,
+                            event: Some(e.seq),
+                            problem: format!("a {} event names no request", e.kind),
+                        }),
+                    )
+                }
+            }
+        }
+    }
+
+    let mut checked = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let brk = |event: Option<i64>, problem: String| RecordBreak {
+            request: row.id.clone(),
+            row: Some(row.seq),
+            event,
+            problem,
+        };
+        let Some(ev) = creations.get(i) else {
+            return (
+                checked,
+                Some(brk(
+                    None,
+                    "has no accepted or rejected event: the row was inserted outside dshq".into(),
+                )),
+            );
+        };
+        let mut problem = if let Some(s) = ev.data.get("rowSeq").and_then(Value::as_i64) {
+            (s != row.seq).then(|| format!("the event records row {s}"))
+        } else {
+            None
+        };
+        if problem.is_none() && ev.request_id != row.id {
+            problem = Some(format!(
+                "the event concerns request {}: rows and events do not pair (a row was inserted or removed)",
+                ev.request_id.as_deref().unwrap_or("(none)")
+            ));
+        }
+        if problem.is_none() {
+            let q = questions.remove(&row.seq).unwrap_or_default();
+            problem = if ev.event_kind() == Some(EventKind::Rejected) {
+                check_rejected(row, ev, &q)
+            } else {
+                let id = row.id.as_deref().unwrap_or_default();
+                let evs = lifecycle.remove(id).unwrap_or_default();
+                match check_accepted(row, ev, &evs, &q) {
+                    Some((seq, p)) => {
+                        return (checked, Some(brk(Some(seq), p)));
+                    }
+                    None => None,
+                }
+            };
+        }
+        if problem.is_none() {
+            // The body parsed and matched its digest in `check_accepted`; a rejection
+            // asks for nothing.
+            let asked = ev.kind != "rejected"
+                && serde_json::from_str::<Request>(&row.body).is_ok_and(|r| r.requires_provider());
+            let stored = require_provider.get(&row.seq).copied().unwrap_or(false);
+            if stored != asked {
+                problem = Some(format!(
+                    "requireProvider is {stored} in the row but {asked} in the request the log recorded"
+                ));
+            }
+        }
+        if let Some(p) = problem {
+            return (checked, Some(brk(Some(ev.seq), p)));
+        }
+        checked += 1;
+    }
+    if let Some(ev) = creations.get(rows.len()) {
+        return (
+            checked,
+            Some(RecordBreak {
+                request: ev.request_id.clone(),
+                row: None,
+                event: Some(ev.seq),
+                problem: format!("the {} event has no request row: it was removed", ev.kind),
+            }),
+        );
+    }
+    if let Some(e) = lifecycle.values().flatten().min_by_key(|e| e.seq) {
+        return (
+            checked,
+            Some(RecordBreak {
+                request: e.request_id.clone(),
+                row: None,
+                event: Some(e.seq),
+                problem: format!("the {} event has no accepted request row", e.kind),
+            }),
+        );
+    }
+    if let Some(seq) = questions.keys().min() {
+        return (
+            checked,
+            Some(RecordBreak {
+                request: None,
+                row: Some(*seq),
+                event: None,
+                problem: "questions rows belong to no request".into(),
+            }),
+        );
+    }
+    (checked, None)
+}
+
+fn str_field<'a>(ev: &'a Event, name: &str) -> Option<&'a str> {
+    ev.data.get(name).and_then(Value::as_str)
+}
+
+/// `"x"` or `null`, for messages.
+fn show<T: std::fmt::Debug>(v: &Option<T>) -> String {
+    match v {
+        Some(v) => format!("{v:?}"),
+        None => "null".into(),
+    }
+}
+
+fn differs<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    row: &Option<T>,
+    log: &Option<T>,
+) -> Option<String> {
+    (row != log).then(|| {
+        format!(
+            "{what} is {} in the row but {} in the log",
+            show(row),
+            show(log)
+        )
+    })
+}
+
+fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<String> {
+    if row.status != Status::Rejected {
+        return Some(format!(
+            "status is {:?} in the row but the log says rejected",
+            row.status.as_str()
+        ));
+    }
+    differs("createdAt", &Some(row.created_ms), &Some(ev.at_ms))
+        .or_else(|| differs("finishedAt", &row.finished_ms, &Some(ev.at_ms)))
+        .or_else(|| {
+            differs(
+                "error code",
+                &row.error_code.as_deref(),
+                &str_field(ev, "code"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "error message",
+                &row.error_message.as_deref(),
+                &str_field(ev, "message"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "source",
+                &Some(row.source.as_str()),
+                &str_field(ev, "source"),
+            )
+        })
+        .or_else(|| {
+            // Recorded since the second pass; older rejected events carry no context.
+            let c = str_field(ev, "context")?;
+            differs("context", &Some(row.context.as_str()), &Some(c))
+        })
+        .or_else(|| {
+            // A rejection is filed under no agent, deadline or claim: those columns stay
+            // empty (the list shows them).
+            let set = [
+                (
+                    "agent",
+                    row.agent_id.is_some() || row.agent_instance.is_some(),
+                ),
+                ("lineage", row.agent_lineage.is_some()),
+                ("deadline", row.deadline_ms.is_some()),
+                (
+                    "claim",
+                    row.claimed_lease.is_some() || row.claimed_ms.is_some(),
+                ),
+            ];
+            set.iter()
+                .find(|(_, on)| *on)
+                .map(|(what, _)| format!("a rejected row carries a {what}"))
+        })
+        .or_else(|| {
+            let want = str_field(ev, "bodySha256")?;
+            let got = hex(&Sha256::digest(row.body.as_bytes()));
+            (got != want).then(|| "the rejected input does not match its digest in the log".into())
+        })
+        .or_else(|| {
+            (row.answer.is_some() || row.decision.is_some() || row.provider.is_some())
+                .then(|| "a rejected row carries an answer or a provider".into())
+        })
+        .or_else(|| (!q.is_empty()).then(|| "a rejected row has question rows".into()))
+}
+
+/// The state the log implies for an accepted request.
+#[derive(Debug, Default)]
+struct Replayed<'a> {
+    status: Option<Status>,
+    claimed_lease: Option<i64>,
+    claimed_ms: Option<i64>,
+    finished_ms: Option<i64>,
+    last: Option<&'a Event>,
+}
+
+/// Compare an accepted request's row with its events; the first problem and the event it
+/// concerns.
+fn check_accepted(
+    row: &RequestRow,
+    accepted: &Event,
+    evs: &[&Event],
+    q: &[QuestionRow],
+) -> Option<(i64, String)> {
+    let at = |p: Option<String>| p.map(|p| (accepted.seq, p));
+    if row.status == Status::Rejected {
+        return Some((
+            accepted.seq,
+            "status is \"rejected\" in the row but the log says accepted".into(),
+        ));
+    }
+    let p = differs("createdAt", &Some(row.created_ms), &Some(accepted.at_ms))
+        .or_else(|| {
+            differs(
+                "context",
+                &Some(row.context.as_str()),
+                &str_field(accepted, "context"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "source",
+                &Some(row.source.as_str()),
+                &str_field(accepted, "source"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "agent",
+                &row.agent_id.as_deref(),
+                &accepted.agent_id.as_deref(),
+            )
+        })
+        .or_else(|| {
+            let d = accepted.data.get("deadlineMs")?;
+            differs("deadline", &row.deadline_ms, &d.as_i64())
+        })
+        .or_else(|| {
+            let l = accepted.data.get("lineage")?;
+            differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
+        });
+    if p.is_some() {
+        return at(p);
+    }
+    let request: Request = match serde_json::from_str(&row.body) {
+        Ok(r) => r,
+        Err(e) => return at(Some(format!("its request body does not parse ({e})"))),
+    };
+    if let Some(want) = str_field(accepted, "digest") {
+        if request_digest(&request) != want {
+            return at(Some(
+                "its request content does not match the digest the log recorded (the request was rewritten)"
+                    .into(),
+            ));
+        }
+    }
+    let p = differs(
+        "the agent instance",
+        &row.agent_instance.as_deref(),
+        &request.agent.as_ref().map(|a| a.instance.as_str()),
+    )
+    .or_else(|| {
+        differs(
+            "the agent",
+            &row.agent_id.as_deref(),
+            &request.agent.as_ref().map(|a| a.id.as_str()),
+        )
+    })
+    .or_else(|| check_question_rows(&request, q));
+    if p.is_some() {
+        return at(p);
+    }
+
+    // Replay the lifecycle.
+    let mut st = Replayed {
+        status: Some(Status::Pending),
+        ..Default::default()
+    };
+    for e in evs {
+        if e.seq < accepted.seq {
+            return Some((e.seq, format!("a {} event precedes the acceptance", e.kind)));
+        }
+        if st.status.is_some_and(Status::is_final) {
+            return Some((e.seq, format!("a {} event follows the final state", e.kind)));
+        }
+        match e.event_kind() {
+            Some(EventKind::Claimed) => {
+                if st.status != Some(Status::Pending) {
+                    return Some((e.seq, "claimed while not pending".into()));
+                }
+                st.status = Some(Status::Claimed);
+                st.claimed_lease = e.lease_id;
+                st.claimed_ms = Some(e.at_ms);
+            }
+            Some(EventKind::Released) => {
+                if st.status != Some(Status::Claimed) {
+                    return Some((e.seq, "released while not claimed".into()));
+                }
+                st.status = Some(Status::Pending);
+                st.claimed_lease = None;
+                st.claimed_ms = None;
+            }
+            Some(EventKind::Answered) => {
+                st.status = Some(Status::Answered);
+                st.claimed_lease = e.lease_id;
+                st.claimed_ms = st.claimed_ms.or(Some(e.at_ms));
+                st.finished_ms = Some(e.at_ms);
+            }
+            Some(kind @ (EventKind::Cancelled | EventKind::Aborted)) => {
+                st.status = Some(if kind == EventKind::Cancelled {
+                    Status::Cancelled
+                } else {
+                    Status::Aborted
+                });
+                st.claimed_lease = e.lease_id.or(st.claimed_lease);
+                st.finished_ms = Some(e.at_ms);
+            }
+            _ => unreachable!("only lifecycle kinds are collected"),
+        }
+        st.last = Some(e);
+    }
+    let last_seq = st.last.map_or(accepted.seq, |e| e.seq);
+    let here = |p: Option<String>| p.map(|p| (last_seq, p));
+    let p = differs(
+        "status",
+        &Some(row.status.as_str()),
+        &st.status.map(Status::as_str),
+    )
+    .or_else(|| differs("the claiming lease", &row.claimed_lease, &st.claimed_lease))
+    .or_else(|| differs("claimedAt", &row.claimed_ms, &st.claimed_ms))
+    .or_else(|| differs("finishedAt", &row.finished_ms, &st.finished_ms));
+    if p.is_some() {
+        return here(p);
+    }
+    let p = match (row.status, st.last) {
+        (Status::Answered, Some(e)) => check_answered(row, e, &request, q),
+        (Status::Cancelled | Status::Aborted, Some(e)) => {
+            let provider = match e.data.get("provider") {
+                Some(p) => p.as_str(),
+                None if e.event_kind() == Some(EventKind::Cancelled) => {
+                    e.actor.strip_prefix("provider:")
+                }
+                None => None,
+            };
+            differs("provider", &row.provider.as_deref(), &provider)
+                .or_else(|| {
+                    differs(
+                        "error code",
+                        &row.error_code.as_deref(),
+                        &str_field(e, "code"),
+                    )
+                })
+                .or_else(|| {
+                    differs(
+                        "error message",
+                        &row.error_message.as_deref(),
+                        &str_field(e, "message"),
+                    )
+                })
+                .or_else(|| unanswered(row, q))
+        }
+        _ => differs("provider", &row.provider.as_deref(), &None)
+            .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
+            .or_else(|| unanswered(row, q)),
+    };
+    here(p)
+}
+
+/// The row and its questions carry no answer.
+fn unanswered(row: &RequestRow, q: &[QuestionRow]) -> Option<String> {
+    differs("answer", &row.answer.as_deref(), &None)
+        .or_else(|| differs("decision", &row.decision.map(Decision::as_str), &None))
+        .or_else(|| {
+            q.iter()
+                .find(|q| q.selected.is_some() || q.custom.is_some() || q.decision.is_some())
+                .map(|q| {
+                    format!(
+                        "question {:?} carries an answer the log does not have",
+                        q.qid
+                    )
+                })
+        })
+}
+
+fn check_answered(
+    row: &RequestRow,
+    e: &Event,
+    request: &Request,
+    q: &[QuestionRow],
+) -> Option<String> {
+    let provider = match e.data.get("provider") {
+        Some(p) => p.as_str(),
+        None => e.actor.strip_prefix("provider:"),
+    };
+    let p = differs("provider", &row.provider.as_deref(), &provider)
+        .or_else(|| {
+            differs(
+                "decision",
+                &row.decision.map(Decision::as_str),
+                &str_field(e, "decision"),
+            )
+        })
+        .or_else(|| differs("error code", &row.error_code.as_deref(), &None));
+    if p.is_some() {
+        return p;
+    }
+    let stored: Option<Answer> = row
+        .answer
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok());
+    let Some(stored) = stored else {
+        return Some("the row's answer is missing or does not parse".into());
+    };
+    // The answer of record: the event's when it carries one, else (older events) the row's.
+    let answer = match e.data.get("answer") {
+        Some(a) => match serde_json::from_value::<Answer>(a.clone()) {
+            Ok(a) => a,
+            Err(err) => return Some(format!("the log's answer does not parse ({err})")),
+        },
+        None => stored.clone(),
+    };
+    if stored != answer {
+        return Some("the answer in the row is not the answer in the log".into());
+    }
+    let decisions = match check_answer(&request.questions, &answer) {
+        Ok(d) => d,
+        Err(err) => {
+            return Some(format!(
+                "the answer does not answer the request ({})",
+                err.message
+            ))
+        }
+    };
+    if let Some(logged) = e.data.get("decisions").and_then(Value::as_object) {
+        for (question, d) in request.questions.iter().zip(&decisions) {
+            let l = logged.get(&question.id).and_then(Value::as_str);
+            if l != d.map(Decision::as_str) {
+                return Some(format!(
+                    "the decision of question {:?} is {} by the answer but {} in the log",
+                    question.id,
+                    show(&d.map(Decision::as_str)),
+                    show(&l)
+                ));
+            }
+        }
+    }
+    if row.decision != request_decision(&decisions) {
+        return Some(format!(
+            "decision is {} in the row but the answer makes it {}",
+            show(&row.decision.map(Decision::as_str)),
+            show(&request_decision(&decisions).map(Decision::as_str))
+        ));
+    }
+    for (qr, (question, d)) in q.iter().zip(request.questions.iter().zip(&decisions)) {
+        let item = answer.answers.iter().find(|a| a.id == question.id)?;
+        let selected: Option<Vec<String>> = qr
+            .selected
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok());
+        let p = differs(
+            &format!("question {:?}'s selected labels", qr.qid),
+            &selected,
+            &Some(item.selected.clone()),
+        )
+        .or_else(|| {
+            differs(
+                &format!("question {:?}'s custom text", qr.qid),
+                &qr.custom,
+                &item.custom,
+            )
+        })
+        .or_else(|| {
+            differs(
+                &format!("question {:?}'s decision", qr.qid),
+                &qr.decision.as_deref(),
+                &d.map(Decision::as_str),
+            )
+        });
+        if p.is_some() {
+            return p;
+        }
+    }
+    None
+}
+
+/// The question rows are the request's questions.
+fn check_question_rows(request: &Request, q: &[QuestionRow]) -> Option<String> {
+    if q.len() != request.questions.len() {
+        return Some(format!(
+            "it has {} question rows but the request has {} questions",
+            q.len(),
+            request.questions.len()
+        ));
+    }
+    for (i, (qr, question)) in q.iter().zip(&request.questions).enumerate() {
+        let name = format!("question {:?}", question.id);
+        let options = serde_json::to_value(question.options()).ok();
+        let stored: Option<Value> = serde_json::from_str(&qr.options).ok();
+        let p = differs("question position", &Some(qr.idx), &Some(i as i64))
+            .or_else(|| differs(&format!("{name}'s id"), &Some(&qr.qid), &Some(&question.id)))
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s question text"),
+                    &Some(&qr.question),
+                    &Some(&question.question),
+                )
+            })
+            .or_else(|| differs(&format!("{name}'s header"), &qr.header, &question.header))
+            .or_else(|| differs(&format!("{name}'s detail"), &qr.detail, &question.detail))
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s multi-select"),
+                    &Some(qr.multi_select),
+                    &Some(question.is_multi()),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s intent"),
+                    &qr.intent_kind.as_deref(),
+                    &question.intent.as_ref().map(|i| i.kind.as_str()),
+                )
+            })
+            .or_else(|| {
+                differs(
+                    &format!("{name}'s approving option"),
+                    &qr.intent_approve.as_deref(),
+                    &question.intent.as_ref().map(|i| i.approve.as_str()),
+                )
+            })
+            .or_else(|| differs(&format!("{name}'s options"), &stored, &options));
+        if p.is_some() {
+            return p;
+        }
+    }
+    None
+}
