@@ -585,4 +585,9 @@ mod postgres {
     fn the_event_feed_pages_in_order_on_postgres() {
         super::the_event_feed_pages_in_order(new);
     }
+
+    #[test]
+    fn prune_keeps_open_requests_and_verifies_on_postgres() {
+        super::prune_keeps_open_requests_and_verifies(new);
+    }
 }

@@ -221,6 +221,9 @@ fn all_questions(c: &mut impl GenericClient) -> Result<HashMap<i64, Vec<Question
 
 /// Whether the log still contains `anchor`: `None` when it does, else what is wrong.
 fn check_anchor(c: &mut impl GenericClient, anchor: &Anchor) -> Result<Option<ChainBreak>> {
+    if let Some(r) = pruned_anchor(c, anchor)? {
+        return Ok(r);
+    }
     let found: Option<String> = c
         .query_opt("SELECT hash FROM events WHERE seq = $1", &[&anchor.seq])?
         .map(|r| r.try_get(0))
@@ -245,6 +248,57 @@ fn check_anchor(c: &mut impl GenericClient, anchor: &Anchor) -> Result<Option<Ch
         }),
         Some(_) => None,
     })
+}
+
+// ---- retention (`dshq prune`): where the walk starts, what it skips ---------------------
+// The logic is backend-neutral (`store::chain`); these only read what it needs.
+
+/// Where the walk starts (the newest checkpoint, when the log was pruned), or the
+/// problem `verify` reports: the log's start not accounted for, or a prune guard row
+/// left committed (as SQLite's verify reports it).
+fn pruned_walk_start(
+    c: &mut impl GenericClient,
+) -> Result<std::result::Result<Option<chain::Checkpoint>, String>> {
+    let guard: i64 = c
+        .query_one("SELECT COUNT(*) FROM prune_guard", &[])?
+        .try_get(0)?;
+    if guard > 0 {
+        return Ok(Err(
+            "the prune guard is set outside a prune (prune_guard holds a committed row): \
+             rows may have been deleted by hand"
+                .into(),
+        ));
+    }
+    Ok(super::events::walk_start(c)?
+        .map_err(|b| format!("event {} does not verify: {}", b.seq, b.problem)))
+}
+
+/// An anchor inside the pruned prefix, checked against the checkpoint
+/// ([`chain::anchor_in_pruned`]); `None`: check it against the log.
+fn pruned_anchor(
+    c: &mut impl GenericClient,
+    anchor: &Anchor,
+) -> Result<Option<Option<ChainBreak>>> {
+    let Ok(checkpoint) = super::events::walk_start(c)? else {
+        return Ok(None);
+    };
+    Ok(chain::anchor_in_pruned(anchor.seq, &anchor.hash, checkpoint.as_ref()).map(|r| r.err()))
+}
+
+/// The events of requests a prune removed while they still had events to come: rowless
+/// by design, named by the newest checkpoint ([`chain::Checkpoint::rowless`]).
+fn pruned_rowless(all: &[Event]) -> std::collections::HashSet<i64> {
+    all.iter()
+        .rev()
+        .find(|e| e.event_kind() == Some(EventKind::Pruned))
+        .and_then(|e| chain::Checkpoint::from_data(&e.data))
+        .map(|c| {
+            c.rowless(
+                all.iter()
+                    .map(|e| (e.seq, e.kind.as_str(), e.request_id.as_deref())),
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Open a `REPEATABLE READ READ ONLY` transaction on `client` and [`verify`] in it.
@@ -284,8 +338,15 @@ pub fn verify(
         broken: None,
     };
     // (No integrity check of the store itself: see the module docs.)
+    let checkpoint = match pruned_walk_start(tx)? {
+        Ok(c) => c,
+        Err(problem) => {
+            v.broken = Some(problem);
+            return Ok(v);
+        }
+    };
     let events = all_events(tx)?;
-    let mut walk = ChainWalk::new(key.as_ref());
+    let mut walk = ChainWalk::from(key.as_ref(), checkpoint.as_ref());
     for e in &events {
         if let Some(mut b) = walk.step(&e.input(), &e.event.hash) {
             if key.is_none() && root.is_some() && b.problem.contains("does not match its hash") {
@@ -354,8 +415,9 @@ fn check_rows(
             )
         })
         .collect();
+    let rowless = pruned_rowless(all);
     let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
-    for e in all {
+    for e in all.iter().filter(|e| !rowless.contains(&e.seq)) {
         if matches!(
             e.event_kind(),
             Some(

@@ -33,11 +33,18 @@ use crate::store::chain;
 use crate::store::types::Swept;
 
 /// The migrations, embedded in the binary and applied in order.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "0001_init",
-    include_str!("../../../migrations/postgres/0001_init.sql"),
-)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "0001_init",
+        include_str!("../../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "0002_prune",
+        include_str!("../../../migrations/postgres/0002_prune.sql"),
+    ),
+];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1).
 pub const WRITE_LOCK: i64 = 0x6473_6871_0000_0001;

@@ -49,6 +49,7 @@ mod tests_queue;
 pub mod audit;
 pub mod export;
 pub mod history;
+pub mod prune;
 pub mod tokens;
 pub mod wakeups;
 
