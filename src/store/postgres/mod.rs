@@ -55,6 +55,9 @@ pub mod wakeups;
 
 #[cfg(test)]
 mod tests_audit;
+
+#[cfg(test)]
+mod tests_prune;
 // TLS for the connections (tls.rs).
 #[cfg(test)]
 mod tests_tls;
