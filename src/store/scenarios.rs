@@ -51,7 +51,8 @@ fn request(id: &str) -> Request {
     .unwrap()
 }
 
-fn ask<S: Store>(store: &mut S, id: &str) {
+/// Ask request `id` (one question, `db`) and expect it accepted, pending.
+pub(crate) fn ask<S: Store>(store: &mut S, id: &str) {
     let input = AskInput {
         request: Ok(request(id)),
         fallback_id: None,
@@ -66,7 +67,8 @@ fn ask<S: Store>(store: &mut S, id: &str) {
     }
 }
 
-fn pick(label: &str) -> Answer {
+/// The answer picking `label` for question `db`.
+pub(crate) fn pick(label: &str) -> Answer {
     Answer {
         answers: vec![AnswerItem {
             id: "db".into(),
@@ -584,5 +586,10 @@ mod postgres {
     #[test]
     fn the_event_feed_pages_in_order_on_postgres() {
         super::the_event_feed_pages_in_order(new);
+    }
+
+    #[test]
+    fn prune_keeps_open_requests_and_verifies_on_postgres() {
+        super::prune_keeps_open_requests_and_verifies(new);
     }
 }

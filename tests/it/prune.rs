@@ -494,3 +494,57 @@ fn a_rejection_under_a_pruned_requests_id_does_not_break_verify() {
     let v = verify(&env);
     assert!(v.ok, "{}", v.text);
 }
+
+#[test]
+fn prune_on_a_postgresql_store_exports_exactly_what_it_removed_and_verifies() {
+    let url = dshq::store::postgres::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh database");
+    let env = Env::on_store(&url);
+    let cut = store_with_a_cut(&env);
+    let before = export_all(&env);
+    let file = env.dir.path().join("pruned.ndjson");
+    let r = env
+        .json(&[
+            "prune",
+            "--before",
+            &cut,
+            "--export",
+            file.to_str().unwrap(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["requests"], 2, "{r}");
+    assert_eq!(r["stoppedAt"], Value::Null, "{r}");
+    let upto = r["uptoSeq"].as_i64().unwrap();
+    let seqs: Vec<i64> = before
+        .iter()
+        .filter(|x| x["type"] == "request" && (x["id"] == "a" || x["id"] == "b"))
+        .map(|x| x["seq"].as_i64().unwrap())
+        .collect();
+    let want: Vec<&Value> = before
+        .iter()
+        .filter(|x| match x["type"].as_str().unwrap() {
+            "request" => seqs.contains(&x["seq"].as_i64().unwrap()),
+            "question" => seqs.contains(&x["requestSeq"].as_i64().unwrap()),
+            "event" => x["seq"].as_i64().unwrap() <= upto,
+            _ => false,
+        })
+        .collect();
+    let got = lines(&file);
+    assert_eq!(got.iter().collect::<Vec<_>>(), want);
+    assert_eq!(r["records"], got.len());
+    assert_eq!(ids(&env), ["c", "e", "z"]);
+    let after = export_all(&env);
+    for x in before.iter().filter(|x| !want.contains(x)) {
+        assert!(after.contains(x), "{x} is still in the store");
+    }
+    let v = verify(&env);
+    assert!(v.ok, "{}", v.text);
+    // A second host of the same store (holding the same audit.key) verifies it too.
+    let other = Env::on_store(&url);
+    fs::create_dir_all(other.root()).unwrap();
+    fs::copy(env.root().join("audit.key"), other.root().join("audit.key")).unwrap();
+    let v = verify(&other);
+    assert!(v.ok, "{}", v.text);
+}

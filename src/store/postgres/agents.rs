@@ -8,8 +8,8 @@
 
 use postgres::GenericClient;
 
-use super::conn::Tx;
 use super::events;
+use super::tx::Tx;
 use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};

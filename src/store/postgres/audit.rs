@@ -122,6 +122,9 @@ fn all_questions(c: &mut impl GenericClient) -> Result<HashMap<i64, Vec<Question
 
 /// Whether the log still contains `anchor`: `None` when it does, else what is wrong.
 fn check_anchor(c: &mut impl GenericClient, anchor: &Anchor) -> Result<Option<ChainBreak>> {
+    if let Some(r) = pruned_anchor(c, anchor)? {
+        return Ok(r);
+    }
     let found: Option<String> = c
         .query_opt("SELECT hash FROM events WHERE seq = $1", &[&anchor.seq])?
         .map(|r| r.try_get(0))
@@ -134,6 +137,41 @@ fn check_anchor(c: &mut impl GenericClient, anchor: &Anchor) -> Result<Option<Ch
         found.as_deref(),
         last,
     ))
+}
+
+// ---- retention (`dshq prune`): where the walk starts, what it skips ---------------------
+// The logic is backend-neutral (`store::chain`); these only read what it needs.
+
+/// Where the walk starts (the newest checkpoint, when the log was pruned), or the
+/// problem `verify` reports: the log's start not accounted for, or a prune guard row
+/// left committed (as SQLite's verify reports it).
+fn pruned_walk_start(
+    c: &mut impl GenericClient,
+) -> Result<std::result::Result<Option<chain::Checkpoint>, String>> {
+    let guard: i64 = c
+        .query_one("SELECT COUNT(*) FROM prune_guard", &[])?
+        .try_get(0)?;
+    if guard > 0 {
+        return Ok(Err(
+            "the prune guard is set outside a prune (prune_guard holds a committed row): \
+             rows may have been deleted by hand"
+                .into(),
+        ));
+    }
+    Ok(super::events::walk_start(c)?
+        .map_err(|b| format!("event {} does not verify: {}", b.seq, b.problem)))
+}
+
+/// An anchor inside the pruned prefix, checked against the checkpoint
+/// ([`chain::anchor_in_pruned`]); `None`: check it against the log.
+fn pruned_anchor(
+    c: &mut impl GenericClient,
+    anchor: &Anchor,
+) -> Result<Option<Option<ChainBreak>>> {
+    let Ok(checkpoint) = super::events::walk_start(c)? else {
+        return Ok(None);
+    };
+    Ok(chain::anchor_in_pruned(anchor.seq, &anchor.hash, checkpoint.as_ref()).map(|r| r.err()))
 }
 
 /// Open a `REPEATABLE READ READ ONLY` transaction on `client` and [`verify`] in it.
@@ -173,8 +211,15 @@ pub fn verify(
         broken: None,
     };
     // (No integrity check of the store itself: see the module docs.)
+    let checkpoint = match pruned_walk_start(tx)? {
+        Ok(c) => c,
+        Err(problem) => {
+            v.broken = Some(problem);
+            return Ok(v);
+        }
+    };
     let events = all_events(tx)?;
-    let mut walk = ChainWalk::new(key.as_ref());
+    let mut walk = ChainWalk::from(key.as_ref(), checkpoint.as_ref());
     for e in &events {
         if let Some(mut b) = walk.step(&e.input(), &e.event.hash) {
             if key.is_none() && root.is_some() && b.problem.contains("does not match its hash") {

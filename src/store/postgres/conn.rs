@@ -33,11 +33,18 @@ use crate::store::chain;
 use crate::store::types::Swept;
 
 /// The migrations, embedded in the binary and applied in order.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "0001_init",
-    include_str!("../../../migrations/postgres/0001_init.sql"),
-)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "0001_init",
+        include_str!("../../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "0002_prune",
+        include_str!("../../../migrations/postgres/0002_prune.sql"),
+    ),
+];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1).
 pub const WRITE_LOCK: i64 = 0x6473_6871_0000_0001;
@@ -193,18 +200,7 @@ pub fn db_now(c: &mut impl GenericClient) -> Result<Millis> {
 /// A clock override (tests): milliseconds since the epoch.
 pub type Clock = std::sync::Arc<dyn Fn() -> Millis + Send + Sync>;
 
-/// One write transaction, with what the functions of this backend need beside it: the
-/// root (where `audit.key` and `audit.head` live) and the origin a new request records.
-pub struct Tx<'c> {
-    /// The transaction itself (holding [`WRITE_LOCK`]).
-    pub tx: Transaction<'c>,
-    /// The root dir of this host, when it has one.
-    pub root: Option<&'c Path>,
-    /// The root that asks, recorded on new requests (`requests.origin`).
-    pub origin: Option<&'c str>,
-    /// Whether an event was appended (then the commit notifies [`CHANNEL`]).
-    pub appended: bool,
-}
+pub use super::tx::Tx;
 
 /// The connection and how to open it again.
 pub struct Db {

@@ -10,7 +10,7 @@
 use postgres::types::Type;
 use postgres::{GenericClient, Row};
 
-use super::conn::Tx;
+use super::tx::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::anchor::Anchor;
@@ -166,4 +166,31 @@ pub fn upto(c: &mut impl GenericClient, after: i64, limit: usize) -> Result<i64>
         &[&after, &limit],
     )?
     .try_get(0)?)
+}
+
+/// The newest checkpoint's data (the one the log starts after), if the log was ever
+/// pruned.
+pub fn newest_checkpoint_data(c: &mut impl GenericClient) -> Result<Option<serde_json::Value>> {
+    let data: Option<String> = c
+        .query_opt(
+            "SELECT data FROM events WHERE kind = 'pruned' ORDER BY seq DESC LIMIT 1",
+            &[],
+        )?
+        .map(|r| r.try_get(0))
+        .transpose()?;
+    Ok(data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))))
+}
+
+/// Where the walk of this log starts: the newest checkpoint when the log was pruned
+/// ([`crate::store::chain::walk_start`]), or the break that keeps it from being walked.
+pub fn walk_start(
+    c: &mut impl GenericClient,
+) -> Result<
+    std::result::Result<Option<crate::store::chain::Checkpoint>, crate::store::types::ChainBreak>,
+> {
+    let first: Option<i64> = c
+        .query_one("SELECT MIN(seq) FROM events", &[])?
+        .try_get(0)?;
+    let newest = newest_checkpoint_data(c)?;
+    Ok(crate::store::chain::walk_start(first, newest.as_ref()))
 }

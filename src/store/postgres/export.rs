@@ -209,6 +209,46 @@ pub fn export(tx: &mut Transaction<'_>, sink: ExportSink<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The records of one table (`kind`: `request`, `question` or `event`) whose `column` is
+/// at most `upto`, in the export's format and order (the prune's export,
+/// [`super::prune`]).
+pub fn export_upto(
+    tx: &mut Transaction<'_>,
+    kind: &str,
+    column: &str,
+    upto: i64,
+    sink: ExportSink<'_>,
+) -> Result<()> {
+    let t = TABLES
+        .iter()
+        .find(|t| t.kind == kind)
+        .ok_or_else(|| Error::Invalid(format!("no {kind} records")))?;
+    let names: Vec<String> = t.columns.iter().map(|(c, _)| camel(c)).collect();
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {column} <= $1 ORDER BY {}",
+        column_list(t),
+        t.table,
+        t.order
+    );
+    let stmt = tx.prepare(&sql)?;
+    let portal = tx.bind(&stmt, &[&upto])?;
+    loop {
+        let rows = tx.query_portal(&portal, 1_000)?;
+        if rows.is_empty() {
+            break;
+        }
+        for r in &rows {
+            let mut obj = Map::new();
+            obj.insert("type".into(), t.kind.into());
+            for (i, (name, (_, kind))) in names.iter().zip(t.columns).enumerate() {
+                obj.insert(name.clone(), value(r, i, *kind)?);
+            }
+            sink(t.kind, obj)?;
+        }
+    }
+    Ok(())
+}
+
 /// A field's value as the column's parameter.
 fn param(kind: Kind, rtype: &str, field: &str, v: Option<&Value>) -> Result<Box<dyn ToSql + Sync>> {
     let bad = |what: &str| {

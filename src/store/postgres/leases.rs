@@ -13,8 +13,8 @@ use postgres::{GenericClient, Row};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::conn::Tx;
 use super::events::{self};
+use super::tx::Tx;
 use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;

@@ -38,6 +38,7 @@ pub mod requests;
 mod store;
 pub mod throwaway;
 pub mod tls;
+pub mod tx;
 
 pub use conn::{Clock, MIGRATIONS};
 pub use store::PgStore;
@@ -49,11 +50,15 @@ mod tests_queue;
 pub mod audit;
 pub mod export;
 pub mod history;
+pub mod prune;
 pub mod tokens;
 pub mod wakeups;
 
 #[cfg(test)]
 mod tests_audit;
+
+#[cfg(test)]
+mod tests_prune;
 // TLS for the connections (tls.rs).
 #[cfg(test)]
 mod tests_tls;

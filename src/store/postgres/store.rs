@@ -13,7 +13,7 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
 use super::requests::reads;
-use super::{agents, audit, events, export, history, leases, requests, tokens, wakeups};
+use super::{agents, audit, events, export, history, leases, prune, requests, tokens, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -22,8 +22,8 @@ use crate::protocol::Outcome;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
-    Provided, ProviderAct, ProviderFile, Record, Registered, RequestRow, Revoked, Stats, Status,
-    Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
+    Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Record, Registered, RequestRow,
+    Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The PostgreSQL backend: one connection, this host's root and origin, and (for tests) a
@@ -548,6 +548,37 @@ impl Store for PgStore {
             let origin = t.origin;
             export::import(&mut t.tx, origin, records)
         })
+    }
+
+    fn prune(
+        &mut self,
+        before: Millis,
+        limit: Option<u64>,
+        actor: &Actor,
+        export: &mut dyn PruneExport,
+    ) -> Result<Pruned> {
+        let (mut pruned, ids) =
+            self.write(|t, now| prune::prune(t, before, limit, now, actor, &mut *export))?;
+        if ids.is_empty() {
+            return Ok(pruned);
+        }
+        // The outcome files of ids no row holds any more go too, under the write lock (so
+        // a request asking such an id again cannot have its fresh outcome removed).
+        self.write_no_sweep(|t, _| {
+            let mut seen = std::collections::HashSet::new();
+            for id in ids {
+                if seen.insert(id.clone())
+                    && t.tx
+                        .query_opt("SELECT 1 FROM requests WHERE id = $1 LIMIT 1", &[&id])?
+                        .is_none()
+                {
+                    pruned.freed_ids.push(id);
+                }
+            }
+            export.committed(&pruned.freed_ids)?;
+            Ok(())
+        })?;
+        Ok(pruned)
     }
 
     fn wakeups(&mut self) -> Result<Option<Box<dyn Wakeups>>> {

@@ -16,8 +16,8 @@ use crate::protocol::check::{check_ask, check_structure, AskEnv, CallerStatus};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::types::{AgentRef, Request};
 use crate::store::chain::{hex, NewEvent};
-use crate::store::postgres::conn::Tx;
 use crate::store::postgres::leases::is_unique_violation;
+use crate::store::postgres::tx::Tx;
 use crate::store::postgres::{agents, events, leases};
 use crate::store::types::Accepted;
 

@@ -9,7 +9,7 @@ use postgres::GenericClient;
 use super::row::{rows, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
-use crate::store::postgres::conn::Tx;
+use crate::store::postgres::tx::Tx;
 
 /// Final requests of `origin` (every origin for `None`) whose outcome file is not written
 /// yet, oldest first, after `after_seq` (a cursor).

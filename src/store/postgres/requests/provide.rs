@@ -18,7 +18,7 @@ use crate::protocol::answer::{check_answer, in_question_order, request_decision}
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::chain::NewEvent;
-use crate::store::postgres::conn::Tx;
+use crate::store::postgres::tx::Tx;
 use crate::store::postgres::{events, leases};
 use crate::store::types::Lease;
 

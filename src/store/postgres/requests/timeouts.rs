@@ -7,7 +7,7 @@ use crate::core::audit::Actor;
 use crate::core::lifecycle::Status;
 use crate::error::Result;
 use crate::protocol::error::Code;
-use crate::store::postgres::conn::Tx;
+use crate::store::postgres::tx::Tx;
 
 /// Abort every open request whose deadline has passed at `now`.
 pub fn abort_overdue(t: &mut Tx<'_>, now: Millis) -> Result<Vec<String>> {
