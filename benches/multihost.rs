@@ -167,6 +167,29 @@ fn wait(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Hosts of one store share the chain's key: the first write creates it in the first
+/// root; the others get a copy (as an operator does), else they refuse to write.
+fn share_key(hosts: &[Host]) {
+    let first = &hosts[0];
+    let lease = first.cmd(&[
+        "provider",
+        "register",
+        "--name",
+        "init",
+        "--context",
+        "key-init",
+        "--ttl",
+        "1m",
+    ])["lease"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    first.cmd(&["provider", "release", "--lease", &lease]);
+    for h in &hosts[1..] {
+        fs::copy(first.root.join("audit.key"), h.root.join("audit.key")).unwrap();
+    }
+}
+
 /// Files per second for `hosts` daemons started together on `n` files in all.
 fn burst(hosts: &[Host], n: usize) -> f64 {
     for (i, h) in hosts.iter().enumerate() {
@@ -283,6 +306,7 @@ fn main() {
     let pg1 = burst(&[Host::new(url.as_deref())], o.files);
     let url = pg();
     let three: Vec<Host> = (0..3).map(|_| Host::new(url.as_deref())).collect();
+    share_key(&three);
     let pg3 = burst(&three, o.files);
     println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 daemon {pg1:.0} | postgres, 3 daemons {pg3:.0} in all ({:.0} per host)", pg3 / 3.0);
     println!(
@@ -298,6 +322,7 @@ fn main() {
     let p = reviewer(&Host::new(url.as_deref()), "rev", o.ops, &one);
     let url = pg();
     let hosts: Vec<Host> = (0..3).map(|_| Host::new(url.as_deref())).collect();
+    share_key(&hosts);
     let ready = Barrier::new(3);
     let rates: Vec<f64> = std::thread::scope(|sc| {
         let hs: Vec<_> = hosts
@@ -322,9 +347,9 @@ fn main() {
         pct(&v, 99.0)
     );
     let url = pg();
-    let a = Host::new(url.as_deref());
-    let b = Host::new(url.as_deref());
-    let v = answer_latency(&a, &b, o.samples, "lat");
+    let pair = [Host::new(url.as_deref()), Host::new(url.as_deref())];
+    share_key(&pair);
+    let v = answer_latency(&pair[0], &pair[1], o.samples, "lat");
     println!(
         "answer -> outcome, postgres, another root:  p50 {:.2} ms  p99 {:.2} ms",
         pct(&v, 50.0),
