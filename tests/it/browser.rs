@@ -309,13 +309,16 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         // Single-select, with the keys: j moves to it in the queue, Enter opens, 2 picks.
         c.goto(&h.base).await.unwrap();
         until("the queue rows", || async { has(&c, "#queue tr.row").await }).await;
-        let ids: Vec<String> = {
-            let mut v = Vec::new();
-            for r in c.find_all(Locator::Css("#queue tr.row")).await.unwrap() {
-                v.push(r.attr("data-id").await.unwrap().unwrap_or_default());
-            }
-            v
-        };
+        // Read in one script: the live queue may re-render between two WebDriver calls,
+        // and an element found by one is stale for the next.
+        let ids: Vec<String> = serde_json::from_value(
+            js(
+                &c,
+                "return [...document.querySelectorAll('#queue tr.row')].map(r => r.dataset.id || '');",
+            )
+            .await,
+        )
+        .unwrap();
         let pos = ids.iter().position(|i| i == "s1").expect("s1 listed");
         let body = c.find(Locator::Css("body")).await.unwrap();
         for _ in 0..=pos {
