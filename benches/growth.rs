@@ -9,152 +9,21 @@
 //! written (the fixture writes no outcome files), then the first 30 of the 90 days are
 //! pruned into an export file beside the copy.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use dshq::clock::Millis;
-use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::root::Root;
-use dshq::store::sqlite::{self as store, history, leases, requests, SqliteStore};
+use dshq::store::sqlite::{self as store, history, requests, SqliteStore};
 use dshq::store::{ListFilter, Status, Store};
 
-const DAY: Millis = 86_400_000;
-const T0: Millis = 1_780_000_000_000;
-
-fn request(id: &str, agent: Option<(&str, &str)>, context: &str, plan: bool) -> Request {
-    let mut v = serde_json::json!({
-        "id": id,
-        "context": context,
-        "questions": [{"id": "q", "question": format!("Which database for {id}?"),
-                        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
-    });
-    if plan {
-        v["questions"][0]["detail"] = "1. do it\n2. check it".into();
-        v["questions"][0]["intent"] =
-            serde_json::json!({"kind": "plan-review", "approve": "SQLite"});
-    }
-    if let Some((a, i)) = agent {
-        v["agent"] = serde_json::json!({"id": a, "instance": i});
-    }
-    serde_json::from_value(v).unwrap()
-}
-
-fn answer(label: &str) -> Answer {
-    Answer {
-        answers: vec![AnswerItem {
-            id: "q".into(),
-            selected: vec![label.into()],
-            custom: None,
-        }],
-    }
-}
+#[path = "common/fixture.rs"]
+mod fixture;
+use fixture::{fixture, fixture_dir, DAY, T0};
 
 fn sizes() -> Vec<usize> {
     std::env::var("DSHQ_BENCH_SIZES")
         .ok()
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1_000_000])
-}
-
-fn fixture_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("bench-fixtures")
-}
-
-/// A store of `n` requests over 90 days: 1,000 agents, 5 contexts with a provider each,
-/// 80% answered (a fifth of them plan reviews, two thirds approved), 10% pending, 5%
-/// cancelled, 5% aborted. Built through the real store functions.
-fn fixture(n: usize) -> PathBuf {
-    let dir = fixture_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("store-v2-{n}.db"));
-    if path.exists() {
-        return path;
-    }
-    let tmp = dir.join(format!("store-v2-{n}.db.building"));
-    let _ = std::fs::remove_file(&tmp);
-    let started = Instant::now();
-    let mut conn = store::open(&tmp).unwrap();
-    let contexts = ["default", "ops", "data", "infra", "web"];
-    let agents: Vec<(String, String)> = store::write(&mut conn, T0, |tx| {
-        (0..1000)
-            .map(|a| {
-                let e = store::agents::enter(tx, &format!("agent-{a}"), None, None, None, T0)?;
-                Ok((e.id, e.instance))
-            })
-            .collect()
-    })
-    .unwrap();
-    let tokens: Vec<String> = store::write(&mut conn, T0, |tx| {
-        contexts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                Ok(leases::register(tx, c, &format!("reviewer-{i}"), 1_000 * DAY, T0)?.lease)
-            })
-            .collect()
-    })
-    .unwrap();
-    let span = 90 * DAY;
-    let chunk = 10_000;
-    for start in (0..n).step_by(chunk) {
-        let end = (start + chunk).min(n);
-        let now = T0 + (end as i64) * span / n as i64;
-        store::write(&mut conn, now, |tx| {
-            for j in start..end {
-                let created = T0 + (j as i64) * span / n as i64;
-                let c = j % contexts.len();
-                let (a, inst) = &agents[(j * 7) % agents.len()];
-                let plan = j % 5 == 0;
-                let id = format!("req-{j:07}");
-                requests::accept(
-                    tx,
-                    request(&id, Some((a, inst)), contexts[c], plan),
-                    None,
-                    "bench",
-                    created,
-                )?;
-                let lease = leases::authenticate(tx, &tokens[c], created)?;
-                match j % 20 {
-                    0..=15 => {
-                        let label = if plan && j % 3 == 0 {
-                            "Postgres"
-                        } else {
-                            "SQLite"
-                        };
-                        let at = created + ((j as i64 * 7919) % 3_600) * 1000;
-                        requests::answer(tx, &lease, &id, &answer(label), at)?;
-                    }
-                    16 => {
-                        requests::cancel(tx, &lease, &id, Some("not mine"), created + 60_000)?;
-                    }
-                    17 => {
-                        requests::abort(
-                            tx,
-                            &id,
-                            None,
-                            &dshq::core::audit::Actor::Asker,
-                            created + 120_000,
-                        )?;
-                    }
-                    _ => {}
-                }
-            }
-            Ok(())
-        })
-        .unwrap();
-    }
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")
-        .unwrap();
-    drop(conn);
-    std::fs::rename(&tmp, &path).unwrap();
-    for ext in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{ext}", tmp.display()));
-    }
-    eprintln!("built fixture of {n} requests in {:.1?}", started.elapsed());
-    path
 }
 
 fn file_size(p: &std::path::Path) -> u64 {
