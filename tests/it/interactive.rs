@@ -1122,3 +1122,50 @@ fn a_multi_select_keeps_its_ticks_through_the_context_key_and_adds_editor_text()
     );
     assert_eq!(show(&env, "ma")["status"], "pending");
 }
+
+/// Keys typed while the screen is busy between two prompts (here: the send waits on a
+/// write lock another process holds) reach the next prompt as typed: nothing is echoed
+/// onto the screen and Enter is still Enter. (The terminal used to be back in its cooked
+/// mode between prompts: the keys were echoed, and Enter, turned into a newline, was read
+/// as Ctrl-J and lost.)
+#[test]
+fn keys_typed_while_an_answer_is_sent_reach_the_next_prompt_unechoed() {
+    let env = Env::new();
+    env.ask(&simple_request("ta1")).ok();
+    env.ask(&simple_request("ta2")).ok();
+    let mut p = spawn(&env, &["answer"], &[]);
+    expect(&mut p, "Skip this question");
+    send(&mut p, "1");
+    expect(&mut p, "(y/N)");
+    let db = rusqlite::Connection::open(env.root().join("dshq.db")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    send(&mut p, "y");
+    send(&mut p, ENTER);
+    // The confirm's summary line is drawn after raw mode is left: from here until the
+    // lock goes, dshq is between prompts.
+    expect(&mut p, "? Yes");
+    send(&mut p, "zzz");
+    send(&mut p, ENTER);
+    db.execute_batch("ROLLBACK").unwrap();
+    let mut seen = String::new();
+    for text in ["ta1 answered by tester", "Skip this question", "(y/N)"] {
+        let before = p.exp_string(text).unwrap_or_else(|e| {
+            panic!("did not see {text:?} after typing ahead: {e}; saw {seen:?}")
+        });
+        seen.push_str(&before);
+        seen.push_str(text);
+    }
+    assert!(
+        !seen.contains("zzz"),
+        "typed-ahead keys were echoed: {seen:?}"
+    );
+    // The typed-ahead Enter chose Postgres for ta2: its confirm is up.
+    p.send_control('c').expect("Ctrl-C");
+    assert_eq!(finish(p), 130);
+    assert_eq!(
+        answer_of(&env, "ta1")["answer"]["answers"][0]["selected"],
+        json!(["Postgres"])
+    );
+    assert_eq!(show(&env, "ta2")["status"], "pending");
+    assert!(live_leases(&env).is_empty());
+}

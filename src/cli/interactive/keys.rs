@@ -547,12 +547,15 @@ pub fn edit(initial: &str) -> std::io::Result<Option<String>> {
             .open(&path)?;
         f.write_all(initial.as_bytes())?;
     }
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{} \"$1\"", editor()))
-        .arg("sh")
-        .arg(&path)
-        .status();
+    // The editor gets the terminal as the user had it, not the session's quiet mode.
+    let status = super::tty::as_found(|| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{} \"$1\"", editor()))
+            .arg("sh")
+            .arg(&path)
+            .status()
+    });
     let text = std::fs::read_to_string(&path);
     let _ = std::fs::remove_file(&path);
     let status = status?;

@@ -39,6 +39,7 @@ pub mod lease;
 pub mod markdown;
 pub mod screen;
 pub mod style;
+pub mod tty;
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -147,6 +148,7 @@ impl Session {
         };
         // From here on, any failure drops `session`, which releases the lease.
         session.signals = Some(session.catch_signals()?);
+        tty::hold();
         session.watchdog = Some(session.watch_terminal()?);
         session.heartbeat =
             Some(session.start_heartbeat(root, Duration::from_millis(lease.ttl_ms.max(3) as u64))?);
@@ -259,6 +261,7 @@ impl Session {
     /// Stop the threads and release the lease, reporting a failure to release.
     pub fn end(mut self) -> Result<bool> {
         self.stop_threads();
+        tty::restore();
         self.held.release()
     }
 
@@ -279,6 +282,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.stop_threads();
+        tty::restore();
         if let Err(e) = self.held.release() {
             note(&format!("error: could not release the provider lease: {e}"));
         }
@@ -342,6 +346,7 @@ fn terminal_hung_up(wait: Duration) -> bool {
 fn restore_terminal() {
     use crossterm::{cursor, terminal};
     let _ = terminal::disable_raw_mode();
+    tty::restore();
     let mut err = std::io::stderr();
     if markdown::in_pager() {
         let _ = crossterm::execute!(err, terminal::LeaveAlternateScreen);
