@@ -2,7 +2,8 @@
 //! `stats` and `list` on a large store, and `prune`'s own speed and the size after prune +
 //! VACUUM.
 //!
-//! `cargo bench --bench growth` (sizes: `DSHQ_BENCH_SIZES=100000,1000000`, default 1M).
+//! `cargo bench --bench growth` (sizes: `DSHQ_BENCH_SIZES=100000,1000000`, default 1M;
+//! `DSHQ_BENCH_NO_PRUNE=1` measures the reads only, without the prune of a copy).
 //! It shares `benches/store.rs`'s fixtures (built through the real store functions, cached
 //! under `target/bench-fixtures/`), and prunes a copy of each: the requests still pending
 //! from before the cut are aborted first (as their deadlines would) and the outcomes marked
@@ -130,6 +131,10 @@ fn main() {
             println!("{what}: {:.2} ms", t.as_secs_f64() * 1e3);
         }
         drop(conn);
+        if std::env::var_os("DSHQ_BENCH_NO_PRUNE").is_some() {
+            // A copy of a 10M store is another 15 GB: the reads alone.
+            continue;
+        }
 
         // Prune a copy: the first 30 days.
         let work = fixture_dir().join(format!("prune-{n}"));

@@ -501,6 +501,13 @@ fn pass(
 /// Abort files are taken only once no request file is left to try, so an abort never
 /// overtakes its request. A file tried once in this drain and still there (unreadable, or
 /// its removal failed) is left for the next pass instead of being retried in a loop.
+///
+/// The file work runs beside the store's: a second thread (`dshq-inbox-io`) reads and
+/// parses the next batch while this one commits, and removes a batch's files once its
+/// commit is done. The commits stay one at a time and in order, on this thread; a file is
+/// still removed only after the commit that handled it, and only if it is still the file
+/// that was read ([`inbox::Removals`]). Before this, the thread that committed also opened,
+/// read and removed every file, and a burst ran at the sum of the two.
 fn drain_inbox(
     root: &Root,
     store: &mut dyn Store,
@@ -509,83 +516,174 @@ fn drain_inbox(
     watcher: &mut notify::RecommendedWatcher,
 ) -> Result<()> {
     let dir = root.inbox_new();
-    let batch = config.batch.max(1);
-    let mut unwatched = false;
-    // The previous listing, in listing order: its names are the backlog of the next one.
-    let mut previous: Rc<[String]> = Rc::from(Vec::new());
-    // Names a batch's byte budget left out: arrivals again at the next listing.
-    let mut deferred: HashSet<String> = HashSet::new();
-    let mut tried: HashSet<String> = HashSet::new();
+    let mut drain = Drain::default();
     let mut big = false;
-    // What is left to try of the current listing, in order.
-    let mut plan: Option<Plan> = None;
-    let result = (|| loop {
-        let fresh_listing = plan
-            .as_ref()
-            .is_none_or(|p| p.is_empty() || p.listed_at.elapsed() >= RELIST_AFTER);
-        if fresh_listing {
-            let names: Rc<[String]> = inbox::list_dir(&dir)?.into();
-            // A file handled and gone is forgotten: the same name dropped again is new.
-            // (`tried` holds what this drain tried since the last listing: the names of one
-            // listing period, not the backlog.)
-            tried.retain(|n| {
-                names
-                    .binary_search_by(|x| inbox::listing_order(x, n))
-                    .is_ok()
-            });
-            plan = Some(Plan::new(names.clone(), &previous, &tried, &deferred));
-            deferred.clear();
-            previous = names;
-        }
-        let p = plan.as_mut().expect("planned above");
-        let chosen_at = p.next_batch(batch);
-        if chosen_at.is_empty() {
-            if unwatched {
-                // Watch again, then list once more: whatever arrived before the watch was
-                // back is seen by that listing, whatever arrives after sends a hint.
-                watcher
-                    .watch(&dir, RecursiveMode::NonRecursive)
-                    .map_err(|e| Error::io(&dir, std::io::Error::other(e)))?;
-                unwatched = false;
-                plan = None;
-                continue;
+    let result = std::thread::scope(|scope| {
+        let (jobs, job_rx) = mpsc::channel::<InboxJob>();
+        let (read_tx, read) = mpsc::channel::<inbox::ReadBatch>();
+        let (max_bytes, batch_bytes) = (config.max_bytes, config.batch_bytes);
+        std::thread::Builder::new()
+            .name("dshq-inbox-io".into())
+            .spawn_scoped(scope, move || {
+                // Ends when the drain drops `jobs`, after the removals queued before it.
+                for job in job_rx {
+                    match job {
+                        InboxJob::Read(names) => {
+                            let batch = app::ask::read_inbox(root, &names, max_bytes, batch_bytes);
+                            let _ = read_tx.send(batch);
+                        }
+                        InboxJob::Remove(removals) => {
+                            removals.run();
+                        }
+                    }
+                }
+            })
+            .map_err(|e| Error::io("inbox thread", e))?;
+        let worker_gone = || Error::io("inbox thread", std::io::Error::other("it ended"));
+        // The batch the thread is reading: (names, their positions in the plan).
+        let mut ahead: Option<(Vec<String>, Vec<usize>)> = None;
+        let result = (|| loop {
+            let (chosen, chosen_at) = match ahead.take() {
+                Some(a) => a,
+                None => match drain.next(&dir, config.batch.max(1), watcher)? {
+                    Some(next) => {
+                        jobs.send(InboxJob::Read(next.0.clone()))
+                            .map_err(|_| worker_gone())?;
+                        next
+                    }
+                    None => return Ok(()),
+                },
+            };
+            let batch = read.recv().map_err(|_| worker_gone())?;
+            drain.took(&chosen, &chosen_at, batch.consumed);
+            // The next batch is read while this one commits.
+            if let Some(next) = drain.next(&dir, config.batch.max(1), watcher)? {
+                jobs.send(InboxJob::Read(next.0.clone()))
+                    .map_err(|_| worker_gone())?;
+                ahead = Some(next);
             }
-            return Ok(());
-        }
-        let chosen: Vec<String> = chosen_at.iter().map(|&i| p.name(i).to_string()).collect();
-        // A burst: stop the watch on the inbox while draining it. Every unlink would
-        // otherwise queue an inotify event (a tenth of the ingest time went to the kernel
-        // queueing them) for a loop that lists again anyway. Nothing is lost: the listing
-        // after the watch is back sees whatever arrived meanwhile.
-        if !p.is_empty() && !unwatched {
-            unwatched = watcher.unwatch(&dir).is_ok();
-        }
-        let r = app::ask::ingest_inbox(store, root, &chosen, config.max_bytes, config.batch_bytes)?;
-        // What a batch's byte budget left out goes first in the next batch, and stays an
-        // arrival for the next listing.
-        let consumed = r.consumed.min(chosen.len());
-        deferred.extend(chosen[consumed..].iter().cloned());
-        p.put_back(&chosen_at[consumed..]);
-        tried.extend(chosen.into_iter().take(consumed));
-        if r.bytes >= TRIM_AFTER_BYTES {
-            big = true;
-            trim_heap();
-        }
-        app::ask::publish_pending(store, root)?;
-        if stop.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-    })();
+            let (r, removals) = app::ask::commit_inbox(store, root, batch)?;
+            if !removals.is_empty() {
+                jobs.send(InboxJob::Remove(removals))
+                    .map_err(|_| worker_gone())?;
+            }
+            if r.bytes >= TRIM_AFTER_BYTES {
+                big = true;
+                trim_heap();
+            }
+            app::ask::publish_pending(store, root)?;
+            if stop.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+        })();
+        drop(jobs);
+        result
+    });
     if big {
         trim_heap();
     }
-    if unwatched {
+    if drain.unwatched {
         // An error or a stop left the watch off: put it back (the next tick rescans anyway).
         if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
             tracing::error!(error = %for_log(&e.to_string()), "cannot watch the inbox again; relying on the periodic rescan");
         }
     }
     result
+}
+
+/// What the inbox thread of a drain is asked to do, in order.
+enum InboxJob {
+    /// Read these files (a batch); the result goes back on the drain's channel.
+    Read(Vec<String>),
+    /// Remove the files a committed batch handled.
+    Remove(inbox::Removals),
+}
+
+/// The state of one drain of the inbox between batches: the current listing's plan and
+/// what the drain has tried.
+#[derive(Default)]
+struct Drain {
+    /// The previous listing, in listing order: its names are the backlog of the next one.
+    previous: Rc<[String]>,
+    /// Names a batch's byte budget left out: arrivals again at the next listing.
+    deferred: HashSet<String>,
+    tried: HashSet<String>,
+    /// What is left to try of the current listing, in order.
+    plan: Option<Plan>,
+    /// The watch on the inbox is off while a burst drains.
+    unwatched: bool,
+}
+
+impl Drain {
+    /// The next batch to read, listing the directory anew when due; `None` when every
+    /// file listed has been tried (the watch is back on by then).
+    fn next(
+        &mut self,
+        dir: &std::path::Path,
+        batch: usize,
+        watcher: &mut notify::RecommendedWatcher,
+    ) -> Result<Option<(Vec<String>, Vec<usize>)>> {
+        loop {
+            let fresh_listing = self
+                .plan
+                .as_ref()
+                .is_none_or(|p| p.is_empty() || p.listed_at.elapsed() >= RELIST_AFTER);
+            if fresh_listing {
+                let names: Rc<[String]> = inbox::list_dir(dir)?.into();
+                // A file handled and gone is forgotten: the same name dropped again is new.
+                // (`tried` holds what this drain tried since the last listing: the names of
+                // one listing period, not the backlog.)
+                self.tried.retain(|n| {
+                    names
+                        .binary_search_by(|x| inbox::listing_order(x, n))
+                        .is_ok()
+                });
+                self.plan = Some(Plan::new(
+                    names.clone(),
+                    &self.previous,
+                    &self.tried,
+                    &self.deferred,
+                ));
+                self.deferred.clear();
+                self.previous = names;
+            }
+            let p = self.plan.as_mut().expect("planned above");
+            let chosen_at = p.next_batch(batch);
+            if chosen_at.is_empty() {
+                if self.unwatched {
+                    // Watch again, then list once more: whatever arrived before the watch
+                    // was back is seen by that listing, whatever arrives after sends a hint.
+                    watcher
+                        .watch(dir, RecursiveMode::NonRecursive)
+                        .map_err(|e| Error::io(dir, std::io::Error::other(e)))?;
+                    self.unwatched = false;
+                    self.plan = None;
+                    continue;
+                }
+                return Ok(None);
+            }
+            let chosen: Vec<String> = chosen_at.iter().map(|&i| p.name(i).to_string()).collect();
+            // A burst: stop the watch on the inbox while draining it. Every unlink would
+            // otherwise queue an inotify event (a tenth of the ingest time went to the
+            // kernel queueing them) for a loop that lists again anyway. Nothing is lost:
+            // the listing after the watch is back sees whatever arrived meanwhile.
+            if !p.is_empty() && !self.unwatched {
+                self.unwatched = watcher.unwatch(dir).is_ok();
+            }
+            return Ok(Some((chosen, chosen_at)));
+        }
+    }
+
+    /// A batch was read and took its first `consumed` names: what its byte budget left
+    /// out goes first in the next batch and stays an arrival for the next listing.
+    fn took(&mut self, chosen: &[String], chosen_at: &[usize], consumed: usize) {
+        let consumed = consumed.min(chosen.len());
+        self.deferred.extend(chosen[consumed..].iter().cloned());
+        if let Some(p) = self.plan.as_mut() {
+            p.put_back(&chosen_at[consumed..]);
+        }
+        self.tried.extend(chosen.iter().take(consumed).cloned());
+    }
 }
 
 /// What is left to try of one inbox listing: request files that arrived since the

@@ -114,6 +114,27 @@ pub fn ingest_inbox(
     )
 }
 
+/// Read the named inbox files of a batch (files only, no store): the first half of
+/// [`ingest_inbox`], which the daemon runs ahead on another thread.
+pub fn read_inbox(
+    root: &Root,
+    names: &[String],
+    max_bytes: u64,
+    batch_bytes: u64,
+) -> crate::files::inbox::ReadBatch {
+    crate::files::inbox::read_batch(&root.inbox_new(), names, max_bytes, batch_bytes)
+}
+
+/// Commit a batch [`read_inbox`] read, in one transaction; the files it handled are
+/// returned for the caller to remove (the second half of [`ingest_inbox`]).
+pub fn commit_inbox(
+    store: &mut dyn Store,
+    root: &Root,
+    batch: crate::files::inbox::ReadBatch,
+) -> Result<(crate::files::inbox::Ingested, crate::files::inbox::Removals)> {
+    crate::files::inbox::commit_batch(root, store, batch, crate::clock::now_ms())
+}
+
 /// A fresh request id for a request that names none (stdin, HTTP): `ask-` and 32
 /// lowercase hex digits (128 random bits), unguessable and within the id charset.
 pub fn generated_id() -> String {

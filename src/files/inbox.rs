@@ -15,10 +15,10 @@
 //! then one `syncfs`, then the inputs move, as outcome batches do.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
-use super::safe_read::{read_dropped, ReadError};
+use super::safe_read::{read_dropped_identified, FileIdentity, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
@@ -135,8 +135,20 @@ fn into_text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Read one inbox file into an [`Input`]; `None` when it vanished or cannot be read now.
-fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
+/// Read one inbox file into an [`Input`], with the identity of the file read when it was
+/// opened; `None` when it vanished or cannot be read now.
+fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<(Input, Option<FileIdentity>)> {
+    let mut identity = None;
+    let input = read_input_into(dir, name, max_bytes, &mut identity)?;
+    Some((input, identity))
+}
+
+fn read_input_into(
+    dir: &Path,
+    name: &str,
+    max_bytes: u64,
+    identity: &mut Option<FileIdentity>,
+) -> Option<Input> {
     let kind = classify(name)?;
     let path = dir.join(name);
     let stem_id = match &kind {
@@ -150,8 +162,11 @@ fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<Input> {
         raw,
         error,
     };
-    let (bytes, mtime) = match read_dropped(&path, max_bytes) {
-        Ok(b) => b,
+    let (bytes, mtime) = match read_dropped_identified(&path, max_bytes) {
+        Ok((bytes, mtime, id)) => {
+            *identity = Some(id);
+            (bytes, mtime)
+        }
         Err(ReadError::Gone) => return None,
         Err(
             e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. } | ReadError::HardLinked(_)),
@@ -261,7 +276,7 @@ pub fn validate_file(
             format!("{name}: names starting with '.' are ignored by the daemon"),
         ));
     }
-    match read_input(dir, name, max_bytes) {
+    match read_input(dir, name, max_bytes).map(|(input, _)| input) {
         None => Err(UserQuestionError::new(
             Code::BadRequest,
             format!("{name}: cannot be read"),
@@ -277,6 +292,73 @@ pub fn validate_file(
     }
 }
 
+/// A batch of inbox files read and parsed, not yet committed: what [`read_batch`] hands
+/// to [`commit_batch`]. Reading touches only the files, so the daemon reads the next batch
+/// on another thread while this one commits.
+#[derive(Debug, Default)]
+pub struct ReadBatch {
+    inputs: Vec<Input>,
+    /// The identity of each input's file as it was read (aligned with `inputs`).
+    identities: Vec<Option<FileIdentity>>,
+    /// How many of the given names the batch took, in order (see [`Ingested::consumed`]).
+    pub consumed: usize,
+    /// Bytes of input read.
+    pub bytes: u64,
+}
+
+/// Read the named files of `dir` (`inbox/new/`), in order, stopping after the file that
+/// brings the bytes read to `batch_bytes` (at least one file is always taken).
+pub fn read_batch(dir: &Path, names: &[String], max_bytes: u64, batch_bytes: u64) -> ReadBatch {
+    let mut out = ReadBatch::default();
+    for name in names {
+        out.consumed += 1;
+        if let Some((input, identity)) = read_input(dir, name, max_bytes) {
+            out.bytes += size(&input);
+            out.inputs.push(input);
+            out.identities.push(identity);
+        }
+        if out.bytes >= batch_bytes {
+            break;
+        }
+    }
+    out
+}
+
+/// The inbox files a committed batch handled, to remove: after the commit, and only the
+/// file that was read (one dropped under the same name since is a new input and stays).
+#[derive(Debug, Default)]
+pub struct Removals {
+    dir: PathBuf,
+    files: Vec<(String, Option<FileIdentity>)>,
+}
+
+impl Removals {
+    /// Remove the files; returns how many are still there (a removal failed: they will be
+    /// read again, which finds them handled).
+    pub fn run(self) -> usize {
+        let mut stuck = 0;
+        for (name, identity) in self.files {
+            let path = self.dir.join(&name);
+            if identity.is_some() && FileIdentity::at(&path) != identity {
+                // Gone already, or replaced by a new drop under the same name.
+                continue;
+            }
+            if let Err(e) = fs::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(file = %for_log(&name), error = %for_log(&e.to_string()), "cannot remove ingested file");
+                    stuck += 1;
+                }
+            }
+        }
+        stuck
+    }
+
+    /// Whether there is nothing to remove.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
 /// Ingest the named files of `inbox/new/` as one transaction at `now`, in order, stopping
 /// after the file that brings the bytes read to `batch_bytes` (at least one file is always
 /// taken); [`Ingested::consumed`] says how many names were taken.
@@ -288,21 +370,37 @@ pub fn ingest(
     batch_bytes: u64,
     now: Millis,
 ) -> Result<Ingested> {
+    let batch = read_batch(&root.inbox_new(), names, max_bytes, batch_bytes);
+    let (mut out, removals) = commit_batch(root, store, batch, now)?;
+    out.stuck += removals.run();
+    Ok(out)
+}
+
+/// Commit a [`ReadBatch`] in one transaction, then move its rejected files to `rejected/`
+/// beside their reasons. The files it accepted (or found re-delivered, or aborted with)
+/// are returned as [`Removals`] for the caller to remove: the commit is done, so they may
+/// go at any time, and a crash before they go only means they are read again.
+pub fn commit_batch(
+    root: &Root,
+    store: &mut dyn Store,
+    batch: ReadBatch,
+    now: Millis,
+) -> Result<(Ingested, Removals)> {
     let dir = root.inbox_new();
-    let mut out = Ingested::default();
-    let mut inputs: Vec<Input> = Vec::new();
-    for name in names {
-        out.consumed += 1;
-        if let Some(input) = read_input(&dir, name, max_bytes) {
-            out.bytes += size(&input);
-            inputs.push(input);
-        }
-        if out.bytes >= batch_bytes {
-            break;
-        }
-    }
+    let mut out = Ingested {
+        consumed: batch.consumed,
+        bytes: batch.bytes,
+        ..Default::default()
+    };
+    let mut removals = Removals {
+        dir: dir.clone(),
+        files: Vec::new(),
+    };
+    let ReadBatch {
+        inputs, identities, ..
+    } = batch;
     if inputs.is_empty() {
-        return Ok(out);
+        return Ok((out, removals));
     }
     // (file name, error to write beside it) for after the commit; None = remove.
     let mut after: Vec<(String, Option<UserQuestionError>)> = Vec::with_capacity(inputs.len());
@@ -353,16 +451,9 @@ pub fn ingest(
         super::outbox::remove_stale(root, id);
     }
     let mut rejected = Vec::new();
-    for (name, error) in after {
+    for ((name, error), identity) in after.into_iter().zip(identities) {
         match error {
-            None => {
-                if let Err(e) = fs::remove_file(dir.join(&name)) {
-                    if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(file = %for_log(&name), error = %for_log(&e.to_string()), "cannot remove ingested file");
-                        out.stuck += 1;
-                    }
-                }
-            }
+            None => removals.files.push((name, identity)),
             Some(e) => {
                 tracing::warn!(file = %for_log(&name), code = %e.code, message = %for_log(&e.message), "input rejected");
                 out.rejected.push((name.clone(), e.code));
@@ -375,7 +466,7 @@ pub fn ingest(
         }
     }
     out.stuck += move_rejected(&dir, &root.rejected(), &rejected, now);
-    Ok(out)
+    Ok((out, removals))
 }
 
 /// The longest stem (file name without `.json`) kept as it is in a rejected directory:
@@ -538,4 +629,43 @@ pub fn move_rejected(
         }
     }
     stuck
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, question: &str) -> String {
+        format!(
+            r#"{{"id":"{id}","questions":[{{"id":"q","question":"{question}","options":[{{"label":"a"}},{{"label":"b"}}]}}]}}"#
+        )
+    }
+
+    /// The daemon removes a committed batch's files later, on another thread: a file
+    /// dropped under the same name in between is a new input and must stay.
+    #[test]
+    fn removals_take_only_the_file_that_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        root.ensure_layout().unwrap();
+        let mut store = root.open_store().unwrap();
+        let new = root.inbox_new();
+        for id in ["kept", "gone"] {
+            fs::write(new.join(format!("{id}.json")), request(id, "Which?")).unwrap();
+        }
+        let names = vec!["gone.json".to_string(), "kept.json".to_string()];
+        let batch = read_batch(&new, &names, 1 << 20, 1 << 20);
+        assert_eq!(batch.consumed, 2);
+        let (out, removals) = commit_batch(&root, &mut *store, batch, 1_000).unwrap();
+        assert_eq!(out.accepted.len(), 2);
+        // Both committed, neither removed yet; then "kept.json" is dropped again, as a
+        // writer does: a new file renamed over the name.
+        let tmp = root.inbox_tmp().join("kept.json");
+        fs::write(&tmp, request("kept", "Which, again?")).unwrap();
+        fs::rename(&tmp, new.join("kept.json")).unwrap();
+        assert_eq!(removals.run(), 0);
+        assert!(!new.join("gone.json").exists(), "the file read is removed");
+        let left = fs::read_to_string(new.join("kept.json")).unwrap();
+        assert!(left.contains("again"), "the new drop stays: {left}");
+    }
 }

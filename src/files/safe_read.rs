@@ -78,7 +78,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// [`read_limited`], also returning the file's modification time in milliseconds since
 /// the epoch (a rename keeps it, so it tells a file already judged from one dropped again).
 pub fn read_limited_with_mtime(path: &Path, limit: u64) -> Result<(Vec<u8>, i64), ReadError> {
-    read_checked(path, limit, false)
+    read_checked(path, limit, false).map(|(bytes, mtime, _)| (bytes, mtime))
 }
 
 /// Read a file someone dropped into a watched directory (`inbox/new/`, `answers/new/`):
@@ -86,10 +86,38 @@ pub fn read_limited_with_mtime(path: &Path, limit: u64) -> Result<(Vec<u8>, i64)
 /// ([`ReadError::HardLinked`]). A hard link lets someone who can write the directory
 /// present a file they do not own, from outside the root, as their input.
 pub fn read_dropped(path: &Path, limit: u64) -> Result<(Vec<u8>, i64), ReadError> {
+    read_checked(path, limit, true).map(|(bytes, mtime, _)| (bytes, mtime))
+}
+
+/// [`read_dropped`], also returning the file's identity (device and inode), so that what
+/// is removed later is the file that was read and not one dropped under its name since.
+pub fn read_dropped_identified(
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, i64, FileIdentity), ReadError> {
     read_checked(path, limit, true)
 }
 
-fn read_checked(path: &Path, limit: u64, single_link: bool) -> Result<(Vec<u8>, i64), ReadError> {
+/// Which file a path named when it was read: (device, inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity(pub u64, pub u64);
+
+impl FileIdentity {
+    /// The identity of the file now at `path` (not following a symlink); `None` when
+    /// there is none.
+    pub fn at(path: &Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| FileIdentity(m.dev(), m.ino()))
+    }
+}
+
+fn read_checked(
+    path: &Path,
+    limit: u64,
+    single_link: bool,
+) -> Result<(Vec<u8>, i64, FileIdentity), ReadError> {
     // No separate lstat: O_NOFOLLOW makes a symlink fail with ELOOP, O_NONBLOCK keeps a
     // FIFO from blocking, and fstat on the open file tells everything else.
     let f: File = match OpenOptions::new()
@@ -138,5 +166,6 @@ fn read_checked(path: &Path, limit: u64, single_link: bool) -> Result<(Vec<u8>, 
             limit,
         });
     }
-    Ok((buf, mtime))
+    use std::os::unix::fs::MetadataExt;
+    Ok((buf, mtime, FileIdentity(meta.dev(), meta.ino())))
 }
