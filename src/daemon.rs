@@ -556,17 +556,19 @@ fn drain_inbox(
             };
             let batch = read.recv().map_err(|_| worker_gone())?;
             drain.took(&chosen, &chosen_at, batch.consumed);
-            // The next batch is read while this one commits.
-            if let Some(next) = drain.next(&dir, config.batch.max(1), watcher)? {
-                jobs.send(InboxJob::Read(next.0.clone()))
+            // The next batch is read while this one commits. Choosing it can fail (the
+            // listing, the watch): this batch is committed first all the same.
+            let next = drain.next(&dir, config.batch.max(1), watcher);
+            if let Ok(Some(n)) = &next {
+                jobs.send(InboxJob::Read(n.0.clone()))
                     .map_err(|_| worker_gone())?;
-                ahead = Some(next);
             }
             let (r, removals) = app::ask::commit_inbox(store, root, batch)?;
             if !removals.is_empty() {
                 jobs.send(InboxJob::Remove(removals))
                     .map_err(|_| worker_gone())?;
             }
+            ahead = next?;
             if r.bytes >= TRIM_AFTER_BYTES {
                 big = true;
                 trim_heap();

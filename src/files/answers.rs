@@ -252,6 +252,7 @@ pub fn process(
                         name: name.clone(),
                         keep: redacted_copy(&dir.join(name), max_bytes),
                         error: ue,
+                        identity: None,
                     });
                 }
             }

@@ -461,6 +461,7 @@ pub fn commit_batch(
                     name,
                     error: e,
                     keep: None,
+                    identity,
                 });
             }
         }
@@ -483,6 +484,9 @@ pub struct RejectedFile {
     /// What to keep in its place instead of the file itself (an answer file with its lease
     /// secret redacted); `None` moves the file as it is.
     pub keep: Option<Vec<u8>>,
+    /// The file that was read and judged, when known: a different file found under the name
+    /// (dropped since) is a new input, and is left to be judged rather than moved.
+    pub identity: Option<FileIdentity>,
 }
 
 /// The names an input takes in `rejected_dir`: (input, reason file, was the name cut).
@@ -540,7 +544,16 @@ pub fn move_rejected(
     for file in files {
         let src = src_dir.join(&file.name);
         match fs::symlink_metadata(&src) {
-            Ok(_) => {}
+            Ok(m) => {
+                use std::os::unix::fs::MetadataExt;
+                if file
+                    .identity
+                    .is_some_and(|id| id != FileIdentity(m.dev(), m.ino()))
+                {
+                    // Replaced since it was read: the new file is judged on its own.
+                    continue;
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
                 tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
@@ -667,5 +680,27 @@ mod tests {
         assert!(!new.join("gone.json").exists(), "the file read is removed");
         let left = fs::read_to_string(new.join("kept.json")).unwrap();
         assert!(left.contains("again"), "the new drop stays: {left}");
+    }
+
+    /// The same for a rejected file: a corrected file dropped under the name of a bad one
+    /// after the bad one was read is not moved to `rejected/` with the old reason.
+    #[test]
+    fn a_rejected_file_replaced_since_it_was_read_stays_to_be_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        root.ensure_layout().unwrap();
+        let mut store = root.open_store().unwrap();
+        let new = root.inbox_new();
+        fs::write(new.join("fixed.json"), "{ not json").unwrap();
+        let batch = read_batch(&new, &["fixed.json".to_string()], 1 << 20, 1 << 20);
+        let tmp = root.inbox_tmp().join("fixed.json");
+        fs::write(&tmp, request("fixed", "Which?")).unwrap();
+        fs::rename(&tmp, new.join("fixed.json")).unwrap();
+        let (out, _) = commit_batch(&root, &mut *store, batch, 1_000).unwrap();
+        assert_eq!(out.rejected.len(), 1, "the bytes read were judged: {out:?}");
+        let left = fs::read_to_string(new.join("fixed.json")).unwrap();
+        assert!(left.contains("Which?"), "the corrected file stays: {left}");
+        let moved: Vec<_> = fs::read_dir(root.rejected()).unwrap().collect();
+        assert!(moved.is_empty(), "nothing moved: {moved:?}");
     }
 }

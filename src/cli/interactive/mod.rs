@@ -147,8 +147,10 @@ impl Session {
             watchdog: None,
         };
         // From here on, any failure drops `session`, which releases the lease.
-        session.signals = Some(session.catch_signals()?);
+        // Quiet before the signal thread exists: a signal then always finds the mode to
+        // restore.
         tty::hold();
+        session.signals = Some(session.catch_signals()?);
         session.watchdog = Some(session.watch_terminal()?);
         session.heartbeat =
             Some(session.start_heartbeat(root, Duration::from_millis(lease.ttl_ms.max(3) as u64))?);

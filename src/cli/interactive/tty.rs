@@ -49,7 +49,10 @@ fn set(t: &libc::termios) -> bool {
 fn quiet(mut t: libc::termios) -> libc::termios {
     t.c_lflag &= !(libc::ECHO | libc::ECHONL | libc::ICANON | libc::IEXTEN);
     t.c_lflag |= libc::NOFLSH | libc::ISIG;
-    t.c_iflag &= !(libc::ICRNL | libc::INLCR | libc::IGNCR);
+    // IXON: a typed-ahead Ctrl-S would freeze the screen until a Ctrl-Q. VQUIT: Ctrl-\
+    // would kill the session with the terminal left quiet (in raw mode both are keys).
+    t.c_iflag &= !(libc::ICRNL | libc::INLCR | libc::IGNCR | libc::IXON);
+    t.c_cc[libc::VQUIT] = 0;
     t.c_cc[libc::VMIN] = 1;
     t.c_cc[libc::VTIME] = 0;
     t
@@ -75,9 +78,12 @@ pub fn hold() {
 
 /// Put back the mode the terminal had before [`hold`]; safe to call more than once,
 /// from any thread, and on a terminal that is gone (the error is ignored: there is
-/// nothing left to restore).
+/// nothing left to restore). Keys typed for the screen and not read are discarded, so
+/// they do not reach the shell as a command line (output is kept).
 pub fn restore() {
     if let Some(t) = found().take() {
+        // SAFETY: tcflush only discards the terminal's pending input.
+        unsafe { libc::tcflush(FD, libc::TCIFLUSH) };
         set(&t);
     }
 }
@@ -116,6 +122,8 @@ mod tests {
         assert_ne!(q.c_lflag & libc::ISIG, 0, "Ctrl-C still interrupts");
         assert_ne!(q.c_lflag & libc::NOFLSH, 0, "a signal flushes nothing");
         assert_eq!(q.c_iflag & libc::ICRNL, 0, "Enter stays Enter");
+        assert_eq!(q.c_iflag & libc::IXON, 0, "Ctrl-S freezes nothing");
+        assert_eq!(q.c_cc[libc::VQUIT], 0, "Ctrl-\\ quits nothing");
         assert_eq!(q.c_oflag, t.c_oflag, "output processing untouched");
         assert_eq!(q.c_cc[libc::VMIN], 1);
     }
