@@ -56,7 +56,6 @@ fn main() {
         let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
         let rows = count("SELECT COUNT(*) FROM requests");
         let events = count("SELECT COUNT(*) FROM events");
-        let page: i64 = count("PRAGMA page_size");
         println!("== {n} requests ({events} events)");
         println!(
             "database {:.1} MiB: {:.0} bytes per request",
@@ -80,15 +79,8 @@ fn main() {
                 );
             }
         }
-        let _ = page;
         let now = T0 + 90 * DAY;
-        let filter = dshq::store::HistoryFilter {
-            agent: Some("agent-42".into()),
-            since: Some(now - 30 * DAY),
-            until: Some(now - 23 * DAY),
-            limit: Some(100),
-            ..Default::default()
-        };
+        let filter = fixture::history_filter(now);
         let t = median(21, || {
             history::history(&conn, &filter, now).unwrap();
         });

@@ -143,13 +143,7 @@ fn audit_queries(c: &mut Criterion) {
         let path = fixture(n);
         let conn = open_ro(&path);
         let now = T0 + 90 * DAY;
-        let filter = dshq::store::HistoryFilter {
-            agent: Some("agent-42".into()),
-            since: Some(now - 30 * DAY),
-            until: Some(now - 23 * DAY),
-            limit: Some(100),
-            ..Default::default()
-        };
+        let filter = fixture::history_filter(now);
         let rows = history::history(&conn, &filter, now).unwrap();
         eprintln!(
             "history(agent, 7-day window, limit 100) on {n}: {} rows",

@@ -41,6 +41,18 @@ pub fn answer(label: &str) -> Answer {
     }
 }
 
+/// The `history` query both benches time: one agent's requests in a 7-day window a month
+/// before `now`, at most 100 rows.
+pub fn history_filter(now: Millis) -> dshq::store::HistoryFilter {
+    dshq::store::HistoryFilter {
+        agent: Some("agent-42".into()),
+        since: Some(now - 30 * DAY),
+        until: Some(now - 23 * DAY),
+        limit: Some(100),
+        ..Default::default()
+    }
+}
+
 pub fn fixture_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
