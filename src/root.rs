@@ -224,18 +224,28 @@ impl Root {
     /// Refuse a root that someone other than this user (or root) could change: see the
     /// module documentation. Paths that do not exist yet are skipped.
     pub fn check_trusted(&self) -> Result<()> {
+        self.check_layout().map(|_| ())
+    }
+
+    /// [`Root::check_trusted`], returning which of the layout's directories exist (in the
+    /// order of [`Root::layout`]).
+    fn check_layout(&self) -> Result<[bool; 10]> {
         let euid = current_euid();
-        for d in self.layout() {
-            check_path(&d, euid, true)?;
+        let mut exists = [false; 10];
+        for (seen, d) in exists.iter_mut().zip(self.layout()) {
+            *seen = check_path(&d, euid, true)?;
         }
-        check_path(&self.db(), euid, false)
+        check_path(&self.db(), euid, false)?;
+        Ok(exists)
     }
 
     /// Create every directory of the layout, owner-only, after checking that what exists
-    /// is trusted ([`Root::check_trusted`]).
+    /// is trusted ([`Root::check_trusted`]). A directory the check found is not created
+    /// again: every command opens the store through here, and a complete root costs one
+    /// `lstat` a path.
     pub fn ensure_layout(&self) -> Result<()> {
-        self.check_trusted()?;
-        for d in self.layout() {
+        let exists = self.check_layout()?;
+        for (d, _) in self.layout().into_iter().zip(exists).filter(|(_, e)| !e) {
             match fs::DirBuilder::new().mode(0o700).create(&d) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -295,7 +305,9 @@ impl Root {
             match check_path(&d, euid, true) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::PermissionDenied => {}
-                other => other?,
+                other => {
+                    other?;
+                }
             }
         }
         check_path(&self.db(), euid, false)?;
@@ -320,12 +332,13 @@ fn unsafe_root(path: &Path, why: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Check one path of the root: see the module documentation.
-fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<()> {
+/// Check one path of the root: see the module documentation. `Ok(true)` when it exists
+/// (and passed), `Ok(false)` when it does not.
+fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<bool> {
     let trusted_owner = |uid: u32| uid == euid || uid == 0;
     let link = match fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io(path, e)),
     };
     if link.file_type().is_symlink() && !trusted_owner(link.uid()) {
@@ -334,11 +347,16 @@ fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<()> {
             format_args!("is a symlink owned by uid {}", link.uid()),
         ));
     }
-    let m = match fs::metadata(path) {
-        Ok(m) => m,
-        // A dangling symlink of ours: creating the layout reports it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(path, e)),
+    // Only a symlink needs a second look, at what it points to.
+    let m = if link.file_type().is_symlink() {
+        match fs::metadata(path) {
+            Ok(m) => m,
+            // A dangling symlink of ours: creating the layout reports it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    } else {
+        link
     };
     if want_dir && !m.is_dir() {
         return Err(unsafe_root(path, "is not a directory"));
@@ -361,7 +379,7 @@ fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Make every file and directory this process creates owner-only.
