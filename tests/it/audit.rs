@@ -2162,8 +2162,9 @@ fn deleting_the_newest_events_breaks_the_audit() {
 /// write access to the database file can.
 fn drop_record_triggers(conn: &rusqlite::Connection) {
     conn.execute_batch(
-        "DROP TRIGGER IF EXISTS requests_record_fixed; DROP TRIGGER IF EXISTS requests_no_delete;
-         DROP TRIGGER IF EXISTS questions_record_fixed; DROP TRIGGER IF EXISTS questions_no_delete;",
+        "DROP TRIGGER IF EXISTS requests_record_fixed; DROP TRIGGER IF EXISTS requests_final_fixed;
+         DROP TRIGGER IF EXISTS requests_no_delete; DROP TRIGGER IF EXISTS questions_record_fixed;
+         DROP TRIGGER IF EXISTS questions_answer_fixed; DROP TRIGGER IF EXISTS questions_no_delete;",
     )
     .unwrap();
 }
@@ -2211,6 +2212,20 @@ fn the_record_triggers_refuse_in_place_edits() {
         "UPDATE questions SET question = 'DROP it?'",
         "UPDATE questions SET selected = '[\"SQLite\"]' WHERE selected IS NOT NULL",
         "DELETE FROM questions",
+        // Since schema v8 each trigger guards the columns it names: every column of each
+        // group is still refused, alone or beside one that may change.
+        "UPDATE requests SET error_message = 'forged' WHERE id = 's2'",
+        "UPDATE requests SET error_code = 'ASK_ABORTED' WHERE id = 's2'",
+        "UPDATE requests SET finished_ms = finished_ms + 1 WHERE id = 's1'",
+        "UPDATE requests SET decision = 'approved' WHERE id = 's1'",
+        "UPDATE requests SET claimed_lease = NULL, outbox_pending = 0 WHERE id = 's1'",
+        "UPDATE requests SET context = 'ops', outbox_pending = 0 WHERE id = 's1'",
+        "UPDATE requests SET created_ms = 0 WHERE id = 's2'",
+        "UPDATE requests SET seq = seq + 100 WHERE id = 's2'",
+        "UPDATE questions SET custom = 'forged' WHERE selected IS NOT NULL",
+        "UPDATE questions SET decision = 'declined' WHERE selected IS NOT NULL",
+        "UPDATE questions SET options = '[]' WHERE selected IS NULL",
+        "UPDATE questions SET idx = idx + 5",
     ] {
         let e = conn.execute(sql, []).unwrap_err();
         assert!(e.to_string().contains("record"), "{sql}: {e}");
@@ -2219,6 +2234,21 @@ fn the_record_triggers_refuse_in_place_edits() {
     conn.execute("UPDATE requests SET outbox_pending = 0 WHERE id = 's1'", [])
         .unwrap();
     assert_verifies(&env);
+    // What an open request may change still changes: a pending request is claimed and
+    // its question answered, with the columns the split triggers name.
+    env.ask(&simple_request("s3")).ok();
+    conn.execute(
+        "UPDATE requests SET status = 'cancelled', finished_ms = 1, error_code = 'ASK_CANCELLED',
+                             error_message = 'by hand' WHERE id = 's3'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE questions SET selected = '[]', custom = 'x' WHERE selected IS NULL
+           AND request_seq = (SELECT seq FROM requests WHERE id = 's3')",
+        [],
+    )
+    .unwrap();
 }
 
 #[test]

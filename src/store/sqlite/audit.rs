@@ -219,8 +219,9 @@ mod tests {
         for (sql, id, what) in cases {
             let conn = store();
             conn.execute_batch(
-                "DROP TRIGGER requests_record_fixed; DROP TRIGGER requests_no_delete;
-                 DROP TRIGGER questions_record_fixed; DROP TRIGGER questions_no_delete;",
+                "DROP TRIGGER requests_record_fixed; DROP TRIGGER requests_final_fixed;
+                 DROP TRIGGER requests_no_delete; DROP TRIGGER questions_record_fixed;
+                 DROP TRIGGER questions_answer_fixed; DROP TRIGGER questions_no_delete;",
             )
             .unwrap();
             conn.execute(sql, []).unwrap();

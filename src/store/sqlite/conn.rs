@@ -57,6 +57,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0007_fewer_index_writes",
         include_str!("../../../migrations/sqlite/0007_fewer_index_writes.sql"),
     ),
+    (
+        8,
+        "0008_record_triggers_by_column",
+        include_str!("../../../migrations/sqlite/0008_record_triggers_by_column.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -221,10 +221,11 @@ fn migration_version_is_recorded() {
             (4, "0004_rejections_by_source".to_string()),
             (5, "0005_web_tokens".to_string()),
             (6, "0006_prune".to_string()),
-            (7, "0007_fewer_index_writes".to_string())
+            (7, "0007_fewer_index_writes".to_string()),
+            (8, "0008_record_triggers_by_column".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 7);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 8);
 }
 
 #[test]
@@ -321,7 +322,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 7
+                known: 8
             }
         ),
         "{e:?}"
@@ -375,7 +376,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 7
+                known: 8
             }
         ),
         "{e:?}"
