@@ -9,6 +9,9 @@ use dshq::Error;
 fn main() {
     dshq::root::restrict_umask();
     let (cli, answer_matches) = dshq::cli::parse();
+    if cli.command.prints_to_a_reader() {
+        dshq::cli::default_sigpipe();
+    }
     // The daemon logs a line per request by default; other commands only warnings.
     let default_level = match cli.command {
         dshq::cli::Command::Daemon(_) => "info",

@@ -248,6 +248,41 @@ fn usage_exit(e: clap::Error) -> ! {
     e.exit()
 }
 
+impl Command {
+    /// Whether this command only reads and prints, so that a reader that goes away (`dshq
+    /// list | head`) should end it the Unix way, by SIGPIPE, rather than with a panic on
+    /// the failed write. Commands that serve (the daemon, MCP), hold a lease (answer,
+    /// claim, provider) or write the store keep SIGPIPE ignored, as Rust sets it, and see
+    /// a closed pipe as an error they handle.
+    pub fn prints_to_a_reader(&self) -> bool {
+        matches!(
+            self,
+            Command::List(_)
+                | Command::Show(_)
+                | Command::Watch(_)
+                | Command::History(_)
+                | Command::Events(_)
+                | Command::Stats(_)
+                | Command::Audit(_)
+                | Command::Export(_)
+                | Command::Validate(_)
+                | Command::Schema(_)
+                | Command::Completions(_)
+                | Command::Man
+        )
+    }
+}
+
+/// Restore SIGPIPE's default action (the process ends when it writes to a pipe nobody
+/// reads), for the commands of [`Command::prints_to_a_reader`].
+pub fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions; it runs
+    // before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
 /// carry the order of its flags).
 pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {

@@ -1533,3 +1533,52 @@ fn wait_returns_promptly_when_another_process_answers() {
     assert_error_outcome(&doc, "wt2", "ASK_CANCELLED");
     assert_eq!(doc, env.outcome("wt2").unwrap());
 }
+
+/// A stdout whose reader is already gone: the write end of a pipe with its read end closed.
+fn closed_pipe() -> Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills the two descriptors it creates; each is owned exactly once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both descriptors were just created by pipe and are not used elsewhere.
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    Stdio::from(writer)
+}
+
+#[test]
+fn a_reading_command_whose_reader_went_away_ends_quietly_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    for i in 0..3 {
+        env.ask(&simple_request(&format!("pipe{i}"))).ok();
+    }
+    // `dshq list | head -0`: the first write fails. It used to panic ("failed printing to
+    // stdout: Broken pipe") with a backtrace on stderr and exit 101.
+    for args in [&["list"][..], &["--json", "list"], &["export"]] {
+        let out = env
+            .command()
+            .args(args)
+            .stdout(closed_pipe())
+            .output()
+            .expect("run dshq");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+    }
+    // A command that writes the store keeps SIGPIPE ignored: the answer is committed and
+    // the closed pipe is only an error on the way out, never a death halfway through.
+    let out = env
+        .command()
+        .args(["answer", "pipe0", "--select", "Postgres"])
+        .stdout(closed_pipe())
+        .output()
+        .expect("run dshq");
+    assert_eq!(out.status.signal(), None, "{:?}", out.status);
+    assert_eq!(status_of(&env, "pipe0"), "answered");
+}
