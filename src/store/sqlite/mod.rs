@@ -27,7 +27,8 @@ pub mod tokens;
 mod tests;
 
 pub use conn::{
-    migrate, open, open_in_memory, open_read, schema_version, sweep, sweep_if_due, view_at, write,
-    write_clocked, write_no_sweep, write_now, BUSY_TIMEOUT, MIGRATIONS,
+    lock_retry_pause, migrate, open, open_in_memory, open_read, schema_version, sweep,
+    sweep_if_due, view_at, write, write_clocked, write_no_sweep, write_now, BUSY_TIMEOUT,
+    MIGRATIONS,
 };
 pub use store::{Clock, SqliteStore};

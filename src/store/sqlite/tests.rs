@@ -332,6 +332,43 @@ fn newer_schema_is_refused() {
 }
 
 #[test]
+fn a_write_waits_for_another_connections_lock_and_then_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dshq.db");
+    let mut conn = super::open(&path).unwrap();
+    // Another process's transaction holds the write lock until told to commit.
+    let holder = super::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let releaser = std::thread::spawn(move || {
+        rx.recv().unwrap();
+        holder.execute_batch("COMMIT").unwrap();
+    });
+    // The write starts while the lock is held (its busy handler is retrying) and commits
+    // once the other transaction ends; a handler that gave up would make this a STORE error.
+    let writer = std::thread::spawn(move || {
+        accept(&mut conn, simple("waited", "default"), T0).map(|_| conn)
+    });
+    let busy = std::time::Instant::now();
+    while busy.elapsed() < std::time::Duration::from_millis(30) && !writer.is_finished() {
+        std::thread::yield_now();
+    }
+    assert!(!writer.is_finished(), "the write did not wait for the lock");
+    tx.send(()).unwrap();
+    releaser.join().unwrap();
+    let conn = writer
+        .join()
+        .unwrap()
+        .expect("the write commits after the wait");
+    assert_eq!(get(&conn, "waited").status, Status::Pending);
+    // The pauses start well under SQLite's own first 1 ms and never shrink.
+    assert!(super::lock_retry_pause(0) < std::time::Duration::from_millis(1));
+    for t in 1..5000 {
+        assert!(super::lock_retry_pause(t) >= super::lock_retry_pause(t - 1));
+    }
+}
+
+#[test]
 fn file_database_pragmas_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dshq.db");
@@ -349,10 +386,6 @@ fn file_database_pragmas_and_reopen() {
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
-        let busy: i64 = conn
-            .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(busy, super::BUSY_TIMEOUT.as_millis() as i64);
         accept(&mut conn, simple("persisted", "default"), T0).unwrap();
     }
     // Reopening migrates nothing and keeps the data.
