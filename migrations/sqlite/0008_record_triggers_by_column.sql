@@ -14,9 +14,13 @@
 DROP TRIGGER requests_record_fixed;
 DROP TRIGGER questions_record_fixed;
 
+-- `seq` is the table's rowid, which an UPDATE can also set as `rowid`, `oid` or `_rowid_`:
+-- SQLite matches the names an UPDATE sets against this list as written, so the aliases are
+-- listed too (it does not check a trigger's column names against the table).
 CREATE TRIGGER requests_record_fixed
-BEFORE UPDATE OF seq, id, context, agent_id, agent_instance, agent_lineage, body, source,
-                 require_provider, deadline_ms, created_ms ON requests
+BEFORE UPDATE OF seq, rowid, oid, _rowid_, id, context, agent_id, agent_instance,
+                 agent_lineage, body, source, require_provider, deadline_ms, created_ms
+ON requests
 WHEN NEW.seq IS NOT OLD.seq OR NEW.id IS NOT OLD.id OR NEW.context IS NOT OLD.context
   OR NEW.agent_id IS NOT OLD.agent_id OR NEW.agent_instance IS NOT OLD.agent_instance
   OR NEW.agent_lineage IS NOT OLD.agent_lineage OR NEW.body IS NOT OLD.body
