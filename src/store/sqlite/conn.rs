@@ -83,21 +83,28 @@ pub fn lock_retry_pause(tries: i32) -> Duration {
 }
 
 std::thread_local! {
-    /// When this thread's current wait for a lock began (SQLite calls the busy handler on
-    /// the thread that runs the statement, with the try count from 0 for each wait).
-    static WAIT_BEGAN: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    /// When this thread's current wait for a lock began, and when the busy handler was last
+    /// called (SQLite calls it on the thread that runs the statement).
+    static WAIT: std::cell::Cell<Option<(std::time::Instant, std::time::Instant)>> = const { std::cell::Cell::new(None) };
 }
+
+/// A call of the busy handler this long after the previous one starts a new wait, whatever
+/// its try count: SQLite resets the count when a statement starts, not when a prepare
+/// that reads the schema meets a lock, so a count left from an earlier wait can arrive.
+/// Calls within one wait are at most one pause (10 ms) and one try apart.
+const NEW_WAIT_AFTER: Duration = Duration::from_secs(1);
 
 /// The busy handler of every connection: pause by [`lock_retry_pause`] and try again, until
 /// [`BUSY_TIMEOUT`] has passed since the wait began (then SQLite returns `SQLITE_BUSY`).
 fn wait_for_lock(tries: i32) -> bool {
     let now = std::time::Instant::now();
-    let began = WAIT_BEGAN.with(|b| match (tries, b.get()) {
-        (1.., Some(t)) => t,
-        _ => {
-            b.set(Some(now));
-            now
-        }
+    let began = WAIT.with(|w| {
+        let began = match w.get() {
+            Some((began, last)) if tries > 0 && now.duration_since(last) < NEW_WAIT_AFTER => began,
+            _ => now,
+        };
+        w.set(Some((began, now)));
+        began
     });
     if now.duration_since(began) >= BUSY_TIMEOUT {
         return false;
