@@ -9,7 +9,7 @@ use dshq::Error;
 fn main() {
     dshq::root::restrict_umask();
     let (cli, answer_matches) = dshq::cli::parse();
-    if cli.command.prints_to_a_reader() {
+    if cli.sigpipe_may_end_it() {
         dshq::cli::default_sigpipe();
     }
     // The daemon logs a line per request by default; other commands only warnings.

@@ -273,8 +273,23 @@ impl Command {
     }
 }
 
+impl Cli {
+    /// Whether a reader that goes away may end this run by SIGPIPE: a command that only
+    /// reads and prints ([`Command::prints_to_a_reader`]) on the SQLite store. A
+    /// PostgreSQL store talks to its server over a socket that a signal's default action
+    /// would also cover (a server that hung up must be a `STORE` error, not a silent death),
+    /// so there SIGPIPE stays ignored.
+    pub fn sigpipe_may_end_it(&self) -> bool {
+        self.command.prints_to_a_reader()
+            && matches!(
+                crate::root::Backend::parse(self.store.as_deref()),
+                Ok(crate::root::Backend::Sqlite)
+            )
+    }
+}
+
 /// Restore SIGPIPE's default action (the process ends when it writes to a pipe nobody
-/// reads), for the commands of [`Command::prints_to_a_reader`].
+/// reads), for the runs of [`Cli::sigpipe_may_end_it`].
 pub fn default_sigpipe() {
     // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions; it runs
     // before any thread is started.
