@@ -224,19 +224,21 @@ impl Root {
     /// Refuse a root that someone other than this user (or root) could change: see the
     /// module documentation. Paths that do not exist yet are skipped.
     pub fn check_trusted(&self) -> Result<()> {
-        self.check_layout().map(|_| ())
+        self.missing_dirs().map(|_| ())
     }
 
-    /// [`Root::check_trusted`], returning which of the layout's directories exist (in the
-    /// order of [`Root::layout`]).
-    fn check_layout(&self) -> Result<[bool; 10]> {
+    /// [`Root::check_trusted`], returning the layout's directories that do not exist yet
+    /// (parents first).
+    fn missing_dirs(&self) -> Result<Vec<PathBuf>> {
         let euid = current_euid();
-        let mut exists = [false; 10];
-        for (seen, d) in exists.iter_mut().zip(self.layout()) {
-            *seen = check_path(&d, euid, true)?;
+        let mut missing = Vec::new();
+        for d in self.layout() {
+            if !check_path(&d, euid, true)? {
+                missing.push(d);
+            }
         }
         check_path(&self.db(), euid, false)?;
-        Ok(exists)
+        Ok(missing)
     }
 
     /// Create every directory of the layout, owner-only, after checking that what exists
@@ -244,8 +246,7 @@ impl Root {
     /// again: every command opens the store through here, and a complete root costs one
     /// `lstat` a path.
     pub fn ensure_layout(&self) -> Result<()> {
-        let exists = self.check_layout()?;
-        for (d, _) in self.layout().into_iter().zip(exists).filter(|(_, e)| !e) {
+        for d in self.missing_dirs()? {
             match fs::DirBuilder::new().mode(0o700).create(&d) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
