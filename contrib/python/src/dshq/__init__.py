@@ -1,0 +1,44 @@
+"""dshq for Python: ask a human through dshq, the durable human-question queue.
+
+    import dshq
+    client = dshq.Client(root="/var/lib/dshq")      # or Client(url=..., token=...)
+    result = client.ask([dshq.Question("db", "Which database?", options=["Postgres", "SQLite"])],
+                        key="pick-db")
+    result["db"].selected                            # ['Postgres']
+
+``ask`` blocks for the outcome; ``ask_nowait`` returns a :class:`Ticket` for ``wait``,
+``wait_any`` and ``abort``; :class:`AsyncClient` has the same as coroutines;
+:func:`requires_approval` asks a plan review before a function runs; ``dshq.langgraph``
+interrupts a LangGraph graph until the answer resumes it. Every stable error code is its
+own exception class (``dshq.AskCancelled``, ``dshq.BadRequest``, ...).
+"""
+
+from ._digest import canonical, id_for_key, request_digest
+from .approval import requires_approval
+from .client import AsyncClient, Client, result_of
+from .errors import *  # noqa: F401,F403 (one class per code)
+from .errors import CODES, DshqError, PlanDeclined, error_class
+from .types import AnswerItem, Answered, Option, PlanReview, Question, Ticket, build_request
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnswerItem",
+    "Answered",
+    "AsyncClient",
+    "CODES",
+    "Client",
+    "DshqError",
+    "Option",
+    "PlanDeclined",
+    "PlanReview",
+    "Question",
+    "Ticket",
+    "build_request",
+    "canonical",
+    "error_class",
+    "id_for_key",
+    "request_digest",
+    "requires_approval",
+    "result_of",
+] + [c.__name__ for c in errors._ALL] + ["Expired", "Aborted", "Cancelled"]  # noqa: F405

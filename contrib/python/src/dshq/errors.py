@@ -1,0 +1,309 @@
+"""One exception class per stable dshq error code.
+
+dshq's error codes (``docs/protocol.md``) are its API for programs: every code is a class
+here, a subclass of :class:`DshqError`, so an agent catches exactly the failures it can act
+on (``except dshq.AskCancelled``) and lets the others through. ``CODES`` is the list the
+tests compare with the daemon's own schema, so a code added to dshq cannot be missing here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple, Type
+
+__all__ = [
+    "DshqError",
+    "CODES",
+    "error_class",
+    "error_from",
+    "Expired",
+    "Aborted",
+    "Cancelled",
+    "PlanDeclined",
+    "BadRequest",
+    "AskAborted",
+    "EmptyQuestions",
+    "CallerNotLive",
+    "DelegatedCaller",
+    "BadIntent",
+    "NoProvider",
+    "DuplicateId",
+    "BadAnswer",
+    "AskCancelled",
+    "DuplicateProvider",
+    "LeaseExpired",
+    "NotFound",
+    "RequestFinal",
+    "ClaimedElsewhere",
+    "WrongContext",
+    "WaitTimeout",
+    "AuditBroken",
+    "DaemonRunning",
+    "UnsafeRoot",
+    "Usage",
+    "Store",
+    "Io",
+    "Unauthorized",
+    "Forbidden",
+    "TooLarge",
+]
+
+
+class DshqError(Exception):
+    """A dshq error: ``code`` (stable, e.g. ``"BAD_REQUEST"``) and ``message`` (for people).
+
+    ``request_id`` names the request it is about when there is one, and ``outcome`` holds the
+    outcome document when the error is how a request ended (cancelled, aborted).
+    """
+
+    code: str = ""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: Optional[str] = None,
+        request_id: Optional[str] = None,
+        outcome: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.outcome = dict(outcome) if outcome is not None else None
+
+    def __str__(self) -> str:
+        return "%s: %s" % (self.code, self.message)
+
+
+# One class per code, in dshq's own order (src/protocol/error.rs).
+
+class BadRequest(DshqError):
+    """``BAD_REQUEST``: Malformed input: not JSON, wrong type, unknown or missing field, bad id, size."""
+
+    code = "BAD_REQUEST"
+
+
+class AskAborted(DshqError):
+    """``ASK_ABORTED``: The request was aborted by the asker, or its deadline passed."""
+
+    code = "ASK_ABORTED"
+
+
+class EmptyQuestions(DshqError):
+    """``EMPTY_QUESTIONS``: The request has no questions."""
+
+    code = "EMPTY_QUESTIONS"
+
+
+class CallerNotLive(DshqError):
+    """``CALLER_NOT_LIVE``: The asking agent is not a live registry instance."""
+
+    code = "CALLER_NOT_LIVE"
+
+
+class DelegatedCaller(DshqError):
+    """``DELEGATED_CALLER``: The asking agent is owned by another agent (it has no human answerer)."""
+
+    code = "DELEGATED_CALLER"
+
+
+class BadIntent(DshqError):
+    """``BAD_INTENT``: An intent that names no option of its question, or that has no detail."""
+
+    code = "BAD_INTENT"
+
+
+class NoProvider(DshqError):
+    """``NO_PROVIDER``: requireProvider was set and no provider lease is live in the context."""
+
+    code = "NO_PROVIDER"
+
+
+class DuplicateId(DshqError):
+    """``DUPLICATE_ID``: The request id exists already with different content."""
+
+    code = "DUPLICATE_ID"
+
+
+class BadAnswer(DshqError):
+    """``BAD_ANSWER``: An answer that breaks one of the answer rules."""
+
+    code = "BAD_ANSWER"
+
+
+class AskCancelled(DshqError):
+    """``ASK_CANCELLED``: The human (provider side) cancelled the request."""
+
+    code = "ASK_CANCELLED"
+
+
+class DuplicateProvider(DshqError):
+    """``DUPLICATE_PROVIDER``: A live provider lease already exists in the context."""
+
+    code = "DUPLICATE_PROVIDER"
+
+
+class LeaseExpired(DshqError):
+    """``LEASE_EXPIRED``: The lease is not the live one of its context."""
+
+    code = "LEASE_EXPIRED"
+
+
+class NotFound(DshqError):
+    """``NOT_FOUND``: No request (or agent) with that id."""
+
+    code = "NOT_FOUND"
+
+
+class RequestFinal(DshqError):
+    """``REQUEST_FINAL``: The request is already in a final state."""
+
+    code = "REQUEST_FINAL"
+
+
+class ClaimedElsewhere(DshqError):
+    """``CLAIMED_ELSEWHERE``: The request is claimed by another lease."""
+
+    code = "CLAIMED_ELSEWHERE"
+
+
+class WrongContext(DshqError):
+    """``WRONG_CONTEXT``: The lease answers for another context than the request's."""
+
+    code = "WRONG_CONTEXT"
+
+
+class WaitTimeout(DshqError):
+    """``WAIT_TIMEOUT``: Waiting for an outcome ran past its timeout."""
+
+    code = "WAIT_TIMEOUT"
+
+
+class AuditBroken(DshqError):
+    """``AUDIT_BROKEN``: The event log's hash chain does not verify."""
+
+    code = "AUDIT_BROKEN"
+
+
+class DaemonRunning(DshqError):
+    """``DAEMON_RUNNING``: Another daemon already runs on this state root."""
+
+    code = "DAEMON_RUNNING"
+
+
+class UnsafeRoot(DshqError):
+    """``UNSAFE_ROOT``: The state root can be changed by someone other than its user."""
+
+    code = "UNSAFE_ROOT"
+
+
+class Usage(DshqError):
+    """``USAGE``: Bad flags, or a command that needs a terminal ran without one."""
+
+    code = "USAGE"
+
+
+class Store(DshqError):
+    """``STORE``: The database failed."""
+
+    code = "STORE"
+
+
+class Io(DshqError):
+    """``IO``: A file-system or network operation failed."""
+
+    code = "IO"
+
+
+class Unauthorized(DshqError):
+    """``UNAUTHORIZED``: An HTTP call without a valid bearer token."""
+
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(DshqError):
+    """``FORBIDDEN``: An HTTP call whose token's role or context may not take that action."""
+
+    code = "FORBIDDEN"
+
+
+class TooLarge(DshqError):
+    """``TOO_LARGE``: An HTTP request body over the size limit."""
+
+    code = "TOO_LARGE"
+
+
+_ALL: Tuple[Type[DshqError], ...] = (
+    BadRequest,
+    AskAborted,
+    EmptyQuestions,
+    CallerNotLive,
+    DelegatedCaller,
+    BadIntent,
+    NoProvider,
+    DuplicateId,
+    BadAnswer,
+    AskCancelled,
+    DuplicateProvider,
+    LeaseExpired,
+    NotFound,
+    RequestFinal,
+    ClaimedElsewhere,
+    WrongContext,
+    WaitTimeout,
+    AuditBroken,
+    DaemonRunning,
+    UnsafeRoot,
+    Usage,
+    Store,
+    Io,
+    Unauthorized,
+    Forbidden,
+    TooLarge,
+)
+
+#: Every stable code dshq reports, in its own order.
+CODES: Tuple[str, ...] = tuple(c.code for c in _ALL)
+
+_BY_CODE: Dict[str, Type[DshqError]] = {c.code: c for c in _ALL}
+
+
+class Expired(AskAborted):
+    """``ASK_ABORTED`` because the request's deadline (or timeout) passed, not the asker.
+
+    A subclass of :class:`AskAborted`, so ``except dshq.AskAborted`` catches both.
+    """
+
+
+#: Short names for the two ways a request ends without an answer.
+Aborted = AskAborted
+Cancelled = AskCancelled
+
+
+class PlanDeclined(Exception):
+    """A plan review (``requires_approval``) ended declined: ``feedback`` is the reviewer's."""
+
+    def __init__(self, feedback: Optional[str], result: Any = None) -> None:
+        super().__init__(feedback or "the reviewer declined the plan")
+        self.feedback = feedback
+        self.result = result
+
+
+def error_class(code: str) -> Type[DshqError]:
+    """The class of ``code``; an unknown code (a newer dshq) gets :class:`DshqError`."""
+    return _BY_CODE.get(code, DshqError)
+
+
+def error_from(
+    doc: Mapping[str, Any],
+    *,
+    request_id: Optional[str] = None,
+    outcome: Optional[Mapping[str, Any]] = None,
+    expired: bool = False,
+) -> DshqError:
+    """The exception for a ``UserQuestionError`` document ``{name, code, message}``."""
+    code = str(doc.get("code") or "")
+    message = str(doc.get("message") or code)
+    cls: Type[DshqError] = Expired if expired and code == "ASK_ABORTED" else error_class(code)
+    return cls(message, code=code or None, request_id=request_id, outcome=outcome)

@@ -1,0 +1,273 @@
+"""The vocabulary as Python types: what an agent asks and what it gets back.
+
+Field names follow dshq's JSON vocabulary (``docs/protocol.md``, section 2); ``to_json``
+writes exactly that JSON, so anything the daemon accepts can be written with these types,
+and a plain ``dict`` works wherever a type does.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from ._digest import id_for_key, request_digest
+
+__all__ = [
+    "Option",
+    "Question",
+    "PlanReview",
+    "Ticket",
+    "AnswerItem",
+    "Answered",
+    "build_request",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice: ``label`` is shown to the human and returned as the value."""
+
+    label: str
+    description: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"label": self.label}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+OptionLike = Union[Option, str, Mapping[str, Any]]
+
+
+def _option_json(o: OptionLike) -> Dict[str, Any]:
+    if isinstance(o, Option):
+        return o.to_json()
+    if isinstance(o, str):
+        return {"label": o}
+    return dict(o)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question. ``options`` may be labels, :class:`Option` values or dicts; none means
+    free text only. ``detail`` is supporting text (for a plan review: the plan)."""
+
+    id: str
+    question: str
+    options: Optional[Sequence[OptionLike]] = None
+    multi_select: bool = False
+    header: Optional[str] = None
+    detail: Optional[str] = None
+    intent: Optional[Mapping[str, Any]] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"id": self.id, "question": self.question}
+        if self.header is not None:
+            out["header"] = self.header
+        if self.detail is not None:
+            out["detail"] = self.detail
+        if self.options is not None:
+            out["options"] = [_option_json(o) for o in self.options]
+        if self.multi_select:
+            out["multiSelect"] = True
+        if self.intent is not None:
+            out["intent"] = dict(self.intent)
+        return out
+
+
+def PlanReview(
+    plan: str,
+    *,
+    id: str = "plan",
+    question: str = "Approve this plan?",
+    approve: str = "Approve",
+    decline: str = "Decline",
+    header: Optional[str] = None,
+) -> Question:
+    """A plan-review question: the plan as ``detail``, two options, and the intent that
+    makes dshq record the decision (approved exactly when ``approve`` alone is selected)."""
+    return Question(
+        id=id,
+        question=question,
+        detail=plan,
+        header=header,
+        options=[approve, decline],
+        intent={"kind": "plan-review", "approve": approve},
+    )
+
+
+QuestionLike = Union[Question, Mapping[str, Any]]
+
+
+def build_request(
+    questions: Union[Sequence[QuestionLike], Mapping[str, Any]],
+    *,
+    id: Optional[str] = None,
+    key: Optional[str] = None,
+    context: Optional[str] = None,
+    timeout: Optional[str] = None,
+    deadline: Optional[str] = None,
+    require_provider: Optional[bool] = None,
+    meta: Optional[Mapping[str, Any]] = None,
+    agent: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """The request document: ``questions`` is a list of questions or a whole request dict.
+
+    The id is ``id``, else the one derived from ``key`` (see :func:`dshq.id_for_key`), else
+    the document's own; one of them is required, since a request without an id could never
+    be found again after a restart.
+    """
+    if isinstance(questions, Mapping):
+        doc: Dict[str, Any] = dict(questions)
+    else:
+        doc = {"questions": [q.to_json() if isinstance(q, Question) else dict(q) for q in questions]}
+    for name, value in (
+        ("context", context),
+        ("timeout", timeout),
+        ("deadline", deadline),
+        ("requireProvider", require_provider),
+        ("meta", dict(meta) if meta is not None else None),
+        ("agent", dict(agent) if agent is not None else None),
+    ):
+        if value is not None:
+            doc[name] = value
+    wanted = id if id is not None else (id_for_key(key) if key is not None else None)
+    if wanted is not None:
+        if doc.get("id") not in (None, wanted):
+            raise ValueError("the request's id %r is not %r" % (doc["id"], wanted))
+        doc["id"] = wanted
+    if not doc.get("id"):
+        raise ValueError("a request needs an id or a key (so that it can be found again)")
+    return doc
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A request that was asked: its ``id`` and the ``digest`` of what was asked.
+
+    ``str(ticket)`` is the id. ``wait()`` takes the outcome under the id only when its
+    ``requestDigest`` is this digest; a ticket made from a bare id (``Ticket(id)``) takes
+    whatever outcome the id has.
+    """
+
+    id: str
+    digest: Optional[str] = None
+    #: The inbox file name the file transport dropped (its rejection would be
+    #: ``rejected/NAME.error.json``); None over HTTP.
+    name: Optional[str] = None
+    #: The request document, kept to tell an expiry from an abort.
+    request: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.id
+
+    @staticmethod
+    def of(x: Union["Ticket", str]) -> "Ticket":
+        """``x`` as a ticket (a bare id becomes one without a digest)."""
+        return x if isinstance(x, Ticket) else Ticket(str(x))
+
+    @staticmethod
+    def for_request(doc: Mapping[str, Any], name: Optional[str] = None) -> "Ticket":
+        """The ticket of request document ``doc``."""
+        return Ticket(str(doc["id"]), request_digest(doc), name, doc)
+
+
+@dataclass(frozen=True)
+class AnswerItem:
+    """The answer to one question: the labels ``selected`` and the free text ``custom``."""
+
+    id: str
+    selected: List[str]
+    custom: Optional[str] = None
+
+    @property
+    def skipped(self) -> bool:
+        """Whether the human skipped this question (nothing selected, no text)."""
+        return not self.selected and self.custom is None
+
+    @property
+    def value(self) -> Optional[str]:
+        """One string for the answer: the custom text, else the labels joined by ", "."""
+        if self.custom is not None and not self.selected:
+            return self.custom
+        parts = list(self.selected) + ([self.custom] if self.custom is not None else [])
+        return ", ".join(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A request that was answered: the answers by question id, and the plan decision.
+
+    ``result["db"]`` is the :class:`AnswerItem` of question ``db``. ``decision`` is
+    ``"approved"`` or ``"declined"`` for a single plan-review question, else None.
+    """
+
+    id: str
+    answers: Dict[str, AnswerItem]
+    decision: Optional[str]
+    provider: Optional[str]
+    digest: Optional[str]
+    outcome: Dict[str, Any] = field(compare=False, repr=False)
+
+    def __getitem__(self, question_id: str) -> AnswerItem:
+        return self.answers[question_id]
+
+    @property
+    def approved(self) -> bool:
+        """Whether a plan review was approved."""
+        return self.decision == "approved"
+
+    @staticmethod
+    def from_outcome(outcome: Mapping[str, Any]) -> "Answered":
+        """The typed form of an ``answered`` outcome document."""
+        items = (outcome.get("answer") or {}).get("answers") or []
+        answers = {
+            str(i["id"]): AnswerItem(str(i["id"]), list(i.get("selected") or []), i.get("custom"))
+            for i in items
+        }
+        return Answered(
+            id=str(outcome.get("id")),
+            answers=answers,
+            decision=outcome.get("decision"),
+            provider=outcome.get("provider"),
+            digest=outcome.get("requestDigest"),
+            outcome=dict(outcome),
+        )
+
+
+_DURATION = re.compile(r"(\d+)\s*(ms|s|sec|m|min|h|hr|d|day|days)\b")
+_UNIT = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600,
+         "d": 86400, "day": 86400, "days": 86400}
+
+
+def _parse_time(s: Any) -> Optional[_dt.datetime]:
+    if not isinstance(s, str):
+        return None
+    try:
+        return _dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def deadline_passed(request: Optional[Mapping[str, Any]], outcome: Mapping[str, Any]) -> bool:
+    """Whether an ``ASK_ABORTED`` outcome came at or after the request's own deadline
+    (``deadline``, or ``timeout`` after ``createdAt``): an expiry rather than an abort.
+    Only the common duration forms are read (``90s``, ``30m``, ``1h 30m``); anything else
+    counts as no deadline, and the error stays a plain ``AskAborted``."""
+    if not request:
+        return False
+    finished = _parse_time(outcome.get("finishedAt"))
+    if finished is None:
+        return False
+    deadline = _parse_time(request.get("deadline"))
+    timeout = request.get("timeout")
+    if deadline is None and isinstance(timeout, str):
+        created = _parse_time(outcome.get("createdAt"))
+        parts = _DURATION.findall(timeout)
+        if created is not None and parts and _DURATION.sub("", timeout).strip() == "":
+            seconds = sum(int(n) * _UNIT[u] for n, u in parts)
+            deadline = created + _dt.timedelta(seconds=seconds)
+    return deadline is not None and finished >= deadline
