@@ -11,6 +11,7 @@ pub mod ask;
 pub mod audit;
 pub mod cancel;
 pub mod claim;
+pub mod claude_code;
 pub mod completions;
 pub mod daemon;
 pub mod events;
@@ -133,6 +134,10 @@ pub enum Command {
     /// The store itself: copy it into a shared PostgreSQL database.
     #[command(subcommand)]
     Store(store::Command),
+    /// Headless Claude Code: a PreToolUse hook that asks AskUserQuestion and ExitPlanMode
+    /// through dshq, and resuming deferred sessions.
+    #[command(subcommand)]
+    ClaudeCode(claude_code::Command),
 }
 
 /// What every command gets.
@@ -343,6 +348,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Man => completions::man(&ctx),
         Command::Token(c) => token::run(&ctx, c),
         Command::Mcp(a) => mcp::run(&ctx, a),
+        Command::ClaudeCode(c) => claude_code::run(&ctx, c),
     }
 }
 

@@ -7,6 +7,7 @@ mod agents;
 mod api;
 mod audit;
 mod browser;
+mod claude_code;
 mod cli;
 mod crash;
 mod daemon;

@@ -1,0 +1,338 @@
+//! `dshq claude-code`: headless Claude Code asks its questions through dshq.
+//!
+//! `dshq claude-code hook` is a `PreToolUse` command hook. For an `AskUserQuestion` call it
+//! asks the model's questions as a dshq request, for an `ExitPlanMode` call the plan as a
+//! plan review, under an id derived from the session and the tool call
+//! ([`event::request_id`]), so the same call always finds the same request. When the
+//! request has an outcome the hook prints the decision (`allow` with the answers, or
+//! `deny` with the reason); when it has none after `--wait`, it defers the call (or, as
+//! configured, denies it or lets Claude Code ask), so a `claude -p` run ends and a later
+//! `claude -p --resume SESSION` runs the hook again, which then finds the answer.
+//! `dshq claude-code resume ID` is that later step: it waits for the request's outcome and
+//! runs `claude -p --resume SESSION` in the session's directory; `hook --resume` starts it
+//! in the background for every deferred call.
+//!
+//! A hook must never stop the session by failing: a malformed event, a store error, even
+//! a bug is reported on stderr as `dshq claude-code hook: CODE: message`, stdout stays
+//! empty, and the exit status is 1, which Claude Code treats as a non-blocking error (only
+//! 2 blocks a tool call). Tools other than these two get no opinion (exit 0, no output).
+
+pub mod event;
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use self::event::Verdict;
+use super::{parse_wait_timeout, wait, Ctx};
+use crate::app;
+use crate::core::audit::{Actor, Source};
+use crate::error::{Error, Result};
+use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
+use crate::protocol::{Code, Outcome};
+
+/// The subcommands of `dshq claude-code`.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// A PreToolUse hook: AskUserQuestion and ExitPlanMode calls become dshq requests; prints
+    /// the decision (allow with the answers, deny, or defer until the answer comes).
+    Hook(HookArgs),
+    /// Wait for a deferred call's outcome, then run `claude -p --resume SESSION` in the
+    /// session's directory (what `hook --resume` starts in the background).
+    Resume(ResumeArgs),
+}
+
+/// What the hook does with a call whose request has no outcome after `--wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unanswered {
+    /// Defer the call: a `claude -p` run ends, `claude -p --resume` picks it up.
+    Defer,
+    /// Deny it, telling the model the question is still open in dshq.
+    Deny,
+    /// Let Claude Code ask the user itself (an interactive session).
+    Ask,
+}
+
+/// Arguments of `dshq claude-code hook`.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    /// How long to wait for the answer before deferring (keep it below the hook's
+    /// `timeout` in Claude Code's settings).
+    #[arg(long, default_value = "0s", value_parser = parse_wait_timeout, value_name = "DUR")]
+    pub wait: Duration,
+    /// What to tell Claude Code when there is no answer yet.
+    #[arg(long, value_enum, default_value = "defer")]
+    pub unanswered: Unanswered,
+    /// The dshq context the requests go to.
+    #[arg(long, default_value = crate::protocol::types::DEFAULT_CONTEXT)]
+    pub context: String,
+    /// When deferring, start `dshq claude-code resume ID` in the background, so that the
+    /// answer resumes the session by itself.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --resume: the Claude Code program to run.
+    #[arg(long, default_value = "claude", value_name = "PROGRAM")]
+    pub claude: PathBuf,
+}
+
+/// Arguments of `dshq claude-code resume`.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The request id (in the deferred call's reason; `cc-` and 32 hex digits).
+    pub id: String,
+    /// Give up after this long (WAIT_TIMEOUT); default: wait for the outcome forever.
+    #[arg(long, value_parser = parse_wait_timeout, value_name = "DUR")]
+    pub timeout: Option<Duration>,
+    /// The Claude Code program to run.
+    #[arg(long, default_value = "claude", value_name = "PROGRAM")]
+    pub claude: PathBuf,
+    /// Before resuming, wait until this process (the run that deferred) has exited.
+    #[arg(long, value_name = "PID")]
+    pub after_pid: Option<u32>,
+    /// More arguments for Claude Code, after `--` (e.g. `-- --output-format json`).
+    #[arg(last = true)]
+    pub args: Vec<OsString>,
+}
+
+/// Run it.
+pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
+    match c {
+        Command::Hook(a) => hook(ctx, &a),
+        Command::Resume(a) => resume(ctx, &a),
+    }
+}
+
+/// The hook: decide, print, and exit; never an exit status that blocks the session.
+fn hook(ctx: &Ctx, a: &HookArgs) -> ! {
+    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decide(ctx, a)));
+    match decided {
+        Ok(Ok(Some(verdict))) => {
+            println!("{}", verdict.to_json());
+            std::process::exit(0)
+        }
+        Ok(Ok(None)) => std::process::exit(0),
+        Ok(Err(e)) => {
+            let ue = e.to_user_error();
+            eprintln!(
+                "dshq claude-code hook: {}: {}",
+                ue.code,
+                crate::text::multi_line(&ue.message)
+            );
+            std::process::exit(1)
+        }
+        Err(_) => {
+            eprintln!(
+                "dshq claude-code hook: an internal error (a bug); the call goes on without dshq"
+            );
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Which of the two tools a request is for.
+enum Kind {
+    Questions,
+    Plan,
+}
+
+/// Read the event, ask (or find) its request, wait up to `--wait`, and decide.
+fn decide(ctx: &Ctx, a: &HookArgs) -> Result<Option<Verdict>> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(DEFAULT_MAX_REQUEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("stdin", e))?;
+    if bytes.len() as u64 > DEFAULT_MAX_REQUEST_BYTES {
+        return Err(Error::question(
+            Code::BadRequest,
+            format!("the hook event is over {DEFAULT_MAX_REQUEST_BYTES} bytes"),
+        ));
+    }
+    let ev = event::parse(&bytes)?;
+    if ev.hook_event_name != event::PRE_TOOL_USE {
+        return Err(Error::question(
+            Code::BadRequest,
+            format!(
+                "this hook answers PreToolUse events, not {:?} (configure it under hooks.PreToolUse)",
+                ev.hook_event_name
+            ),
+        ));
+    }
+    let (kind, request) = match ev.tool_name.as_str() {
+        event::ASK_USER_QUESTION => (Kind::Questions, event::ask_request(&ev, &a.context)?),
+        event::EXIT_PLAN_MODE => {
+            let plan = event::plan_text(&ev).ok_or_else(|| {
+                Error::question(
+                    Code::BadRequest,
+                    "ExitPlanMode's tool_input has no plan (a string)",
+                )
+            })?;
+            (Kind::Plan, event::plan_request(&ev, plan, &a.context))
+        }
+        _ => return Ok(None),
+    };
+    let id = event::request_id(&ev);
+    let verdict = match ask_and_wait(ctx, &id, &request, a.wait)? {
+        Some(outcome) => match kind {
+            Kind::Questions => event::ask_verdict(&ev, &outcome),
+            Kind::Plan => event::plan_verdict(&outcome),
+        },
+        None => not_yet(ctx, a, &id)?,
+    };
+    Ok(Some(verdict))
+}
+
+/// Ask `request` unless the call's request exists already (a resumed call), then wait up
+/// to `wait` for its outcome.
+fn ask_and_wait(ctx: &Ctx, id: &str, request: &Value, wait: Duration) -> Result<Option<Outcome>> {
+    let mut store = ctx.store()?;
+    // The id is this tool call's own: a request under it is this call's, asked before
+    // the run deferred (perhaps from another directory, so its meta differs).
+    if app::feed::get(&mut *store, id)?.is_none() {
+        let bytes = serde_json::to_vec(request).expect("a request serializes");
+        let asked = app::ask::ask(
+            &mut *store,
+            &ctx.root,
+            app::ask::Ask {
+                bytes: &bytes,
+                fallback_id: None,
+                outcome_under_fallback: false,
+                source: Source::Cli,
+                actor: Actor::Cli,
+                own_only: false,
+            },
+        )?;
+        if let crate::store::Asked::Rejected { error, .. } = asked {
+            return Err(Error::Question(error));
+        }
+    }
+    drop(store);
+    match wait::wait_for(&ctx.root, id, Some(wait)) {
+        Ok(outcome) => Ok(Some(outcome)),
+        Err(Error::WaitTimeout { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The verdict while the request has no outcome, per `--unanswered`.
+fn not_yet(ctx: &Ctx, a: &HookArgs, id: &str) -> Result<Verdict> {
+    let waiting =
+        format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
+    Ok(match a.unanswered {
+        Unanswered::Defer => {
+            if a.resume {
+                spawn_resumer(ctx, id, &a.claude)?;
+            }
+            Verdict::Defer(waiting)
+        }
+        Unanswered::Deny => Verdict::Deny(format!(
+            "{waiting} There is no answer yet; carry on without it or ask again later."
+        )),
+        Unanswered::Ask => Verdict::Ask(waiting),
+    })
+}
+
+/// Start `dshq claude-code resume ID` in its own session, detached from the hook (it
+/// outlives it, and the run that deferred), with no terminal and no inherited pipes.
+fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("the dshq binary", e))?;
+    let mut c = Process::new(exe);
+    c.arg("--root")
+        .arg(ctx.root.dir())
+        .args(["claude-code", "resume", id, "--claude"])
+        .arg(claude)
+        .arg("--after-pid")
+        .arg(std::os::unix::process::parent_id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid(2) is async-signal-safe and has no preconditions in the child.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    c.spawn()
+        .map_err(|e| Error::io("dshq claude-code resume", e))?;
+    Ok(())
+}
+
+/// Whether process `pid` still exists.
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill(2) with signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The session id and directory a request of the hook recorded in its meta.
+fn session_of(ctx: &Ctx, id: &str) -> Result<(String, PathBuf)> {
+    let row = {
+        let mut store = ctx.read_store()?;
+        app::feed::get(&mut *store, id)?
+    };
+    let row = row.ok_or_else(|| Error::NotFound(id.to_string()))?;
+    let not_ours = || {
+        Error::question(
+            Code::BadRequest,
+            format!("request {id} was not asked by `dshq claude-code hook` (no meta.claudeCode)"),
+        )
+    };
+    let meta = row.request().and_then(|r| r.meta).ok_or_else(not_ours)?;
+    let cc = meta.get("claudeCode").ok_or_else(not_ours)?;
+    let session = cc
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .ok_or_else(not_ours)?;
+    // Passed as one argument, never through a shell; still, only a session id's own
+    // characters are accepted.
+    if session.is_empty()
+        || session.len() > 128
+        || !session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(Error::question(
+            Code::BadRequest,
+            format!("request {id}: {session:?} is not a Claude Code session id"),
+        ));
+    }
+    let cwd = cc.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+    let cwd = cwd
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .ok_or_else(|| {
+            Error::question(
+                Code::BadRequest,
+                format!("request {id}: its session's directory is not an existing absolute path"),
+            )
+        })?;
+    Ok((session.to_string(), cwd))
+}
+
+/// Wait for the outcome (any: the resumed run's hook turns it into allow or deny), then
+/// run Claude Code on the session and end with its exit status.
+fn resume(ctx: &Ctx, a: &ResumeArgs) -> Result<()> {
+    wait::wait_for(&ctx.root, &a.id, a.timeout)?;
+    let (session, cwd) = session_of(ctx, &a.id)?;
+    if let Some(pid) = a.after_pid {
+        while alive(pid) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let status = Process::new(&a.claude)
+        .args(["-p", "--resume", &session])
+        .args(&a.args)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| Error::io(&a.claude, e))?;
+    std::process::exit(status.code().unwrap_or(1))
+}

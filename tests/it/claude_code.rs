@@ -1,0 +1,459 @@
+//! `dshq claude-code hook` against Claude Code's documented hook contract: the
+//! `PreToolUse` event on stdin exactly as the hooks reference shows it, and the exact
+//! `hookSpecificOutput` the hook prints. Claude Code itself is not run (it needs an account
+//! and the network); `resume` runs a stand-in program in its place that records how it was
+//! called. The reviewer is the real CLI.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{wait_until, Env, Run, DEADLINE};
+
+const SESSION: &str = "8f2c7a4e-1d3b-4c5a-9e6f-0a1b2c3d4e5f";
+/// sha256(SESSION, NUL, tool use id), first 16 bytes in hex, computed apart from dshq.
+const ASK_ID: &str = "cc-aa94cb27b62fdc7af64d02c6e002939c";
+const PLAN_ID: &str = "cc-23c7f05367f7c25009f58c491edca5e4";
+
+fn questions() -> Value {
+    json!([
+        {"question": "Which database should the service use?", "header": "Database",
+         "options": [{"label": "Postgres", "description": "Shared, durable"},
+                     {"label": "SQLite", "description": "One file"}],
+         "multiSelect": false},
+        {"question": "Which checks should run before deploying?", "header": "Checks",
+         "options": [{"label": "Unit tests", "description": "Fast"},
+                     {"label": "Integration tests", "description": "Slow"},
+                     {"label": "Lint", "description": "Style"}],
+         "multiSelect": true}
+    ])
+}
+
+/// A PreToolUse event as Claude Code writes it.
+fn event(cwd: &Path, tool: &str, tool_use_id: &str, input: Value) -> String {
+    json!({
+        "session_id": SESSION,
+        "transcript_path": format!("/home/u/.claude/projects/p/{SESSION}.jsonl"),
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": tool_use_id
+    })
+    .to_string()
+}
+
+fn ask_event(env: &Env) -> String {
+    event(
+        env.dir.path(),
+        "AskUserQuestion",
+        "toolu_01AskQuestions",
+        json!({"questions": questions()}),
+    )
+}
+
+fn plan_event(env: &Env) -> String {
+    event(
+        env.dir.path(),
+        "ExitPlanMode",
+        "toolu_02ExitPlan",
+        json!({"plan": "# Plan\n\n1. Add the `orders` table\n2. Backfill\n"}),
+    )
+}
+
+fn hook(env: &Env, args: &[&str], stdin: &str) -> Run {
+    let mut all = vec!["claude-code", "hook"];
+    all.extend_from_slice(args);
+    env.run_stdin(&all, stdin)
+}
+
+/// The decision the hook printed (its stdout is exactly one JSON document).
+fn decision(r: &Run) -> Value {
+    assert_eq!(r.code, 0, "hook failed: {r:?}");
+    r.json()
+}
+
+fn defer_for(id: &str) -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer",
+        "permissionDecisionReason": format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).")}})
+}
+
+#[test]
+fn ask_user_question_defers_then_allows_with_the_cli_answers() {
+    let env = Env::new();
+    // No answer yet: the request is asked and the call deferred.
+    let first = hook(&env, &[], &ask_event(&env));
+    assert_eq!(decision(&first), defer_for(ASK_ID));
+    let shown = env.json(&["show", ASK_ID]).ok().json();
+    assert_eq!(shown["status"], "pending");
+    let qs = shown["questions"].as_array().unwrap();
+    assert_eq!(qs.len(), 2);
+    assert_eq!(qs[0]["id"], "q1");
+    assert_eq!(qs[0]["question"], "Which database should the service use?");
+    assert_eq!(qs[0]["header"], "Database");
+    assert_eq!(
+        qs[0]["options"],
+        json!([{"label": "Postgres", "description": "Shared, durable"},
+               {"label": "SQLite", "description": "One file"}])
+    );
+    assert_eq!(qs[1]["multiSelect"], true);
+
+    // The resumed run sends the same event again: the same request, still no answer.
+    assert_eq!(
+        decision(&hook(&env, &[], &ask_event(&env))),
+        defer_for(ASK_ID)
+    );
+    assert_eq!(env.json(&["list"]).ok().json().as_array().unwrap().len(), 1);
+
+    env.run(&[
+        "answer",
+        ASK_ID,
+        "--question",
+        "q1",
+        "--select",
+        "Postgres",
+        "--question",
+        "q2",
+        "--select",
+        "Unit tests",
+        "--select",
+        "Lint",
+        "--custom",
+        "and a smoke test",
+    ])
+    .ok();
+    let allowed = hook(&env, &[], &ask_event(&env));
+    assert_eq!(
+        decision(&allowed),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+        "updatedInput": {
+            "questions": questions(),
+            "answers": {
+                "Which database should the service use?": "Postgres",
+                "Which checks should run before deploying?": "Unit tests, Lint, and a smoke test"
+            }
+        }}})
+    );
+    assert_eq!(allowed.stderr, "");
+}
+
+#[test]
+fn a_free_text_answer_and_a_skipped_question() {
+    let env = Env::new();
+    hook(&env, &[], &ask_event(&env));
+    env.run(&[
+        "answer",
+        ASK_ID,
+        "--question",
+        "q1",
+        "--custom",
+        "MariaDB",
+        "--question",
+        "q2",
+        "--skip",
+    ])
+    .ok();
+    let v = decision(&hook(&env, &[], &ask_event(&env)));
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["answers"],
+        json!({"Which database should the service use?": "MariaDB"})
+    );
+}
+
+#[test]
+fn with_wait_the_hook_waits_for_the_answer_or_defers_after_it() {
+    let env = Env::new();
+    // Nobody answers: the hook waits the time configured, then defers.
+    let started = Instant::now();
+    let r = hook(&env, &["--wait", "1s"], &ask_event(&env));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(decision(&r), defer_for(ASK_ID));
+
+    // The answer comes while the hook waits: it allows, within the same run.
+    let plan = plan_event(&env);
+    let waiting = {
+        let mut c = env.command();
+        c.args(["claude-code", "hook", "--wait", "60s"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plan.as_bytes())
+            .unwrap();
+        child
+    };
+    assert!(wait_until(DEADLINE, || env.json(&["show", PLAN_ID]).code == 0));
+    env.run(&["answer", PLAN_ID, "--select", "Approve"]).ok();
+    let out: Run = waiting.wait_with_output().unwrap().into();
+    assert_eq!(
+        decision(&out),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+    );
+}
+
+#[test]
+fn unanswered_can_deny_or_ask_instead_of_deferring() {
+    let env = Env::new();
+    let id = ASK_ID;
+    let waiting =
+        format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
+    assert_eq!(
+        decision(&hook(&env, &["--unanswered", "deny"], &ask_event(&env))),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": format!("{waiting} There is no answer yet; carry on without it or ask again later.")}})
+    );
+    assert_eq!(
+        decision(&hook(&env, &["--unanswered", "ask"], &ask_event(&env))),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": waiting}})
+    );
+}
+
+#[test]
+fn exit_plan_mode_approved_allows_and_declined_denies_with_the_feedback() {
+    let env = Env::new();
+    assert_eq!(
+        decision(&hook(&env, &[], &plan_event(&env))),
+        defer_for(PLAN_ID)
+    );
+    let shown = env.json(&["show", PLAN_ID]).ok().json();
+    let q = &shown["questions"][0];
+    assert_eq!(
+        q["detail"],
+        "# Plan\n\n1. Add the `orders` table\n2. Backfill\n"
+    );
+    assert_eq!(
+        q["intent"],
+        json!({"kind": "plan-review", "approve": "Approve"})
+    );
+    env.run(&[
+        "answer",
+        PLAN_ID,
+        "--custom",
+        "Backfill in batches of 10k, not all at once",
+    ])
+    .ok();
+    assert_eq!(
+        decision(&hook(&env, &[], &plan_event(&env))),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "The reviewer declined the plan. Their feedback: Backfill in batches of 10k, not all at once"}})
+    );
+    assert_eq!(
+        env.json(&["show", PLAN_ID]).ok().json()["outcome"]["decision"],
+        "declined"
+    );
+
+    // The model revises the plan: a new ExitPlanMode call (a new tool use id), approved.
+    let revised = event(
+        env.dir.path(),
+        "ExitPlanMode",
+        "toolu_03ExitPlanAgain",
+        json!({"plan": "# Plan\n\n1. Add the table\n2. Backfill in batches\n"}),
+    );
+    let r = hook(&env, &[], &revised);
+    let id = decision(&r)["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .nth(6)
+        .unwrap()
+        .to_string();
+    assert_ne!(id, PLAN_ID);
+    env.run(&["answer", &id, "--select", "Approve"]).ok();
+    assert_eq!(
+        decision(&hook(&env, &[], &revised)),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+    );
+}
+
+#[test]
+fn a_cancelled_question_is_denied_saying_so() {
+    let env = Env::new();
+    hook(&env, &[], &ask_event(&env));
+    env.run(&["cancel", ASK_ID, "--reason", "ask the data team instead"])
+        .ok();
+    let v = decision(&hook(&env, &[], &ask_event(&env)));
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("ASK_CANCELLED") && reason.contains("ask the data team instead"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn malformed_events_fail_clearly_and_never_block() {
+    let env = Env::new();
+    let cwd = env.dir.path();
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "no hook event on stdin"),
+        ("not json".into(), "not a Claude Code hook event"),
+        ("[1, 2]".into(), "not a Claude Code hook event"),
+        (
+            json!({"hook_event_name": "PreToolUse", "session_id": SESSION, "tool_name": "AskUserQuestion",
+                   "tool_input": {"questions": []}}).to_string(),
+            "missing field `tool_use_id`",
+        ),
+        (
+            event(cwd, "AskUserQuestion", "toolu_x", json!({"questions": "Which?"})),
+            "AskUserQuestion's tool_input",
+        ),
+        (event(cwd, "ExitPlanMode", "toolu_y", json!({})), "ExitPlanMode's tool_input has no plan"),
+        (
+            event(cwd, "AskUserQuestion", "toolu_z", json!({"questions": []})),
+            "EMPTY_QUESTIONS",
+        ),
+        (
+            event(cwd, "AskUserQuestion", "toolu_w", json!({"questions": [{"question": "?",
+                "options": [{"label": "A"}, {"label": "A"}]}]})),
+            "BAD_REQUEST",
+        ),
+        (
+            event(cwd, "AskUserQuestion", "toolu_v", json!({"questions": []}))
+                .replace("\"PreToolUse\"", "\"PostToolUse\""),
+            "this hook answers PreToolUse events, not \"PostToolUse\"",
+        ),
+        ("x".repeat(1024 * 1024 + 10), "over"),
+    ];
+    for (stdin, says) in cases {
+        let r = hook(&env, &[], &stdin);
+        assert_eq!(r.code, 1, "{says}: {r:?}");
+        assert_eq!(r.stdout, "", "{says}");
+        assert!(
+            r.stderr.starts_with("dshq claude-code hook: "),
+            "{says}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    }
+    // Another tool: no opinion, no output, success.
+    let other = event(cwd, "Bash", "toolu_b", json!({"command": "ls"}));
+    let r = hook(&env, &[], &other);
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
+}
+
+/// A stand-in for `claude` that records its arguments and directory.
+fn recorder(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
+    let log = env.dir.path().join("claude-ran.txt");
+    let prog = env.dir.path().join("claude");
+    fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\n{{ pwd; for a in \"$@\"; do echo \"$a\"; done; }} > {}.tmp\nmv {0}.tmp {0}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&prog, fs::Permissions::from_mode(0o755)).unwrap();
+    (prog, log)
+}
+
+#[test]
+fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
+    let env = Env::new();
+    let session_dir = env.dir.path().join("project");
+    fs::create_dir(&session_dir).unwrap();
+    let (prog, log) = recorder(&env);
+    let ev = event(
+        &session_dir,
+        "AskUserQuestion",
+        "toolu_01AskQuestions",
+        json!({"questions": questions()}),
+    );
+    assert_eq!(decision(&hook(&env, &[], &ev)), defer_for(ASK_ID));
+
+    // By hand: waits for the outcome first (here: none within the timeout).
+    let r = env.run(&[
+        "--json",
+        "claude-code",
+        "resume",
+        ASK_ID,
+        "--claude",
+        prog.to_str().unwrap(),
+        "--timeout",
+        "1s",
+    ]);
+    assert_eq!(r.error_code(), "WAIT_TIMEOUT");
+    assert!(!log.exists());
+
+    // From the hook: --resume starts the resumer in the background; the answer resumes.
+    // Under a shell that exits after it, as Claude Code's own process does after a defer:
+    // the resumer waits for that parent to be gone before it resumes.
+    let under_claude: Run = {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", "\"$@\"; status=$?; exit $status", "sh"])
+            .arg(crate::helpers::bin())
+            .args(["claude-code", "hook", "--resume", "--claude"])
+            .arg(&prog)
+            .env("DSHQ_ROOT", env.root())
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(ev.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap().into()
+    };
+    assert_eq!(decision(&under_claude), defer_for(ASK_ID));
+    assert!(!log.exists());
+    env.run(&[
+        "answer",
+        ASK_ID,
+        "--question",
+        "q1",
+        "--select",
+        "SQLite",
+        "--question",
+        "q2",
+        "--skip",
+    ])
+    .ok();
+    assert!(
+        wait_until(DEADLINE, || log.exists()),
+        "claude was not resumed"
+    );
+    let ran = fs::read_to_string(&log).unwrap();
+    let expected = format!(
+        "{}\n-p\n--resume\n{SESSION}\n",
+        session_dir.canonicalize().unwrap().display()
+    );
+    assert_eq!(ran, expected);
+
+    // The resumed run's hook finds the answer.
+    let v = decision(&hook(&env, &[], &ev));
+    assert_eq!(
+        v["hookSpecificOutput"]["updatedInput"]["answers"],
+        json!({"Which database should the service use?": "SQLite"})
+    );
+
+    // A request the hook did not ask cannot be resumed.
+    env.ask(&crate::helpers::simple_request("plain")).ok();
+    env.run(&["answer", "plain", "--select", "Postgres"]).ok();
+    let r = env.run(&[
+        "--json",
+        "claude-code",
+        "resume",
+        "plain",
+        "--claude",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(r.error_code(), "BAD_REQUEST", "{r:?}");
+}
