@@ -1,0 +1,192 @@
+// Types of dshq for Node (index.js). Hand-written, checked with `tsc --noEmit`.
+
+/** One choice: the label is shown to the human and returned as the value. */
+export interface Option {
+  label: string;
+  description?: string;
+}
+
+/** The plan-review intent: approved exactly when `approve` alone is selected. */
+export interface Intent {
+  kind: "plan-review";
+  approve: string;
+}
+
+/** One question of a request (dshq's vocabulary). */
+export interface Question {
+  id: string;
+  question: string;
+  detail?: string;
+  header?: string;
+  options?: Option[];
+  multiSelect?: boolean;
+  intent?: Intent;
+}
+
+/** A whole request document. */
+export interface Request {
+  id?: string;
+  context?: string;
+  agent?: { id: string; instance: string };
+  questions: Question[];
+  deadline?: string;
+  timeout?: string;
+  requireProvider?: boolean;
+  meta?: Record<string, unknown>;
+}
+
+/** The fields `askNowait` and `ask` take beside the questions. */
+export interface AskOptions {
+  /** A caller-given key; the id is derived from it, so asking again re-attaches. */
+  key?: string;
+  /** The request id, instead of a key. */
+  id?: string;
+  context?: string;
+  /** e.g. "30m". */
+  timeout?: string;
+  /** RFC 3339. */
+  deadline?: string;
+  requireProvider?: boolean;
+  meta?: Record<string, unknown>;
+  agent?: { id: string; instance: string };
+}
+
+/** A request that was asked: its id and the digest of what was asked. */
+export interface Ticket {
+  readonly id: string;
+  readonly digest: string | null;
+  readonly name: string | null;
+  readonly request: Request | null;
+}
+
+/** What `wait` and friends take: a ticket, or a bare id (no digest check). */
+export type TicketLike = Ticket | string;
+
+/** The answer to one question. */
+export interface AnswerItem {
+  id: string;
+  selected: string[];
+  custom: string | null;
+  /** Nothing selected and no text. */
+  skipped: boolean;
+  /** The custom text, else the labels (and text) joined by ", "; null when skipped. */
+  value: string | null;
+}
+
+/** The outcome document, as written to outbox/ID.json. */
+export interface OutcomeDocument {
+  id: string;
+  status: "answered" | "error";
+  requestDigest: string | null;
+  answer?: { answers: { id: string; selected: string[]; custom?: string }[] };
+  decision?: "approved" | "declined" | null;
+  error?: { name: "UserQuestionError"; code: string; message: string };
+  provider?: string | null;
+  createdAt: string;
+  finishedAt: string;
+}
+
+/** A request that was answered: answers by question id, and the plan decision. */
+export interface Answered {
+  id: string;
+  answers: Record<string, AnswerItem>;
+  decision: "approved" | "declined" | null;
+  approved: boolean;
+  provider: string | null;
+  digest: string | null;
+  outcome: OutcomeDocument;
+}
+
+/** Where the client reaches dshq. */
+export type ClientOptions =
+  | { root: string; url?: undefined; token?: undefined; poll?: number }
+  | { url: string; token?: string; root?: undefined; poll?: number }
+  | { root?: undefined; url?: undefined; token?: undefined; poll?: number };
+
+/** A dshq client over the state root's directories or the HTTP API. */
+export class Client {
+  constructor(options?: ClientOptions);
+  /** Seconds between looks for an outcome (files). */
+  poll: number;
+  askNowait(questions: Question[] | Request, options?: AskOptions): Promise<Ticket>;
+  ask(questions: Question[] | Request, options?: AskOptions & { waitTimeout?: number }): Promise<Answered>;
+  outcome(ticket: TicketLike): Promise<OutcomeDocument | null>;
+  wait(ticket: TicketLike, options?: { timeout?: number }): Promise<Answered>;
+  waitAny(tickets: Iterable<TicketLike>, options?: { timeout?: number }): Promise<[Ticket, Answered]>;
+  abort(ticket: TicketLike, reason?: string): Promise<void>;
+}
+
+/** A dshq error: a stable code and a message for people. */
+export class DshqError extends Error {
+  constructor(message: string, init?: { code?: string; requestId?: string | null; outcome?: OutcomeDocument | null });
+  static readonly code?: string;
+  readonly code: string;
+  readonly requestId: string | null;
+  readonly outcome: OutcomeDocument | null;
+}
+export class BadRequest extends DshqError {}
+export class AskAborted extends DshqError {}
+export class EmptyQuestions extends DshqError {}
+export class CallerNotLive extends DshqError {}
+export class DelegatedCaller extends DshqError {}
+export class BadIntent extends DshqError {}
+export class NoProvider extends DshqError {}
+export class DuplicateId extends DshqError {}
+export class BadAnswer extends DshqError {}
+export class AskCancelled extends DshqError {}
+export class DuplicateProvider extends DshqError {}
+export class LeaseExpired extends DshqError {}
+export class NotFound extends DshqError {}
+export class RequestFinal extends DshqError {}
+export class ClaimedElsewhere extends DshqError {}
+export class WrongContext extends DshqError {}
+export class WaitTimeout extends DshqError {}
+export class AuditBroken extends DshqError {}
+export class DaemonRunning extends DshqError {}
+export class UnsafeRoot extends DshqError {}
+export class Usage extends DshqError {}
+export class Store extends DshqError {}
+export class Io extends DshqError {}
+export class Unauthorized extends DshqError {}
+export class Forbidden extends DshqError {}
+export class TooLarge extends DshqError {}
+/** ASK_ABORTED because the request's own deadline passed. */
+export class Expired extends AskAborted {}
+
+/** A declined plan review; `feedback` is the reviewer's text. */
+export class PlanDeclined extends Error {
+  constructor(feedback: string | null, result?: Answered | null);
+  readonly feedback: string | null;
+  readonly result: Answered | null;
+}
+
+/** Every stable code, in dshq's order. */
+export const CODES: readonly string[];
+export function errorClass(code: string): typeof DshqError;
+export function canonical(request: Request): string;
+export function requestDigest(request: Request): string;
+export function idForKey(key: string): string;
+export function question(
+  id: string,
+  text: string,
+  options?: { options?: (string | Option)[]; multiSelect?: boolean; header?: string; detail?: string; intent?: Intent },
+): Question;
+export function planReview(
+  plan: string,
+  options?: { id?: string; question?: string; approve?: string; decline?: string; header?: string },
+): Question;
+export function buildRequest(questions: Question[] | Request, options?: AskOptions): Request & { id: string };
+export function resultOf(outcome: OutcomeDocument, ticket?: Ticket): Answered;
+
+/** Wrap an async function so that it runs only after a human approves its plan. */
+export function requiresApproval<A extends unknown[], R>(
+  client: Client,
+  fn: (...args: A) => Promise<R> | R,
+  options?: {
+    plan?: string | ((...args: A) => string);
+    question?: string | ((...args: A) => string);
+    key?: (...args: A) => string;
+    context?: string;
+    timeout?: string;
+  },
+): (...args: A) => Promise<R>;

@@ -1,0 +1,482 @@
+// dshq for Node: ask a human through dshq, the durable human-question queue.
+//
+// Plain ESM with no dependencies beyond Node's own (fs, crypto, fetch); the types are in
+// index.d.ts. Two transports, as in the Python package: the state root's directories
+// (the inbox and the outbox) and the HTTP API of `dshq daemon --listen` with a bearer
+// token. An outcome is taken as a request's own only when its requestDigest is the digest
+// of what was asked (docs/protocol.md, section 8); a key given by the caller names the
+// request, so an agent that restarts and asks again re-attaches to its question.
+
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+// --- errors: one class per stable code -------------------------------------------------
+
+/** A dshq error: a stable `code` and a `message` for people. */
+export class DshqError extends Error {
+  constructor(message, { code, requestId, outcome } = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code ?? new.target.code ?? "";
+    this.requestId = requestId ?? null;
+    this.outcome = outcome ?? null;
+  }
+}
+
+/** Every stable code dshq reports, in its own order (src/protocol/error.rs). */
+export const CODES = Object.freeze([
+  "BAD_REQUEST", "ASK_ABORTED", "EMPTY_QUESTIONS", "CALLER_NOT_LIVE", "DELEGATED_CALLER",
+  "BAD_INTENT", "NO_PROVIDER", "DUPLICATE_ID", "BAD_ANSWER", "ASK_CANCELLED",
+  "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
+  "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
+  "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE",
+]);
+
+const define = (code) => {
+  const cls = class extends DshqError {};
+  cls.code = code;
+  return cls;
+};
+
+export class BadRequest extends define("BAD_REQUEST") {}
+export class AskAborted extends define("ASK_ABORTED") {}
+export class EmptyQuestions extends define("EMPTY_QUESTIONS") {}
+export class CallerNotLive extends define("CALLER_NOT_LIVE") {}
+export class DelegatedCaller extends define("DELEGATED_CALLER") {}
+export class BadIntent extends define("BAD_INTENT") {}
+export class NoProvider extends define("NO_PROVIDER") {}
+export class DuplicateId extends define("DUPLICATE_ID") {}
+export class BadAnswer extends define("BAD_ANSWER") {}
+export class AskCancelled extends define("ASK_CANCELLED") {}
+export class DuplicateProvider extends define("DUPLICATE_PROVIDER") {}
+export class LeaseExpired extends define("LEASE_EXPIRED") {}
+export class NotFound extends define("NOT_FOUND") {}
+export class RequestFinal extends define("REQUEST_FINAL") {}
+export class ClaimedElsewhere extends define("CLAIMED_ELSEWHERE") {}
+export class WrongContext extends define("WRONG_CONTEXT") {}
+export class WaitTimeout extends define("WAIT_TIMEOUT") {}
+export class AuditBroken extends define("AUDIT_BROKEN") {}
+export class DaemonRunning extends define("DAEMON_RUNNING") {}
+export class UnsafeRoot extends define("UNSAFE_ROOT") {}
+export class Usage extends define("USAGE") {}
+export class Store extends define("STORE") {}
+export class Io extends define("IO") {}
+export class Unauthorized extends define("UNAUTHORIZED") {}
+export class Forbidden extends define("FORBIDDEN") {}
+export class TooLarge extends define("TOO_LARGE") {}
+
+/** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
+export class Expired extends AskAborted {}
+
+/** A plan review (`requiresApproval`) that was declined; `feedback` is the reviewer's. */
+export class PlanDeclined extends Error {
+  constructor(feedback, result) {
+    super(feedback ?? "the reviewer declined the plan");
+    this.name = "PlanDeclined";
+    this.feedback = feedback ?? null;
+    this.result = result ?? null;
+  }
+}
+
+const BY_CODE = new Map(
+  [
+    BadRequest, AskAborted, EmptyQuestions, CallerNotLive, DelegatedCaller, BadIntent,
+    NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
+    NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
+    DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge,
+  ].map((c) => [c.code, c]),
+);
+
+/** The class of a code; an unknown code (a newer dshq) gets DshqError. */
+export function errorClass(code) {
+  return BY_CODE.get(code) ?? DshqError;
+}
+
+function errorFrom(doc, { requestId, outcome, expired } = {}) {
+  const code = String(doc?.code ?? "");
+  const cls = expired && code === "ASK_ABORTED" ? Expired : errorClass(code);
+  return new cls(String(doc?.message ?? code), { code: code || undefined, requestId, outcome });
+}
+
+// --- the canonical request and its digest ----------------------------------------------
+
+const withoutNulls = (o) =>
+  o && typeof o === "object" && !Array.isArray(o)
+    ? Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined))
+    : o;
+
+function sortedJson(v) {
+  if (Array.isArray(v)) return `[${v.map(sortedJson).join(",")}]`;
+  if (v && typeof v === "object") {
+    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${sortedJson(v[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * The canonical JSON of a request: no `id`, `multiSelect` spelled so, the vocabulary's
+ * nulls left out (`meta` kept as is), keys sorted (by UTF-16 code unit, which equals code
+ * point order outside the astral planes), no whitespace.
+ */
+export function canonical(request) {
+  const req = withoutNulls({ ...request });
+  delete req.id;
+  if (req.agent && typeof req.agent === "object") req.agent = withoutNulls(req.agent);
+  if (Array.isArray(req.questions)) {
+    req.questions = req.questions.map((q0) => {
+      const q = withoutNulls(q0);
+      if (!q || typeof q !== "object" || Array.isArray(q)) return q;
+      if ("multi_select" in q && !("multiSelect" in q)) {
+        q.multiSelect = q.multi_select;
+        delete q.multi_select;
+      }
+      if (Array.isArray(q.options)) q.options = q.options.map(withoutNulls);
+      if (q.intent && typeof q.intent === "object") q.intent = withoutNulls(q.intent);
+      return q;
+    });
+  }
+  return sortedJson(req);
+}
+
+/** `sha256:HEX` of the canonical request: what its outcome's requestDigest is. */
+export function requestDigest(request) {
+  return "sha256:" + createHash("sha256").update(canonical(request), "utf8").digest("hex");
+}
+
+/** The request id of a caller-given key: `key-` and 32 hex digits of its SHA-256 (as in Python). */
+export function idForKey(key) {
+  return "key-" + createHash("sha256").update(String(key), "utf8").digest("hex").slice(0, 32);
+}
+
+// --- building requests ------------------------------------------------------------------
+
+const optionJson = (o) => (typeof o === "string" ? { label: o } : { ...o });
+
+/** A question document; `options` may be labels or `{label, description}`. */
+export function question(id, text, { options, multiSelect, header, detail, intent } = {}) {
+  const q = { id, question: text };
+  if (header !== undefined) q.header = header;
+  if (detail !== undefined) q.detail = detail;
+  if (options !== undefined) q.options = options.map(optionJson);
+  if (multiSelect) q.multiSelect = true;
+  if (intent !== undefined) q.intent = { ...intent };
+  return q;
+}
+
+/** A plan-review question: the plan as detail, Approve/Decline, and the plan-review intent. */
+export function planReview(plan, { id = "plan", question: text = "Approve this plan?", approve = "Approve", decline = "Decline", header } = {}) {
+  return question(id, text, { detail: plan, header, options: [approve, decline], intent: { kind: "plan-review", approve } });
+}
+
+/** The request document of `questions` (an array of questions, or a whole request). */
+export function buildRequest(questions, { id, key, context, timeout, deadline, requireProvider, meta, agent } = {}) {
+  const doc = Array.isArray(questions) ? { questions: questions.map((q) => ({ ...q })) } : { ...questions };
+  const fields = { context, timeout, deadline, requireProvider, meta, agent };
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) doc[k] = v;
+  const wanted = id ?? (key !== undefined ? idForKey(key) : undefined);
+  if (wanted !== undefined) {
+    if (doc.id !== undefined && doc.id !== null && doc.id !== wanted) {
+      throw new TypeError(`the request's id ${JSON.stringify(doc.id)} is not ${JSON.stringify(wanted)}`);
+    }
+    doc.id = wanted;
+  }
+  if (!doc.id) throw new TypeError("a request needs an id or a key (so that it can be found again)");
+  return doc;
+}
+
+// --- results ----------------------------------------------------------------------------
+
+function ticketOf(t) {
+  return typeof t === "string" ? { id: t, digest: null, name: null, request: null } : t;
+}
+
+function answered(outcome) {
+  const answers = {};
+  for (const i of outcome.answer?.answers ?? []) {
+    const selected = [...(i.selected ?? [])];
+    const custom = i.custom ?? null;
+    const parts = [...selected, ...(custom !== null ? [custom] : [])];
+    answers[i.id] = {
+      id: i.id,
+      selected,
+      custom,
+      skipped: selected.length === 0 && custom === null,
+      value: custom !== null && selected.length === 0 ? custom : parts.length ? parts.join(", ") : null,
+    };
+  }
+  return {
+    id: outcome.id,
+    answers,
+    decision: outcome.decision ?? null,
+    approved: outcome.decision === "approved",
+    provider: outcome.provider ?? null,
+    digest: outcome.requestDigest ?? null,
+    outcome,
+  };
+}
+
+const UNITS = { ms: 0.001, s: 1, sec: 1, m: 60, min: 60, h: 3600, hr: 3600, d: 86400, day: 86400, days: 86400 };
+
+function deadlinePassed(request, outcome) {
+  if (!request) return false;
+  const finished = Date.parse(outcome.finishedAt ?? "");
+  if (Number.isNaN(finished)) return false;
+  let deadline = typeof request.deadline === "string" ? Date.parse(request.deadline) : NaN;
+  if (Number.isNaN(deadline) && typeof request.timeout === "string") {
+    const re = /(\d+)\s*(ms|s|sec|m|min|h|hr|d|day|days)\b/g;
+    const created = Date.parse(outcome.createdAt ?? "");
+    const parts = [...request.timeout.matchAll(re)];
+    if (!Number.isNaN(created) && parts.length && request.timeout.replace(re, "").trim() === "") {
+      deadline = created + 1000 * parts.reduce((s, [, n, u]) => s + Number(n) * UNITS[u], 0);
+    }
+  }
+  return !Number.isNaN(deadline) && finished >= deadline;
+}
+
+/** The typed result of an outcome document; throws its typed error when it is not an answer. */
+export function resultOf(outcome, ticket) {
+  if (outcome.status === "answered") return answered(outcome);
+  throw errorFrom(outcome.error ?? {}, {
+    requestId: outcome.id,
+    outcome,
+    expired: deadlinePassed(ticket?.request ?? null, outcome),
+  });
+}
+
+// --- the file transport -----------------------------------------------------------------
+
+const FINAL_CODES = new Set(["ASK_CANCELLED", "ASK_ABORTED"]);
+
+async function readJson(path) {
+  try {
+    const doc = JSON.parse(await readFile(path, "utf8"));
+    return doc && typeof doc === "object" && !Array.isArray(doc) ? doc : null;
+  } catch {
+    return null; // absent, or (never with dshq's atomic writes) not whole yet
+  }
+}
+
+const isRejection = (o) => o.status === "error" && !FINAL_CODES.has(o.error?.code);
+
+async function dropFile(dir, name, data) {
+  await mkdir(join(dir, "tmp"), { recursive: true, mode: 0o700 });
+  await mkdir(join(dir, "new"), { recursive: true, mode: 0o700 });
+  const tmp = join(dir, "tmp", name);
+  const f = await open(tmp, "wx", 0o600);
+  try {
+    await f.writeFile(data);
+    await f.sync();
+  } finally {
+    await f.close();
+  }
+  await rename(tmp, join(dir, "new", name));
+  const d = await open(join(dir, "new"), "r");
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
+class FileTransport {
+  constructor(root) {
+    this.root = root;
+  }
+
+  async ownOutcome(t) {
+    const o = await readJson(join(this.root, "outbox", `${t.id}.json`));
+    if (!o) return null;
+    if (t.digest && (o.requestDigest !== t.digest || isRejection(o))) return null;
+    return o;
+  }
+
+  async submit(doc) {
+    const ticket = { id: doc.id, digest: requestDigest(doc), name: null, request: doc };
+    if (await this.ownOutcome(ticket)) return ticket;
+    const name = `${doc.id}.${process.pid}-${randomBytes(6).toString("hex")}`;
+    await dropFile(join(this.root, "inbox"), `${name}.json`, JSON.stringify(doc));
+    return { ...ticket, name };
+  }
+
+  async poll(t) {
+    const o = await this.ownOutcome(t);
+    if (o) return o;
+    if (t.name) {
+      const err = await readJson(join(this.root, "rejected", `${t.name}.error.json`));
+      if (err) throw errorFrom(err, { requestId: t.id });
+    }
+    return null;
+  }
+
+  async abort(t, reason) {
+    const inbox = join(this.root, "inbox");
+    await mkdir(join(inbox, "tmp"), { recursive: true, mode: 0o700 });
+    const tmp = join(inbox, "tmp", `${t.id}.abort.${process.pid}-${randomBytes(6).toString("hex")}`);
+    await writeFile(tmp, reason ?? "", { mode: 0o600 });
+    await rename(tmp, join(inbox, "new", `${t.id}.abort`));
+  }
+}
+
+// --- the HTTP transport -----------------------------------------------------------------
+
+const LONG_POLL_SECONDS = 30;
+
+class HttpTransport {
+  constructor(url, token) {
+    this.url = url.replace(/\/+$/, "");
+    Object.defineProperty(this, "token", { value: token, enumerable: false });
+  }
+
+  async call(method, path, body, requestId) {
+    let resp;
+    try {
+      resp = await fetch(this.url + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          accept: "application/json",
+          ...(body !== undefined ? { "content-type": "application/json" } : {}),
+        },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+    } catch (e) {
+      throw new Io(`cannot reach ${this.url}: ${e.cause?.message ?? e.message}`, { requestId });
+    }
+    const text = await resp.text();
+    if (resp.status === 204 || !text) {
+      if (!resp.ok) throw new Io(`HTTP ${resp.status} from ${method} ${path}`, { requestId });
+      return null;
+    }
+    let doc;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      throw new Io(`HTTP ${resp.status} from ${method} ${path}: not JSON`, { requestId });
+    }
+    if (!resp.ok) {
+      if (doc?.error) throw errorFrom(doc.error, { requestId });
+      throw new Io(`HTTP ${resp.status} from ${method} ${path}`, { requestId });
+    }
+    return doc;
+  }
+
+  path(t, tail) {
+    return `/api/v1/requests/${encodeURIComponent(t.id)}/${tail}`;
+  }
+
+  async submit(doc) {
+    const asked = await this.call("POST", "/api/v1/requests", doc, doc.id);
+    return { id: asked.id, digest: asked.requestDigest, name: null, request: doc };
+  }
+
+  async poll(t, wait = 0) {
+    const q = wait >= 1 ? `?wait=${Math.floor(wait)}s` : "";
+    const o = await this.call("GET", this.path(t, "outcome") + q, undefined, t.id);
+    if (!o || (t.digest && o.requestDigest !== t.digest)) return null;
+    return o;
+  }
+
+  async abort(t, reason) {
+    await this.call("POST", this.path(t, "abort"), reason !== undefined ? { reason } : {}, t.id);
+  }
+}
+
+// --- the client -------------------------------------------------------------------------
+
+/** A dshq client over the state root's directories (`{root}`) or the HTTP API (`{url, token}`). */
+export class Client {
+  constructor({ root, url, token, poll = 0.2 } = {}) {
+    if (root === undefined && url === undefined) {
+      url = process.env.DSHQ_URL || undefined;
+      if (url === undefined) root = process.env.DSHQ_ROOT || undefined;
+    }
+    if (url !== undefined) {
+      token ??= process.env.DSHQ_TOKEN;
+      if (!token) throw new TypeError("the HTTP transport needs a token (token or DSHQ_TOKEN)");
+      this.transport = new HttpTransport(url, token);
+    } else if (root !== undefined) {
+      this.transport = new FileTransport(root);
+    } else {
+      throw new TypeError("name a dshq: root (or DSHQ_ROOT), or url and token (or DSHQ_URL)");
+    }
+    this.poll = poll;
+  }
+
+  /** Ask and return at once with the request's ticket (its id and digest). */
+  async askNowait(questions, options = {}) {
+    return this.transport.submit(buildRequest(questions, options));
+  }
+
+  /** Ask and wait for the answer; throws the typed error of any other ending. */
+  async ask(questions, { waitTimeout, ...options } = {}) {
+    return this.wait(await this.askNowait(questions, options), { timeout: waitTimeout });
+  }
+
+  /** The ticket's outcome document, or null when there is none yet. */
+  async outcome(ticket) {
+    return this.transport.poll(ticketOf(ticket));
+  }
+
+  /** Wait until the request ends: its result, or its typed error. */
+  async wait(ticket, { timeout } = {}) {
+    const t = ticketOf(ticket);
+    if (this.transport instanceof HttpTransport) {
+      const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
+      for (;;) {
+        const left = deadline === null ? LONG_POLL_SECONDS : Math.max(0, (deadline - Date.now()) / 1000);
+        const o = await this.transport.poll(t, Math.min(LONG_POLL_SECONDS, left));
+        if (o) return resultOf(o, t);
+        if (deadline !== null && Date.now() >= deadline) {
+          throw new WaitTimeout(`no outcome for ${t.id} within ${timeout}s`, { requestId: t.id });
+        }
+      }
+    }
+    const [, result] = await this.waitAny([t], { timeout });
+    return result;
+  }
+
+  /** Wait until the first of `tickets` ends: `[its ticket, its result]`, or its typed error. */
+  async waitAny(tickets, { timeout } = {}) {
+    const ts = [...tickets].map(ticketOf);
+    if (!ts.length) throw new TypeError("waitAny needs at least one ticket");
+    const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
+    const pause = this.transport instanceof HttpTransport ? Math.max(this.poll, 0.25) : this.poll;
+    for (;;) {
+      for (const t of ts) {
+        const o = await this.transport.poll(t);
+        if (o) return [t, resultOf(o, t)];
+      }
+      if (deadline !== null && Date.now() >= deadline) {
+        throw new WaitTimeout(`no outcome for any of ${ts.length} requests within ${timeout}s`);
+      }
+      await sleep(pause * 1000);
+    }
+  }
+
+  /** Abort the request as its asker (it ends ASK_ABORTED). */
+  async abort(ticket, reason) {
+    await this.transport.abort(ticketOf(ticket), reason);
+  }
+}
+
+/**
+ * Wrap an async function so that it runs only after a human approves its plan; a decline
+ * throws PlanDeclined with the reviewer's feedback, and the function never runs.
+ */
+export function requiresApproval(client, fn, { plan, question: text, key, context, timeout } = {}) {
+  const name = fn.name || "function";
+  return async function approved(...args) {
+    const p = typeof plan === "function" ? plan(...args) : plan ?? `Run \`${name}\` with:\n\n\`\`\`\n${args.map((a) => JSON.stringify(a)).join(",\n") || "(no arguments)"}\n\`\`\`\n`;
+    const q = typeof text === "function" ? text(...args) : text ?? `Approve running ${name}?`;
+    const k = key !== undefined ? key(...args) : `${name}\n${p}`;
+    const result = await client.ask([planReview(p, { question: q })], { key: k, context, timeout });
+    if (!result.approved) {
+      const first = Object.values(result.answers)[0];
+      throw new PlanDeclined(first?.custom ?? null, result);
+    }
+    return fn.apply(this, args);
+  };
+}

@@ -1,0 +1,46 @@
+// Compiled with `tsc --noEmit` (never run): the declarations describe a usable API.
+import {
+  AskAborted,
+  AskCancelled,
+  Client,
+  DshqError,
+  Expired,
+  PlanDeclined,
+  idForKey,
+  planReview,
+  question,
+  requiresApproval,
+  type Answered,
+  type Ticket,
+} from "dshq";
+
+export async function example(): Promise<string> {
+  const client = new Client({ root: "/var/lib/dshq", poll: 0.1 });
+  const http = new Client({ url: "http://127.0.0.1:8700", token: "t" });
+  const ticket: Ticket = await client.askNowait([question("db", "Which database?", { options: ["Postgres", "SQLite"] })], {
+    key: "pick-db",
+    timeout: "30m",
+  });
+  const [first, result]: [Ticket, Answered] = await client.waitAny([ticket, "other-id"], { timeout: 60 });
+  const selected: string[] = result.answers["db"].selected;
+  const value: string | null = result.answers["db"].value;
+  await http.abort(first, "not needed");
+  try {
+    await client.wait(idForKey("pick-db"));
+  } catch (e) {
+    if (e instanceof Expired || e instanceof AskAborted || e instanceof AskCancelled) return e.code;
+    if (e instanceof DshqError) return `${e.code}: ${e.message} (${e.requestId ?? "?"})`;
+  }
+  const deploy = requiresApproval(client, async (env: string) => `deployed ${env}`, {
+    plan: (env) => `Deploy to ${env}`,
+    key: (env) => `deploy-${env}`,
+  });
+  try {
+    return (await deploy("staging")) + selected.join(",") + (value ?? "");
+  } catch (e) {
+    if (e instanceof PlanDeclined) return e.feedback ?? "declined";
+    throw e;
+  }
+}
+
+export const review = planReview("# Plan", { approve: "Ship it" });
