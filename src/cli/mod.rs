@@ -240,6 +240,9 @@ fn usage_exit(e: clap::Error) -> ! {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     );
+    if !informational && claude_code::is_hook_invocation(std::env::args_os()) {
+        claude_code::usage_exit(&e);
+    }
     if !informational && std::env::args_os().any(|a| a == "--json") {
         let message = e.render().to_string();
         let message = message

@@ -337,6 +337,14 @@ fn malformed_events_fail_clearly_and_never_block() {
         assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
         assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     }
+    // A flag Claude Code's settings got wrong is no usage error that blocks (exit 2) either.
+    let r = hook(&env, &["--wait", "soon"], &ask_event(&env));
+    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{r:?}");
+    assert!(
+        r.stderr.starts_with("dshq claude-code hook: USAGE: "),
+        "{}",
+        r.stderr
+    );
     // Another tool: no opinion, no output, success.
     let other = event(cwd, "Bash", "toolu_b", json!({"command": "ls"}));
     let r = hook(&env, &[], &other);
@@ -456,4 +464,84 @@ fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
         prog.to_str().unwrap(),
     ]);
     assert_eq!(r.error_code(), "BAD_REQUEST", "{r:?}");
+}
+
+#[test]
+fn the_ready_settings_snippet_defers_and_resumes_through_path() {
+    let env = Env::new();
+    let settings: Value = serde_json::from_str(
+        &fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/claude-code/settings.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let entry = &settings["hooks"]["PreToolUse"][0];
+    assert_eq!(entry["matcher"], "AskUserQuestion|ExitPlanMode");
+    let h = &entry["hooks"][0];
+    assert_eq!(h["type"], "command");
+    let command = h["command"].as_str().unwrap();
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[0], "dshq");
+    // The hook's --wait stays below the hook's own timeout.
+    let wait_at = words.iter().position(|w| *w == "--wait").unwrap();
+    let wait = humantime_secs(words[wait_at + 1]);
+    assert!(wait < h["timeout"].as_u64().unwrap(), "{command}");
+
+    // `claude` on PATH is the recorder here.
+    let (prog, log) = recorder(&env);
+    let session_dir = env.dir.path().join("project");
+    fs::create_dir(&session_dir).unwrap();
+    let plan = event(
+        &session_dir,
+        "ExitPlanMode",
+        "toolu_02ExitPlan",
+        json!({"plan": "# Plan"}),
+    );
+    let path = format!(
+        "{}:{}",
+        prog.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", "\"$@\"; exit $?", "sh"])
+        .arg(crate::helpers::bin())
+        // The snippet's own flags, but no 20s wait in a test.
+        .args(
+            words[1..]
+                .iter()
+                .map(|w| if *w == words[wait_at + 1] { "0s" } else { w }),
+        )
+        .env("DSHQ_ROOT", env.root())
+        .env("PATH", path)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plan.as_bytes())
+            .unwrap();
+    }
+    let r: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(decision(&r), defer_for(PLAN_ID));
+    env.run(&["answer", PLAN_ID, "--select", "Approve"]).ok();
+    assert!(
+        wait_until(DEADLINE, || log.exists()),
+        "claude was not resumed"
+    );
+    assert!(fs::read_to_string(&log)
+        .unwrap()
+        .ends_with(&format!("-p\n--resume\n{SESSION}\n")));
+}
+
+/// Seconds of a plain `20s` / `2m` duration.
+fn humantime_secs(s: &str) -> u64 {
+    let (n, unit) = s.split_at(s.len() - 1);
+    n.parse::<u64>().unwrap() * if unit == "m" { 60 } else { 1 }
 }

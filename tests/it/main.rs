@@ -9,6 +9,7 @@ mod audit;
 mod browser;
 mod claude_code;
 mod cli;
+mod clients;
 mod crash;
 mod daemon;
 mod examples;

@@ -99,6 +99,24 @@ pub struct ResumeArgs {
     pub args: Vec<OsString>,
 }
 
+/// Whether these process arguments run `dshq claude-code hook` (whatever else they hold).
+pub fn is_hook_invocation(args: impl Iterator<Item = OsString>) -> bool {
+    let args: Vec<OsString> = args.collect();
+    args.windows(2)
+        .any(|w| w[0] == "claude-code" && w[1] == "hook")
+}
+
+/// A command-line error of the hook (a mistake in Claude Code's settings): reported like
+/// any other failure of the hook, with exit status 1, never clap's 2, which would block
+/// the tool call.
+pub fn usage_exit(e: &clap::Error) -> ! {
+    let message = e.render().to_string();
+    let first = message.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("dshq claude-code hook: {}: {first}", Code::Usage);
+    std::process::exit(1)
+}
+
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {

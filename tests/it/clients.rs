@@ -1,0 +1,202 @@
+//! The client packages' own suites, driven from here so that `cargo test` runs them: the
+//! Python package's pytest suite (`contrib/python/tests`, LangGraph included) and the Node
+//! package's `node --test` suite (`contrib/typescript/test`) plus its declarations checked
+//! with `tsc --noEmit`. Each suite starts real daemons of the binary built for this test
+//! (`DSHQ_BIN`) on temporary roots. The tools come from the project's own environments
+//! (`bash contrib/test/run` puts `.test-env/venv/bin` and `.test-env/node/node_modules/.bin`
+//! first on PATH); a missing tool fails the test, saying what to run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::helpers::bin;
+
+fn top() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+const HOW: &str = "run the suite through `bash contrib/test/run`, which prepares .test-env";
+
+/// The output of a command, failing the test (with both streams) when it fails.
+fn run(c: &mut Command, what: &str) -> String {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run it ({e}); {HOW}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+/// Install `./contrib/python` into the project's venv (the `python3` on PATH), once per
+/// test run, after checking that it is that venv and has the pinned test packages.
+fn python_ready() -> &'static str {
+    static READY: OnceLock<()> = OnceLock::new();
+    READY.get_or_init(|| {
+        let check = "import sys\n\
+            assert sys.prefix != sys.base_prefix, 'python3 is not a virtual environment (the system Python is never used)'\n\
+            import pytest, flit_core, langgraph, langgraph.checkpoint.sqlite\n";
+        let out = Command::new("python3").args(["-c", check]).output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => panic!(
+                "the Python package's tests need the project's venv with pytest, langgraph, \
+                 langgraph-checkpoint-sqlite and flit_core (contrib/test/requirements.txt): {}; {HOW}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => panic!("no python3 on PATH ({e}); {HOW}"),
+        }
+        run(
+            Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(["--no-deps", "--no-build-isolation", "--force-reinstall"])
+                .arg(top().join("contrib/python")),
+            "pip install ./contrib/python",
+        );
+    });
+    "python3"
+}
+
+/// Run one pytest file of the Python package against the binary under test.
+fn pytest(file: &str) {
+    let python = python_ready();
+    let tests = top().join("contrib/python/tests");
+    let out = run(
+        Command::new(python)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
+            .arg(tests.join(file))
+            .current_dir(&tests)
+            .env("DSHQ_BIN", bin())
+            .env_remove("DSHQ_ROOT")
+            .env_remove("DSHQ_URL")
+            .env_remove("DSHQ_TOKEN"),
+        &format!("pytest {file}"),
+    );
+    let summary = out.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains(" passed") && !summary.contains("skipped"),
+        "pytest {file}: {summary}\n{out}"
+    );
+}
+
+#[test]
+fn python_client_ask_answer_abort_wait_any_and_typed_errors() {
+    pytest("test_client.py");
+}
+
+#[test]
+fn python_reattach_after_the_asking_process_is_killed() {
+    pytest("test_reattach.py");
+}
+
+#[test]
+fn python_http_transport_with_a_token_and_the_async_client() {
+    pytest("test_http.py");
+}
+
+#[test]
+fn python_langgraph_interrupt_kill_answer_resume() {
+    pytest("test_langgraph.py");
+}
+
+fn node_ready() {
+    let v = run(Command::new("node").arg("--version"), "node --version");
+    let major: u32 = v
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        major >= 20,
+        "the Node package needs Node 20 or newer, found {v}"
+    );
+}
+
+#[test]
+fn typescript_declarations_check_with_tsc() {
+    node_ready();
+    let pkg = top().join("contrib/typescript");
+    let out = Command::new("tsc").arg("--version").output();
+    assert!(
+        out.is_ok_and(|o| o.status.success()),
+        "no tsc on PATH: typescript is pinned in contrib/test/package.json; {HOW}"
+    );
+    run(
+        Command::new("tsc").args(["--noEmit", "-p"]).arg(&pkg),
+        "tsc --noEmit -p contrib/typescript",
+    );
+}
+
+#[test]
+fn typescript_package_installs_from_its_tarball() {
+    node_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let packed = run(
+        Command::new("npm")
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(dir.path())
+            .arg(top().join("contrib/typescript")),
+        "npm pack contrib/typescript",
+    );
+    let tarball = dir.path().join(packed.trim());
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("package.json"),
+        r#"{"private": true, "type": "module"}"#,
+    )
+    .unwrap();
+    run(
+        Command::new("npm")
+            .args([
+                "install",
+                "--offline",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+            ])
+            .arg(&tarball)
+            .current_dir(&project),
+        "npm install dshq-0.1.0.tgz",
+    );
+    let smoke = "import * as d from 'dshq';\n\
+        if (d.CODES.length !== 26 || d.idForKey('x') !== 'key-2d711642b726b04401627ca9fbac32f5') process.exit(1);\n\
+        if (!(new d.Expired('m') instanceof d.AskAborted)) process.exit(2);\n\
+        console.log(Object.keys(d).length);";
+    let out = run(
+        Command::new("node")
+            .args(["--input-type=module", "-e", smoke])
+            .current_dir(&project),
+        "import dshq from its installed tarball",
+    );
+    assert!(out.trim().parse::<u32>().unwrap() > 30, "{out}");
+    assert!(Path::new(&project.join("node_modules/dshq/index.d.ts")).exists());
+}
+
+#[test]
+fn typescript_suite_against_the_real_daemon() {
+    node_ready();
+    let pkg = top().join("contrib/typescript");
+    let out = run(
+        Command::new("node")
+            .args(["--test", "test/client.test.js"])
+            .current_dir(&pkg)
+            .env("DSHQ_BIN", bin())
+            .env_remove("DSHQ_ROOT")
+            .env_remove("DSHQ_URL")
+            .env_remove("DSHQ_TOKEN"),
+        "node --test contrib/typescript/test/client.test.js",
+    );
+    assert!(
+        out.contains("# fail 0") && out.contains("# skipped 0"),
+        "{out}"
+    );
+    assert!(!out.contains("# pass 0"), "{out}");
+}
