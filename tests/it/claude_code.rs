@@ -64,6 +64,40 @@ fn plan_event(env: &Env) -> String {
     )
 }
 
+/// Start `c` with piped streams and `stdin` written to it.
+fn spawn_with(c: &mut std::process::Command, stdin: &str) -> std::process::Child {
+    use std::io::Write;
+    let mut child = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child
+}
+
+/// Run the hook under a shell that exits after it, as Claude Code's process does after a
+/// defer (the resumer waits for the hook's parent to be gone): `PATH` as given.
+fn hook_under_shell(env: &Env, args: &[&str], path: Option<&str>, stdin: &str) -> Run {
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", "\"$@\"; status=$?; exit $status", "sh"])
+        .arg(crate::helpers::bin())
+        .args(["claude-code", "hook"])
+        .args(args)
+        .env("DSHQ_ROOT", env.root())
+        .env("RUST_LOG", "warn");
+    if let Some(p) = path {
+        c.env("PATH", p);
+    }
+    spawn_with(&mut c, stdin).wait_with_output().unwrap().into()
+}
+
 fn hook(env: &Env, args: &[&str], stdin: &str) -> Run {
     let mut all = vec!["claude-code", "hook"];
     all.extend_from_slice(args);
@@ -174,22 +208,10 @@ fn with_wait_the_hook_waits_for_the_answer_or_defers_after_it() {
 
     // The answer comes while the hook waits: it allows, within the same run.
     let plan = plan_event(&env);
-    let waiting = {
-        let mut c = env.command();
-        c.args(["claude-code", "hook", "--wait", "60s"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.as_bytes())
-            .unwrap();
-        child
-    };
+    let waiting = spawn_with(
+        env.command().args(["claude-code", "hook", "--wait", "60s"]),
+        &plan,
+    );
     assert!(wait_until(DEADLINE, || env.json(&["show", PLAN_ID]).code == 0));
     env.run(&["answer", PLAN_ID, "--select", "Approve"]).ok();
     let out: Run = waiting.wait_with_output().unwrap().into();
@@ -399,27 +421,12 @@ fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
     // From the hook: --resume starts the resumer in the background; the answer resumes.
     // Under a shell that exits after it, as Claude Code's own process does after a defer:
     // the resumer waits for that parent to be gone before it resumes.
-    let under_claude: Run = {
-        let mut c = std::process::Command::new("sh");
-        c.args(["-c", "\"$@\"; status=$?; exit $status", "sh"])
-            .arg(crate::helpers::bin())
-            .args(["claude-code", "hook", "--resume", "--claude"])
-            .arg(&prog)
-            .env("DSHQ_ROOT", env.root())
-            .env("RUST_LOG", "warn")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(ev.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap().into()
-    };
+    let under_claude = hook_under_shell(
+        &env,
+        &["--resume", "--claude", prog.to_str().unwrap()],
+        None,
+        &ev,
+    );
     assert_eq!(decision(&under_claude), defer_for(ASK_ID));
     assert!(!log.exists());
     env.run(&[
@@ -503,32 +510,14 @@ fn the_ready_settings_snippet_defers_and_resumes_through_path() {
         prog.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut c = std::process::Command::new("sh");
-    c.args(["-c", "\"$@\"; exit $?", "sh"])
-        .arg(crate::helpers::bin())
-        // The snippet's own flags, but no 20s wait in a test.
-        .args(
-            words[1..]
-                .iter()
-                .map(|w| if *w == words[wait_at + 1] { "0s" } else { w }),
-        )
-        .env("DSHQ_ROOT", env.root())
-        .env("PATH", path)
-        .env("RUST_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.as_bytes())
-            .unwrap();
-    }
-    let r: Run = child.wait_with_output().unwrap().into();
+    // The snippet's own flags, but no 20s wait in a test.
+    let flags: Vec<&str> = words[2..]
+        .iter()
+        .map(|w| if *w == words[wait_at + 1] { "0s" } else { *w })
+        .collect();
+    assert_eq!(&words[..2], ["dshq", "claude-code"]);
+    assert_eq!(flags[0], "hook");
+    let r = hook_under_shell(&env, &flags[1..], Some(&path), &plan);
     assert_eq!(decision(&r), defer_for(PLAN_ID));
     env.run(&["answer", PLAN_ID, "--select", "Approve"]).ok();
     assert!(
