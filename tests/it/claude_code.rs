@@ -534,3 +534,52 @@ fn humantime_secs(s: &str) -> u64 {
     let (n, unit) = s.split_at(s.len() - 1);
     n.parse::<u64>().unwrap() * if unit == "m" { 60 } else { 1 }
 }
+
+#[test]
+fn a_plan_file_is_read_only_from_claude_codes_plans_directory() {
+    let env = Env::new();
+    let config = env.dir.path().join("claude-config");
+    fs::create_dir_all(config.join("plans")).unwrap();
+    let plan_path = config.join("plans").join("bright-otter.md");
+    fs::write(&plan_path, "# Plan from the file\n").unwrap();
+    let secret = env.dir.path().join("secret.txt");
+    fs::write(&secret, "not a plan").unwrap();
+    let run = |path: &Path| {
+        let ev = event(
+            env.dir.path(),
+            "ExitPlanMode",
+            "toolu_file",
+            json!({"planFilePath": path}),
+        );
+        let mut c = env.command();
+        c.args(["claude-code", "hook"])
+            .env("CLAUDE_CONFIG_DIR", &config);
+        let r: Run = spawn_with(&mut c, &ev).wait_with_output().unwrap().into();
+        r
+    };
+    // Outside the plans directory (directly, or through a symlink inside it): refused.
+    let r = run(&secret);
+    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{r:?}");
+    assert!(
+        r.stderr.contains("only plans there are read"),
+        "{}",
+        r.stderr
+    );
+    let link = config.join("plans").join("link.md");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    assert_eq!(run(&link).code, 1);
+    assert_eq!(env.json(&["list"]).ok().json().as_array().unwrap().len(), 0);
+
+    // Claude Code's own plan file: the review shows it.
+    let r = run(&plan_path);
+    assert_eq!(
+        decision(&r)["hookSpecificOutput"]["permissionDecision"],
+        "defer"
+    );
+    let id = env.json(&["list"]).ok().json()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = env.json(&["show", &id]).ok().json();
+    assert_eq!(shown["questions"][0]["detail"], "# Plan from the file\n");
+}

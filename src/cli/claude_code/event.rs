@@ -202,6 +202,11 @@ pub fn plan_text(event: &Event) -> Option<&str> {
     event.tool_input.get("plan").and_then(Value::as_str)
 }
 
+/// The plan file an `ExitPlanMode` call names (`tool_input.planFilePath`), if any.
+pub fn plan_file(event: &Event) -> Option<&str> {
+    event.tool_input.get("planFilePath").and_then(Value::as_str)
+}
+
 /// The dshq plan-review request of an `ExitPlanMode` call with this plan.
 pub fn plan_request(event: &Event, plan: &str, context: &str) -> Value {
     json!({

@@ -20,7 +20,6 @@
 pub mod event;
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
@@ -28,11 +27,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use self::event::Verdict;
+use self::event::{Event, Verdict};
 use super::{parse_wait_timeout, wait, Ctx};
 use crate::app;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
+use crate::files::safe_read;
 use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
 use crate::protocol::{Code, Outcome};
 
@@ -160,17 +160,11 @@ enum Kind {
 
 /// Read the event, ask (or find) its request, wait up to `--wait`, and decide.
 fn decide(ctx: &Ctx, a: &HookArgs) -> Result<Option<Verdict>> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(DEFAULT_MAX_REQUEST_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io("stdin", e))?;
-    if bytes.len() as u64 > DEFAULT_MAX_REQUEST_BYTES {
-        return Err(Error::question(
-            Code::BadRequest,
-            format!("the hook event is over {DEFAULT_MAX_REQUEST_BYTES} bytes"),
-        ));
-    }
+    let bytes =
+        safe_read::read_arg(Path::new("-"), DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+            safe_read::ReadError::Io(io) => Error::io("stdin", io),
+            other => Error::question(Code::BadRequest, format!("the hook event: {other}")),
+        })?;
     let ev = event::parse(&bytes)?;
     if ev.hook_event_name != event::PRE_TOOL_USE {
         return Err(Error::question(
@@ -184,13 +178,11 @@ fn decide(ctx: &Ctx, a: &HookArgs) -> Result<Option<Verdict>> {
     let (kind, request) = match ev.tool_name.as_str() {
         event::ASK_USER_QUESTION => (Kind::Questions, event::ask_request(&ev, &a.context)?),
         event::EXIT_PLAN_MODE => {
-            let plan = event::plan_text(&ev).ok_or_else(|| {
-                Error::question(
-                    Code::BadRequest,
-                    "ExitPlanMode's tool_input has no plan (a string)",
-                )
-            })?;
-            (Kind::Plan, event::plan_request(&ev, plan, &a.context))
+            let plan = match event::plan_text(&ev) {
+                Some(p) => p.to_string(),
+                None => plan_from_file(&ev)?,
+            };
+            (Kind::Plan, event::plan_request(&ev, &plan, &a.context))
         }
         _ => return Ok(None),
     };
@@ -203,6 +195,42 @@ fn decide(ctx: &Ctx, a: &HookArgs) -> Result<Option<Verdict>> {
         None => not_yet(ctx, a, &id)?,
     };
     Ok(Some(verdict))
+}
+
+/// Where Claude Code writes plans: `$CLAUDE_CONFIG_DIR/plans`, else `~/.claude/plans`.
+fn plans_dir() -> Option<PathBuf> {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))?;
+    Some(config.join("plans"))
+}
+
+/// The plan of an `ExitPlanMode` call that names its plan file instead of carrying it:
+/// read only from Claude Code's plans directory (a tool input must not make the hook show
+/// a reviewer any other file), only a regular file, bounded like a request.
+fn plan_from_file(ev: &Event) -> Result<String> {
+    let bad = |m: String| Error::question(Code::BadRequest, m);
+    let path = event::plan_file(ev).ok_or_else(|| {
+        bad("ExitPlanMode's tool_input has no plan (a string) and no planFilePath".into())
+    })?;
+    let dir = plans_dir().and_then(|d| d.canonicalize().ok());
+    let file = Path::new(path).canonicalize().ok();
+    let (Some(dir), Some(file)) = (dir, file) else {
+        return Err(bad(format!(
+            "ExitPlanMode's planFilePath {path:?} is not a plan Claude Code wrote"
+        )));
+    };
+    if !file.starts_with(&dir) {
+        return Err(bad(format!(
+            "ExitPlanMode's planFilePath {path:?} is not in {}: only plans there are read",
+            dir.display()
+        )));
+    }
+    let bytes = safe_read::read_limited(&file, DEFAULT_MAX_REQUEST_BYTES)
+        .map_err(|e| bad(format!("ExitPlanMode's planFilePath {path:?}: {e}")))?;
+    String::from_utf8(bytes)
+        .map_err(|_| bad(format!("ExitPlanMode's planFilePath {path:?} is not UTF-8")))
 }
 
 /// Ask `request` unless the call's request exists already (a resumed call), then wait up
