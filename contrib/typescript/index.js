@@ -427,11 +427,16 @@ export class Client {
       const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
       for (;;) {
         const left = deadline === null ? LONG_POLL_SECONDS : Math.max(0, (deadline - Date.now()) / 1000);
-        const o = await this.transport.poll(t, Math.min(LONG_POLL_SECONDS, left));
+        const step = Math.min(LONG_POLL_SECONDS, left);
+        const started = Date.now();
+        const o = await this.transport.poll(t, step);
         if (o) return resultOf(o, t);
         if (deadline !== null && Date.now() >= deadline) {
           throw new WaitTimeout(`no outcome for ${t.id} within ${timeout}s`, { requestId: t.id });
         }
+        // A long-poll that came back early (another request's outcome under the id) must
+        // not turn into a busy loop.
+        if (Date.now() - started < (step * 1000) / 2) await sleep(this.poll * 1000);
       }
     }
     const [, result] = await this.waitAny([t], { timeout });

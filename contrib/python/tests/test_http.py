@@ -38,6 +38,10 @@ def test_http_ask_answer_abort_and_reattach(host_http):
         client.abort("never-asked")
     with pytest.raises(dshq.WaitTimeout):
         client.wait(client.ask_nowait(DB, key="http-4"), timeout=1.2)
+    # An outcome is the ticket's only when its digest is the ticket's.
+    with pytest.raises(dshq.WaitTimeout):
+        client.wait(dshq.Ticket(ticket.id, "sha256:" + "0" * 64), timeout=1.2)
+    assert client.wait(ticket.id, timeout=5)["db"].selected == ["Postgres"]
 
 
 def test_http_wrong_token_and_wrong_role(host_http):

@@ -114,6 +114,7 @@ class Client:
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             step = LONG_POLL_SECONDS if left is None else max(0.0, min(LONG_POLL_SECONDS, left))
+            started = time.monotonic()
             if isinstance(self.transport, HttpTransport):
                 outcome = self.transport.poll(t, wait=step)
             else:
@@ -122,7 +123,9 @@ class Client:
                 return result_of(outcome, t)
             if left is not None and left <= 0:
                 raise WaitTimeout("no outcome for %s within %ss" % (t.id, timeout), request_id=t.id)
-            if isinstance(self.transport, FileTransport):
+            # Files are looked at every `poll`; a long-poll that came back early (another
+            # request's outcome under the id) must not turn into a busy loop either.
+            if isinstance(self.transport, FileTransport) or time.monotonic() - started < step / 2:
                 time.sleep(self.poll if left is None else min(self.poll, max(left, 0.0)))
 
     def wait_any(
