@@ -210,17 +210,46 @@ pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow
 /// The reviewer's queue in `context` for the session whose lease is `lease_id`: every
 /// request pending, or claimed by that lease, in the order a reviewer takes them —
 /// those with a deadline first (soonest first), then the rest oldest first. One read.
+///
+/// `only` narrows it by `list`'s filters (`--agent`, `--intent`, `--grep`; its contexts
+/// and status are ignored: the queue is the session's context, pending or its own
+/// claims). The filters are matched by the store's own `list` query, the one place they
+/// are defined, so the queue keeps exactly the requests `dshq list` would show.
 pub fn review_queue(
     store: &mut dyn Store,
     context: &str,
     lease_id: i64,
+    only: &ListFilter,
 ) -> Result<Vec<RequestRow>> {
+    let narrowed = only.agent.is_some() || only.intent.is_some() || only.grep.is_some();
+    let keep: Option<std::collections::HashSet<String>> = if narrowed {
+        let mut ids = std::collections::HashSet::new();
+        for status in [Status::Pending, Status::Claimed] {
+            let filter = ListFilter {
+                status: Some(status),
+                contexts: vec![context.to_string()],
+                agent: only.agent.clone(),
+                intent: only.intent.clone(),
+                grep: only.grep.clone(),
+                ..Default::default()
+            };
+            ids.extend(store.list(&filter)?.into_iter().filter_map(|r| r.id));
+        }
+        Some(ids)
+    } else {
+        None
+    };
     let mut rows: Vec<RequestRow> = store
         .open_upto(Some(context), FeedPos::MAX)?
         .into_iter()
         .filter(|r| {
             r.status == Status::Pending
                 || (r.status == Status::Claimed && r.claimed_lease == Some(lease_id))
+        })
+        .filter(|r| match (&keep, &r.id) {
+            (None, _) => true,
+            (Some(ids), Some(id)) => ids.contains(id),
+            (Some(_), None) => false,
         })
         .collect();
     rows.sort_by_key(|r| (r.deadline_ms.is_none(), r.deadline_ms, r.seq));

@@ -60,9 +60,11 @@ pub struct Args {
     /// Provider name for a transient lease (default $USER).
     #[arg(long)]
     pub name: Option<String>,
-    /// Interactive, without an id: the context whose pending requests to walk.
-    #[arg(long, value_name = "C")]
-    pub context: Option<String>,
+    /// Interactive, without an id: which requests to walk (and, with --follow, to pick
+    /// up while waiting): the filters of `list` and `watch`. One --context (a session
+    /// holds one context's lease; default: the given lease's, else `default`).
+    #[command(flatten)]
+    pub filters: super::filter::Filters,
     /// Interactive, without an id: when the queue is empty, wait for new requests (ring
     /// the bell when one arrives) instead of ending.
     #[arg(long, conflicts_with = "id")]
@@ -208,11 +210,31 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
                     .into(),
             ));
         }
+        let only = a.filters.to_filter()?;
+        let context = match only.contexts.as_slice() {
+            [] => None,
+            [one] => Some(one.clone()),
+            many => {
+                return Err(Error::Usage(format!(
+                    "a reviewer's session holds one context's lease: give one --context, not {}",
+                    many.len()
+                )))
+            }
+        };
+        let narrowed = only.agent.is_some() || only.intent.is_some() || only.grep.is_some();
+        if a.id.is_some() && narrowed {
+            return Err(Error::Usage(
+                "--agent, --intent and --grep choose what the walk takes; with a request id \
+                 there is no walk: drop the id, or the filters"
+                    .into(),
+            ));
+        }
         return interactive::run(
             ctx,
             interactive::Opts {
                 id: a.id,
-                context: a.context,
+                context,
+                only,
                 lease: a.lease,
                 name: a.name,
                 ttl: a.ttl,

@@ -433,7 +433,7 @@ async fn walk(
 ) -> Result<(Vec<ReviewedRequest>, bool), CallToolResult> {
     let ctx2 = context.to_string();
     let queue = backend
-        .read(move |store| app::feed::review_queue(store, &ctx2, lease_id))
+        .read(move |store| app::feed::review_queue(store, &ctx2, lease_id, &Default::default()))
         .await
         .map_err(|e| from_error(&e, None))?;
     let mut reviewed = Vec::new();

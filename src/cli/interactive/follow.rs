@@ -23,7 +23,7 @@ use notify::{RecursiveMode, Watcher};
 
 use crate::app;
 use crate::error::Result;
-use crate::store::{RequestRow, Store};
+use crate::store::{ListFilter, RequestRow, Store};
 
 /// The longest an idle follow loop sleeps without a file-system event.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -33,6 +33,9 @@ pub const TICK: Duration = Duration::from_secs(1);
 pub struct Queue {
     shown: HashSet<String>,
     done: usize,
+    /// `answer`'s filters (`--agent`, `--intent`, `--grep`): the walk takes only what they
+    /// match, now and while it follows.
+    only: ListFilter,
 }
 
 /// The next request to show and where it stands: "`position` of `total`".
@@ -46,6 +49,34 @@ pub struct Next {
 }
 
 impl Queue {
+    /// A walk that takes only the requests `only` matches.
+    pub fn only(only: ListFilter) -> Queue {
+        Queue {
+            only,
+            ..Default::default()
+        }
+    }
+
+    /// What the filters take, for the screen's status lines: ` matching agent A, intent
+    /// I, text "T"`, or nothing without filters (asker-supplied text is made one line).
+    pub fn matching(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = &self.only.agent {
+            parts.push(format!("agent {}", crate::text::one_line(a)));
+        }
+        if let Some(i) = &self.only.intent {
+            parts.push(format!("intent {i}"));
+        }
+        if let Some(g) = &self.only.grep {
+            parts.push(format!("text {:?}", crate::text::one_line(g)));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" matching {}", parts.join(", "))
+        }
+    }
+
     /// The next request not shown yet in this session, or `None` when none is left.
     pub fn next(
         &mut self,
@@ -53,7 +84,7 @@ impl Queue {
         context: &str,
         lease_id: i64,
     ) -> Result<Option<Next>> {
-        let queue = app::feed::review_queue(store, context, lease_id)?;
+        let queue = app::feed::review_queue(store, context, lease_id, &self.only)?;
         let mut left = queue
             .into_iter()
             .filter(|r| r.id.as_ref().is_some_and(|id| !self.shown.contains(id)));
@@ -72,7 +103,7 @@ impl Queue {
 
     /// How many requests not shown yet are waiting (nothing is marked shown).
     pub fn waiting(&self, store: &mut dyn Store, context: &str, lease_id: i64) -> Result<usize> {
-        let queue = app::feed::review_queue(store, context, lease_id)?;
+        let queue = app::feed::review_queue(store, context, lease_id, &self.only)?;
         Ok(queue
             .iter()
             .filter(|r| r.id.as_ref().is_some_and(|id| !self.shown.contains(id)))

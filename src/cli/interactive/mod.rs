@@ -79,6 +79,9 @@ pub struct Opts {
     pub style: Style,
     /// Without an id: when the queue is empty, wait for more instead of ending.
     pub follow: bool,
+    /// Without an id: take only the requests these filters match (`--agent`, `--intent`,
+    /// `--grep`), in the walk and while it follows.
+    pub only: crate::store::ListFilter,
     /// Release the session's own lease after this long without a key; the next key takes
     /// it back ([`idle`]). A lease given with `--lease` is never released.
     pub idle_release: Duration,
@@ -844,10 +847,11 @@ fn walk(
     session: &Session,
     term: &mut Terminal,
     follow: bool,
+    only: &crate::store::ListFilter,
     tally: &mut Tally,
 ) -> std::result::Result<(), HandleError> {
     let style = term.style;
-    let mut queue = follow::Queue::default();
+    let mut queue = follow::Queue::only(only.clone());
     let wake = follow.then(|| follow::Wake::on(ctx.root.dir()));
     let mut idle = false;
     // Whether the bell rang for a request that arrived while the lease was released.
@@ -867,16 +871,18 @@ fn walk(
         else {
             let Some(wake) = &wake else {
                 term.say(&format!(
-                    "no more pending requests in context {}",
-                    session.context
+                    "no more pending requests in context {}{}",
+                    session.context,
+                    queue.matching()
                 ));
                 return Ok(());
             };
             if !idle {
                 idle = true;
                 term.say(&style.dim(&format!(
-                    "waiting for new requests in context {} · Ctrl-C: stop",
-                    session.context
+                    "waiting for new requests in context {}{} · Ctrl-C: stop",
+                    session.context,
+                    queue.matching()
                 )));
             }
             // No key is asked for while waiting, so the idle time runs on here.
@@ -1027,7 +1033,15 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
                 let row = claim(store, &session.token(), id).map_err(HandleError::Fail)?;
                 handle_request(ctx, store, &session, &mut term, &row, None, &mut tally)?;
             }
-            None => walk(ctx, store, &session, &mut term, opts.follow, &mut tally)?,
+            None => walk(
+                ctx,
+                store,
+                &session,
+                &mut term,
+                opts.follow,
+                &opts.only,
+                &mut tally,
+            )?,
         }
         Ok(())
     })();
