@@ -59,7 +59,7 @@ pub enum Error {
         lease_context: String,
     },
     /// A live provider already holds the context.
-    #[error("provider {name:?} has held context {context:?} since {since}, until {expires} unless it heartbeats; wait until then, ask {name:?} to release it, or end it with `dshq provider revoke --context {context}`")]
+    #[error("{}", duplicate_provider(.context, .name, .since, .expires, .web.as_ref()))]
     DuplicateProvider {
         /// The context.
         context: String,
@@ -69,6 +69,9 @@ pub enum Error {
         since: String,
         /// When the live lease expires unless it heartbeats (RFC 3339).
         expires: String,
+        /// When the holder is a host's web page (and HTTP API): which host, and its idle
+        /// release.
+        web: Option<crate::store::WebHolder>,
     },
     /// The lease is not the live one of its context.
     #[error("lease is not live ({0}); register a new one with `dshq provider register`")]
@@ -139,6 +142,19 @@ pub enum Error {
         /// The newest version this binary has.
         known: i64,
     },
+    /// A read command found no state root at the path it resolved (reads never create
+    /// one: a mistyped or forgotten `DSHQ_ROOT` must not show an empty queue).
+    #[error(
+        "no dshq state root at {}{}: nothing to read. Name the right one with --root DIR or DSHQ_ROOT, or start the daemon there (`dshq daemon`), which creates it; writing commands (ask, provider register, token create) create it too",
+        path.display(),
+        if *.dir_exists { " (the directory exists, but holds no dshq.db)" } else { "" }
+    )]
+    NoRoot {
+        /// The root that was resolved.
+        path: PathBuf,
+        /// Whether the directory exists (without a database).
+        dir_exists: bool,
+    },
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -147,6 +163,35 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+}
+
+/// `DUPLICATE_PROVIDER`'s message: who holds the context, in words a person can act on.
+/// A host's web page is named as such (a terminal reviewer cannot "ask web"): where it
+/// runs, and when it lets the context go by itself.
+fn duplicate_provider(
+    context: &str,
+    name: &str,
+    since: &str,
+    expires: &str,
+    web: Option<&crate::store::WebHolder>,
+) -> String {
+    let revoke = format!("`dshq provider revoke --context {context}`");
+    match web {
+        Some(w) => format!(
+            "the web page and HTTP API of the dshq daemon on {host} hold context {context:?} \
+             for the reviewers there (since {since}). It is released when the last reviewer \
+             closes the page, or {idle} after the last answer through it (the daemon's \
+             --web-idle); answer on the page, wait until then, or end it now with {revoke} \
+             (its claimed requests go back to pending)",
+            host = w.host,
+            idle = w.idle,
+        ),
+        None => format!(
+            "provider {name:?} has held context {context:?} since {since}, until {expires} \
+             unless it heartbeats; wait until then, ask {name:?} to release it, or end it with \
+             {revoke}"
+        ),
+    }
 }
 
 /// A PostgreSQL error as one line: the server's message (with its detail) for a database
@@ -196,6 +241,7 @@ impl Error {
             | Error::SchemaTooNew { .. }
             | Error::NeedsMigration { .. } => Code::Store,
             Error::Io { .. } => Code::Io,
+            Error::NoRoot { .. } => Code::NoRoot,
         }
     }
 

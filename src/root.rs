@@ -290,6 +290,21 @@ impl Root {
         )?))
     }
 
+    /// Refuse a root that does not exist (`NO_ROOT`): the directory is missing, or, with
+    /// the store in the root (SQLite), it holds no `dshq.db`. A read command checks this
+    /// first, so that only the daemon and writing commands create a root.
+    pub fn require_existing(&self) -> Result<()> {
+        let dir_exists = self.dir.is_dir();
+        let exists = dir_exists && (!self.store_is_local() || self.db().exists());
+        if exists {
+            return Ok(());
+        }
+        Err(Error::NoRoot {
+            path: self.dir.clone(),
+            dir_exists,
+        })
+    }
+
     /// Open the database for a read command: nothing is created, migrated or written, so
     /// a read-only copy of a root (an auditor's) can be read.
     pub fn open_store_read(&self) -> Result<Box<dyn crate::store::Store>> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use crate::clock::duration_ms;
 use crate::error::Result;
-use crate::store::{Lease, LeaseInfo, Registered, Revoked, Store};
+use crate::store::{HostMark, Lease, LeaseInfo, Registered, Revoked, Store};
 
 /// Register a provider lease in `context`.
 pub fn register(
@@ -16,6 +16,27 @@ pub fn register(
     ttl: Duration,
 ) -> Result<Registered> {
     Ok(store.register(context, name, duration_ms(ttl))?.0)
+}
+
+/// Register the provider lease a host holds in `context` for its web page and HTTP API,
+/// recording the host ([`HostMark`]).
+pub fn register_host(
+    store: &mut dyn Store,
+    context: &str,
+    name: &str,
+    ttl: Duration,
+    host: &HostMark,
+) -> Result<Registered> {
+    Ok(store
+        .register_as(context, name, duration_ms(ttl), Some(host))?
+        .0)
+}
+
+/// A host starting: end the leases its earlier life still holds (a crash or SIGKILL left
+/// them live), so its reviewers are not locked out for their ttl; their claims go back to
+/// `pending`. Only leases recorded with this host's own id are touched.
+pub fn take_over_host(store: &mut dyn Store, host_id: &str) -> Result<Vec<Revoked>> {
+    store.take_over_host(host_id)
 }
 
 /// Extend the live lease by its ttl.

@@ -41,6 +41,19 @@ pub struct Args {
     /// long without a reviewer acting in it (1s to 24h).
     #[arg(long, default_value = "5m", value_parser = super::parse_lease_ttl, requires = "listen")]
     pub web_idle: Duration,
+    /// With --listen: close a connection that has not sent a whole request head this long
+    /// after it was accepted or its last response was sent (the header-read and idle
+    /// keep-alive timeout; a long-poll or event stream in progress is not cut).
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_lease_ttl, requires = "listen")]
+    pub http_header_timeout: Duration,
+    /// With --listen: the most HTTP connections open at once (lowered at start to leave
+    /// descriptors for the file loop and the store under the open-file limit); more are
+    /// answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..), requires = "listen")]
+    pub http_max_conns: u32,
+    /// With --listen: the most HTTP connections open at once from one peer address.
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..), requires = "listen")]
+    pub http_max_conns_per_peer: u32,
     /// Prune on a schedule: remove final requests finished more than DUR ago (e.g. 90d),
     /// each time after exporting them to a new prune-TIME.ndjson in --prune-export-dir.
     #[arg(long, value_name = "DUR", value_parser = super::parse_duration, requires = "prune_export_dir")]
@@ -85,6 +98,12 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 idle: a.web_idle,
                 limits: crate::web::Limits {
                     max_body: a.max_bytes,
+                    ..Default::default()
+                },
+                conns: crate::host::listen::ConnLimits {
+                    header_read: a.http_header_timeout,
+                    max_conns: a.http_max_conns as usize,
+                    max_per_peer: a.http_max_conns_per_peer as usize,
                     ..Default::default()
                 },
             },

@@ -181,14 +181,11 @@ impl Ctx {
     }
 
     /// Open the store for a read command, showing it as it is now
-    /// ([`crate::store::Store::view_now`]): nothing is created (except a whole new root
-    /// when none exists yet), migrated or committed, so a read-only copy can be read and a
-    /// read never changes the store. The view may hold the write lock: drop the store
-    /// before printing.
+    /// ([`crate::store::Store::view_now`]): nothing is created, migrated or committed, so
+    /// a read-only copy can be read and a read never changes the store; a root that does
+    /// not exist is `NO_ROOT` ([`crate::root::Root::require_existing`]). The view may hold
+    /// the write lock: drop the store before printing.
     pub fn read_store(&self) -> Result<Box<dyn crate::store::Store>> {
-        if self.root.store_is_local() && !self.root.db().exists() {
-            return self.root.open_store();
-        }
         let mut store = self.open_read_migrating()?;
         store.view_now()?;
         Ok(store)
@@ -197,6 +194,7 @@ impl Ctx {
     /// Open for reading; a store that needs a migration is migrated when it can be written
     /// (an upgraded dshq), and refused with the clear error otherwise.
     fn open_read_migrating(&self) -> Result<Box<dyn crate::store::Store>> {
+        self.root.require_existing()?;
         match self.root.open_store_read() {
             Err(e @ Error::NeedsMigration { .. }) => self.root.open_store().map_err(|_| e),
             other => other,
@@ -207,9 +205,6 @@ impl Ctx {
     /// transaction, no write lock), for the audit's reads (`history`, `events`, `stats`,
     /// `export`, `audit verify`, `watch`), whose output may be long and read slowly.
     pub fn stored_store(&self) -> Result<Box<dyn crate::store::Store>> {
-        if self.root.store_is_local() && !self.root.db().exists() {
-            return self.root.open_store();
-        }
         self.open_read_migrating()
     }
 }

@@ -14,11 +14,13 @@
 //! - The host holds a context's provider lease while reviewers act over the web
 //!   ([`provider::Providers`]).
 //! - Each connection holds a descriptor: the host raises its soft open-file limit to
-//!   the hard one at start ([`nofile`]), so a thousand held connections do not starve
-//!   the file loop of descriptors.
+//!   the hard one at start ([`nofile`]), and the accept loop ([`listen`]) caps what
+//!   clients hold open (a header-read timeout, connection caps in total and per peer, a
+//!   reserve of descriptors), so no client can starve the file loop of descriptors.
 
 pub mod changes;
 pub mod db;
+pub mod listen;
 pub mod nofile;
 pub mod provider;
 pub mod waits;
@@ -42,6 +44,8 @@ pub struct WebConfig {
     pub idle: Duration,
     /// Limits on callers.
     pub limits: crate::web::Limits,
+    /// What clients may hold open: timeouts, connection caps, the descriptor reserve.
+    pub conns: listen::ConnLimits,
 }
 
 /// Parse `--listen`: `HOST:PORT`, or a bare port (loopback).
@@ -113,7 +117,9 @@ fn serve(
             .local_addr()
             .map_err(|e| Error::io(web.listen.to_string(), e))?;
         tracing::info!("listening on http://{bound}");
-        let providers = provider::Providers::new(db.clone(), web.lease_ttl, web.idle);
+        let host = provider::host_mark(root, web.idle)?;
+        let providers =
+            provider::Providers::start(db.clone(), web.lease_ttl, web.idle, host).await?;
         let keeper = {
             let p = providers.clone();
             tokio::spawn(async move {
@@ -135,11 +141,11 @@ fn serve(
         let mcp = crate::mcp::http::routes(&state);
         let app = crate::web::app(state).merge(mcp);
         let mut stop_wait = stop_tx.subscribe();
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let server = listen::serve(listener, app, web.conns, async move {
             let _ = loop_done.await;
             let _ = stop_tx.send(true);
         });
-        let served = tokio::spawn(async move { server.await });
+        let served = tokio::spawn(server);
         // Wait for the loop to end, then give open connections a moment to finish.
         let _ = stop_wait.wait_for(|s| *s).await;
         let r = match tokio::time::timeout(Duration::from_secs(5), served).await {

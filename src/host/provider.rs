@@ -20,6 +20,8 @@ use crate::app::provide::Acting;
 use crate::app::session;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
+use crate::root::Root;
+use crate::store::HostMark;
 
 /// The name the host's leases are registered with.
 pub const HOLDER: &str = "web";
@@ -38,17 +40,66 @@ pub struct Providers {
     held: Mutex<HashMap<String, Held>>,
     ttl: Duration,
     idle: Duration,
+    /// This host, recorded with every lease it registers.
+    host: HostMark,
+}
+
+/// This host as its leases record it: the root's origin (its stable identity, the same
+/// across restarts, different for every root sharing a store), and for people the host
+/// name and the root's path.
+pub fn host_mark(root: &Root, idle: Duration) -> Result<HostMark> {
+    Ok(HostMark {
+        id: root.origin()?,
+        label: format!("{}:{}", host_name(), root.dir().display()),
+        idle_ms: crate::clock::duration_ms(idle),
+    })
+}
+
+/// This machine's host name (`gethostname`), or `localhost` when it has none.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(s) if r == 0 && !s.is_empty() => s.to_string(),
+        _ => "localhost".to_string(),
+    }
 }
 
 impl Providers {
-    /// Hold leases with `ttl`, released after `idle` without use.
-    pub fn new(db: Db, ttl: Duration, idle: Duration) -> Arc<Providers> {
-        Arc::new(Providers {
+    /// Hold leases with `ttl`, released after `idle` without use, recorded as `host`'s.
+    ///
+    /// First the leases of this host's earlier life are taken over: a host killed while
+    /// holding a context left its lease live for up to its ttl, and until it expired every
+    /// answer through the page and the API met DUPLICATE_PROVIDER. They are released now
+    /// (their claims back to pending), and the host registers afresh when a reviewer acts.
+    /// Another host's leases (another root's origin on a shared store) are never touched.
+    pub async fn start(
+        db: Db,
+        ttl: Duration,
+        idle: Duration,
+        host: HostMark,
+    ) -> Result<Arc<Providers>> {
+        let id = host.id.clone();
+        let taken = db
+            .write(move |store| session::take_over_host(store, &id))
+            .await?;
+        for t in &taken {
+            tracing::info!(
+                context = %crate::text::for_log(&t.context),
+                generation = t.generation,
+                released = t.released.len(),
+                "took over the provider lease of this host's earlier life"
+            );
+        }
+        Ok(Arc::new(Providers {
             db,
             held: Mutex::new(HashMap::new()),
             ttl,
             idle,
-        })
+            host,
+        }))
     }
 
     /// Act in `context` as `actor`: the host's lease there (registered now when it holds
@@ -62,10 +113,10 @@ impl Providers {
                 actor,
             });
         }
-        let (ctx, ttl) = (context.to_string(), self.ttl);
+        let (ctx, ttl, host) = (context.to_string(), self.ttl, self.host.clone());
         let reg = self
             .db
-            .write(move |store| session::register(store, &ctx, HOLDER, ttl))
+            .write(move |store| session::register_host(store, &ctx, HOLDER, ttl, &host))
             .await?;
         tracing::info!(context = %crate::text::for_log(context), "the host holds the context's provider lease");
         held.insert(

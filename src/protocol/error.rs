@@ -71,6 +71,9 @@ pub enum Code {
     Forbidden,
     /// An HTTP request body over the size limit (the same limit as inbox files).
     TooLarge,
+    /// A read command (`list`, `show`, `history`, ...) named a state root that does not
+    /// exist: reads never create one (a mistyped `DSHQ_ROOT` is not an empty queue).
+    NoRoot,
 }
 
 impl Code {
@@ -103,6 +106,7 @@ impl Code {
             Code::Unauthorized => "UNAUTHORIZED",
             Code::Forbidden => "FORBIDDEN",
             Code::TooLarge => "TOO_LARGE",
+            Code::NoRoot => "NO_ROOT",
         }
     }
 
@@ -138,6 +142,7 @@ impl Code {
             Code::UnsafeRoot => 12,
             Code::Unauthorized => 13,
             Code::Forbidden | Code::TooLarge => 14,
+            Code::NoRoot => 15,
         }
     }
 }

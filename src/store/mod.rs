@@ -40,8 +40,8 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    Lease, LeaseInfo, ListFilter, OldestOpen, Pruned, Registered, Revoked, Stats, Swept,
-    TokenCredential, WaitStats, WebToken,
+    HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, Pruned, Registered, Revoked, Stats, Swept,
+    TokenCredential, WaitStats, WebHolder, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -343,7 +343,24 @@ pub trait Store: Send {
         context: &str,
         name: &str,
         ttl_ms: Millis,
+    ) -> Result<(Registered, Lease)> {
+        self.register_as(context, name, ttl_ms, None)
+    }
+
+    /// [`Store::register`], recording the host that holds the lease for its web page
+    /// (`host`), or none.
+    fn register_as(
+        &mut self,
+        context: &str,
+        name: &str,
+        ttl_ms: Millis,
+        host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)>;
+
+    /// End every unended lease recorded as held by the host `host_id` (a restarted host
+    /// taking over the leases of its earlier life); their claims go back to `pending`.
+    /// Leases of other hosts, and leases held by no host, are never touched.
+    fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>>;
 
     /// Extend the live lease by its ttl.
     fn heartbeat(&mut self, token: &str) -> Result<Lease>;

@@ -100,6 +100,42 @@ pub struct Revoked {
     pub released: Vec<String>,
 }
 
+/// The host a lease is held by, for its web page and HTTP API
+/// ([`crate::host::provider::Providers`]): recorded with the lease so that the same host,
+/// restarted, recognises the lease of its earlier life ([`super::Store::take_over_host`]),
+/// and so that a refused registration can say who holds the context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostMark {
+    /// The host's stable identity: its root's origin ([`crate::root::Root::origin`]).
+    pub id: String,
+    /// For people: the host name and the root's path (`box1:/srv/dshq`).
+    pub label: String,
+    /// How long after the last reviewer's act the host releases the lease (`--web-idle`).
+    pub idle_ms: Millis,
+}
+
+/// Who holds a context when that is a host's web page (from the lease's [`HostMark`]),
+/// carried by `DUPLICATE_PROVIDER` so the message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebHolder {
+    /// The host's label ([`HostMark::label`]).
+    pub host: String,
+    /// Its `--web-idle`, humanly (`5m`).
+    pub idle: String,
+}
+
+impl WebHolder {
+    /// The holder a lease's host columns describe, when it has them.
+    pub fn from_columns(label: Option<String>, idle_ms: Option<Millis>) -> Option<WebHolder> {
+        let label = label?;
+        let idle = idle_ms.unwrap_or(0).max(0) as u64;
+        Some(WebHolder {
+            host: crate::text::one_line(&label).into_owned(),
+            idle: humantime::format_duration(std::time::Duration::from_millis(idle)).to_string(),
+        })
+    }
+}
+
 /// What `register` returns: the token is shown once and never stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -60,9 +60,12 @@ impl ApiError {
             | Code::ClaimedElsewhere
             | Code::WrongContext => StatusCode::CONFLICT,
             Code::WaitTimeout => StatusCode::REQUEST_TIMEOUT,
-            Code::AuditBroken | Code::DaemonRunning | Code::UnsafeRoot | Code::Store | Code::Io => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            Code::AuditBroken
+            | Code::DaemonRunning
+            | Code::UnsafeRoot
+            | Code::NoRoot
+            | Code::Store
+            | Code::Io => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0002_prune",
         include_str!("../../../migrations/postgres/0002_prune.sql"),
     ),
+    (
+        3,
+        "0003_host_leases",
+        include_str!("../../../migrations/postgres/0003_host_leases.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1).

@@ -20,7 +20,7 @@ use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
 use crate::store::chain::{hex, NewEvent};
-use crate::store::types::{Lease, LeaseInfo, Registered, Revoked};
+use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked, WebHolder};
 
 fn new_secret() -> Result<[u8; 32]> {
     let mut b = [0u8; 32];
@@ -38,12 +38,19 @@ fn split_token(token: &str) -> Option<(i64, &str)> {
     Some((id, secret))
 }
 
-fn duplicate(context: &str, name: &str, since: Millis, expires: Millis) -> Error {
+fn duplicate(
+    context: &str,
+    name: &str,
+    since: Millis,
+    expires: Millis,
+    web: Option<WebHolder>,
+) -> Error {
     Error::DuplicateProvider {
         context: context.to_string(),
         name: crate::text::one_line(name).into_owned(),
         since: rfc3339(since),
         expires: rfc3339(expires),
+        web,
     }
 }
 
@@ -54,6 +61,7 @@ pub fn register(
     context: &str,
     name: &str,
     ttl_ms: Millis,
+    host: Option<&HostMark>,
     now: Millis,
 ) -> Result<Registered> {
     crate::protocol::check::check_id("context", context)?;
@@ -65,11 +73,19 @@ pub fn register(
     }
     // The caller swept at `now`, so any unended lease here is live.
     if let Some(r) = t.tx.query_opt(
-        "SELECT name, created_ms, expires_ms FROM leases WHERE context = $1 AND ended_ms IS NULL",
+        "SELECT name, created_ms, expires_ms, host_label, host_idle_ms
+         FROM leases WHERE context = $1 AND ended_ms IS NULL",
         &[&context],
     )? {
         let live_name: String = r.try_get(0)?;
-        return Err(duplicate(context, &live_name, r.try_get(1)?, r.try_get(2)?));
+        let web = WebHolder::from_columns(r.try_get(3)?, r.try_get(4)?);
+        return Err(duplicate(
+            context,
+            &live_name,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            web,
+        ));
     }
     let generation: i64 =
         t.tx.query_one(
@@ -85,16 +101,28 @@ pub fn register(
         // rows: an identity would leave a gap for every rolled-back registration (a
         // transient lease whose answer was refused), and the ids are in the tokens, the
         // events and the export.
-        "INSERT INTO leases (lease_id, context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms)
+        "INSERT INTO leases (lease_id, context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms,
+                             host_id, host_label, host_idle_ms)
          VALUES ((SELECT COALESCE(MAX(lease_id), 0) + 1 FROM leases),
-                 $1, $2, $3, $4, $5, $6, $6, $7) RETURNING lease_id",
-        &[&context, &name, &generation, &digest.as_slice(), &ttl_ms, &now, &expires],
+                 $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10) RETURNING lease_id",
+        &[
+            &context,
+            &name,
+            &generation,
+            &digest.as_slice(),
+            &ttl_ms,
+            &now,
+            &expires,
+            &host.map(|h| h.id.as_str()),
+            &host.map(|h| h.label.as_str()),
+            &host.map(|h| h.idle_ms),
+        ],
     );
     let lease_id: i64 = match inserted {
         Ok(r) => r.try_get(0)?,
         // Unreachable under the write lock; kept so the index, not luck, has the last word.
         Err(e) if is_unique_violation(&e, "leases_live") => {
-            return Err(duplicate(context, name, now, expires))
+            return Err(duplicate(context, name, now, expires, None))
         }
         Err(e) => return Err(e.into()),
     };
@@ -347,6 +375,31 @@ pub fn expire_due(t: &mut Tx<'_>, now: Millis) -> Result<Vec<(i64, Vec<String>)>
     for (id, name) in due {
         let released = end(t, id, &name, LeaseEnd::Expired, now)?;
         out.push((id, released));
+    }
+    Ok(out)
+}
+
+/// End every unended lease held by the host `host_id` (its earlier life's, at its start):
+/// each is released as its holder would release it, its claims back to `pending`.
+pub fn take_over(t: &mut Tx<'_>, host_id: &str, now: Millis) -> Result<Vec<Revoked>> {
+    let held: Vec<(i64, String, String, i64)> =
+        t.tx.query(
+            "SELECT lease_id, context, name, generation FROM leases
+             WHERE ended_ms IS NULL AND host_id = $1 ORDER BY lease_id",
+            &[&host_id],
+        )?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+        .collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(held.len());
+    for (lease_id, context, name, generation) in held {
+        let released = end(t, lease_id, &name, LeaseEnd::Released, now)?;
+        out.push(Revoked {
+            context,
+            name,
+            generation,
+            released,
+        });
     }
     Ok(out)
 }

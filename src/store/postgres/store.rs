@@ -21,9 +21,9 @@ use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
-    HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
-    Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Record, Registered, RequestRow,
-    Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
+    HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
+    ListFilter, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Record, Registered,
+    RequestRow, Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The PostgreSQL backend: one connection, this host's root and origin, and (for tests) a
@@ -125,7 +125,7 @@ fn lease_for(
             })?;
             let row =
                 requests::get(&mut t.tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = leases::register(t, &row.context, name, *ttl_ms, now)?;
+            let reg = leases::register(t, &row.context, name, *ttl_ms, None, now)?;
             let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
             Ok((lease, Some(reg.lease)))
         }
@@ -334,17 +334,22 @@ impl Store for PgStore {
             .read(|c| reads::next_for_lease(c, context, lease_id, after))
     }
 
-    fn register(
+    fn register_as(
         &mut self,
         context: &str,
         name: &str,
         ttl_ms: Millis,
+        host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
         self.write(|t, now| {
-            let reg = leases::register(t, context, name, ttl_ms, now)?;
+            let reg = leases::register(t, context, name, ttl_ms, host, now)?;
             let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
             Ok((reg, lease))
         })
+    }
+
+    fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
+        self.write(|t, now| leases::take_over(t, host_id, now))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {

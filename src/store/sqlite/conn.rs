@@ -63,6 +63,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0008_record_triggers_by_column",
         include_str!("../../../migrations/sqlite/0008_record_triggers_by_column.sql"),
     ),
+    (
+        9,
+        "0009_host_leases",
+        include_str!("../../../migrations/sqlite/0009_host_leases.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -15,7 +15,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result};
-use crate::store::types::{Lease, LeaseInfo, Registered, Revoked};
+use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked, WebHolder};
 
 fn new_secret() -> [u8; 32] {
     let mut b = [0u8; 32];
@@ -40,6 +40,7 @@ pub fn register(
     context: &str,
     name: &str,
     ttl_ms: Millis,
+    host: Option<&HostMark>,
     now: Millis,
 ) -> Result<Registered> {
     crate::protocol::check::check_id("context", context)?;
@@ -50,20 +51,24 @@ pub fn register(
         return Err(Error::Invalid("the lease ttl must be positive".into()));
     }
     // The caller swept at `now`, so any unended lease here is live.
-    let live: Option<(String, Millis, Millis)> = tx
+    let live = tx
         .query_row(
-            "SELECT name, created_ms, expires_ms FROM leases WHERE context = ?1 AND ended_ms IS NULL",
+            "SELECT name, created_ms, expires_ms, host_label, host_idle_ms
+             FROM leases WHERE context = ?1 AND ended_ms IS NULL",
             [context],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| {
+                Ok(Error::DuplicateProvider {
+                    context: context.to_string(),
+                    name: crate::text::one_line(&r.get::<_, String>(0)?).into_owned(),
+                    since: rfc3339(r.get(1)?),
+                    expires: rfc3339(r.get(2)?),
+                    web: WebHolder::from_columns(r.get(3)?, r.get(4)?),
+                })
+            },
         )
         .optional()?;
-    if let Some((live_name, since, expires)) = live {
-        return Err(Error::DuplicateProvider {
-            context: context.to_string(),
-            name: crate::text::one_line(&live_name).into_owned(),
-            since: rfc3339(since),
-            expires: rfc3339(expires),
-        });
+    if let Some(duplicate) = live {
+        return Err(duplicate);
     }
     let generation: i64 = tx.query_row(
         "SELECT COALESCE(MAX(generation), 0) + 1 FROM leases WHERE context = ?1",
@@ -74,9 +79,21 @@ pub fn register(
     let digest = Sha256::digest(secret.as_bytes());
     let expires = now.saturating_add(ttl_ms);
     tx.execute(
-        "INSERT INTO leases (context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
-        params![context, name, generation, digest.as_slice(), ttl_ms, now, expires],
+        "INSERT INTO leases (context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms,
+                             host_id, host_label, host_idle_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            context,
+            name,
+            generation,
+            digest.as_slice(),
+            ttl_ms,
+            now,
+            expires,
+            host.map(|h| &h.id),
+            host.map(|h| &h.label),
+            host.map(|h| h.idle_ms)
+        ],
     )?;
     let lease_id = tx.last_insert_rowid();
     events::append(
@@ -274,6 +291,32 @@ pub fn revoke(
         generation,
         released,
     })
+}
+
+/// End every unended lease held by the host `host_id` (its earlier life's, at its start):
+/// each is released as its holder would release it, its claims back to `pending`.
+pub fn take_over(tx: &Transaction, host_id: &str, now: Millis) -> Result<Vec<Revoked>> {
+    let held: Vec<(i64, String, String, i64)> = {
+        let mut stmt = tx.prepare(
+            "SELECT lease_id, context, name, generation FROM leases
+             WHERE ended_ms IS NULL AND host_id = ?1 ORDER BY lease_id",
+        )?;
+        let rows = stmt.query_map([host_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut out = Vec::with_capacity(held.len());
+    for (lease_id, context, name, generation) in held {
+        let released = end(tx, lease_id, &name, LeaseEnd::Released, now)?;
+        out.push(Revoked {
+            context,
+            name,
+            generation,
+            released,
+        });
+    }
+    Ok(out)
 }
 
 /// End a lease for `reason` and return its claims to `pending`; returns the released ids.

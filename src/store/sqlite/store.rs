@@ -17,9 +17,9 @@ use crate::protocol::Outcome;
 use crate::store::export::camel;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
-    HistoryFilter, HistoryRow, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter,
-    Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Registered, RequestRow, Revoked,
-    Stats, Status, Store, Swept, TokenCredential, Verified, WebToken,
+    HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
+    ListFilter, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Registered, RequestRow,
+    Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, WebToken,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -97,7 +97,7 @@ fn lease_for(
                 Error::Invalid("a transient lease acts on one named request".into())
             })?;
             let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = leases::register(tx, &row.context, name, *ttl_ms, now)?;
+            let reg = leases::register(tx, &row.context, name, *ttl_ms, None, now)?;
             let lease = leases::authenticate(tx, &reg.lease, now)?;
             Ok((lease, Some(reg.lease)))
         }
@@ -318,17 +318,22 @@ impl Store for SqliteStore {
             .optional()?)
     }
 
-    fn register(
+    fn register_as(
         &mut self,
         context: &str,
         name: &str,
         ttl_ms: Millis,
+        host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
         self.write(|tx, now| {
-            let reg = leases::register(tx, context, name, ttl_ms, now)?;
+            let reg = leases::register(tx, context, name, ttl_ms, host, now)?;
             let lease = leases::authenticate(tx, &reg.lease, now)?;
             Ok((reg, lease))
         })
+    }
+
+    fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
+        self.write(|tx, now| leases::take_over(tx, host_id, now))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {

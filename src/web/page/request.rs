@@ -62,6 +62,15 @@ async fn answerable(st: &AppState, viewer: &Viewer, row: &RequestRow) -> Answera
         .await
     {
         Ok(_) => {}
+        Err(Error::DuplicateProvider { web: Some(w), .. }) => {
+            return Answerable::No(format!(
+                "The web page of the dshq daemon on {} holds context {}: read-only here until \
+it is released (when its last reviewer leaves, or {} after its last answer).",
+                w.host,
+                crate::text::one_line(&row.context),
+                w.idle
+            ))
+        }
         Err(Error::DuplicateProvider {
             name,
             since,
