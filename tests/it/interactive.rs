@@ -61,7 +61,7 @@ fn send(p: &mut PtySession, keys: &str) {
 }
 
 /// Answer the send confirmation with "y" (Enter alone would be no).
-fn confirm_send(p: &mut PtySession) {
+pub(crate) fn confirm_send(p: &mut PtySession) {
     expect(p, "Send");
     expect(p, "(y/N)");
     send(p, "y");
@@ -69,7 +69,7 @@ fn confirm_send(p: &mut PtySession) {
 }
 
 /// Wait for the end of output and the exit status.
-fn finish(mut p: PtySession) -> i32 {
+pub(crate) fn finish(mut p: PtySession) -> i32 {
     let _ = p.exp_eof();
     match p.process.wait().expect("wait for dshq") {
         WaitStatus::Exited(_, code) => code,

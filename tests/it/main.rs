@@ -23,6 +23,7 @@ mod layers;
 mod lease;
 mod mcp;
 mod multihost;
+mod net;
 mod openapi;
 mod outcome;
 mod page;
