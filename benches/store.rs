@@ -37,7 +37,7 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store
                 now,
             )?;
         }
-        Ok(leases::register(tx, "default", "bench", 3_600_000, now)?.lease)
+        Ok(leases::register(tx, "default", "bench", 3_600_000, None, now)?.lease)
     })
     .unwrap();
     let lease = leases::authenticate(st.connection(), &token, now).unwrap();

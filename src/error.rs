@@ -59,7 +59,7 @@ pub enum Error {
         lease_context: String,
     },
     /// A live provider already holds the context.
-    #[error("{}", duplicate_provider(.context, .name, .since, .expires, .web.as_ref()))]
+    #[error("{}", duplicate_provider(.context, .name, .since, .expires, .web.as_deref()))]
     DuplicateProvider {
         /// The context.
         context: String,
@@ -71,7 +71,7 @@ pub enum Error {
         expires: String,
         /// When the holder is a host's web page (and HTTP API): which host, and its idle
         /// release.
-        web: Option<crate::store::WebHolder>,
+        web: Option<Box<crate::store::WebHolder>>,
     },
     /// The lease is not the live one of its context.
     #[error("lease is not live ({0}); register a new one with `dshq provider register`")]

@@ -89,7 +89,7 @@ pub fn fixture(n: usize) -> PathBuf {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                Ok(leases::register(tx, c, &format!("reviewer-{i}"), 1_000 * DAY, T0)?.lease)
+                Ok(leases::register(tx, c, &format!("reviewer-{i}"), 1_000 * DAY, None, T0)?.lease)
             })
             .collect()
     })

@@ -102,7 +102,7 @@ fn soft_nofile() -> Option<u64> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return None;
     }
-    (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64)
+    (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 /// How many descriptors this process has open (`/proc/self/fd`), 0 when unknown.

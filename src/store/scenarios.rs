@@ -499,6 +499,57 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
     assert_eq!(store.verify(&[]).unwrap().broken, None);
 }
 
+/// A host taking over at start ends the unended leases recorded with its own id (their
+/// claims back to pending) and nothing else: not another host's, not a terminal
+/// reviewer's. A refused registration names the host's page.
+pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "mine");
+    let host = |id: &str| super::HostMark {
+        id: id.into(),
+        label: format!("box:/srv/{id}"),
+        idle_ms: 300_000,
+    };
+    let (ours, _) = store
+        .register_as("ctx", "web", 60_000, Some(&host("a")))
+        .unwrap();
+    store
+        .provide(
+            &LeaseRef::Token(ours.lease.clone()),
+            ProviderAct::Claim("mine".into()),
+        )
+        .unwrap();
+    let (theirs, _) = store
+        .register_as("other", "web", 60_000, Some(&host("b")))
+        .unwrap();
+    let (terminal, _) = store.register("third", "tom", 60_000).unwrap();
+    match store.register("ctx", "tom", 60_000) {
+        Err(crate::Error::DuplicateProvider { web: Some(w), .. }) => {
+            assert_eq!((w.host.as_str(), w.idle.as_str()), ("box:/srv/a", "5m"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let taken = store.take_over_host("a").unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(
+        (taken[0].context.as_str(), taken[0].released.as_slice()),
+        ("ctx", &["mine".to_string()][..])
+    );
+    assert_eq!(store.get("mine").unwrap().unwrap().status, Status::Pending);
+    assert_eq!(
+        code(store.heartbeat(&ours.lease).unwrap_err()),
+        Code::LeaseExpired
+    );
+    store.heartbeat(&theirs.lease).unwrap();
+    store.heartbeat(&terminal.lease).unwrap();
+    assert!(
+        store.take_over_host("a").unwrap().is_empty(),
+        "nothing left to take"
+    );
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
+}
+
 #[cfg(test)]
 mod sqlite {
     use super::*;
@@ -541,6 +592,11 @@ mod sqlite {
     #[test]
     fn prune_keeps_open_requests_and_verifies_on_sqlite() {
         super::prune_keeps_open_requests_and_verifies(new);
+    }
+
+    #[test]
+    fn a_host_takes_over_only_its_own_leases_on_sqlite() {
+        super::a_host_takes_over_only_its_own_leases(new);
     }
 }
 
@@ -591,5 +647,10 @@ mod postgres {
     #[test]
     fn prune_keeps_open_requests_and_verifies_on_postgres() {
         super::prune_keeps_open_requests_and_verifies(new);
+    }
+
+    #[test]
+    fn a_host_takes_over_only_its_own_leases_on_postgres() {
+        super::a_host_takes_over_only_its_own_leases(new);
     }
 }

@@ -126,13 +126,13 @@ pub struct WebHolder {
 
 impl WebHolder {
     /// The holder a lease's host columns describe, when it has them.
-    pub fn from_columns(label: Option<String>, idle_ms: Option<Millis>) -> Option<WebHolder> {
+    pub fn from_columns(label: Option<String>, idle_ms: Option<Millis>) -> Option<Box<WebHolder>> {
         let label = label?;
         let idle = idle_ms.unwrap_or(0).max(0) as u64;
-        Some(WebHolder {
+        Some(Box::new(WebHolder {
             host: crate::text::one_line(&label).into_owned(),
             idle: humantime::format_duration(std::time::Duration::from_millis(idle)).to_string(),
-        })
+        }))
     }
 }
 

@@ -43,7 +43,7 @@ fn duplicate(
     name: &str,
     since: Millis,
     expires: Millis,
-    web: Option<WebHolder>,
+    web: Option<Box<WebHolder>>,
 ) -> Error {
     Error::DuplicateProvider {
         context: context.to_string(),

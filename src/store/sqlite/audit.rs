@@ -149,7 +149,7 @@ mod tests {
         })
         .unwrap();
         let alice = write(&mut conn, T0 + 20, |tx| {
-            leases::register(tx, "default", "alice", 1_000, T0 + 20)
+            leases::register(tx, "default", "alice", 1_000, None, T0 + 20)
         })
         .unwrap();
         write(&mut conn, T0 + 30, |tx| {
@@ -159,7 +159,7 @@ mod tests {
         .unwrap();
         // alice's lease expires: "a" goes back to pending; bob answers it.
         let bob = write(&mut conn, T0 + 5_000, |tx| {
-            leases::register(tx, "default", "bob", 600_000, T0 + 5_000)
+            leases::register(tx, "default", "bob", 600_000, None, T0 + 5_000)
         })
         .unwrap();
         write(&mut conn, T0 + 6_000, |tx| {

@@ -78,7 +78,7 @@ fn accept(conn: &mut Connection, v: Value, now: Millis) -> Result<Accepted> {
 
 fn register(conn: &mut Connection, context: &str, name: &str, now: Millis) -> Result<Registered> {
     write(conn, now, |tx| {
-        leases::register(tx, context, name, TTL, now)
+        leases::register(tx, context, name, TTL, None, now)
     })
 }
 
@@ -1012,19 +1012,19 @@ fn register_returns_an_unguessable_token() {
     // Bad input.
     assert_eq!(
         code(write(&mut conn, T0, |tx| leases::register(
-            tx, "x y", "n", TTL, T0
+            tx, "x y", "n", TTL, None, T0
         ))),
         Code::BadRequest
     );
     assert_eq!(
         code(write(&mut conn, T0, |tx| leases::register(
-            tx, "c", " ", TTL, T0
+            tx, "c", " ", TTL, None, T0
         ))),
         Code::Usage
     );
     assert_eq!(
         code(write(&mut conn, T0, |tx| leases::register(
-            tx, "c", "n", 0, T0
+            tx, "c", "n", 0, None, T0
         ))),
         Code::Usage
     );
