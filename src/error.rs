@@ -71,7 +71,7 @@ pub enum Error {
         expires: String,
         /// When the holder is a host's web page (and HTTP API): which host, and its idle
         /// release.
-        web: Option<Box<crate::store::WebHolder>>,
+        web: Option<Box<WebHolder>>,
     },
     /// The lease is not the live one of its context.
     #[error("lease is not live ({0}); register a new one with `dshq provider register`")]
@@ -165,6 +165,31 @@ pub enum Error {
     },
 }
 
+/// Who holds a context when that is a host's web page (from the lease's [`crate::store::HostMark`]),
+/// carried by `DUPLICATE_PROVIDER` so the message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebHolder {
+    /// The host's label ([`crate::store::HostMark::label`]).
+    pub host: String,
+    /// Its `--web-idle`, humanly (`5m`).
+    pub idle: String,
+}
+
+impl WebHolder {
+    /// The holder a lease's host columns describe, when it has them.
+    pub fn from_columns(
+        label: Option<String>,
+        idle_ms: Option<crate::clock::Millis>,
+    ) -> Option<Box<WebHolder>> {
+        let label = label?;
+        let idle = idle_ms.unwrap_or(0).max(0) as u64;
+        Some(Box::new(WebHolder {
+            host: crate::text::one_line(&label).into_owned(),
+            idle: humantime::format_duration(std::time::Duration::from_millis(idle)).to_string(),
+        }))
+    }
+}
+
 /// `DUPLICATE_PROVIDER`'s message: who holds the context, in words a person can act on.
 /// A host's web page is named as such (a terminal reviewer cannot "ask web"): where it
 /// runs, and when it lets the context go by itself.
@@ -173,7 +198,7 @@ fn duplicate_provider(
     name: &str,
     since: &str,
     expires: &str,
-    web: Option<&crate::store::WebHolder>,
+    web: Option<&WebHolder>,
 ) -> String {
     let revoke = format!("`dshq provider revoke --context {context}`");
     match web {

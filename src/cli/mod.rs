@@ -194,7 +194,13 @@ impl Ctx {
     /// Open for reading; a store that needs a migration is migrated when it can be written
     /// (an upgraded dshq), and refused with the clear error otherwise.
     fn open_read_migrating(&self) -> Result<Box<dyn crate::store::Store>> {
-        self.root.require_existing()?;
+        if let Err(no_root) = self.root.require_existing() {
+            // An untrusted root is refused as such (UNSAFE_ROOT) before it is found empty.
+            return Err(match self.root.check_trusted() {
+                Err(e @ Error::Question(_)) => e,
+                _ => no_root,
+            });
+        }
         match self.root.open_store_read() {
             Err(e @ Error::NeedsMigration { .. }) => self.root.open_store().map_err(|_| e),
             other => other,

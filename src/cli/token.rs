@@ -64,7 +64,12 @@ struct RevokedView<'a> {
 
 /// Run it.
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
-    let mut store = ctx.store()?;
+    // Listing is a read: nothing is written, and a missing root is NO_ROOT.
+    let mut store = if matches!(c, Command::List) {
+        ctx.read_store()?
+    } else {
+        ctx.store()?
+    };
     match c {
         Command::Create {
             role,

@@ -114,28 +114,6 @@ pub struct HostMark {
     pub idle_ms: Millis,
 }
 
-/// Who holds a context when that is a host's web page (from the lease's [`HostMark`]),
-/// carried by `DUPLICATE_PROVIDER` so the message names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebHolder {
-    /// The host's label ([`HostMark::label`]).
-    pub host: String,
-    /// Its `--web-idle`, humanly (`5m`).
-    pub idle: String,
-}
-
-impl WebHolder {
-    /// The holder a lease's host columns describe, when it has them.
-    pub fn from_columns(label: Option<String>, idle_ms: Option<Millis>) -> Option<Box<WebHolder>> {
-        let label = label?;
-        let idle = idle_ms.unwrap_or(0).max(0) as u64;
-        Some(Box::new(WebHolder {
-            host: crate::text::one_line(&label).into_owned(),
-            idle: humantime::format_duration(std::time::Duration::from_millis(idle)).to_string(),
-        }))
-    }
-}
-
 /// What `register` returns: the token is shown once and never stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -6,6 +6,8 @@ use crate::helpers::*;
 #[test]
 fn closed_set_flags_list_their_values_and_refuse_others() {
     let env = Env::new();
+    // A read needs a root (NO_ROOT otherwise): a write makes one.
+    env.ask(&simple_request("f1")).ok();
     for (cmd, flag, good, bad) in [
         ("list", "--status", "pending", "done"),
         ("history", "--status", "rejected", "done"),

@@ -108,7 +108,17 @@ fn three_hosts_share_one_queue_through_sigkills() {
     // store holds the same key.
     let lease = hosts[0].register("alice", "default", "10m");
     for h in &hosts[1..] {
-        h.json(&["list"]).ok(); // creates the root's layout
+        // A write creates the root's layout (a read does not: NO_ROOT); a token is no
+        // request and no event.
+        h.json(&[
+            "token",
+            "create",
+            "--role",
+            "auditor",
+            "--name",
+            &format!("a{}", unique()),
+        ])
+        .ok();
         fs::copy(
             hosts[0].root().join("audit.key"),
             h.root().join("audit.key"),

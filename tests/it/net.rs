@@ -143,8 +143,19 @@ fn idle_connections_past_the_cap_do_not_stop_the_file_loop() {
 #[test]
 fn partial_headers_and_idle_connections_are_closed_after_the_header_timeout() {
     let env = Env::new();
+    let rita = token(&env, "reviewer", "rita", None);
     let h = host(&env, &[]);
+    assert_eq!(
+        h.post("/requests", Some(&rita), &simple_request("lp"))
+            .status,
+        201
+    );
     let start = Instant::now();
+    // A long-poll outlasting the timeout is being served, not waiting for a head: not cut.
+    let long_poll = {
+        let url = h.url("/requests/lp/outcome?wait=12s");
+        std::thread::spawn(move || crate::api::call("GET", &url, Some(&rita), None).status)
+    };
     let mut partial = TcpStream::connect(addr(&h)).unwrap();
     partial
         .write_all(b"GET /api/v1/requests HTTP/1.1\r\nHost: x\r\nX-Slow: ")
@@ -173,6 +184,44 @@ fn partial_headers_and_idle_connections_are_closed_after_the_header_timeout() {
         start.elapsed() >= Duration::from_secs(9),
         "closed before the timeout: {:?}",
         start.elapsed()
+    );
+    assert_eq!(
+        long_poll.join().unwrap(),
+        204,
+        "the long-poll ran its whole wait"
+    );
+    assert!(start.elapsed() >= Duration::from_secs(12));
+}
+
+/// Item 1: one peer gets at most `--http-max-conns-per-peer` connections; the next is
+/// answered 503 and closed at once, and a slot freed is usable again.
+#[test]
+fn a_peer_over_its_connection_cap_is_refused_at_once() {
+    let env = Env::new();
+    let h = host(&env, &["--http-max-conns-per-peer", "3"]);
+    let held: Vec<TcpStream> = (0..3)
+        .map(|_| TcpStream::connect(addr(&h)).unwrap())
+        .collect();
+    // The three are admitted (each still open), the fourth is not.
+    let mut fourth = TcpStream::connect(addr(&h)).unwrap();
+    let (closed, said) = closed_by_server(&mut fourth, Duration::from_secs(5));
+    assert!(
+        closed && said.starts_with("HTTP/1.1 503"),
+        "{closed} {said:?}"
+    );
+    assert!(said.contains("Retry-After: 1"), "{said:?}");
+    drop(held);
+    assert!(
+        wait_until(DEADLINE, || {
+            let mut s = TcpStream::connect(addr(&h)).unwrap();
+            s.write_all(
+                b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            )
+            .unwrap();
+            let (_, said) = closed_by_server(&mut s, Duration::from_secs(5));
+            said.starts_with("HTTP/1.1 200")
+        }),
+        "the freed slots were not given back"
     );
 }
 

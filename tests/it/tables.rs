@@ -415,6 +415,9 @@ fn history_takes_several_contexts() {
 fn watch_on_a_terminal_names_each_event() {
     use crate::interactive::{expect, spawn};
     let env = Env::new();
+    // A read needs a root (NO_ROOT otherwise): a write makes one.
+    env.run(&["token", "create", "--role", "auditor", "--name", "audit"])
+        .ok();
     let mut p = spawn(&env, &["watch", "--count", "2"], &[]);
     expect(&mut p, "watching for new requests in every context");
     env.ask(&simple_request("t1")).ok();

@@ -159,8 +159,11 @@ fn another_users_symlink_as_the_root_is_refused() {
     std::os::unix::fs::lchown(env.root(), Some(OTHER), Some(OTHER)).unwrap();
     assert_unsafe(&env.json(&["list"]));
     assert_eq!(fs::read_dir(&real).unwrap().count(), 0);
-    // Our own symlink to our own directory is fine.
+    // Our own symlink to our own directory is fine: an empty root (NO_ROOT to a read),
+    // and a write makes it a root the read then lists.
     std::os::unix::fs::lchown(env.root(), Some(0), Some(0)).unwrap();
+    assert_eq!(env.json(&["list"]).error_code(), "NO_ROOT");
+    env.ask(&simple_request("s1")).ok();
     env.json(&["list"]).ok();
 }
 

@@ -14,8 +14,9 @@ use super::events::{self, hex, NewEvent};
 use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
+use crate::error::WebHolder;
 use crate::error::{Error, Result};
-use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked, WebHolder};
+use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked};
 
 fn new_secret() -> [u8; 32] {
     let mut b = [0u8; 32];

@@ -222,10 +222,11 @@ fn migration_version_is_recorded() {
             (5, "0005_web_tokens".to_string()),
             (6, "0006_prune".to_string()),
             (7, "0007_fewer_index_writes".to_string()),
-            (8, "0008_record_triggers_by_column".to_string())
+            (8, "0008_record_triggers_by_column".to_string()),
+            (9, "0009_host_leases".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 8);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 9);
 }
 
 #[test]
@@ -322,7 +323,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 8
+                known: 9
             }
         ),
         "{e:?}"
@@ -409,7 +410,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 8
+                known: 9
             }
         ),
         "{e:?}"
