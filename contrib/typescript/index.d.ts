@@ -150,6 +150,7 @@ export class Io extends DshqError {}
 export class Unauthorized extends DshqError {}
 export class Forbidden extends DshqError {}
 export class TooLarge extends DshqError {}
+export class NoRoot extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

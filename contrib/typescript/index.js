@@ -31,7 +31,7 @@ export const CODES = Object.freeze([
   "BAD_INTENT", "NO_PROVIDER", "DUPLICATE_ID", "BAD_ANSWER", "ASK_CANCELLED",
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
-  "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE",
+  "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
 ]);
 
 const define = (code) => {
@@ -66,6 +66,7 @@ export class Io extends define("IO") {}
 export class Unauthorized extends define("UNAUTHORIZED") {}
 export class Forbidden extends define("FORBIDDEN") {}
 export class TooLarge extends define("TOO_LARGE") {}
+export class NoRoot extends define("NO_ROOT") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -85,7 +86,7 @@ const BY_CODE = new Map(
     BadRequest, AskAborted, EmptyQuestions, CallerNotLive, DelegatedCaller, BadIntent,
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
-    DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge,
+    DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
   ].map((c) => [c.code, c]),
 );
 

@@ -45,6 +45,7 @@ __all__ = [
     "Unauthorized",
     "Forbidden",
     "TooLarge",
+    "NoRoot",
 ]
 
 
@@ -234,6 +235,12 @@ class TooLarge(DshqError):
     code = "TOO_LARGE"
 
 
+class NoRoot(DshqError):
+    """``NO_ROOT``: A read command named a state root that does not exist."""
+
+    code = "NO_ROOT"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -261,6 +268,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     Unauthorized,
     Forbidden,
     TooLarge,
+    NoRoot,
 )
 
 #: Every stable code dshq reports, in its own order.
