@@ -568,7 +568,8 @@ fn a_plan_file_is_read_only_from_claude_codes_plans_directory() {
     let link = config.join("plans").join("link.md");
     std::os::unix::fs::symlink(&secret, &link).unwrap();
     assert_eq!(run(&link).code, 1);
-    assert_eq!(env.json(&["list"]).ok().json().as_array().unwrap().len(), 0);
+    // Nothing was asked: not even a root was made (a read there is NO_ROOT).
+    assert_eq!(env.json(&["list"]).error_code(), "NO_ROOT");
 
     // Claude Code's own plan file: the review shows it.
     let r = run(&plan_path);

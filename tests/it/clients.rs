@@ -167,7 +167,7 @@ fn typescript_package_installs_from_its_tarball() {
         "npm install dshq-0.1.0.tgz",
     );
     let smoke = "import * as d from 'dshq';\n\
-        if (d.CODES.length !== 26 || d.idForKey('x') !== 'key-2d711642b726b04401627ca9fbac32f5') process.exit(1);\n\
+        if (d.CODES.length !== 27 || d.idForKey('x') !== 'key-2d711642b726b04401627ca9fbac32f5') process.exit(1);\n\
         if (!(new d.Expired('m') instanceof d.AskAborted)) process.exit(2);\n\
         console.log(Object.keys(d).length);";
     let out = run(
