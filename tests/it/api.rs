@@ -23,6 +23,11 @@ pub fn host(env: &Env, args: &[&str]) -> Host {
     let mut all = vec!["--listen", "0"];
     all.extend_from_slice(args);
     let daemon = env.daemon_with(&all, &[("RUST_LOG", "info,dshq::web=debug")]);
+    listening(daemon)
+}
+
+/// A started daemon as a host, once it logged the address it listens on.
+pub fn listening(daemon: Daemon) -> Host {
     let mut base = String::new();
     assert!(
         wait_until(DEADLINE, || {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::api::{host, token, Host};
+use crate::api::{host, listening, token, Host};
 use crate::helpers::*;
 use crate::interactive::{confirm_send, expect, finish, spawn};
 
@@ -38,26 +38,10 @@ fn host_with_nofile(env: &Env, limit: u32) -> Host {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(fs::File::create(&log).unwrap());
-    let daemon = Daemon {
+    listening(Daemon {
         child: Some(c.spawn().expect("spawn the daemon under ulimit")),
         log,
-    };
-    let mut base = String::new();
-    assert!(
-        wait_until(DEADLINE, || {
-            let text = daemon.log_text();
-            match text.split("listening on ").nth(1) {
-                Some(rest) => {
-                    base = rest.split_whitespace().next().unwrap_or("").to_string();
-                    !base.is_empty()
-                }
-                None => false,
-            }
-        }),
-        "the daemon did not start under ulimit -n {limit}: {}",
-        daemon.log_text()
-    );
-    Host { daemon, base }
+    })
 }
 
 /// Whether the server closed `s` (EOF or reset), reading whatever it sent first.
