@@ -54,6 +54,12 @@ pub struct Args {
     /// With --listen: the most HTTP connections open at once from one peer address.
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..), requires = "listen")]
     pub http_max_conns_per_peer: u32,
+    /// With --listen: a browser origin `/mcp` accepts (`SCHEME://HOST:PORT`, `:*` for any
+    /// port, or `null`); repeat for several. A request with any other `Origin` header is
+    /// refused with 403; requests without one (MCP clients that are not browsers) are not
+    /// affected. Default: none.
+    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN", requires = "listen", value_parser = crate::mcp::http::parse_origin)]
+    pub mcp_allow_origin: Vec<String>,
     /// Prune on a schedule: remove final requests finished more than DUR ago (e.g. 90d),
     /// each time after exporting them to a new prune-TIME.ndjson in --prune-export-dir.
     #[arg(long, value_name = "DUR", value_parser = super::parse_duration, requires = "prune_export_dir")]
@@ -105,6 +111,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                     max_conns: a.http_max_conns as usize,
                     max_per_peer: a.http_max_conns_per_peer as usize,
                     ..Default::default()
+                },
+                mcp: crate::mcp::http::HttpConfig {
+                    allowed_origins: a.mcp_allow_origin,
                 },
             },
         ),

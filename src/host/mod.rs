@@ -21,6 +21,7 @@
 pub mod changes;
 pub mod db;
 pub mod listen;
+pub mod ends;
 pub mod nofile;
 pub mod provider;
 pub mod waits;
@@ -46,6 +47,8 @@ pub struct WebConfig {
     pub limits: crate::web::Limits,
     /// What clients may hold open: timeouts, connection caps, the descriptor reserve.
     pub conns: listen::ConnLimits,
+    /// The `/mcp` endpoint's settings.
+    pub mcp: crate::mcp::http::HttpConfig,
 }
 
 /// Parse `--listen`: `HOST:PORT`, or a bare port (loopback).
@@ -131,14 +134,17 @@ fn serve(
             })
         };
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let ends = Arc::new(ends::Ends::default());
+        let revocations = tokio::spawn(ends::watch_revocations(ends.clone(), db.clone()));
         let state = crate::web::AppState {
             db,
             providers: providers.clone(),
             root: root.clone(),
             limits: web.limits,
             shutdown: stop_rx,
+            ends,
         };
-        let mcp = crate::mcp::http::routes(&state);
+        let mcp = crate::mcp::http::routes(&state, &web.mcp);
         let app = crate::web::app(state).merge(mcp);
         let mut stop_wait = stop_tx.subscribe();
         let server = listen::serve(listener, app, web.conns, async move {
@@ -153,6 +159,7 @@ fn serve(
             _ => Ok(()),
         };
         keeper.abort();
+        revocations.abort();
         providers.release_all().await;
         tracing::info!("web stopped");
         r

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::backend::Backend;
 use super::errors::{from_error, tool_error};
-use super::tools::{AbortResult, QuestionResult, QuestionState};
+use super::tools::{AbortResult, AskArgs, QuestionResult, QuestionState};
 use super::Config;
 use crate::app;
 use crate::core::access::{Action, Reach};
@@ -99,13 +99,24 @@ pub async fn submit(
 ) -> Result<Submitted, CallToolResult> {
     let wait = wait_arg(&mut args, cfg.wait, cfg).map_err(|e| tool_error(&e, None))?;
     who.require(Action::Ask).map_err(|e| tool_error(&e, None))?;
-    if !args.contains_key("agent") {
-        if let Some(agent) = &cfg.agent {
-            let agent = serde_json::to_value(agent).expect("an agent ref serializes");
-            args.insert("agent".into(), agent);
-        }
-    }
-    let bytes = serde_json::to_vec(&Value::Object(args)).expect("a JSON object serializes");
+    // The arguments as the model sent them (so an error names its own fields), then the
+    // request document they ask, in the protocol's vocabulary, with the session's agent.
+    let parsed: AskArgs = serde_path_to_error::deserialize(Value::Object(args))
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let msg = if path.is_empty() || path == "." {
+                inner.to_string()
+            } else {
+                format!("{path}: {inner}")
+            };
+            tool_error(&bad_request(msg), None)
+        })?;
+    parsed
+        .check_bounds()
+        .map_err(|m| tool_error(&bad_request(m), parsed.id.as_deref()))?;
+    let doc = parsed.to_request(cfg.agent.as_ref());
+    let bytes = serde_json::to_vec(&doc).expect("a JSON object serializes");
     // The inbox's limit, so a question is as large over MCP as in a file and no larger.
     let max = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
     if bytes.len() as u64 > max {

@@ -1,11 +1,13 @@
 //! Errors as MCP tool errors: `isError: true`, the protocol's stable code in
-//! `structuredContent.error`, and a text written for the model that reads it (what
+//! `structuredContent.error.code` (a [`ToolError`], which every tool's output schema
+//! admits beside its result), and a text written for the model that reads it (what
 //! happened, and what to do next). A tool error is what a model sees; a JSON-RPC error
 //! is what a host shows as "the tool failed", so every dshq error is a tool error.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
+use super::tools::{ErrorDetail, ErrorStatus, ToolError};
 use crate::error::Error;
 use crate::protocol::{Code, UserQuestionError};
 
@@ -31,8 +33,8 @@ pub fn guidance(code: Code) -> &'static str {
              (a fresh one is generated) or with another id."
         }
         Code::NoProvider => {
-            "No human reviewer is connected right now and requireProvider was set. Call again \
-             without requireProvider to queue the question until someone answers it."
+            "No human reviewer is connected right now and this question needs one. Try again \
+             later."
         }
         Code::AskCancelled => {
             "The human declined to answer (cancelled the question). Do not ask the same question \
@@ -63,12 +65,17 @@ pub fn tool_error(e: &UserQuestionError, id: Option<&str>) -> CallToolResult {
         text.push_str(&format!("\nRequest id: {id}"));
     }
     text.push_str(&format!("\nDetails: {}", e.message));
-    let mut structured = json!({ "error": { "code": e.code, "message": e.message } });
-    if let Some(id) = id {
-        structured["id"] = json!(id);
-    }
+    let structured = ToolError {
+        status: ErrorStatus::Error,
+        error: ErrorDetail {
+            code: e.code.as_str().to_string(),
+            message: e.message.clone(),
+            guidance: guidance(e.code).to_string(),
+        },
+        id: id.map(str::to_string),
+    };
     let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(structured);
+    r.structured_content = Some(json!(structured));
     r
 }
 
@@ -99,9 +106,9 @@ mod tests {
         let text = r.content[0].as_text().map(|t| t.text.clone()).unwrap();
         assert!(text.starts_with("Error DELEGATED_CALLER:"), "{text}");
         assert!(text.contains("final result"), "{text}");
-        assert_eq!(
-            r.structured_content.unwrap()["error"]["code"],
-            "DELEGATED_CALLER"
-        );
+        let s = r.structured_content.unwrap();
+        assert_eq!(s["status"], "error");
+        assert_eq!(s["error"]["code"], "DELEGATED_CALLER");
+        assert!(s["error"]["guidance"].as_str().unwrap().contains("final result"));
     }
 }

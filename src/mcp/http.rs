@@ -6,14 +6,27 @@
 //! its role decides (an asker token asks, gets and aborts its own requests; a reviewer
 //! token may also run `review_questions`). The transport keeps sessions (the
 //! handshake-era protocol), which the reviewer's side needs for `elicitation/create`.
+//!
+//! - Each session belongs to the token that opened it ([`Bindings`]): a request naming a
+//!   session (`Mcp-Session-Id`) with any other token gets 404, as an unknown session does,
+//!   so another token can neither end the session nor answer its elicitation forms, nor
+//!   learn that it exists. A revoked token's sessions are closed by the host's revocation
+//!   watch ([`crate::host::ends`]).
+//! - A browser's `Origin` is refused with 403 unless `--mcp-allow-origin` names it (the
+//!   transport's check: the SDK's RFC 6454 matching); a request without `Origin` (an MCP
+//!   client that is not a browser) is not affected.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::backend::Backend;
@@ -25,11 +38,102 @@ use crate::web::AppState;
 /// The path of the endpoint.
 pub const PATH: &str = "/mcp";
 
+/// The header that names a session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How often a binding checks that its session still exists (a session the client ended
+/// with DELETE, or the transport's idle timeout, leaves the table by then).
+const SESSION_CHECK: Duration = Duration::from_secs(30);
+
+/// The endpoint's settings.
+#[derive(Debug, Clone, Default)]
+pub struct HttpConfig {
+    /// The browser origins accepted (`--mcp-allow-origin`); any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+}
+
+/// Parse `--mcp-allow-origin`: `null`, or `http(s)://HOST[:PORT|:*]` with nothing after.
+pub fn parse_origin(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s == "null" {
+        return Ok(s.to_string());
+    }
+    let hint = || {
+        format!(
+            "{s:?} is not an origin: give SCHEME://HOST:PORT (e.g. http://localhost:5173), \
+             SCHEME://HOST:* for any port, or null"
+        )
+    };
+    let (scheme, rest) = s.split_once("://").ok_or_else(hint)?;
+    let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+    let ok = matches!(scheme, "http" | "https")
+        && !host.is_empty()
+        && !rest.contains(['/', '?', '#', '@', ' ']);
+    ok.then(|| s.to_string()).ok_or_else(hint)
+}
+
+/// Which token opened which session.
+pub struct Bindings {
+    app: AppState,
+    sessions: Arc<LocalSessionManager>,
+    owner: Mutex<HashMap<String, String>>,
+}
+
+impl Bindings {
+    fn owner_of(&self, session: &str) -> Option<String> {
+        self.owner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+
+    fn forget(&self, session: &str) {
+        self.owner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(session);
+    }
+
+    /// Bind `session` to token `name`, and keep it bound until the session ends; close
+    /// the session when the token is revoked.
+    fn bind(self: &Arc<Self>, session: &str, name: &str) {
+        self.owner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string(), name.to_string());
+        let mut held = self.app.ends.hold(name, None);
+        let (me, id) = (self.clone(), session.to_string());
+        tokio::spawn(async move {
+            let sid: rmcp::transport::common::server_side_http::SessionId = id.as_str().into();
+            loop {
+                tokio::select! {
+                    why = held.ended() => {
+                        tracing::info!(?why, "closing an MCP session: its token can no longer use it");
+                        me.forget(&id);
+                        if let Err(e) = me.sessions.close_session(&sid).await {
+                            tracing::debug!(error = %e, "the MCP session was gone already");
+                        }
+                        return;
+                    }
+                    _ = tokio::time::sleep(SESSION_CHECK) => {
+                        if !me.sessions.has_session(&sid).await.unwrap_or(false) {
+                            me.forget(&id);
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// The `/mcp` routes, which the host serves beside [`crate::web::app`] (mounted by the
 /// host, not by the web face: this face rides on the web's tokens, so the web must not
 /// depend on it).
-pub fn routes(state: &AppState) -> Router {
+pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
     let st = state.clone();
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || {
             Ok(DshqServer::new(
@@ -37,24 +141,76 @@ pub fn routes(state: &AppState) -> Router {
                 Config::default(),
             ))
         },
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        sessions.clone(),
+        StreamableHttpServerConfig::default()
+            .with_allowed_origins(config.allowed_origins.clone())
+            .enforce_origin_validation(),
     );
+    let bindings = Arc::new(Bindings {
+        app: state.clone(),
+        sessions,
+        owner: Mutex::default(),
+    });
     Router::new()
         .route_service(PATH, service)
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            authenticate,
-        ))
+        .route_layer(axum::middleware::from_fn_with_state(bindings, guard))
 }
 
-/// 401 without a valid bearer token; else the caller goes along in the extensions.
-async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    match Caller::from_headers(&st, req.headers()).await {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
+/// The answer to a session this token did not open: what an unknown session gets.
+fn no_such_session() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+/// 401 without a valid bearer token; 404 for a session of another token; else the caller
+/// goes along in the extensions, and a session the request opens is bound to its token.
+async fn guard(State(b): State<Arc<Bindings>>, mut req: Request, next: Next) -> Response {
+    let caller = match Caller::from_headers(&b.app, req.headers()).await {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let named = req
+        .headers()
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("").to_string());
+    if let Some(session) = &named {
+        // Unknown sessions too: the transport would say 404, and a binding is made for
+        // every session this endpoint opened.
+        if b.owner_of(session).as_deref() != Some(caller.token.name.as_str()) {
+            tracing::info!(token = %caller.token.name, "MCP request for a session this token did not open: 404");
+            return no_such_session();
         }
-        Err(e) => e.into_response(),
+    }
+    let name = caller.token.name.clone();
+    req.extensions_mut().insert(caller);
+    let resp = next.run(req).await;
+    if named.is_none() {
+        if let Some(opened) = resp.headers().get(SESSION_HEADER).and_then(session_id) {
+            b.bind(&opened, &name);
+        }
+    }
+    resp
+}
+
+fn session_id(v: &HeaderValue) -> Option<String> {
+    v.to_str().ok().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_origin;
+
+    #[test]
+    fn an_allowed_origin_is_a_scheme_host_and_port_or_null() {
+        for ok in [
+            "null",
+            "http://localhost:5173",
+            "https://app.example:*",
+            "https://app.example",
+        ] {
+            assert_eq!(parse_origin(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["evil.example", "ftp://x", "http://x/path", "http://", "*"] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -48,6 +48,28 @@ pub fn holder(who: &Who) -> String {
     }
 }
 
+/// Which form shapes the client's protocol revision allows (a closed set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shapes {
+    /// 2025-06-18: flat forms of strings, numbers, booleans and plain (untitled) enums.
+    Plain,
+    /// 2025-11-25 and later: also titled single choices (`oneOf` of `const`/`title`) and
+    /// multi-select arrays.
+    Titled,
+}
+
+impl Shapes {
+    /// The shapes of the negotiated revision (`None`: the oldest with elicitation).
+    pub fn of(version: Option<&rmcp::model::ProtocolVersion>) -> Shapes {
+        match version {
+            Some(v) if v.as_str() >= rmcp::model::ProtocolVersion::V_2025_11_25.as_str() => {
+                Shapes::Titled
+            }
+            _ => Shapes::Plain,
+        }
+    }
+}
+
 /// How a form reads its answer back (a closed set).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Form {
@@ -55,6 +77,9 @@ pub enum Form {
     Single,
     /// Several options, and Other.
     Multi,
+    /// Several options as one checkbox each (`option1`, `option2`, ... in the order of
+    /// these labels), and Other: multi-select where the revision has no arrays.
+    Flags(Vec<String>),
     /// Free text.
     Text,
     /// Approve / another option / decline (the value meaning decline), with feedback.
@@ -66,37 +91,67 @@ pub enum Form {
     },
 }
 
-/// The form of question `q`: its kind and the elicitation schema.
-pub fn form(q: &Question) -> (Form, Value) {
-    let titled = |label: &str, description: Option<&str>| {
-        let title = match description {
-            Some(d) => format!("{} — {}", one_line(label), one_line(d)),
-            None => one_line(label).into_owned(),
-        };
-        json!({ "const": label, "title": title })
-    };
-    let options: Vec<Value> = q
+/// A choice of a form: titled where the revision allows it, else a plain enum (the
+/// descriptions are then in the form's message, see [`choices_text`]).
+fn choice_field(title: &str, choices: &[(String, Option<String>)], shapes: Shapes) -> Value {
+    match shapes {
+        Shapes::Titled => {
+            let titled: Vec<Value> = choices
+                .iter()
+                .map(|(label, description)| {
+                    let title = match description {
+                        Some(d) => format!("{} — {}", one_line(label), one_line(d)),
+                        None => one_line(label).into_owned(),
+                    };
+                    json!({ "const": label, "title": title })
+                })
+                .collect();
+            json!({"type": "string", "title": title, "oneOf": titled})
+        }
+        Shapes::Plain => {
+            let labels: Vec<&str> = choices.iter().map(|(l, _)| l.as_str()).collect();
+            json!({"type": "string", "title": title, "enum": labels})
+        }
+    }
+}
+
+/// The options with a description, as lines for the message of a plain form.
+pub fn choices_text(q: &Question) -> Option<String> {
+    let lines: Vec<String> = q
         .options()
         .iter()
-        .map(|o| titled(&o.label, o.description.as_deref()))
+        .filter_map(|o| {
+            o.description
+                .as_deref()
+                .map(|d| format!("- {}: {}", one_line(&o.label), one_line(d)))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// The form of question `q` in the shapes the client allows: its kind and the
+/// elicitation schema.
+pub fn form(q: &Question, shapes: Shapes) -> (Form, Value) {
+    let options: Vec<(String, Option<String>)> = q
+        .options()
+        .iter()
+        .map(|o| (o.label.clone(), o.description.clone()))
         .collect();
     if let Some(approve) = q.plan_review_approve() {
         let mut decline = "Decline".to_string();
         while q.has_label(&decline) {
             decline.push('!');
         }
-        let mut choices = vec![titled(approve, Some("approve the plan"))];
-        choices.extend(
-            q.options()
-                .iter()
-                .filter(|o| o.label != approve)
-                .map(|o| titled(&o.label, o.description.as_deref())),
-        );
-        choices.push(titled(&decline, Some("decline the plan (say why below)")));
+        let mut choices = vec![(approve.to_string(), Some("approve the plan".to_string()))];
+        choices.extend(options.iter().filter(|(l, _)| l != approve).cloned());
+        choices.push((
+            decline.clone(),
+            Some("decline the plan (say why below)".to_string()),
+        ));
         let schema = json!({
             "type": "object",
             "properties": {
-                "decision": {"type": "string", "title": "Decision", "oneOf": choices},
+                "decision": choice_field("Decision", &choices, shapes),
                 "feedback": {"type": "string", "title": "Feedback",
                              "description": "Why, or what to change (sent to the agent)"},
             },
@@ -118,12 +173,33 @@ pub fn form(q: &Question) -> (Form, Value) {
         return (Form::Text, schema);
     }
     if q.is_multi() {
+        let other = json!({"type": "string", "title": "Other",
+                           "description": "Free text added to the ticked choices"});
+        if shapes == Shapes::Plain {
+            let mut props = serde_json::Map::new();
+            for (i, (label, description)) in options.iter().enumerate() {
+                let mut flag = json!({"type": "boolean", "title": one_line(label), "default": false});
+                if let Some(d) = description {
+                    flag["description"] = json!(one_line(d));
+                }
+                props.insert(format!("option{}", i + 1), flag);
+            }
+            props.insert("other".into(), other);
+            let labels = options.into_iter().map(|(l, _)| l).collect();
+            return (
+                Form::Flags(labels),
+                json!({"type": "object", "properties": props}),
+            );
+        }
+        let items: Vec<Value> = match choice_field("", &options, shapes)["oneOf"].clone() {
+            Value::Array(a) => a,
+            _ => vec![],
+        };
         let schema = json!({
             "type": "object",
             "properties": {
-                "choices": {"type": "array", "title": "Choices", "items": {"anyOf": options}},
-                "other": {"type": "string", "title": "Other",
-                          "description": "Free text added to the ticked choices"},
+                "choices": {"type": "array", "title": "Choices", "items": {"anyOf": items}},
+                "other": other,
             },
         });
         return (Form::Multi, schema);
@@ -131,7 +207,7 @@ pub fn form(q: &Question) -> (Form, Value) {
     let schema = json!({
         "type": "object",
         "properties": {
-            "choice": {"type": "string", "title": "Choice", "oneOf": options},
+            "choice": choice_field("Choice", &options, shapes),
             "other": {"type": "string", "title": "Other",
                       "description": "Free text instead of a choice (overrides it)"},
         },
@@ -169,6 +245,15 @@ pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> Result<Answ
                         .collect()
                 })
                 .unwrap_or_default();
+            (selected, text("other"))
+        }
+        Form::Flags(labels) => {
+            let selected = labels
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| content.get(&format!("option{}", i + 1)) == Some(&Value::Bool(true)))
+                .map(|(_, l)| l.clone())
+                .collect();
             (selected, text("other"))
         }
         Form::Text => (vec![], text("answer")),
@@ -210,7 +295,7 @@ pub fn declined_item(id: &str) -> AnswerItem {
 
 /// The form's message: which request, who asks, the question and its detail. Asker text
 /// is shown as text, with control characters made visible.
-fn message(row: &RequestRow, q: &Question, n: usize, of: usize) -> String {
+fn message(row: &RequestRow, q: &Question, n: usize, of: usize, shapes: Shapes) -> String {
     let id = row.id.as_deref().unwrap_or("");
     let mut m = format!("dshq request {} — question {n} of {of}", one_line(id));
     if let Some(agent) = &row.agent_id {
@@ -223,6 +308,11 @@ fn message(row: &RequestRow, q: &Question, n: usize, of: usize) -> String {
     m.push_str(&one_line(&q.question));
     if let Some(d) = &q.detail {
         m.push_str(&format!("\n\n{}", multi_line(d)));
+    }
+    if shapes == Shapes::Plain {
+        if let Some(c) = choices_text(q) {
+            m.push_str(&format!("\n\n{c}"));
+        }
     }
     if q.plan_review_approve().is_some() {
         m.push_str("\n\nDecline (the button) declines the plan; to decline with feedback choose Decline and write why.");
@@ -503,8 +593,9 @@ async fn ask_request(
 ) -> Result<Walked, CallToolResult> {
     let mut items = Vec::new();
     let of = request.questions.len();
+    let shapes = Shapes::of(ctx.protocol_version().as_ref());
     for (i, q) in request.questions.iter().enumerate() {
-        let (kind, schema) = form(q);
+        let (kind, schema) = form(q, shapes);
         let requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|e| {
             tool_error(
                 &UserQuestionError::new(Code::Usage, format!("cannot build the form: {e}")),
@@ -516,7 +607,7 @@ async fn ask_request(
         let mut refused: Option<String> = None;
         let mut tries = 0;
         let item = loop {
-            let mut text = message(row, q, i + 1, of);
+            let mut text = message(row, q, i + 1, of, shapes);
             if let Some(why) = &refused {
                 text = format!("Not taken: {why}.\n\n{text}");
             }
@@ -602,21 +693,31 @@ mod tests {
 
     #[test]
     fn every_form_is_an_elicitation_schema_the_sdk_accepts() {
-        for question in [
-            q(&["A", "B"], false, None),
-            q(&["A", "B"], true, None),
-            q(&[], false, None),
-            q(&["Approve", "Decline", "Revise"], false, Some("Approve")),
-        ] {
-            let (_, schema) = form(&question);
-            let parsed: Result<ElicitationSchema, _> = serde_json::from_value(schema.clone());
-            assert!(parsed.is_ok(), "{schema}: {parsed:?}");
+        for shapes in [Shapes::Plain, Shapes::Titled] {
+            for question in [
+                q(&["A", "B"], false, None),
+                q(&["A", "B"], true, None),
+                q(&[], false, None),
+                q(&["Approve", "Decline", "Revise"], false, Some("Approve")),
+            ] {
+                let (_, schema) = form(&question, shapes);
+                let parsed: Result<ElicitationSchema, _> = serde_json::from_value(schema.clone());
+                assert!(parsed.is_ok(), "{schema}: {parsed:?}");
+                // 2025-06-18 has no titled choices and no arrays.
+                let text = schema.to_string();
+                if shapes == Shapes::Plain {
+                    assert!(!text.contains("oneOf") && !text.contains("\"array\""), "{text}");
+                }
+            }
         }
     }
 
     #[test]
     fn a_plan_form_declines_with_a_value_no_option_has() {
-        let (kind, _) = form(&q(&["Approve", "Decline"], false, Some("Approve")));
+        let (kind, _) = form(
+            &q(&["Approve", "Decline"], false, Some("Approve")),
+            Shapes::Titled,
+        );
         let Form::Plan { decline, .. } = &kind else {
             panic!("{kind:?}")
         };
@@ -635,7 +736,13 @@ mod tests {
         let approve = json!({"decision": "Approve"});
         let item = accepted_item("q", &kind, approve.as_object().unwrap()).unwrap();
         assert_eq!(item.selected, vec!["Approve"]);
-        for form_kind in [Form::Single, Form::Multi, Form::Text, kind.clone()] {
+        for form_kind in [
+            Form::Single,
+            Form::Multi,
+            Form::Flags(vec!["A".into()]),
+            Form::Text,
+            kind.clone(),
+        ] {
             let why = accepted_item("q", &form_kind, &JsonObject::new()).unwrap_err();
             assert!(why.contains("Decline to skip"), "{why}");
         }

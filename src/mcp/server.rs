@@ -141,9 +141,10 @@ impl ServerHandler for DshqServer {
         let args = request.arguments.unwrap_or_default();
         let (b, cfg) = (&self.backend, &self.config);
         tracing::debug!(tool = tool.as_str(), actor = %who.actor, "MCP tool call");
-        let tasks_ok = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+        // A task only when this request declares the tasks extension in its own
+        // capabilities (`_meta`): the extension decides per request, so a client that
+        // declared it at `initialize` and calls without it gets the usual result.
+        let tasks_ok = super::tasks::requested(&context);
         Ok(match tool {
             ToolName::Ask if tasks_ok => tasks::create(b, cfg, &who, args).await,
             ToolName::Ask => ask::ask_user_question(b, cfg, &who, args).await.into(),

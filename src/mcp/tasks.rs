@@ -1,5 +1,6 @@
-//! MCP tasks (the `io.modelcontextprotocol/tasks` extension): when the client declares
-//! it, `ask_user_question` returns a task at once instead of waiting.
+//! MCP tasks (the `io.modelcontextprotocol/tasks` extension): when the request declares
+//! it (per request, in its `_meta` capabilities), `ask_user_question` returns a task at
+//! once instead of waiting.
 //!
 //! The task *is* the durable request: its id is the request id, and `tasks/get` reads
 //! the request's state from the store, so a task survives a restart of the server (or a
@@ -31,6 +32,15 @@ pub const TASK_FAILED: i64 = -32000;
 
 /// How often a client should poll `tasks/get`, in milliseconds.
 pub const POLL_MS: u64 = 1000;
+
+/// Whether this request asks for a task: the tasks extension in the request's own
+/// client capabilities (`_meta["io.modelcontextprotocol/clientCapabilities"]`), never
+/// what the client declared at `initialize`.
+pub fn requested(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    ctx.meta
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
 
 /// `ask_user_question` as a task: commit the request, return its task (a rejection is
 /// the usual tool error, not a task).

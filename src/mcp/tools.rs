@@ -10,7 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::types::{AgentRef, AnswerItem, Decision, Meta, Question};
+use crate::protocol::types::{AgentRef, AnswerItem, Decision, Meta};
 
 /// The tool names (a closed set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,20 +50,89 @@ impl ToolName {
     }
 }
 
-// Only the schema is generated from this type: the arguments themselves go through the
-// request parser as bytes, so their errors are those of a request file. (A plain comment:
-// doc comments become the schema's descriptions, which the model reads.)
+/// The longest `header` a question may have on this face (a chip or tag beside the
+/// question, as the model-facing ask tools use it).
+pub const HEADER_MAX: usize = 40;
+
+/// One choice of a question.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OptionArg {
+    /// Shown to the human and returned as the answer when chosen; unique within its
+    /// question.
+    #[schemars(length(min = 1))]
+    pub label: String,
+    /// Supporting text shown next to the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The presentation intent kinds (a closed set).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+pub enum IntentKind {
+    /// Ask the human to approve a plan (put the plan in `detail`).
+    #[serde(rename = "plan-review")]
+    PlanReview,
+}
+
+/// How the question is presented.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntentArg {
+    /// `plan-review`.
+    pub kind: IntentKind,
+    /// The label of the option that approves the plan.
+    #[schemars(length(min = 1))]
+    pub approve: String,
+}
+
+/// One question.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QuestionArg {
+    /// A stable id for the question, echoed back with its answer.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub id: String,
+    /// The question text.
+    #[schemars(length(min = 1))]
+    pub question: String,
+    /// Supporting text shown with the question (for a plan review: the plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// A short title shown beside the question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = HEADER_MAX))]
+    pub header: Option<String>,
+    /// The choices; leave out for a free-text question. The human may always write
+    /// another answer instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub options: Option<Vec<OptionArg>>,
+    /// Whether several options may be chosen (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_select: Option<bool>,
+    /// A presentation intent, such as a plan review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<IntentArg>,
+}
+
+// The tool's arguments, parsed as they are (errors name only what the model sent), then
+// turned into a request document in the protocol's vocabulary and checked by the same
+// parser as an inbox file. (A plain comment: doc comments become the schema's
+// descriptions, which the model reads.)
 /// A question (or several, answered together) for the human user, plus how long this
 /// call may wait for the answer.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskArgs {
     /// The questions, asked and answered as one batch. Give each a stable `id`; options
-    /// are choices (the label is returned), `multiSelect` allows several, free text
-    /// ("Other") is always possible. For a plan review put the plan in `detail` and set
+    /// are choices (the label is returned), `multiSelect` allows several, free text is
+    /// always possible. For a plan review put the plan in `detail` and set
     /// `intent: {"kind": "plan-review", "approve": "<label of the approving option>"}`.
-    pub questions: Vec<Question>,
-    /// The request id (letters, digits, `.`, `_`, `-`); default: a generated one.
+    #[schemars(length(min = 1))]
+    pub questions: Vec<QuestionArg>,
+    /// The request id (letters, digits, `.`, `_`, `-`); default: a generated one. Asking
+    /// again with the same id and the same questions returns the same request.
     #[serde(default)]
     #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub id: Option<String>,
@@ -71,18 +140,10 @@ pub struct AskArgs {
     #[serde(default)]
     #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub context: Option<String>,
-    /// The asking agent; default: this session's agent, if the server was given one.
-    #[serde(default)]
-    pub agent: Option<AgentRef>,
-    /// An absolute deadline (RFC 3339); past it the question is aborted.
-    #[serde(default)]
-    pub deadline: Option<String>,
-    /// A relative deadline from acceptance (`"30m"`, `"2h"`).
+    /// How long the question stays open before it is withdrawn (`"30m"`, `"2h"`);
+    /// default: until answered.
     #[serde(default)]
     pub timeout: Option<String>,
-    /// Fail with NO_PROVIDER instead of queueing when no human reviewer is connected.
-    #[serde(default)]
-    pub require_provider: Option<bool>,
     /// Free-form object stored and returned untouched.
     #[serde(default)]
     pub meta: Option<Meta>,
@@ -90,7 +151,59 @@ pub struct AskArgs {
     /// "pending" (default: the server's; capped by the server's maximum). 0 returns at
     /// once.
     #[serde(default)]
+    #[schemars(range(min = 0))]
     pub wait_seconds: Option<u64>,
+}
+
+impl AskArgs {
+    /// The request document these arguments ask (the protocol's vocabulary), as the
+    /// request parser reads it; `agent` is the session's, never the model's.
+    pub fn to_request(&self, agent: Option<&AgentRef>) -> serde_json::Value {
+        let mut doc = serde_json::json!({ "questions": self.questions });
+        let o = doc.as_object_mut().expect("an object");
+        if let Some(id) = &self.id {
+            o.insert("id".into(), id.clone().into());
+        }
+        if let Some(c) = &self.context {
+            o.insert("context".into(), c.clone().into());
+        }
+        if let Some(agent) = agent {
+            o.insert(
+                "agent".into(),
+                serde_json::to_value(agent).expect("an agent ref serializes"),
+            );
+        }
+        if let Some(t) = &self.timeout {
+            o.insert("timeout".into(), t.clone().into());
+        }
+        if let Some(m) = &self.meta {
+            o.insert("meta".into(), serde_json::Value::Object(m.clone()));
+        }
+        doc
+    }
+
+    /// The bounds the schema states and serde does not check, named as the model sent them.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        if self.questions.is_empty() {
+            return Err("questions: give at least one question".into());
+        }
+        for (i, q) in self.questions.iter().enumerate() {
+            if let Some(h) = &q.header {
+                let n = h.chars().count();
+                if n == 0 || n > HEADER_MAX {
+                    return Err(format!(
+                        "questions[{i}].header: {n} characters; give 1 to {HEADER_MAX}"
+                    ));
+                }
+            }
+            if q.options.as_ref().is_some_and(Vec::is_empty) {
+                return Err(format!(
+                    "questions[{i}].options: give at least one option, or leave options out for a free-text question"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The arguments of `get_answer`.
@@ -214,15 +327,175 @@ pub struct ReviewResult {
     pub still_open: usize,
 }
 
-/// A JSON Schema as an object (MCP wants `type: object` at the top).
-fn schema_of<T: JsonSchema>() -> Arc<JsonObject> {
+/// Always `error` (the discriminator of an error result).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorStatus {
+    /// The call failed: `error` says why and what to do.
+    Error,
+}
+
+/// What went wrong, for the model.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetail {
+    /// The stable code (`BAD_REQUEST`, `DELEGATED_CALLER`, `NOT_FOUND`, ...).
+    pub code: String,
+    /// What happened.
+    pub message: String,
+    /// What to do next.
+    pub guidance: String,
+}
+
+/// The result of a failed call (`isError: true`), whatever the tool.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolError {
+    /// `error`.
+    pub status: ErrorStatus,
+    /// The code, what happened and what to do.
+    pub error: ErrorDetail,
+    /// The request id, when the failure concerns one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// The `format` values JSON Schema defines; any other (schemars' `uint64`, `int32`, ...)
+/// is dropped, since clients do not know it (the bounds say the same as `minimum`).
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Drop non-standard `format` values, everywhere in a schema.
+fn standard_formats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if o
+                .get("format")
+                .and_then(|f| f.as_str())
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+            {
+                o.remove("format");
+            }
+            o.values_mut().for_each(standard_formats);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
+}
+
+/// Drop the `null` schemars adds to an `Option`: every optional field here is optional by
+/// being left out, so `["string", "null"]` (a nullable type array, which clients warn
+/// about) becomes `"string"`, and `anyOf: [X, {"type": "null"}]` becomes `X`.
+fn no_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if o.get("default").is_some_and(serde_json::Value::is_null) {
+                o.remove("default");
+            }
+            if let Some(serde_json::Value::Array(types)) = o.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    o.insert("type".into(), only);
+                }
+            }
+            let single = match o.get_mut("anyOf") {
+                Some(serde_json::Value::Array(branches)) => {
+                    branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+                    (branches.len() == 1).then(|| branches.remove(0))
+                }
+                _ => None,
+            };
+            if let Some(serde_json::Value::Object(inner)) = single {
+                o.remove("anyOf");
+                for (k, val) in inner {
+                    o.entry(k).or_insert(val);
+                }
+            }
+            o.values_mut().for_each(no_nulls);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(no_nulls),
+        _ => {}
+    }
+}
+
+/// The schema of `T` as a value: draft 2020-12, an optional field is left out (never
+/// `null`), standard formats only.
+fn schema_value<T: JsonSchema>() -> serde_json::Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>();
-    match serde_json::to_value(schema) {
-        Ok(serde_json::Value::Object(o)) => Arc::new(o),
+    let mut v = serde_json::to_value(schema).expect("a derived schema serializes");
+    no_nulls(&mut v);
+    standard_formats(&mut v);
+    v
+}
+
+/// A JSON Schema as an object (MCP wants `type: object` at the top).
+fn schema_of<T: JsonSchema>() -> Arc<JsonObject> {
+    match schema_value::<T>() {
+        serde_json::Value::Object(o) => Arc::new(o),
         _ => unreachable!("a derived schema is an object"),
     }
+}
+
+/// A tool's output schema: its result `T`, or a [`ToolError`] (an error result carries
+/// structured content too, and it must match the declared schema).
+fn output_of<T: JsonSchema>() -> Arc<JsonObject> {
+    let split = |v: serde_json::Value| {
+        let mut o = match v {
+            serde_json::Value::Object(o) => o,
+            _ => unreachable!("a derived schema is an object"),
+        };
+        o.remove("$schema");
+        let defs = o.remove("$defs");
+        (o, defs)
+    };
+    let (ok, ok_defs) = split(schema_value::<T>());
+    let (err, err_defs) = split(schema_value::<ToolError>());
+    let mut defs = JsonObject::new();
+    for d in [ok_defs, err_defs].into_iter().flatten() {
+        if let serde_json::Value::Object(d) = d {
+            defs.extend(d);
+        }
+    }
+    let title = ok.get("title").cloned();
+    let mut out = JsonObject::new();
+    out.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
+    if let Some(t) = title {
+        out.insert("title".into(), t);
+    }
+    out.insert("type".into(), "object".into());
+    out.insert(
+        "anyOf".into(),
+        serde_json::Value::Array(vec![ok.into(), err.into()]),
+    );
+    if !defs.is_empty() {
+        out.insert("$defs".into(), defs.into());
+    }
+    Arc::new(out)
 }
 
 /// The tool list.
@@ -240,7 +513,7 @@ pub fn tool(name: ToolName) -> Tool {
              collected later with get_answer (it survives this session). Use options for choices, \
              multiSelect for several, and the plan-review intent to ask for approval of a plan.",
             schema_of::<AskArgs>(),
-            schema_of::<QuestionResult>(),
+            output_of::<QuestionResult>(),
             // Idempotent only with the same `id`; without one, each call is a new question.
             ToolAnnotations::new()
                 .read_only(false)
@@ -253,14 +526,14 @@ pub fn tool(name: ToolName) -> Tool {
              id, optionally waiting a bounded time. Returns the answers, or \"pending\" when nobody \
              has answered yet.",
             schema_of::<GetAnswerArgs>(),
-            schema_of::<QuestionResult>(),
+            output_of::<QuestionResult>(),
             ToolAnnotations::new().read_only(true).open_world(true),
         ),
         ToolName::Abort => (
             "Withdraw a question asked earlier (it ends with ASK_ABORTED and is no longer shown to \
              the human).",
             schema_of::<AbortArgs>(),
-            schema_of::<AbortResult>(),
+            output_of::<AbortResult>(),
             ToolAnnotations::new()
                 .read_only(false)
                 .destructive(true)
@@ -272,7 +545,7 @@ pub fn tool(name: ToolName) -> Tool {
              form per question (needs a client that supports elicitation). Holds the context's \
              provider lease for the duration of the call.",
             schema_of::<ReviewArgs>(),
-            schema_of::<ReviewResult>(),
+            output_of::<ReviewResult>(),
             ToolAnnotations::new()
                 .read_only(false)
                 .destructive(false)

@@ -58,6 +58,9 @@ pub struct AppState {
     pub limits: Limits,
     /// Flips to `true` when the host stops: open streams and waits end.
     pub shutdown: watch::Receiver<bool>,
+    /// What each token holds open (streams, long-polls, MCP sessions), to end it when the
+    /// token is revoked or its page session ends.
+    pub ends: Arc<crate::host::ends::Ends>,
 }
 
 /// The whole web application: the API under `/api/v1` (and whatever other face mounts

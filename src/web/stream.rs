@@ -12,7 +12,8 @@
 //! log positions not replayed) and the client should re-read the list.
 //!
 //! A subscriber that falls behind the live broadcast gets a `lagged` event too; the
-//! broadcast never waits for it. The stream ends when the host stops. An asker sees only
+//! broadcast never waits for it. The stream ends when the host stops, and when its token
+//! is revoked ([`crate::host::ends`]). An asker sees only
 //! the changes of its own requests; a token bound to a context, that context's. Each
 //! change carries the request's status as it is when the change is sent.
 
@@ -118,13 +119,19 @@ pub async fn stream(
         tracing::debug!(token = %viewer.caller.token.name, "event stream opened");
     }
     let shutdown = st.shutdown.clone();
+    // Ended when the token is revoked (or the host drains): see `host::ends`.
+    let held = st.ends.hold(&viewer.caller.token.name, None);
     let live = stream::unfold(
-        (rx, shutdown, viewer, seen),
-        |(mut rx, mut shutdown, viewer, seen)| async move {
+        (rx, shutdown, viewer, seen, held),
+        |(mut rx, mut shutdown, viewer, seen, mut held)| async move {
             loop {
                 let ev = tokio::select! {
                     r = rx.recv() => r,
                     _ = shutdown.changed() => return None,
+                    why = held.ended() => {
+                        tracing::info!(token = %viewer.caller.token.name, ?why, "event stream ended");
+                        return None;
+                    }
                 };
                 let event = match ev {
                     Ok(c) => {
@@ -136,7 +143,7 @@ pub async fn stream(
                     Err(RecvError::Lagged(n)) => lagged(n as i64),
                     Err(RecvError::Closed) => return None,
                 };
-                return Some((Ok(event), (rx, shutdown, viewer, seen)));
+                return Some((Ok(event), (rx, shutdown, viewer, seen, held)));
             }
         },
     );

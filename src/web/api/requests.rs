@@ -214,6 +214,8 @@ pub async fn outcome(
         .unwrap_or(Duration::ZERO);
     visible(&st, &caller, &id, reach).await?;
     let mut shutdown = st.shutdown.clone();
+    // A revoked token's wait ends at once, refused as its next request would be.
+    let mut held = st.ends.hold(&caller.token.name, None);
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         // Register before the read: an outcome committed in between still wakes us. Only
@@ -240,6 +242,10 @@ pub async fn outcome(
                 return Ok(StatusCode::NO_CONTENT.into_response());
             }
             _ = shutdown.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+            why = held.ended() => return match why {
+                crate::host::ends::Ending::HostStopping => Ok(StatusCode::NO_CONTENT.into_response()),
+                _ => Err(Error::Unauthorized.into()),
+            },
         }
     }
 }

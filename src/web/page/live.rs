@@ -105,6 +105,29 @@ impl Drop for Presence {
     }
 }
 
+/// What ends a page stream before its page closes.
+struct Ends {
+    held: crate::host::ends::Held,
+    shared: Arc<super::Shared>,
+    session: String,
+    every: tokio::time::Interval,
+}
+
+impl Ends {
+    /// Resolves when the stream must end: its session logged out, expired, or its token
+    /// was revoked.
+    async fn ended(&mut self) {
+        loop {
+            tokio::select! {
+                _ = self.held.ended() => return,
+                _ = self.every.tick() => if !self.shared.sessions.alive(&self.session) {
+                    return;
+                },
+            }
+        }
+    }
+}
+
 /// The context a live request names, if the viewer may hold its lease.
 // The error is the page to show (built once, returned at once).
 #[allow(clippy::result_large_err)]
@@ -140,16 +163,28 @@ pub async fn stream(
     let rx = st.db.changes().subscribe();
     let shutdown = st.shutdown.clone();
     let caller = viewer.caller.clone();
+    // Ended by a logout or the token's revocation (`host::ends`), or by the session's
+    // expiry, checked every second.
+    let ends = Ends {
+        held: st.ends.hold(&caller.token.name, Some(&viewer.session)),
+        shared: viewer.shared.clone(),
+        session: viewer.session.clone(),
+        every: tokio::time::interval(Duration::from_secs(1)),
+    };
     tracing::debug!(token = %caller.token.name, "page stream opened");
     let hello =
         futures_util::stream::once(async { Ok(Event::default().event("ready").data("{}")) });
     let changes = futures_util::stream::unfold(
-        (rx, shutdown, caller, presence),
-        |(mut rx, mut shutdown, caller, presence)| async move {
+        (rx, shutdown, caller, presence, ends),
+        |(mut rx, mut shutdown, caller, presence, mut ends)| async move {
             loop {
                 let ev = tokio::select! {
                     r = rx.recv() => r,
                     _ = shutdown.changed() => return None,
+                    _ = ends.ended() => {
+                        tracing::info!(token = %caller.token.name, "page stream ended");
+                        return None;
+                    }
                 };
                 let event = match ev {
                     Ok(c) if !caller.in_context(&c.context) => continue,
@@ -165,7 +200,7 @@ pub async fn stream(
                     Err(RecvError::Lagged(_)) => Event::default().event("change").data("{}"),
                     Err(RecvError::Closed) => return None,
                 };
-                return Some((Ok::<_, Infallible>(event), (rx, shutdown, caller, presence)));
+                return Some((Ok::<_, Infallible>(event), (rx, shutdown, caller, presence, ends)));
             }
         },
     );

@@ -7,7 +7,8 @@
 //! - Sessions live in the host's memory: a restart logs everyone out. Each request
 //!   authenticates the session's token again ([`crate::app::tokens::authenticate`]), so a
 //!   revoked token's sessions stop working at once. A session unused for
-//!   [`SESSION_IDLE`] ends.
+//!   [`SESSION_IDLE`] ends. A logout, an expiry or the token's revocation also ends the
+//!   page's open live streams ([`crate::host::ends`]).
 //! - Every session has its own CSRF token; every POST carries it (a hidden form field,
 //!   or the `X-CSRF-Token` header from the script) and it is compared in constant time.
 //!   The login form itself is protected by a double-submit cookie (`dshq_login`).
@@ -106,6 +107,15 @@ impl Sessions {
         Some(s.clone())
     }
 
+    /// Whether session `id` is still logged in (without counting this as a use).
+    pub fn alive(&self, id: &str) -> bool {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .is_some_and(|s| s.used.elapsed() < SESSION_IDLE)
+    }
+
     fn remove(&self, id: &str) {
         self.map
             .lock()
@@ -155,6 +165,8 @@ pub struct Viewer {
     pub csrf: String,
     /// The shared state of the page.
     pub shared: Arc<Shared>,
+    /// The login session's id (what a logout or an expiry ends, see `host::ends`).
+    pub session: String,
 }
 
 impl Viewer {
@@ -218,6 +230,7 @@ impl FromRequestParts<AppState> for Viewer {
                 caller,
                 csrf: s.csrf,
                 shared,
+                session: id,
             }),
             Err(e) if e.0.code == Code::Unauthorized => {
                 // Revoked since the login: the session ends with it.
@@ -336,8 +349,13 @@ pub async fn login_post(
     r
 }
 
-/// `POST /logout`: end the session.
-pub async fn logout(viewer: Viewer, headers: HeaderMap, Body(bytes): Body) -> Response {
+/// `POST /logout`: end the session (and the page streams it holds open).
+pub async fn logout(
+    axum::extract::State(st): axum::extract::State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Body(bytes): Body,
+) -> Response {
     let fields = match form_fields(&bytes) {
         Ok(f) => f,
         Err(e) => return viewer.error(e),
@@ -345,9 +363,8 @@ pub async fn logout(viewer: Viewer, headers: HeaderMap, Body(bytes): Body) -> Re
     if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
         return r;
     }
-    if let Some(id) = cookie(&headers, COOKIE) {
-        viewer.shared.sessions.remove(id);
-    }
+    viewer.shared.sessions.remove(&viewer.session);
+    st.ends.end_session(&viewer.session);
     tracing::info!(token = %viewer.caller.token.name, "page logout");
     let mut r = layout::see_other("/login");
     r.headers_mut().append(
