@@ -122,10 +122,12 @@ fn tools_and_schemas(env: &Env, t: &Transport) {
         assert!(tools[name]["input"]["type"] == "object", "{name}: {tools}");
         assert!(tools[name]["output"]["type"] == "object", "{name}: {tools}");
     }
-    // The ask's input schema is the request vocabulary (the protocol's own types).
+    // The ask's input schema is shaped for a model: the question fields in one spelling,
+    // bounds stated, nothing a model should not fill.
     let ask = &tools["ask_user_question"]["input"];
     assert_eq!(ask["required"], json!(["questions"]));
-    let question = &ask["$defs"]["Question"]["properties"];
+    assert_eq!(ask["properties"]["questions"]["minItems"], 1, "{ask}");
+    let question = &ask["$defs"]["QuestionArg"]["properties"];
     for field in [
         "id",
         "question",
@@ -140,22 +142,29 @@ fn tools_and_schemas(env: &Env, t: &Transport) {
             "Question.{field}: {question}"
         );
     }
-    for field in [
-        "context",
-        "agent",
-        "timeout",
-        "deadline",
-        "meta",
-        "waitSeconds",
-    ] {
+    assert!(question.get("multi_select").is_none(), "{question}");
+    assert_eq!(question["header"]["maxLength"], 40, "{question}");
+    assert_eq!(
+        ask["$defs"]["OptionArg"]["properties"]["label"]["minLength"],
+        1
+    );
+    for field in ["context", "timeout", "meta", "waitSeconds"] {
         assert!(ask["properties"].get(field).is_some(), "{field}: {ask}");
     }
+    for field in ["agent", "deadline", "requireProvider"] {
+        assert!(ask["properties"].get(field).is_none(), "{field}: {ask}");
+    }
+    let all = tools.to_string();
+    assert!(!all.contains("\"null\""), "no nullable types: {all}");
+    assert!(!all.contains("uint"), "no non-standard formats: {all}");
     assert_eq!(ask["additionalProperties"], json!(false));
+    // Every output schema admits the tool's result and the error result.
     let out = &tools["ask_user_question"]["output"];
-    assert!(out["required"]
+    assert!(out["anyOf"][0]["required"]
         .as_array()
         .unwrap()
         .contains(&json!("status")));
+    assert_eq!(out["anyOf"][1]["title"], "ToolError", "{out}");
 }
 
 fn ask_and_answer(env: &Env, t: &Transport, rid: &str) {
@@ -215,7 +224,7 @@ fn abort(env: &Env, t: &Transport, rid: &str, actor: &str) {
 }
 
 /// `agent enter` (with an owner): the instance.
-fn enter(env: &Env, id: &str, owner: Option<&str>) -> String {
+pub fn enter(env: &Env, id: &str, owner: Option<&str>) -> String {
     let mut args = vec!["agent", "enter", "--id", id];
     if let Some(o) = owner {
         args.extend(["--owner", o]);
@@ -226,6 +235,14 @@ fn enter(env: &Env, id: &str, owner: Option<&str>) -> String {
         .to_string()
 }
 
+/// A request that does not declare the tasks extension gets the usual result, even from
+/// a client that declared it at `initialize`.
+fn assert_no_task(s: &Value) {
+    let plain = &s["plain"]["result"];
+    assert!(plain.get("taskId").is_none(), "a task without asking: {s}");
+    assert_eq!(plain["structuredContent"]["status"], "pending", "{s}");
+}
+
 fn assert_delegated(s: &Value) {
     let ask = &s["ask"];
     assert_eq!(ask["isError"], true, "{ask}");
@@ -233,7 +250,15 @@ fn assert_delegated(s: &Value) {
         ask["structured"]["error"]["code"], "DELEGATED_CALLER",
         "{ask}"
     );
+    assert_eq!(ask["structured"]["status"], "error", "{ask}");
     assert!(text(ask).contains("final result"), "{ask}");
+    assert!(
+        ask["structured"]["error"]["guidance"]
+            .as_str()
+            .unwrap()
+            .contains("final result"),
+        "{ask}"
+    );
 }
 
 /// Six requests in context `rev`, asked with the CLI, for a client whose elicitation
@@ -431,6 +456,7 @@ fn stdio_a_task_survives_a_restart_of_the_server_and_completes() {
     // Each run spawns its own `dshq mcp` and ends it when the session closes: the poll
     // below talks to a new server process that knows nothing but the store.
     let s = client(&env, &stdio(), "task-start", &[("MCP_RID", "mcp-t1")]);
+    assert_no_task(&s);
     assert_eq!(s["created"]["task"]["taskId"], "mcp-t1", "{s}");
     assert_eq!(s["created"]["task"]["status"], "working");
     assert_eq!(s["status"]["task"]["status"], "working");
@@ -599,6 +625,7 @@ fn http_a_task_survives_a_restart_of_the_host() {
         "task-start",
         &[("MCP_RID", "http-t1")],
     );
+    assert_no_task(&s);
     assert_eq!(s["created"]["task"]["taskId"], "http-t1", "{s}");
     assert_eq!(s["cancelled"]["task"]["status"], "cancelled", "{s}");
     h.daemon.kill9();
@@ -724,6 +751,17 @@ mod rust_client {
     fn params(tool: &'static str, a: Value) -> CallToolRequestParams {
         let a: JsonObject = a.as_object().unwrap().clone();
         CallToolRequestParams::new(tool).with_arguments(a)
+    }
+
+    /// The request declares the tasks extension in its own capabilities.
+    fn as_task(mut p: CallToolRequestParams) -> CallToolRequestParams {
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+                .unwrap();
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.set_client_capabilities(caps);
+        p.meta = Some(meta);
+        p
     }
 
     async fn call(c: &Client, tool: &'static str, a: Value) -> CallToolResult {
@@ -863,8 +901,17 @@ mod rust_client {
             ..Human::default()
         };
         let c = connect(&env, tasks.clone(), &[]).await;
+        // Declared at initialize only: no task.
+        let plain = c
+            .call_tool_once(params("ask_user_question", question("rs-5-plain", 0)))
+            .await
+            .unwrap();
+        assert!(
+            !matches!(plain, CallToolResponse::Task(_)),
+            "a task without asking: {plain:?}"
+        );
         let created = c
-            .call_tool_once(params("ask_user_question", question("rs-5", 0)))
+            .call_tool_once(as_task(params("ask_user_question", question("rs-5", 0))))
             .await
             .unwrap();
         let CallToolResponse::Task(created) = created else {
@@ -880,7 +927,7 @@ mod rust_client {
         assert_eq!(done.task.status(), TaskStatus::Completed, "{done:?}");
         // tasks/cancel aborts the request.
         let created = c
-            .call_tool_once(params("ask_user_question", question("rs-6", 0)))
+            .call_tool_once(as_task(params("ask_user_question", question("rs-6", 0))))
             .await
             .unwrap();
         assert!(matches!(created, CallToolResponse::Task(_)), "{created:?}");

@@ -97,6 +97,11 @@ async def connect(elicitation=None, extensions=None):
         import httpx2
 
         headers = {"Authorization": f"Bearer {os.environ['MCP_TOKEN']}"}
+        if os.environ.get("MCP_AGENT"):
+            # The asking agent is the host's configuration (headers), never a tool argument.
+            agent = json.loads(os.environ["MCP_AGENT"])
+            headers["Dshq-Agent-Id"] = agent["id"]
+            headers["Dshq-Agent-Instance"] = agent["instance"]
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(90.0)) as http:
             async with streamable_http_client(os.environ["MCP_URL"], http_client=http) as streams:
                 read, write = streams[0], streams[1]
@@ -168,13 +173,10 @@ async def abort() -> None:
 
 
 async def delegated() -> None:
-    """Ask as a delegated agent (the server's --agent, or MCP_AGENT in the arguments)."""
+    """Ask as a delegated agent (the server's --agent, or the MCP_AGENT headers)."""
     rid = os.environ["MCP_RID"]
-    extra = {}
-    if os.environ.get("MCP_AGENT"):
-        extra["agent"] = json.loads(os.environ["MCP_AGENT"])
     async with connect() as s:
-        r = await s.call_tool("ask_user_question", question(rid, waitSeconds=0, **extra))
+        r = await s.call_tool("ask_user_question", question(rid, waitSeconds=0))
         emit("ask", **result_view(r))
 
 
@@ -218,19 +220,32 @@ async def get_task(s: ClientSession, tid: str) -> TaskWire:
     return await s.send_request(GetTask(params=TaskParams(taskId=tid)), TaskWire)
 
 
+# A request asks for a task by declaring the extension in its own capabilities.
+TASK_META = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+
+
+async def ask_raw(s: ClientSession, arguments: dict, as_task: bool) -> dict:
+    """tools/call through the SDK's own JSON-RPC dispatcher (the same session and
+    transport), unvalidated: the SDK validates a tools/call result as the handshake-era
+    CallToolResult, which a task result is not."""
+    params: dict[str, Any] = {"name": "ask_user_question", "arguments": arguments}
+    if as_task:
+        params["_meta"] = TASK_META
+    return await s._dispatcher.send_raw_request("tools/call", params, {})
+
+
 async def ask_as_task(s: ClientSession, arguments: dict) -> CreatedTask:
-    """tools/call answered with a task. The SDK validates a tools/call result as the
-    handshake-era CallToolResult, which a task result is not, so this one call goes through
-    the SDK's own JSON-RPC dispatcher (the same session and transport), unvalidated."""
-    params = {"name": "ask_user_question", "arguments": arguments}
-    raw = await s._dispatcher.send_raw_request("tools/call", params, {})
-    return CreatedTask.model_validate(raw)
+    """tools/call answered with a task."""
+    return CreatedTask.model_validate(await ask_raw(s, arguments, True))
 
 
 async def task_start() -> None:
     """Ask as a task: it returns at once; the task is the request. Also: cancel one."""
     rid = os.environ["MCP_RID"]
     async with connect(extensions={TASKS: {}}) as s:
+        # Declared at initialize but not in the request: the usual result, no task.
+        plain = await ask_raw(s, question(f"{rid}-plain", waitSeconds=0), False)
+        emit("plain", result=plain)
         created = await ask_as_task(s, question(rid))
         emit("created", task=created.model_dump())
         t = await get_task(s, created.taskId)
