@@ -21,7 +21,7 @@ use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
 use crate::error::Error;
 use crate::protocol::check::{check_id, salvage_id_context};
-use crate::protocol::types::DEFAULT_CONTEXT;
+use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
 use crate::store::{Asked, RequestRow};
 use crate::web::auth::Caller;
@@ -37,6 +37,10 @@ pub struct Who {
     pub source: Source,
     /// The HTTP caller, if any (stdio: the local user, who may do anything, as in the CLI).
     pub caller: Option<Caller>,
+    /// The asking agent of this session, if it has one: `dshq mcp --agent ID --instance
+    /// I` over stdio, the `Dshq-Agent-Id` and `Dshq-Agent-Instance` headers over HTTP
+    /// (the host's configuration, never a tool argument the model fills).
+    pub agent: Option<AgentRef>,
 }
 
 impl Who {
@@ -101,21 +105,20 @@ pub async fn submit(
     who.require(Action::Ask).map_err(|e| tool_error(&e, None))?;
     // The arguments as the model sent them (so an error names its own fields), then the
     // request document they ask, in the protocol's vocabulary, with the session's agent.
-    let parsed: AskArgs = serde_path_to_error::deserialize(Value::Object(args))
-        .map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let msg = if path.is_empty() || path == "." {
-                inner.to_string()
-            } else {
-                format!("{path}: {inner}")
-            };
-            tool_error(&bad_request(msg), None)
-        })?;
+    let parsed: AskArgs = serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = if path.is_empty() || path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        };
+        tool_error(&bad_request(msg), None)
+    })?;
     parsed
         .check_bounds()
         .map_err(|m| tool_error(&bad_request(m), parsed.id.as_deref()))?;
-    let doc = parsed.to_request(cfg.agent.as_ref());
+    let doc = parsed.to_request(who.agent.as_ref());
     let bytes = serde_json::to_vec(&doc).expect("a JSON object serializes");
     // The inbox's limit, so a question is as large over MCP as in a file and no larger.
     let max = crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;

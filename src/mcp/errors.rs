@@ -109,6 +109,9 @@ mod tests {
         let s = r.structured_content.unwrap();
         assert_eq!(s["status"], "error");
         assert_eq!(s["error"]["code"], "DELEGATED_CALLER");
-        assert!(s["error"]["guidance"].as_str().unwrap().contains("final result"));
+        assert!(s["error"]["guidance"]
+            .as_str()
+            .unwrap()
+            .contains("final result"));
     }
 }

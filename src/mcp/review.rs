@@ -178,7 +178,8 @@ pub fn form(q: &Question, shapes: Shapes) -> (Form, Value) {
         if shapes == Shapes::Plain {
             let mut props = serde_json::Map::new();
             for (i, (label, description)) in options.iter().enumerate() {
-                let mut flag = json!({"type": "boolean", "title": one_line(label), "default": false});
+                let mut flag =
+                    json!({"type": "boolean", "title": one_line(label), "default": false});
                 if let Some(d) = description {
                     flag["description"] = json!(one_line(d));
                 }
@@ -251,7 +252,9 @@ pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> Result<Answ
             let selected = labels
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| content.get(&format!("option{}", i + 1)) == Some(&Value::Bool(true)))
+                .filter(|(i, _)| {
+                    content.get(&format!("option{}", i + 1)) == Some(&Value::Bool(true))
+                })
                 .map(|(_, l)| l.clone())
                 .collect();
             (selected, text("other"))
@@ -706,7 +709,10 @@ mod tests {
                 // 2025-06-18 has no titled choices and no arrays.
                 let text = schema.to_string();
                 if shapes == Shapes::Plain {
-                    assert!(!text.contains("oneOf") && !text.contains("\"array\""), "{text}");
+                    assert!(
+                        !text.contains("oneOf") && !text.contains("\"array\""),
+                        "{text}"
+                    );
                 }
             }
         }

@@ -58,11 +58,14 @@ impl DshqServer {
                 .as_ref()
                 .map(|i| i.client_info.name.as_str()),
         );
-        let caller = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Caller>())
-            .cloned();
+        let parts = ctx.extensions.get::<axum::http::request::Parts>();
+        let caller = parts.and_then(|p| p.extensions.get::<Caller>()).cloned();
+        // The session's agent: the server's over stdio, the request's headers over HTTP
+        // (set by the host's MCP configuration; the registry's rules then apply).
+        let agent = match parts {
+            Some(p) => super::http::agent_of(&p.headers),
+            None => self.config.agent.clone(),
+        };
         // Over HTTP a request is the token's (so it sees the same requests over the API and
         // over MCP, and a client's self-chosen name grants nothing).
         let source = match &caller {
@@ -80,6 +83,7 @@ impl DshqServer {
             actor,
             source,
             caller,
+            agent,
         }
     }
 

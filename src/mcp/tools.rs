@@ -388,8 +388,7 @@ const STANDARD_FORMATS: &[&str] = &[
 fn standard_formats(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(o) => {
-            if o
-                .get("format")
+            if o.get("format")
                 .and_then(|f| f.as_str())
                 .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
             {

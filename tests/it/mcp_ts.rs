@@ -56,7 +56,10 @@ fn node(nm: &std::path::Path) -> Command {
         .next()
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
-    assert!(major >= 22, "node {version} is too old: the pinned node@22 is needed");
+    assert!(
+        major >= 22,
+        "node {version} is too old: the pinned node@22 is needed"
+    );
     let mut c = Command::new(node);
     // Node's own bin directory first, so the Inspector's `node` is the pinned one too.
     let path = std::env::var("PATH").unwrap_or_default();
@@ -108,6 +111,11 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
         out.status.success(),
         "client_ts.cjs {scenario} failed:\nstdout: {stdout}\nstderr: {stderr}"
     );
+    // The SDK compiles every output schema: nothing in them it does not know.
+    assert!(
+        !stderr.contains("unknown format"),
+        "the SDK warned about the schemas:\n{stderr}"
+    );
     let mut steps = serde_json::Map::new();
     for line in stdout.lines().filter(|l| l.starts_with('{')) {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
@@ -140,13 +148,19 @@ fn asker_flows(env: &Env, t: &Transport, rid: &str) {
     let missing = &s["not-found"];
     assert_eq!(missing["isError"], true, "{missing}");
     assert_eq!(missing["structured"]["status"], "error", "{missing}");
-    assert_eq!(missing["structured"]["error"]["code"], "NOT_FOUND", "{missing}");
+    assert_eq!(
+        missing["structured"]["error"]["code"], "NOT_FOUND",
+        "{missing}"
+    );
     assert!(text(missing).starts_with("Error NOT_FOUND:"), "{missing}");
     let bad = &s["bad"];
     assert_eq!(bad["structured"]["error"]["code"], "BAD_REQUEST", "{bad}");
     // The message names what the model sent (and not the file vocabulary's alias).
     let msg = bad["structured"]["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("questions[0]") && msg.contains("multi_select"), "{msg}");
+    assert!(
+        msg.contains("questions[0]") && msg.contains("multi_select"),
+        "{msg}"
+    );
     let get = &s["get"];
     assert_eq!(get["structured"]["status"], "answered", "{get}");
     assert_eq!(
@@ -170,7 +184,10 @@ fn delegated(env: &Env, t: &Transport, rid: &str, vars: &[(&str, &str)]) {
     let s = client(env, t, "delegated", &all);
     let ask = &s["ask"];
     assert_eq!(ask["isError"], true, "{ask}");
-    assert_eq!(ask["structured"]["error"]["code"], "DELEGATED_CALLER", "{ask}");
+    assert_eq!(
+        ask["structured"]["error"]["code"], "DELEGATED_CALLER",
+        "{ask}"
+    );
     let guidance = ask["structured"]["error"]["guidance"].as_str().unwrap();
     assert!(guidance.contains("final result"), "{guidance}");
     assert!(text(ask).contains("final result"), "{ask}");
@@ -178,20 +195,32 @@ fn delegated(env: &Env, t: &Transport, rid: &str, vars: &[(&str, &str)]) {
 
 fn review(env: &Env, t: &Transport, actor: &str) {
     let ask = |v: Value| env.ask(&v).ok();
-    ask(json!({"id": "ts-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
-        "options": [{"label": "Blue"}, {"label": "Red"}]}]}));
-    ask(json!({"id": "ts-multi", "context": "rev", "questions": [{"id": "m", "question": "Which?",
-        "multiSelect": true, "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}));
-    ask(json!({"id": "ts-plan", "context": "rev", "questions": [{"id": "p", "question": "Approve?",
+    ask(
+        json!({"id": "ts-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
+        "options": [{"label": "Blue"}, {"label": "Red"}]}]}),
+    );
+    ask(
+        json!({"id": "ts-multi", "context": "rev", "questions": [{"id": "m", "question": "Which?",
+        "multiSelect": true, "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}),
+    );
+    ask(
+        json!({"id": "ts-plan", "context": "rev", "questions": [{"id": "p", "question": "Approve?",
         "detail": "the plan", "options": [{"label": "Approve"}, {"label": "Revise"}],
-        "intent": {"kind": "plan-review", "approve": "Approve"}}]}));
+        "intent": {"kind": "plan-review", "approve": "Approve"}}]}),
+    );
     let s = client(env, t, "review", &[]);
     let r = &s["review"];
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["forms"].as_array().unwrap().len(), 3, "{r}");
     assert_eq!(r["structured"]["stillOpen"], 0, "{r}");
-    let o = |id: &str| env.outcome(id).unwrap_or_else(|| panic!("no outcome for {id}"));
-    assert_eq!(o("ts-single")["answer"]["answers"][0]["selected"], json!(["Red"]));
+    let o = |id: &str| {
+        env.outcome(id)
+            .unwrap_or_else(|| panic!("no outcome for {id}"))
+    };
+    assert_eq!(
+        o("ts-single")["answer"]["answers"][0]["selected"],
+        json!(["Red"])
+    );
     assert_eq!(
         o("ts-multi")["answer"]["answers"][0]["selected"],
         json!(["A", "C"])
@@ -240,15 +269,16 @@ fn inspector_flows(env: &Env, target: &[&str], rid: &str) {
         .to_string();
     let id_arg = format!("id={rid}");
     let q_arg = format!("questions={questions}");
+    // `--tool-arg` takes several pairs: they go first, so the target is not taken for one.
     let (code, out, err) = with(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "ask_user_question",
         "--tool-arg",
         &id_arg,
         &q_arg,
         "waitSeconds=0",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "ask_user_question",
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
@@ -257,12 +287,12 @@ fn inspector_flows(env: &Env, target: &[&str], rid: &str) {
     assert_eq!(env.json(&["show", rid]).ok().json()["status"], "pending");
 
     let (_, out, err) = with(&[
+        "--tool-arg",
+        "id=no-such-request",
         "--method",
         "tools/call",
         "--tool-name",
         "get_answer",
-        "--tool-arg",
-        "id=no-such-request",
     ]);
     let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(r["isError"], true, "{r}");
@@ -308,7 +338,14 @@ fn the_typescript_sdk_and_the_inspector_over_streamable_http() {
     let auth = format!("Authorization: Bearer {rita}");
     inspector_flows(
         &env,
-        &["--transport", "http", "--header", &auth, "--server-url", &url],
+        &[
+            "--transport",
+            "http",
+            "--header",
+            &auth,
+            "--server-url",
+            &url,
+        ],
         "insp-h1",
     );
 }

@@ -44,6 +44,7 @@ impl Mcp {
     }
 
     /// A POST of `body` with this client's headers (plus `extra`), as it comes back.
+    #[allow(clippy::result_large_err)] // ureq's own error, matched on by status
     fn post(&self, body: &Value, extra: &[(&str, &str)]) -> Result<ureq::Response, ureq::Error> {
         let mut r = agent()
             .post(&self.url)
@@ -77,7 +78,9 @@ impl Mcp {
         let r = c.post(&init, &[]).expect("initialize");
         c.session = r.header("mcp-session-id").map(str::to_string);
         assert!(c.session.is_some(), "no session id");
-        let reply = Messages::of(r).next_message().expect("the initialize result");
+        let reply = Messages::of(r)
+            .next_message()
+            .expect("the initialize result");
         assert_eq!(reply["result"]["protocolVersion"], version, "{reply}");
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let r = c.post(&note, &[]).expect("initialized");
@@ -208,10 +211,7 @@ fn revoking_a_token_ends_its_streams_long_polls_and_mcp_sessions_within_a_second
     }
     let mut mcp = Mcp::open(&h, &rita, "2025-11-25");
     let mcp_get = ends_at(mcp_stream(&mcp).into_reader());
-    let waiting = mcp.call(
-        "get_answer",
-        json!({"id": "r1", "waitSeconds": 45}),
-    );
+    let waiting = mcp.call("get_answer", json!({"id": "r1", "waitSeconds": 45}));
     let mcp_call = ends_at(waiting.lines.expect("a streamed call"));
     // And olga's stream, which must stay.
     let olga = ends_at(stream(&h, &other).into_reader());
@@ -280,7 +280,10 @@ fn a_page_logout_ends_that_sessions_live_stream_only() {
     let at = first.recv_timeout(DEADLINE).expect("the stream ended");
     assert!(at.saturating_duration_since(out) <= WITHIN);
     // The other login of the same token keeps its stream.
-    assert!(second.try_recv().is_err(), "the other session's stream ended");
+    assert!(
+        second.try_recv().is_err(),
+        "the other session's stream ended"
+    );
     assert_eq!(two.get("/").status, 200);
 }
 
@@ -322,36 +325,50 @@ fn an_mcp_session_answers_only_the_token_that_opened_it() {
         .set("Accept", "text/event-stream")
         .set("Mcp-Session-Id", own.session.as_deref().unwrap())
         .call();
-    assert!(
-        matches!(get, Err(ureq::Error::Status(404, _))),
-        "{get:?}"
-    );
+    assert!(matches!(get, Err(ureq::Error::Status(404, _))), "{get:?}");
     // The owner's session still works.
     let mut reply = own.call("get_answer", json!({"id": "nope"}));
     let m = reply.next_message().expect("a result");
-    assert_eq!(m["result"]["structuredContent"]["error"]["code"], "NOT_FOUND", "{m}");
+    assert_eq!(
+        m["result"]["structuredContent"]["error"]["code"], "NOT_FOUND",
+        "{m}"
+    );
+}
+
+/// POST `initialize` with an `Origin` header (or none): the status.
+fn initialize_from(c: &Mcp, origin: Option<&str>) -> u16 {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw-test", "version": "1"}}});
+    let extra: Vec<(&str, &str)> = origin.map(|o| ("Origin", o)).into_iter().collect();
+    match c.post(&init, &extra) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(s, _)) => s,
+        Err(e) => panic!("{e}"),
+    }
 }
 
 #[test]
 fn mcp_refuses_browser_origins_it_was_not_told_to_allow() {
     let env = Env::new();
-    let h = host(&env, &["--mcp-allow-origin", "http://localhost:5173"]);
     let asker = token(&env, "asker", "ann", None);
-    let c = Mcp::new(&h, &asker);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "raw-test", "version": "1"}}});
-    for origin in ["http://evil.example", "null", "http://localhost:5174"] {
-        match c.post(&init, &[("Origin", origin)]) {
-            Err(ureq::Error::Status(403, _)) => {}
-            other => panic!("Origin {origin} was not refused: {other:?}"),
+    {
+        let h = host(&env, &[]);
+        let c = Mcp::new(&h, &asker);
+        for origin in ["http://evil.example", "null", &h.base] {
+            assert_eq!(initialize_from(&c, Some(origin)), 403, "Origin {origin}");
         }
+        // A client that sends no Origin (not a browser) is served.
+        assert_eq!(initialize_from(&c, None), 200);
     }
-    // The named origin, and a client that sends none, are served.
-    for extra in [&[("Origin", "http://localhost:5173")][..], &[][..]] {
-        let r = c.post(&init, extra).expect("initialize");
-        assert_eq!(r.status(), 200, "{extra:?}");
+    // Named origins are allowed, and only those.
+    let h = host(&env, &["--mcp-allow-origin", "http://localhost:5173"]);
+    let c = Mcp::new(&h, &asker);
+    assert_eq!(initialize_from(&c, Some("http://localhost:5173")), 200);
+    for origin in ["http://evil.example", "null", "http://localhost:5174"] {
+        assert_eq!(initialize_from(&c, Some(origin)), 403, "Origin {origin}");
     }
+    assert_eq!(initialize_from(&c, None), 200);
 }
 
 #[test]
@@ -360,18 +377,26 @@ fn a_2025_06_18_client_is_sent_plain_forms_only() {
     let h = host(&env, &[]);
     let rita = token(&env, "reviewer", "rita", None);
     let ask = |v: Value| env.ask(&v).ok();
-    ask(json!({"id": "p-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
-        "options": [{"label": "Blue", "description": "calm"}, {"label": "Red"}]}]}));
-    ask(json!({"id": "p-multi", "context": "rev", "questions": [{"id": "m", "question": "Which?",
-        "multiSelect": true, "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}));
-    ask(json!({"id": "p-plan", "context": "rev", "questions": [{"id": "p", "question": "Approve?",
+    ask(
+        json!({"id": "p-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
+        "options": [{"label": "Blue", "description": "calm"}, {"label": "Red"}]}]}),
+    );
+    ask(
+        json!({"id": "p-multi", "context": "rev", "questions": [{"id": "m", "question": "Which?",
+        "multiSelect": true, "options": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}),
+    );
+    ask(
+        json!({"id": "p-plan", "context": "rev", "questions": [{"id": "p", "question": "Approve?",
         "detail": "the plan", "options": [{"label": "Approve"}, {"label": "Revise"}],
-        "intent": {"kind": "plan-review", "approve": "Approve"}}]}));
+        "intent": {"kind": "plan-review", "approve": "Approve"}}]}),
+    );
     let mut c = Mcp::open(&h, &rita, "2025-06-18");
     let mut review = c.call("review_questions", json!({"context": "rev"}));
     let mut forms = Vec::new();
     let result = loop {
-        let m = review.next_message().expect("the review's stream ended early");
+        let m = review
+            .next_message()
+            .expect("the review's stream ended early");
         if m.get("result").is_some() || m.get("error").is_some() {
             break m;
         }
@@ -386,12 +411,18 @@ fn a_2025_06_18_client_is_sent_plain_forms_only() {
                 ["string", "boolean", "number", "integer"].contains(&t),
                 "{name}: {p}"
             );
-            assert!(p.get("oneOf").is_none() && p.get("anyOf").is_none(), "{name}: {p}");
+            assert!(
+                p.get("oneOf").is_none() && p.get("anyOf").is_none(),
+                "{name}: {p}"
+            );
         }
         let message = params["message"].as_str().unwrap();
         let content = if message.contains("p-single") {
             assert!(message.contains("Blue: calm"), "{message}");
-            assert_eq!(schema["properties"]["choice"]["enum"], json!(["Blue", "Red"]));
+            assert_eq!(
+                schema["properties"]["choice"]["enum"],
+                json!(["Blue", "Red"])
+            );
             json!({"choice": "Blue"})
         } else if message.contains("p-multi") {
             assert_eq!(schema["properties"]["option1"]["title"], "A", "{schema}");
@@ -409,8 +440,17 @@ fn a_2025_06_18_client_is_sent_plain_forms_only() {
     assert_eq!(forms.len(), 3, "{forms:?}");
     let s = &result["result"]["structuredContent"];
     assert_eq!(s["stillOpen"], 0, "{result}");
-    let o = |id: &str| env.outcome(id).unwrap_or_else(|| panic!("no outcome for {id}"));
-    assert_eq!(o("p-single")["answer"]["answers"][0]["selected"], json!(["Blue"]));
-    assert_eq!(o("p-multi")["answer"]["answers"][0]["selected"], json!(["A", "C"]));
+    let o = |id: &str| {
+        env.outcome(id)
+            .unwrap_or_else(|| panic!("no outcome for {id}"))
+    };
+    assert_eq!(
+        o("p-single")["answer"]["answers"][0]["selected"],
+        json!(["Blue"])
+    );
+    assert_eq!(
+        o("p-multi")["answer"]["answers"][0]["selected"],
+        json!(["A", "C"])
+    );
     assert_eq!(o("p-plan")["decision"], "approved");
 }

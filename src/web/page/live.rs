@@ -200,7 +200,10 @@ pub async fn stream(
                     Err(RecvError::Lagged(_)) => Event::default().event("change").data("{}"),
                     Err(RecvError::Closed) => return None,
                 };
-                return Some((Ok::<_, Infallible>(event), (rx, shutdown, caller, presence, ends)));
+                return Some((
+                    Ok::<_, Infallible>(event),
+                    (rx, shutdown, caller, presence, ends),
+                ));
             }
         },
     );
