@@ -16,7 +16,7 @@ use crate::helpers::{bin, wait_until, Env, DEADLINE};
 const SDK: &str = "mcp==2.3.0";
 
 /// How a scenario reaches the server.
-enum Transport {
+pub enum Transport {
     /// `dshq mcp` with these extra arguments, spawned by the client.
     Stdio(Vec<String>),
     /// `/mcp` at this base URL with this bearer token.
@@ -42,13 +42,10 @@ fn require_sdk() {
     );
 }
 
-/// Run `client.py SCENARIO` and return its steps by name.
-fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Value {
-    require_sdk();
-    let mut c = Command::new("python3");
-    c.arg(script())
-        .arg(scenario)
-        .env("DSHQ_BIN", bin())
+/// Point a client script (`client.py`, `client_ts.cjs`) at the root, the binary and the
+/// transport, with `vars` on top.
+pub fn script_env(c: &mut Command, env: &Env, t: &Transport, vars: &[(&str, &str)]) {
+    c.env("DSHQ_BIN", bin())
         .env("DSHQ_ROOT", env.root())
         .env("RUST_LOG", "warn")
         .env_remove("DSHQ_AGENT_INSTANCE");
@@ -66,6 +63,25 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
     for (k, v) in vars {
         c.env(k, v);
     }
+}
+
+/// A client script's steps (one JSON line each, `{"step": NAME, ...}`) by name.
+pub fn steps(stdout: &str) -> Value {
+    let mut steps = serde_json::Map::new();
+    for line in stdout.lines().filter(|l| l.starts_with('{')) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let name = v["step"].as_str().unwrap_or_default().to_string();
+        steps.insert(name, v);
+    }
+    Value::Object(steps)
+}
+
+/// Run `client.py SCENARIO` and return its steps by name.
+fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Value {
+    require_sdk();
+    let mut c = Command::new("python3");
+    c.arg(script()).arg(scenario);
+    script_env(&mut c, env, t, vars);
     let out = c.output().expect("run python3");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -76,13 +92,7 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
         out.status.success(),
         "client.py {scenario} failed:\nstdout: {stdout}\nstderr: {stderr}"
     );
-    let mut steps = serde_json::Map::new();
-    for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        let name = v["step"].as_str().unwrap_or_default().to_string();
-        steps.insert(name, v);
-    }
-    Value::Object(steps)
+    steps(&stdout)
 }
 
 fn stdio() -> Transport {

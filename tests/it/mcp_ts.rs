@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::api::{host, token};
 use crate::helpers::{bin, Env};
+use crate::mcp::{script_env, steps, Transport};
 
 /// Where the pinned Node packages are; fails saying how to install them.
 fn node_modules() -> PathBuf {
@@ -67,12 +68,6 @@ fn node(nm: &std::path::Path) -> Command {
     c
 }
 
-/// How a scenario reaches the server.
-enum Transport {
-    Stdio(Vec<String>),
-    Http { url: String, token: String },
-}
-
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client_ts.cjs")
 }
@@ -81,26 +76,8 @@ fn script() -> PathBuf {
 fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Value {
     let nm = node_modules();
     let mut c = node(&nm);
-    c.arg(script())
-        .arg(scenario)
-        .env("NODE_PATH", &nm)
-        .env("DSHQ_BIN", bin())
-        .env("DSHQ_ROOT", env.root())
-        .env_remove("DSHQ_AGENT_INSTANCE");
-    match t {
-        Transport::Stdio(args) => {
-            c.env("MCP_TRANSPORT", "stdio")
-                .env("MCP_ARGS", serde_json::to_string(args).unwrap());
-        }
-        Transport::Http { url, token } => {
-            c.env("MCP_TRANSPORT", "http")
-                .env("MCP_URL", url)
-                .env("MCP_TOKEN", token);
-        }
-    }
-    for (k, v) in vars {
-        c.env(k, v);
-    }
+    c.arg(script()).arg(scenario).env("NODE_PATH", &nm);
+    script_env(&mut c, env, t, vars);
     let out = c.output().expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -116,12 +93,7 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
         !stderr.contains("unknown format"),
         "the SDK warned about the schemas:\n{stderr}"
     );
-    let mut steps = serde_json::Map::new();
-    for line in stdout.lines().filter(|l| l.starts_with('{')) {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        steps.insert(v["step"].as_str().unwrap_or_default().to_string(), v);
-    }
-    Value::Object(steps)
+    steps(&stdout)
 }
 
 fn text(step: &Value) -> &str {
@@ -326,7 +298,7 @@ fn the_typescript_sdk_and_the_inspector_over_streamable_http() {
     let rita = token(&env, "reviewer", "rita", None);
     let url = format!("{}/mcp", h.base);
     let t = Transport::Http {
-        url: url.clone(),
+        base: h.base.clone(),
         token: rita.clone(),
     };
     asker_flows(&env, &t, "ts-h1");
