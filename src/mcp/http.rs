@@ -156,22 +156,6 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(bindings, guard))
 }
 
-/// The asking agent a request names in its `Dshq-Agent-Id` and `Dshq-Agent-Instance`
-/// headers (both, or none).
-pub fn agent_of(headers: &axum::http::HeaderMap) -> Option<crate::protocol::types::AgentRef> {
-    let get = |k: &str| {
-        headers
-            .get(k)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    Some(crate::protocol::types::AgentRef {
-        id: get("dshq-agent-id")?,
-        instance: get("dshq-agent-instance")?,
-    })
-}
-
 /// The answer to a session this token did not open: what an unknown session gets.
 fn no_such_session() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()

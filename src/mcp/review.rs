@@ -4,10 +4,13 @@
 //! second reviewer gets DUPLICATE_PROVIDER, as everywhere), heartbeated while the human
 //! fills in forms, and released when the call ends — also when the client goes away (the
 //! call's future is dropped, and a guard releases the lease; a process that dies lets it
-//! run out after its ttl). Each question is one `elicitation/create` form:
+//! run out after its ttl). Each question is one `elicitation/create` form, in the shapes
+//! the negotiated revision allows ([`Shapes`]):
 //!
-//! - options: a titled single-choice enum, plus a free-text "Other" (overrides);
-//! - multiSelect: a multi-choice array of titled items, plus "Other" (supplements);
+//! - options: a single choice (titled from 2025-11-25, a plain enum before, with the
+//!   descriptions in the message), plus a free-text "Other" (overrides);
+//! - multiSelect: a multi-choice array of titled items from 2025-11-25, one checkbox per
+//!   option before, plus "Other" (supplements);
 //! - no options: free text;
 //! - plan review: Approve / the other options / Decline as a choice, plus feedback.
 //!
@@ -752,6 +755,17 @@ mod tests {
             let why = accepted_item("q", &form_kind, &JsonObject::new()).unwrap_err();
             assert!(why.contains("Decline to skip"), "{why}");
         }
+    }
+
+    #[test]
+    fn a_plain_multi_select_reads_its_checkboxes() {
+        let (kind, schema) = form(&q(&["A", "B", "C"], true, None), Shapes::Plain);
+        assert_eq!(kind, Form::Flags(vec!["A".into(), "B".into(), "C".into()]));
+        assert_eq!(schema["properties"]["option2"]["title"], "B");
+        let c = json!({"option1": true, "option2": false, "option3": true, "other": "and D"});
+        let item = accepted_item("q", &kind, c.as_object().unwrap()).unwrap();
+        assert_eq!(item.selected, vec!["A", "C"]);
+        assert_eq!(item.custom.as_deref(), Some("and D"));
     }
 
     #[test]

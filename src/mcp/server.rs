@@ -63,7 +63,7 @@ impl DshqServer {
         // The session's agent: the server's over stdio, the request's headers over HTTP
         // (set by the host's MCP configuration; the registry's rules then apply).
         let agent = match parts {
-            Some(p) => super::http::agent_of(&p.headers),
+            Some(p) => agent_of(&p.headers),
             None => self.config.agent.clone(),
         };
         // Over HTTP a request is the token's (so it sees the same requests over the API and
@@ -177,4 +177,20 @@ impl ServerHandler for DshqServer {
         let who = self.who(&context);
         tasks::cancel(&self.backend, &who, &request.task_id).await
     }
+}
+
+/// The asking agent a request names in its `Dshq-Agent-Id` and `Dshq-Agent-Instance`
+/// headers (both, or none).
+pub fn agent_of(headers: &axum::http::HeaderMap) -> Option<crate::protocol::types::AgentRef> {
+    let get = |k: &str| {
+        headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    Some(crate::protocol::types::AgentRef {
+        id: get("dshq-agent-id")?,
+        instance: get("dshq-agent-instance")?,
+    })
 }

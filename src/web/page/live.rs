@@ -106,14 +106,14 @@ impl Drop for Presence {
 }
 
 /// What ends a page stream before its page closes.
-struct Ends {
+struct Lifetime {
     held: crate::host::ends::Held,
     shared: Arc<super::Shared>,
     session: String,
     every: tokio::time::Interval,
 }
 
-impl Ends {
+impl Lifetime {
     /// Resolves when the stream must end: its session logged out, expired, or its token
     /// was revoked.
     async fn ended(&mut self) {
@@ -165,7 +165,7 @@ pub async fn stream(
     let caller = viewer.caller.clone();
     // Ended by a logout or the token's revocation (`host::ends`), or by the session's
     // expiry, checked every second.
-    let ends = Ends {
+    let lifetime = Lifetime {
         held: st.ends.hold(&caller.token.name, Some(&viewer.session)),
         shared: viewer.shared.clone(),
         session: viewer.session.clone(),
@@ -175,13 +175,13 @@ pub async fn stream(
     let hello =
         futures_util::stream::once(async { Ok(Event::default().event("ready").data("{}")) });
     let changes = futures_util::stream::unfold(
-        (rx, shutdown, caller, presence, ends),
-        |(mut rx, mut shutdown, caller, presence, mut ends)| async move {
+        (rx, shutdown, caller, presence, lifetime),
+        |(mut rx, mut shutdown, caller, presence, mut lifetime)| async move {
             loop {
                 let ev = tokio::select! {
                     r = rx.recv() => r,
                     _ = shutdown.changed() => return None,
-                    _ = ends.ended() => {
+                    _ = lifetime.ended() => {
                         tracing::info!(token = %caller.token.name, "page stream ended");
                         return None;
                     }
@@ -202,7 +202,7 @@ pub async fn stream(
                 };
                 return Some((
                     Ok::<_, Infallible>(event),
-                    (rx, shutdown, caller, presence, ends),
+                    (rx, shutdown, caller, presence, lifetime),
                 ));
             }
         },
