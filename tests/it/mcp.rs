@@ -65,6 +65,24 @@ pub fn script_env(c: &mut Command, env: &Env, t: &Transport, vars: &[(&str, &str
     }
 }
 
+/// Run a client script: its stdout and stderr. Exit 3 is the script saying its client
+/// did not load (fails with `missing`, what to install); any other failure shows both.
+pub fn run_script(mut c: Command, what: &str, missing: &str) -> (String, String) {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.code() == Some(3) {
+        panic!("{missing}\n{stdout}");
+    }
+    assert!(
+        out.status.success(),
+        "{what} failed:\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    (stdout, stderr)
+}
+
 /// A client script's steps (one JSON line each, `{"step": NAME, ...}`) by name.
 pub fn steps(stdout: &str) -> Value {
     let mut steps = serde_json::Map::new();
@@ -82,16 +100,8 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
     let mut c = Command::new("python3");
     c.arg(script()).arg(scenario);
     script_env(&mut c, env, t, vars);
-    let out = c.output().expect("run python3");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(3) {
-        panic!("the MCP SDK did not import: pip install {SDK}\n{stdout}");
-    }
-    assert!(
-        out.status.success(),
-        "client.py {scenario} failed:\nstdout: {stdout}\nstderr: {stderr}"
-    );
+    let missing = format!("the MCP SDK did not import: pip install {SDK}");
+    let (stdout, _) = run_script(c, &format!("client.py {scenario}"), &missing);
     steps(&stdout)
 }
 

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::api::{host, token};
 use crate::helpers::{bin, Env};
-use crate::mcp::{script_env, steps, Transport};
+use crate::mcp::{run_script, script_env, steps, Transport};
 
 /// Where the pinned Node packages are; fails saying how to install them.
 fn node_modules() -> PathBuf {
@@ -78,15 +78,10 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
     let mut c = node(&nm);
     c.arg(script()).arg(scenario).env("NODE_PATH", &nm);
     script_env(&mut c, env, t, vars);
-    let out = c.output().expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(3) {
-        panic!("the TypeScript MCP SDK did not load: reinstall with contrib/test/run\n{stdout}");
-    }
-    assert!(
-        out.status.success(),
-        "client_ts.cjs {scenario} failed:\nstdout: {stdout}\nstderr: {stderr}"
+    let (stdout, stderr) = run_script(
+        c,
+        &format!("client_ts.cjs {scenario}"),
+        "the TypeScript MCP SDK did not load: reinstall with contrib/test/run",
     );
     // The SDK compiles every output schema: nothing in them it does not know.
     assert!(
