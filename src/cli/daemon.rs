@@ -54,6 +54,10 @@ pub struct Args {
     /// With --listen: the most HTTP connections open at once from one peer address.
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..), requires = "listen")]
     pub http_max_conns_per_peer: u32,
+    /// With --listen: a page login unused this long ends, with its live streams (1s to
+    /// 30d).
+    #[arg(long, value_name = "DUR", default_value = "12h", value_parser = parse_session_idle, requires = "listen")]
+    pub web_session_idle: Duration,
     /// With --listen: a browser origin `/mcp` accepts (`SCHEME://HOST:PORT`, `:*` for any
     /// port, or `null`); repeat for several. A request with any other `Origin` header is
     /// refused with 403; requests without one (MCP clients that are not browsers) are not
@@ -70,6 +74,15 @@ pub struct Args {
     /// With --prune-after: how often to prune (the first time at start).
     #[arg(long, value_name = "DUR", default_value = "1h", value_parser = super::parse_duration)]
     pub prune_every: Duration,
+}
+
+/// `--web-session-idle`: 1s to 30 days.
+fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
+    let d = super::parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(30 * 86_400) {
+        return Err(format!("{s:?}: give 1s to 30d, such as 12h"));
+    }
+    Ok(d)
 }
 
 /// Run it.
@@ -104,6 +117,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 idle: a.web_idle,
                 limits: crate::web::Limits {
                     max_body: a.max_bytes,
+                    session_idle: a.web_session_idle,
                     ..Default::default()
                 },
                 conns: crate::host::listen::ConnLimits {

@@ -33,6 +33,8 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// The longest long-poll wait (`?wait=`).
     pub max_wait: Duration,
+    /// A page login unused this long ends (and its live streams with it).
+    pub session_idle: Duration,
 }
 
 impl Default for Limits {
@@ -41,6 +43,7 @@ impl Default for Limits {
             max_body: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             body_timeout: Duration::from_secs(30),
             max_wait: Duration::from_secs(300),
+            session_idle: page::session::SESSION_IDLE,
         }
     }
 }

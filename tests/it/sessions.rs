@@ -288,6 +288,31 @@ fn a_page_logout_ends_that_sessions_live_stream_only() {
 }
 
 #[test]
+fn an_expired_page_session_ends_its_live_stream() {
+    let env = Env::new();
+    let h = host(&env, &["--web-session-idle", "2s"]);
+    let rita = token(&env, "reviewer", "rita", None);
+    let session = crate::page::login(&h, &rita);
+    let opened = Instant::now();
+    let live = ends_at(page_stream(&h, &session.cookie).into_reader());
+    // Nobody uses the page: the session expires after 2 s, and its stream ends with it
+    // (checked every second).
+    let at = live.recv_timeout(DEADLINE).expect("the stream never ended");
+    let lived = at.saturating_duration_since(opened);
+    assert!(
+        lived >= Duration::from_secs(1),
+        "ended after {lived:?}, before the expiry"
+    );
+    assert!(
+        lived <= Duration::from_secs(2) + WITHIN + WITHIN,
+        "ended after {lived:?}"
+    );
+    // And the page sends the browser to the login form.
+    let r = session.get("/");
+    assert_eq!(r.status, 303, "{}", r.body);
+}
+
+#[test]
 fn an_mcp_session_answers_only_the_token_that_opened_it() {
     let env = Env::new();
     let h = host(&env, &[]);

@@ -110,6 +110,7 @@ struct Lifetime {
     held: crate::host::ends::Held,
     shared: Arc<super::Shared>,
     session: String,
+    idle: Duration,
     every: tokio::time::Interval,
 }
 
@@ -120,7 +121,7 @@ impl Lifetime {
         loop {
             tokio::select! {
                 _ = self.held.ended() => return,
-                _ = self.every.tick() => if !self.shared.sessions.alive(&self.session) {
+                _ = self.every.tick() => if !self.shared.sessions.alive(&self.session, self.idle) {
                     return;
                 },
             }
@@ -169,6 +170,7 @@ pub async fn stream(
         held: st.ends.hold(&caller.token.name, Some(&viewer.session)),
         shared: viewer.shared.clone(),
         session: viewer.session.clone(),
+        idle: st.limits.session_idle,
         every: tokio::time::interval(Duration::from_secs(1)),
     };
     tracing::debug!(token = %caller.token.name, "page stream opened");

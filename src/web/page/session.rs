@@ -38,7 +38,7 @@ use crate::web::AppState;
 pub const COOKIE: &str = "dshq_session";
 /// The login form's double-submit cookie.
 pub const LOGIN_COOKIE: &str = "dshq_login";
-/// A session unused this long ends.
+/// A session unused this long ends, by default (`dshq daemon --web-session-idle`).
 pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
 /// At most this many sessions are kept (the least recently used goes first).
 pub const MAX_SESSIONS: usize = 10_000;
@@ -72,10 +72,10 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 }
 
 impl Sessions {
-    fn create(&self, token: String) -> Result<(String, String), Error> {
+    fn create(&self, token: String, idle: Duration) -> Result<(String, String), Error> {
         let (id, csrf) = (random_hex()?, random_hex()?);
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, s| s.used.elapsed() < SESSION_IDLE);
+        map.retain(|_, s| s.used.elapsed() < idle);
         if map.len() >= MAX_SESSIONS {
             if let Some(oldest) = map
                 .iter()
@@ -96,10 +96,10 @@ impl Sessions {
         Ok((id, csrf))
     }
 
-    fn get(&self, id: &str) -> Option<Session> {
+    fn get(&self, id: &str, idle: Duration) -> Option<Session> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let s = map.get_mut(id)?;
-        if s.used.elapsed() >= SESSION_IDLE {
+        if s.used.elapsed() >= idle {
             map.remove(id);
             return None;
         }
@@ -108,12 +108,12 @@ impl Sessions {
     }
 
     /// Whether session `id` is still logged in (without counting this as a use).
-    pub fn alive(&self, id: &str) -> bool {
+    pub fn alive(&self, id: &str, idle: Duration) -> bool {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .is_some_and(|s| s.used.elapsed() < SESSION_IDLE)
+            .is_some_and(|s| s.used.elapsed() < idle)
     }
 
     fn remove(&self, id: &str) {
@@ -222,7 +222,7 @@ impl FromRequestParts<AppState> for Viewer {
         let Some(id) = cookie(&parts.headers, COOKIE).map(str::to_string) else {
             return Err(to_login());
         };
-        let Some(s) = shared.sessions.get(&id) else {
+        let Some(s) = shared.sessions.get(&id, state.limits.session_idle) else {
             return Err(to_login());
         };
         match Caller::from_token(state, s.token.clone()).await {
@@ -334,7 +334,7 @@ pub async fn login_post(
         tracing::info!(token = %caller.token.name, "page login refused: an asker token");
         return login_page(&headers, StatusCode::FORBIDDEN, Some(&e));
     }
-    let (id, _) = match shared.sessions.create(token) {
+    let (id, _) = match shared.sessions.create(token, st.limits.session_idle) {
         Ok(x) => x,
         Err(e) => return layout::error_page(&e.to_user_error(), None),
     };
