@@ -20,8 +20,8 @@
 
 pub mod changes;
 pub mod db;
-pub mod listen;
 pub mod ends;
+pub mod listen;
 pub mod nofile;
 pub mod provider;
 pub mod waits;
