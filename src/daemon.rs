@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::files::inbox;
 use crate::hooks::{HookConfig, Hooks};
 use crate::root::Root;
+use crate::shutdown::Stop;
 use crate::store::Store;
 use crate::text::for_log;
 
@@ -132,14 +133,19 @@ pub struct Link {
     pub after_pass: AfterPass,
 }
 
-/// Run the daemon until SIGINT or SIGTERM.
-pub fn run(root: &Root, config: &Config) -> Result<()> {
-    run_linked(root, config, None)
+/// Run the daemon until `shutdown` is requested (SIGINT or SIGTERM).
+pub fn run(root: &Root, config: &Config, shutdown: &Stop) -> Result<()> {
+    run_linked(root, config, None, shutdown)
 }
 
-/// Run the daemon until SIGINT or SIGTERM (or the [`Waker`]'s shutdown), with the host's
-/// [`Link`] when there is one.
-pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Result<()> {
+/// Run the daemon until `shutdown` is requested (or the [`Waker`]'s shutdown), with the
+/// host's [`Link`] when there is one.
+pub fn run_linked(
+    root: &Root,
+    config: &Config,
+    mut link: Option<Link>,
+    shutdown: &Stop,
+) -> Result<()> {
     let mut store_box = root.open_store()?;
     let store: &mut dyn Store = &mut *store_box;
     // One daemon per root: a second one would race the first over the same files.
@@ -147,25 +153,19 @@ pub fn run_linked(root: &Root, config: &Config, mut link: Option<Link>) -> Resul
     let (tx, rx) = mpsc::channel::<Hint>();
     let stop = Arc::new(AtomicBool::new(false));
 
-    // Signals: set the flag (checked between batches) and wake the loop.
+    // The stop (SIGINT/SIGTERM, handled since the process started): set the flag
+    // (checked between batches) and wake the loop.
     {
-        let mut signals = signal_hook::iterator::Signals::new([
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-        ])
-        .map_err(|e| Error::io("signal handler", e))?;
         let tx = tx.clone();
         let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("dshq-signals".into())
-            .spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    tracing::info!(signal = sig, "stopping after the current batch");
-                    stop.store(true, Ordering::SeqCst);
-                    let _ = tx.send(Hint::Shutdown);
-                }
-            })
-            .map_err(|e| Error::io("signal thread", e))?;
+        shutdown.on_stop(move || {
+            stop.store(true, Ordering::SeqCst);
+            let _ = tx.send(Hint::Shutdown);
+        });
+    }
+    if stop.load(Ordering::SeqCst) {
+        tracing::info!("daemon stopped before it started");
+        return Ok(());
     }
 
     // File events: forwarded as hints, nothing more.
@@ -563,7 +563,17 @@ fn drain_inbox(
                 jobs.send(InboxJob::Read(n.0.clone()))
                     .map_err(|_| worker_gone())?;
             }
+            let began = Instant::now();
             let (r, removals) = app::ask::commit_inbox(store, root, batch)?;
+            if let Some(m) = crate::metrics::get() {
+                m.wrote("inbox", began.elapsed());
+                for _ in &r.accepted {
+                    m.ingested(None);
+                }
+                for (_, code) in &r.rejected {
+                    m.ingested(Some(code.as_str()));
+                }
+            }
             if !removals.is_empty() {
                 jobs.send(InboxJob::Remove(removals))
                     .map_err(|_| worker_gone())?;

@@ -16,6 +16,7 @@ pub mod ask;
 pub mod audit;
 pub mod copy;
 pub mod feed;
+pub mod gauges;
 pub mod provide;
 pub mod prune;
 pub mod session;

@@ -1,11 +1,13 @@
 //! `dshq daemon`: run the host in the foreground.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{parse_hook_timeout, parse_tick, Ctx};
 use crate::daemon::{self, Config};
 use crate::error::Result;
 use crate::hooks::HookConfig;
+use crate::shutdown::Stop;
 
 /// Arguments of `dshq daemon`.
 #[derive(Debug, clap::Args)]
@@ -74,6 +76,14 @@ pub struct Args {
     /// With --prune-after: how often to prune (the first time at start).
     #[arg(long, value_name = "DUR", default_value = "1h", value_parser = super::parse_duration)]
     pub prune_every: Duration,
+    /// With --listen: serve Prometheus metrics at http://ADDR/metrics (and /healthz,
+    /// /readyz), on a listener of their own: `HOST:PORT`, or a bare PORT for loopback.
+    #[arg(long, value_name = "ADDR", value_parser = crate::host::parse_listen)]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// On SIGTERM or SIGINT, drain for at most this long (100ms to 1h), then stop at once;
+    /// a second signal stops at once too. Nothing committed is lost either way.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_shutdown_grace)]
+    pub shutdown_grace: Duration,
 }
 
 /// `--web-session-idle`: 1s to 30 days.
@@ -85,8 +95,17 @@ fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
-/// Run it.
-pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
+/// Run it, stopping on `stop` (installed before anything else: see [`crate::shutdown`]).
+pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
+    if a.metrics.is_some() {
+        if a.listen.is_none() {
+            return Err(crate::Error::Usage(
+                "--metrics needs --listen: the metrics and probes are served by the host".into(),
+            ));
+        }
+        // Before the loop starts, so the start's own ingest is counted.
+        crate::metrics::enable();
+    }
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -107,7 +126,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     };
     match a.listen {
         // Without --listen the daemon is the synchronous file loop, as it always was.
-        None => daemon::run(&ctx.root, &config),
+        None => daemon::run(&ctx.root, &config, &stop),
         Some(listen) => crate::host::run(
             &ctx.root,
             &config,
@@ -129,7 +148,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                 mcp: crate::mcp::http::HttpConfig {
                     allowed_origins: a.mcp_allow_origin,
                 },
+                metrics: a.metrics,
             },
+            stop,
         ),
     }
 }

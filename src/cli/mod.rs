@@ -310,6 +310,12 @@ pub fn default_sigpipe() {
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
 /// carry the order of its flags).
 pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
+    // The daemon handles SIGTERM and SIGINT before it touches its root (issue 23): a
+    // service manager may stop it at any moment of its start.
+    let stop = match &cli.command {
+        Command::Daemon(a) => Some(crate::shutdown::Stop::install(a.shutdown_grace)?),
+        _ => None,
+    };
     let offline = matches!(
         cli.command,
         Command::Validate(_) | Command::Schema(_) | Command::Completions(_) | Command::Man
@@ -327,7 +333,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         color: cli.color,
     };
     match cli.command {
-        Command::Daemon(a) => daemon::run(&ctx, a),
+        Command::Daemon(a) => daemon::run(&ctx, a, stop.expect("installed for the daemon")),
         Command::Store(c) => store::run(&ctx, c),
         Command::Ask(a) => ask::run(&ctx, a),
         Command::Wait(a) => wait::run(&ctx, a),
@@ -394,6 +400,9 @@ pub mod bounds {
         (Duration::from_secs(1), Duration::from_secs(30 * 86400));
     /// `daemon --tick`.
     pub const TICK: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(3600));
+    /// `daemon --shutdown-grace`.
+    pub const SHUTDOWN_GRACE: (Duration, Duration) =
+        (Duration::from_millis(100), Duration::from_secs(3600));
     /// `daemon --hook-timeout`.
     pub const HOOK_TIMEOUT: (Duration, Duration) =
         (Duration::from_millis(100), Duration::from_secs(24 * 3600));
@@ -432,6 +441,10 @@ pub fn parse_agent_ttl(s: &str) -> std::result::Result<Duration, String> {
 /// The daemon's tick ([`bounds::TICK`]).
 pub fn parse_tick(s: &str) -> std::result::Result<Duration, String> {
     parse_bounded(s, bounds::TICK)
+}
+/// The daemon's drain ([`bounds::SHUTDOWN_GRACE`]).
+pub fn parse_shutdown_grace(s: &str) -> std::result::Result<Duration, String> {
+    parse_bounded(s, bounds::SHUTDOWN_GRACE)
 }
 /// A hook's timeout ([`bounds::HOOK_TIMEOUT`]).
 pub fn parse_hook_timeout(s: &str) -> std::result::Result<Duration, String> {

@@ -177,6 +177,12 @@ impl Changes {
             let Some(change) = Change::of(&event, &row) else {
                 continue;
             };
+            if let Some(m) = crate::metrics::get() {
+                let waited = (change.kind == ChangeKind::Answered).then(|| {
+                    std::time::Duration::from_millis((event.at_ms - row.created_ms).max(0) as u64)
+                });
+                m.changed(change.kind.as_str(), waited);
+            }
             let finished = change.kind.is_final().then(|| change.id.clone());
             // No receiver is fine: nobody is listening.
             let _ = self.tx.send(Arc::new(change));

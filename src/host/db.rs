@@ -85,8 +85,12 @@ impl Db {
         let changes = self.changes.clone();
         let waker = self.waker.clone();
         let job: Job = Box::new(move |store| {
+            let began = std::time::Instant::now();
             let r = f(store);
             if wrote {
+                if let Some(m) = crate::metrics::get() {
+                    m.wrote("web", began.elapsed());
+                }
                 changes.publish(store);
                 waker.committed();
             }

@@ -229,6 +229,8 @@ pub async fn serve(
         let (builder, app, mut ending) = (builder.clone(), app.clone(), ending_rx.clone());
         tasks.spawn(async move {
             let _slot = slot;
+            // The `dshq_http_connections_open` gauge, while the connection lives.
+            let _counted = crate::metrics::Held::connection();
             let service = TowerToHyperService::new(app);
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             let mut conn = std::pin::pin!(conn);

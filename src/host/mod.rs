@@ -21,6 +21,7 @@
 pub mod changes;
 pub mod db;
 pub mod ends;
+pub mod health;
 pub mod listen;
 pub mod nofile;
 pub mod provider;
@@ -33,6 +34,7 @@ use std::time::Duration;
 use crate::daemon::{self, Link};
 use crate::error::{Error, Result};
 use crate::root::Root;
+use crate::shutdown::Stop;
 
 /// The web side's settings.
 #[derive(Debug, Clone)]
@@ -49,6 +51,8 @@ pub struct WebConfig {
     pub conns: listen::ConnLimits,
     /// The `/mcp` endpoint's settings.
     pub mcp: crate::mcp::http::HttpConfig,
+    /// `--metrics`: where to serve `/metrics` (and the probes), when given.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Parse `--listen`: `HOST:PORT`, or a bare port (loopback).
@@ -61,14 +65,16 @@ pub fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
     })
 }
 
-/// Run the file loop and the web until SIGINT or SIGTERM.
-pub fn run(root: &Root, config: &daemon::Config, web: WebConfig) -> Result<()> {
+/// Run the file loop and the web until `stop` is requested (SIGINT or SIGTERM), then
+/// drain ([`serve`]).
+pub fn run(root: &Root, config: &daemon::Config, web: WebConfig, stop: Arc<Stop>) -> Result<()> {
     nofile::raise();
     let changes = Arc::new(changes::Changes::new(&mut *root.open_store()?)?);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let file_loop = {
-        let (root, config, changes) = (root.clone(), config.clone(), changes.clone());
+        let (root, config, changes, stop) =
+            (root.clone(), config.clone(), changes.clone(), stop.clone());
         std::thread::Builder::new()
             .name("dshq-loop".into())
             .spawn(move || {
@@ -76,7 +82,7 @@ pub fn run(root: &Root, config: &daemon::Config, web: WebConfig) -> Result<()> {
                     started: started_tx,
                     after_pass: Box::new(move |store| changes.publish(store)),
                 };
-                let r = daemon::run_linked(&root, &config, Some(link));
+                let r = daemon::run_linked(&root, &config, Some(link), &stop);
                 let _ = done_tx.send(());
                 r
             })
@@ -86,24 +92,29 @@ pub fn run(root: &Root, config: &daemon::Config, web: WebConfig) -> Result<()> {
         t.join()
             .unwrap_or_else(|_| Err(Error::io("file loop", std::io::Error::other("panicked"))))
     };
-    // The loop sends its waker once it holds the root; a refusal (another daemon) ends
-    // the thread first, and its error is ours.
+    // The loop sends its waker once it holds the root; a refusal (another daemon), or a
+    // stop before the loop started, ends the thread first, and its result is ours.
     let Ok(waker) = started_rx.recv() else {
         return join(file_loop);
     };
-    let served = serve(root, changes, waker.clone(), web, done_rx);
+    let served = serve(root, changes, waker.clone(), web, done_rx, &stop);
     // However the web ended, the loop stops too (it may be stopping already).
     waker.shutdown();
     let looped = join(file_loop);
     served.and(looped)
 }
 
+/// Serve the API (and the metrics listener) until the stop, then drain: `/readyz` turns
+/// 503, the listener stops accepting, open streams and long-polls end with a retry hint,
+/// the host's provider leases are released (their claims return to pending at once), and
+/// the connections still open are given until the grace's end ([`Stop`]) to finish.
 fn serve(
     root: &Root,
     changes: Arc<changes::Changes>,
     waker: daemon::Waker,
     web: WebConfig,
-    loop_done: tokio::sync::oneshot::Receiver<()>,
+    mut loop_done: tokio::sync::oneshot::Receiver<()>,
+    stop: &Stop,
 ) -> Result<()> {
     let db = db::Db::start(root, changes, waker)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -112,7 +123,22 @@ fn serve(
         .enable_all()
         .build()
         .map_err(|e| Error::io("tokio runtime", e))?;
+    let (drain_tx, mut drain_rx) = tokio::sync::watch::channel(false);
+    stop.on_stop(move || {
+        let _ = drain_tx.send(true);
+    });
+    let grace = stop.grace().min(DRAIN_WAIT_MAX);
     rt.block_on(async move {
+        let health = Arc::new(health::Health::default());
+        health.set_loop_running(true);
+        let probe = health::Probe {
+            health: health.clone(),
+            db: db.clone(),
+        };
+        let metrics = match web.metrics {
+            Some(addr) => Some(serve_metrics(addr, probe.clone()).await?),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(web.listen)
             .await
             .map_err(|e| Error::io(web.listen.to_string(), e))?;
@@ -142,26 +168,67 @@ fn serve(
             root: root.clone(),
             limits: web.limits,
             shutdown: stop_rx,
-            ends,
+            ends: ends.clone(),
         };
         let mcp = crate::mcp::http::routes(&state, &web.mcp);
-        let app = crate::web::app(state).merge(mcp);
+        let app = crate::web::app(state)
+            .merge(mcp)
+            .merge(health::probes(probe))
+            .layer(axum::middleware::from_fn(health::count_requests));
         let mut stop_wait = stop_tx.subscribe();
         let server = listen::serve(listener, app, web.conns, async move {
-            let _ = loop_done.await;
-            let _ = stop_tx.send(true);
+            let _ = stop_wait.wait_for(|s| *s).await;
         });
         let served = tokio::spawn(server);
-        // Wait for the loop to end, then give open connections a moment to finish.
-        let _ = stop_wait.wait_for(|s| *s).await;
-        let r = match tokio::time::timeout(Duration::from_secs(5), served).await {
+        // Until the stop (or the loop ends by itself: an error).
+        tokio::select! {
+            _ = drain_rx.wait_for(|d| *d) => {}
+            _ = &mut loop_done => {}
+        }
+        tracing::info!("draining: no new connections, streams told to retry");
+        health.set_draining();
+        let _ = stop_tx.send(true);
+        ends.end_all(ends::Ending::HostStopping);
+        keeper.abort();
+        // Explicitly, so their claims return now rather than at the lease's expiry.
+        providers.release_all().await;
+        let r = match tokio::time::timeout(grace, served).await {
             Ok(Ok(r)) => r.map_err(|e| Error::io(bound.to_string(), e)),
             _ => Ok(()),
         };
-        keeper.abort();
         revocations.abort();
+        // A lease taken by a request that was still in flight when the drain began.
         providers.release_all().await;
+        health.set_loop_running(false);
+        if let Some(m) = metrics {
+            m.abort();
+        }
         tracing::info!("web stopped");
         r
     })
+}
+
+/// How long the drain waits for open connections when no grace bounds it.
+const DRAIN_WAIT_MAX: Duration = Duration::from_secs(3600);
+
+/// Bind the metrics listener and serve `/metrics` and the probes on it (it stays up
+/// through the drain, so `/readyz` can be watched turning 503).
+async fn serve_metrics(
+    addr: SocketAddr,
+    probe: health::Probe,
+) -> Result<tokio::task::JoinHandle<()>> {
+    crate::metrics::enable();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::io(addr.to_string(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::io(addr.to_string(), e))?;
+    tracing::info!("metrics on http://{bound}/metrics");
+    let app = health::metrics_routes(probe);
+    Ok(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "the metrics listener failed");
+        }
+    }))
 }

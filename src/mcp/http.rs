@@ -134,6 +134,19 @@ impl Bindings {
 pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
     let st = state.clone();
     let sessions = Arc::new(LocalSessionManager::default());
+    // The host's stop ends every session and its streams (the drain).
+    let cancel = tokio_util::sync::CancellationToken::new();
+    {
+        let (cancel, mut shutdown) = (cancel.clone(), state.shutdown.clone());
+        tokio::spawn(async move {
+            let _ = shutdown.wait_for(|s| *s).await;
+            cancel.cancel();
+        });
+    }
+    let mut server_config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(config.allowed_origins.clone())
+        .enforce_origin_validation();
+    server_config.cancellation_token = cancel;
     let service = StreamableHttpService::new(
         move || {
             Ok(DshqServer::new(
@@ -142,9 +155,7 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
             ))
         },
         sessions.clone(),
-        StreamableHttpServerConfig::default()
-            .with_allowed_origins(config.allowed_origins.clone())
-            .enforce_origin_validation(),
+        server_config,
     );
     let bindings = Arc::new(Bindings {
         app: state.clone(),

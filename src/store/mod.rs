@@ -40,7 +40,8 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, Pruned, Registered, Revoked, Stats, Swept,
+    HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts, Pruned, Registered, Revoked,
+    Stats, Swept,
     TokenCredential, WaitStats, WebToken,
 };
 
@@ -489,6 +490,11 @@ pub trait Store: Send {
 
     /// Counts, waits and approval rates since a time.
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats>;
+
+    /// The open requests (pending and claimed) counted by status and context, and the
+    /// creation time of the oldest pending one: what the metrics show, read through the
+    /// status index, so its cost follows the open requests, not the history.
+    fn open_counts(&mut self) -> Result<OpenCounts>;
 
     /// The events of one request.
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>>;

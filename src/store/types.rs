@@ -359,6 +359,15 @@ pub struct Stats {
     pub oldest_open: Option<OldestOpen>,
 }
 
+/// The open requests by status and context ([`crate::store::Store::open_counts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenCounts {
+    /// (status, context, count), for `pending` and `claimed`.
+    pub by_status_context: Vec<(String, String, i64)>,
+    /// When the oldest pending request was accepted (store clock, ms).
+    pub oldest_pending_ms: Option<Millis>,
+}
+
 /// The oldest request still waiting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -12,8 +12,9 @@
 //! log positions not replayed) and the client should re-read the list.
 //!
 //! A subscriber that falls behind the live broadcast gets a `lagged` event too; the
-//! broadcast never waits for it. The stream ends when the host stops, and when its token
-//! is revoked ([`crate::host::ends`]). An asker sees only
+//! broadcast never waits for it. The stream ends when the host stops (with a last
+//! `shutdown` event whose `retry:` tells the client when to reconnect, [`retry_hint`]),
+//! and when its token is revoked ([`crate::host::ends`]). An asker sees only
 //! the changes of its own requests; a token bound to a context, that context's. Each
 //! change carries the request's status as it is when the change is sent.
 
@@ -65,6 +66,23 @@ fn lagged(missed: i64) -> Event {
     Event::default()
         .event("lagged")
         .data(format!("{{\"missed\":{missed}}}"))
+}
+
+/// How long a client should wait before it reconnects after the host stopped its stream.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The last event of a stream the host ends (it is stopping): `event: shutdown`, with the
+/// SSE `retry:` field set to [`RETRY_AFTER`], so an `EventSource` reconnects after that long
+/// (to this host once it is back, or to another behind the same address) and resumes from
+/// its last `id:`.
+pub fn retry_hint() -> Event {
+    Event::default()
+        .event("shutdown")
+        .retry(RETRY_AFTER)
+        .data(format!(
+            "{{\"retryAfterMs\":{}}}",
+            RETRY_AFTER.as_millis()
+        ))
 }
 
 /// The position a reconnecting client saw last: `Last-Event-ID`, a log position.
@@ -147,6 +165,13 @@ pub async fn stream(
             }
         },
     );
-    let all = stream::iter(replay.into_iter().map(Ok)).chain(live);
+    let held = crate::metrics::Held::stream("api");
+    let all = stream::iter(replay.into_iter().map(Ok))
+        .chain(live)
+        .chain(stream::once(async { Ok(retry_hint()) }))
+        .map(move |e| {
+            let _counted = &held;
+            e
+        });
     Ok(Sse::new(all).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

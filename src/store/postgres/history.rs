@@ -252,3 +252,25 @@ pub fn stats(c: &mut impl GenericClient, since: Option<Millis>, now: Millis) -> 
         oldest_open,
     })
 }
+
+/// The open requests by status and context, and the oldest pending one's creation.
+pub fn open_counts(c: &mut impl GenericClient) -> Result<crate::store::OpenCounts> {
+    let mut by_status_context = Vec::new();
+    for r in c.query(
+        "SELECT status, context, COUNT(*) FROM requests
+         WHERE status IN ('pending', 'claimed') GROUP BY status, context ORDER BY status, context",
+        &[],
+    )? {
+        by_status_context.push((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?));
+    }
+    let oldest_pending_ms = c
+        .query_one(
+            "SELECT MIN(created_ms) FROM requests WHERE status = 'pending'",
+            &[],
+        )?
+        .try_get(0)?;
+    Ok(crate::store::OpenCounts {
+        by_status_context,
+        oldest_pending_ms,
+    })
+}

@@ -522,6 +522,10 @@ impl Store for PgStore {
         self.db.read(|c| history::stats(c, since, now))
     }
 
+    fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
+        self.db.read(history::open_counts)
+    }
+
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
         self.db.read(|c| events::for_request(c, request_id))
     }

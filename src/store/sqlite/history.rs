@@ -248,3 +248,22 @@ pub fn stats(conn: &Connection, since: Option<Millis>, now: Millis) -> Result<St
         oldest_open,
     })
 }
+
+/// The open requests by status and context, and the oldest pending one's creation.
+pub fn open_counts(conn: &Connection) -> Result<crate::store::OpenCounts> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT status, context, COUNT(*) FROM requests INDEXED BY requests_status
+         WHERE status IN ('pending', 'claimed') GROUP BY status, context ORDER BY status, context",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let by_status_context = rows.collect::<rusqlite::Result<_>>()?;
+    let oldest_pending_ms = conn.query_row(
+        "SELECT MIN(created_ms) FROM requests INDEXED BY requests_status WHERE status = 'pending'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(crate::store::OpenCounts {
+        by_status_context,
+        oldest_pending_ms,
+    })
+}

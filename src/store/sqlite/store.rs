@@ -527,6 +527,10 @@ impl Store for SqliteStore {
         history::stats(&self.conn, since, now)
     }
 
+    fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
+        history::open_counts(&self.conn)
+    }
+
     fn events_head(&mut self) -> Result<FeedPos> {
         events::head(&self.conn)
     }

@@ -241,13 +241,26 @@ pub async fn outcome(
             _ = tokio::time::sleep_until(deadline) => {
                 return Ok(StatusCode::NO_CONTENT.into_response());
             }
-            _ = shutdown.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+            // The host is stopping: no outcome yet, ask again in a moment.
+            _ = shutdown.changed() => return Ok(retry_soon()),
             why = held.ended() => return match why {
-                crate::host::ends::Ending::HostStopping => Ok(StatusCode::NO_CONTENT.into_response()),
+                crate::host::ends::Ending::HostStopping => Ok(retry_soon()),
                 _ => Err(Error::Unauthorized.into()),
             },
         }
     }
+}
+
+/// A long-poll the host ends because it is stopping: 204, and `Retry-After`.
+fn retry_soon() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [(
+            axum::http::header::RETRY_AFTER,
+            crate::web::stream::RETRY_AFTER.as_secs().to_string(),
+        )],
+    )
+        .into_response()
 }
 
 /// Act as the host's provider in the request's context: once again with a new lease if

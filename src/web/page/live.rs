@@ -210,7 +210,19 @@ pub async fn stream(
         },
     );
     let s: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
-        Box::pin(futures_util::StreamExt::chain(hello, changes));
+        Box::pin(futures_util::StreamExt::map(
+            futures_util::StreamExt::chain(
+                futures_util::StreamExt::chain(hello, changes),
+                futures_util::stream::once(async { Ok(crate::web::stream::retry_hint()) }),
+            ),
+            {
+                let held = crate::metrics::Held::stream("page");
+                move |e| {
+                    let _counted = &held;
+                    e
+                }
+            },
+        ));
     Sse::new(s)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
