@@ -93,6 +93,19 @@ pub enum Error {
     /// The awaited request ended without an answer; its outcome document was printed.
     #[error("{0}")]
     Ended(UserQuestionError),
+    /// A config file that is not TOML, has a key that is no setting, or a value its
+    /// setting refuses.
+    #[error("{}:{line}: {message}", path.display())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// The line of the key (1-based).
+        line: usize,
+        /// The key (`daemon.tick`), empty for a file that is not TOML.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Bad or missing command-line input the parser could not catch.
     #[error("{0}")]
     Usage(String),
@@ -258,7 +271,7 @@ impl Error {
             Error::LeaseExpired(_) => Code::LeaseExpired,
             Error::NoLiveLease(_) => Code::NoProvider,
             Error::WaitTimeout { .. } => Code::WaitTimeout,
-            Error::Usage(_) | Error::Invalid(_) => Code::Usage,
+            Error::Usage(_) | Error::Invalid(_) | Error::Config { .. } => Code::Usage,
             Error::Ended(e) => e.code,
             Error::Db(_)
             | Error::Pg(_)

@@ -25,6 +25,7 @@
 pub mod app;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod error;

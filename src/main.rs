@@ -17,14 +17,24 @@ fn main() {
         dshq::cli::Command::Daemon(_) => "info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    match cli.log_format {
+        // One JSON object per line: the event's fields (request ids among them) as
+        // fields. Log lines never carry tokens, lease secrets or answer bodies, in
+        // either format.
+        dshq::cli::LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_current_span(false)
+            .init(),
+        dshq::cli::LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .init(),
+    }
     let json = cli.json;
     let result = dshq::cli::run(cli, answer_matches.as_ref());
     if let Err(e) = result {

@@ -14,6 +14,7 @@
 pub mod agents;
 pub mod ask;
 pub mod audit;
+pub mod backup;
 pub mod copy;
 pub mod feed;
 pub mod gauges;

@@ -13,10 +13,12 @@ pub mod cancel;
 pub mod claim;
 pub mod claude_code;
 pub mod completions;
+pub mod config;
 pub mod daemon;
 pub mod events;
 pub mod export;
 pub mod filter;
+pub mod healthcheck;
 pub mod history;
 pub mod interactive;
 pub mod list;
@@ -59,6 +61,20 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub store: Option<String>,
+    /// The config file (TOML; see `dshq config default`). Default:
+    /// $XDG_CONFIG_HOME/dshq/config.toml when it exists.
+    #[arg(long, global = true, env = "DSHQ_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How log lines on stderr are written: text, or json (one object per line).
+    #[arg(
+        long,
+        global = true,
+        env = "DSHQ_LOG_FORMAT",
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
     /// Print exactly one JSON document on stdout (the result or {"error": ...}).
     #[arg(long, global = true)]
     pub json: bool,
@@ -74,6 +90,15 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields`, `target`).
+    Json,
 }
 
 /// The subcommands.
@@ -131,13 +156,18 @@ pub enum Command {
     Token(token::Command),
     /// The MCP server over stdio: MCP agents ask, MCP clients with a human answer.
     Mcp(mcp::Args),
-    /// The store itself: copy it into a shared PostgreSQL database.
+    /// The store itself: back it up, or copy it into a shared PostgreSQL database.
     #[command(subcommand)]
     Store(store::Command),
     /// Headless Claude Code: a PreToolUse hook that asks AskUserQuestion and ExitPlanMode
     /// through dshq, and resuming deferred sessions.
     #[command(subcommand)]
     ClaudeCode(claude_code::Command),
+    /// The config file: print the default, check a file, show the effective settings.
+    #[command(subcommand)]
+    Config(config::Command),
+    /// Exit 0 when the daemon is ready (its /readyz answers 200), else 1.
+    Healthcheck(healthcheck::Args),
 }
 
 /// What every command gets.
@@ -215,19 +245,59 @@ impl Ctx {
     }
 }
 
+/// The whole command line as clap sees it, before a config file: the derived
+/// definition, with every daemon flag's `DSHQ_*` variable ([`crate::config::with_env`]).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    crate::config::with_env(Cli::command())
+}
+
 /// Parse the process arguments (exits on a usage error, as clap does), returning the
-/// parsed command line and the `answer` subcommand's matches.
+/// parsed command line and the `answer` subcommand's matches. A config file (`--config`,
+/// or the default path when it exists) is checked and its settings become the
+/// arguments' defaults, under the variables and flags; the `config` commands read their
+/// file themselves, so a broken file can still be checked.
 pub fn parse() -> (Cli, Option<clap::ArgMatches>) {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
-    let (cli, matches) = match matches {
-        Ok(ok) => ok,
+    use clap::FromArgMatches;
+    let base = command();
+    let mut matches = match base.clone().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => usage_exit(e),
+    };
+    if matches.subcommand_name() != Some("config") {
+        let explicit = matches.get_one::<PathBuf>("config").cloned();
+        if let Some(path) = crate::config::locate(explicit.as_deref()) {
+            let applied = crate::config::load(&path)
+                .and_then(|file| crate::config::check(&base, &file).map(|()| file));
+            match applied {
+                Ok(file) => {
+                    matches = match crate::config::apply(base, &file).try_get_matches() {
+                        Ok(m) => m,
+                        Err(e) => usage_exit(e),
+                    }
+                }
+                Err(e) => error_exit(&e),
+            }
+        }
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
         Err(e) => usage_exit(e),
     };
     let answer_matches = matches.subcommand_matches("answer").cloned();
     (cli, answer_matches)
+}
+
+/// Exit on an error found before a command runs (a bad config file): as `main` reports
+/// any other error, one JSON document with `--json`.
+fn error_exit(e: &Error) -> ! {
+    let ue = e.to_user_error();
+    if std::env::args_os().any(|a| a == "--json") {
+        crate::output::print_json(&crate::output::ErrorDoc { error: &ue });
+    } else {
+        eprintln!("error: {}: {}", ue.code, crate::text::multi_line(&ue.message));
+    }
+    std::process::exit(ue.code.exit_status());
 }
 
 /// Exit on a command-line parse error: with `--json` anywhere in the arguments, as the
@@ -318,7 +388,11 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
     };
     let offline = matches!(
         cli.command,
-        Command::Validate(_) | Command::Schema(_) | Command::Completions(_) | Command::Man
+        Command::Validate(_)
+            | Command::Schema(_)
+            | Command::Completions(_)
+            | Command::Man
+            | Command::Config(_)
     );
     let backend = crate::root::Backend::parse(cli.store.as_deref())?;
     let root = match Root::resolve(cli.root) {
@@ -332,6 +406,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         json: cli.json,
         color: cli.color,
     };
+    let cli_config = cli.config.clone();
     match cli.command {
         Command::Daemon(a) => daemon::run(&ctx, a, stop.expect("installed for the daemon")),
         Command::Store(c) => store::run(&ctx, c),
@@ -359,6 +434,8 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Token(c) => token::run(&ctx, c),
         Command::Mcp(a) => mcp::run(&ctx, a),
         Command::ClaudeCode(c) => claude_code::run(&ctx, c),
+        Command::Config(c) => config::run(&ctx, c, cli_config),
+        Command::Healthcheck(a) => healthcheck::run(&ctx, a, cli_config),
     }
 }
 

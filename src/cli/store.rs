@@ -1,5 +1,6 @@
-//! `dshq store copy --to postgres://…`: move this root's store into an empty PostgreSQL
-//! database, and verify the copy.
+//! `dshq store backup DIR` ([`crate::app::backup`]), and `dshq store copy --to
+//! postgres://…`: move this root's store into an empty PostgreSQL database, and verify
+//! the copy.
 //!
 //! The root's daemon must be stopped (the root is locked for the copy, so none can start
 //! meanwhile): what it would commit after the snapshot would be left behind. The copy is
@@ -21,6 +22,13 @@ use crate::store::{read_anchor, ANCHOR_FILE};
 /// `dshq store ...`
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Back up this root's SQLite store while the daemon runs: DIR (new or empty) gets a
+    /// consistent copy of dshq.db, audit.key, and the copy's own audit.head; the copy is
+    /// verified. Restore by using DIR as a root (or copying the three files into one).
+    Backup {
+        /// The backup directory.
+        dir: std::path::PathBuf,
+    },
     /// Copy this root's store (requests, questions, agents, leases, the event chain) into
     /// an empty PostgreSQL database and verify the copy; then point DSHQ_STORE at it.
     Copy {
@@ -58,6 +66,22 @@ pub struct CopyReport {
 pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {
         Command::Copy { to } => copy(ctx, &to),
+        Command::Backup { dir } => {
+            let b = app::backup::backup(&ctx.root, &dir)?;
+            emit(ctx.json, &b, || {
+                format!(
+                    "backed up to {}: {} events, {} requests, head {} {}; the copy verifies\n\
+                     check it: dshq --root {} audit verify\n",
+                    crate::text::path_for_log(&b.dir),
+                    b.events,
+                    b.requests,
+                    b.head_seq.unwrap_or(0),
+                    b.head_hash.clone().unwrap_or_default(),
+                    crate::text::path_for_log(&b.dir),
+                )
+            });
+            Ok(())
+        }
     }
 }
 

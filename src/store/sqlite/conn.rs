@@ -448,3 +448,22 @@ pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
     swept.agents = agents::expire_due(tx, now)?;
     Ok(swept)
 }
+
+/// Write a consistent copy of the live database at `db` to the new file `dest` (`VACUUM
+/// INTO`, in one read transaction: what was committed when it began, whatever commits
+/// meanwhile). Writers are not held up (WAL); the copy is compact and has no WAL of its own.
+pub fn vacuum_into(db: &Path, dest: &Path) -> Result<()> {
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    let dest = dest.to_str().ok_or_else(|| {
+        crate::Error::Usage(format!(
+            "{} is not a UTF-8 path; give another backup directory",
+            crate::text::path_for_log(dest)
+        ))
+    })?;
+    conn.execute("VACUUM INTO ?1", [dest])?;
+    Ok(())
+}

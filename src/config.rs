@@ -1,0 +1,376 @@
+//! The config file: TOML at `$XDG_CONFIG_HOME/dshq/config.toml` (or `--config FILE`,
+//! `DSHQ_CONFIG`), holding every host setting (`root`, `store`, `log-format`, at the top)
+//! and every daemon setting (its flags, in `[daemon]`), each under its flag's long name.
+//!
+//! Why the keys are the command line's own: one definition of each setting (its clap
+//! argument: name, help, default, value parser) serves the flag, its `DSHQ_*` variable and
+//! the file's key, so a new flag is a new key with nothing else to write, `config check`
+//! judges a value with the very parser the flag uses, and `config default` prints the
+//! flags' own help. The file's values become the arguments' defaults ([`apply`]); clap's
+//! order then gives flag over variable over file over the built-in default.
+//!
+//! The daemon's flags get their variables here ([`with_env`]): `--batch-bytes` is
+//! `DSHQ_BATCH_BYTES`, and so on.
+
+use std::path::{Path, PathBuf};
+
+use clap::Command;
+
+use crate::error::{Error, Result};
+
+/// The table of the daemon's settings.
+pub const DAEMON: &str = "daemon";
+
+/// The host settings at the top of the file (global flags of every command).
+pub const GLOBAL_KEYS: &[&str] = &["root", "store", "log-format"];
+
+/// Keys whose values are secrets ([`redact`]).
+const SECRET_KEYS: &[&str] = &["store"];
+
+/// One setting of a file: `[table] key = value`, at `line`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// `None` at the top, `Some("daemon")` in `[daemon]`.
+    pub table: Option<String>,
+    /// The key (a flag's long name).
+    pub key: String,
+    /// The value as the flag would get it.
+    pub value: String,
+    /// Its line (1-based).
+    pub line: usize,
+}
+
+/// A parsed config file.
+#[derive(Debug, Clone)]
+pub struct File {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// Its settings, in file order.
+    pub settings: Vec<Setting>,
+}
+
+/// The default path: `$XDG_CONFIG_HOME/dshq/config.toml`, else `~/.config/dshq/config.toml`.
+pub fn default_path() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("dshq/config.toml"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".config/dshq/config.toml"))
+}
+
+/// The file a run reads: `explicit` (which must exist), else the default path when a file
+/// is there.
+pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
+    match explicit {
+        Some(p) => Some(p.to_path_buf()),
+        None => default_path().filter(|p| p.exists()),
+    }
+}
+
+fn config_error(path: &Path, line: usize, key: &str, message: impl Into<String>) -> Error {
+    Error::Config {
+        path: path.to_path_buf(),
+        line,
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Read and parse `path` (TOML, scalar values, tables only where settings have them).
+/// Whether the keys exist and the values parse is [`check`]'s.
+pub fn load(path: &Path) -> Result<File> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    parse(path, &text)
+}
+
+/// Parse the text of a config file read from `path`.
+pub fn parse(path: &Path, text: &str) -> Result<File> {
+    use toml::de::{DeTable, DeValue};
+    let top = DeTable::parse(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| line_of(text, s.start));
+        config_error(path, line, "", format!("not TOML: {}", e.message()))
+    })?;
+    let mut settings = Vec::new();
+    let scalar = |key: &str, v: &toml::Spanned<DeValue>| -> Result<String> {
+        let line = line_of(text, v.span().start);
+        Ok(match v.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            DeValue::Integer(i) if i.radix() == 10 => i.as_str().replace('_', ""),
+            DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
+                .map(|n| n.to_string())
+                .map_err(|_| config_error(path, line, key, "the number is out of range"))?,
+            DeValue::Float(f) => f.to_string(),
+            DeValue::Boolean(b) => b.to_string(),
+            _ => {
+                return Err(config_error(
+                    path,
+                    line,
+                    key,
+                    "give a string, a number or a boolean",
+                ))
+            }
+        })
+    };
+    for (k, v) in top.get_ref().iter() {
+        let key = k.get_ref().to_string();
+        let line = line_of(text, k.span().start);
+        match v.get_ref() {
+            DeValue::Table(t) if key == DAEMON => {
+                for (k2, v2) in t.iter() {
+                    let key2 = k2.get_ref().to_string();
+                    let value = scalar(&format!("{DAEMON}.{key2}"), v2)?;
+                    settings.push(Setting {
+                        table: Some(DAEMON.to_string()),
+                        key: key2,
+                        value,
+                        line: line_of(text, k2.span().start),
+                    });
+                }
+            }
+            DeValue::Table(_) => {
+                return Err(config_error(
+                    path,
+                    line,
+                    &key,
+                    format!("unknown table [{key}]: the only table is [{DAEMON}]"),
+                ))
+            }
+            _ => {
+                let value = scalar(&key, v)?;
+                settings.push(Setting {
+                    table: None,
+                    key,
+                    value,
+                    line,
+                });
+            }
+        }
+    }
+    settings.sort_by_key(|s| s.line);
+    Ok(File {
+        path: path.to_path_buf(),
+        settings,
+    })
+}
+
+/// The argument a setting stands for, in `cmd` (the whole command line): a global host
+/// setting at the top, a daemon flag in `[daemon]`.
+fn argument<'a>(cmd: &'a Command, s: &Setting) -> Option<(&'a Command, &'a clap::Arg)> {
+    let (owner, allowed): (&Command, bool) = match s.table.as_deref() {
+        None => (cmd, GLOBAL_KEYS.contains(&s.key.as_str())),
+        Some(t) => (cmd.find_subcommand(t)?, true),
+    };
+    if !allowed {
+        return None;
+    }
+    owner
+        .get_arguments()
+        .find(|a| a.get_long() == Some(s.key.as_str()) && a.get_id() != "help")
+        .map(|a| (owner, a))
+}
+
+/// Every key of `file` must be a setting and every value must parse as its flag's would;
+/// the first problem is the error (naming the key and its line).
+pub fn check(cmd: &Command, file: &File) -> Result<()> {
+    for s in &file.settings {
+        let name = match &s.table {
+            Some(t) => format!("{t}.{}", s.key),
+            None => s.key.clone(),
+        };
+        let Some((owner, arg)) = argument(cmd, s) else {
+            let hint = match s.table {
+                None => format!(
+                    "the keys at the top are {}; the daemon's go in [{DAEMON}]",
+                    GLOBAL_KEYS.join(", ")
+                ),
+                Some(_) => "see `dshq config default` for every key".to_string(),
+            };
+            return Err(config_error(
+                &file.path,
+                s.line,
+                &name,
+                format!("unknown key {name:?}: {hint}"),
+            ));
+        };
+        // The flag's own parser, alone in a command of its own (the real one's `requires`
+        // and conflicts would judge other settings, not this value).
+        let long = arg.get_long().unwrap_or_default().to_string();
+        let mut alone = clap::Arg::new("value")
+            .long(long.clone())
+            .num_args(1)
+            .allow_hyphen_values(true)
+            .value_parser(arg.get_value_parser().clone());
+        if let Some(names) = arg.get_value_names() {
+            alone = alone.value_names(names.to_vec());
+        }
+        let _ = owner;
+        let parsed = Command::new("dshq")
+            .no_binary_name(true)
+            .arg(alone)
+            .try_get_matches_from([format!("--{long}"), s.value.clone()]);
+        if let Err(e) = parsed {
+            let rendered = e.render().to_string();
+            let why = rendered
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string();
+            return Err(config_error(&file.path, s.line, &name, format!("{name}: {why}")));
+        }
+    }
+    Ok(())
+}
+
+/// The file's settings as the arguments' defaults (the file was [`check`]ed).
+pub fn apply(mut cmd: Command, file: &File) -> Command {
+    for s in &file.settings {
+        let Some(id) = argument(&cmd, s).map(|(_, a)| a.get_id().to_string()) else {
+            continue;
+        };
+        let value = s.value.clone();
+        cmd = match s.table.as_deref() {
+            None => cmd.mut_arg(id, move |a| a.default_value(value)),
+            Some(t) => {
+                let t = t.to_string();
+                cmd.mut_subcommand(t, move |sc| sc.mut_arg(id, move |a| a.default_value(value)))
+            }
+        };
+    }
+    cmd
+}
+
+/// The variable of a daemon flag: `DSHQ_` and its name in capitals (`--batch-bytes`:
+/// `DSHQ_BATCH_BYTES`).
+pub fn env_name(long: &str) -> String {
+    format!("DSHQ_{}", long.replace('-', "_").to_ascii_uppercase())
+}
+
+/// Give every daemon flag its `DSHQ_*` variable (one that has none yet).
+pub fn with_env(cmd: Command) -> Command {
+    cmd.mut_subcommand(DAEMON, |mut sc| {
+        let longs: Vec<(String, String)> = sc
+            .get_arguments()
+            .filter(|a| a.get_env().is_none() && a.get_id() != "help")
+            .filter_map(|a| Some((a.get_id().to_string(), a.get_long()?.to_string())))
+            .collect();
+        for (id, long) in longs {
+            let name = env_name(&long);
+            sc = sc.mut_arg(id, move |a| a.env(name));
+        }
+        sc
+    })
+}
+
+/// A setting's value as `config show` prints it: secrets without their password.
+pub fn redact(key: &str, value: &str) -> String {
+    if SECRET_KEYS.contains(&key) {
+        crate::root::redact_url(value)
+    } else {
+        value.to_string()
+    }
+}
+
+/// The commented default file (`dshq config default`): every key, its help, its variable
+/// and its default, commented out.
+pub fn default_file(cmd: &Command) -> String {
+    let mut out = String::from(
+        "# dshq's config file: $XDG_CONFIG_HOME/dshq/config.toml (~/.config/dshq/config.toml),\n\
+         # or the file given with --config FILE or DSHQ_CONFIG. Every key is optional and takes\n\
+         # the value its flag takes; a DSHQ_* variable overrides a key, and a flag overrides both.\n\
+         # Check a file with `dshq config check FILE`; see what applies with `dshq config show`.\n",
+    );
+    let entry = |out: &mut String, a: &clap::Arg| {
+        let Some(long) = a.get_long() else { return };
+        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        out.push('\n');
+        for line in textwrap(&help, 88) {
+            out.push_str(&format!("# {line}\n"));
+        }
+        if let Some(env) = a.get_env() {
+            out.push_str(&format!("# (variable: {})\n", env.to_string_lossy()));
+        }
+        let value = match a.get_default_values().first() {
+            Some(d) => toml_string(&d.to_string_lossy()),
+            None => {
+                let name = a
+                    .get_value_names()
+                    .and_then(|n| n.first().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "VALUE".into());
+                toml_string(&name)
+            }
+        };
+        out.push_str(&format!("# {long} = {value}\n"));
+    };
+    for key in GLOBAL_KEYS {
+        if let Some(a) = cmd.get_arguments().find(|a| a.get_long() == Some(key)) {
+            entry(&mut out, a);
+        }
+    }
+    out.push_str(&format!("\n[{DAEMON}]\n"));
+    if let Some(d) = cmd.find_subcommand(DAEMON) {
+        for a in d.get_arguments().filter(|a| a.get_id() != "help") {
+            entry(&mut out, a);
+        }
+    }
+    out
+}
+
+/// A TOML basic string.
+pub fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn textwrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for para in text.lines() {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.len() + 1 + word.len() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_tables_are_read_with_their_positions() {
+        let f = parse(
+            Path::new("c.toml"),
+            "root = \"/r\"\n\n[daemon]\ntick = \"2s\"\nbatch = 0x10\n",
+        )
+        .unwrap();
+        let got: Vec<_> = f
+            .settings
+            .iter()
+            .map(|s| (s.table.clone(), s.key.as_str(), s.value.as_str(), s.line))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (None, "root", "/r", 1),
+                (Some("daemon".into()), "tick", "2s", 4),
+                (Some("daemon".into()), "batch", "16", 5),
+            ]
+        );
+        let e = parse(Path::new("c.toml"), "[web]\nx = 1\n").unwrap_err();
+        assert!(e.to_string().contains("unknown table [web]"), "{e}");
+        let e = parse(Path::new("c.toml"), "a = [1]\n").unwrap_err();
+        assert!(e.to_string().contains(":1:"), "{e}");
+    }
+}
