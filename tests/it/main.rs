@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_ts;
 mod multihost;
 mod net;
+mod operate;
 mod openapi;
 mod outcome;
 mod page;
