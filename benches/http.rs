@@ -18,6 +18,12 @@
 //!    without waiters and with the W waiters held open, alternating in one run; the ratio
 //!    is the figure (bar: waiters slow the burst by at most 10%).
 //!
+//! 5. `--metrics-cost` (alone): the cost of `--metrics` (issue 27). Two hosts, one with
+//!    `--metrics` and scraped every second (more often than Prometheus' default 15 s),
+//!    one without; alternating rounds of the inbox burst (N files) and an HTTP burst (4
+//!    clients asking `--samples` requests each over keep-alive connections), each timed
+//!    until all are committed. The ratio of medians is the figure (within noise: 1.0).
+//!
 //! Next to the wall times, the daemon's CPU ticks per burst (`/proc/PID/stat`): on a shared
 //! machine they are the steadier measure of what the waiters cost. `DSHQ_BENCH_BIN=PATH`
 //! runs another build of `dshq` (to compare two builds in one sitting).
@@ -51,6 +57,7 @@ struct Opts {
     rounds: usize,
     waiters: usize,
     daemon_nofile: u64,
+    metrics_cost: bool,
 }
 
 fn opts() -> Opts {
@@ -60,6 +67,7 @@ fn opts() -> Opts {
         rounds: 4,
         waiters: 1_000,
         daemon_nofile: 1024,
+        metrics_cost: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -71,8 +79,13 @@ fn opts() -> Opts {
             "--rounds" => o.rounds = val().parse().expect("--rounds N"),
             "--waiters" => o.waiters = val().parse().expect("--waiters N"),
             "--daemon-nofile" => o.daemon_nofile = val().parse().expect("--daemon-nofile N"),
+            "--metrics-cost" => {
+                o.metrics_cost = true;
+                i += 1;
+                continue;
+            }
             "--help" => {
-                println!("http bench: --samples N (200) --files N (10000, burst size) --rounds N (4, bursts of each kind) --waiters N (1000) --daemon-nofile N (1024, the daemon's soft open-file limit at spawn; 0 = inherit). DSHQ_BENCH_BIN=PATH runs another build of dshq");
+                println!("http bench: --samples N (200) --files N (10000, burst size) --rounds N (4, bursts of each kind) --waiters N (1000) --daemon-nofile N (1024, the daemon's soft open-file limit at spawn; 0 = inherit) --metrics-cost (only workload 5: --files and --samples per burst, --rounds). DSHQ_BENCH_BIN=PATH runs another build of dshq");
                 std::process::exit(0);
             }
             // cargo bench passes --bench; ignore anything unknown.
@@ -161,7 +174,7 @@ fn dshq(root: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("dshq --json prints JSON")
 }
 
-fn start_host(nofile: u64) -> Host {
+fn start_host(nofile: u64, extra: &[&str]) -> Host {
     let dir = tempfile::Builder::new()
         .prefix("dshq-bench-http-")
         .tempdir()
@@ -187,6 +200,7 @@ fn start_host(nofile: u64) -> Host {
     let log = dir.path().join("daemon.log");
     let mut cmd = Command::new(bin());
     cmd.args(["daemon", "--listen", "127.0.0.1:0"])
+        .args(extra)
         .env("DSHQ_ROOT", &root)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
@@ -723,7 +737,11 @@ fn main() {
         o.rounds,
         o.waiters
     );
-    let h = start_host(o.daemon_nofile);
+    if o.metrics_cost {
+        metrics_cost(&o);
+        return;
+    }
+    let h = start_host(o.daemon_nofile, &[]);
     println!(
         "daemon pid {} on {}: spawned with soft open-file limit {}, runs with {}",
         h.pid(),
@@ -884,4 +902,100 @@ fn main() {
     if !errors.is_empty() {
         println!("daemon log warnings/errors:\n{errors}");
     }
+}
+
+/// An HTTP burst: 4 clients ask `per_client` requests each at once; seconds until every
+/// 201 came back (each 201 is sent after its commit).
+fn http_burst(h: &Host, prefix: &str, per_client: usize) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for c in 0..4 {
+            scope.spawn(move || {
+                let agent = agent();
+                for i in 0..per_client {
+                    assert_eq!(ask(&agent, h, &format!("{prefix}c{c}-{i:05}")), 201);
+                }
+            });
+        }
+    });
+    start.elapsed().as_secs_f64()
+}
+
+/// Workload 5: the inbox burst and the HTTP burst with and without `--metrics`.
+fn metrics_cost(o: &Opts) {
+    let plain = start_host(o.daemon_nofile, &[]);
+    let metered = start_host(o.daemon_nofile, &["--metrics", "127.0.0.1:0"]);
+    let metrics_addr = {
+        let mut addr = String::new();
+        wait_until("the metrics address", Duration::from_millis(5), || {
+            let text = metered.log_text();
+            match text.split("metrics on http://").nth(1) {
+                Some(rest) => {
+                    addr = rest.split('/').next().unwrap_or("").to_string();
+                    !addr.is_empty()
+                }
+                None => false,
+            }
+        });
+        addr
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scrapes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let scraper = {
+        let (stop, scrapes) = (stop.clone(), scrapes.clone());
+        let url = format!("http://{metrics_addr}/metrics");
+        std::thread::spawn(move || {
+            let agent = agent();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let body = agent.get(&url).call().unwrap().into_string().unwrap();
+                assert!(body.contains("dshq_ingest_total"), "{body}");
+                scrapes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        })
+    };
+    let (rx_plain, rx_metered) = (open_stream(&plain), open_stream(&metered));
+    // Warm-up, not counted.
+    burst(&plain, &rx_plain, "warm", o.files);
+    burst(&metered, &rx_metered, "warm", o.files);
+    let (mut inbox_plain, mut inbox_metered) = (Vec::new(), Vec::new());
+    let (mut http_plain, mut http_metered) = (Vec::new(), Vec::new());
+    for round in 0..o.rounds.max(1) {
+        // Alternate which goes first, so a drift of the machine falls on both.
+        let order: [(&Host, &mpsc::Receiver<Seen>, bool); 2] = if round % 2 == 0 {
+            [(&plain, &rx_plain, false), (&metered, &rx_metered, true)]
+        } else {
+            [(&metered, &rx_metered, true), (&plain, &rx_plain, false)]
+        };
+        for (h, rx, with) in order {
+            let b = burst(h, rx, &format!("r{round}x"), o.files).committed;
+            let t = http_burst(h, &format!("r{round}h"), o.samples);
+            println!(
+                "round {round}: {}: inbox burst {b:.3} s, HTTP burst {t:.3} s",
+                if with { "--metrics" } else { "without" }
+            );
+            if with {
+                inbox_metered.push(b);
+                http_metered.push(t);
+            } else {
+                inbox_plain.push(b);
+                http_plain.push(t);
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    scraper.join().unwrap();
+    let (ip, im) = (median(&inbox_plain), median(&inbox_metered));
+    let (hp, hm) = (median(&http_plain), median(&http_metered));
+    println!(
+        "inbox burst of {} files: median {ip:.3} s without --metrics, {im:.3} s with (scraped every 1 s, {} scrapes); ratio {:.3}",
+        o.files,
+        scrapes.load(std::sync::atomic::Ordering::SeqCst),
+        im / ip
+    );
+    println!(
+        "HTTP burst of {} asks (4 clients): median {hp:.3} s without --metrics, {hm:.3} s with; ratio {:.3}",
+        4 * o.samples,
+        hm / hp
+    );
 }

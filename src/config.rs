@@ -221,7 +221,12 @@ pub fn check(cmd: &Command, file: &File) -> Result<()> {
                 .unwrap_or_default()
                 .trim_start_matches("error: ")
                 .to_string();
-            return Err(config_error(&file.path, s.line, &name, format!("{name}: {why}")));
+            return Err(config_error(
+                &file.path,
+                s.line,
+                &name,
+                format!("{name}: {why}"),
+            ));
         }
     }
     Ok(())

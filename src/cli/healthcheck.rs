@@ -48,7 +48,9 @@ pub fn run(ctx: &Ctx, a: Args, explicit: Option<PathBuf>) -> Result<()> {
             println!("ready");
             Ok(())
         }
-        Ok(status) => Err(not_ready(&format!("http://{target}/readyz answered {status}"))),
+        Ok(status) => Err(not_ready(&format!(
+            "http://{target}/readyz answered {status}"
+        ))),
         Err(e) => Err(not_ready(&format!("http://{target}/readyz: {e}"))),
     }
 }
@@ -63,8 +65,7 @@ fn not_ready(why: &str) -> Error {
 /// The daemon's metrics (else listen) address from its variable or the config file.
 fn configured_address(explicit: Option<PathBuf>) -> Result<Option<String>> {
     for key in ["metrics", "listen"] {
-        if let Some(v) = std::env::var_os(crate::config::env_name(key)).filter(|v| !v.is_empty())
-        {
+        if let Some(v) = std::env::var_os(crate::config::env_name(key)).filter(|v| !v.is_empty()) {
             return Ok(Some(v.to_string_lossy().into_owned()));
         }
     }

@@ -295,7 +295,11 @@ fn error_exit(e: &Error) -> ! {
     if std::env::args_os().any(|a| a == "--json") {
         crate::output::print_json(&crate::output::ErrorDoc { error: &ue });
     } else {
-        eprintln!("error: {}: {}", ue.code, crate::text::multi_line(&ue.message));
+        eprintln!(
+            "error: {}: {}",
+            ue.code,
+            crate::text::multi_line(&ue.message)
+        );
     }
     std::process::exit(ue.code.exit_status());
 }

@@ -79,10 +79,7 @@ pub fn retry_hint() -> Event {
     Event::default()
         .event("shutdown")
         .retry(RETRY_AFTER)
-        .data(format!(
-            "{{\"retryAfterMs\":{}}}",
-            RETRY_AFTER.as_millis()
-        ))
+        .data(format!("{{\"retryAfterMs\":{}}}", RETRY_AFTER.as_millis()))
 }
 
 /// The position a reconnecting client saw last: `Last-Event-ID`, a log position.

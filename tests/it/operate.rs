@@ -154,7 +154,8 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
 
     for id in ["m1", "m2", "m3"] {
         assert_eq!(
-            h.post("/requests", Some(&asker), &simple_request(id)).status,
+            h.post("/requests", Some(&asker), &simple_request(id))
+                .status,
             201
         );
     }
@@ -184,7 +185,10 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
         ),
         1.0
     );
-    assert_eq!(sample(&after, "dshq_time_to_answer_seconds_count", &json!({})), 1.0);
+    assert_eq!(
+        sample(&after, "dshq_time_to_answer_seconds_count", &json!({})),
+        1.0
+    );
     assert_eq!(
         sample(
             &after,
@@ -222,7 +226,13 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
     assert!(after
         .iter()
         .all(|(_, l, _)| !l.to_string().contains("m1") && !l.to_string().contains("m2")));
-    assert!(sample(&after, "dshq_store_write_seconds_count", &json!({"kind": "web"})) >= 4.0);
+    assert!(
+        sample(
+            &after,
+            "dshq_store_write_seconds_count",
+            &json!({"kind": "web"})
+        ) >= 4.0
+    );
     // The host holds the context's lease for the answer it gave.
     assert_eq!(sample(&after, "dshq_leases_held", &json!({})), 1.0);
     assert!(sample(&after, "dshq_lease_next_expiry_seconds", &json!({})) > 0.0);
@@ -254,12 +264,18 @@ fn probes_and_healthcheck_before_during_and_after_a_drain() {
     }
     // Unauthenticated, and nothing else there: no metrics on the API listener.
     assert_eq!(get_raw(&h.base, "/metrics").map(|r| r.0), Some(404));
-    assert_eq!(env.run(&["healthcheck", "--url", &m]).ok().stdout, "ready\n");
+    assert_eq!(
+        env.run(&["healthcheck", "--url", &m]).ok().stdout,
+        "ready\n"
+    );
     assert_eq!(env.run(&["healthcheck", "--url", &h.base]).code, 0);
 
     // A request in flight holds the drain open.
     let upload = slow_upload(&h.base, &asker);
-    assert!(wait_until(DEADLINE, || h.daemon.log_text().contains("dshq::web")
+    assert!(wait_until(DEADLINE, || h
+        .daemon
+        .log_text()
+        .contains("dshq::web")
         || get_raw(&m, "/metrics").is_some()));
     let started = Instant::now();
     h.daemon.signal(libc::SIGTERM);
@@ -375,7 +391,10 @@ fn a_sigterm_during_an_http_burst_exits_0_within_the_grace_and_loses_no_acknowle
     // After the restart: every acknowledged ask is there, and the claim was returned when
     // the host stopped (its lease released), not at the lease's expiry.
     let d2 = env.daemon();
-    let listed = env.json(&["list", "--json", "--limit", "100000"]).ok().json();
+    let listed = env
+        .json(&["list", "--json", "--limit", "100000"])
+        .ok()
+        .json();
     let ids: std::collections::HashSet<String> = listed
         .as_array()
         .or_else(|| listed["requests"].as_array())
@@ -453,7 +472,9 @@ fn a_config_files_setting_takes_effect_and_a_variable_then_a_flag_override_it() 
     let cfg = env.dir.path().join("config.toml");
     std::fs::write(
         &cfg,
-        format!("log-format = \"json\"\n\n[daemon]\nlisten = \"127.0.0.1:{p_file}\"\ntick = \"2s\"\n"),
+        format!(
+            "log-format = \"json\"\n\n[daemon]\nlisten = \"127.0.0.1:{p_file}\"\ntick = \"2s\"\n"
+        ),
     )
     .unwrap();
     let cfg_s = cfg.to_str().unwrap();
@@ -524,7 +545,11 @@ fn config_check_names_the_key_and_line_of_what_is_wrong_and_show_redacts_secrets
     assert!(r.stderr.contains("bad.toml:3: daemon.tick"), "{}", r.stderr);
     assert!(r.stderr.contains("out of range"), "{}", r.stderr);
     let r = check("colour = \"always\"\n");
-    assert!(r.stderr.contains("bad.toml:1:") && r.stderr.contains("\"colour\""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bad.toml:1:") && r.stderr.contains("\"colour\""),
+        "{}",
+        r.stderr
+    );
     let r = check("[daemon\n");
     assert!(r.stderr.contains("bad.toml:1: not TOML"), "{}", r.stderr);
     // Any other command refuses to run on the bad file, naming it.
@@ -540,7 +565,11 @@ fn config_check_names_the_key_and_line_of_what_is_wrong_and_show_redacts_secrets
     assert_eq!(r.code, 0, "{r:?}");
     let shown = env.run(&["--config", cfg.to_str().unwrap(), "config", "show"]);
     assert!(!shown.stdout.contains("hunter2"), "{}", shown.stdout);
-    assert!(shown.stdout.contains("postgres://dshq:"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("postgres://dshq:"),
+        "{}",
+        shown.stdout
+    );
 }
 
 #[test]
@@ -563,7 +592,10 @@ fn json_logs_parse_line_by_line_and_hold_no_token() {
     );
     assert_eq!(r.status, 200, "{r:?}");
     env.drop_file("bad.json", b"[]");
-    assert!(wait_until(DEADLINE, || h.daemon.log_text().contains("bad.json")));
+    assert!(wait_until(DEADLINE, || h
+        .daemon
+        .log_text()
+        .contains("bad.json")));
     let log = h.daemon.log_text();
     let mut saw_id = false;
     for line in log.lines() {
@@ -572,7 +604,10 @@ fn json_logs_parse_line_by_line_and_hold_no_token() {
         assert!(v["level"].is_string() && v["fields"].is_object(), "{line}");
         saw_id |= v["fields"]["id"] == "j1";
     }
-    assert!(saw_id, "no log line carries the request id as a field: {log}");
+    assert!(
+        saw_id,
+        "no log line carries the request id as a field: {log}"
+    );
     for secret in [asker.as_str(), rita.as_str(), "a-secret-note-4711"] {
         assert!(!log.contains(secret), "a secret in the log: {log}");
     }

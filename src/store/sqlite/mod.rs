@@ -29,7 +29,6 @@ mod tests;
 pub use conn::{
     lock_retry_pause, migrate, open, open_in_memory, open_read, schema_version, sweep,
     sweep_if_due, vacuum_into, view_at, write, write_clocked, write_no_sweep, write_now,
-    BUSY_TIMEOUT,
-    MIGRATIONS,
+    BUSY_TIMEOUT, MIGRATIONS,
 };
 pub use store::{Clock, SqliteStore};
