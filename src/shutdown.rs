@@ -114,11 +114,17 @@ impl Stop {
             .name("dshq-grace".into())
             .spawn(move || {
                 std::thread::sleep(grace);
-                tracing::warn!(
-                    grace = %humantime::format_duration(grace),
-                    "the drain ran past --shutdown-grace: stopping at once"
-                );
+                grace_ran_out(grace);
                 std::process::exit(0);
             });
     }
+}
+
+/// Log that the drain ran past its grace (whoever notices first: the grace's timer, or
+/// the host giving up on its open connections).
+pub fn grace_ran_out(grace: Duration) {
+    tracing::warn!(
+        grace = %humantime::format_duration(grace),
+        "the drain ran past --shutdown-grace: stopping at once"
+    );
 }

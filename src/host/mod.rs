@@ -194,7 +194,11 @@ fn serve(
         providers.release_all().await;
         let r = match tokio::time::timeout(grace, served).await {
             Ok(Ok(r)) => r.map_err(|e| Error::io(bound.to_string(), e)),
-            _ => Ok(()),
+            Ok(Err(_)) => Ok(()),
+            Err(_) => {
+                crate::shutdown::grace_ran_out(grace);
+                Ok(())
+            }
         };
         revocations.abort();
         // A lease taken by a request that was still in flight when the drain began.

@@ -125,6 +125,9 @@ impl Env {
             .env_remove("DSHQ_CLOCK_SKEW")
             .env_remove("DSHQ_AGENT_INSTANCE")
             .env_remove("DSHQ_STORE")
+            // No config file but a test's own (`--config`): none of the machine's.
+            .env_remove("DSHQ_CONFIG")
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("RUST_LOG", "warn")
             .env("USER", "tester")
             .stdin(Stdio::null());

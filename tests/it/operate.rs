@@ -239,6 +239,12 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
     assert_eq!(h.daemon.stop(), 0);
 }
 
+/// Whether the host has accepted the one connection of a test (its gauge says so).
+fn in_flight(metrics: &str) -> bool {
+    get_raw(metrics, "/metrics")
+        .is_some_and(|(_, body)| body.contains("dshq_http_connections_open 1\n"))
+}
+
 /// A request whose body is still arriving: the drain waits for it.
 fn slow_upload(base: &str, token: &str) -> TcpStream {
     let addr = base.trim_start_matches("http://");
@@ -272,11 +278,7 @@ fn probes_and_healthcheck_before_during_and_after_a_drain() {
 
     // A request in flight holds the drain open.
     let upload = slow_upload(&h.base, &asker);
-    assert!(wait_until(DEADLINE, || h
-        .daemon
-        .log_text()
-        .contains("dshq::web")
-        || get_raw(&m, "/metrics").is_some()));
+    assert!(wait_until(DEADLINE, || in_flight(&m)));
     let started = Instant::now();
     h.daemon.signal(libc::SIGTERM);
     assert!(
@@ -665,4 +667,42 @@ fn a_backup_taken_during_a_burst_restores_and_verifies() {
     let again = env.json(&["store", "backup", backup.to_str().unwrap()]);
     assert_eq!(again.error_code(), "USAGE");
     assert_eq!(d.stop(), 0);
+}
+
+#[test]
+fn a_second_sigterm_or_the_graces_end_stops_a_held_drain_at_once_with_status_0() {
+    for second_signal in [true, false] {
+        let env = Env::new();
+        let asker = token(&env, "asker", "ann", None);
+        let grace = if second_signal { "60s" } else { "1s" };
+        let (h, m) = metered(&env, &["--shutdown-grace", grace]);
+        assert_eq!(
+            h.post("/requests", Some(&asker), &simple_request("kept"))
+                .status,
+            201
+        );
+        // An upload that never finishes holds the drain open, once the host has its
+        // connection (a connection still in the accept queue is simply dropped).
+        let _upload = slow_upload(&h.base, &asker);
+        assert!(wait_until(DEADLINE, || in_flight(&m)));
+        let mut d = h.daemon;
+        let mut child = d.child.take().unwrap();
+        let started = Instant::now();
+        sigterm(child.id());
+        assert!(wait_until(DEADLINE, || d.log_text().contains("draining:")));
+        if second_signal {
+            sigterm(child.id());
+        }
+        let (code, _) = wait_exit(&mut child, DEADLINE);
+        assert_eq!(code, Some(0), "{}", d.log_text());
+        let why = if second_signal {
+            "a second signal: stopping at once"
+        } else {
+            "the drain ran past --shutdown-grace"
+        };
+        assert!(d.log_text().contains(why), "{}", d.log_text());
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // Nothing committed was lost.
+        assert_eq!(env.json(&["show", "kept"]).ok().json()["status"], "pending");
+    }
 }
