@@ -35,7 +35,8 @@ impl Drop for Driver {
     }
 }
 
-fn free_port() -> u16 {
+/// A free loopback port (bound and let go: the next process binds it).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::api::{call, host, token, Host};
+use crate::browser::free_port;
 use crate::helpers::{simple_request, wait_until, Daemon, Env, DEADLINE};
 
 /// The address after `prefix` in the daemon's log (`metrics on http://ADDR/metrics`).
@@ -456,15 +457,6 @@ fn a_sigterm_at_any_step_of_the_start_ends_the_daemon_with_status_0() {
             );
         }
     }
-}
-
-/// A free loopback port (bound and let go: the daemon binds it next).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
