@@ -41,8 +41,7 @@ pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
     HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts, Pruned, Registered, Revoked,
-    Stats, Swept,
-    TokenCredential, WaitStats, WebToken,
+    Stats, Swept, TokenCredential, WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
