@@ -40,6 +40,7 @@ pub mod markdown;
 pub mod screen;
 pub mod style;
 pub mod tty;
+pub mod wrap;
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
