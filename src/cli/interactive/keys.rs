@@ -133,9 +133,22 @@ fn width() -> usize {
     cols.saturating_sub(1).max(10)
 }
 
-/// The help line and, when the idle watch has one, its note, fitted to `width`.
+/// The help lines (wrapped at their hints) and, when the idle watch has one, its note,
+/// fitted to `width`.
 fn footer(help: &str, idle: Option<&dyn Idle>, style: &Style, width: usize) -> Vec<String> {
-    let mut lines = vec![style.dim(&fit(&format!("[{help}]"), width))];
+    // The hints wrap at their separators, so every key stays readable at any width.
+    let mut hints: Vec<String> = help.split(" · ").map(str::to_string).collect();
+    if let Some(h) = hints.first_mut() {
+        h.insert(0, '[');
+    }
+    if let Some(h) = hints.last_mut() {
+        h.push(']');
+    }
+    let units = hints
+        .iter()
+        .map(|h| super::wrap::Word::new(h, super::wrap::Paint::Dim))
+        .collect();
+    let mut lines = super::wrap::joined(units, " · ", 1, width, style);
     if let Some(note) = idle.and_then(|i| i.note()) {
         lines.push(style.warn(&fit(&note, width)));
     }

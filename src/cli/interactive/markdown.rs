@@ -624,7 +624,9 @@ pub fn page(
                 terminal::Clear(terminal::ClearType::All),
                 cursor::MoveTo(0, 0)
             )?;
-            write!(err, "{}\r\n", style.heading(title))?;
+            let (cols, _) = terminal_size();
+            let title = crate::output::ellipsize(title, cols.saturating_sub(1).max(10));
+            write!(err, "{}\r\n", style.heading(&title))?;
             for l in lines.iter().skip(top).take(height) {
                 write!(err, "{l}\r\n")?;
             }

@@ -77,6 +77,28 @@ impl Word {
         self.pieces.iter().map(|(t, _)| t.width()).sum()
     }
 
+    /// Split at whitespace into words (each keeps its paints).
+    pub fn words(&self) -> Vec<Word> {
+        let mut out = Vec::new();
+        let mut cur = Word::default();
+        for (t, p) in &self.pieces {
+            for c in t.chars() {
+                if c.is_whitespace() {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                } else {
+                    let mut b = [0u8; 4];
+                    cur.push(c.encode_utf8(&mut b), *p);
+                }
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    }
+
     /// Its text without paint.
     pub fn plain(&self) -> String {
         self.pieces.iter().map(|(t, _)| t.as_str()).collect()
@@ -190,8 +212,7 @@ pub fn text(s: &str, width: usize, indent: usize, paint: Paint, style: &Style) -
     fill(&words(s, paint), ("", 0), (&pad, indent), width, style)
 }
 
-/// `parts` joined by `sep` (" · ") and wrapped: a part moves to the next line whole when
-/// it fits on one, and the separator stays at the end of the line it follows.
+/// `parts` joined by `sep` (" · ") and wrapped, all painted `paint` (see [`joined`]).
 pub fn parts(
     parts: &[String],
     sep: &str,
@@ -199,22 +220,53 @@ pub fn parts(
     paint: Paint,
     style: &Style,
 ) -> Vec<String> {
+    let units = parts.iter().map(|p| Word::new(p.trim(), paint)).collect();
+    joined(units, sep, 0, width, style)
+}
+
+/// `units` joined by `sep` and wrapped: a unit moves to the next line whole when it fits
+/// on one, and is broken at its words only when it does not; the separator stays at the
+/// end of the line it follows; continuation lines start with `indent` spaces.
+pub fn joined(
+    units: Vec<Word>,
+    sep: &str,
+    indent: usize,
+    width: usize,
+    style: &Style,
+) -> Vec<String> {
     let sep = sep.trim();
-    let n = parts.len();
-    let mut units: Vec<Word> = Vec::new();
-    for (k, p) in parts.iter().enumerate() {
-        let p = if k + 1 < n && !sep.is_empty() {
-            format!("{} {sep}", p.trim())
+    let n = units.len();
+    let mut fill_units: Vec<Word> = Vec::new();
+    for (k, mut u) in units.into_iter().enumerate() {
+        if k + 1 < n && !sep.is_empty() {
+            let paint = u.pieces.last().map_or(Paint::Plain, |(_, p)| *p);
+            u.push(" ", paint);
+            u.push(sep, paint);
+        }
+        if u.width() + indent <= width {
+            fill_units.push(u);
         } else {
-            p.trim().to_string()
-        };
-        if p.width() <= width {
-            units.push(Word::new(&p, paint));
-        } else {
-            units.extend(words(&p, paint));
+            fill_units.extend(u.words());
         }
     }
-    fill(&units, ("", 0), ("", 0), width, style)
+    let pad = " ".repeat(indent);
+    fill(&fill_units, ("", 0), (&pad, indent), width, style)
+}
+
+/// `line` wrapped at words, keeping its leading indentation; continuation lines are
+/// indented two more columns.
+pub fn keep_indent(line: &str, width: usize, style: &Style) -> Vec<String> {
+    let body = line.trim_start();
+    let lead = line.len() - body.len();
+    let first = " ".repeat(lead);
+    let rest = " ".repeat((lead + 2).min(width / 2));
+    fill(
+        &words(body, Paint::Plain),
+        (&first, lead),
+        (&rest, rest.len()),
+        width,
+        style,
+    )
 }
 
 #[cfg(test)]
