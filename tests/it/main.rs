@@ -29,6 +29,7 @@ mod openapi;
 mod outcome;
 mod page;
 mod prune;
+mod screens;
 mod seam;
 mod sessions;
 mod tables;

@@ -726,6 +726,10 @@ fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
 /// What one answer will send, whole: the decision or the labels picked, then every line
 /// of the reviewer's text (feedback, Other) as it will be sent, wrapped at words.
 fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -> Vec<String> {
+    let short = describe(q, item);
+    if short.chars().count() <= width && !item.custom.as_deref().is_some_and(|c| c.contains('\n')) {
+        return vec![style.accent(&short)];
+    }
     let labels: Vec<String> = item.selected.iter().map(|l| one_line(l)).collect();
     let head = match decision(q, item) {
         Some(Decision::Approved) => format!("approved ({})", labels.join(", ")),
