@@ -138,16 +138,11 @@ impl Renderer<'_> {
         if self.words.is_empty() {
             return;
         }
-        let words = std::mem::take(&mut self.words);
-        if let Some(t) = self.table.as_mut() {
-            // Inside a table the words are a cell's.
-            if t.in_head {
-                t.head.push(words);
-            } else if let Some(row) = t.rows.last_mut() {
-                row.push(words);
-            }
+        if self.table.is_some() {
+            // Inside a table the words are a cell's, taken at the cell's end.
             return;
         }
+        let words = std::mem::take(&mut self.words);
         let (first, rest) = self.prefixes();
         let lines = fill(
             &words,

@@ -253,9 +253,13 @@ pub fn joined(
     fill(&fill_units, ("", 0), (&pad, indent), width, style)
 }
 
-/// `line` wrapped at words, keeping its leading indentation; continuation lines are
-/// indented two more columns.
+/// `line` as it is when it fits, else wrapped at words keeping its leading indentation
+/// (continuation lines indented two more columns).
 pub fn keep_indent(line: &str, width: usize, style: &Style) -> Vec<String> {
+    if line.width() <= width {
+        // Fits: as it is, its inner spacing (aligned columns) kept.
+        return vec![line.to_string()];
+    }
     let body = line.trim_start();
     let lead = line.len() - body.len();
     let first = " ".repeat(lead);
