@@ -1,7 +1,11 @@
 //! One request (`GET /r/{id}`): its header, question, detail, meta, every option with its
 //! description; radios or checkboxes as the question says, "Other" free text, skip. A
-//! plan review shows the plan rendered safely ([`super::markdown`]) and offers Approve
-//! (never pre-selected, never focused, never what Enter does) and Decline with feedback.
+//! plan review shows the plan rendered safely ([`super::markdown`]) and offers the choices
+//! of [`crate::protocol::review`] in its order, with its default (Decline with feedback)
+//! checked: Approve is never pre-selected, never focused, never what Enter does.
+//!
+//! A form that cannot become an answer comes back as this page (a `400`) with every entry
+//! kept and the problem flagged at its question, not as a separate error page.
 //!
 //! Nothing is sent from the form itself: it posts to `/r/{id}/confirm`, which shows the
 //! summary of what will be sent (every question of a batch) with the answer as a hidden
