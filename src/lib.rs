@@ -12,6 +12,7 @@
 //! - [`core`]: the lifecycle and the audit's vocabulary as types; pure.
 //! - [`protocol`]: the vocabulary and its rules; pure.
 //! - [`text`]: the one sanitiser for asker-supplied text shown to a person; pure.
+//! - [`markdown`]: the one Markdown front end (a plan, for the page and the terminal); pure.
 //! - [`app`]: the use-cases (ask, provide, session, agents, sweep, feed, audit).
 //! - [`store`]: the seam, a trait with one method per transaction, and its SQLite backend
 //!   ([`store::sqlite`], the only place the SQLite crate is used).
@@ -32,6 +33,7 @@ pub mod error;
 pub mod files;
 pub mod hooks;
 pub mod host;
+pub mod markdown;
 pub mod mcp;
 pub mod metrics;
 pub mod output;

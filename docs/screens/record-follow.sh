@@ -35,27 +35,8 @@ done
 # A short --idle-release (5s) so the recording can show the lease given up and taken back.
 tmux new-session -d -s dshq-rec -x 100 -y 30 "$DSHQ answer --follow --idle-release 5s; sleep 30"
 
-screen() { tmux capture-pane -p -t dshq-rec | sed -e 's/[[:space:]]*$//' | cat -s; }
-wait_for() {
-    i=0
-    while ! screen | grep -qF -- "$1"; do
-        i=$((i + 1))
-        if [ $i -gt 300 ]; then
-            echo "timed out waiting for: $1" >&2
-            screen >&2
-            exit 1
-        fi
-        sleep 0.1
-    done
-}
-keys() { tmux send-keys -t dshq-rec "$@"; }
-shot() {
-    {
-        printf '\n### %s\n\n```text\n' "$1"
-        screen
-        printf '```\n'
-    } >>"$OUT"
-}
+TMUX_SESSION=dshq-rec
+. "$(dirname "$0")/capture.sh"
 
 cat >"$OUT" <<'MD'
 # `dshq answer --follow` over 50 requests from 10 agents

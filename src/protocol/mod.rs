@@ -2,13 +2,15 @@
 //!
 //! This is where dsh's semantics live: what a request and an answer look like
 //! ([`types`]), which requests may be asked ([`check`]), which answers are valid and what
-//! they decide ([`answer`]), which request an outcome answers ([`digest`]), and the stable
+//! they decide ([`answer`]), what a plan review offers ([`review`]), which request an outcome
+//! answers ([`digest`]), and the stable
 //! error codes ([`error`]).
 
 pub mod answer;
 pub mod check;
 pub mod digest;
 pub mod error;
+pub mod review;
 pub mod types;
 
 pub use error::{Code, UserQuestionError};

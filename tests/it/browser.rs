@@ -71,21 +71,30 @@ fn start_driver() -> (Driver, String) {
     (Driver(child), url)
 }
 
-async fn browser(driver: &str, profile: &Path) -> Client {
+/// The phone the page is checked on: 390 CSS pixels wide (an iPhone 12 to 15).
+const PHONE: (u32, u32) = (390, 844);
+
+async fn browser(driver: &str, profile: &Path, phone: bool) -> Client {
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": CHROMIUM,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                "--window-size=1280,1100",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }),
-    );
+    let mut options = json!({
+        "binary": CHROMIUM,
+        "args": [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync",
+            "--window-size=1280,1100",
+            format!("--user-data-dir={}", profile.display()),
+        ]
+    });
+    if phone {
+        // Chromium's own mobile emulation: the viewport, the pixel ratio, touch, and a
+        // phone's user agent, as DevTools' device toolbar does.
+        options["mobileEmulation"] = json!({
+            "deviceMetrics": {"width": PHONE.0, "height": PHONE.1, "pixelRatio": 2.0, "touch": true},
+            "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
+        });
+    }
+    caps.insert("goog:chromeOptions".into(), options);
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
     ClientBuilder::new(connector)
         .capabilities(caps)
@@ -256,7 +265,7 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
     let profile = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let c = browser(&driver_url, profile.path()).await;
+        let c = browser(&driver_url, profile.path(), false).await;
 
         // Log in through the form.
         c.goto(&format!("{}/login", h.base)).await.unwrap();
@@ -333,6 +342,15 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         c.find(Locator::Css("body")).await.unwrap().send_keys("2").await.unwrap();
         assert_eq!(js(&c, "return document.querySelector('input[name=q0][value=o1]').checked;").await, true);
         review_and_send(&c, "s1", &["SQLite"]).await;
+        // The confirmation stays while the live queue changes under it (it used to be
+        // replaced by the first refresh, within half a second).
+        until("the page stream", || async { has(&c, "body[data-live=ready]").await }).await;
+        assert!(body_text(&c).await.contains("Sent the answer to s1."));
+        env.drop_file("late1.json", json!({"id": "late1", "context": "ci", "questions": [{"id": "q", "question": "Arrived after the answer?"}]}).to_string().as_bytes());
+        until("late1 in the live queue", || async { has(&c, "tr.row[data-id=late1]").await }).await;
+        assert!(!has(&c, "tr.row[data-id=s1]").await, "the queue did refresh");
+        let text = body_text(&c).await;
+        assert!(text.contains("Sent the answer to s1."), "the confirmation is gone after a live update: {text}");
         let o = env.wait_outcome("s1");
         assert_eq!(o["answer"]["answers"], json!([{"id": "db", "selected": ["SQLite"]}]));
         assert_eq!(o["provider"], "web:rita");
@@ -352,11 +370,20 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
             json!([{"id": "envs", "selected": ["staging", "production"], "custom": "a dark launch first"}])
         );
 
-        // A batch: a pick, free text, a skip; the summary lists every question.
+        // A batch: a pick, free text, a skip; the summary lists every question. Sent
+        // first without the pick: the form comes back with the question flagged and
+        // everything entered kept, not a separate error page.
         c.goto(&format!("{}/r/b1", h.base)).await.unwrap();
-        click(&c, "input[name=q0][value=o0]").await;
         type_into(&c, "textarea[name='q1.other']", "Web page for reviewers").await;
         click(&c, "input[name='q2.skip']").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the form, flagged", || async { has(&c, "fieldset.q.invalid[data-q='0'] #q0-problem").await }).await;
+        assert!(has(&c, "form#answer").await && !has(&c, "#send-button").await);
+        assert!(body_text(&c).await.contains("question 1: pick one"), "{}", body_text(&c).await);
+        assert_eq!(js(&c, "return document.querySelector(\"textarea[name='q1.other']\").value;").await, "Web page for reviewers");
+        assert_eq!(js(&c, "return document.querySelector(\"input[name='q2.skip']\").checked;").await, true);
+        assert!(!has(&c, "fieldset.q.invalid[data-q='1']").await, "only the incomplete question is flagged");
+        click(&c, "input[name=q0][value=o0]").await;
         review_and_send(&c, "b1", &["What should the CLI be called?", "One line for the changelog?", "skipped"]).await;
         let o = env.wait_outcome("b1");
         assert_eq!(
@@ -365,10 +392,15 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
                    {"id": "later", "selected": []}])
         );
 
-        // A plan review: nothing pre-selected, nothing focused; approve.
+        // A plan review: the asker's options in order, then Decline with feedback, which
+        // is the one pre-selected (never Approve); nothing focused; approve.
         c.goto(&format!("{}/r/p1", h.base)).await.unwrap();
         until("the plan", || async { has(&c, ".plan h2").await }).await;
-        assert_eq!(js(&c, "return document.querySelectorAll('input:checked').length;").await, 0);
+        assert_eq!(
+            js(&c, "return [...document.querySelectorAll('fieldset.q input[type=radio]')].map(i => i.value + (i.checked ? '*' : ''));").await,
+            json!(["o0", "o1", "decline*"])
+        );
+        assert!(has(&c, ".plan table.md").await && has(&c, ".plan a[href='https://example.org/runbook']").await);
         assert_eq!(js(&c, "return document.activeElement === document.body;").await, true);
         shoot(&c, "web-plan-review.png").await;
         click(&c, "input[name=q0][value=o0]").await;
@@ -416,6 +448,78 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
         assert_eq!(js(&c, "return window.__pwned === undefined;").await, true);
         shoot(&c, "web-history.png").await;
 
+        c.close().await.unwrap();
+    });
+}
+
+/// Whether the page is wider than the screen (it would scroll sideways).
+async fn scrolls_sideways(c: &Client) -> Value {
+    js(
+        c,
+        "const d = document.documentElement; \
+         return d.scrollWidth > window.innerWidth ? [d.scrollWidth, window.innerWidth, \
+           [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1) \
+             .slice(0, 5).map(e => e.tagName + '.' + e.className)] : null;",
+    )
+    .await
+}
+
+#[test]
+fn on_a_phone_the_queue_a_request_and_a_plan_review_fit_the_screen() {
+    let (_driver, driver_url) = start_driver();
+    let env = Env::new();
+    let rita = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    let profile = tempfile::tempdir().unwrap();
+    for (id, r) in requests() {
+        env.drop_file(&format!("{id}.json"), r.to_string().as_bytes());
+    }
+    // Long unbroken text, which is what pushes a narrow page sideways.
+    env.drop_file(
+        "w1.json",
+        json!({"id": "w1", "context": "a-rather-long-context-name", "meta": {"pr": "https://git.example.com/shop/pull/112/files#diff-0123456789abcdef0123456789abcdef"},
+               "questions": [{"id": "q", "header": "Deploy", "question": "Release https://git.example.com/shop/releases/tag/v2.14.0-rc.1+build.20261202 now?",
+               "options": opts(&[("Yes", "ship it to every host in the fleet"), ("No", "")])}]})
+        .to_string()
+        .as_bytes(),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver_url, profile.path(), true).await;
+        c.goto(&format!("{}/login", h.base)).await.unwrap();
+        assert_eq!(js(&c, "return window.innerWidth;").await, PHONE.0, "the phone's width is emulated");
+        assert_eq!(scrolls_sideways(&c).await, Value::Null, "the login page");
+        type_into(&c, "#token", &rita).await;
+        click(&c, "section.login button[type=submit]").await;
+        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+        until("every request listed", || async {
+            c.find_all(Locator::Css("#queue tr.row")).await.map(|v| v.len()).unwrap_or(0) == 6
+        })
+        .await;
+        assert_eq!(scrolls_sideways(&c).await, Value::Null, "the queue");
+        shoot(&c, "web-phone-queue.png").await;
+
+        for (path, shot) in [("/r/w1", "web-phone-request.png"), ("/r/s1", ""), ("/r/b1", ""), ("/r/p1", "web-phone-plan-review.png"), ("/history", "")] {
+            c.goto(&format!("{}{path}", h.base)).await.unwrap();
+            until("the page", || async { has(&c, "main").await }).await;
+            assert_eq!(scrolls_sideways(&c).await, Value::Null, "{path}");
+            if path == "/r/p1" {
+                // The plan's table is there, scrolling inside its own box if it must; the
+                // picture shows it with the decision under it.
+                assert!(has(&c, ".plan table.md").await);
+                js(&c, "document.querySelector('.plan table.md').scrollIntoView({block: 'start'}); return null;").await;
+            }
+            if !shot.is_empty() {
+                shoot(&c, shot).await;
+            }
+        }
+
+        // Usable, not only narrow: answer the request from the phone, tapping.
+        c.goto(&format!("{}/r/w1", h.base)).await.unwrap();
+        click(&c, "input[name=q0][value=o0]").await;
+        review_and_send(&c, "w1", &["Yes"]).await;
+        assert_eq!(scrolls_sideways(&c).await, Value::Null, "the queue after sending");
+        assert_eq!(env.wait_outcome("w1")["answer"]["answers"], json!([{"id": "q", "selected": ["Yes"]}]));
         c.close().await.unwrap();
     });
 }

@@ -272,9 +272,11 @@ fn plan_review_approves_the_intent_label_though_it_is_not_the_first_option() {
     expect(&mut p, "Migration");
     expect(&mut p, "1. Add column");
     expect(&mut p, "Backfill in batches");
-    expect(&mut p, "> Approve: Ship it");
+    // The asker's order, the cursor on Decline with feedback (never on Approve).
     expect(&mut p, "Revise (declines) — send it back");
-    send(&mut p, ENTER);
+    expect(&mut p, "Ship it (approves)");
+    expect(&mut p, "> Decline with feedback");
+    send(&mut p, "2");
     confirm_send(&mut p);
     expect(&mut p, "p1 answered by tester (approved)");
     assert_eq!(finish(p), 0);
@@ -292,10 +294,7 @@ fn plan_review_decline_with_feedback_records_custom_and_declined() {
     let env = Env::new();
     env.ask(&plan_request("p2")).ok();
     let mut p = spawn(&env, &["answer", "p2"], &[]);
-    expect(&mut p, "Decline with feedback");
-    // Approve, Revise, Decline with feedback: two down.
-    send(&mut p, DOWN);
-    send(&mut p, DOWN);
+    // Revise, Ship it, Decline with feedback: the cursor starts on the last.
     expect(&mut p, "> Decline with feedback");
     send(&mut p, ENTER);
     expect(&mut p, "Feedback for the author");
@@ -329,8 +328,8 @@ fn a_long_plan_is_paged() {
     expect(&mut p, "-- lines 39-76 of 120");
     send(&mut p, "q");
     expect(&mut p, "read in the pager");
-    expect(&mut p, "> Approve: Ship it");
-    send(&mut p, ENTER);
+    expect(&mut p, "> Decline with feedback");
+    send(&mut p, "2");
     confirm_send(&mut p);
     expect(&mut p, "p3 answered by tester (approved)");
     assert_eq!(finish(p), 0);
@@ -1032,14 +1031,18 @@ fn the_context_key_shows_the_whole_meta_the_links_and_the_agents_last_questions(
     send(&mut p, "i");
     expect(&mut p, "The asking agent's context");
     expect(&mut p, &format!("agent-7 (instance {instance})"));
-    // The pager wraps long lines at the width: join them back to find the value whole.
+    // The pager wraps long lines at words (a word wider than the screen at its edge):
+    // join them back, whitespace removed, to find the value whole.
     let bytes: String = "this agent's last questions"
         .bytes()
         .map(char::from)
         .collect();
     let screen = p.exp_string(&bytes).expect("the context pane");
-    let joined = screen.replace("\r\n", "");
-    assert!(joined.contains(&long), "meta not whole: {screen}");
+    let joined: String = screen.split_whitespace().collect();
+    assert!(
+        joined.contains(&long.replace(' ', "")),
+        "meta not whole: {screen}"
+    );
     assert!(joined.contains(&link), "link not whole: {screen}");
     expect(&mut p, "old");
     expect(&mut p, "Q Which database?");

@@ -30,6 +30,7 @@ mod operate;
 mod outcome;
 mod page;
 mod prune;
+mod screens;
 mod seam;
 mod sessions;
 mod tables;

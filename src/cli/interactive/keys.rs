@@ -109,8 +109,9 @@ impl Canvas {
         err.flush()
     }
 
-    /// Clear the prompt and leave `summary` (one line: what was chosen) in its place.
-    fn close(&mut self, summary: Option<String>) {
+    /// Clear the prompt and leave `summary` (what was chosen, after a `>`) in its place,
+    /// wrapped at words to the width.
+    fn close(&mut self, summary: Option<String>, style: &Style) {
         let err = &mut self.err;
         if self.row > 0 {
             let _ = queue!(err, cursor::MoveUp(self.row));
@@ -121,7 +122,11 @@ impl Canvas {
             terminal::Clear(terminal::ClearType::FromCursorDown)
         );
         if let Some(s) = summary {
-            let _ = write!(err, "{s}\r\n");
+            let mut words = vec![super::wrap::Word::new(">", super::wrap::Paint::Accent)];
+            words.extend(super::wrap::words(&s, super::wrap::Paint::Plain));
+            for l in super::wrap::fill(&words, ("", 0), ("  ", 2), width(), style) {
+                let _ = write!(err, "{l}\r\n");
+            }
         }
         let _ = err.flush();
     }
@@ -133,9 +138,22 @@ fn width() -> usize {
     cols.saturating_sub(1).max(10)
 }
 
-/// The help line and, when the idle watch has one, its note, fitted to `width`.
+/// The help lines (wrapped at their hints) and, when the idle watch has one, its note,
+/// fitted to `width`.
 fn footer(help: &str, idle: Option<&dyn Idle>, style: &Style, width: usize) -> Vec<String> {
-    let mut lines = vec![style.dim(&fit(&format!("[{help}]"), width))];
+    // The hints wrap at their separators, so every key stays readable at any width.
+    let mut hints: Vec<String> = help.split(" · ").map(str::to_string).collect();
+    if let Some(h) = hints.first_mut() {
+        h.insert(0, '[');
+    }
+    if let Some(h) = hints.last_mut() {
+        h.push(']');
+    }
+    let units = hints
+        .iter()
+        .map(|h| super::wrap::Word::new(h, super::wrap::Paint::Dim))
+        .collect();
+    let mut lines = super::wrap::joined(units, " · ", 1, width, style);
     if let Some(note) = idle.and_then(|i| i.note()) {
         lines.push(style.warn(&fit(&note, width)));
     }
@@ -280,14 +298,13 @@ pub fn select(
         }
     });
     // Leave one line saying what was chosen.
-    canvas.close(match &result {
-        Ok(Got::Value(k)) => Some(format!(
-            "{} {message} {}",
-            style.accent(">"),
-            fit(&items[*k], 200)
-        )),
-        _ => None,
-    });
+    canvas.close(
+        match &result {
+            Ok(Got::Value(k)) => Some(format!("{message} {}", items[*k])),
+            _ => None,
+        },
+        style,
+    );
     result
 }
 
@@ -357,21 +374,20 @@ pub fn multi(
         }
     });
     *ticked = (0..n).filter(|&k| on[k]).collect();
-    canvas.close(match &result {
-        Ok(Got::Value(chosen)) => Some(format!(
-            "{} {message} {}",
-            style.accent(">"),
-            fit(
-                &chosen
+    canvas.close(
+        match &result {
+            Ok(Got::Value(chosen)) => Some(format!(
+                "{message} {}",
+                chosen
                     .iter()
                     .map(|&k| items[k].as_str())
                     .collect::<Vec<_>>()
-                    .join(", "),
-                200
-            )
-        )),
-        _ => None,
-    });
+                    .join(", ")
+            )),
+            _ => None,
+        },
+        style,
+    );
     result
 }
 
@@ -469,10 +485,13 @@ fn line_as(
             _ => {}
         }
     });
-    canvas.close(match &result {
-        Ok(Got::Value(s)) => Some(format!("{} {}", style.accent(">"), fit(&shown(s), 200))),
-        _ => None,
-    });
+    canvas.close(
+        match &result {
+            Ok(Got::Value(s)) => Some(shown(s)),
+            _ => None,
+        },
+        style,
+    );
     result
 }
 

@@ -1,227 +1,573 @@
-//! A small Markdown renderer for a terminal, and a pager for long plans.
+//! A plan (Markdown) rendered for a terminal, and a pager for long plans.
 //!
 //! A plan under review is usually Markdown written by a model: headings, lists, code
-//! blocks, `inline code` and **bold**. Printed raw it is readable but noisy; this renders
-//! the common block and inline forms into wrapped, optionally coloured lines. Anything it
-//! does not recognise is shown as written: the reviewer must always see the whole plan,
-//! so nothing is ever dropped, only decorated. A full CommonMark parser would be more
-//! exact but would add a dependency for little gain on a review screen.
+//! blocks, tables, links, `inline code` and **bold**. It is parsed by the project's one
+//! Markdown front end ([`crate::markdown::parse`], the same `pulldown-cmark` parse the
+//! web page renders), so both faces read the same plan; this module only renders its
+//! events into wrapped, optionally coloured lines ([`super::wrap`]: at word boundaries,
+//! never wider than asked). Nothing is dropped, only decorated:
+//! - a link shows its label and then its target as text (`label <https://…>`); the
+//!   screen never writes an OSC 8 hyperlink, so asker text cannot hide a target;
+//! - an image is `[image: alt] <url>`; raw HTML is shown as written; link reference
+//!   definitions, which Markdown never displays, are listed at the end;
+//! - a table is drawn with box lines, its columns narrowed (cells wrapped) to fit, or,
+//!   when even that does not fit, each row is shown as `header: value` lines.
+//!
+//! Every text arrives sanitised from the front end ([`crate::text`]), so a control
+//! character or escape sequence shows as `\x1b` and cannot act on the terminal.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{KeyCode, KeyModifiers};
 use crossterm::{cursor, execute, queue, terminal};
+use pulldown_cmark::{CodeBlockKind, Event, Tag, TagEnd};
+use unicode_width::UnicodeWidthStr;
 
 use super::style::Style;
+use super::wrap::{fill, fill_measured, Paint, Word};
 
-/// How a run of inline text is painted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Span {
-    Plain,
-    Bold,
-    Code,
+/// A block that holds others, as it prefixes their lines.
+#[derive(Debug)]
+enum Container {
+    Quote,
+    List(Option<u64>),
+    /// A list item: its marker, until its first line is written.
+    Item(Option<String>, usize),
 }
 
-/// Split inline Markdown into painted runs: `**bold**`, `__bold__` and `` `code` ``.
-/// Unclosed markers are kept as written.
-fn inline_spans(s: &str) -> Vec<(String, Span)> {
-    let mut out: Vec<(String, Span)> = Vec::new();
-    let mut rest = s;
-    let mut plain = String::new();
-    while !rest.is_empty() {
-        let found = ["**", "__", "`"].iter().find_map(|m| {
-            rest.strip_prefix(m).and_then(|after| {
-                after.find(m).filter(|&end| end > 0).map(|end| {
-                    let span = if *m == "`" { Span::Code } else { Span::Bold };
-                    (after[..end].to_string(), span, m.len() * 2 + end)
-                })
-            })
-        });
-        match found {
-            Some((text, span, used)) => {
-                if !plain.is_empty() {
-                    out.push((std::mem::take(&mut plain), Span::Plain));
+/// The table being read: its rows of cells, each cell its words.
+#[derive(Debug, Default)]
+struct Table {
+    head: Vec<Vec<Word>>,
+    rows: Vec<Vec<Vec<Word>>>,
+    in_head: bool,
+}
+
+struct Renderer<'s> {
+    style: &'s Style,
+    width: usize,
+    out: Vec<String>,
+    containers: Vec<Container>,
+    /// The words of the block being read, and the word being built.
+    words: Vec<Word>,
+    word: Word,
+    /// Inline paints open (strong, emphasis, heading, code, link target).
+    paints: Vec<Paint>,
+    /// What to add when an open link or image ends.
+    ends: Vec<String>,
+    heading: Option<u8>,
+    code: Option<String>,
+    table: Option<Table>,
+}
+
+impl Renderer<'_> {
+    fn paint(&self) -> Paint {
+        self.paints.last().copied().unwrap_or(Paint::Plain)
+    }
+
+    fn in_item(&self) -> bool {
+        self.containers
+            .iter()
+            .any(|c| matches!(c, Container::Item(..)))
+    }
+
+    /// The first-line and continuation prefixes of the next line, with their widths;
+    /// takes the marker of an item whose first line this is.
+    fn prefixes(&mut self) -> ((String, usize), (String, usize)) {
+        let bar = self.style.dim("┃");
+        let (mut first, mut rest) = ((String::new(), 0), (String::new(), 0));
+        for c in &mut self.containers {
+            match c {
+                Container::Quote => {
+                    for p in [&mut first, &mut rest] {
+                        p.0.push_str(&format!("  {bar} "));
+                        p.1 += 4;
+                    }
                 }
-                out.push((text, span));
-                rest = &rest[used..];
-            }
-            None => {
-                let c = rest.chars().next().expect("rest is not empty");
-                plain.push(c);
-                rest = &rest[c.len_utf8()..];
+                Container::List(_) => {}
+                Container::Item(marker, w) => {
+                    let pad = " ".repeat(*w);
+                    match marker.take() {
+                        Some(m) => {
+                            first.0.push_str(&format!("  {m} "));
+                            first.1 += *w;
+                        }
+                        None => {
+                            first.0.push_str(&pad);
+                            first.1 += *w;
+                        }
+                    }
+                    rest.0.push_str(&pad);
+                    rest.1 += *w;
+                }
             }
         }
+        (first, rest)
     }
-    if !plain.is_empty() {
-        out.push((plain, Span::Plain));
-    }
-    out
-}
 
-fn paint(style: &Style, text: &str, span: Span) -> String {
-    match span {
-        Span::Plain => text.to_string(),
-        Span::Bold => style.bold(text),
-        Span::Code if style.color => style.code(text),
-        Span::Code => format!("`{text}`"),
-    }
-}
-
-/// Word-wrap inline Markdown to `width` columns, painting each word; continuation lines
-/// start with `indent`.
-fn wrap(style: &Style, text: &str, first: &str, indent: &str, width: usize) -> Vec<String> {
-    // Words are maximal runs without whitespace; one word may mix painted pieces
-    // ("`x`," is one word), and a code span is never broken.
-    let mut words: Vec<(String, usize)> = Vec::new();
-    let mut word = String::new();
-    let mut visible = 0usize;
-    let mut piece = String::new();
-    for (run, span) in inline_spans(text) {
-        if span == Span::Code {
-            word.push_str(&paint(style, &run, span));
-            visible += run.chars().count() + if style.color { 0 } else { 2 };
-            continue;
+    /// A blank line before a new block, unless inside a list item (tight) or at the top.
+    fn gap(&mut self) {
+        if !self.in_item() && self.out.last().is_some_and(|l| !l.trim().is_empty()) {
+            self.out.push(String::new());
         }
-        for c in run.chars() {
+    }
+
+    fn end_word(&mut self) {
+        if !self.word.is_empty() {
+            let w = std::mem::take(&mut self.word);
+            self.words.push(w);
+        }
+    }
+
+    fn push_text(&mut self, t: &str) {
+        let paint = self.paint();
+        for c in t.chars() {
             if c.is_whitespace() {
-                if !piece.is_empty() {
-                    word.push_str(&paint(style, &std::mem::take(&mut piece), span));
-                }
-                if !word.is_empty() {
-                    words.push((std::mem::take(&mut word), visible));
-                    visible = 0;
-                }
+                self.end_word();
             } else {
-                piece.push(c);
-                visible += 1;
+                let mut b = [0u8; 4];
+                self.word.push(c.encode_utf8(&mut b), paint);
             }
         }
-        if !piece.is_empty() {
-            word.push_str(&paint(style, &std::mem::take(&mut piece), span));
+    }
+
+    /// Write the words read so far as wrapped lines under the current prefixes.
+    fn flush(&mut self) {
+        self.end_word();
+        if self.words.is_empty() {
+            return;
+        }
+        if self.table.is_some() {
+            // Inside a table the words are a cell's, taken at the cell's end.
+            return;
+        }
+        let words = std::mem::take(&mut self.words);
+        let (first, rest) = self.prefixes();
+        let lines = fill(
+            &words,
+            (&first.0, first.1),
+            (&rest.0, rest.1),
+            self.width,
+            self.style,
+        );
+        self.out.extend(lines);
+    }
+
+    fn line(&mut self, s: String) {
+        let (first, _) = self.prefixes();
+        self.out.push(format!("{}{s}", first.0));
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph => {
+                if self.table.is_none() {
+                    self.gap()
+                }
+            }
+            Tag::Heading { level, .. } => {
+                self.flush();
+                self.gap();
+                self.heading = Some(level as u8);
+                self.paints.push(Paint::Heading);
+            }
+            Tag::BlockQuote(_) => {
+                self.flush();
+                self.gap();
+                self.containers.push(Container::Quote);
+            }
+            Tag::CodeBlock(kind) => {
+                self.flush();
+                self.gap();
+                if let CodeBlockKind::Fenced(info) = &kind {
+                    let lang = info.trim();
+                    if !lang.is_empty() {
+                        let l = self.style.dim(&format!("  ┌ {lang}"));
+                        self.line(l);
+                    }
+                }
+                self.code = Some(String::new());
+            }
+            Tag::List(start) => {
+                self.flush();
+                if !self.in_item() {
+                    self.gap();
+                }
+                self.containers.push(Container::List(start));
+            }
+            Tag::Item => {
+                self.flush();
+                let marker = match self.containers.last_mut() {
+                    Some(Container::List(Some(n))) => {
+                        let m = format!("{n}.");
+                        *n += 1;
+                        m
+                    }
+                    _ => "•".to_string(),
+                };
+                let w = marker.width() + 3;
+                self.containers.push(Container::Item(Some(marker), w));
+            }
+            Tag::Emphasis | Tag::Strong => self.paints.push(Paint::Bold),
+            Tag::Strikethrough => {
+                self.push_text("~~");
+                self.ends.push("~~".into());
+            }
+            Tag::Table(_) => {
+                self.flush();
+                self.gap();
+                self.table = Some(Table::default());
+            }
+            Tag::TableHead => {
+                if let Some(t) = self.table.as_mut() {
+                    t.in_head = true;
+                }
+            }
+            Tag::TableRow => {
+                if let Some(t) = self.table.as_mut() {
+                    t.rows.push(Vec::new());
+                }
+            }
+            Tag::TableCell => self.end_word(),
+            Tag::Link {
+                dest_url, title, ..
+            } => {
+                let mut end = String::new();
+                if !dest_url.is_empty() {
+                    end.push_str(&format!("<{dest_url}>"));
+                }
+                if !title.is_empty() {
+                    end.push_str(&format!(" “{title}”"));
+                }
+                self.ends.push(end);
+            }
+            Tag::Image {
+                dest_url, title, ..
+            } => {
+                self.push_text("[image: ");
+                let mut end = format!("] <{dest_url}>");
+                if !title.is_empty() {
+                    end.push_str(&format!(" “{title}”"));
+                }
+                self.ends.push(end);
+            }
+            Tag::FootnoteDefinition(label) => {
+                self.flush();
+                self.gap();
+                self.push_text(&format!("[{label}]:"));
+                self.end_word();
+            }
+            Tag::HtmlBlock => {
+                self.flush();
+                self.gap();
+            }
+            Tag::MetadataBlock(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::Superscript
+            | Tag::Subscript => {}
         }
     }
-    if !word.is_empty() {
-        words.push((word, visible));
-    }
-    let mut lines = Vec::new();
-    let mut line = first.to_string();
-    let mut used = first.chars().count();
-    let mut empty = true;
-    for (word, n) in words {
-        if !empty && used + 1 + n > width {
-            lines.push(std::mem::take(&mut line));
-            line = indent.to_string();
-            used = indent.chars().count();
-            empty = true;
+
+    fn end(&mut self, end: TagEnd) {
+        match end {
+            TagEnd::Paragraph => {
+                if self.table.is_none() {
+                    self.flush()
+                }
+            }
+            TagEnd::Heading(_) => {
+                self.end_word();
+                let plain: String = self
+                    .words
+                    .iter()
+                    .map(|w| w.plain())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.flush();
+                self.paints.pop();
+                if let Some(level) = self.heading.take() {
+                    if !self.style.color && level <= 2 {
+                        let c = if level == 1 { "=" } else { "-" };
+                        let u = c.repeat(plain.width().min(self.width));
+                        self.line(u);
+                    }
+                }
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.containers.pop();
+            }
+            TagEnd::CodeBlock => {
+                let code = self.code.take().unwrap_or_default();
+                let bar = self.style.dim("│");
+                for l in code.trim_end_matches('\n').split('\n') {
+                    let l = self.style.code(l);
+                    self.line(format!("  {bar} {l}"));
+                }
+            }
+            TagEnd::List(_) => {
+                self.flush();
+                self.containers.pop();
+            }
+            TagEnd::Item => {
+                self.flush();
+                if let Some(Container::Item(Some(_), _)) = self.containers.last() {
+                    // An empty item still shows its marker.
+                    self.line(String::new());
+                }
+                self.containers.pop();
+            }
+            TagEnd::Emphasis | TagEnd::Strong => {
+                self.paints.pop();
+            }
+            TagEnd::Strikethrough => {
+                let e = self.ends.pop().unwrap_or_default();
+                self.push_text(&e);
+            }
+            TagEnd::TableCell => {
+                self.end_word();
+                let words = std::mem::take(&mut self.words);
+                if let Some(t) = self.table.as_mut() {
+                    if t.in_head {
+                        t.head.push(words);
+                    } else if let Some(row) = t.rows.last_mut() {
+                        row.push(words);
+                    }
+                }
+            }
+            TagEnd::TableHead => {
+                if let Some(t) = self.table.as_mut() {
+                    t.in_head = false;
+                }
+            }
+            TagEnd::TableRow => {}
+            TagEnd::Table => {
+                if let Some(t) = self.table.take() {
+                    self.table_lines(t);
+                }
+            }
+            TagEnd::Link => {
+                let e = self.ends.pop().unwrap_or_default();
+                if !e.is_empty() {
+                    self.end_word();
+                    self.paints.push(Paint::Dim);
+                    self.push_text(&e);
+                    self.paints.pop();
+                }
+            }
+            TagEnd::Image => {
+                let e = self.ends.pop().unwrap_or_default();
+                self.push_text(&e);
+            }
+            TagEnd::FootnoteDefinition | TagEnd::HtmlBlock => self.flush(),
+            TagEnd::MetadataBlock(_)
+            | TagEnd::DefinitionList
+            | TagEnd::DefinitionListTitle
+            | TagEnd::DefinitionListDefinition
+            | TagEnd::Superscript
+            | TagEnd::Subscript => {}
         }
-        if !empty {
-            line.push(' ');
-            used += 1;
-        }
-        line.push_str(&word);
-        used += n;
-        empty = false;
     }
-    lines.push(line);
-    lines
+
+    fn event(&mut self, ev: Event<'_>) {
+        match ev {
+            Event::Start(tag) => self.start(tag),
+            Event::End(end) => self.end(end),
+            Event::Text(t) => match self.code.as_mut() {
+                Some(code) => code.push_str(&t),
+                None => self.push_text(&t),
+            },
+            Event::Code(c) => {
+                let shown = if self.style.color {
+                    c.to_string()
+                } else {
+                    format!("`{c}`")
+                };
+                // A code span is one word: never broken (unless wider than a line).
+                self.word.push(&shown, Paint::Code);
+            }
+            Event::InlineMath(m) | Event::DisplayMath(m) => self.word.push(&m, Paint::Code),
+            Event::Html(h) => {
+                self.flush();
+                let (first, _) = self.prefixes();
+                for l in h.trim_end_matches('\n').split('\n') {
+                    self.out.push(format!("{}{}", first.0, self.style.code(l)));
+                }
+            }
+            Event::InlineHtml(h) => self.push_text(&h),
+            Event::FootnoteReference(r) => self.push_text(&format!("[^{r}]")),
+            Event::SoftBreak => self.end_word(),
+            Event::HardBreak => self.flush(),
+            Event::Rule => {
+                self.flush();
+                self.gap();
+                let r = self.style.dim(&"─".repeat(self.width.min(60)));
+                self.line(r);
+            }
+            Event::TaskListMarker(done) => {
+                if let Some(Container::Item(marker, _)) = self.containers.last_mut() {
+                    *marker = Some(if done { "☑" } else { "☐" }.to_string());
+                    if let Some(Container::Item(_, w)) = self.containers.last_mut() {
+                        *w = 4;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Draw a table: box lines with columns narrowed to fit (cells wrapped at words),
+    /// or `header: value` lines per row when even narrowed columns cannot fit.
+    fn table_lines(&mut self, t: Table) {
+        let (first, _) = self.prefixes();
+        let room = self.width.saturating_sub(first.1);
+        let cols = t
+            .rows
+            .iter()
+            .map(Vec::len)
+            .chain([t.head.len()])
+            .max()
+            .unwrap_or(0);
+        if cols == 0 {
+            return;
+        }
+        let natural = |cell: &Vec<Word>| -> usize {
+            cell.iter().map(Word::width).sum::<usize>() + cell.len().saturating_sub(1)
+        };
+        let mut widths = vec![1usize; cols];
+        for row in std::iter::once(&t.head).chain(&t.rows) {
+            for (k, cell) in row.iter().enumerate() {
+                widths[k] = widths[k].max(natural(cell));
+            }
+        }
+        let total = |w: &[usize]| w.iter().sum::<usize>() + 3 * w.len() + 1;
+        const NARROWEST: usize = 8;
+        while total(&widths) > room {
+            let (k, &w) = widths
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, w)| **w)
+                .expect("a column");
+            if w <= NARROWEST {
+                break;
+            }
+            widths[k] = w - 1;
+        }
+        let pre = first.0;
+        let dim = |s: &str| self.style.dim(s);
+        if total(&widths) > room {
+            // Too many columns for the screen: each row as "header: value" lines.
+            let heads: Vec<String> = t
+                .head
+                .iter()
+                .map(|c| c.iter().map(Word::plain).collect::<Vec<_>>().join(" "))
+                .collect();
+            for (r, row) in t.rows.iter().enumerate() {
+                if r > 0 {
+                    self.out.push(String::new());
+                }
+                for (k, cell) in row.iter().enumerate() {
+                    let h = heads.get(k).cloned().unwrap_or_default();
+                    let mut words = vec![Word::new(&format!("{h}:"), Paint::Bold)];
+                    words.extend(cell.iter().cloned());
+                    let lines = fill(
+                        &words,
+                        (&pre, first.1),
+                        (&format!("{pre}    "), first.1 + 4),
+                        self.width,
+                        self.style,
+                    );
+                    self.out.extend(lines);
+                }
+            }
+            return;
+        }
+        let rule = |l: &str, m: &str, r: &str| -> String {
+            let segs: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            format!("{pre}{}", dim(&format!("{l}{}{r}", segs.join(m))))
+        };
+        let mut lines = vec![rule("┌", "┬", "┐")];
+        let bar = dim("│");
+        let row_lines = |row: &Vec<Vec<Word>>, head: bool| -> Vec<String> {
+            let cells: Vec<Vec<(String, usize)>> = (0..cols)
+                .map(|k| {
+                    let words: Vec<Word> = row
+                        .get(k)
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|w| if head { w.repainted(Paint::Bold) } else { w })
+                        .collect();
+                    fill_measured(&words, ("", 0), ("", 0), widths[k], self.style)
+                })
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            (0..height)
+                .map(|i| {
+                    let mut l = format!("{pre}{bar}");
+                    for (k, cell) in cells.iter().enumerate() {
+                        let (text, w) = cell.get(i).cloned().unwrap_or_default();
+                        l.push_str(&format!(
+                            " {text}{} {bar}",
+                            " ".repeat(widths[k].saturating_sub(w))
+                        ));
+                    }
+                    l
+                })
+                .collect()
+        };
+        lines.extend(row_lines(&t.head, true));
+        lines.push(rule("├", "┼", "┤"));
+        for row in &t.rows {
+            lines.extend(row_lines(row, false));
+        }
+        lines.push(rule("└", "┴", "┘"));
+        self.out.extend(lines);
+    }
 }
 
-/// The marker and text of a list item (`- x`, `* x`, `+ x`, `1. x`, `1) x`), if it is one.
-fn list_item(line: &str) -> Option<(String, &str)> {
-    for m in ["- ", "* ", "+ "] {
-        if let Some(rest) = line.strip_prefix(m) {
-            if let Some(r) = rest.strip_prefix("[ ] ") {
-                return Some(("☐".into(), r));
-            }
-            if let Some(r) = rest
-                .strip_prefix("[x] ")
-                .or_else(|| rest.strip_prefix("[X] "))
-            {
-                return Some(("☑".into(), r));
-            }
-            return Some(("•".into(), rest));
-        }
-    }
-    let digits = line.chars().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0 && digits < 10 {
-        let rest = &line[digits..];
-        for sep in [". ", ") "] {
-            if let Some(r) = rest.strip_prefix(sep) {
-                return Some((format!("{}{}", &line[..digits], sep.trim_end()), r));
-            }
-        }
-    }
-    None
-}
-
-/// Render Markdown `text` into terminal lines at most `width` columns wide (as far as
-/// words allow).
+/// Render Markdown `text` into terminal lines at most `width` columns wide.
 pub fn render(text: &str, width: usize, style: &Style) -> Vec<String> {
-    let width = width.max(20);
-    let mut out: Vec<String> = Vec::new();
-    let mut in_code = false;
-    let text = super::style::multi_line(text);
-    for raw in text.lines() {
-        let line = raw.trim_end();
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_code = !in_code;
-            let lang = trimmed.trim_start_matches(['`', '~']).trim();
-            if in_code && !lang.is_empty() {
-                out.push(style.dim(&format!("  ┌ {lang}")));
-            }
-            continue;
-        }
-        if in_code {
-            out.push(format!("  {} {}", style.dim("│"), style.code(line)));
-            continue;
-        }
-        if trimmed.is_empty() {
-            out.push(String::new());
-            continue;
-        }
-        let indent = line.len() - trimmed.len();
-        let hashes = trimmed.chars().take_while(|&c| c == '#').count();
-        if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
-            let title = trimmed[hashes..].trim().trim_end_matches('#').trim();
-            if out.last().is_some_and(|l| !l.is_empty()) {
-                out.push(String::new());
-            }
-            let plain: String = inline_spans(title).into_iter().map(|(t, _)| t).collect();
-            out.push(style.heading(&plain));
-            if !style.color && hashes <= 2 {
-                let c = if hashes == 1 { "=" } else { "-" };
-                out.push(c.repeat(plain.chars().count().min(width)));
-            }
-            continue;
-        }
-        if trimmed.chars().all(|c| c == '-' || c == ' ')
-            && trimmed.chars().filter(|&c| c == '-').count() >= 3
-            || trimmed.chars().all(|c| c == '*' || c == ' ')
-                && trimmed.chars().filter(|&c| c == '*').count() >= 3
-        {
-            out.push(style.dim(&"─".repeat(width.min(60))));
-            continue;
-        }
-        if let Some(q) = trimmed.strip_prefix('>') {
-            let bar = style.dim("┃");
-            let first = format!("  {bar} ");
-            out.extend(wrap(style, q.trim_start(), &first, &first, width));
-            continue;
-        }
-        let pad = " ".repeat(indent);
-        if let Some((marker, item)) = list_item(trimmed) {
-            let first = format!("{pad}  {marker} ");
-            let cont = " ".repeat(first.chars().count());
-            out.extend(wrap(style, item, &first, &cont, width));
-            continue;
-        }
-        out.extend(wrap(style, trimmed, &pad, &pad, width));
+    let plan = crate::markdown::parse(text);
+    let mut r = Renderer {
+        style,
+        width: width.max(20),
+        out: Vec::new(),
+        containers: Vec::new(),
+        words: Vec::new(),
+        word: Word::default(),
+        paints: Vec::new(),
+        ends: Vec::new(),
+        heading: None,
+        code: None,
+        table: None,
+    };
+    for ev in plan.events {
+        r.event(ev);
     }
-    // No trailing blank lines.
-    while out.last().is_some_and(|l| l.is_empty()) {
+    r.flush();
+    if !plan.definitions.is_empty() {
+        r.gap();
+        r.out.push(style.dim("Link definitions in the plan:"));
+        for d in &plan.definitions {
+            let mut words = super::wrap::words(&format!("[{}]:", d.label), Paint::Plain);
+            words.push(Word::new(&format!("<{}>", d.dest), Paint::Dim));
+            if let Some(t) = &d.title {
+                words.extend(super::wrap::words(&format!("“{t}”"), Paint::Plain));
+            }
+            r.out
+                .extend(fill(&words, ("  ", 2), ("    ", 4), r.width, style));
+        }
+    }
+    let mut out = r.out;
+    // No blank lines at either end.
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
         out.pop();
+    }
+    while out.first().is_some_and(|l| l.trim().is_empty()) {
+        out.remove(0);
     }
     out
 }
@@ -273,7 +619,9 @@ pub fn page(
                 terminal::Clear(terminal::ClearType::All),
                 cursor::MoveTo(0, 0)
             )?;
-            write!(err, "{}\r\n", style.heading(title))?;
+            let (cols, _) = terminal_size();
+            let title = crate::output::ellipsize(title, cols.saturating_sub(1).max(10));
+            write!(err, "{}\r\n", style.heading(&title))?;
             for l in lines.iter().skip(top).take(height) {
                 write!(err, "{l}\r\n")?;
             }
@@ -340,7 +688,7 @@ mod tests {
 
     #[test]
     fn headings_lists_and_code_render_plainly_without_colour() {
-        let md = "# Plan\n\n1. Add **column**\n- use `ALTER TABLE`\n- [ ] backfill\n\n```sql\nSELECT 1;\n```\n> careful\n---\n";
+        let md = "# Plan\n\n1. Add **column**\n2. use `ALTER TABLE`\n\n- [ ] backfill\n\n```sql\nSELECT 1;\n```\n> careful\n\n---\n";
         let out = render(md, 80, &Style::PLAIN);
         assert_eq!(
             out,
@@ -349,12 +697,15 @@ mod tests {
                 "====",
                 "",
                 "  1. Add column",
-                "  • use `ALTER TABLE`",
+                "  2. use `ALTER TABLE`",
+                "",
                 "  ☐ backfill",
                 "",
                 "  ┌ sql",
                 "  │ SELECT 1;",
+                "",
                 "  ┃ careful",
+                "",
                 &"─".repeat(60),
             ]
         );
@@ -389,5 +740,63 @@ mod tests {
         );
         let coloured = render("**y**.", 80, &Style { color: true });
         assert!(coloured[0].ends_with('.') && coloured[0].contains('\u{1b}'));
+    }
+
+    #[test]
+    fn tables_are_drawn_and_links_show_their_target() {
+        let md = "| step | risk |\n|---|---|\n| backfill | load |\n| switch | none |\n\nSee [the runbook](https://example.org/runbook).\n";
+        let out = render(md, 80, &Style::PLAIN);
+        assert_eq!(
+            out,
+            vec![
+                "┌──────────┬──────┐",
+                "│ step     │ risk │",
+                "├──────────┼──────┤",
+                "│ backfill │ load │",
+                "│ switch   │ none │",
+                "└──────────┴──────┘",
+                "",
+                "See the runbook <https://example.org/runbook>.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wide_table_wraps_its_cells_and_a_too_wide_one_becomes_records() {
+        let md = "| what | why |\n|---|---|\n| add the new column beside the old one | so reads keep working while it fills |\n";
+        let out = render(md, 40, &Style::PLAIN);
+        assert!(out.iter().all(|l| l.width() <= 40), "{out:#?}");
+        assert!(out.len() > 5, "cells wrapped: {out:#?}");
+        let text: String = out.join(" ");
+        for w in ["add", "column", "beside", "fills"] {
+            assert!(text.contains(w), "{w}: {out:#?}");
+        }
+        let many = format!(
+            "|{}\n|{}\n|{}\n",
+            "h|".repeat(8),
+            "-|".repeat(8),
+            "value|".repeat(8)
+        );
+        let out = render(&many, 30, &Style::PLAIN);
+        assert!(out.iter().all(|l| l.width() <= 30), "{out:#?}");
+        assert!(out.iter().any(|l| l == "h: value"), "{out:#?}");
+    }
+
+    #[test]
+    fn hostile_targets_and_definitions_stay_visible_text() {
+        let out = render(
+            "[x](javascript:alert(1)) \u{1b}]8;;https://evil\u{7}\n\n[hidden]: https://example.org \"sneaky\"\n",
+            80,
+            &Style { color: true },
+        );
+        let all = out.join("\n");
+        assert!(all.contains("<javascript:alert(1)>"), "{all}");
+        assert!(all.contains("\\x1b]8;;https://evil\\x07"), "{all}");
+        assert!(all.contains("sneaky") && all.contains("[hidden]"), "{all}");
+        // No OSC sequence and no BEL reach the terminal; only colour (CSI ... m) does.
+        assert!(
+            !all.contains("\u{1b}]") && !all.contains('\u{7}'),
+            "{all:?}"
+        );
     }
 }

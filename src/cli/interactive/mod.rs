@@ -40,6 +40,7 @@ pub mod markdown;
 pub mod screen;
 pub mod style;
 pub mod tty;
+pub mod wrap;
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -61,6 +62,7 @@ use keys::Got;
 use lease::Held;
 use screen::{Prompter, Reply, RequestEnd, Stop};
 use style::Style;
+use wrap::{Paint, Word};
 
 /// What the interactive session needs from the command line.
 #[derive(Debug, Clone)]
@@ -469,21 +471,13 @@ impl Prompter for Terminal {
     }
 
     fn context(&mut self) -> std::result::Result<(), Stop> {
-        // Wrapped to the width, so a long meta value is shown whole, not cut by the edge.
+        // Wrapped at words to the width, so a long meta value is shown whole.
         let width = self.size().0.saturating_sub(1).max(20);
+        let style = self.style;
         let lines: Vec<String> = self
             .context
             .iter()
-            .flat_map(|l| {
-                let chars: Vec<char> = l.chars().collect();
-                if chars.is_empty() {
-                    return vec![String::new()];
-                }
-                chars
-                    .chunks(width)
-                    .map(|c| c.iter().collect())
-                    .collect::<Vec<String>>()
-            })
+            .flat_map(|l| wrap::keep_indent(l, width, &style))
             .collect();
         self.pager("The asking agent's context", &lines)
     }
@@ -591,17 +585,30 @@ fn request_header(row: &RequestRow, at: Option<(usize, usize)>, style: &Style) -
     if let Some((k, n)) = at {
         facts.insert(0, format!("{k} of {n}"));
     }
+    let width = markdown::terminal_size().0.saturating_sub(1).max(20);
+    let mut title = Word::new("━━ Request ", Paint::Heading);
+    title.push(&style::one_line(id), Paint::Accent);
+    let mut units = vec![title];
+    units.extend(facts.iter().map(|f| Word::new(f, Paint::Dim)));
     let mut s = format!(
-        "\n{} {}  {}",
-        style.heading("━━ Request"),
-        style.accent(&style::one_line(id)),
-        style.dim(&facts.join(" · "))
+        "\n{}",
+        wrap::joined(units, " · ", 3, width, style).join("\n")
     );
     if let Some(meta) = req.and_then(|r| r.meta) {
+        // One line, cut to the width: the whole meta is one key away (i).
         let json = serde_json::Value::Object(meta).to_string();
+        let room = width
+            .saturating_sub(3 + "meta ".len() + " (i: whole)".len())
+            .max(10);
+        let shown = crate::output::ellipsize(&json, room);
+        let whole = if crate::text::one_line(&json).chars().count() > room {
+            " (i: whole)"
+        } else {
+            ""
+        };
         s.push_str(&format!(
             "\n   {}",
-            style.dim(&format!("meta {}", crate::output::ellipsize(&json, 100)))
+            style.dim(&format!("meta {shown}{whole}"))
         ));
     }
     s
@@ -1013,19 +1020,22 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         context: Vec::new(),
         presence: session.presence.clone(),
     };
-    let idle_note = if session.owned() {
+    let idle_note = session.owned().then(|| {
         format!(
-            " · idle release after {}",
+            "idle release after {}",
             humantime::format_duration(opts.idle_release)
         )
-    } else {
-        String::new()
-    };
-    term.say(&style.dim(&format!(
-        "answering as {} in context {}{idle_note} · keys: 1-9 pick, e editor, s skip, l later, i context, q quit, Esc more · Ctrl-C: stop",
+    });
+    let mut intro = vec![format!(
+        "answering as {} in context {}",
         style::one_line(&session.name),
-        session.context
-    )));
+        style::one_line(&session.context)
+    )];
+    intro.extend(idle_note);
+    intro.push("keys: 1-9 pick, e editor, s skip, l later, i context, q quit, Esc more".into());
+    intro.push("Ctrl-C: stop".into());
+    let width = term.size().0.saturating_sub(1).max(20);
+    term.say(&wrap::parts(&intro, " · ", width, wrap::Paint::Dim, &style).join("\n"));
     let mut tally = Tally::default();
     let result = (|| -> std::result::Result<(), HandleError> {
         match &opts.id {

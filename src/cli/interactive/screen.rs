@@ -22,10 +22,11 @@
 
 use crate::output::ellipsize;
 use crate::protocol::answer::{check_answer, decision};
-use crate::protocol::{Answer, AnswerItem, Decision, Question};
+use crate::protocol::{review, Answer, AnswerItem, Decision, Question};
 
 use super::markdown;
 use super::style::{one_line, Style};
+use super::wrap::{self, Paint, Word};
 
 /// Why the screen stopped before the reviewer chose an ending.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -327,16 +328,16 @@ fn show_question(p: &mut dyn Prompter, q: &Question, i: usize, n: usize, plan: b
     if plan {
         kind.push("plan review".into());
     }
-    let mut s = String::from("\n");
+    // Wrapped at words to the width: the header, the question, then what kind it is.
+    let mut words = Vec::new();
     if let Some(h) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
-        s.push_str(&style.heading(&format!("[{}]", one_line(h))));
-        s.push(' ');
+        words.extend(wrap::words(&format!("[{}]", one_line(h)), Paint::Heading));
     }
-    s.push_str(&style.bold(&one_line(&q.question)));
-    s.push_str(&format!(
-        "  {}",
-        style.dim(&format!("({})", kind.join(" · ")))
-    ));
+    words.extend(wrap::words(&one_line(&q.question), Paint::Bold));
+    words.push(Word::new(&format!(" ({})", kind.join(" · ")), Paint::Dim));
+    let line_width = width.saturating_sub(1).max(20);
+    let mut s = String::from("\n");
+    s.push_str(&wrap::fill(&words, ("", 0), ("  ", 2), line_width, &style).join("\n"));
     if !plan {
         if let Some(d) = q.detail.as_deref().filter(|d| !d.trim().is_empty()) {
             for line in markdown::render(d, width.saturating_sub(4), &style) {
@@ -355,9 +356,9 @@ fn ask_question(
     prev: Option<&AnswerItem>,
     resumed: bool,
 ) -> Result<Step, Stop> {
-    if let Some(approve) = q.plan_review_approve().filter(|a| q.has_label(a)) {
+    if review::choices(q).is_some() {
         show_question(p, q, i, n, true);
-        return plan_review(p, q, approve, prev, !resumed);
+        return plan_review(p, q, prev, !resumed);
     }
     show_question(p, q, i, n, false);
     if q.options().is_empty() {
@@ -576,42 +577,50 @@ fn show_plan(p: &mut dyn Prompter, q: &Question, pager: bool) -> Result<(), Stop
 fn plan_review(
     p: &mut dyn Prompter,
     q: &Question,
-    approve: &str,
     prev: Option<&AnswerItem>,
     pager: bool,
 ) -> Result<Step, Stop> {
     show_plan(p, q, pager)?;
-    let opts = q.options();
-    let approve_opt = opts.iter().find(|o| o.label == approve);
-    let others: Vec<&crate::protocol::QuestionOption> =
-        opts.iter().filter(|o| o.label != approve).collect();
-    let mut items = vec![option_line(
-        &format!("Approve: {}", one_line(approve)),
-        approve_opt.and_then(|o| o.description.as_deref()),
-        "",
-    )];
-    items.extend(
-        others
-            .iter()
-            .map(|o| option_line(&o.label, o.description.as_deref(), " (declines)")),
-    );
-    let feedback = items.len();
-    items.push("Decline with feedback…".to_string());
+    // The same choices, order and default as the page (protocol::review).
+    let plan = review::choices(q).unwrap_or(review::Choices {
+        choices: vec![review::Choice::DeclineWithFeedback],
+        default: 0,
+    });
+    let mut items: Vec<String> = plan
+        .choices
+        .iter()
+        .map(|c| match c {
+            review::Choice::Option {
+                option, approves, ..
+            } => option_line(
+                &option.label,
+                option.description.as_deref(),
+                if *approves {
+                    " (approves)"
+                } else {
+                    " (declines)"
+                },
+            ),
+            review::Choice::DeclineWithFeedback => review::DECLINE_WITH_FEEDBACK.to_string(),
+        })
+        .collect();
     let again = items.len();
     items.push("Read the plan again".to_string());
     items.push(MORE.to_string());
     let more = items.len() - 1;
+    let feedback = plan.default;
     let start = match prev {
         Some(item) if item.custom.is_some() => feedback,
-        Some(item) => match item.selected.first() {
-            Some(l) if l == approve => 0,
-            Some(l) => others
-                .iter()
-                .position(|o| &o.label == l)
-                .map_or(0, |k| k + 1),
-            None => 0,
-        },
-        None => 0,
+        Some(item) => item
+            .selected
+            .first()
+            .and_then(|l| {
+                plan.choices.iter().position(
+                    |c| matches!(c, review::Choice::Option { option, .. } if &option.label == l),
+                )
+            })
+            .unwrap_or(plan.default),
+        None => plan.default,
     };
     let help =
         "1-9/Enter: choose · e: feedback in $EDITOR · l: later · i: context · q: quit · Esc: more";
@@ -641,21 +650,17 @@ fn plan_review(
                 }
             },
         };
-        if k == 0 {
+        if let Some(review::Choice::Option { option, .. }) = plan.choices.get(k) {
             return Ok(Step::Answered(AnswerItem {
                 id: q.id.clone(),
-                selected: vec![approve.to_string()],
+                selected: vec![option.label.clone()],
                 custom: None,
             }));
         }
-        if k <= others.len() {
-            return Ok(Step::Answered(AnswerItem {
-                id: q.id.clone(),
-                selected: vec![others[k - 1].label.clone()],
-                custom: None,
-            }));
-        }
-        if k == feedback {
+        if matches!(
+            plan.choices.get(k),
+            Some(review::Choice::DeclineWithFeedback)
+        ) {
             // Declined: nothing selected, the feedback in custom.
             if let Some(item) = custom_only(
                 p,
@@ -718,14 +723,65 @@ fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
     }
 }
 
-/// The last step before anything is sent: "Send …? (y/N)", Enter meaning no.
+/// What one answer will send, whole: the decision or the labels picked, then every line
+/// of the reviewer's text (feedback, Other) as it will be sent, wrapped at words.
+fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -> Vec<String> {
+    let short = describe(q, item);
+    if short.chars().count() <= width && !item.custom.as_deref().is_some_and(|c| c.contains('\n')) {
+        return vec![style.accent(&short)];
+    }
+    let labels: Vec<String> = item.selected.iter().map(|l| one_line(l)).collect();
+    let head = match decision(q, item) {
+        Some(Decision::Approved) => format!("approved ({})", labels.join(", ")),
+        Some(Decision::Declined) if labels.is_empty() && item.custom.is_some() => {
+            "declined, with this feedback:".to_string()
+        }
+        Some(Decision::Declined) if labels.is_empty() => "declined (skipped)".to_string(),
+        Some(Decision::Declined) => format!("declined: {}", labels.join(", ")),
+        None if labels.is_empty() && item.custom.is_none() => "(skipped)".to_string(),
+        None if item.custom.is_some() && labels.is_empty() => "this text:".to_string(),
+        None if item.custom.is_some() => format!("{}, and this text:", labels.join(", ")),
+        None => labels.join(", "),
+    };
+    let mut lines = wrap::text(&head, width, 2, Paint::Accent, style);
+    if let Some(c) = &item.custom {
+        let bar = style.dim("│");
+        for l in super::style::multi_line(c).lines() {
+            let ws = wrap::words(l, Paint::Plain);
+            let first = format!("  {bar} ");
+            lines.extend(wrap::fill(&ws, (&first, 4), (&first, 4), width, style));
+        }
+    }
+    lines
+}
+
+/// The last step before anything is sent: "Send …? (y/N)", Enter meaning no. When the
+/// answer does not fit that one line (long or several-line feedback), it is printed
+/// whole above the question first, so the reviewer sees every word that will be sent.
 fn confirm_send(
     p: &mut dyn Prompter,
     questions: &[Question],
     items: &[Option<AnswerItem>],
 ) -> Result<bool, Stop> {
     let message = match (questions, items) {
-        ([q], [Some(item)]) => format!("Send: {}?", ellipsize(&describe(q, item), 60)),
+        ([q], [Some(item)]) => {
+            let short = describe(q, item);
+            let fits = short.chars().count() <= 60
+                && !item
+                    .custom
+                    .as_deref()
+                    .is_some_and(|c| c.trim().contains('\n'));
+            if fits {
+                format!("Send: {short}?")
+            } else {
+                let style = p.style();
+                let width = p.size().0.saturating_sub(1).max(20);
+                let mut s = vec![String::new(), style.heading("This will be sent:")];
+                s.extend(sending_lines(q, item, &style, width));
+                p.say(&s.join("\n"));
+                "Send the answer above?".to_string()
+            }
+        }
         _ => format!("Send these {} answers?", questions.len()),
     };
     let help = if questions.len() == 1 {
@@ -766,15 +822,20 @@ fn summary(
     items: &[Option<AnswerItem>],
 ) -> Result<Summary, Stop> {
     let style = p.style();
+    // Every answer whole (what the send will carry), each under its question.
+    let width = p.size().0.saturating_sub(1).max(20);
     let mut s = format!("\n{}", style.heading("Summary"));
     for (k, (q, item)) in questions.iter().zip(items).enumerate() {
-        let answer = item.as_ref().map(|i| describe(q, i)).unwrap_or_default();
         s.push_str(&format!(
-            "\n  {}. {}  →  {}",
+            "\n  {}. {}",
             k + 1,
-            ellipsize(&one_line(&q.question), 50),
-            style.accent(&answer)
+            ellipsize(&one_line(&q.question), width.saturating_sub(6))
         ));
+        if let Some(item) = item {
+            for l in sending_lines(q, item, &style, width.saturating_sub(5)) {
+                s.push_str(&format!("\n     {l}"));
+            }
+        }
     }
     p.say(&s);
     let mut labels = vec!["Submit these answers".to_string()];
@@ -825,6 +886,8 @@ mod tests {
         replies: VecDeque<Scripted>,
         said: Vec<String>,
         paged: usize,
+        /// Every list offered: its items and where the cursor started.
+        lists: Vec<(Vec<String>, usize)>,
     }
 
     #[derive(Debug)]
@@ -850,8 +913,9 @@ mod tests {
             m: &str,
             items: &[String],
             _: &str,
-            _: usize,
+            start: usize,
         ) -> Result<Reply<usize>, Stop> {
+            self.lists.push((items.to_vec(), start));
             match self.replies.pop_front() {
                 Some(Scripted::Select(r)) => {
                     if let Reply::Value(k) = r {
@@ -1047,8 +1111,9 @@ mod tests {
 
     #[test]
     fn plan_review_approves_by_label_whatever_its_position() {
+        // The asker's order: 0 Revise, 1 Ship it (approves), 2 feedback.
         let qs = [plan("Ship it", &["Revise", "Ship it"], "1. a\n2. b")];
-        let (end, s) = run(&qs, vec![sel(0), yes()]);
+        let (end, s) = run(&qs, vec![sel(1), yes()]);
         let it = &items(end)[0];
         assert_eq!(it.selected, vec!["Ship it".to_string()]);
         assert_eq!(decision(&qs[0], it), Some(Decision::Approved));
@@ -1061,14 +1126,53 @@ mod tests {
     #[test]
     fn plan_review_decline_with_feedback_is_custom_only() {
         let qs = [plan("Ship it", &["Revise", "Ship it"], "plan")];
-        // 0 approve, 1 Revise (declines), 2 feedback.
+        // 0 Revise (declines), 1 approve, 2 feedback.
         let (end, _) = run(&qs, vec![sel(2), text("split step 2"), yes()]);
         let it = &items(end)[0];
         assert!(it.selected.is_empty());
         assert_eq!(it.custom.as_deref(), Some("split step 2"));
         assert_eq!(decision(&qs[0], it), Some(Decision::Declined));
-        let (end, _) = run(&qs, vec![sel(1), yes()]);
+        let (end, _) = run(&qs, vec![sel(0), yes()]);
         assert_eq!(items(end)[0].selected, vec!["Revise".to_string()]);
+    }
+
+    #[test]
+    fn plan_review_offers_the_asker_order_and_starts_on_feedback_not_approve() {
+        let qs = [plan("Ship it", &["Revise", "Ship it", "Later"], "plan")];
+        let (_, s) = run(&qs, vec![sel(1), yes()]);
+        let (items, start) = &s.lists[0];
+        assert_eq!(
+            &items[..4],
+            &[
+                "Revise (declines)",
+                "Ship it (approves)",
+                "Later (declines)",
+                "Decline with feedback"
+            ]
+        );
+        assert_eq!(*start, 3, "the cursor starts on Decline with feedback");
+    }
+
+    #[test]
+    fn the_confirmation_shows_the_whole_feedback_first() {
+        let qs = [plan("Ship it", &["Revise", "Ship it"], "plan")];
+        let feedback = "Split step 2 into two migrations, one per table, so that each can be rolled back alone.\nAnd keep the old column until the reads have moved.\nLast line: THE-END";
+        let (end, s) = run(&qs, vec![sel(2), text(feedback), yes()]);
+        assert_eq!(items(end)[0].custom.as_deref(), Some(feedback));
+        let shown = s.said.join("\n");
+        let at = shown
+            .find("This will be sent:")
+            .expect("the answer is printed whole");
+        let words: Vec<&str> = shown[at..].split_whitespace().collect();
+        for w in feedback.split_whitespace() {
+            assert!(words.contains(&w), "{w:?} missing from {shown}");
+        }
+        assert!(
+            s.said.iter().any(|t| t == "Send the answer above?"),
+            "{:?}",
+            s.said
+        );
+        assert!(shown.lines().all(|l| l.chars().count() < 80), "{shown}");
     }
 
     #[test]

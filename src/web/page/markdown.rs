@@ -1,8 +1,9 @@
 //! A plan-review's plan (the question's `detail`) rendered from Markdown so that a
 //! reviewer sees everything the asker wrote and nothing of it can run, load or hide.
 //!
-//! `pulldown-cmark` parses; this module writes the HTML itself, event by event, so
-//! nothing passes through unescaped:
+//! The project's one Markdown front end ([`crate::markdown::parse`], `pulldown-cmark`,
+//! shared with the terminal screen) parses; this module writes the HTML itself, event by
+//! event, so nothing passes through unescaped:
 //! - raw HTML, block or inline (comments included), is shown as escaped text in a
 //!   marked box: visible, never dropped, never markup;
 //! - images are never loaded: their alt text and URL are shown as text;
@@ -10,19 +11,13 @@
 //!   `mailto:` links can be followed (`javascript:`, `data:` and anything else are text);
 //! - link reference definitions, which Markdown itself never shows, are listed at the
 //!   end, so text cannot hide in them;
-//! - every piece of text goes through the project's sanitiser first
+//! - every piece of text arrives sanitised from the front end and is HTML-escaped here
 //!   ([`super::layout::block`]), so control characters and terminal escapes are visible.
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Tag, TagEnd};
 
 use super::layout::{block, escape, text};
-
-fn followable(url: &str) -> bool {
-    let lower = url.trim().to_ascii_lowercase();
-    ["http://", "https://", "mailto:"]
-        .iter()
-        .any(|p| lower.starts_with(p))
-}
+use crate::markdown::{followable, parse};
 
 fn level(l: HeadingLevel) -> u8 {
     match l {
@@ -36,14 +31,13 @@ fn level(l: HeadingLevel) -> u8 {
 
 /// Render `md` as safe HTML (a fragment to put inside a `div`).
 pub fn render(md: &str) -> String {
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut parser = Parser::new_ext(md, opts);
+    let plan = parse(md);
     let mut out = String::with_capacity(md.len() * 2);
     // Open links and images: what to write at their end.
     let mut ends: Vec<String> = Vec::new();
     let mut in_image = 0usize;
     let mut table_head = false;
-    for ev in parser.by_ref() {
+    for ev in plan.events {
         match ev {
             Event::Start(tag) => match tag {
                 Tag::Paragraph => out.push_str("<p>"),
@@ -175,13 +169,13 @@ pub fn render(md: &str) -> String {
     while let Some(e) = ends.pop() {
         out.push_str(&e);
     }
-    let defs = parser.reference_definitions();
-    let mut listed: Vec<String> = defs
+    let listed: Vec<String> = plan
+        .definitions
         .iter()
-        .map(|(label, d)| {
+        .map(|d| {
             format!(
                 "<li>[{}]: <span class=\"url\">{}</span>{}</li>",
-                text(label),
+                text(&d.label),
                 text(&d.dest),
                 d.title
                     .as_ref()
@@ -191,7 +185,6 @@ pub fn render(md: &str) -> String {
         })
         .collect();
     if !listed.is_empty() {
-        listed.sort();
         out.push_str("<div class=\"refdefs\"><p>Link definitions in the plan:</p><ul>");
         out.push_str(&listed.concat());
         out.push_str("</ul></div>");

@@ -173,7 +173,7 @@ fn deadline(row: &RequestRow, now: i64) -> String {
 }
 
 /// The `#queue` fragment: counts, who holds each context, the table.
-fn fragment_html(viewer: &Viewer, f: &Filter, rows: &[RequestRow], leases: &[LeaseInfo]) -> String {
+fn fragment_html(viewer: &Viewer, rows: &[RequestRow], leases: &[LeaseInfo]) -> String {
     let now = now_ms();
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_context: BTreeMap<&str, usize> = BTreeMap::new();
@@ -182,12 +182,6 @@ fn fragment_html(viewer: &Viewer, f: &Filter, rows: &[RequestRow], leases: &[Lea
         *by_context.entry(r.context.as_str()).or_default() += 1;
     }
     let mut h = String::from("<div id=\"queue\">");
-    if let Some(done) = &f.done {
-        h.push_str(&format!(
-            "<p class=\"flash good\" role=\"status\">Sent the answer to <code>{}</code>.</p>",
-            text(done)
-        ));
-    }
     h.push_str(&format!(
         "<p class=\"counts\"><strong id=\"count\">{}</strong> shown",
         rows.len()
@@ -227,8 +221,9 @@ since {}: read-only here until they leave.</p>",
         let href = format!("/r/{}", urlencode(id));
         h.push_str(&format!(
             "<tr class=\"row\" data-href=\"{href}\" data-id=\"{}\"><td><a href=\"{href}\">{}</a></td>\
-<td class=\"q\">{}</td><td>{}</td><td>{}</td><td><span class=\"status {}\">{}</span>{}</td>\
-<td>{}</td><td>{}</td></tr>",
+<td class=\"q\">{}</td><td data-label=\"Context\">{}</td><td data-label=\"Agent\">{}</td>\
+<td data-label=\"Status\"><span class=\"status {}\">{}</span>{}</td>\
+<td data-label=\"Age\">{}</td><td data-label=\"Deadline\">{}</td></tr>",
             escape(id),
             text(id),
             summary(r),
@@ -296,12 +291,24 @@ pub async fn page(State(st): State<AppState>, viewer: Viewer, RawQuery(raw): Raw
         Ok(x) => x,
         Err(r) => return r,
     };
+    // The confirmation is outside `#queue`, which the script replaces on every live
+    // change: it stays until the reviewer leaves the page.
+    let done = f
+        .done
+        .as_deref()
+        .map(|d| {
+            format!(
+                "<p class=\"flash good\" id=\"sent\" role=\"status\">Sent the answer to <code>{}</code>.</p>",
+                text(d)
+            )
+        })
+        .unwrap_or_default();
     let body = format!(
-        "<h1>Queue</h1>{}<p class=\"keys\">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>Enter</kbd> opens.</p>\
+        "<h1>Queue</h1>{done}{}<p class=\"keys\">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>Enter</kbd> opens.</p>\
 <div id=\"queue-src\" data-src=\"/queue?{}\"></div>{}",
         filters_form(&f),
         escape(&f.query_string()),
-        fragment_html(&viewer, &f, &rows, &leases)
+        fragment_html(&viewer, &rows, &leases)
     );
     layout::html(
         StatusCode::OK,
@@ -320,9 +327,7 @@ pub async fn fragment(
         Err(e) => return viewer.error(e),
     };
     match load(&st, &viewer, &f).await {
-        Ok((rows, leases)) => {
-            layout::html(StatusCode::OK, fragment_html(&viewer, &f, &rows, &leases))
-        }
+        Ok((rows, leases)) => layout::html(StatusCode::OK, fragment_html(&viewer, &rows, &leases)),
         Err(r) => r,
     }
 }

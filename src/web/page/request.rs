@@ -1,7 +1,11 @@
 //! One request (`GET /r/{id}`): its header, question, detail, meta, every option with its
 //! description; radios or checkboxes as the question says, "Other" free text, skip. A
-//! plan review shows the plan rendered safely ([`super::markdown`]) and offers Approve
-//! (never pre-selected, never focused, never what Enter does) and Decline with feedback.
+//! plan review shows the plan rendered safely ([`super::markdown`]) and offers the choices
+//! of [`crate::protocol::review`] in its order, with its default (Decline with feedback)
+//! checked: Approve is never pre-selected, never focused, never what Enter does.
+//!
+//! A form that cannot become an answer comes back as this page (a `400`) with every entry
+//! kept and the problem flagged at its question, not as a separate error page.
 //!
 //! Nothing is sent from the form itself: it posts to `/r/{id}/confirm`, which shows the
 //! summary of what will be sent (every question of a batch) with the answer as a hidden
@@ -23,7 +27,7 @@ use super::session::{field, form_fields, Viewer};
 use crate::app;
 use crate::core::access::Action;
 use crate::error::Error;
-use crate::protocol::{Answer, AnswerItem, Code, Question, Request, UserQuestionError};
+use crate::protocol::{review, Answer, AnswerItem, Code, Question, Request, UserQuestionError};
 use crate::store::{RequestRow, Status};
 use crate::web::body::Body;
 use crate::web::AppState;
@@ -216,41 +220,100 @@ fn option_label(label: &str, desc: Option<&str>) -> String {
     )
 }
 
-fn question_form(i: usize, q: &Question, enabled: bool) -> String {
+/// What the reviewer entered in a form that could not be sent: shown again as it was,
+/// with the problem flagged at its question.
+#[derive(Clone, Copy)]
+struct Entered<'a> {
+    fields: &'a [(String, String)],
+    problem: &'a FormError,
+}
+
+impl Entered<'_> {
+    fn has(&self, name: &str, value: &str) -> bool {
+        self.fields.iter().any(|(k, v)| k == name && v == value)
+    }
+
+    fn value(&self, name: &str) -> String {
+        field(self.fields, name).unwrap_or("").to_string()
+    }
+}
+
+/// ` checked` when the input is on.
+fn checked(on: bool) -> &'static str {
+    if on {
+        " checked"
+    } else {
+        ""
+    }
+}
+
+fn question_form(i: usize, q: &Question, enabled: bool, entered: Option<Entered<'_>>) -> String {
     let dis = if enabled { "" } else { " disabled" };
-    let mut h = format!("<fieldset class=\"q\" data-q=\"{i}\"{dis}>");
-    h.push_str(&question_head(i, q));
-    let name = format!("q{i}");
-    if let Some(approve) = q.plan_review_approve() {
-        h.push_str("<div class=\"options\">");
-        let mut key = 0;
-        for (k, o) in q.options().iter().enumerate() {
-            key += 1;
-            let class = if o.label == approve {
-                "approve"
-            } else {
-                "declines"
-            };
-            h.push_str(&format!(
-                "<label class=\"opt {class}\"><kbd>{key}</kbd> <input type=\"radio\" name=\"{name}\" value=\"o{k}\" data-key=\"{key}\">\
-{}{}</label>",
-                option_label(&o.label, o.description.as_deref()),
-                if o.label == approve {
-                    " <span class=\"chip good\">approves</span>"
-                } else {
-                    " <span class=\"dim\">(declines)</span>"
-                }
-            ));
+    let problem = entered.and_then(|e| (e.problem.question == Some(i)).then_some(e.problem));
+    let mut h = format!(
+        "<fieldset class=\"q{}\" data-q=\"{i}\"{dis}{}>",
+        if problem.is_some() { " invalid" } else { "" },
+        if problem.is_some() {
+            format!(" aria-describedby=\"q{i}-problem\"")
+        } else {
+            String::new()
         }
-        key += 1;
+    );
+    h.push_str(&question_head(i, q));
+    if let Some(p) = problem {
         h.push_str(&format!(
-            "<label class=\"opt decline\"><kbd>{key}</kbd> <input type=\"radio\" name=\"{name}\" value=\"decline\" data-key=\"{key}\">\
-Decline with feedback</label></div>\
-<label class=\"other\">Feedback (sent with a decline) <textarea name=\"{name}.other\" rows=\"3\"></textarea></label>"
+            "<p class=\"flash bad problem\" id=\"q{i}-problem\" role=\"alert\"><span class=\"code\">{}</span> {}</p>",
+            escape(p.error.code.as_str()),
+            text(&p.error.message)
+        ));
+    }
+    let name = format!("q{i}");
+    let other_text = entered
+        .map(|e| e.value(&format!("{name}.other")))
+        .unwrap_or_default();
+    if let Some(plan) = review::choices(q) {
+        h.push_str("<div class=\"options\">");
+        for (k, choice) in plan.choices.iter().enumerate() {
+            let key = k + 1;
+            let value = match choice {
+                review::Choice::Option { index, .. } => format!("o{index}"),
+                review::Choice::DeclineWithFeedback => "decline".to_string(),
+            };
+            let on = match entered {
+                Some(e) => e.has(&name, &value),
+                None => k == plan.default,
+            };
+            let input = format!(
+                "<input type=\"radio\" name=\"{name}\" value=\"{value}\" data-key=\"{key}\"{}>",
+                checked(on)
+            );
+            match choice {
+                review::Choice::Option {
+                    option, approves, ..
+                } => h.push_str(&format!(
+                    "<label class=\"opt {}\"><kbd>{key}</kbd> {input}{}{}</label>",
+                    if *approves { "approve" } else { "declines" },
+                    option_label(&option.label, option.description.as_deref()),
+                    if *approves {
+                        " <span class=\"chip good\">approves</span>"
+                    } else {
+                        " <span class=\"dim\">(declines)</span>"
+                    }
+                )),
+                review::Choice::DeclineWithFeedback => h.push_str(&format!(
+                    "<label class=\"opt decline\"><kbd>{key}</kbd> {input}{}</label>",
+                    review::DECLINE_WITH_FEEDBACK
+                )),
+            }
+        }
+        h.push_str(&format!(
+            "</div><label class=\"other\">Feedback (sent with a decline) <textarea name=\"{name}.other\" rows=\"3\">{}</textarea></label>",
+            escape(&other_text)
         ));
     } else if q.options().is_empty() {
         h.push_str(&format!(
-            "<label class=\"other\">Your answer <textarea name=\"{name}.other\" rows=\"3\"></textarea></label>"
+            "<label class=\"other\">Your answer <textarea name=\"{name}.other\" rows=\"3\">{}</textarea></label>",
+            escape(&other_text)
         ));
     } else {
         let ty = if q.is_multi() { "checkbox" } else { "radio" };
@@ -264,23 +327,29 @@ Decline with feedback</label></div>\
         ));
         for (k, o) in q.options().iter().enumerate() {
             let key = k + 1;
+            let value = format!("o{k}");
             h.push_str(&format!(
-                "<label class=\"opt\"><kbd>{key}</kbd> <input type=\"{ty}\" name=\"{name}\" value=\"o{k}\" data-key=\"{key}\"> {}</label>",
+                "<label class=\"opt\"><kbd>{key}</kbd> <input type=\"{ty}\" name=\"{name}\" value=\"{value}\" data-key=\"{key}\"{}> {}</label>",
+                checked(entered.is_some_and(|e| e.has(&name, &value))),
                 option_label(&o.label, o.description.as_deref())
             ));
         }
         let other = if q.is_multi() {
-            "<label class=\"other\">Other (added to what you tick) "
+            "<label class=\"other\">Other (added to what you tick) ".to_string()
         } else {
-            "<label class=\"other\"><input type=\"radio\" name=\"NAME\" value=\"other\"> Other: "
-        }
-        .replace("NAME", &name);
+            format!(
+                "<label class=\"other\"><input type=\"radio\" name=\"{name}\" value=\"other\"{}> Other: ",
+                checked(entered.is_some_and(|e| e.has(&name, "other")))
+            )
+        };
         h.push_str(&format!(
-            "</div>{other}<input type=\"text\" name=\"{name}.other\" size=\"40\"></label>"
+            "</div>{other}<input type=\"text\" name=\"{name}.other\" size=\"40\" value=\"{}\"></label>",
+            escape(&other_text)
         ));
     }
     h.push_str(&format!(
-        "<label class=\"skip\"><input type=\"checkbox\" name=\"{name}.skip\" value=\"1\"> Skip this question{}</label>",
+        "<label class=\"skip\"><input type=\"checkbox\" name=\"{name}.skip\" value=\"1\"{}> Skip this question{}</label>",
+        checked(entered.is_some_and(|e| e.has(&format!("{name}.skip"), "1"))),
         if q.plan_review_approve().is_some() {
             " (records a decline without feedback)"
         } else {
@@ -318,29 +387,50 @@ pub async fn view(State(st): State<AppState>, viewer: Viewer, Path(id): Path<Str
     let Some(req) = row.request() else {
         return viewer.error(Error::NotFound(id));
     };
-    let can = answerable(&st, &viewer, &row).await;
+    request_page(&st, &viewer, &id, &row, &req, None).await
+}
+
+/// The request's page with its form: empty (the defaults), or as the reviewer left it
+/// with the problem flagged (a `400`, the form's entries kept).
+async fn request_page(
+    st: &AppState,
+    viewer: &Viewer,
+    id: &str,
+    row: &RequestRow,
+    req: &Request,
+    entered: Option<Entered<'_>>,
+) -> Response {
+    let can = answerable(st, viewer, row).await;
     let mut body = format!(
         "<p class=\"crumbs\"><a href=\"/\">Queue</a> / <code>{}</code></p>\
 <div id=\"gone\" class=\"flash warn\" hidden>This request was finished elsewhere; nothing here can be sent.</div>",
-        text(&id)
+        text(id)
     );
-    body.push_str(&meta_html(&row, &req));
-    body.push_str(&outcome_html(&row, &req));
+    body.push_str(&meta_html(row, req));
+    body.push_str(&outcome_html(row, req));
     if let Answerable::No(why) = &can {
         body.push_str(&format!(
             "<p class=\"flash warn\" id=\"readonly\">{}</p>",
             text(why)
         ));
     }
+    if let Some(e) = entered {
+        // The summary of what is wrong, at the top; each question's own problem is
+        // flagged on it below.
+        body.push_str(&format!(
+            "<p class=\"flash bad\" id=\"not-sent\" role=\"alert\">Not sent: {}. Your entries are kept below.</p>",
+            text(&e.problem.error.message)
+        ));
+    }
     let enabled = matches!(can, Answerable::Yes);
     body.push_str(&format!(
         "<form id=\"answer\" method=\"post\" action=\"/r/{}/confirm\" autocomplete=\"off\">\
 <input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-        urlencode(&id),
+        urlencode(id),
         escape(&viewer.csrf)
     ));
     for (i, q) in req.questions.iter().enumerate() {
-        body.push_str(&question_form(i, q, enabled));
+        body.push_str(&question_form(i, q, enabled, entered));
     }
     if enabled {
         body.push_str(
@@ -350,23 +440,32 @@ pub async fn view(State(st): State<AppState>, viewer: Viewer, Path(id): Path<Str
         );
     }
     body.push_str("</form>");
+    let status = if entered.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
     layout::html(
-        StatusCode::OK,
+        status,
         layout::page(
-            &title_of(&row, &req),
+            &title_of(row, req),
             Some(&viewer.nav()),
-            Some(&live_of(&row)),
+            Some(&live_of(row)),
             &body,
         ),
     )
 }
 
-fn bad_answer(msg: String) -> UserQuestionError {
-    UserQuestionError::new(Code::BadAnswer, msg)
+/// Why a form cannot become an answer: the rule it breaks, and the question it is about
+/// (when it is about one).
+#[derive(Debug)]
+struct FormError {
+    question: Option<usize>,
+    error: UserQuestionError,
 }
 
 /// The answer the form describes.
-fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQuestionError> {
+fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormError> {
     let mut answers = Vec::with_capacity(req.questions.len());
     for (i, q) in req.questions.iter().enumerate() {
         let name = format!("q{i}");
@@ -381,7 +480,11 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, UserQ
             .filter(|s| !s.trim().is_empty());
         let skip = field(fields, &format!("{name}.skip")).is_some();
         let n = i + 1;
-        let label = |v: &str| -> Result<String, UserQuestionError> {
+        let bad_answer = |msg: String| FormError {
+            question: Some(i),
+            error: UserQuestionError::new(Code::BadAnswer, msg),
+        };
+        let label = |v: &str| -> Result<String, FormError> {
             v.strip_prefix('o')
                 .and_then(|k| k.parse::<usize>().ok())
                 .and_then(|k| q.options().get(k))
@@ -540,22 +643,22 @@ pub async fn confirm(
         return viewer.error(Error::NotFound(id));
     };
     // The summary shows only what Send would accept: the same answer rules, here.
-    let answer = match answer_of(&req, &fields)
-        .and_then(|a| crate::protocol::answer::check_answer(&req.questions, &a).map(|_| a))
-    {
+    let answer = match answer_of(&req, &fields).and_then(|a| {
+        crate::protocol::answer::check_answer(&req.questions, &a)
+            .map(|_| a)
+            .map_err(|error| FormError {
+                question: None,
+                error,
+            })
+    }) {
         Ok(a) => a,
-        Err(e) => {
-            let body = format!(
-                "<section class=\"error\"><h1>Not sent</h1><p class=\"code\">{}</p><p>{}</p>\
-<p><a href=\"/r/{}\">Back to the request</a></p></section>",
-                escape(e.code.as_str()),
-                text(&e.message),
-                urlencode(&id)
-            );
-            return layout::html(
-                StatusCode::BAD_REQUEST,
-                layout::page("Not sent", Some(&viewer.nav()), None, &body),
-            );
+        Err(problem) => {
+            // Flagged on the form itself, with everything entered kept.
+            let entered = Entered {
+                fields: &fields,
+                problem: &problem,
+            };
+            return request_page(&st, &viewer, &id, &row, &req, Some(entered)).await;
         }
     };
     let mut body = format!(
@@ -712,8 +815,13 @@ mod tests {
         // Every answer the page builds satisfies the rules Send applies.
         for pick in ["o0", "o1"] {
             let e = answer_of(&r, &f(&[("q0", pick), ("q0.other", "rename X first")])).unwrap_err();
-            assert_eq!(e.code, Code::BadAnswer);
-            assert!(e.message.contains("Decline with feedback"), "{}", e.message);
+            assert_eq!(e.question, Some(0));
+            assert_eq!(e.error.code, Code::BadAnswer);
+            assert!(
+                e.error.message.contains("Decline with feedback"),
+                "{}",
+                e.error.message
+            );
             let a = answer_of(&r, &f(&[("q0", pick)])).unwrap();
             assert!(crate::protocol::answer::check_answer(&r.questions, &a).is_ok());
         }
