@@ -213,16 +213,7 @@ fn daemon_bound_by_modes(env: &Env) -> Daemon {
         .stderr(fs::File::create(&log).unwrap())
         .spawn()
         .expect("spawn the daemon (setpriv is util-linux's)");
-    let d = Daemon {
-        child: Some(child),
-        log,
-    };
-    assert!(
-        wait_until(DEADLINE, || d.log_text().contains("daemon started")),
-        "daemon did not start: {}",
-        d.log_text()
-    );
-    d
+    Daemon::started(child, log)
 }
 
 #[test]
