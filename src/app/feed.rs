@@ -207,6 +207,38 @@ pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow
     store.list(filter)
 }
 
+/// [`list`] of the requests in any of `statuses` (empty: every status; `filter.status` is
+/// ignored): one query a status, each on its index, merged in the filter's order and cut
+/// to its limit.
+pub fn list_in(
+    store: &mut dyn Store,
+    statuses: &[Status],
+    filter: &ListFilter,
+) -> Result<Vec<RequestRow>> {
+    if statuses.is_empty() {
+        return store.list(&ListFilter {
+            status: None,
+            ..filter.clone()
+        });
+    }
+    let mut rows = Vec::new();
+    for &status in statuses {
+        rows.extend(store.list(&ListFilter {
+            status: Some(status),
+            ..filter.clone()
+        })?);
+    }
+    if filter.oldest_first {
+        rows.sort_by_key(|r| r.seq);
+    } else {
+        rows.sort_by_key(|r| std::cmp::Reverse(r.seq));
+    }
+    if let Some(limit) = filter.limit.filter(|l| *l >= 0) {
+        rows.truncate(limit as usize);
+    }
+    Ok(rows)
+}
+
 /// The reviewer's queue in `context` for the session whose lease is `lease_id`: every
 /// request pending, or claimed by that lease, in the order a reviewer takes them —
 /// those with a deadline first (soonest first), then the rest oldest first. One read.

@@ -31,6 +31,9 @@ impl Status {
     /// Every status, in lifecycle order (derived: no variant can be missing).
     pub const ALL: &'static [Status] = <Status as strum::VariantArray>::VARIANTS;
 
+    /// The open statuses ([`Status::is_open`]): what a reviewer's queue shows.
+    pub const OPEN: &'static [Status] = &[Status::Pending, Status::Claimed];
+
     /// The status as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {

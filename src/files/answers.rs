@@ -16,6 +16,7 @@ use std::fs;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::grace;
 use super::inbox::{list_dir, move_rejected, RejectedFile};
 use super::safe_read::{read_dropped, ReadError};
 use crate::clock::Millis;
@@ -165,12 +166,37 @@ pub fn process(
                 break;
             }
             taken += 1;
-            let parsed = match read_dropped(&dir.join(name), max_bytes) {
+            let path = dir.join(name);
+            let parsed = match read_dropped(&path, max_bytes) {
                 Ok((bytes, _)) => {
                     read += bytes.len() as u64;
-                    parse(name, &bytes)
+                    if grace::unfinished(&bytes) {
+                        if grace::settling(&path) {
+                            // Still being written (or copied in): judged after the grace.
+                            continue;
+                        }
+                        parse(name, &bytes).map_err(|mut e| {
+                            e.message = format!(
+                                "{}; {}",
+                                e.message,
+                                grace::unfinished_hint(&bytes, "answers")
+                            );
+                            e
+                        })
+                    } else {
+                        parse(name, &bytes)
+                    }
                 }
                 Err(ReadError::Gone) => continue,
+                Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    if grace::settling(&path) {
+                        continue;
+                    }
+                    Err(UserQuestionError::new(
+                        Code::BadRequest,
+                        format!("{name}: {}", grace::unreadable_hint(&path, &e, "answers")),
+                    ))
+                }
                 Err(ReadError::Io(e)) => {
                     tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read answer file; will retry");
                     continue;

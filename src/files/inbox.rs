@@ -18,6 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
+use super::grace;
 use super::safe_read::{read_dropped_identified, FileIdentity, ReadError};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -135,11 +136,27 @@ fn into_text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Whether an input that cannot be judged yet waits out the grace ([`super::grace`]): the
+/// daemon's batches do; an offline check judges what it is given at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    /// Leave an unfinished or unreadable file alone while it is settling.
+    Wait,
+    /// Judge it now.
+    Judge,
+}
+
 /// Read one inbox file into an [`Input`], with the identity of the file read when it was
-/// opened; `None` when it vanished or cannot be read now.
-fn read_input(dir: &Path, name: &str, max_bytes: u64) -> Option<(Input, Option<FileIdentity>)> {
+/// opened; `None` when it vanished, cannot be read now, or (with [`Settle::Wait`]) is
+/// unfinished or unreadable and still settling.
+fn read_input(
+    dir: &Path,
+    name: &str,
+    max_bytes: u64,
+    settle: Settle,
+) -> Option<(Input, Option<FileIdentity>)> {
     let mut identity = None;
-    let input = read_input_into(dir, name, max_bytes, &mut identity)?;
+    let input = read_input_into(dir, name, max_bytes, settle, &mut identity)?;
     Some((input, identity))
 }
 
@@ -147,6 +164,7 @@ fn read_input_into(
     dir: &Path,
     name: &str,
     max_bytes: u64,
+    settle: Settle,
     identity: &mut Option<FileIdentity>,
 ) -> Option<Input> {
     let kind = classify(name)?;
@@ -176,11 +194,34 @@ fn read_input_into(
                 String::new(),
             ))
         }
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            // Not the daemon's failure but the file's: judged once it stood still.
+            if settle == Settle::Wait && grace::settling(&path) {
+                tracing::debug!(file = %for_log(name), "inbox file not readable yet; judged after the grace");
+                return None;
+            }
+            return Some(reject(
+                UserQuestionError::new(
+                    Code::BadRequest,
+                    format!("{name}: {}", grace::unreadable_hint(&path, &e, "inbox")),
+                ),
+                String::new(),
+            ));
+        }
         Err(ReadError::Io(e)) => {
             tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read inbox file; will retry");
             return None;
         }
     };
+    // An abort file may well be empty (no reason given): only a request waits.
+    if settle == Settle::Wait
+        && matches!(kind, EntryKind::Request(_))
+        && grace::unfinished(&bytes)
+        && grace::settling(&path)
+    {
+        tracing::debug!(file = %for_log(name), "inbox file still being written; judged after the grace");
+        return None;
+    }
     match kind {
         EntryKind::Unknown => Some(reject(
             UserQuestionError::new(
@@ -215,7 +256,14 @@ fn read_input_into(
                 raw: into_text(bytes),
                 mtime,
             }),
-            Err(error) => {
+            Err(mut error) => {
+                if grace::unfinished(&bytes) {
+                    error.message = format!(
+                        "{}; {}",
+                        error.message,
+                        grace::unfinished_hint(&bytes, "inbox")
+                    );
+                }
                 // Salvage the id and context for the audit and the outbox, if readable.
                 let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
                 Some(Input::Reject {
@@ -276,7 +324,7 @@ pub fn validate_file(
             format!("{name}: names starting with '.' are ignored by the daemon"),
         ));
     }
-    match read_input(dir, name, max_bytes).map(|(input, _)| input) {
+    match read_input(dir, name, max_bytes, Settle::Judge).map(|(input, _)| input) {
         None => Err(UserQuestionError::new(
             Code::BadRequest,
             format!("{name}: cannot be read"),
@@ -312,7 +360,7 @@ pub fn read_batch(dir: &Path, names: &[String], max_bytes: u64, batch_bytes: u64
     let mut out = ReadBatch::default();
     for name in names {
         out.consumed += 1;
-        if let Some((input, identity)) = read_input(dir, name, max_bytes) {
+        if let Some((input, identity)) = read_input(dir, name, max_bytes, Settle::Wait) {
             out.bytes += size(&input);
             out.inputs.push(input);
             out.identities.push(identity);

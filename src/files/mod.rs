@@ -3,10 +3,13 @@
 //! - [`atomic`]: durable writes (temp file, fsync, rename, fsync the directory).
 //! - [`inbox`]: reading a dropped file safely and ingesting batches of them.
 //! - [`answers`]: answer and cancel files from providers.
+//! - [`grace`]: a file still being written (or not readable yet) is judged only once it
+//!   stood still for a short grace.
 //! - [`outbox`]: writing outcome documents, and catching up after a restart.
 
 pub mod answers;
 pub mod atomic;
+pub mod grace;
 pub mod inbox;
 pub mod outbox;
 pub mod safe_read;

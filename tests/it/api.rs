@@ -578,7 +578,7 @@ fn bad_and_oversize_bodies_get_their_codes_and_change_nothing() {
     }
     // Nothing accepted; the three refused documents are recorded as rejections (the audit
     // keeps every refusal, as for `dshq ask`), the oversize ones never reached the store.
-    let listed = env.json(&["list"]).ok().json();
+    let listed = env.json(&["list", "--all"]).ok().json();
     let statuses: Vec<&str> = listed
         .as_array()
         .unwrap()

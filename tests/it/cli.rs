@@ -92,7 +92,11 @@ fn status_of(env: &Env, id: &str) -> String {
 
 /// `dshq --json list ARGS`, parsed as an array.
 fn list(env: &Env, args: &[&str]) -> Vec<Value> {
+    // Every status unless the test picks one (the default is the open requests).
     let mut all = vec!["list"];
+    if !args.contains(&"--status") {
+        all.push("--all");
+    }
     all.extend_from_slice(args);
     env.json(&all).ok().json().as_array().unwrap().clone()
 }
@@ -1585,4 +1589,47 @@ fn a_reading_command_whose_reader_went_away_ends_quietly_by_sigpipe() {
         env.outcome("pipe0").is_some(),
         "the outcome file is written"
     );
+}
+
+/// `dshq list` shows by default what a reviewer needs: the open requests, as the page's
+/// queue does; an answered request, or an attempt rejected under the id of a live one, only
+/// with `--all` or `--status` (issue 24).
+#[test]
+fn list_shows_the_open_requests_by_default() {
+    let env = Env::new();
+    env.ask(&simple_request("live")).ok();
+    env.ask(&simple_request("done")).ok();
+    env.json(&["answer", "done", "--select", "SQLite", "--name", "alice"])
+        .ok();
+    // The same id asked again with other content: a rejected attempt (DUPLICATE_ID).
+    let mut other = simple_request("live");
+    other["questions"][0]["question"] = json!("Which database, again?");
+    assert_eq!(env.ask(&other).error_code(), "DUPLICATE_ID");
+
+    let default = env.json(&["list"]).ok().json();
+    let rows: Vec<(&str, &str)> = default
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, [("live", "pending")], "{default}");
+    let all = ids(&list(&env, &[]));
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(
+        ids(&list(&env, &["--status", "rejected"])),
+        ["live"],
+        "the rejected attempt, asked for"
+    );
+    let r = env.run(&["list", "--all", "--status", "pending"]);
+    assert_eq!(r.code, 2, "--all and --status do not combine: {r:?}");
+
+    // Nothing open: the table says so, and how to see the rest.
+    let quiet = Env::new();
+    quiet.ask(&simple_request("a1")).ok();
+    quiet
+        .json(&["answer", "a1", "--select", "SQLite", "--name", "alice"])
+        .ok();
+    let out = quiet.run(&["list"]).ok().stdout;
+    assert_eq!(out, "no open requests (--all shows every request)\n");
 }

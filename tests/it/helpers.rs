@@ -264,16 +264,7 @@ impl Env {
             .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .expect("spawn daemon");
-        let d = Daemon {
-            child: Some(child),
-            log,
-        };
-        assert!(
-            wait_until(DEADLINE, || d.log_text().contains("daemon started")),
-            "daemon did not start: {}",
-            d.log_text()
-        );
-        d
+        Daemon::started(child, log)
     }
 }
 
@@ -302,6 +293,20 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The daemon `child` (its stderr going to `log`), once it says it started.
+    pub fn started(child: Child, log: PathBuf) -> Daemon {
+        let d = Daemon {
+            child: Some(child),
+            log,
+        };
+        assert!(
+            wait_until(DEADLINE, || d.log_text().contains("daemon started")),
+            "daemon did not start: {}",
+            d.log_text()
+        );
+        d
+    }
+
     /// The daemon's log so far.
     pub fn log_text(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()

@@ -14,6 +14,7 @@ mod crash;
 mod daemon;
 mod examples;
 mod flags;
+mod grace;
 mod helpers;
 mod hooks;
 mod hostile;

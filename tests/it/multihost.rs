@@ -64,7 +64,7 @@ impl Rng {
 /// Every request in the store, by id, with its status, as one host's CLI lists them.
 fn all_requests(host: &Env) -> Vec<(String, String)> {
     let list = host
-        .json(&["list", "--limit", "100000", "--oldest-first"])
+        .json(&["list", "--all", "--limit", "100000", "--oldest-first"])
         .ok()
         .json();
     list.as_array()

@@ -38,7 +38,7 @@ fn export_all(env: &Env) -> Vec<Value> {
 
 fn ids(env: &Env) -> Vec<String> {
     let mut v: Vec<String> = env
-        .json(&["list"])
+        .json(&["list", "--all"])
         .ok()
         .json()
         .as_array()

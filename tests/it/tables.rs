@@ -29,7 +29,11 @@ fn request(id: &str, context: &str, agent: Option<(&str, &str)>, text: &str, pla
 
 /// The ids `dshq --json list ARGS` prints, in order.
 fn ids(env: &Env, args: &[&str]) -> Vec<String> {
+    // Every status unless the test picks one (the default is the open requests).
     let mut all = vec!["list"];
+    if !args.contains(&"--status") {
+        all.push("--all");
+    }
     all.extend_from_slice(args);
     let v = env.json(&all).ok().json();
     v.as_array()

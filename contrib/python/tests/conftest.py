@@ -116,7 +116,8 @@ class Dshq:
         return self.json("token", "create", "--role", role, "--name", name)["token"]
 
     def requests(self) -> List[Dict[str, Any]]:
-        return self.json("list")
+        """Every request in the store, finished ones included (``list`` alone shows the open)."""
+        return self.json("list", "--all")
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ impl Filter {
     fn statuses(&self) -> Vec<Status> {
         match Status::parse(&self.status) {
             Some(st) => vec![st],
-            None => vec![Status::Pending, Status::Claimed],
+            None => Status::OPEN.to_vec(),
         }
     }
 
