@@ -395,7 +395,7 @@ fn a_sigterm_during_an_http_burst_exits_0_within_the_grace_and_loses_no_acknowle
     // the host stopped (its lease released), not at the lease's expiry.
     let d2 = env.daemon();
     let listed = env
-        .json(&["list", "--json", "--limit", "100000"])
+        .json(&["list", "--all", "--json", "--limit", "100000"])
         .ok()
         .json();
     let ids: std::collections::HashSet<String> = listed

@@ -157,7 +157,7 @@ for (const transport of ["file", "http"]) {
       assert.equal(host.status(id), "pending");
       await host.answer(id, "--select", "Postgres");
       assert.deepEqual(await second.next(), { answer: ["Postgres"] });
-      assert.deepEqual(host.json("list").map((r) => r.id), [id]);
+      assert.deepEqual(host.json("list", "--all").map((r) => r.id), [id]);
     } finally {
       await host.stop();
     }
