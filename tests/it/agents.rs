@@ -45,7 +45,11 @@ fn assert_refused(run: &Run, code: &str) -> String {
 
 /// `dshq --json list ARGS` as an array.
 fn list(env: &Env, args: &[&str]) -> Vec<Value> {
+    // Every status unless the test picks one (the default is the open requests).
     let mut all = vec!["list"];
+    if !args.contains(&"--status") {
+        all.push("--all");
+    }
     all.extend_from_slice(args);
     env.json(&all).ok().json().as_array().unwrap().clone()
 }

@@ -241,7 +241,10 @@ fn a_read_command_with_a_skewed_clock_changes_nothing() {
 
     let later = [("DSHQ_CLOCK_SKEW", "+30d")];
     // Shown as it is at the (shifted) now: the deadline passed.
-    let rows: Value = env.run_env(&later, &["--json", "list"]).ok().json();
+    let rows: Value = env
+        .run_env(&later, &["--json", "list", "--all"])
+        .ok()
+        .json();
     assert_eq!(rows[0]["status"], "aborted", "{rows}");
     env.run_env(&later, &["--json", "show", "s1"]).ok();
     env.run_env(&later, &["--json", "provider", "status"]).ok();
