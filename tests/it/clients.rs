@@ -106,13 +106,7 @@ fn python_langgraph_interrupt_kill_answer_resume() {
 
 fn node_ready() {
     let v = run(Command::new("node").arg("--version"), "node --version");
-    let major: u32 = v
-        .trim()
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
+    let major = crate::helpers::node_major(&v);
     assert!(
         major >= 20,
         "the Node package needs Node 20 or newer, found {v}"

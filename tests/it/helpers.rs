@@ -368,3 +368,14 @@ pub fn simple_request(id: &str) -> Value {
                        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
     })
 }
+
+/// The major version in what `node --version` prints (`v22.23.3` -> 22; 0 when unreadable).
+pub fn node_major(version: &str) -> u32 {
+    version
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}

@@ -51,12 +51,7 @@ fn node(nm: &std::path::Path) -> Command {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", node.display()));
     let version = String::from_utf8_lossy(&v.stdout).trim().to_string();
-    let major: u32 = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
+    let major = crate::helpers::node_major(&version);
     assert!(
         major >= 22,
         "node {version} is too old: the pinned node@22 is needed"
