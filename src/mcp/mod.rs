@@ -12,7 +12,9 @@
 //! database thread, or the async host's), [`tools`] (the tool list and the schemas,
 //! generated from the protocol's types), [`ask`] (ask, get, abort), [`review`] (the
 //! reviewer's side over elicitation), [`tasks`] (task-augmented asks), [`errors`]
-//! (protocol codes as tool errors written for a model), [`server`] (the `ServerHandler`)
+//! (protocol codes as tool errors written for a model), [`revision`] (what differs
+//! between the handshake-era revisions and the stateless 2026-07-28 one, served side by
+//! side), [`server`] (the `ServerHandler`)
 //! and [`http`] (Streamable HTTP at `/mcp` on the host).
 
 pub mod ask;
@@ -20,6 +22,7 @@ pub mod backend;
 pub mod errors;
 pub mod http;
 pub mod review;
+pub mod revision;
 pub mod server;
 pub mod tasks;
 pub mod tools;

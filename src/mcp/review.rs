@@ -406,6 +406,17 @@ pub async fn review_questions(
             )
         }
     };
+    if super::revision::Revision::of(ctx) == super::revision::Revision::Stateless {
+        return tool_error(
+            &UserQuestionError::new(
+                Code::Usage,
+                "on MCP 2026-07-28 a server cannot send elicitation/create, so review_questions \
+                 cannot show questions here; connect with 2025-11-25 (initialize) and a client \
+                 with elicitation, or answer with `dshq answer` or the web page",
+            ),
+            None,
+        );
+    }
     if !ctx
         .peer
         .supported_elicitation_modes()

@@ -52,12 +52,10 @@ impl DshqServer {
     /// HTTP the token the transport authenticated (see [`super::http`]), for both the
     /// request's source and the actor (`mcp:TOKEN-NAME`).
     fn who(&self, ctx: &RequestContext<RoleServer>) -> Who {
-        let name = client_name(
-            ctx.peer
-                .peer_info()
-                .as_ref()
-                .map(|i| i.client_info.name.as_str()),
-        );
+        // The client's name from `initialize` (2025-11-25 and before) or from the
+        // request's own `_meta` (2026-07-28, where there is no handshake).
+        let info = ctx.client_info();
+        let name = client_name(info.as_ref().map(|i| i.name.as_str()));
         let parts = ctx.extensions.get::<axum::http::request::Parts>();
         let caller = parts.and_then(|p| p.extensions.get::<Caller>()).cloned();
         // The session's agent: the server's over stdio, the request's headers over HTTP
@@ -104,14 +102,20 @@ impl ServerHandler for DshqServer {
             .with_instructions(
                 "dshq is a durable queue of questions for a human. Ask with ask_user_question; \
                  if the result is pending, collect the answer later with get_answer (the question \
-                 survives this session). A human at this client can answer with review_questions.",
+                 survives this session). A client that declares the io.modelcontextprotocol/tasks \
+                 extension in a request gets a task instead (its id is the request id). A human at \
+                 a 2025-11-25 client with elicitation can answer with review_questions; on \
+                 2026-07-28 answer with `dshq answer` or the web page.",
             )
     }
 
-    /// The handshake-era revisions only: the reviewer's side needs server-to-client
-    /// requests (`elicitation/create`), which the 2026-07-28 revision removed.
+    /// Every revision up to 2026-07-28, chosen per request: a client that sends
+    /// `initialize` gets the handshake-era revision it asks for (2025-11-25 at most; the
+    /// SDK answers a handshake naming a later one with 2025-11-25), and a request that
+    /// names 2026-07-28 in its own `_meta` is served statelessly at that revision. The
+    /// tools are the same behind both ([`Revision`] says what differs).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(

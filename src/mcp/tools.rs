@@ -541,8 +541,9 @@ pub fn tool(name: ToolName) -> Tool {
         ),
         ToolName::Review => (
             "For a human at this MCP client: answer the pending dshq questions of a context, one \
-             form per question (needs a client that supports elicitation). Holds the context's \
-             provider lease for the duration of the call.",
+             form per question (needs protocol 2025-11-25 or older and a client that supports \
+             elicitation; on 2026-07-28 it answers USAGE). Holds the context's provider lease for \
+             the duration of the call.",
             schema_of::<ReviewArgs>(),
             output_of::<ReviewResult>(),
             ToolAnnotations::new()

@@ -23,6 +23,7 @@ mod interactive;
 mod layers;
 mod lease;
 mod mcp;
+mod mcp_2026;
 mod mcp_ts;
 mod multihost;
 mod net;

@@ -16,11 +16,15 @@ use crate::helpers::{bin, wait_until, Env, DEADLINE};
 const SDK: &str = "mcp==2.3.0";
 
 /// How a scenario reaches the server.
+#[derive(Clone)]
 pub enum Transport {
     /// `dshq mcp` with these extra arguments, spawned by the client.
     Stdio(Vec<String>),
     /// `/mcp` at this base URL with this bearer token.
     Http { base: String, token: String },
+    /// The same transport, with the SDK's client pinned at revision 2026-07-28
+    /// (stateless: no `initialize`, each request carrying its revision in `_meta`).
+    Stateless(Box<Transport>),
 }
 
 fn script() -> PathBuf {
@@ -59,6 +63,11 @@ pub fn script_env(c: &mut Command, env: &Env, t: &Transport, vars: &[(&str, &str
                 .env("MCP_URL", format!("{base}/mcp"))
                 .env("MCP_TOKEN", token);
         }
+        Transport::Stateless(inner) => {
+            script_env(c, env, inner, vars);
+            c.env("MCP_MODE", "2026-07-28");
+            return;
+        }
     }
     for (k, v) in vars {
         c.env(k, v);
@@ -95,7 +104,7 @@ pub fn steps(stdout: &str) -> Value {
 }
 
 /// Run `client.py SCENARIO` and return its steps by name.
-fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Value {
+pub fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Value {
     require_sdk();
     let mut c = Command::new("python3");
     c.arg(script()).arg(scenario);
@@ -105,12 +114,12 @@ fn client(env: &Env, t: &Transport, scenario: &str, vars: &[(&str, &str)]) -> Va
     steps(&stdout)
 }
 
-fn stdio() -> Transport {
+pub fn stdio() -> Transport {
     Transport::Stdio(vec![])
 }
 
 /// The event kinds and actors of request `id`, in order.
-fn events(env: &Env, id: &str) -> Vec<(String, String)> {
+pub fn events(env: &Env, id: &str) -> Vec<(String, String)> {
     let v = env.json(&["events", id]).ok().json();
     v.as_array()
         .unwrap()
@@ -124,13 +133,13 @@ fn events(env: &Env, id: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn text(step: &Value) -> &str {
+pub fn text(step: &Value) -> &str {
     step["text"].as_str().unwrap_or_default()
 }
 
 // --- the flows, each run over both transports ----------------------------------------
 
-fn tools_and_schemas(env: &Env, t: &Transport) {
+pub fn tools_and_schemas(env: &Env, t: &Transport) {
     let s = client(env, t, "tools", &[]);
     let tools = &s["tools"]["tools"];
     for name in [
@@ -187,7 +196,7 @@ fn tools_and_schemas(env: &Env, t: &Transport) {
     assert_eq!(out["anyOf"][1]["title"], "ToolError", "{out}");
 }
 
-fn ask_and_answer(env: &Env, t: &Transport, rid: &str) {
+pub fn ask_and_answer(env: &Env, t: &Transport, rid: &str) {
     let s = client(env, t, "ask-answer", &[("MCP_RID", rid)]);
     let ask = &s["ask"];
     assert_eq!(ask["isError"], false, "{ask}");
@@ -208,7 +217,7 @@ fn ask_and_answer(env: &Env, t: &Transport, rid: &str) {
     );
 }
 
-fn pending_then_get(env: &Env, t: &Transport, rid: &str) {
+pub fn pending_then_get(env: &Env, t: &Transport, rid: &str) {
     let s = client(env, t, "pending", &[("MCP_RID", rid)]);
     let ask = &s["ask"];
     assert_eq!(ask["isError"], false, "{ask}");
@@ -225,7 +234,7 @@ fn pending_then_get(env: &Env, t: &Transport, rid: &str) {
     assert_eq!(env.outcome(rid).unwrap()["status"], "answered");
 }
 
-fn abort(env: &Env, t: &Transport, rid: &str, actor: &str) {
+pub fn abort(env: &Env, t: &Transport, rid: &str, actor: &str) {
     let s = client(env, t, "abort", &[("MCP_RID", rid)]);
     assert_eq!(
         s["abort"]["structured"],
@@ -257,7 +266,7 @@ pub fn enter(env: &Env, id: &str, owner: Option<&str>) -> String {
 
 /// A request that does not declare the tasks extension gets the usual result, even from
 /// a client that declared it at `initialize`.
-fn assert_no_task(s: &Value) {
+pub fn assert_no_task(s: &Value) {
     let plain = &s["plain"]["result"];
     assert!(plain.get("taskId").is_none(), "a task without asking: {s}");
     assert_eq!(plain["structuredContent"]["status"], "pending", "{s}");
@@ -525,7 +534,7 @@ fn released_by_release(env: &Env, id: &str) -> bool {
         .any(|e| e["kind"] == "released" && e["data"]["reason"] == "lease released")
 }
 
-fn one_request(env: &Env) {
+pub fn one_request(env: &Env) {
     env.ask(
         &json!({"id": "rev-single", "context": "rev", "questions": [{"id": "c",
         "question": "Colour?", "options": [{"label": "Blue"}, {"label": "Red"}]}]}),
@@ -581,7 +590,7 @@ fn stdio_a_form_nobody_answers_stops_the_review() {
 
 // --- Streamable HTTP -----------------------------------------------------------------
 
-fn http(base: &str, token: &str) -> Transport {
+pub fn http(base: &str, token: &str) -> Transport {
     Transport::Http {
         base: base.to_string(),
         token: token.to_string(),

@@ -5,6 +5,10 @@ Usage: client.py SCENARIO
 The transport comes from the environment:
   MCP_TRANSPORT=stdio  spawns DSHQ_BIN --root DSHQ_ROOT mcp [MCP_ARGS (a JSON list)]
   MCP_TRANSPORT=http   connects to MCP_URL with the bearer token MCP_TOKEN
+The revision comes from MCP_MODE: unset (or "legacy") is the handshake-era client
+(`initialize`, 2025-11-25); "2026-07-28" is the SDK's stateless client at that revision
+(`Client(mode="2026-07-28")`: no handshake, every request carrying its revision, client
+info and capabilities in `_meta`).
 The answering human is the real CLI: DSHQ_BIN --root DSHQ_ROOT answer ...
 
 Each step prints one JSON line {"step": NAME, ...} on stdout; the Rust test
@@ -25,6 +29,7 @@ import pydantic
 
 try:
     import mcp.types as types
+    from mcp.client.client import Client
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
@@ -35,6 +40,8 @@ except ImportError as e:  # the Rust test turns this into "pip install mcp==..."
 TASKS = "io.modelcontextprotocol/tasks"
 CLIENT_NAME = "dshq-test-client"
 DEADLINE = 60.0
+MODE = os.environ.get("MCP_MODE", "legacy")
+CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"
 
 
 def emit(step: str, **fields: Any) -> None:
@@ -89,6 +96,10 @@ async def connect(elicitation=None, extensions=None):
             args=["--root", os.environ["DSHQ_ROOT"], "mcp", *json.loads(os.environ.get("MCP_ARGS", "[]"))],
             env={"RUST_LOG": os.environ.get("RUST_LOG", "warn"), "PATH": os.environ.get("PATH", "")},
         )
+        if MODE != "legacy":
+            async with modern(params, kwargs) as session:
+                yield session
+            return
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, **kwargs) as session:
                 await session.initialize()
@@ -103,11 +114,24 @@ async def connect(elicitation=None, extensions=None):
             headers["Dshq-Agent-Id"] = agent["id"]
             headers["Dshq-Agent-Instance"] = agent["instance"]
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(90.0)) as http:
+            if MODE != "legacy":
+                async with modern(streamable_http_client(os.environ["MCP_URL"], http_client=http), kwargs) as session:
+                    yield session
+                return
             async with streamable_http_client(os.environ["MCP_URL"], http_client=http) as streams:
                 read, write = streams[0], streams[1]
                 async with ClientSession(read, write, **kwargs) as session:
                     await session.initialize()
                     yield session
+
+
+@asynccontextmanager
+async def modern(server, kwargs: dict):
+    """The SDK's client pinned at MODE (2026-07-28): no handshake. The tasks extension is
+    not a session property at that revision, so it is declared per request (`raw`)."""
+    kwargs = {k: v for k, v in kwargs.items() if k != "extensions"}
+    async with Client(server, mode=MODE, cache=None, **kwargs) as c:
+        yield c.session
 
 
 def question(rid: str, **extra: Any) -> dict:
@@ -217,21 +241,53 @@ class Ack(pydantic.BaseModel):
 
 
 async def get_task(s: ClientSession, tid: str) -> TaskWire:
-    return await s.send_request(GetTask(params=TaskParams(taskId=tid)), TaskWire)
+    if MODE == "legacy":
+        return await s.send_request(GetTask(params=TaskParams(taskId=tid)), TaskWire)
+    return TaskWire.model_validate(await raw(s, "tasks/get", {"taskId": tid}, True))
+
+
+async def cancel_task(s: ClientSession, tid: str) -> None:
+    if MODE == "legacy":
+        await s.send_request(CancelTask(params=TaskParams(taskId=tid)), Ack)
+    else:
+        await raw(s, "tasks/cancel", {"taskId": tid}, True)
 
 
 # A request asks for a task by declaring the extension in its own capabilities.
-TASK_META = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+TASK_META = {CAPS_KEY: {"extensions": {TASKS: {}}}}
+
+
+async def raw(s: ClientSession, method: str, params: dict, as_task: bool) -> dict:
+    """A request through the SDK's own JSON-RPC dispatcher (the same session and
+    transport), unvalidated: the SDK has no tasks client at either revision, and
+    validates a tools/call result as a CallToolResult, which a task result is not.
+
+    Handshake era: the request's `_meta` declares only the tasks extension. At 2026-07-28
+    the session's own stamp (revision, client info, capabilities) goes first, as on every
+    request it sends, and the tasks extension is added to those capabilities."""
+    data: dict[str, Any] = {"method": method, "params": dict(params)}
+    if MODE == "legacy":
+        if as_task:
+            data["params"]["_meta"] = TASK_META
+        return await s._dispatcher.send_raw_request(method, data["params"], {})
+    opts: dict[str, Any] = {}
+    s._stamp(data, opts)
+    if "taskId" in params:
+        # The 2026 HTTP wire names a task method's task in a header (the SDK stamps the
+        # methods it knows; the extension's are not among them). Task ids are request
+        # ids, plain ASCII, so no header encoding is needed.
+        opts.setdefault("headers", {})["Mcp-Name"] = params["taskId"]
+    if as_task:
+        meta = data["params"]["_meta"]
+        caps = dict(meta.get(CAPS_KEY) or {})
+        caps["extensions"] = {**(caps.get("extensions") or {}), TASKS: {}}
+        meta[CAPS_KEY] = caps
+    return await s._dispatcher.send_raw_request(method, data["params"], opts)
 
 
 async def ask_raw(s: ClientSession, arguments: dict, as_task: bool) -> dict:
-    """tools/call through the SDK's own JSON-RPC dispatcher (the same session and
-    transport), unvalidated: the SDK validates a tools/call result as the handshake-era
-    CallToolResult, which a task result is not."""
-    params: dict[str, Any] = {"name": "ask_user_question", "arguments": arguments}
-    if as_task:
-        params["_meta"] = TASK_META
-    return await s._dispatcher.send_raw_request("tools/call", params, {})
+    """tools/call of ask_user_question, as a task or not."""
+    return await raw(s, "tools/call", {"name": "ask_user_question", "arguments": arguments}, as_task)
 
 
 async def ask_as_task(s: ClientSession, arguments: dict) -> CreatedTask:
@@ -252,7 +308,7 @@ async def task_start() -> None:
         emit("status", task=t.model_dump())
         other = f"{rid}-cancelled"
         c2 = await ask_as_task(s, question(other))
-        await s.send_request(CancelTask(params=TaskParams(taskId=c2.taskId)), Ack)
+        await cancel_task(s, c2.taskId)
         emit("cancelled", task=(await get_task(s, c2.taskId)).model_dump())
 
 

@@ -1,0 +1,165 @@
+//! MCP revision 2026-07-28 beside 2025-11-25 (issue 28): the official Python SDK's
+//! stateless client (`Client(mode="2026-07-28")`, no `initialize`) against the same
+//! `dshq mcp` over stdio and `/mcp` over Streamable HTTP, through the same flows as the
+//! handshake-era client in [`crate::mcp`]; the answering human is the real CLI.
+//!
+//! The SDK has no client for the tasks extension at either revision, so the task
+//! requests (`tools/call` declaring the extension, `tasks/get`, `tasks/cancel`) go as raw
+//! JSON-RPC through the SDK's own session and transport, stamped with the same
+//! per-request `_meta` the SDK puts on every 2026 request (`tests/mcp/client.py`, `raw`).
+
+use serde_json::json;
+
+use crate::api::{host, token};
+use crate::helpers::Env;
+use crate::mcp::{
+    abort, ask_and_answer, assert_no_task, client, events, http, one_request, pending_then_get,
+    stdio, text, tools_and_schemas, Transport,
+};
+
+fn stateless(t: Transport) -> Transport {
+    Transport::Stateless(Box::new(t))
+}
+
+/// Both revisions from one server: the handshake client negotiates 2025-11-25, the
+/// stateless one is served at 2026-07-28, and both see the same tools.
+fn both_revisions(env: &Env, t: &Transport) {
+    let old = client(env, t, "tools", &[]);
+    assert_eq!(old["tools"]["protocol"], "2025-11-25", "{old}");
+    let new = client(env, &stateless(t.clone()), "tools", &[]);
+    assert_eq!(new["tools"]["protocol"], "2026-07-28", "{new}");
+    assert_eq!(
+        old["tools"]["tools"], new["tools"]["tools"],
+        "one set of tools behind both revisions"
+    );
+}
+
+/// Ask as a task, see it working, cancel another; then, from a new client (and after a
+/// restart of the server when the caller did one), poll it to completion after a CLI
+/// answer.
+fn task_start(env: &Env, t: &Transport, rid: &str) {
+    let s = client(env, t, "task-start", &[("MCP_RID", rid)]);
+    assert_no_task(&s);
+    let created = &s["created"]["task"];
+    assert_eq!(created["taskId"], rid, "the task id is the request id: {s}");
+    assert_eq!(created["resultType"], "task", "{s}");
+    assert_eq!(created["status"], "working");
+    assert_eq!(s["status"]["task"]["status"], "working");
+    assert_eq!(s["cancelled"]["task"]["status"], "cancelled", "{s}");
+    let cancelled = env
+        .outcome(&format!("{rid}-cancelled"))
+        .expect("the cancelled task's outcome");
+    assert_eq!(cancelled["error"]["code"], "ASK_ABORTED");
+}
+
+fn task_poll(env: &Env, t: &Transport, rid: &str) {
+    let s = client(env, t, "task-poll", &[("MCP_RID", rid)]);
+    assert_eq!(s["after-restart"]["task"]["status"], "working", "{s}");
+    let done = &s["done"]["task"];
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["answers"],
+        json!([{"id": "color", "selected": ["Red"]}]),
+        "the answer inline: {done}"
+    );
+    assert_eq!(env.wait_outcome(rid)["status"], "answered");
+}
+
+/// On 2026-07-28 the server cannot send `elicitation/create`: `review_questions` says so
+/// with USAGE and takes no lease.
+fn review_says_usage(env: &Env, t: &Transport) {
+    one_request(env);
+    let s = client(env, t, "review-no-elicitation", &[]);
+    let r = &s["review"];
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structured"]["error"]["code"], "USAGE", "{r}");
+    assert!(text(r).contains("2026-07-28"), "{r}");
+    let status = env
+        .json(&["provider", "status", "--context", "rev"])
+        .ok()
+        .json();
+    assert!(status.as_array().is_none_or(|a| a.is_empty()), "{status}");
+    assert_eq!(
+        env.json(&["show", "rev-single"]).ok().json()["status"],
+        "pending"
+    );
+}
+
+// --- stdio ---------------------------------------------------------------------------
+
+#[test]
+fn stdio_serves_both_revisions_with_one_tool_list() {
+    let env = Env::new();
+    both_revisions(&env, &stdio());
+    tools_and_schemas(&env, &stateless(stdio()));
+}
+
+#[test]
+fn stdio_2026_ask_pending_and_abort() {
+    let env = Env::new();
+    let t = stateless(stdio());
+    ask_and_answer(&env, &t, "s26-q1");
+    // The client's name comes from the request's own `_meta` (there is no handshake).
+    let ev = events(&env, "s26-q1");
+    assert_eq!(ev[0], ("accepted".into(), "mcp:dshq-test-client".into()));
+    pending_then_get(&env, &t, "s26-q2");
+    abort(&env, &t, "s26-q3", "mcp:dshq-test-client");
+}
+
+#[test]
+fn stdio_2026_a_task_survives_a_restart_of_the_server_and_completes() {
+    let env = Env::new();
+    let t = stateless(stdio());
+    // Each run is its own `dshq mcp` process: the poll asks a server that knows only
+    // the store.
+    task_start(&env, &t, "s26-t1");
+    task_poll(&env, &t, "s26-t1");
+}
+
+#[test]
+fn stdio_2026_review_questions_is_usage() {
+    review_says_usage(&Env::new(), &stateless(stdio()));
+}
+
+// --- Streamable HTTP -----------------------------------------------------------------
+
+#[test]
+fn http_serves_both_revisions_and_2026_asks() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let asker = token(&env, "asker", "agent-box", None);
+    let legacy = http(&h.base, &asker);
+    both_revisions(&env, &legacy);
+    let t = stateless(legacy);
+    ask_and_answer(&env, &t, "h26-q1");
+    let shown = crate::api::call(
+        "GET",
+        &format!("{}/api/v1/requests/h26-q1", h.base),
+        Some(&asker),
+        None,
+    );
+    assert_eq!(shown.status, 200, "{:?}", shown.body);
+    assert_eq!(shown.body["source"], "web:agent-box");
+    pending_then_get(&env, &t, "h26-q2");
+    // Over HTTP the actor is the token at every revision.
+    abort(&env, &t, "h26-q3", "mcp:agent-box");
+}
+
+#[test]
+fn http_2026_a_task_survives_a_restart_of_the_host() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let asker = token(&env, "asker", "agent-box", None);
+    task_start(&env, &stateless(http(&h.base, &asker)), "h26-t1");
+    h.daemon.kill9();
+    let h = host(&env, &[]);
+    task_poll(&env, &stateless(http(&h.base, &asker)), "h26-t1");
+}
+
+#[test]
+fn http_2026_review_questions_is_usage_for_a_reviewer() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    review_says_usage(&env, &stateless(http(&h.base, &reviewer)));
+}
