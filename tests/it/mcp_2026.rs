@@ -65,6 +65,17 @@ fn task_poll(env: &Env, t: &Transport, rid: &str) {
     assert_eq!(env.wait_outcome(rid)["status"], "answered");
 }
 
+/// The human cancels a task's request: the task fails, with the protocol's code in the
+/// error's data (the JSON-RPC number is the server-error one).
+fn task_failed(env: &Env, t: &Transport, rid: &str) {
+    let s = client(env, t, "task-failed", &[("MCP_RID", rid)]);
+    let failed = &s["failed"]["task"];
+    assert_eq!(failed["status"], "failed", "{s}");
+    assert_eq!(failed["error"]["data"]["code"], "ASK_CANCELLED", "{s}");
+    assert_eq!(failed["error"]["code"], -32000, "{s}");
+    assert_eq!(env.outcome(rid).unwrap()["error"]["code"], "ASK_CANCELLED");
+}
+
 /// On 2026-07-28 the server cannot send `elicitation/create`: `review_questions` says so
 /// with USAGE and takes no lease.
 fn review_says_usage(env: &Env, t: &Transport) {
@@ -114,6 +125,7 @@ fn stdio_2026_a_task_survives_a_restart_of_the_server_and_completes() {
     // the store.
     task_start(&env, &t, "s26-t1");
     task_poll(&env, &t, "s26-t1");
+    task_failed(&env, &t, "s26-t2");
 }
 
 #[test]
@@ -153,7 +165,9 @@ fn http_2026_a_task_survives_a_restart_of_the_host() {
     task_start(&env, &stateless(http(&h.base, &asker)), "h26-t1");
     h.daemon.kill9();
     let h = host(&env, &[]);
-    task_poll(&env, &stateless(http(&h.base, &asker)), "h26-t1");
+    let t = stateless(http(&h.base, &asker));
+    task_poll(&env, &t, "h26-t1");
+    task_failed(&env, &t, "h26-t2");
 }
 
 #[test]

@@ -330,6 +330,24 @@ async def task_poll() -> None:
         emit("done", task=t.model_dump(), polls=polls)
 
 
+async def task_failed() -> None:
+    """Ask as a task; the human cancels it from the CLI: the task fails with the code."""
+    rid = os.environ["MCP_RID"]
+    async with connect(extensions={TASKS: {}}) as s:
+        created = await ask_as_task(s, question(rid))
+        r = dshq("cancel", rid, "--reason", "not now")
+        if r.returncode != 0:
+            raise AssertionError(f"dshq cancel failed: {r.stdout} {r.stderr}")
+        t = await get_task(s, created.taskId)
+        start = time.monotonic()
+        while t.status == "working":
+            if time.monotonic() - start > DEADLINE:
+                raise AssertionError("the task did not end")
+            await anyio.sleep((t.pollIntervalMs or 1000) / 1000 / 4)
+            t = await get_task(s, rid)
+        emit("failed", task=t.model_dump())
+
+
 def elicitation_handler(seen: list):
     """The human: picks options, types Other, declines a plan with feedback, cancels; twice
     sends a form that cannot stand (an empty one, Approve with feedback) and, shown it
@@ -406,6 +424,7 @@ SCENARIOS = {
     "delegated": delegated,
     "task-start": task_start,
     "task-poll": task_poll,
+    "task-failed": task_failed,
     "review": review,
     "review-no-elicitation": review_no_elicitation,
     "review-vanish": review_vanish,
