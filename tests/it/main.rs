@@ -24,6 +24,7 @@ mod layers;
 mod lease;
 mod mcp;
 mod mcp_2026;
+mod mcp_conformance;
 mod mcp_ts;
 mod multihost;
 mod net;

@@ -19,7 +19,7 @@ use crate::helpers::{bin, Env};
 use crate::mcp::{run_script, script_env, steps, Transport};
 
 /// Where the pinned Node packages are; fails saying how to install them.
-fn node_modules() -> PathBuf {
+pub fn node_modules() -> PathBuf {
     let dir = std::env::var_os("DSHQ_TEST_NODE_MODULES").map(PathBuf::from);
     let dir = dir.unwrap_or_else(|| {
         panic!(
