@@ -4,8 +4,10 @@
 //! A request without a valid token is refused with 401 before the transport sees it; the
 //! authenticated [`Caller`] rides in the request's extensions to the tool calls, where
 //! its role decides (an asker token asks, gets and aborts its own requests; a reviewer
-//! token may also run `review_questions`). The transport keeps sessions (the
-//! handshake-era protocol), which the reviewer's side needs for `elicitation/create`.
+//! token may also run `review_questions`). The transport keeps sessions for the
+//! handshake-era revisions, which the reviewer's side needs for `elicitation/create`; a
+//! request at 2026-07-28 is served statelessly (no session, the token checked on each
+//! request as always).
 //!
 //! - Each session belongs to the token that opened it ([`Bindings`]): a request naming a
 //!   session (`Mcp-Session-Id`) with any other token gets 404, as an unknown session does,

@@ -1,7 +1,9 @@
 //! The `ServerHandler`: the tool list, the dispatch of `tools/call`, and the task
 //! methods. One value per MCP session (stdio: the process; HTTP: one per session the
-//! transport opens); everything durable is in the store, so a new session (a restarted
-//! server, a reconnecting client) sees the same requests and tasks.
+//! transport opens, or per stateless 2026-07-28 request); everything durable is in the
+//! store, so a new session (a restarted server, a reconnecting client) sees the same
+//! requests and tasks. Both protocol revision families are served by this one handler
+//! ([`super::revision`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
