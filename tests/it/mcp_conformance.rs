@@ -28,6 +28,7 @@ const APPLICABLE_2025: &[&str] = &[
     "ping",
     "tools-list",
     "server-sse-multiple-streams",
+    "dns-rebinding-protection",
     // Run but not scored for 2025-11-25 by the suite (added after the release, pending).
     "server-session-lifecycle",
     "server-sse-polling",
@@ -39,6 +40,7 @@ const APPLICABLE_2026: &[&str] = &[
     "server-sse-multiple-streams",
     "sep-2164-resource-not-found",
     "input-required-result-unsupported-methods",
+    "dns-rebinding-protection",
     // Run but not scored for 2026-07-28 by the suite (pending).
     "http-header-validation",
 ];
@@ -138,7 +140,9 @@ fn assert_passes(scenarios: &[(String, Vec<Value>)], applicable: &[&str], revisi
 #[test]
 fn the_conformance_suite_passes_what_dshq_declares_at_both_revisions() {
     let env = Env::new();
-    let h = host(&env, &[]);
+    // The DNS-rebinding scenario's valid request carries a browser `Origin` of the loopback
+    // host, which /mcp refuses unless `--mcp-allow-origin` names it.
+    let h = host(&env, &["--mcp-allow-origin", "http://127.0.0.1:*"]);
     let reviewer = token(&env, "reviewer", "conformance", None);
     let p = proxy(&h.base, &reviewer);
     let url = format!("http://127.0.0.1:{}/mcp", p.1);

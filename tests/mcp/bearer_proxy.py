@@ -27,9 +27,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "host"}
+        # The client's own Host goes through unchanged, so the server's Host and Origin
+        # checks (DNS-rebinding protection) judge what the client sent.
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
         headers["Authorization"] = f"Bearer {TOKEN}"
-        headers["Host"] = UPSTREAM.netloc
         conn = http.client.HTTPConnection(UPSTREAM.hostname, UPSTREAM.port, timeout=120)
         conn.request(self.command, self.path, body=body, headers=headers)
         resp = conn.getresponse()
