@@ -125,6 +125,48 @@ fn a_file_written_slowly_into_new_is_accepted() {
     assert!(env.names("rejected").is_empty());
 }
 
+/// What a `cp` straight into `new/` leaves when the daemon reads it mid-copy: a file that
+/// is a truncated JSON for a while, then complete. Without the grace the daemon judges the
+/// first part and rejects the request (checked by setting the grace to zero: this test
+/// then fails with the first part's "the file ends before its JSON does").
+#[test]
+fn a_file_cut_short_in_new_then_completed_is_accepted_and_never_rejected() {
+    let env = Env::new();
+    let d = env.daemon();
+    let text = large_request("two-part-1", 20_000);
+    let (head, tail) = text.as_bytes().split_at(text.len() / 2);
+    let path = env.root().join("inbox/new/two-part-1.json");
+    let mut f = fs::File::create(&path).unwrap();
+    f.write_all(head).unwrap();
+    f.flush().unwrap();
+    // The pause of a copy read mid-way: the daemon sees the truncated first part (its
+    // event, and the rescan that follows) and must leave it alone. Well within the grace.
+    let paused = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    f.write_all(tail).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let pause = paused.elapsed();
+    assert!(
+        wait_until(DEADLINE, || status(&env, "two-part-1").as_deref()
+            == Some("pending")),
+        "not accepted: {:?} {:?}\n{}",
+        status(&env, "two-part-1"),
+        env.names("rejected"),
+        d.log_text()
+    );
+    // A machine that stalled the writer for the whole grace could have the daemon judge
+    // the first part rightly; only then may the test not hold the daemon to it.
+    if pause < dshq::files::grace::GRACE.max(std::time::Duration::from_secs(2)) {
+        assert!(
+            env.names("rejected").is_empty(),
+            "{:?}",
+            env.names("rejected")
+        );
+        assert!(!d.log_text().contains("input rejected"), "{}", d.log_text());
+    }
+}
+
 #[test]
 fn a_truncated_file_is_rejected_after_the_grace_saying_to_write_in_tmp_and_rename() {
     let env = Env::new();

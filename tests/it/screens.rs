@@ -366,3 +366,62 @@ fn the_page_and_the_terminal_offer_a_plan_review_in_the_same_order_with_the_same
         "Approve is never the default"
     );
 }
+
+#[test]
+fn a_long_option_wraps_with_a_hanging_indent_and_is_never_cut() {
+    let env = Env::new();
+    let label = "Rebuild the search index offline during the Sunday maintenance window";
+    let desc = "takes about forty minutes, readers see the old index until the switch, and the final step needs a short write freeze";
+    env.ask(&json!({
+        "id": "long-opt", "timeout": "2h",
+        "questions": [{"id": "q", "question": "How should the index be rebuilt?",
+            "options": [{"label": label, "description": desc}, {"label": "Not now"}]}]
+    }))
+    .ok();
+    let cols = 50u16;
+    let t = Tmux::start(
+        &env,
+        cols,
+        40,
+        &["answer", "long-opt", "--idle-release", "5m"],
+    );
+    let plain = t.wait_for("Not now");
+    // No row was wider than the terminal (the terminal broke none), none was cut.
+    assert_eq!(plain, t.screen(true), "{}", plain.join("\n"));
+    assert!(
+        plain.iter().all(|l| l.chars().count() <= cols as usize),
+        "{plain:#?}"
+    );
+    assert!(
+        !plain
+            .iter()
+            .any(|l| l.contains('…') && l.contains("Rebuild")),
+        "{}",
+        plain.join("\n")
+    );
+    let all = words(&plain);
+    let whole = format!("1 > {label} — {desc}");
+    assert!(
+        all.contains(&normal(&whole)),
+        "{whole:?} is not whole on\n{}",
+        plain.join("\n")
+    );
+    // The continuation lines hang under the option's text, not under its number.
+    let first = plain
+        .iter()
+        .position(|l| l.starts_with("1 > Rebuild"))
+        .expect("the option's first line");
+    let next = &plain[first + 1];
+    assert!(
+        next.starts_with("    ") && !next.starts_with("     "),
+        "{next:?}\n{}",
+        plain.join("\n")
+    );
+    assert!(
+        plain.iter().any(|l| l.starts_with("2   Not now")),
+        "{}",
+        plain.join("\n")
+    );
+    t.keys(&["q"]);
+    t.wait_for("[exit");
+}

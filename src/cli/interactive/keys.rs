@@ -22,6 +22,7 @@ use crossterm::{cursor, queue, terminal};
 use super::input::is_ctrl_c;
 pub use super::input::{next, Idle, Input, Seen};
 use super::style::Style;
+use super::wrap;
 
 /// Wait up to `within` for a key with the terminal in raw mode (the follow loop's wait
 /// after the lease was given up). `None` when none came.
@@ -197,7 +198,9 @@ fn numbered(code: KeyCode, n: usize) -> Option<usize> {
     }
 }
 
-/// The window of a list: `page` items around `at`, each numbered (1–9) and marked.
+/// The window of a list: `page` items around `at`, each numbered (1–9) and marked. An
+/// item wider than the terminal wraps at words with a hanging indent under its text (a
+/// long label or description is never cut: the asker's words are all shown).
 fn list_lines(
     items: &[String],
     at: usize,
@@ -218,25 +221,26 @@ fn list_lines(
         .enumerate()
         .skip(*top)
         .take(page)
-        .map(|(k, item)| {
+        .flat_map(|(k, item)| {
             let num = if k < 9 {
                 format!("{}", k + 1)
             } else {
                 " ".into()
             };
-            let line = fit(
-                &format!(
-                    "{num} {} {}{item}",
-                    if k == at { ">" } else { " " },
-                    mark(k)
-                ),
+            let prefix = format!("{num} {} {}", if k == at { ">" } else { " " }, mark(k));
+            let indent = prefix.chars().count();
+            let pad = " ".repeat(indent);
+            let lines = wrap::fill(
+                &wrap::words(item, wrap::Paint::Plain),
+                (&prefix, indent),
+                (&pad, indent),
                 width,
+                style,
             );
-            if k == at {
-                style.accent(&line)
-            } else {
-                line
-            }
+            lines
+                .into_iter()
+                .map(|line| if k == at { style.accent(&line) } else { line })
+                .collect::<Vec<_>>()
         })
         .collect()
 }
