@@ -1,7 +1,7 @@
 //! The shared store beside the embedded one: PostgreSQL and SQLite measured in one run.
 //!
 //! `cargo bench --bench multihost` (`-- --help` for the knobs). A throwaway PostgreSQL
-//! server is started for the run (`dshq::store::postgres::throwaway`; or the one named in
+//! server is started for the run (`tests/support/throwaway.rs`; or the one named in
 //! `DSHQ_TEST_POSTGRES`), with its default durability (fsync on, synchronous commit).
 //!
 //! Workloads:
@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use dshq::core::audit::{Actor, Source};
 use dshq::root::{Backend, Root};
-use dshq::store::postgres::throwaway;
+#[path = "../tests/support/throwaway.rs"]
+#[allow(dead_code)]
+mod throwaway;
 use dshq::store::{AskInput, LeaseRef, ProviderAct, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dshq");

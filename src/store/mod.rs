@@ -13,8 +13,11 @@
 //! The protocol's checks stay pure ([`crate::protocol`]); a backend runs them against an
 //! environment of its own that may fail ([`crate::protocol::check::AskEnv`]).
 //!
-//! [`sqlite`] is the one backend today; a PostgreSQL one implements the same trait and
-//! runs the same scenarios (`store::scenarios`, compiled for tests).
+//! Two backends implement it: [`sqlite`] (one host) and [`postgres`] (many hosts). Their
+//! tests live outside the library, in the `store` test target (`tests/store/`): one
+//! conformance suite of the queue's behaviour, written once over this trait and run
+//! unchanged on both drivers (`sqlite::NAME`, `postgres::NAME`), and beside it the tests of
+//! what only one driver has (migrations, pragmas, races between connections, TLS).
 
 pub mod anchor;
 pub mod chain;
@@ -24,9 +27,6 @@ pub mod records;
 pub mod sqlite;
 pub mod types;
 pub mod waits;
-
-#[cfg(test)]
-pub(crate) mod scenarios;
 
 use std::path::PathBuf;
 

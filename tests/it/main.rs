@@ -38,5 +38,8 @@ mod seam;
 mod sessions;
 mod tables;
 mod terminal;
+#[path = "../support/throwaway.rs"]
+#[allow(dead_code)]
+mod throwaway;
 mod tour;
 mod trust;

@@ -12,7 +12,7 @@
 //!   the daemon waits and retries, a command meanwhile fails with `STORE`, and afterwards
 //!   every file is exactly one request and the daemon is still the same process.
 //!
-//! The store is a throwaway server (`dshq::store::postgres::throwaway`): the one `.ci/run`
+//! The store is a throwaway server (`tests/support/throwaway.rs`): the one `.ci/run`
 //! names in `DSHQ_TEST_POSTGRES`, else one started for this test process.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::*;
 
-use dshq::store::postgres::throwaway;
+use crate::throwaway;
 
 /// One at a time: each test runs three daemons and a burst.
 static HEAVY: Mutex<()> = Mutex::new(());

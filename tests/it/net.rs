@@ -296,7 +296,7 @@ fn dshq_answer_says_the_web_page_holds_the_context_and_when_it_lets_go() {
 
 /// A fresh database on the shared throwaway PostgreSQL server.
 fn fresh_store() -> String {
-    dshq::store::postgres::throwaway::shared()
+    crate::throwaway::shared()
         .fresh_database()
         .expect("a fresh PostgreSQL database")
 }

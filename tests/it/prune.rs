@@ -497,7 +497,7 @@ fn a_rejection_under_a_pruned_requests_id_does_not_break_verify() {
 
 #[test]
 fn prune_on_a_postgresql_store_exports_exactly_what_it_removed_and_verifies() {
-    let url = dshq::store::postgres::throwaway::shared()
+    let url = crate::throwaway::shared()
         .fresh_database()
         .expect("a fresh database");
     let env = Env::on_store(&url);

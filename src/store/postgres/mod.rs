@@ -36,15 +36,12 @@ pub mod events;
 pub mod leases;
 pub mod requests;
 mod store;
-pub mod throwaway;
 pub mod tls;
 pub mod tx;
 
 pub use conn::{Clock, MIGRATIONS};
 pub use store::PgStore;
 
-#[cfg(test)]
-mod tests_queue;
 // The audit side (P2): audit verify, history and stats, export and import, web tokens,
 // the LISTEN connection.
 pub mod audit;
@@ -53,12 +50,3 @@ pub mod history;
 pub mod prune;
 pub mod tokens;
 pub mod wakeups;
-
-#[cfg(test)]
-mod tests_audit;
-
-#[cfg(test)]
-mod tests_prune;
-// TLS for the connections (tls.rs).
-#[cfg(test)]
-mod tests_tls;

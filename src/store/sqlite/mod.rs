@@ -23,9 +23,6 @@ pub mod requests;
 mod store;
 pub mod tokens;
 
-#[cfg(test)]
-mod tests;
-
 pub use conn::{
     lock_retry_pause, migrate, open, open_in_memory, open_read, schema_version, sweep,
     sweep_if_due, vacuum_into, view_at, write, write_clocked, write_no_sweep, write_now,

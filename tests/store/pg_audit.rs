@@ -9,20 +9,20 @@ use std::time::Duration;
 use postgres::{Client, Config, IsolationLevel};
 use serde_json::json;
 
-use super::{audit, conn, export, history, tokens, wakeups::Listener};
-use crate::core::access::Role;
-use crate::core::audit::{Actor, Source};
-use crate::protocol::{Answer, AnswerItem, Request};
-use crate::store::scenarios::TestClock;
-use crate::store::sqlite::SqliteStore;
-use crate::store::{
+use crate::scenarios::TestClock;
+use dshq::core::access::Role;
+use dshq::core::audit::{Actor, Source};
+use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::postgres::{audit, conn, export, history, tokens, wakeups::Listener};
+use dshq::store::sqlite::SqliteStore;
+use dshq::store::{
     AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Store,
     Wakeups,
 };
 
 /// A new empty database on the test server.
 fn fresh_url() -> String {
-    super::throwaway::shared()
+    crate::throwaway::shared()
         .fresh_database()
         .expect("a fresh database")
 }
@@ -105,10 +105,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
         id: Some("bad".into()),
         context: None,
         raw: "{not json".into(),
-        error: crate::protocol::UserQuestionError::new(
-            crate::protocol::Code::BadRequest,
-            "not JSON",
-        ),
+        error: dshq::protocol::UserQuestionError::new(dshq::protocol::Code::BadRequest, "not JSON"),
     }])
     .unwrap();
     clock.advance(10);
@@ -168,7 +165,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
 /// A SQLite store in `dir` (keyed: the first write creates `dir/audit.key`) with the
 /// scripted history.
 fn sqlite_store(dir: &Path, clock: &TestClock, agents: bool) -> SqliteStore {
-    let conn = crate::store::sqlite::open(&dir.join("dshq.db")).unwrap();
+    let conn = dshq::store::sqlite::open(&dir.join("dshq.db")).unwrap();
     let mut s = SqliteStore::with_clock(conn, clock.as_fn());
     script(&mut s, clock, agents);
     s
@@ -201,7 +198,7 @@ fn pg_export(c: &mut Client) -> Vec<Record> {
     out
 }
 
-fn load(c: &mut Client, origin: Option<&str>, records: &[Record]) -> crate::Result<u64> {
+fn load(c: &mut Client, origin: Option<&str>, records: &[Record]) -> dshq::Result<u64> {
     let mut tx = c.transaction()?;
     let mut it = records.iter().cloned().map(Ok);
     let n = export::import(&mut tx, origin, &mut it)?;
@@ -286,9 +283,10 @@ fn the_same_history_on_postgresql_exports_as_on_sqlite_and_verifies() {
     let mut s = sqlite_store(&sqlite_root, &clock, false);
     std::fs::copy(sqlite_root.join("audit.key"), pg_root.join("audit.key")).unwrap();
     let clock = TestClock::new();
-    let mut pg = super::PgStore::connect(&fresh_url(), Some(&pg_root), Some("host-a"))
-        .unwrap()
-        .with_clock(clock.as_fn());
+    let mut pg =
+        dshq::store::postgres::PgStore::connect(&fresh_url(), Some(&pg_root), Some("host-a"))
+            .unwrap()
+            .with_clock(clock.as_fn());
     script(&mut pg, &clock, false);
     let want = export_of(&mut s);
     let got = export_of(&mut pg);
@@ -303,7 +301,7 @@ fn the_same_history_on_postgresql_exports_as_on_sqlite_and_verifies() {
     assert_eq!(v, s.verify(&[]).unwrap());
     assert_eq!(v.broken, None);
     // The head anchor each commit publishes verifies too.
-    let anchor = crate::store::read_anchor(&pg_root.join("audit.head")).unwrap();
+    let anchor = dshq::store::read_anchor(&pg_root.join("audit.head")).unwrap();
     assert_eq!(Some((anchor.seq, anchor.hash.clone())), v.head);
     let v = pg.verify(&[(pg_root.join("audit.head"), anchor)]).unwrap();
     assert_eq!(v.broken, None);
@@ -323,15 +321,16 @@ fn a_copy_loaded_through_the_store_verifies_and_its_chain_goes_on_under_the_key(
     let records = export_of(&mut s);
     let want = s.verify(&[]).unwrap();
     drop(s);
-    let mut pg = super::PgStore::connect(&fresh_url(), Some(dir.path()), Some("host-a"))
-        .unwrap()
-        .with_clock(clock.as_fn());
+    let mut pg =
+        dshq::store::postgres::PgStore::connect(&fresh_url(), Some(dir.path()), Some("host-a"))
+            .unwrap()
+            .with_clock(clock.as_fn());
     let mut it = records.clone().into_iter().map(Ok);
     assert_eq!(pg.import(&mut it).unwrap() as usize, records.len());
     assert_eq!(pg.verify(&[]).unwrap(), want);
     // A second load is refused: the store is no longer empty.
     let mut it = records.clone().into_iter().map(Ok);
-    assert!(matches!(pg.import(&mut it), Err(crate::Error::Invalid(_))));
+    assert!(matches!(pg.import(&mut it), Err(dshq::Error::Invalid(_))));
     // The copy is written on: the chain goes on from the copied head, keyed.
     clock.advance(1_000);
     assert!(matches!(
@@ -393,7 +392,7 @@ fn import_refuses_a_store_that_is_not_empty_and_records_it_does_not_know() {
     let (_, _dir, records, mut c, _) = copied(false);
     let e = load(&mut c, None, &records).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("not empty")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("not empty")),
         "{e}"
     );
     let (_, mut c) = client(&fresh_url());
@@ -401,33 +400,33 @@ fn import_refuses_a_store_that_is_not_empty_and_records_it_does_not_know() {
     bad.1.insert("extra".into(), json!(1));
     let e = load(&mut c, None, &[bad]).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("extra")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("extra")),
         "{e}"
     );
     let mut bad = records[0].clone();
     bad.1.insert("requireProvider".into(), json!(2));
     let e = load(&mut c, None, &[bad]).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("requireProvider")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("requireProvider")),
         "{e}"
     );
     let mut bad = records[0].clone();
     bad.1.shift_remove("body");
     let e = load(&mut c, None, &[bad]).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("body")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("body")),
         "{e}"
     );
     let mut bad = records[0].clone();
     bad.0 = "event".into();
     let e = load(&mut c, None, &[bad]).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("says it is")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("says it is")),
         "{e}"
     );
     let e = load(&mut c, None, &[("widget".into(), Default::default())]).unwrap_err();
     assert!(
-        matches!(&e, crate::Error::Invalid(m) if m.contains("widget")),
+        matches!(&e, dshq::Error::Invalid(m) if m.contains("widget")),
         "{e}"
     );
     // Nothing of the refused loads stayed.
@@ -459,7 +458,7 @@ fn history_and_stats_read_as_sqlites() {
         },
         HistoryFilter {
             intent: Some("plan-review".into()),
-            decision: Some(crate::protocol::Decision::Declined),
+            decision: Some(dshq::protocol::Decision::Declined),
             ..Default::default()
         },
         HistoryFilter {
@@ -577,8 +576,8 @@ fn verify_finds_each_edit_made_with_the_triggers_dropped() {
     let v = audit::verify_snapshot(&mut c, root, &[]).unwrap();
     assert_eq!(v.broken, None);
     let (seq, hash) = v.head.unwrap();
-    let anchor = crate::store::Anchor { seq, hash };
-    let here = |a: &crate::store::Anchor| vec![(dir.path().join("audit.head"), a.clone())];
+    let anchor = dshq::store::Anchor { seq, hash };
+    let here = |a: &dshq::store::Anchor| vec![(dir.path().join("audit.head"), a.clone())];
     assert_eq!(
         audit::verify_snapshot(&mut c, root, &here(&anchor))
             .unwrap()
@@ -586,7 +585,7 @@ fn verify_finds_each_edit_made_with_the_triggers_dropped() {
         None
     );
     // An anchor ahead of the log: its newest events were removed.
-    let ahead = crate::store::Anchor {
+    let ahead = dshq::store::Anchor {
         seq: seq + 1,
         ..anchor.clone()
     };
@@ -595,7 +594,7 @@ fn verify_finds_each_edit_made_with_the_triggers_dropped() {
         .broken
         .unwrap();
     assert!(broken.contains("newest events were removed"), "{broken}");
-    let other = crate::store::Anchor {
+    let other = dshq::store::Anchor {
         seq,
         hash: "0".repeat(64),
     };
@@ -624,9 +623,9 @@ fn web_tokens_are_created_listed_revoked_and_found_by_lookup() {
     .unwrap();
     tokens::create(&mut tx, "bob", Role::Asker, None, "lookup-b", b"hb", 7).unwrap();
     let e = tokens::create(&mut tx, "bob", Role::Asker, None, "lookup-c", b"hc", 8).unwrap_err();
-    assert!(matches!(e, crate::Error::Invalid(_)), "{e}");
+    assert!(matches!(e, dshq::Error::Invalid(_)), "{e}");
     let e = tokens::create(&mut tx, " ", Role::Asker, None, "lookup-d", b"hd", 8).unwrap_err();
-    assert!(matches!(e, crate::Error::Invalid(_)), "{e}");
+    assert!(matches!(e, dshq::Error::Invalid(_)), "{e}");
     tx.commit().unwrap();
     // Byte order, as SQLite's: upper case first.
     let names: Vec<String> = tokens::list(&mut c)
@@ -639,7 +638,7 @@ fn web_tokens_are_created_listed_revoked_and_found_by_lookup() {
     assert!(tokens::revoke(&mut tx, "bob", 9).unwrap());
     assert!(!tokens::revoke(&mut tx, "bob", 10).unwrap());
     let e = tokens::revoke(&mut tx, "nobody", 10).unwrap_err();
-    assert!(matches!(e, crate::Error::TokenNotFound(_)), "{e}");
+    assert!(matches!(e, dshq::Error::TokenNotFound(_)), "{e}");
     tx.commit().unwrap();
     let cred = tokens::by_lookup(&mut c, "lookup-b").unwrap().unwrap();
     assert_eq!(cred.hash, b"hb");
@@ -716,8 +715,8 @@ fn a_commit_elsewhere_wakes_the_listener_and_a_quiet_wait_times_out() {
 #[test]
 fn a_write_through_another_store_wakes_this_stores_wakeups() {
     let url = fresh_url();
-    let mut here = super::PgStore::connect(&url, None, Some("host-a")).unwrap();
-    let mut there = super::PgStore::connect(&url, None, Some("host-b")).unwrap();
+    let mut here = dshq::store::postgres::PgStore::connect(&url, None, Some("host-a")).unwrap();
+    let mut there = dshq::store::postgres::PgStore::connect(&url, None, Some("host-b")).unwrap();
     let mut w = here
         .wakeups()
         .unwrap()

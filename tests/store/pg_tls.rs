@@ -15,11 +15,11 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
 
-use super::throwaway::Server;
-use super::tls::{connect_with, Connector, Roots};
-use super::{conn, wakeups::Listener};
-use crate::error::Error;
-use crate::protocol::Code;
+use crate::throwaway::Server;
+use dshq::error::Error;
+use dshq::protocol::Code;
+use dshq::store::postgres::tls::{connect_with, Connector, Roots};
+use dshq::store::postgres::{conn, wakeups::Listener};
 
 /// In every URL: the server trusts the local user, so it never asks for it, and no
 /// error may repeat it.
@@ -134,7 +134,7 @@ fn trusting_the_ca() -> Connector {
 }
 
 /// The error of a connection that must fail.
-fn refused(r: crate::error::Result<Client>) -> Error {
+fn refused(r: dshq::error::Result<Client>) -> Error {
     match r {
         Ok(_) => panic!("connected where it must be refused"),
         Err(e) => e,

@@ -7,13 +7,14 @@ use std::sync::{Arc, Barrier};
 
 use serde_json::json;
 
-use super::{throwaway, PgStore};
-use crate::core::audit::{Actor, Source};
-use crate::error::Error;
-use crate::protocol::error::Code;
-use crate::protocol::{Answer, AnswerItem, Request};
-use crate::store::scenarios::TestClock;
-use crate::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+use crate::scenarios::TestClock;
+use crate::throwaway;
+use dshq::core::audit::{Actor, Source};
+use dshq::error::Error;
+use dshq::protocol::error::Code;
+use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::postgres::PgStore;
+use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
 
 fn fresh() -> String {
     throwaway::shared().fresh_database().unwrap()
@@ -215,7 +216,7 @@ fn time_is_the_database_clock_never_the_hosts() {
     // The session of `ahead` sees a database clock 10 minutes ahead: every decision it
     // makes follows that clock, whatever this host's clock says.
     let mut ahead = skewed(&url, 10);
-    let host = crate::clock::now_ms();
+    let host = dshq::clock::now_ms();
     let (_, lease) = ahead.register("a", "alice", 60_000).unwrap();
     assert!(
         lease.expires_ms >= host + 10 * 60_000 + 60_000 - 1_000,
@@ -236,15 +237,39 @@ fn time_is_the_database_clock_never_the_hosts() {
 #[test]
 fn the_backend_never_reads_the_hosts_clock() {
     for (name, text) in [
-        ("conn.rs", include_str!("conn.rs")),
-        ("store.rs", include_str!("store.rs")),
-        ("leases.rs", include_str!("leases.rs")),
-        ("agents.rs", include_str!("agents.rs")),
-        ("events.rs", include_str!("events.rs")),
-        ("requests/ask.rs", include_str!("requests/ask.rs")),
-        ("requests/provide.rs", include_str!("requests/provide.rs")),
-        ("requests/timeouts.rs", include_str!("requests/timeouts.rs")),
-        ("requests/reads.rs", include_str!("requests/reads.rs")),
+        ("conn.rs", include_str!("../../src/store/postgres/conn.rs")),
+        (
+            "store.rs",
+            include_str!("../../src/store/postgres/store.rs"),
+        ),
+        (
+            "leases.rs",
+            include_str!("../../src/store/postgres/leases.rs"),
+        ),
+        (
+            "agents.rs",
+            include_str!("../../src/store/postgres/agents.rs"),
+        ),
+        (
+            "events.rs",
+            include_str!("../../src/store/postgres/events.rs"),
+        ),
+        (
+            "requests/ask.rs",
+            include_str!("../../src/store/postgres/requests/ask.rs"),
+        ),
+        (
+            "requests/provide.rs",
+            include_str!("../../src/store/postgres/requests/provide.rs"),
+        ),
+        (
+            "requests/timeouts.rs",
+            include_str!("../../src/store/postgres/requests/timeouts.rs"),
+        ),
+        (
+            "requests/reads.rs",
+            include_str!("../../src/store/postgres/requests/reads.rs"),
+        ),
     ] {
         assert!(
             !text.contains(concat!("now_ms", "(")),
@@ -295,7 +320,9 @@ fn a_connection_ended_by_the_server_is_replaced_on_the_next_call() {
     admin
         .execute("SELECT pg_terminate_backend($1)", &[&pid3])
         .unwrap();
-    std::thread::sleep(super::conn::IDLE_PROBE + std::time::Duration::from_millis(200));
+    std::thread::sleep(
+        dshq::store::postgres::conn::IDLE_PROBE + std::time::Duration::from_millis(200),
+    );
     ask(&mut store, "idle", "ctx");
     assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 3);
 }
@@ -419,7 +446,10 @@ fn two_hosts_migrating_one_new_database_at_once_apply_each_migration_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    let known: Vec<i64> = super::MIGRATIONS.iter().map(|m| m.0).collect();
+    let known: Vec<i64> = dshq::store::postgres::MIGRATIONS
+        .iter()
+        .map(|m| m.0)
+        .collect();
     assert_eq!(versions, known);
 }
 
@@ -485,11 +515,11 @@ fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
 /// One scripted history through the trait, every result written down as text, with the
 /// random parts (agent instances, lease tokens, event hashes) replaced by names.
 fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
-    use crate::core::audit::EventKind;
-    use crate::store::{HistoryFilter, InboxInput, ProviderFile};
+    use dshq::core::audit::EventKind;
+    use dshq::store::{HistoryFilter, InboxInput, ProviderFile};
     let mut out: Vec<String> = Vec::new();
     let mut secrets: Vec<String> = Vec::new();
-    fn show<T: std::fmt::Debug>(r: &crate::Result<T>) -> String {
+    fn show<T: std::fmt::Debug>(r: &dshq::Result<T>) -> String {
         match r {
             Ok(v) => format!("{v:?}"),
             Err(e) => format!("Err({:?}: {e})", code(e)),
@@ -627,7 +657,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
                 id: None,
                 context: None,
                 raw: "junk".into(),
-                error: crate::protocol::error::UserQuestionError::new(Code::BadRequest, "not json"),
+                error: dshq::protocol::error::UserQuestionError::new(Code::BadRequest, "not json"),
             },
         ])
     )
@@ -884,8 +914,8 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
 #[test]
 fn one_scripted_history_reads_the_same_on_sqlite_and_postgres() {
     let clock = TestClock::new();
-    let mut lite = crate::store::sqlite::SqliteStore::with_clock(
-        crate::store::sqlite::open_in_memory().unwrap(),
+    let mut lite = dshq::store::sqlite::SqliteStore::with_clock(
+        dshq::store::sqlite::open_in_memory().unwrap(),
         clock.as_fn(),
     );
     let on_sqlite = script(&mut lite, &clock);
@@ -959,7 +989,7 @@ fn a_writer_waits_for_the_write_lock_held_elsewhere_and_its_session_bounds_the_w
     let mut held = other.transaction().unwrap();
     held.execute(
         "SELECT pg_advisory_xact_lock($1)",
-        &[&super::conn::WRITE_LOCK],
+        &[&dshq::store::postgres::conn::WRITE_LOCK],
     )
     .unwrap();
     let url2 = url.clone();

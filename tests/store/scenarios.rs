@@ -1,18 +1,18 @@
-//! Use-case scenarios run through the [`Store`] trait only, generic over the backend:
-//! each takes a constructor that builds a fresh, empty store on a given clock. The SQLite
-//! backend runs them below; a PostgreSQL backend runs the same functions unchanged.
+//! The conformance scenarios: each runs through the [`Store`] trait only, generic over the
+//! driver, and takes a constructor that builds a fresh, empty store on a given clock. The
+//! suite (`main.rs`) instantiates every one on SQLite and on PostgreSQL, unchanged.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
-use crate::app;
-use crate::clock::Millis;
-use crate::core::audit::{Actor, Source};
-use crate::protocol::error::Code;
-use crate::protocol::{Answer, AnswerItem, Outcome, Request};
+use dshq::app;
+use dshq::clock::Millis;
+use dshq::core::audit::{Actor, Source};
+use dshq::protocol::error::Code;
+use dshq::protocol::{Answer, AnswerItem, Outcome, Request};
+use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
 
 /// A clock a scenario moves by hand.
 #[derive(Clone)]
@@ -52,7 +52,7 @@ fn request(id: &str) -> Request {
 }
 
 /// Ask request `id` (one question, `db`) and expect it accepted, pending.
-pub(crate) fn ask<S: Store>(store: &mut S, id: &str) {
+pub fn ask<S: Store>(store: &mut S, id: &str) {
     let input = AskInput {
         request: Ok(request(id)),
         fallback_id: None,
@@ -68,7 +68,7 @@ pub(crate) fn ask<S: Store>(store: &mut S, id: &str) {
 }
 
 /// The answer picking `label` for question `db`.
-pub(crate) fn pick(label: &str) -> Answer {
+pub fn pick(label: &str) -> Answer {
     Answer {
         answers: vec![AnswerItem {
             id: "db".into(),
@@ -78,7 +78,7 @@ pub(crate) fn pick(label: &str) -> Answer {
     }
 }
 
-fn code(e: crate::Error) -> Code {
+fn code(e: dshq::Error) -> Code {
     e.to_user_error().code
 }
 
@@ -241,7 +241,7 @@ pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
     );
     assert_eq!(
         ev[0].event_kind(),
-        Some(crate::core::audit::EventKind::Rejected)
+        Some(dshq::core::audit::EventKind::Rejected)
     );
     assert_eq!(ev[0].who(), Some(Actor::Cli));
 }
@@ -286,7 +286,7 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// The event feed reads every lifecycle event in order, a page at a time, with the
 /// kinds and request filters applied, and a lease running out shows as `released`.
 pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
-    use crate::core::audit::EventKind as K;
+    use dshq::core::audit::EventKind as K;
     let all = [
         K::Accepted,
         K::Claimed,
@@ -361,23 +361,23 @@ pub struct MemoryExport {
     pub freed: Vec<String>,
 }
 
-impl super::PruneExport for MemoryExport {
+impl dshq::store::PruneExport for MemoryExport {
     fn record(
         &mut self,
         kind: &str,
         fields: serde_json::Map<String, serde_json::Value>,
-    ) -> crate::error::Result<()> {
+    ) -> dshq::error::Result<()> {
         assert!(!self.synced, "no record after sync");
         self.records.push((kind.to_string(), fields));
         Ok(())
     }
 
-    fn sync(&mut self) -> crate::error::Result<()> {
+    fn sync(&mut self) -> dshq::error::Result<()> {
         self.synced = true;
         Ok(())
     }
 
-    fn committed(&mut self, ids: &[String]) -> crate::error::Result<usize> {
+    fn committed(&mut self, ids: &[String]) -> dshq::error::Result<usize> {
         assert!(self.synced, "committed only after sync");
         self.freed.extend(ids.iter().cloned());
         Ok(ids.len())
@@ -435,18 +435,18 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
 
     // A sync that fails: nothing is removed.
     struct Failing;
-    impl super::PruneExport for Failing {
+    impl dshq::store::PruneExport for Failing {
         fn record(
             &mut self,
             _: &str,
             _: serde_json::Map<String, serde_json::Value>,
-        ) -> crate::error::Result<()> {
+        ) -> dshq::error::Result<()> {
             Ok(())
         }
-        fn sync(&mut self) -> crate::error::Result<()> {
-            Err(crate::Error::Invalid("disk full".into()))
+        fn sync(&mut self) -> dshq::error::Result<()> {
+            Err(dshq::Error::Invalid("disk full".into()))
         }
-        fn committed(&mut self, _: &[String]) -> crate::error::Result<usize> {
+        fn committed(&mut self, _: &[String]) -> dshq::error::Result<usize> {
             panic!("never committed")
         }
     }
@@ -506,7 +506,7 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "mine");
-    let host = |id: &str| super::HostMark {
+    let host = |id: &str| dshq::store::HostMark {
         id: id.into(),
         label: format!("box:/srv/{id}"),
         idle_ms: 300_000,
@@ -525,7 +525,7 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
         .unwrap();
     let (terminal, _) = store.register("third", "tom", 60_000).unwrap();
     match store.register("ctx", "tom", 60_000) {
-        Err(crate::Error::DuplicateProvider { web: Some(w), .. }) => {
+        Err(dshq::Error::DuplicateProvider { web: Some(w), .. }) => {
             assert_eq!((w.host.as_str(), w.idle.as_str()), ("box:/srv/a", "5m"));
         }
         other => panic!("{other:?}"),
@@ -548,109 +548,4 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
         "nothing left to take"
     );
     assert_eq!(store.verify(&[]).unwrap().broken, None);
-}
-
-#[cfg(test)]
-mod sqlite {
-    use super::*;
-    use crate::store::sqlite::{open_in_memory, SqliteStore};
-
-    fn new(clock: &TestClock) -> SqliteStore {
-        SqliteStore::with_clock(open_in_memory().unwrap(), clock.as_fn())
-    }
-
-    #[test]
-    fn ask_claim_answer_outcome_on_sqlite() {
-        super::ask_claim_answer_outcome(new);
-    }
-
-    #[test]
-    fn lease_expiry_returns_the_claim_on_sqlite() {
-        super::lease_expiry_returns_the_claim(new);
-    }
-
-    #[test]
-    fn a_stale_lease_cannot_act_on_sqlite() {
-        super::a_stale_lease_cannot_act(new);
-    }
-
-    #[test]
-    fn a_rejection_records_its_actor_on_sqlite() {
-        super::a_rejection_records_its_actor(new);
-    }
-
-    #[test]
-    fn the_use_cases_compose_on_sqlite() {
-        super::the_use_cases_compose(new);
-    }
-
-    #[test]
-    fn the_event_feed_pages_in_order_on_sqlite() {
-        super::the_event_feed_pages_in_order(new);
-    }
-
-    #[test]
-    fn prune_keeps_open_requests_and_verifies_on_sqlite() {
-        super::prune_keeps_open_requests_and_verifies(new);
-    }
-
-    #[test]
-    fn a_host_takes_over_only_its_own_leases_on_sqlite() {
-        super::a_host_takes_over_only_its_own_leases(new);
-    }
-}
-
-#[cfg(test)]
-mod postgres {
-    //! The same scenarios on PostgreSQL: each on a fresh database of the test process's
-    //! throwaway server, judging time by the scenario's clock.
-    use super::*;
-    use crate::store::postgres::{throwaway, PgStore};
-
-    fn new(clock: &TestClock) -> PgStore {
-        let url = throwaway::shared().fresh_database().unwrap();
-        PgStore::connect(&url, None, None)
-            .unwrap()
-            .with_clock(clock.as_fn())
-    }
-
-    #[test]
-    fn ask_claim_answer_outcome_on_postgres() {
-        super::ask_claim_answer_outcome(new);
-    }
-
-    #[test]
-    fn lease_expiry_returns_the_claim_on_postgres() {
-        super::lease_expiry_returns_the_claim(new);
-    }
-
-    #[test]
-    fn a_stale_lease_cannot_act_on_postgres() {
-        super::a_stale_lease_cannot_act(new);
-    }
-
-    #[test]
-    fn a_rejection_records_its_actor_on_postgres() {
-        super::a_rejection_records_its_actor(new);
-    }
-
-    #[test]
-    fn the_use_cases_compose_on_postgres() {
-        super::the_use_cases_compose(new);
-    }
-
-    #[test]
-    fn the_event_feed_pages_in_order_on_postgres() {
-        super::the_event_feed_pages_in_order(new);
-    }
-
-    #[test]
-    fn prune_keeps_open_requests_and_verifies_on_postgres() {
-        super::prune_keeps_open_requests_and_verifies(new);
-    }
-
-    #[test]
-    fn a_host_takes_over_only_its_own_leases_on_postgres() {
-        super::a_host_takes_over_only_its_own_leases(new);
-    }
 }

@@ -4,10 +4,11 @@
 
 use postgres::Client;
 
-use super::{audit, conn, throwaway, PgStore};
-use crate::core::audit::Actor;
-use crate::store::scenarios::{ask, pick, MemoryExport, TestClock};
-use crate::store::{Anchor, LeaseRef, ProviderAct, Store};
+use crate::scenarios::{ask, pick, MemoryExport, TestClock};
+use crate::throwaway;
+use dshq::core::audit::Actor;
+use dshq::store::postgres::{audit, conn, PgStore};
+use dshq::store::{Anchor, LeaseRef, ProviderAct, Store};
 
 fn client(url: &str) -> Client {
     let config = conn::parse_url(url).unwrap();

@@ -1,0 +1,82 @@
+//! The store's tests, outside the library: one conformance suite of the queue's behaviour
+//! and, beside it, the tests of one driver.
+//!
+//! The conformance suite is [`scenarios`] and [`lifecycle`]: every lifecycle rule written once as a function
+//! generic over [`Store`], reached only through the trait and the drivers' public
+//! constructors. [`conformance!`] instantiates each one per driver, so the same scenario runs
+//! as `sqlite::NAME` (a real SQLite file in a temporary directory) and `postgres::NAME` (a
+//! fresh database on the throwaway server of [`throwaway::shared`]: the one named by
+//! `DSHQ_TEST_POSTGRES`, as `contrib/test/run` starts it, else one this process starts). A
+//! PostgreSQL scenario that cannot reach its server fails, saying why; none is skipped.
+//!
+//! The driver-specific modules test what only one driver has: SQLite's migrations, pragmas,
+//! file locking and its internal functions ([`sqlite_driver`]); PostgreSQL's races between
+//! connections ([`pg_queue`]), its audit side, export and import ([`pg_audit`]), prune
+//! ([`pg_prune`]) and TLS ([`pg_tls`]).
+
+#[path = "../support/throwaway.rs"]
+#[allow(dead_code)]
+mod throwaway;
+
+mod drivers;
+mod lifecycle;
+mod pg_audit;
+mod pg_prune;
+mod pg_queue;
+mod pg_tls;
+mod scenarios;
+mod sqlite_driver;
+mod throwaway_server;
+
+#[allow(unused_imports)]
+use dshq::store::Store;
+
+/// Instantiates each named scenario (`module::function`) once per driver: `sqlite::NAME` and
+/// `postgres::NAME`, each calling the one generic function with that driver's constructor.
+macro_rules! conformance {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    crate::$module::$name(crate::drivers::sqlite);
+                }
+            )*
+        }
+
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    crate::$module::$name(crate::drivers::postgres);
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    scenarios::ask_claim_answer_outcome,
+    scenarios::lease_expiry_returns_the_claim,
+    scenarios::a_stale_lease_cannot_act,
+    scenarios::a_rejection_records_its_actor,
+    scenarios::the_use_cases_compose,
+    scenarios::the_event_feed_pages_in_order,
+    scenarios::prune_keeps_open_requests_and_verifies,
+    scenarios::a_host_takes_over_only_its_own_leases,
+    lifecycle::accept_claim_answer,
+    lifecycle::answering_a_pending_request_claims_it_implicitly,
+    lifecycle::a_bad_answer_changes_nothing,
+    lifecycle::a_final_request_never_changes,
+    lifecycle::cancelled_and_aborted_are_final_too,
+    lifecycle::abort_needs_no_lease,
+    lifecycle::a_cancel_by_the_lease_is_ask_cancelled,
+    lifecycle::an_unknown_request_is_not_found,
+    lifecycle::a_second_register_is_duplicate_provider_and_the_first_stays,
+    lifecycle::a_heartbeat_extends_by_the_ttl_and_cannot_revive,
+    lifecycle::a_stale_lease_cannot_claim_or_answer_after_a_new_one,
+    lifecycle::a_release_twice_is_ok_and_returns_claims,
+    lifecycle::a_forged_token_is_lease_expired,
+    lifecycle::a_lease_of_another_context_is_wrong_context,
+    lifecycle::claim_next_takes_the_oldest_pending,
+);
