@@ -21,8 +21,10 @@
 
 pub mod anchor;
 pub mod chain;
+pub mod driver;
 pub mod export;
 pub mod postgres;
+pub mod queue;
 pub mod records;
 pub mod sqlite;
 pub mod types;

@@ -336,3 +336,5 @@ pub fn list(c: &mut impl GenericClient, now: Millis, live_only: bool) -> Result<
     }
     Ok(out)
 }
+
+impl crate::store::driver::AgentStatements for crate::store::postgres::tx::Tx<'_> {}

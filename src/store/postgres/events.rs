@@ -194,3 +194,9 @@ pub fn walk_start(
     let newest = newest_checkpoint_data(c)?;
     Ok(crate::store::chain::walk_start(first, newest.as_ref()))
 }
+
+impl crate::store::driver::EventStatements for Tx<'_> {
+    fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
+        append(self, now, event)
+    }
+}

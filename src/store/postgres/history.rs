@@ -274,3 +274,5 @@ pub fn open_counts(c: &mut impl GenericClient) -> Result<crate::store::OpenCount
         oldest_pending_ms,
     })
 }
+
+impl crate::store::driver::AuditStatements for crate::store::postgres::tx::Tx<'_> {}

@@ -503,3 +503,10 @@ fn unclaim_all(
     }
     Ok(ids)
 }
+
+impl crate::store::driver::LeaseReads for crate::store::postgres::tx::Tx<'_> {}
+impl<C: postgres::GenericClient> crate::store::driver::LeaseReads
+    for crate::store::postgres::tx::PgRead<'_, C>
+{
+}
+impl crate::store::driver::LeaseStatements for crate::store::postgres::tx::Tx<'_> {}

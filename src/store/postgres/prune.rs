@@ -295,3 +295,5 @@ pub fn prune(
     pruned.checkpoint = Some(seq);
     Ok((pruned, plan.ids))
 }
+
+impl crate::store::driver::PruneStatements for crate::store::postgres::tx::Tx<'_> {}

@@ -19,3 +19,9 @@ pub struct Tx<'c> {
     /// Whether an event was appended (then the commit notifies [`super::conn::CHANNEL`]).
     pub appended: bool,
 }
+
+/// The read statements of this backend on any client (a read on the connection, or the
+/// transaction of a write), for the queue rules that also run outside a write: each
+/// concern's file implements its read trait ([`crate::store::driver`]) on it, and on
+/// [`Tx`] through it.
+pub struct PgRead<'a, C: postgres::GenericClient>(pub &'a mut C);

@@ -332,3 +332,5 @@ pub fn list(conn: &Connection, now: Millis, live_only: bool) -> Result<Vec<Agent
     }
     Ok(out)
 }
+
+impl crate::store::driver::AgentStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

@@ -267,3 +267,5 @@ pub fn open_counts(conn: &Connection) -> Result<crate::store::OpenCounts> {
         oldest_pending_ms,
     })
 }
+
+impl crate::store::driver::AuditStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

@@ -463,3 +463,7 @@ fn unclaim_all(
     }
     Ok(ids)
 }
+
+impl crate::store::driver::LeaseReads for crate::store::sqlite::sql::Sql<'_, '_> {}
+impl crate::store::driver::LeaseReads for crate::store::sqlite::sql::SqlRead<'_> {}
+impl crate::store::driver::LeaseStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

@@ -20,6 +20,7 @@ pub mod history;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod sql;
 mod store;
 pub mod tokens;
 

@@ -274,3 +274,5 @@ pub fn prune(
     pruned.checkpoint = Some(seq);
     Ok((pruned, plan.ids))
 }
+
+impl crate::store::driver::PruneStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

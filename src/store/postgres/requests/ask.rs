@@ -323,3 +323,5 @@ pub fn earlier_rejection(
         message.unwrap_or_default(),
     )))
 }
+
+impl crate::store::driver::RequestStatements for crate::store::postgres::tx::Tx<'_> {}

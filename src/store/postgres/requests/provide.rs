@@ -373,3 +373,5 @@ pub(super) fn finish_error(
     )?;
     outcome_of(t, id)
 }
+
+impl crate::store::driver::AnswerStatements for crate::store::postgres::tx::Tx<'_> {}

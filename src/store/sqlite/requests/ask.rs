@@ -311,3 +311,5 @@ pub fn earlier_rejection(
             )
         }))
 }
+
+impl crate::store::driver::RequestStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

@@ -358,3 +358,5 @@ pub(super) fn finish_error(
         .and_then(|r| r.outcome())
         .expect("a final request has an outcome"))
 }
+
+impl crate::store::driver::AnswerStatements for crate::store::sqlite::sql::Sql<'_, '_> {}

@@ -1,0 +1,57 @@
+//! The drivers' side of the queue: the statements a backend must provide, as traits.
+//!
+//! The queue's rules are written once ([`super::queue`]) over these traits; a backend
+//! ([`super::sqlite`], [`super::postgres`]) is a driver: its SQL, its migrations, its
+//! connection and locking, and an implementation of each trait here on its transaction.
+//! This is the split River makes between its client and `riverdriver`: a method is one
+//! statement (or a short fixed sequence of them) named for what it does, with its guard in
+//! its name where it has one (`set_answered_if_lease_live`), and it decides nothing: what
+//! to do with the rows it returns is the queue's.
+//!
+//! One trait per concern, in its own file, so the concerns grow apart; [`Statements`] is
+//! all of them, the type a queue rule takes (`&mut dyn Statements`). A rule that also runs
+//! on reads takes only the read trait it needs (e.g. [`LeaseReads`]), which both a write
+//! transaction and a driver's read connection implement.
+//!
+//! Every method returns [`crate::error::Result`]: a driver maps its database's errors to
+//! [`crate::error::Error`] and never panics on what it reads.
+
+pub mod agents;
+pub mod answers;
+pub mod audit;
+pub mod events;
+pub mod leases;
+pub mod prune;
+pub mod requests;
+
+pub use agents::AgentStatements;
+pub use answers::AnswerStatements;
+pub use audit::AuditStatements;
+pub use events::EventStatements;
+pub use leases::{LeaseReads, LeaseStatements};
+pub use prune::PruneStatements;
+pub use requests::RequestStatements;
+
+/// Every statement a write transaction offers: what a queue rule takes.
+pub trait Statements:
+    LeaseStatements
+    + AgentStatements
+    + RequestStatements
+    + AnswerStatements
+    + PruneStatements
+    + AuditStatements
+    + EventStatements
+{
+}
+
+impl<T> Statements for T where
+    T: LeaseStatements
+        + AgentStatements
+        + RequestStatements
+        + AnswerStatements
+        + PruneStatements
+        + AuditStatements
+        + EventStatements
+        + ?Sized
+{
+}

@@ -1,0 +1,1 @@
+//! The queue rules of one concern, over [`crate::store::driver`]: see [`super`].

@@ -1,0 +1,16 @@
+//! The queue's rules, written once over the drivers' statements ([`super::driver`]).
+//!
+//! Every rule of the queue (ask and the consequences of its checks, claim, answer,
+//! cancel, abort, leases and fencing, agents, sweeps, the outbox's bookkeeping, prune, the
+//! chain and its records) is a function here over `&mut dyn Statements` and the time of
+//! the write; the backends call these functions inside their own transactions and hold no
+//! rule of their own. What differs between SQLite and PostgreSQL (the SQL, locking, the
+//! clock, the dialect's gaps) stays below, in each driver's implementation of the
+//! statements. The conformance suite (`tests/store/`) runs every rule on both drivers.
+
+pub mod agents;
+pub mod answers;
+pub mod audit;
+pub mod leases;
+pub mod prune;
+pub mod requests;
