@@ -14,7 +14,9 @@ use rusqlite::Connection;
 
 use dshq::files::outbox;
 use dshq::root::Root;
-use dshq::store::sqlite::{self as store, history, leases, requests, SqliteStore};
+use dshq::store::queue::leases;
+use dshq::store::sqlite::sql::{Sql, SqlRead};
+use dshq::store::sqlite::{self as store, history, requests, SqliteStore};
 
 #[path = "common/fixture.rs"]
 mod fixture;
@@ -37,10 +39,10 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store
                 now,
             )?;
         }
-        Ok(leases::register(tx, "default", "bench", 3_600_000, None, now)?.lease)
+        Ok(leases::register(&mut Sql(tx), now, "default", "bench", 3_600_000, None)?.lease)
     })
     .unwrap();
-    let lease = leases::authenticate(st.connection(), &token, now).unwrap();
+    let lease = leases::authenticate(&mut SqlRead(st.connection()), &token, now).unwrap();
     (dir, root, st, lease)
 }
 

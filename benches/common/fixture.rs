@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use dshq::clock::Millis;
 use dshq::protocol::{Answer, AnswerItem, Request};
-use dshq::store::sqlite::{self as store, leases, requests};
+use dshq::store::queue::leases;
+use dshq::store::sqlite::sql::{Sql, SqlRead};
+use dshq::store::sqlite::{self as store, requests};
 
 pub const DAY: Millis = 86_400_000;
 pub const T0: Millis = 1_780_000_000_000;
@@ -89,7 +91,15 @@ pub fn fixture(n: usize) -> PathBuf {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                Ok(leases::register(tx, c, &format!("reviewer-{i}"), 1_000 * DAY, None, T0)?.lease)
+                Ok(leases::register(
+                    &mut Sql(tx),
+                    T0,
+                    c,
+                    &format!("reviewer-{i}"),
+                    1_000 * DAY,
+                    None,
+                )?
+                .lease)
             })
             .collect()
     })
@@ -113,7 +123,7 @@ pub fn fixture(n: usize) -> PathBuf {
                     "bench",
                     created,
                 )?;
-                let lease = leases::authenticate(tx, &tokens[c], created)?;
+                let lease = leases::authenticate(&mut SqlRead(tx), &tokens[c], created)?;
                 match j % 20 {
                     0..=15 => {
                         let label = if plan && j % 3 == 0 {

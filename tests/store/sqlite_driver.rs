@@ -13,7 +13,43 @@ use dshq::protocol::{
     AgentRef, Answer, AnswerItem, Code, Decision, Outcome, Request, UserQuestionError,
 };
 use dshq::store::sqlite::events;
-use dshq::store::sqlite::leases;
+
+/// The lease rules ([`dshq::store::queue::leases`]) on this driver's statements, called as
+/// this file's tests call them (a transaction, or a connection for a read).
+mod leases {
+    use dshq::clock::Millis;
+    use dshq::error::Result;
+    use dshq::store::queue::leases as q;
+    use dshq::store::sqlite::sql::{Sql, SqlRead};
+    use dshq::store::types::{HostMark, Lease, LeaseInfo, Registered};
+    use rusqlite::{Connection, Transaction};
+
+    pub fn register(
+        tx: &Transaction,
+        context: &str,
+        name: &str,
+        ttl_ms: Millis,
+        host: Option<&HostMark>,
+        now: Millis,
+    ) -> Result<Registered> {
+        q::register(&mut Sql(tx), now, context, name, ttl_ms, host)
+    }
+    pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease> {
+        q::authenticate(&mut SqlRead(conn), token, now)
+    }
+    pub fn heartbeat(tx: &Transaction, token: &str, now: Millis) -> Result<Lease> {
+        q::heartbeat(&mut Sql(tx), now, token)
+    }
+    pub fn release(tx: &Transaction, token: &str, now: Millis) -> Result<bool> {
+        q::release(&mut Sql(tx), now, token)
+    }
+    pub fn live_in(conn: &Connection, context: &str, now: Millis) -> Result<bool> {
+        q::live_in(&mut SqlRead(conn), context, now)
+    }
+    pub fn info(conn: &Connection, token: &str, now: Millis) -> Result<LeaseInfo> {
+        q::info(&mut SqlRead(conn), token, now)
+    }
+}
 use dshq::store::sqlite::requests::{self, Accepted, Rejection, RequestRow, Status};
 use dshq::store::sqlite::{
     agents, migrate, schema_version, sweep, write, write_no_sweep, MIGRATIONS,

@@ -494,7 +494,7 @@ pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
 pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
     let mut swept = Swept::default();
-    for (lease_id, released) in super::leases::expire_due(tx, now)? {
+    for (lease_id, released) in crate::store::queue::leases::expire_due(tx, now)? {
         swept.leases.push(lease_id);
         swept.released.extend(released);
     }

@@ -13,7 +13,8 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
 use super::requests::reads;
-use super::{agents, audit, events, export, history, leases, prune, requests, tokens, wakeups};
+use super::tx::PgRead;
+use super::{agents, audit, events, export, history, prune, requests, tokens, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -113,9 +114,12 @@ fn lease_for(
     now: Millis,
 ) -> Result<(Lease, Option<String>)> {
     match lease {
-        LeaseRef::Token(token) => Ok((leases::authenticate(&mut t.tx, token, now)?, None)),
+        LeaseRef::Token(token) => Ok((
+            crate::store::queue::leases::authenticate(t, token, now)?,
+            None,
+        )),
         LeaseRef::OnBehalf { token, actor } => {
-            let mut lease = leases::authenticate(&mut t.tx, token, now)?;
+            let mut lease = crate::store::queue::leases::authenticate(t, token, now)?;
             lease.on_behalf = Some(actor.clone());
             Ok((lease, None))
         }
@@ -125,8 +129,9 @@ fn lease_for(
             })?;
             let row =
                 requests::get(&mut t.tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = leases::register(t, &row.context, name, *ttl_ms, None, now)?;
-            let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
+            let reg =
+                crate::store::queue::leases::register(t, now, &row.context, name, *ttl_ms, None)?;
+            let lease = crate::store::queue::leases::authenticate(t, &reg.lease, now)?;
             Ok((lease, Some(reg.lease)))
         }
     }
@@ -284,7 +289,7 @@ impl Store for PgStore {
                 }
             };
             if let Some(token) = transient {
-                leases::release(t, &token, now)?;
+                crate::store::queue::leases::release(t, now, &token)?;
             }
             Ok(done)
         })
@@ -342,41 +347,44 @@ impl Store for PgStore {
         host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
         self.write(|t, now| {
-            let reg = leases::register(t, context, name, ttl_ms, host, now)?;
-            let lease = leases::authenticate(&mut t.tx, &reg.lease, now)?;
+            let reg = crate::store::queue::leases::register(t, now, context, name, ttl_ms, host)?;
+            let lease = crate::store::queue::leases::authenticate(t, &reg.lease, now)?;
             Ok((reg, lease))
         })
     }
 
     fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
-        self.write(|t, now| leases::take_over(t, host_id, now))
+        self.write(|t, now| crate::store::queue::leases::take_over(t, now, host_id))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {
-        self.write(|t, now| leases::heartbeat(t, token, now))
+        self.write(|t, now| crate::store::queue::leases::heartbeat(t, now, token))
     }
 
     fn release(&mut self, token: &str) -> Result<bool> {
-        self.write(|t, now| leases::release(t, token, now))
+        self.write(|t, now| crate::store::queue::leases::release(t, now, token))
     }
 
     fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
-        self.write(|t, now| leases::revoke(t, context, by, reason, now))
+        self.write(|t, now| crate::store::queue::leases::revoke(t, now, context, by, reason))
     }
 
     fn authenticate(&mut self, token: &str) -> Result<Lease> {
         let now = self.now()?;
-        self.db.read(|c| leases::authenticate(c, token, now))
+        self.db
+            .read(|c| crate::store::queue::leases::authenticate(&mut PgRead(c), token, now))
     }
 
     fn lease_info(&mut self, token: &str) -> Result<LeaseInfo> {
         let now = self.now()?;
-        self.db.read(|c| leases::info(c, token, now))
+        self.db
+            .read(|c| crate::store::queue::leases::info(&mut PgRead(c), token, now))
     }
 
     fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>> {
         let now = self.now()?;
-        self.db.read(|c| leases::status(c, context, now))
+        self.db
+            .read(|c| crate::store::queue::leases::status(&mut PgRead(c), context, now))
     }
 
     fn agent_enter(

@@ -83,7 +83,7 @@ mod tests {
     use crate::clock::Millis;
     use crate::protocol::types::{Answer, AnswerItem, Request};
     use crate::protocol::UserQuestionError;
-    use crate::store::sqlite::{leases, open_in_memory, requests, write};
+    use crate::store::sqlite::{open_in_memory, requests, write};
 
     const T0: Millis = 1_780_000_000_000;
 
@@ -149,21 +149,43 @@ mod tests {
         })
         .unwrap();
         let alice = write(&mut conn, T0 + 20, |tx| {
-            leases::register(tx, "default", "alice", 1_000, None, T0 + 20)
+            crate::store::queue::leases::register(
+                &mut crate::store::sqlite::sql::Sql(tx),
+                T0 + 20,
+                "default",
+                "alice",
+                1_000,
+                None,
+            )
         })
         .unwrap();
         write(&mut conn, T0 + 30, |tx| {
-            let l = leases::authenticate(tx, &alice.lease, T0 + 30)?;
+            let l = crate::store::queue::leases::authenticate(
+                &mut crate::store::sqlite::sql::SqlRead(tx),
+                &alice.lease,
+                T0 + 30,
+            )?;
             requests::claim(tx, &l, "a", T0 + 30)
         })
         .unwrap();
         // alice's lease expires: "a" goes back to pending; bob answers it.
         let bob = write(&mut conn, T0 + 5_000, |tx| {
-            leases::register(tx, "default", "bob", 600_000, None, T0 + 5_000)
+            crate::store::queue::leases::register(
+                &mut crate::store::sqlite::sql::Sql(tx),
+                T0 + 5_000,
+                "default",
+                "bob",
+                600_000,
+                None,
+            )
         })
         .unwrap();
         write(&mut conn, T0 + 6_000, |tx| {
-            let l = leases::authenticate(tx, &bob.lease, T0 + 6_000)?;
+            let l = crate::store::queue::leases::authenticate(
+                &mut crate::store::sqlite::sql::SqlRead(tx),
+                &bob.lease,
+                T0 + 6_000,
+            )?;
             requests::answer(tx, &l, "a", &answer(), T0 + 6_000)?;
             requests::cancel(tx, &l, "c", Some("not needed"), T0 + 6_000)?;
             requests::claim(tx, &l, "k", T0 + 6_000)

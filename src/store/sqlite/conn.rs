@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::{agents, events, leases, requests};
+use super::{agents, events, requests};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::types::Swept;
@@ -440,7 +440,9 @@ fn sweep_due(tx: &Transaction, now: Millis) -> Result<()> {
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
 pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
     let mut swept = Swept::default();
-    for (lease_id, released) in leases::expire_due(tx, now)? {
+    for (lease_id, released) in
+        crate::store::queue::leases::expire_due(&mut super::sql::Sql(tx), now)?
+    {
         swept.leases.push(lease_id);
         swept.released.extend(released);
     }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
-use super::{agents, audit, events, history, leases, prune, requests, tokens};
+use super::sql::{Sql, SqlRead};
+use super::{agents, audit, events, history, prune, requests, tokens};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -86,9 +87,12 @@ fn lease_for(
     now: Millis,
 ) -> Result<(Lease, Option<String>)> {
     match lease {
-        LeaseRef::Token(token) => Ok((leases::authenticate(tx, token, now)?, None)),
+        LeaseRef::Token(token) => Ok((
+            crate::store::queue::leases::authenticate(&mut Sql(tx), token, now)?,
+            None,
+        )),
         LeaseRef::OnBehalf { token, actor } => {
-            let mut lease = leases::authenticate(tx, token, now)?;
+            let mut lease = crate::store::queue::leases::authenticate(&mut Sql(tx), token, now)?;
             lease.on_behalf = Some(actor.clone());
             Ok((lease, None))
         }
@@ -97,8 +101,15 @@ fn lease_for(
                 Error::Invalid("a transient lease acts on one named request".into())
             })?;
             let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = leases::register(tx, &row.context, name, *ttl_ms, None, now)?;
-            let lease = leases::authenticate(tx, &reg.lease, now)?;
+            let reg = crate::store::queue::leases::register(
+                &mut Sql(tx),
+                now,
+                &row.context,
+                name,
+                *ttl_ms,
+                None,
+            )?;
+            let lease = crate::store::queue::leases::authenticate(&mut Sql(tx), &reg.lease, now)?;
             Ok((lease, Some(reg.lease)))
         }
     }
@@ -260,7 +271,7 @@ impl Store for SqliteStore {
                 }
             };
             if let Some(token) = transient {
-                leases::release(tx, &token, now)?;
+                crate::store::queue::leases::release(&mut Sql(tx), now, &token)?;
             }
             Ok(done)
         })
@@ -326,41 +337,50 @@ impl Store for SqliteStore {
         host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
         self.write(|tx, now| {
-            let reg = leases::register(tx, context, name, ttl_ms, host, now)?;
-            let lease = leases::authenticate(tx, &reg.lease, now)?;
+            let reg = crate::store::queue::leases::register(
+                &mut Sql(tx),
+                now,
+                context,
+                name,
+                ttl_ms,
+                host,
+            )?;
+            let lease = crate::store::queue::leases::authenticate(&mut Sql(tx), &reg.lease, now)?;
             Ok((reg, lease))
         })
     }
 
     fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
-        self.write(|tx, now| leases::take_over(tx, host_id, now))
+        self.write(|tx, now| crate::store::queue::leases::take_over(&mut Sql(tx), now, host_id))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {
-        self.write(|tx, now| leases::heartbeat(tx, token, now))
+        self.write(|tx, now| crate::store::queue::leases::heartbeat(&mut Sql(tx), now, token))
     }
 
     fn release(&mut self, token: &str) -> Result<bool> {
-        self.write(|tx, now| leases::release(tx, token, now))
+        self.write(|tx, now| crate::store::queue::leases::release(&mut Sql(tx), now, token))
     }
 
     fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
-        self.write(|tx, now| leases::revoke(tx, context, by, reason, now))
+        self.write(|tx, now| {
+            crate::store::queue::leases::revoke(&mut Sql(tx), now, context, by, reason)
+        })
     }
 
     fn authenticate(&mut self, token: &str) -> Result<Lease> {
         let now = self.now();
-        leases::authenticate(&self.conn, token, now)
+        crate::store::queue::leases::authenticate(&mut SqlRead(&self.conn), token, now)
     }
 
     fn lease_info(&mut self, token: &str) -> Result<LeaseInfo> {
         let now = self.now();
-        leases::info(&self.conn, token, now)
+        crate::store::queue::leases::info(&mut SqlRead(&self.conn), token, now)
     }
 
     fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>> {
         let now = self.now();
-        leases::status(&self.conn, context, now)
+        crate::store::queue::leases::status(&mut SqlRead(&self.conn), context, now)
     }
 
     fn agent_enter(

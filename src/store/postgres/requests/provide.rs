@@ -18,8 +18,8 @@ use crate::protocol::answer::{check_answer, in_question_order, request_decision}
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::chain::NewEvent;
+use crate::store::postgres::events;
 use crate::store::postgres::tx::Tx;
-use crate::store::postgres::{events, leases};
 use crate::store::types::Lease;
 
 /// The fencing condition of a lease-holder's update on `$1` (lease id), `$2` (now) and
@@ -122,12 +122,12 @@ pub fn answer_replayable(
     answer: &Answer,
     now: Millis,
 ) -> Result<(Outcome, bool)> {
-    if let Ok(lease_id) = leases::identify(&mut t.tx, token) {
+    if let Ok(lease_id) = crate::store::queue::leases::identify(t, token) {
         if let Some(o) = replayed_answer(t, id, lease_id, answer)? {
             return Ok((o, true));
         }
     }
-    let lease = leases::authenticate(&mut t.tx, token, now)?;
+    let lease = crate::store::queue::leases::authenticate(t, token, now)?;
     Ok((self::answer(t, &lease, id, answer, now)?, false))
 }
 
@@ -242,12 +242,12 @@ pub fn cancel_replayable(
     reason: Option<&str>,
     now: Millis,
 ) -> Result<Outcome> {
-    if let Ok(lease_id) = leases::identify(&mut t.tx, token) {
+    if let Ok(lease_id) = crate::store::queue::leases::identify(t, token) {
         if let Some(o) = replayed_cancel(t, id, lease_id)? {
             return Ok(o);
         }
     }
-    let lease = leases::authenticate(&mut t.tx, token, now)?;
+    let lease = crate::store::queue::leases::authenticate(t, token, now)?;
     cancel(t, &lease, id, reason, now)
 }
 

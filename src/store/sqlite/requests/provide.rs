@@ -14,7 +14,6 @@ use crate::protocol::answer::{check_answer, in_question_order, request_decision}
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::sqlite::events::{self, NewEvent};
-use crate::store::sqlite::leases;
 use crate::store::types::Lease;
 
 pub(super) fn load_open(tx: &Transaction, lease: &Lease, id: &str) -> Result<RequestRow> {
@@ -93,12 +92,18 @@ pub fn answer_replayable(
     answer: &Answer,
     now: Millis,
 ) -> Result<(Outcome, bool)> {
-    if let Ok(lease_id) = leases::identify(tx, token) {
+    if let Ok(lease_id) =
+        crate::store::queue::leases::identify(&mut crate::store::sqlite::sql::SqlRead(tx), token)
+    {
         if let Some(o) = replayed_answer(tx, id, lease_id, answer)? {
             return Ok((o, true));
         }
     }
-    let lease = leases::authenticate(tx, token, now)?;
+    let lease = crate::store::queue::leases::authenticate(
+        &mut crate::store::sqlite::sql::SqlRead(tx),
+        token,
+        now,
+    )?;
     Ok((self::answer(tx, &lease, id, answer, now)?, false))
 }
 
@@ -222,12 +227,18 @@ pub fn cancel_replayable(
     reason: Option<&str>,
     now: Millis,
 ) -> Result<Outcome> {
-    if let Ok(lease_id) = leases::identify(tx, token) {
+    if let Ok(lease_id) =
+        crate::store::queue::leases::identify(&mut crate::store::sqlite::sql::SqlRead(tx), token)
+    {
         if let Some(o) = replayed_cancel(tx, id, lease_id)? {
             return Ok(o);
         }
     }
-    let lease = leases::authenticate(tx, token, now)?;
+    let lease = crate::store::queue::leases::authenticate(
+        &mut crate::store::sqlite::sql::SqlRead(tx),
+        token,
+        now,
+    )?;
     cancel(tx, &lease, id, reason, now)
 }
 
