@@ -139,8 +139,14 @@ pub trait LeaseStatements: LeaseReads {
         now: Millis,
         expires_ms: Millis,
     ) -> Result<bool>;
-    /// End the lease at `now` for `reason`, if it has not ended.
-    fn end_lease_if_unended(&mut self, lease_id: i64, now: Millis, reason: LeaseEnd) -> Result<()>;
+    /// End the lease at `now` for `reason`, if it has not ended: whether it ended it (a
+    /// writer that lost a race to end it changes nothing).
+    fn end_lease_if_unended(
+        &mut self,
+        lease_id: i64,
+        now: Millis,
+        reason: LeaseEnd,
+    ) -> Result<bool>;
     /// Return every request claimed by `lease_id` to `pending`: their ids, in arrival order.
     fn unclaim_requests_of_lease(&mut self, lease_id: i64) -> Result<Vec<String>>;
     /// The unended leases expired before `now` (id, provider name), by id.

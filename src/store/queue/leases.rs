@@ -220,7 +220,10 @@ pub fn revoke(
     let Some(live) = db.unended_lease_of_context(context)? else {
         return Err(Error::NoLiveLease(context.to_string()));
     };
-    db.end_lease_if_unended(live.lease_id, now, LeaseEnd::Released)?;
+    if !db.end_lease_if_unended(live.lease_id, now, LeaseEnd::Released)? {
+        // Ended by another writer since the read: it is not live any more.
+        return Err(Error::NoLiveLease(context.to_string()));
+    }
     db.append_event(
         now,
         NewEvent {
@@ -285,7 +288,10 @@ fn end(
     name: &str,
     reason: LeaseEnd,
 ) -> Result<Vec<String>> {
-    db.end_lease_if_unended(lease_id, now, reason)?;
+    if !db.end_lease_if_unended(lease_id, now, reason)? {
+        // Another writer ended it first, and recorded it: nothing is released twice.
+        return Ok(Vec::new());
+    }
     let (actor, kind) = match reason {
         LeaseEnd::Expired => (Actor::Daemon, EventKind::LeaseExpired),
         LeaseEnd::Released => (Actor::Provider(name.to_string()), EventKind::LeaseReleased),

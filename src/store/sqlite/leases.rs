@@ -189,12 +189,17 @@ impl LeaseStatements for Sql<'_, '_> {
         Ok(n == 1)
     }
 
-    fn end_lease_if_unended(&mut self, lease_id: i64, now: Millis, reason: LeaseEnd) -> Result<()> {
-        self.0.execute(
+    fn end_lease_if_unended(
+        &mut self,
+        lease_id: i64,
+        now: Millis,
+        reason: LeaseEnd,
+    ) -> Result<bool> {
+        let n = self.0.execute(
             "UPDATE leases SET ended_ms = ?1, end_reason = ?2 WHERE lease_id = ?3 AND ended_ms IS NULL",
             params![now, reason.as_str(), lease_id],
         )?;
-        Ok(())
+        Ok(n == 1)
     }
 
     fn unclaim_requests_of_lease(&mut self, lease_id: i64) -> Result<Vec<String>> {
