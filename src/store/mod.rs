@@ -16,8 +16,8 @@
 //! Two backends implement it: [`sqlite`] (one host) and [`postgres`] (many hosts). Their
 //! tests live outside the library, in the `store` test target (`tests/store/`): one
 //! conformance suite of the queue's behaviour, written once over this trait and run
-//! unchanged on both drivers (`sqlite::NAME`, `postgres::NAME`), and beside it the tests of
-//! what only one driver has (migrations, pragmas, races between connections, TLS).
+//! unchanged on both drivers (one test per scenario in each of the target's `sqlite` and
+//! `postgres` modules), and beside it the tests of what only one driver has (migrations, pragmas, races between connections, TLS).
 
 pub mod anchor;
 pub mod chain;
