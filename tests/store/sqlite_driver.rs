@@ -1415,3 +1415,213 @@ mod roundtrip {
         assert!(bad >= 10, "only {bad} of 200 generated answers are invalid");
     }
 }
+
+/// The chain of a file store: keyed from its first write, its head anchored beside it
+/// (moved from `src/store/sqlite/events.rs`).
+mod chain_of_a_file_store {
+    use dshq::core::audit::{Actor, EventKind};
+    use dshq::store::anchor::{Anchor, ANCHOR_FILE};
+    use dshq::store::sqlite::events::{
+        append, check_anchor, load_key, verify, verify_with, NewEvent,
+    };
+
+    #[test]
+    fn a_file_store_keys_its_chain_and_anchors_its_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = dshq::store::sqlite::open(&dir.path().join("dshq.db")).unwrap();
+        for i in 0..3 {
+            dshq::store::sqlite::write(&mut conn, 1_000 + i, |tx| {
+                append(
+                    tx,
+                    1_000 + i,
+                    NewEvent {
+                        kind: EventKind::Accepted,
+                        actor: Actor::Cli,
+                        request_id: None,
+                        lease_id: None,
+                        agent_id: None,
+                        data: serde_json::Value::Null,
+                    },
+                )
+            })
+            .unwrap();
+        }
+        let key = load_key(dir.path())
+            .unwrap()
+            .expect("the first write creates the key");
+        assert_eq!(key.since, 1);
+        assert_eq!(verify(&conn).unwrap(), (3, None));
+        // Without the key the chain does not verify.
+        assert_eq!(verify_with(&conn, None).unwrap().1.unwrap().seq, 1);
+        let head = dshq::store::anchor::read_anchor(&dir.path().join(ANCHOR_FILE)).unwrap();
+        assert_eq!(head.seq, 3);
+        assert_eq!(check_anchor(&conn, &head).unwrap(), None);
+        let ahead = Anchor {
+            seq: 4,
+            hash: head.hash.clone(),
+        };
+        assert!(check_anchor(&conn, &ahead).unwrap().is_some());
+    }
+}
+
+/// `audit verify`'s record check: every lifecycle verifies, each forged field is named
+/// (moved from `src/store/sqlite/audit.rs`).
+mod audit_records {
+    use rusqlite::Connection;
+    use serde_json::json;
+
+    use dshq::clock::Millis;
+    use dshq::protocol::types::{Answer, AnswerItem, Request};
+    use dshq::protocol::UserQuestionError;
+    use dshq::store::sqlite::audit::{check_records, integrity};
+    use dshq::store::sqlite::{events, leases, open_in_memory, requests, write};
+
+    const T0: Millis = 1_780_000_000_000;
+
+    fn req(id: &str) -> Request {
+        serde_json::from_value(json!({
+            "id": id,
+            "questions": [
+                {"id": "db", "question": "Which database?",
+                 "options": [{"label": "Postgres"}, {"label": "SQLite"}]},
+                {"id": "plan", "question": "Approve?", "detail": "the plan",
+                 "options": [{"label": "Revise"}, {"label": "Approve"}],
+                 "intent": {"kind": "plan-review", "approve": "Approve"}}
+            ]
+        }))
+        .unwrap()
+    }
+
+    fn answer() -> Answer {
+        Answer {
+            answers: vec![
+                AnswerItem {
+                    id: "db".into(),
+                    selected: vec!["SQLite".into()],
+                    custom: None,
+                },
+                AnswerItem {
+                    id: "plan".into(),
+                    selected: vec![],
+                    custom: Some("add a rollback step".into()),
+                },
+            ],
+        }
+    }
+
+    /// Every lifecycle: answered after a claim that expired, cancelled, aborted past its
+    /// deadline, still claimed, pending, rejected.
+    fn store() -> Connection {
+        let mut conn = open_in_memory().unwrap();
+        for (i, id) in ["a", "c", "x", "k", "p"].iter().enumerate() {
+            let t = T0 + i as i64;
+            write(&mut conn, t, |tx| {
+                let mut r = req(id);
+                if *id == "x" {
+                    r.timeout = Some("1m".into());
+                }
+                requests::accept(tx, r, None, "cli", t)
+            })
+            .unwrap();
+        }
+        write(&mut conn, T0 + 10, |tx| {
+            requests::record_rejection(
+                tx,
+                &requests::Rejection {
+                    id: Some("bad"),
+                    context: None,
+                    body: "{not json",
+                    source: "inbox:bad.json",
+                    actor: None,
+                },
+                &UserQuestionError::new(dshq::protocol::Code::BadRequest, "not JSON"),
+                T0 + 10,
+            )
+        })
+        .unwrap();
+        let alice = write(&mut conn, T0 + 20, |tx| {
+            leases::register(tx, "default", "alice", 1_000, None, T0 + 20)
+        })
+        .unwrap();
+        write(&mut conn, T0 + 30, |tx| {
+            let l = leases::authenticate(tx, &alice.lease, T0 + 30)?;
+            requests::claim(tx, &l, "a", T0 + 30)
+        })
+        .unwrap();
+        // alice's lease expires: "a" goes back to pending; bob answers it.
+        let bob = write(&mut conn, T0 + 5_000, |tx| {
+            leases::register(tx, "default", "bob", 600_000, None, T0 + 5_000)
+        })
+        .unwrap();
+        write(&mut conn, T0 + 6_000, |tx| {
+            let l = leases::authenticate(tx, &bob.lease, T0 + 6_000)?;
+            requests::answer(tx, &l, "a", &answer(), T0 + 6_000)?;
+            requests::cancel(tx, &l, "c", Some("not needed"), T0 + 6_000)?;
+            requests::claim(tx, &l, "k", T0 + 6_000)
+        })
+        .unwrap();
+        // The deadline of "x" passes.
+        write(&mut conn, T0 + 120_000, |_| Ok(())).unwrap();
+        conn
+    }
+
+    #[test]
+    fn every_lifecycle_verifies() {
+        let conn = store();
+        assert_eq!(integrity(&conn).unwrap(), None);
+        let statuses: Vec<String> = conn
+            .prepare("SELECT status FROM requests ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            statuses,
+            [
+                "answered",
+                "cancelled",
+                "aborted",
+                "claimed",
+                "pending",
+                "rejected"
+            ]
+        );
+        assert_eq!(check_records(&conn).unwrap(), (6, None));
+        assert_eq!(events::verify(&conn).unwrap().1, None);
+    }
+
+    #[test]
+    fn each_forged_field_is_named() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("UPDATE requests SET claimed_ms = claimed_ms + 1 WHERE id = 'a'", "a", "claimedAt"),
+            ("UPDATE requests SET claimed_lease = 1 WHERE id = 'k'", "k", "claiming lease"),
+            ("UPDATE requests SET status = 'pending', claimed_lease = NULL, claimed_ms = NULL WHERE id = 'k'", "k", "status"),
+            ("UPDATE requests SET error_message = 'forged' WHERE id = 'c'", "c", "error message"),
+            ("UPDATE requests SET deadline_ms = NULL WHERE id = 'x'", "x", "deadline"),
+            ("UPDATE requests SET context = 'ops' WHERE id = 'p'", "p", "context"),
+            ("UPDATE requests SET error_code = 'NO_PROVIDER' WHERE id = 'bad'", "bad", "error code"),
+            ("UPDATE requests SET body = '{}' WHERE id = 'bad'", "bad", "digest"),
+            ("UPDATE questions SET custom = 'forged' WHERE qid = 'plan' AND custom IS NOT NULL", "a", "custom text"),
+            ("UPDATE questions SET selected = '[]' WHERE request_seq = (SELECT seq FROM requests WHERE id = 'p') AND idx = 0", "p", "carries an answer"),
+            ("UPDATE questions SET options = '[{\"label\":\"Approve\"}]' WHERE qid = 'plan' AND request_seq = (SELECT seq FROM requests WHERE id = 'x')", "x", "options"),
+            ("DELETE FROM questions WHERE idx = 1 AND request_seq = (SELECT seq FROM requests WHERE id = 'k')", "k", "question rows"),
+        ];
+        for (sql, id, what) in cases {
+            let conn = store();
+            conn.execute_batch(
+                "DROP TRIGGER requests_record_fixed; DROP TRIGGER requests_final_fixed;
+                 DROP TRIGGER requests_no_delete; DROP TRIGGER questions_record_fixed;
+                 DROP TRIGGER questions_answer_fixed; DROP TRIGGER questions_no_delete;",
+            )
+            .unwrap();
+            conn.execute(sql, []).unwrap();
+            let b = check_records(&conn)
+                .unwrap()
+                .1
+                .unwrap_or_else(|| panic!("{sql} not found"));
+            assert_eq!(b.request.as_deref(), Some(*id), "{sql}: {b}");
+            assert!(b.to_string().contains(what), "{sql}: {what:?} in {b}");
+        }
+    }
+}

@@ -515,37 +515,3 @@ pub fn sweep_if_due(
     }
     db.write_no_sweep(clock, root, None, |tx, now| sweep(tx, now).map(Some))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use postgres::config::SslMode;
-
-    #[test]
-    fn a_remote_host_without_sslmode_requires_tls_and_verify_modes_are_require() {
-        let mode = |u: &str| parse_url(u).unwrap().get_ssl_mode();
-        assert_eq!(mode("postgres://u@db.example.com/q"), SslMode::Require);
-        assert_eq!(mode("postgres://u@10.1.2.3:5432/q"), SslMode::Require);
-        assert_eq!(mode("postgres://u@localhost/q"), SslMode::Prefer);
-        assert_eq!(mode("postgres://u@127.0.0.1/q"), SslMode::Prefer);
-        assert_eq!(mode("postgres://u@[::1]/q"), SslMode::Prefer);
-        assert_eq!(
-            mode("postgresql://u@/q?host=/run/postgresql"),
-            SslMode::Prefer
-        );
-        assert_eq!(
-            mode("postgres://u@db.example.com/q?sslmode=disable"),
-            SslMode::Disable
-        );
-        assert_eq!(
-            mode("postgres://u@db.example.com/q?sslmode=verify-full"),
-            SslMode::Require
-        );
-        assert_eq!(
-            mode("postgres://u@localhost/q?sslmode=verify-ca"),
-            SslMode::Require
-        );
-        let e = parse_url("postgres://u:s3cret@h/q?nonsense=1").unwrap_err();
-        assert!(!e.to_string().contains("s3cret"), "{e}");
-    }
-}
