@@ -1474,7 +1474,8 @@ mod audit_records {
     use dshq::protocol::types::{Answer, AnswerItem, Request};
     use dshq::protocol::UserQuestionError;
     use dshq::store::sqlite::audit::{check_records, integrity};
-    use dshq::store::sqlite::{events, leases, open_in_memory, requests, write};
+    use super::leases;
+    use dshq::store::sqlite::{events, open_in_memory, requests, write};
 
     const T0: Millis = 1_780_000_000_000;
 

@@ -24,7 +24,7 @@ pub mod leases;
 pub mod prune;
 pub mod requests;
 
-pub use agents::AgentStatements;
+pub use agents::{AgentReads, AgentStatements};
 pub use answers::AnswerStatements;
 pub use audit::AuditStatements;
 pub use events::EventStatements;

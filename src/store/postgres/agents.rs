@@ -1,340 +1,162 @@
-//! The agent registry on PostgreSQL: who may ask — the SQLite backend's rules, ported one
-//! to one.
-//!
-//! An agent is live while it has not exited, its ttl (if any) has not run out, and its
-//! owner (if any) is live. Entering a live id again makes a new instance and ends the old
-//! one as `superseded`. Exiting or expiring ends every agent it owns, transitively.
-//! Lineage is stored for the audit and never read to allow or deny anything.
+//! The agent registry's statements on PostgreSQL ([`crate::store::driver::agents`]); the
+//! rules are [`crate::store::queue::agents`].
 
-use postgres::GenericClient;
+use postgres::{GenericClient, Row};
 
-use super::events;
-use super::tx::Tx;
-use crate::clock::{rfc3339, Millis};
-use crate::core::audit::{Actor, EventKind};
-use crate::error::{Error, Result};
-use crate::protocol::check::{check_id, CallerStatus};
+use super::tx::{PgRead, Tx};
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::protocol::check::CallerStatus;
 use crate::protocol::AgentRef;
-use crate::store::chain::{hex, NewEvent};
-use crate::store::types::{AgentInfo, Entered};
+use crate::store::driver::agents::{
+    AgentEnd, AgentInstanceRef, AgentReads, AgentRow, AgentStatements, LiveAgentRow, NewAgent,
+};
+use crate::store::queue;
 
-fn new_instance() -> Result<String> {
-    let mut b = [0u8; 16];
-    getrandom::getrandom(&mut b)
-        .map_err(|e| Error::Invalid(format!("the OS random source failed: {e}")))?;
-    Ok(hex(&b))
-}
-
-/// The live row of `id` at `now`: (instance, owner id), without checking the owner chain.
-fn live_row(
-    c: &mut impl GenericClient,
-    id: &str,
-    now: Millis,
-) -> Result<Option<(String, Option<String>)>> {
-    match c.query_opt(
-        "SELECT instance, owner_id FROM agents
-         WHERE agent_id = $1 AND ended_ms IS NULL AND (expires_ms IS NULL OR expires_ms >= $2)",
-        &[&id, &now],
-    )? {
-        Some(r) => Ok(Some((r.try_get(0)?, r.try_get(1)?))),
-        None => Ok(None),
-    }
-}
-
-/// Whether `id` is live at `now`, its owner chain included.
-pub fn is_live(c: &mut impl GenericClient, id: &str, now: Millis) -> Result<bool> {
-    let mut current = id.to_string();
-    for _ in 0..1024 {
-        match live_row(c, &current, now)? {
-            None => return Ok(false),
-            Some((_, None)) => return Ok(true),
-            Some((_, Some(owner))) => current = owner,
-        }
-    }
-    Ok(false)
-}
-
-/// Enter the registry. `owner` must be live. Entering a live id again supersedes it.
-pub fn enter(
-    t: &mut Tx<'_>,
-    id: &str,
-    owner: Option<&str>,
-    lineage: Option<&str>,
-    ttl_ms: Option<Millis>,
-    now: Millis,
-) -> Result<Entered> {
-    check_id("agent id", id)?;
-    let owner_instance = match owner {
-        Some(o) => {
-            check_id("owner id", o)?;
-            if o == id {
-                return Err(Error::Invalid("an agent cannot own itself".into()));
-            }
-            if !is_live(&mut t.tx, o, now)? {
-                return Err(Error::OwnerNotLive(o.to_string()));
-            }
-            let mut current = o.to_string();
-            for _ in 0..1024 {
-                match live_row(&mut t.tx, &current, now)? {
-                    Some((_, Some(up))) if up == id => {
-                        return Err(Error::Invalid(format!(
-                            "{o:?} is owned (directly or through others) by {id:?}: ownership cannot form a cycle"
-                        )))
-                    }
-                    Some((_, Some(up))) => current = up,
-                    _ => break,
-                }
-            }
-            live_row(&mut t.tx, o, now)?.map(|(inst, _)| inst)
-        }
-        None => None,
-    };
-    if ttl_ms.is_some_and(|t| t <= 0) {
-        return Err(Error::Invalid("the agent ttl must be positive".into()));
-    }
-    t.tx.execute(
-        "UPDATE agents SET ended_ms = $1, end_reason = 'superseded' WHERE agent_id = $2 AND ended_ms IS NULL",
-        &[&now, &id],
-    )?;
-    let instance = new_instance()?;
-    let expires = ttl_ms.map(|t| now.saturating_add(t));
-    t.tx.execute(
-        "INSERT INTO agents (agent_id, instance, owner_id, owner_instance, lineage, ttl_ms, entered_ms, heartbeat_ms, expires_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)",
-        &[&id, &instance, &owner, &owner_instance, &lineage, &ttl_ms, &now, &expires],
-    )?;
-    events::append(
-        t,
-        now,
-        NewEvent {
-            kind: EventKind::AgentEntered,
-            agent_id: Some(id),
-            actor: Actor::Agent(id.to_string()),
-            data: serde_json::json!({"instance": instance, "owner": owner, "lineage": lineage, "ttlMs": ttl_ms}),
-            request_id: None,
-            lease_id: None,
-        },
-    )?;
-    Ok(Entered {
-        id: id.to_string(),
-        instance,
-        expires_at: expires.map(rfc3339),
-    })
-}
-
-/// Extend a live instance's ttl.
-pub fn heartbeat(t: &mut Tx<'_>, id: &str, instance: &str, now: Millis) -> Result<AgentInfo> {
-    let n = t.tx.execute(
-        "UPDATE agents SET heartbeat_ms = $1, expires_ms = CASE WHEN ttl_ms IS NULL THEN NULL ELSE $1 + ttl_ms END
-         WHERE agent_id = $2 AND instance = $3 AND ended_ms IS NULL AND (expires_ms IS NULL OR expires_ms >= $1)",
-        &[&now, &id, &instance],
-    )?;
-    let not_found = || Error::AgentNotFound {
-        id: id.into(),
-        instance: instance.into(),
-    };
-    if n != 1 {
-        return Err(not_found());
-    }
-    list(&mut t.tx, now, true)?
-        .into_iter()
-        .find(|a| a.id == id && a.instance == instance)
-        .ok_or_else(not_found)
-}
-
-/// End `id`/`instance` and, transitively, every agent it owns. Returns the ended ids.
-pub fn exit(t: &mut Tx<'_>, id: &str, instance: &str, now: Millis) -> Result<Vec<String>> {
-    let n = t.tx.execute(
-        "UPDATE agents SET ended_ms = $1, end_reason = 'exited'
-         WHERE agent_id = $2 AND instance = $3 AND ended_ms IS NULL",
-        &[&now, &id, &instance],
-    )?;
-    if n != 1 {
-        return Err(Error::AgentNotFound {
-            id: id.into(),
-            instance: instance.into(),
-        });
-    }
-    events::append(
-        t,
-        now,
-        NewEvent {
-            kind: EventKind::AgentExited,
-            agent_id: Some(id),
-            actor: Actor::Agent(id.to_string()),
-            data: serde_json::json!({"instance": instance}),
-            request_id: None,
-            lease_id: None,
-        },
-    )?;
-    let mut ended = vec![id.to_string()];
-    ended.extend(end_owned(t, id, now)?);
-    Ok(ended)
-}
-
-/// End everything `owner` owns, transitively, as `owner-ended`.
-fn end_owned(t: &mut Tx<'_>, owner: &str, now: Millis) -> Result<Vec<String>> {
-    let mut ended = Vec::new();
-    let mut frontier = vec![owner.to_string()];
-    while let Some(o) = frontier.pop() {
-        let children: Vec<(String, String)> =
-            t.tx.query(
-                "SELECT agent_id, instance FROM agents WHERE owner_id = $1 AND ended_ms IS NULL
-                 ORDER BY entered_ms, agent_id",
-                &[&o],
-            )?
-            .iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<_>>()?;
-        for (child, inst) in children {
-            t.tx.execute(
-                "UPDATE agents SET ended_ms = $1, end_reason = 'owner-ended' WHERE agent_id = $2 AND instance = $3",
-                &[&now, &child, &inst],
-            )?;
-            events::append(
-                t,
-                now,
-                NewEvent {
-                    kind: EventKind::AgentEnded,
-                    agent_id: Some(&child),
-                    actor: Actor::Agent(o.to_string()),
-                    data: serde_json::json!({"instance": inst, "reason": "owner-ended"}),
-                    request_id: None,
-                    lease_id: None,
-                },
-            )?;
-            ended.push(child.clone());
-            frontier.push(child);
-        }
-    }
-    Ok(ended)
-}
-
-/// End every agent whose ttl ran out at `now`, with what it owns.
-pub fn expire_due(t: &mut Tx<'_>, now: Millis) -> Result<Vec<String>> {
-    let due: Vec<(String, String)> =
-        t.tx.query(
-            "SELECT agent_id, instance FROM agents
-             WHERE ended_ms IS NULL AND expires_ms IS NOT NULL AND expires_ms < $1
-             ORDER BY expires_ms, agent_id",
-            &[&now],
-        )?
-        .iter()
-        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-        .collect::<Result<_>>()?;
-    let mut ended = Vec::new();
-    for (id, inst) in due {
-        t.tx.execute(
-            "UPDATE agents SET ended_ms = $1, end_reason = 'expired' WHERE agent_id = $2 AND instance = $3 AND ended_ms IS NULL",
-            &[&now, &id, &inst],
-        )?;
-        events::append(
-            t,
-            now,
-            NewEvent {
-                kind: EventKind::AgentExpired,
-                agent_id: Some(&id),
-                actor: Actor::Daemon,
-                data: serde_json::json!({"instance": inst}),
-                request_id: None,
-                lease_id: None,
-            },
-        )?;
-        ended.push(id.clone());
-        ended.extend(end_owned(t, &id, now)?);
-    }
-    Ok(ended)
-}
-
-/// The registry's view of an asking agent at `now`, and its lineage for the audit.
+/// [`queue::agents::caller_status`] on `c`.
 pub fn caller_status(
     c: &mut impl GenericClient,
     agent: &AgentRef,
     now: Millis,
 ) -> Result<(CallerStatus, Option<String>)> {
-    let row = c.query_opt(
-        "SELECT owner_id, lineage, expires_ms, ended_ms, end_reason FROM agents WHERE agent_id = $1 AND instance = $2",
-        &[&agent.id, &agent.instance],
-    )?;
-    let Some(r) = row else {
-        let known = live_row(c, &agent.id, now)?.is_some();
-        let why = if known {
-            "a stale instance: the id is live with a newer instance".to_string()
-        } else {
-            "no such agent in the registry".to_string()
-        };
-        return Ok((CallerStatus::NotLive { why }, None));
-    };
-    let owner: Option<String> = r.try_get(0)?;
-    let lineage: Option<String> = r.try_get(1)?;
-    let expires: Option<Millis> = r.try_get(2)?;
-    let ended: Option<Millis> = r.try_get(3)?;
-    let reason: Option<String> = r.try_get(4)?;
-    if ended.is_some() {
-        let why = match reason.as_deref() {
-            Some("superseded") => "a stale instance: the id was entered again".to_string(),
-            Some(r) => format!("it has ended ({r})"),
-            None => "it has ended".to_string(),
-        };
-        return Ok((CallerStatus::NotLive { why }, lineage));
-    }
-    if expires.is_some_and(|e| now > e) {
-        return Ok((
-            CallerStatus::NotLive {
-                why: "its ttl ran out without a heartbeat".into(),
-            },
-            lineage,
-        ));
-    }
-    match owner {
-        None => Ok((CallerStatus::LiveRoot, lineage)),
-        Some(owner) => {
-            if is_live(c, &owner, now)? {
-                Ok((CallerStatus::Delegated { owner }, lineage))
-            } else {
-                Ok((
-                    CallerStatus::NotLive {
-                        why: format!("its owner {owner:?} is no longer live"),
-                    },
-                    lineage,
-                ))
-            }
+    queue::agents::caller_status(&mut PgRead(c), now, agent)
+}
+
+fn agent_row(r: &Row) -> Result<AgentRow> {
+    Ok(AgentRow {
+        id: r.try_get(0)?,
+        instance: r.try_get(1)?,
+        owner: r.try_get(2)?,
+        lineage: r.try_get(3)?,
+        entered_ms: r.try_get(4)?,
+        expires_ms: r.try_get(5)?,
+        ended_ms: r.try_get(6)?,
+        end_reason: r.try_get(7)?,
+    })
+}
+
+fn instance_ref(r: &Row) -> Result<AgentInstanceRef> {
+    Ok(AgentInstanceRef {
+        id: r.try_get(0)?,
+        instance: r.try_get(1)?,
+    })
+}
+
+impl<C: GenericClient> AgentReads for PgRead<'_, C> {
+    fn live_agent_row(&mut self, id: &str, now: Millis) -> Result<Option<LiveAgentRow>> {
+        match self.0.query_opt(
+            "SELECT instance, owner_id FROM agents
+             WHERE agent_id = $1 AND ended_ms IS NULL AND (expires_ms IS NULL OR expires_ms >= $2)",
+            &[&id, &now],
+        )? {
+            Some(r) => Ok(Some(LiveAgentRow {
+                instance: r.try_get(0)?,
+                owner: r.try_get(1)?,
+            })),
+            None => Ok(None),
         }
+    }
+
+    fn agent_instance_row(&mut self, id: &str, instance: &str) -> Result<Option<AgentRow>> {
+        self.0
+            .query_opt(
+                "SELECT agent_id, instance, owner_id, lineage, entered_ms, expires_ms, ended_ms, end_reason
+                 FROM agents WHERE agent_id = $1 AND instance = $2",
+                &[&id, &instance],
+            )?
+            .as_ref()
+            .map(agent_row)
+            .transpose()
+    }
+
+    fn agent_rows(&mut self, not_ended_only: bool) -> Result<Vec<AgentRow>> {
+        self.0
+            .query(
+                "SELECT agent_id, instance, owner_id, lineage, entered_ms, expires_ms, ended_ms, end_reason
+                 FROM agents WHERE (NOT $1 OR ended_ms IS NULL) ORDER BY entered_ms DESC, agent_id",
+                &[&not_ended_only],
+            )?
+            .iter()
+            .map(agent_row)
+            .collect()
     }
 }
 
-/// The registry; live entries only when `live_only`.
-pub fn list(c: &mut impl GenericClient, now: Millis, live_only: bool) -> Result<Vec<AgentInfo>> {
-    let rows = c.query(
-        "SELECT agent_id, instance, owner_id, lineage, entered_ms, expires_ms, ended_ms, end_reason
-         FROM agents WHERE (NOT $1 OR ended_ms IS NULL) ORDER BY entered_ms DESC, agent_id",
-        &[&live_only],
-    )?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let expires: Option<Millis> = r.try_get(5)?;
-        let ended: Option<Millis> = r.try_get(6)?;
-        out.push(AgentInfo {
-            id: r.try_get(0)?,
-            instance: r.try_get(1)?,
-            owner: r.try_get(2)?,
-            lineage: r.try_get(3)?,
-            live: ended.is_none() && expires.is_none_or(|e| now <= e),
-            entered_at: rfc3339(r.try_get(4)?),
-            expires_at: expires.map(rfc3339),
-            ended_at: ended.map(rfc3339),
-            end_reason: r.try_get(7)?,
-        });
+impl AgentReads for Tx<'_> {
+    fn live_agent_row(&mut self, id: &str, now: Millis) -> Result<Option<LiveAgentRow>> {
+        PgRead(&mut self.tx).live_agent_row(id, now)
     }
-    for a in &mut out {
-        if a.live && a.owner.is_some() {
-            a.live = is_live(c, &a.id, now)?;
-        }
+
+    fn agent_instance_row(&mut self, id: &str, instance: &str) -> Result<Option<AgentRow>> {
+        PgRead(&mut self.tx).agent_instance_row(id, instance)
     }
-    if live_only {
-        out.retain(|a| a.live);
+
+    fn agent_rows(&mut self, not_ended_only: bool) -> Result<Vec<AgentRow>> {
+        PgRead(&mut self.tx).agent_rows(not_ended_only)
     }
-    Ok(out)
 }
 
-impl crate::store::driver::AgentStatements for crate::store::postgres::tx::Tx<'_> {}
+impl AgentStatements for Tx<'_> {
+    fn supersede_not_ended_agent(&mut self, id: &str, now: Millis) -> Result<usize> {
+        Ok(self.tx.execute(
+            "UPDATE agents SET ended_ms = $1, end_reason = 'superseded' WHERE agent_id = $2 AND ended_ms IS NULL",
+            &[&now, &id],
+        )? as usize)
+    }
+
+    fn insert_agent(&mut self, a: NewAgent<'_>) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO agents (agent_id, instance, owner_id, owner_instance, lineage, ttl_ms, entered_ms, heartbeat_ms, expires_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)",
+            &[&a.id, &a.instance, &a.owner, &a.owner_instance, &a.lineage, &a.ttl_ms, &a.now, &a.expires_ms],
+        )?;
+        Ok(())
+    }
+
+    fn heartbeat_agent_if_live(&mut self, id: &str, instance: &str, now: Millis) -> Result<usize> {
+        Ok(self.tx.execute(
+            "UPDATE agents SET heartbeat_ms = $1, expires_ms = CASE WHEN ttl_ms IS NULL THEN NULL ELSE $1 + ttl_ms END
+             WHERE agent_id = $2 AND instance = $3 AND ended_ms IS NULL AND (expires_ms IS NULL OR expires_ms >= $1)",
+            &[&now, &id, &instance],
+        )? as usize)
+    }
+
+    fn end_agent_if_not_ended(
+        &mut self,
+        id: &str,
+        instance: &str,
+        now: Millis,
+        why: AgentEnd,
+    ) -> Result<usize> {
+        Ok(self.tx.execute(
+            "UPDATE agents SET ended_ms = $1, end_reason = $4
+             WHERE agent_id = $2 AND instance = $3 AND ended_ms IS NULL",
+            &[&now, &id, &instance, &why.as_str()],
+        )? as usize)
+    }
+
+    fn not_ended_agents_owned_by(&mut self, owner: &str) -> Result<Vec<AgentInstanceRef>> {
+        self.tx
+            .query(
+                "SELECT agent_id, instance FROM agents WHERE owner_id = $1 AND ended_ms IS NULL
+                 ORDER BY entered_ms, agent_id",
+                &[&owner],
+            )?
+            .iter()
+            .map(instance_ref)
+            .collect()
+    }
+
+    fn not_ended_agents_expired_before(&mut self, now: Millis) -> Result<Vec<AgentInstanceRef>> {
+        self.tx
+            .query(
+                "SELECT agent_id, instance FROM agents
+                 WHERE ended_ms IS NULL AND expires_ms IS NOT NULL AND expires_ms < $1
+                 ORDER BY expires_ms, agent_id",
+                &[&now],
+            )?
+            .iter()
+            .map(instance_ref)
+            .collect()
+    }
+}

@@ -499,7 +499,7 @@ pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
         swept.released.extend(released);
     }
     swept.aborted = super::requests::abort_overdue(tx, now)?;
-    swept.agents = super::agents::expire_due(tx, now)?;
+    swept.agents = crate::store::queue::agents::expire_due(tx, now)?;
     Ok(swept)
 }
 

@@ -14,7 +14,7 @@ use postgres::IsolationLevel;
 use super::conn::{self, Clock, Db, Tx};
 use super::requests::reads;
 use super::tx::PgRead;
-use super::{agents, audit, events, export, history, prune, requests, tokens, wakeups};
+use super::{audit, events, export, history, prune, requests, tokens, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -394,20 +394,21 @@ impl Store for PgStore {
         lineage: Option<&str>,
         ttl_ms: Option<Millis>,
     ) -> Result<Entered> {
-        self.write(|t, now| agents::enter(t, id, owner, lineage, ttl_ms, now))
+        self.write(|t, now| crate::store::queue::agents::enter(t, now, id, owner, lineage, ttl_ms))
     }
 
     fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
-        self.write(|t, now| agents::heartbeat(t, id, instance, now))
+        self.write(|t, now| crate::store::queue::agents::heartbeat(t, now, id, instance))
     }
 
     fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
-        self.write(|t, now| agents::exit(t, id, instance, now))
+        self.write(|t, now| crate::store::queue::agents::exit(t, now, id, instance))
     }
 
     fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
         let now = self.now()?;
-        self.db.read(|c| agents::list(c, now, live_only))
+        self.db
+            .read(|c| crate::store::queue::agents::list(&mut super::tx::PgRead(c), now, live_only))
     }
 
     fn sweep(&mut self) -> Result<Option<Swept>> {

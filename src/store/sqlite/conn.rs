@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::{agents, events, requests};
+use super::{events, requests};
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::types::Swept;
@@ -447,7 +447,7 @@ pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
         swept.released.extend(released);
     }
     swept.aborted = requests::abort_overdue(tx, now)?;
-    swept.agents = agents::expire_due(tx, now)?;
+    swept.agents = crate::store::queue::agents::expire_due(&mut super::sql::Sql(tx), now)?;
     Ok(swept)
 }
 

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
-use super::{agents, audit, events, history, prune, requests, tokens};
+use super::{audit, events, history, prune, requests, tokens};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, Source};
 use crate::error::{Error, Result};
@@ -390,20 +390,33 @@ impl Store for SqliteStore {
         lineage: Option<&str>,
         ttl_ms: Option<Millis>,
     ) -> Result<Entered> {
-        self.write(|tx, now| agents::enter(tx, id, owner, lineage, ttl_ms, now))
+        self.write(|tx, now| {
+            crate::store::queue::agents::enter(
+                &mut super::sql::Sql(tx),
+                now,
+                id,
+                owner,
+                lineage,
+                ttl_ms,
+            )
+        })
     }
 
     fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
-        self.write(|tx, now| agents::heartbeat(tx, id, instance, now))
+        self.write(|tx, now| {
+            crate::store::queue::agents::heartbeat(&mut super::sql::Sql(tx), now, id, instance)
+        })
     }
 
     fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
-        self.write(|tx, now| agents::exit(tx, id, instance, now))
+        self.write(|tx, now| {
+            crate::store::queue::agents::exit(&mut super::sql::Sql(tx), now, id, instance)
+        })
     }
 
     fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
         let now = self.now();
-        agents::list(&self.conn, now, live_only)
+        crate::store::queue::agents::list(&mut super::sql::SqlRead(&self.conn), now, live_only)
     }
 
     fn sweep(&mut self) -> Result<Option<Swept>> {
