@@ -2,5 +2,169 @@
 //!
 //! See [`super`] for what a statement is and is not.
 
+use crate::clock::Millis;
+use crate::core::audit::Actor;
+use crate::core::lifecycle::RequestRow;
+use crate::error::Result;
+use crate::protocol::check::CallerStatus;
+use crate::protocol::types::{AgentRef, Outcome};
+
+/// A row holding a request id (accepted or rejected), as the accept reads it.
+#[derive(Debug, Clone)]
+pub struct IdRow {
+    /// The stored status (`rejected` for a rejection).
+    pub status: String,
+    /// The row's context.
+    pub context: String,
+    /// The row's body (the canonical request of an accepted one).
+    pub body: String,
+}
+
+/// A new `pending` request row.
+#[derive(Debug, Clone)]
+pub struct NewRequest<'a> {
+    /// The `id` column.
+    pub id: &'a str,
+    /// The `context` column.
+    pub context: &'a str,
+    /// The `agent_id` column.
+    pub agent_id: Option<&'a str>,
+    /// The `agent_instance` column.
+    pub agent_instance: Option<&'a str>,
+    /// The `agent_lineage` column.
+    pub agent_lineage: Option<&'a str>,
+    /// The `body` column.
+    pub body: &'a str,
+    /// The `source` column.
+    pub source: &'a str,
+    /// The `require_provider` column.
+    pub require_provider: bool,
+    /// The `deadline_ms` column.
+    pub deadline_ms: Option<Millis>,
+    /// The `created_ms` column.
+    pub created_ms: Millis,
+}
+
+/// A new row of `questions`, of the request at `request_seq`.
+#[derive(Debug, Clone)]
+pub struct NewQuestion<'a> {
+    /// The `request_seq` column.
+    pub request_seq: i64,
+    /// The `idx` column.
+    pub idx: i64,
+    /// The `qid` column.
+    pub qid: &'a str,
+    /// The `question` column.
+    pub question: &'a str,
+    /// The `header` column.
+    pub header: Option<&'a str>,
+    /// The `detail` column.
+    pub detail: Option<&'a str>,
+    /// The `multi_select` column.
+    pub multi_select: bool,
+    /// The `intent_kind` column.
+    pub intent_kind: Option<&'a str>,
+    /// The `intent_approve` column.
+    pub intent_approve: Option<&'a str>,
+    /// The options, as JSON.
+    pub options: &'a str,
+}
+
+/// A new `rejected` request row (created and finished at `now`).
+#[derive(Debug, Clone)]
+pub struct NewRejection<'a> {
+    /// The `id` column.
+    pub id: Option<&'a str>,
+    /// The `context` column.
+    pub context: &'a str,
+    /// The `body` column.
+    pub body: &'a str,
+    /// The `source` column.
+    pub source: &'a str,
+    /// The `now` column.
+    pub now: Millis,
+    /// The `error_code` column.
+    pub error_code: &'a str,
+    /// The `error_message` column.
+    pub error_message: &'a str,
+    /// The `outbox_pending` column.
+    pub outbox_pending: bool,
+}
+
 /// The statements this concern's queue rules need from a write transaction.
-pub trait RequestStatements {}
+pub trait RequestStatements {
+    /// Every row (accepted or rejected) holding `id`.
+    fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>>;
+
+    /// The registry's view of an asking agent at `now`, and its lineage (the ask
+    /// environment's query; the registry's rule is the agents').
+    fn ask_caller_status(
+        &mut self,
+        agent: &AgentRef,
+        now: Millis,
+    ) -> Result<(CallerStatus, Option<String>)>;
+
+    /// Whether a provider lease is live in `context` at `now` (the ask environment's query).
+    fn ask_provider_live(&mut self, context: &str, now: Millis) -> Result<bool>;
+
+    /// Clear the outbox flag of the rejections of `id` that still have it.
+    fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()>;
+
+    /// Insert a `pending` request; its seq, or `None` when the id is taken (the unique
+    /// index said no).
+    fn insert_pending_request(&mut self, r: &NewRequest<'_>) -> Result<Option<i64>>;
+
+    /// Insert one question of a request.
+    fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()>;
+
+    /// Whether an accepted (not rejected) request holds `id`.
+    fn accepted_request_exists(&mut self, id: &str) -> Result<bool>;
+
+    /// Whether this very rejection (same id, source, body and code) is recorded already.
+    fn rejection_exists(
+        &mut self,
+        id: Option<&str>,
+        source: &str,
+        body: &str,
+        code: &str,
+    ) -> Result<bool>;
+
+    /// Insert a `rejected` request row; its seq.
+    fn insert_rejected_request(&mut self, r: &NewRejection<'_>) -> Result<i64>;
+
+    /// The code and message of the newest rejection of `id` from `source` with `body`,
+    /// recorded at or after `since`.
+    fn newest_rejection_since(
+        &mut self,
+        id: &str,
+        source: &str,
+        body: &str,
+        since: Millis,
+    ) -> Result<Option<(Option<String>, Option<String>)>>;
+
+    /// The open (`pending` or `claimed`) requests whose deadline is before `now`.
+    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>>;
+
+    /// Set the request at `seq` `aborted` with `code` and `message`, if it is still open;
+    /// how many rows changed.
+    fn set_aborted_if_open(
+        &mut self,
+        seq: i64,
+        now: Millis,
+        code: &str,
+        message: &str,
+    ) -> Result<u64>;
+
+    /// Clear the outbox flag of the rows at `seqs` that have it.
+    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()>;
+
+    /// The asker's abort of `id` (an inbox `.abort` file). A bridge to the answers'
+    /// concern, whose rule it is, until that rule is written once there.
+    fn abort_request(
+        &mut self,
+        id: &str,
+        reason: Option<&str>,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<Outcome>;
+}

@@ -16,10 +16,10 @@ use super::requests::reads;
 use super::tx::PgRead;
 use super::{audit, events, export, history, prune, requests, tokens, wakeups};
 use crate::clock::Millis;
-use crate::core::audit::{Actor, Source};
+use crate::core::audit::Actor;
 use crate::error::{Error, Result};
-use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
+use crate::store::queue;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
@@ -137,34 +137,6 @@ fn lease_for(
     }
 }
 
-/// Accept a request, or record its rejection with the input's actor.
-fn accept_or_reject(t: &mut Tx<'_>, input: AskInput, now: Millis) -> Result<Asked> {
-    let source = input.source.as_str();
-    let refused = match input.request {
-        Ok(request) => {
-            match requests::accept(t, request, input.fallback_id.as_deref(), &source, now) {
-                Ok(a) => return Ok(Asked::Accepted(a)),
-                Err(Error::Question(e)) => e,
-                Err(other) => return Err(other),
-            }
-        }
-        Err(e) => e,
-    };
-    let (id, context) = &input.salvaged;
-    let rej = requests::Rejection {
-        id: id.as_deref(),
-        context: context.as_deref(),
-        body: &input.raw,
-        source: &source,
-        actor: Some(input.actor.clone()),
-    };
-    let outcome = requests::record_rejection(t, &rej, &refused, now)?;
-    Ok(Asked::Rejected {
-        error: refused,
-        outcome,
-    })
-}
-
 /// Errors that end a batch (the store or the disk failed); any other error is one
 /// input's verdict.
 fn fatal(e: &Error) -> bool {
@@ -174,91 +146,13 @@ fn fatal(e: &Error) -> bool {
     )
 }
 
-/// One inbox input, inside the batch's transaction.
-fn ingest_one(t: &mut Tx<'_>, input: InboxInput, now: Millis) -> Result<InboxVerdict> {
-    Ok(match input {
-        InboxInput::Request {
-            name,
-            stem,
-            request,
-            raw,
-            mtime,
-        } => {
-            let from = Source::Inbox(name);
-            let source = from.as_str().into_owned();
-            // This very file was judged already: finish with that verdict.
-            let id = request.id.clone().unwrap_or_else(|| stem.clone());
-            if let Some(e) = requests::earlier_rejection(t, &id, &source, &raw, mtime)? {
-                return Ok(InboxVerdict::Rejected(e));
-            }
-            let salvaged = (Some(id), request.context.clone());
-            let input = AskInput {
-                request: Ok(request),
-                fallback_id: Some(stem),
-                salvaged,
-                raw,
-                source: from,
-                actor: Actor::Daemon,
-            };
-            accept_or_reject(t, input, now)?.into()
-        }
-        InboxInput::Abort { name, id, reason } => {
-            let source = Source::Inbox(name.clone()).as_str().into_owned();
-            match requests::abort(t, &id, reason.as_deref(), &Actor::Asker, now) {
-                Ok(_) => InboxVerdict::Aborted(id),
-                Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
-                Err(Error::NotFound(_)) => {
-                    let e = UserQuestionError::new(
-                        Code::NotFound,
-                        format!("{name}: no request {id:?} to abort"),
-                    );
-                    let rej = requests::Rejection {
-                        id: None,
-                        context: None,
-                        body: &format!("abort {id}"),
-                        source: &source,
-                        actor: Some(Actor::Daemon),
-                    };
-                    requests::record_rejection(t, &rej, &e, now)?;
-                    InboxVerdict::Rejected(e)
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        InboxInput::Reject {
-            name,
-            id,
-            context,
-            raw,
-            error,
-        } => {
-            let source = Source::Inbox(name).as_str().into_owned();
-            let rej = requests::Rejection {
-                id: id.as_deref(),
-                context: context.as_deref(),
-                body: &raw,
-                source: &source,
-                actor: Some(Actor::Daemon),
-            };
-            requests::record_rejection(t, &rej, &error, now)?;
-            InboxVerdict::Rejected(error)
-        }
-    })
-}
-
 impl Store for PgStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|t, now| accept_or_reject(t, input, now))
+        self.write(|t, now| queue::requests::accept_or_reject(t, now, input))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        self.write(|t, now| {
-            let mut out = Vec::with_capacity(inputs.len());
-            for input in inputs {
-                out.push(ingest_one(t, input, now)?);
-            }
-            Ok(out)
-        })
+        self.write(|t, now| queue::requests::ingest(t, now, inputs))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {

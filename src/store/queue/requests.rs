@@ -1,1 +1,449 @@
 //! The queue rules of one concern, over [`crate::store::driver`]: see [`super`].
+//!
+//! Asking: a request is checked (the protocol's pure checks, against an environment whose
+//! queries are statements) and accepted, or its rejection is kept for the audit (and, when
+//! its id is known and free, published as an error outcome); an inbox batch runs that per
+//! file; the sweep aborts open requests past their deadline; the outbox's written outcomes
+//! are unflagged.
+
+use std::cell::RefCell;
+
+use crate::clock::{rfc3339, Millis};
+use crate::core::audit::{Actor, EventKind, Source};
+use crate::core::lifecycle::Status;
+use crate::error::{Error, Result};
+use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, CallerStatus};
+use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::types::{AgentRef, Request};
+use crate::store::chain::{hex, NewEvent};
+use crate::store::driver::requests::{NewQuestion, NewRejection, NewRequest};
+use crate::store::driver::Statements;
+use crate::store::types::Accepted;
+use crate::store::{AskInput, Asked, InboxInput, InboxVerdict};
+
+/// The ask checks' view of the world, read through the transaction's statements. A
+/// failed read is kept (and returned by [`accept`]) rather than judged on.
+struct Env<'a, 'b> {
+    db: RefCell<&'a mut (dyn Statements + 'b)>,
+    now: Millis,
+    lineage: RefCell<Option<String>>,
+    failure: RefCell<Option<Error>>,
+}
+
+impl AskEnv for Env<'_, '_> {
+    fn caller(&self, agent: &AgentRef) -> CallerStatus {
+        match self.db.borrow_mut().ask_caller_status(agent, self.now) {
+            Ok((status, lineage)) => {
+                *self.lineage.borrow_mut() = lineage;
+                status
+            }
+            Err(e) => {
+                *self.failure.borrow_mut() = Some(e);
+                CallerStatus::NotLive {
+                    why: "the registry could not be read".into(),
+                }
+            }
+        }
+    }
+
+    fn provider_live(&self, context: &str) -> bool {
+        match self.db.borrow_mut().ask_provider_live(context, self.now) {
+            Ok(live) => live,
+            Err(e) => {
+                *self.failure.borrow_mut() = Some(e);
+                false
+            }
+        }
+    }
+}
+
+fn duplicate_id(id: &str) -> Error {
+    Error::question(
+        Code::DuplicateId,
+        format!(
+            "request id {id:?} is already used by a request with different content; choose a new id"
+        ),
+    )
+}
+
+/// Check and accept a parsed request (spec §3). `fallback_id` is the file name for inbox
+/// files; `source` is recorded. A rejection is an `Err(Error::Question)` and writes nothing
+/// (call [`record_rejection`] to keep it for the audit).
+pub fn accept(
+    db: &mut dyn Statements,
+    now: Millis,
+    request: Request,
+    fallback_id: Option<&str>,
+    source: &str,
+) -> Result<Accepted> {
+    let n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
+    // Re-delivery of the same request is accepted once; other content under the same id
+    // is not. One lookup finds both the accepted request owning the id (if any) and
+    // whether an earlier input with this id was rejected.
+    let mut existing: Option<(String, String, Status)> = None;
+    let mut replaced_rejection = false;
+    for r in db.rows_with_id(&n.id)? {
+        match Status::parse(&r.status) {
+            Some(Status::Rejected) | None => replaced_rejection = true,
+            Some(st) => existing = Some((r.context, r.body, st)),
+        }
+    }
+    if let Some((context, body, status)) = existing {
+        let same = serde_json::from_str::<Request>(&body).is_ok_and(|r| r == n.request);
+        if same {
+            return Ok(Accepted {
+                id: n.id,
+                context,
+                new: false,
+                status,
+                replaced_rejection: false,
+            });
+        }
+        return Err(duplicate_id(&n.id));
+    }
+    let env = Env {
+        db: RefCell::new(&mut *db),
+        now,
+        lineage: Default::default(),
+        failure: Default::default(),
+    };
+    let checked = check_ask(&n, crate::clock::to_timestamp(now), &env);
+    if let Some(e) = env.failure.into_inner() {
+        return Err(e);
+    }
+    checked?;
+    let lineage = env.lineage.into_inner();
+    if replaced_rejection {
+        // An earlier rejection of this id must not publish its error outcome over this
+        // request's (the file, if already written, is removed after the commit).
+        db.unset_outbox_of_rejections_of_id(&n.id)?;
+    }
+    let body = n.request.to_json();
+    let deadline = n.deadline.map(crate::clock::from_timestamp);
+    let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
+    let seq = db
+        .insert_pending_request(&NewRequest {
+            id: &n.id,
+            context: &n.context,
+            agent_id,
+            agent_instance: n.request.agent.as_ref().map(|a| a.instance.as_str()),
+            agent_lineage: lineage.as_deref(),
+            body: &body,
+            source,
+            require_provider: n.request.requires_provider(),
+            deadline_ms: deadline,
+            created_ms: now,
+        })?
+        // Unreachable under the write lock (the id was looked up above); the index has
+        // the last word all the same.
+        .ok_or_else(|| duplicate_id(&n.id))?;
+    for (idx, q) in n.request.questions.iter().enumerate() {
+        // PostgreSQL's copy mapped a failure to serialize to an error where SQLite's
+        // panicked: the error is kept.
+        let options = serde_json::to_string(q.options())
+            .map_err(|e| Error::Invalid(format!("the options do not serialize: {e}")))?;
+        db.insert_question(&NewQuestion {
+            request_seq: seq,
+            idx: idx as i64,
+            qid: &q.id,
+            question: &q.question,
+            header: q.header.as_deref(),
+            detail: q.detail.as_deref(),
+            multi_select: q.is_multi(),
+            intent_kind: q.intent.as_ref().map(|i| i.kind.as_str()),
+            intent_approve: q.intent.as_ref().map(|i| i.approve.as_str()),
+            options: &options,
+        })?;
+    }
+    let actor = match &n.request.agent {
+        Some(a) => Actor::Agent(a.id.clone()),
+        // A web token that asks is named in the log (`web:NAME`), as it is for what else
+        // it does; so is an MCP client over stdio (`mcp:CLIENT`).
+        None => match Source::parse(source) {
+            Some(Source::WebToken(name)) => Actor::Web(name),
+            Some(Source::Mcp(name)) => Actor::Mcp(name),
+            _ => Actor::Asker,
+        },
+    };
+    db.append_event(
+        now,
+        NewEvent {
+            kind: EventKind::Accepted,
+            request_id: Some(&n.id),
+            agent_id,
+            actor,
+            // What was asked: the digest of the canonical request (the row's body must
+            // hash to it) and what the row keeps beside the body.
+            data: serde_json::json!({
+                "context": n.context,
+                "source": source,
+                "questions": n.request.questions.len(),
+                "rowSeq": seq,
+                "digest": crate::protocol::digest::request_digest(&n.request),
+                "deadlineMs": deadline,
+                "lineage": lineage,
+            }),
+            lease_id: None,
+        },
+    )?;
+    Ok(Accepted {
+        id: n.id,
+        context: n.context,
+        new: true,
+        status: Status::Pending,
+        replaced_rejection,
+    })
+}
+
+/// What is known of an input that was rejected.
+#[derive(Debug, Clone, Default)]
+pub struct Rejection<'a> {
+    /// The request id, when one could be read (JSON `id`, else the file name).
+    pub id: Option<&'a str>,
+    /// The context, when it could be read.
+    pub context: Option<&'a str>,
+    /// The raw input (lossy UTF-8, possibly truncated by the caller).
+    pub body: &'a str,
+    /// `cli` or `inbox:FILE`.
+    pub source: &'a str,
+    /// Who rejected it; `None` means the face that owns `source`
+    /// ([`crate::core::audit::Source::rejecting_actor`]: the CLI for `cli`, the daemon for
+    /// an inbox file).
+    pub actor: Option<Actor>,
+}
+
+/// Record a rejected input as a `rejected` request for the audit. Returns whether an error
+/// outcome will be written to the outbox: only when the id is known and no accepted request
+/// owns it. Recording the same input twice (a crash between commit and moving the file) is
+/// a no-op.
+pub fn record_rejection(
+    db: &mut dyn Statements,
+    now: Millis,
+    rej: &Rejection<'_>,
+    error: &UserQuestionError,
+) -> Result<bool> {
+    let id = rej.id.filter(|i| is_valid_id(i));
+    let actor = rej.actor.clone().unwrap_or_else(|| {
+        Source::parse(rej.source)
+            .map(|s| s.rejecting_actor())
+            .unwrap_or(Actor::Daemon)
+    });
+    let owned = match id {
+        Some(i) => db.accepted_request_exists(i)?,
+        None => false,
+    };
+    let code = error.code.as_str();
+    if db.rejection_exists(id, rej.source, rej.body, code)? {
+        return Ok(false);
+    }
+    let outbox = id.is_some() && !owned;
+    let context = rej
+        .context
+        .filter(|c| is_valid_id(c))
+        .unwrap_or(crate::protocol::DEFAULT_CONTEXT);
+    let seq = db.insert_rejected_request(&NewRejection {
+        id,
+        context,
+        body: rej.body,
+        source: rej.source,
+        now,
+        error_code: code,
+        error_message: &error.message,
+        outbox_pending: outbox,
+    })?;
+    db.append_event(
+        now,
+        NewEvent {
+            kind: EventKind::Rejected,
+            request_id: id,
+            actor,
+            data: serde_json::json!({
+                "source": rej.source,
+                "context": context,
+                "code": code,
+                "message": error.message,
+                "rowSeq": seq,
+                "bodySha256": hex(&<sha2::Sha256 as sha2::Digest>::digest(rej.body.as_bytes())),
+            }),
+            lease_id: None,
+            agent_id: None,
+        },
+    )?;
+    Ok(outbox)
+}
+
+/// The verdict of an earlier rejection of this very input: same id, same source file
+/// name, same content, and recorded no earlier than the file's modification time.
+pub fn earlier_rejection(
+    db: &mut dyn Statements,
+    id: &str,
+    source: &str,
+    body: &str,
+    file_mtime_ms: Millis,
+) -> Result<Option<UserQuestionError>> {
+    Ok(db
+        .newest_rejection_since(id, source, body, file_mtime_ms)?
+        .map(|(code, message)| {
+            UserQuestionError::new(
+                code.as_deref()
+                    .and_then(Code::parse)
+                    .unwrap_or(Code::BadRequest),
+                message.unwrap_or_default(),
+            )
+        }))
+}
+
+/// Accept a request, or record its rejection with the input's actor (one step of a
+/// transaction: `ask` is one, an inbox batch runs it per request file).
+pub fn accept_or_reject(db: &mut dyn Statements, now: Millis, input: AskInput) -> Result<Asked> {
+    let source = input.source.as_str();
+    let refused = match input.request {
+        Ok(request) => match accept(db, now, request, input.fallback_id.as_deref(), &source) {
+            Ok(a) => return Ok(Asked::Accepted(a)),
+            Err(Error::Question(e)) => e,
+            Err(other) => return Err(other),
+        },
+        Err(e) => e,
+    };
+    let (id, context) = &input.salvaged;
+    let rej = Rejection {
+        id: id.as_deref(),
+        context: context.as_deref(),
+        body: &input.raw,
+        source: &source,
+        actor: Some(input.actor.clone()),
+    };
+    let outcome = record_rejection(db, now, &rej, &refused)?;
+    Ok(Asked::Rejected {
+        error: refused,
+        outcome,
+    })
+}
+
+/// An inbox batch, in one transaction: each input's verdict, in order.
+pub fn ingest(
+    db: &mut dyn Statements,
+    now: Millis,
+    inputs: Vec<InboxInput>,
+) -> Result<Vec<InboxVerdict>> {
+    let mut out = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        out.push(ingest_one(db, now, input)?);
+    }
+    Ok(out)
+}
+
+/// One inbox input, inside the batch's transaction.
+pub fn ingest_one(db: &mut dyn Statements, now: Millis, input: InboxInput) -> Result<InboxVerdict> {
+    Ok(match input {
+        InboxInput::Request {
+            name,
+            stem,
+            request,
+            raw,
+            mtime,
+        } => {
+            let from = Source::Inbox(name);
+            let source = from.as_str().into_owned();
+            // This very file was judged already (committed as rejected, then the daemon
+            // died or the move failed): finish with that verdict instead of judging it
+            // again, which could now flip it to accepted. A file dropped again is newer
+            // than the rejection and is judged anew.
+            let id = request.id.clone().unwrap_or_else(|| stem.clone());
+            if let Some(e) = earlier_rejection(db, &id, &source, &raw, mtime)? {
+                return Ok(InboxVerdict::Rejected(e));
+            }
+            // The same accept-or-reject as `ask`, by the daemon; a rejection is recorded
+            // under the request's id, else the file's.
+            let salvaged = (Some(id), request.context.clone());
+            let input = AskInput {
+                request: Ok(request),
+                fallback_id: Some(stem),
+                salvaged,
+                raw,
+                source: from,
+                actor: Actor::Daemon,
+            };
+            accept_or_reject(db, now, input)?.into()
+        }
+        InboxInput::Abort { name, id, reason } => {
+            let source = Source::Inbox(name.clone()).as_str().into_owned();
+            match db.abort_request(&id, reason.as_deref(), &Actor::Asker, now) {
+                Ok(_) => InboxVerdict::Aborted(id),
+                Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
+                Err(Error::NotFound(_)) => {
+                    let e = UserQuestionError::new(
+                        Code::NotFound,
+                        format!("{name}: no request {id:?} to abort"),
+                    );
+                    let rej = Rejection {
+                        id: None,
+                        context: None,
+                        body: &format!("abort {id}"),
+                        source: &source,
+                        actor: Some(Actor::Daemon),
+                    };
+                    record_rejection(db, now, &rej, &e)?;
+                    InboxVerdict::Rejected(e)
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        InboxInput::Reject {
+            name,
+            id,
+            context,
+            raw,
+            error,
+        } => {
+            let source = Source::Inbox(name).as_str().into_owned();
+            let rej = Rejection {
+                id: id.as_deref(),
+                context: context.as_deref(),
+                body: &raw,
+                source: &source,
+                actor: Some(Actor::Daemon),
+            };
+            record_rejection(db, now, &rej, &error)?;
+            InboxVerdict::Rejected(error)
+        }
+    })
+}
+
+/// Abort every open request whose deadline has passed at `now` (the sweep); their ids.
+pub fn abort_overdue(db: &mut dyn Statements, now: Millis) -> Result<Vec<String>> {
+    let due = db.open_requests_past_deadline(now)?;
+    let mut ids = Vec::with_capacity(due.len());
+    for r in due {
+        // SQLite's copy panicked on an accepted row without an id; PostgreSQL's error is kept.
+        let id =
+            r.id.ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
+        let deadline = r.deadline_ms.map(rfc3339).unwrap_or_default();
+        let message = format!("the deadline {deadline} passed before an answer");
+        let code = Code::AskAborted;
+        if db.set_aborted_if_open(r.seq, now, code.as_str(), &message)? != 1 {
+            return Err(Error::RequestFinal {
+                id,
+                status: "changed".into(),
+            });
+        }
+        db.append_event(
+            now,
+            NewEvent {
+                kind: EventKind::Aborted,
+                request_id: Some(&id),
+                lease_id: None,
+                actor: Actor::Daemon,
+                data: serde_json::json!({"code": code.as_str(), "message": message, "provider": None::<&str>}),
+                agent_id: None,
+            },
+        )?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Mark outcome files as written (by the seqs the outbox read returned).
+pub fn mark_outbox_written(db: &mut dyn Statements, seqs: &[i64]) -> Result<()> {
+    db.unset_outbox_pending_of_seqs(seqs)
+}

@@ -11,11 +11,11 @@ use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
 use super::{audit, events, history, prune, requests, tokens};
 use crate::clock::Millis;
-use crate::core::audit::{Actor, Source};
+use crate::core::audit::Actor;
 use crate::error::{Error, Result};
-use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::Outcome;
 use crate::store::export::camel;
+use crate::store::queue;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
@@ -115,35 +115,6 @@ fn lease_for(
     }
 }
 
-/// Accept a request, or record its rejection with the input's actor (one step of a
-/// transaction: `ask` is one, an inbox batch runs it per request file).
-fn accept_or_reject(tx: &rusqlite::Transaction, input: AskInput, now: Millis) -> Result<Asked> {
-    let source = input.source.as_str();
-    let refused = match input.request {
-        Ok(request) => {
-            match requests::accept(tx, request, input.fallback_id.as_deref(), &source, now) {
-                Ok(a) => return Ok(Asked::Accepted(a)),
-                Err(Error::Question(e)) => e,
-                Err(other) => return Err(other),
-            }
-        }
-        Err(e) => e,
-    };
-    let (id, context) = &input.salvaged;
-    let rej = requests::Rejection {
-        id: id.as_deref(),
-        context: context.as_deref(),
-        body: &input.raw,
-        source: &source,
-        actor: Some(input.actor.clone()),
-    };
-    let outcome = requests::record_rejection(tx, &rej, &refused, now)?;
-    Ok(Asked::Rejected {
-        error: refused,
-        outcome,
-    })
-}
-
 /// Errors that end a batch (the store or the disk failed); any other error is one
 /// input's verdict.
 fn fatal(e: &Error) -> bool {
@@ -155,92 +126,11 @@ fn fatal(e: &Error) -> bool {
 
 impl Store for SqliteStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|tx, now| accept_or_reject(tx, input, now))
+        self.write(|tx, now| queue::requests::accept_or_reject(&mut Sql(tx), now, input))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        self.write(|tx, now| {
-            let mut out = Vec::with_capacity(inputs.len());
-            for input in inputs {
-                let verdict = match input {
-                    InboxInput::Request {
-                        name,
-                        stem,
-                        request,
-                        raw,
-                        mtime,
-                    } => {
-                        let from = Source::Inbox(name);
-                        let source = from.as_str().into_owned();
-                        // This very file was judged already (committed as rejected, then
-                        // the daemon died or the move failed): finish with that verdict
-                        // instead of judging it again, which could now flip it to accepted.
-                        // A file dropped again is newer than the rejection and is judged anew.
-                        let id = request.id.clone().unwrap_or_else(|| stem.clone());
-                        if let Some(e) = requests::earlier_rejection(tx, &id, &source, &raw, mtime)?
-                        {
-                            out.push(InboxVerdict::Rejected(e));
-                            continue;
-                        }
-                        // The same accept-or-reject as `ask`, by the daemon; a rejection is
-                        // recorded under the request's id, else the file's.
-                        let salvaged = (Some(id), request.context.clone());
-                        let input = AskInput {
-                            request: Ok(request),
-                            fallback_id: Some(stem),
-                            salvaged,
-                            raw,
-                            source: from,
-                            actor: Actor::Daemon,
-                        };
-                        accept_or_reject(tx, input, now)?.into()
-                    }
-                    InboxInput::Abort { name, id, reason } => {
-                        let source = Source::Inbox(name.clone()).as_str().into_owned();
-                        match requests::abort(tx, &id, reason.as_deref(), &Actor::Asker, now) {
-                            Ok(_) => InboxVerdict::Aborted(id),
-                            Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
-                            Err(Error::NotFound(_)) => {
-                                let e = UserQuestionError::new(
-                                    Code::NotFound,
-                                    format!("{name}: no request {id:?} to abort"),
-                                );
-                                let rej = requests::Rejection {
-                                    id: None,
-                                    context: None,
-                                    body: &format!("abort {id}"),
-                                    source: &source,
-                                    actor: Some(Actor::Daemon),
-                                };
-                                requests::record_rejection(tx, &rej, &e, now)?;
-                                InboxVerdict::Rejected(e)
-                            }
-                            Err(other) => return Err(other),
-                        }
-                    }
-                    InboxInput::Reject {
-                        name,
-                        id,
-                        context,
-                        raw,
-                        error,
-                    } => {
-                        let source = Source::Inbox(name).as_str().into_owned();
-                        let rej = requests::Rejection {
-                            id: id.as_deref(),
-                            context: context.as_deref(),
-                            body: &raw,
-                            source: &source,
-                            actor: Some(Actor::Daemon),
-                        };
-                        requests::record_rejection(tx, &rej, &error, now)?;
-                        InboxVerdict::Rejected(error)
-                    }
-                };
-                out.push(verdict);
-            }
-            Ok(out)
-        })
+        self.write(|tx, now| queue::requests::ingest(&mut Sql(tx), now, inputs))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {

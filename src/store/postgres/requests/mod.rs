@@ -20,7 +20,7 @@ pub mod reads;
 mod row;
 pub mod timeouts;
 
-pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
+pub use ask::Rejection;
 pub use due::next_due;
 pub use outbox::{mark_outbox_written, outbox_pending};
 pub use provide::{abort, answer, answer_replayable, cancel, cancel_replayable, claim, claim_next};

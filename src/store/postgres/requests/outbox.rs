@@ -35,8 +35,13 @@ pub fn outbox_pending(
         .collect())
 }
 
-/// Mark outcome files as written.
+/// Mark outcome files as written ([`crate::store::queue::requests::mark_outbox_written`]).
 pub fn mark_outbox_written(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
+    crate::store::queue::requests::mark_outbox_written(t, seqs)
+}
+
+/// Clear the outbox flag of the rows at `seqs`.
+pub(super) fn unset_outbox_pending(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
     t.tx.execute(
         "UPDATE requests SET outbox_pending = FALSE WHERE seq = ANY($1) AND outbox_pending",
         &[&seqs],

@@ -1,17 +1,23 @@
-//! Deadlines: open requests whose deadline passed are aborted by the sweep.
+//! Deadlines: open requests whose deadline passed are aborted by the sweep
+//! ([`crate::store::queue::requests::abort_overdue`]); the statements it needs here.
 
-use super::provide::finish_error;
+use postgres::types::Type;
+
 use super::row::{rows, COLUMNS, FROM};
-use crate::clock::{rfc3339, Millis};
-use crate::core::audit::Actor;
-use crate::core::lifecycle::Status;
+use crate::clock::Millis;
+use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::protocol::error::Code;
 use crate::store::postgres::tx::Tx;
+use crate::store::queue;
 
 /// Abort every open request whose deadline has passed at `now`.
 pub fn abort_overdue(t: &mut Tx<'_>, now: Millis) -> Result<Vec<String>> {
-    let due = rows(&t.tx.query(
+    queue::requests::abort_overdue(t, now)
+}
+
+/// The open requests whose deadline is before `now`, oldest first.
+pub(super) fn open_past_deadline(t: &mut Tx<'_>, now: Millis) -> Result<Vec<RequestRow>> {
+    rows(&t.tx.query(
         &format!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE r.status IN ('pending', 'claimed') AND r.deadline_ms IS NOT NULL
@@ -19,22 +25,26 @@ pub fn abort_overdue(t: &mut Tx<'_>, now: Millis) -> Result<Vec<String>> {
              ORDER BY r.seq"
         ),
         &[&now],
-    )?)?;
-    let mut ids = Vec::with_capacity(due.len());
-    for r in due {
-        let deadline = r.deadline_ms.map(rfc3339).unwrap_or_default();
-        finish_error(
-            t,
-            &r,
-            Status::Aborted,
-            Code::AskAborted,
-            &format!("the deadline {deadline} passed before an answer"),
-            None,
-            None,
-            &Actor::Daemon,
-            now,
-        )?;
-        ids.extend(r.id);
-    }
-    Ok(ids)
+    )?)
+}
+
+/// The sweep's abort of one open request (no provider, the claim kept as it is).
+pub(super) fn set_aborted_if_open(
+    t: &mut Tx<'_>,
+    seq: i64,
+    now: Millis,
+    code: &str,
+    message: &str,
+) -> Result<u64> {
+    Ok(t.tx.execute_typed(
+        "UPDATE requests SET status = 'aborted', finished_ms = $1, error_code = $2, error_message = $3,
+                provider = NULL, outbox_pending = TRUE
+         WHERE seq = $4 AND status IN ('pending', 'claimed')",
+        &[
+            (&now, Type::INT8),
+            (&code, Type::TEXT),
+            (&message, Type::TEXT),
+            (&seq, Type::INT8),
+        ],
+    )?)
 }

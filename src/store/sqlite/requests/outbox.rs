@@ -30,8 +30,16 @@ pub fn outbox_pending(
     Ok(out)
 }
 
-/// Mark outcome files as written.
+/// Mark outcome files as written ([`crate::store::queue::requests::mark_outbox_written`]).
 pub fn mark_outbox_written(tx: &Transaction, seqs: &[i64]) -> Result<()> {
+    crate::store::queue::requests::mark_outbox_written(
+        &mut crate::store::sqlite::sql::Sql(tx),
+        seqs,
+    )
+}
+
+/// Clear the outbox flag of the rows at `seqs`.
+pub(super) fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "UPDATE requests SET outbox_pending = 0 WHERE seq = ?1 AND outbox_pending = 1",
     )?;

@@ -1,41 +1,45 @@
-//! Deadlines: open requests whose deadline passed are aborted by the sweep.
+//! Deadlines: open requests whose deadline passed are aborted by the sweep
+//! ([`crate::store::queue::requests::abort_overdue`]); the statements it needs here.
 
-use rusqlite::Transaction;
+use rusqlite::{params, Transaction};
 
-use super::provide::finish_error;
 use super::row::{row, COLUMNS, FROM};
-use crate::clock::{rfc3339, Millis};
-use crate::core::audit::Actor;
-use crate::core::lifecycle::{RequestRow, Status};
+use crate::clock::Millis;
+use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::protocol::error::Code;
+use crate::store::queue;
+use crate::store::sqlite::sql::Sql;
 
 /// Abort every open request whose deadline has passed at `now`.
 pub fn abort_overdue(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
-    let due: Vec<RequestRow> = {
-        let mut stmt = tx.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM}
-             WHERE r.seq IN (SELECT seq FROM requests INDEXED BY requests_deadline
-                             WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL AND deadline_ms < ?1)"
-        ))?;
-        let rows = stmt.query_map([now], row)?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let mut ids = Vec::with_capacity(due.len());
-    for r in due {
-        let deadline = r.deadline_ms.map(rfc3339).unwrap_or_default();
-        finish_error(
-            tx,
-            &r,
-            Status::Aborted,
-            Code::AskAborted,
-            &format!("the deadline {deadline} passed before an answer"),
-            None,
-            None,
-            &Actor::Daemon,
-            now,
-        )?;
-        ids.extend(r.id);
-    }
-    Ok(ids)
+    queue::requests::abort_overdue(&mut Sql(tx), now)
+}
+
+/// The open requests whose deadline is before `now`.
+pub(super) fn open_past_deadline(tx: &Transaction, now: Millis) -> Result<Vec<RequestRow>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM {FROM}
+         WHERE r.seq IN (SELECT seq FROM requests INDEXED BY requests_deadline
+                         WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL AND deadline_ms < ?1)"
+    ))?;
+    let rows = stmt.query_map([now], row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The sweep's abort of one open request (no provider, the claim kept as it is).
+pub(super) fn set_aborted_if_open(
+    tx: &Transaction,
+    seq: i64,
+    now: Millis,
+    code: &str,
+    message: &str,
+) -> Result<u64> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE requests SET status = 'aborted', finished_ms = ?1, error_code = ?2, error_message = ?3,
+                    provider = NULL, outbox_pending = 1
+             WHERE seq = ?4 AND status IN ('pending', 'claimed')",
+        )?
+        .execute(params![now, code, message, seq])?;
+    Ok(n as u64)
 }
