@@ -1470,11 +1470,11 @@ mod audit_records {
     use rusqlite::Connection;
     use serde_json::json;
 
+    use super::leases;
     use dshq::clock::Millis;
     use dshq::protocol::types::{Answer, AnswerItem, Request};
     use dshq::protocol::UserQuestionError;
     use dshq::store::sqlite::audit::{check_records, integrity};
-    use super::leases;
     use dshq::store::sqlite::{events, open_in_memory, requests, write};
 
     const T0: Millis = 1_780_000_000_000;

@@ -25,7 +25,7 @@ pub mod prune;
 pub mod requests;
 
 pub use agents::{AgentReads, AgentStatements};
-pub use answers::AnswerStatements;
+pub use answers::{AnswerReads, AnswerStatements};
 pub use audit::AuditStatements;
 pub use events::EventStatements;
 pub use leases::{LeaseReads, LeaseStatements};

@@ -3,11 +3,8 @@
 //! See [`super`] for what a statement is and is not.
 
 use crate::clock::Millis;
-use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::protocol::check::CallerStatus;
-use crate::protocol::types::{AgentRef, Outcome};
 
 /// A row holding a request id (accepted or rejected), as the accept reads it.
 #[derive(Debug, Clone)]
@@ -96,17 +93,6 @@ pub trait RequestStatements {
     /// Every row (accepted or rejected) holding `id`.
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>>;
 
-    /// The registry's view of an asking agent at `now`, and its lineage (the ask
-    /// environment's query; the registry's rule is the agents').
-    fn ask_caller_status(
-        &mut self,
-        agent: &AgentRef,
-        now: Millis,
-    ) -> Result<(CallerStatus, Option<String>)>;
-
-    /// Whether a provider lease is live in `context` at `now` (the ask environment's query).
-    fn ask_provider_live(&mut self, context: &str, now: Millis) -> Result<bool>;
-
     /// Clear the outbox flag of the rejections of `id` that still have it.
     fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()>;
 
@@ -145,26 +131,6 @@ pub trait RequestStatements {
     /// The open (`pending` or `claimed`) requests whose deadline is before `now`.
     fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>>;
 
-    /// Set the request at `seq` `aborted` with `code` and `message`, if it is still open;
-    /// how many rows changed.
-    fn set_aborted_if_open(
-        &mut self,
-        seq: i64,
-        now: Millis,
-        code: &str,
-        message: &str,
-    ) -> Result<u64>;
-
     /// Clear the outbox flag of the rows at `seqs` that have it.
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()>;
-
-    /// The asker's abort of `id` (an inbox `.abort` file). A bridge to the answers'
-    /// concern, whose rule it is, until that rule is written once there.
-    fn abort_request(
-        &mut self,
-        id: &str,
-        reason: Option<&str>,
-        actor: &Actor,
-        now: Millis,
-    ) -> Result<Outcome>;
 }

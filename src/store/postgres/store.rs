@@ -137,15 +137,6 @@ fn lease_for(
     }
 }
 
-/// Errors that end a batch (the store or the disk failed); any other error is one
-/// input's verdict.
-fn fatal(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Pg(_) | Error::Db(_) | Error::Io { .. } | Error::SchemaTooNew { .. }
-    )
-}
-
 impl Store for PgStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
         self.write(|t, now| queue::requests::accept_or_reject(t, now, input))
@@ -156,32 +147,13 @@ impl Store for PgStore {
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
-        self.write(|t, now| requests::abort(t, id, reason, actor, now))
+        self.write(|t, now| queue::answers::abort(t, now, id, reason, actor))
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
         self.write(|t, now| {
-            let target = match &act {
-                ProviderAct::Claim(id)
-                | ProviderAct::Answer(id, _)
-                | ProviderAct::Cancel(id, _) => Some(id.as_str()),
-                ProviderAct::ClaimNext => None,
-            };
-            let (l, transient) = lease_for(t, lease, target, now)?;
-            let done = match &act {
-                ProviderAct::Claim(id) => {
-                    Provided::Claimed(Box::new(requests::claim(t, &l, id, now)?))
-                }
-                ProviderAct::ClaimNext => {
-                    Provided::Claimed(Box::new(requests::claim_next(t, &l, now)?))
-                }
-                ProviderAct::Answer(id, answer) => {
-                    Provided::Finished(requests::answer(t, &l, id, answer, now)?)
-                }
-                ProviderAct::Cancel(id, reason) => {
-                    Provided::Finished(requests::cancel(t, &l, id, reason.as_deref(), now)?)
-                }
-            };
+            let (l, transient) = lease_for(t, lease, queue::answers::target(&act), now)?;
+            let done = queue::answers::provide(t, now, &l, &act)?;
             if let Some(token) = transient {
                 crate::store::queue::leases::release(t, now, &token)?;
             }
@@ -193,34 +165,7 @@ impl Store for PgStore {
         &mut self,
         files: &[ProviderFile],
     ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
-        self.write(|t, now| {
-            let mut results = Vec::with_capacity(files.len());
-            for file in files {
-                t.tx.batch_execute("SAVEPOINT answer_file")?;
-                let applied = match file {
-                    ProviderFile::Answer { id, token, answer } => {
-                        requests::answer_replayable(t, token, id, answer, now).map(|(o, _)| o)
-                    }
-                    ProviderFile::Cancel { id, token, reason } => {
-                        requests::cancel_replayable(t, token, id, reason.as_deref(), now)
-                    }
-                };
-                match applied {
-                    Ok(o) => {
-                        t.tx.batch_execute("RELEASE SAVEPOINT answer_file")?;
-                        results.push(Ok(o));
-                    }
-                    Err(e) if fatal(&e) => return Err(e),
-                    Err(e) => {
-                        t.tx.batch_execute(
-                            "ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file",
-                        )?;
-                        results.push(Err(e));
-                    }
-                }
-            }
-            Ok(results)
-        })
+        self.write(|t, now| queue::answers::apply_answer_files(t, now, files))
     }
 
     fn next_for_lease(
@@ -230,7 +175,7 @@ impl Store for PgStore {
         after: FeedPos,
     ) -> Result<Option<String>> {
         self.db
-            .read(|c| reads::next_for_lease(c, context, lease_id, after))
+            .read(|c| queue::answers::next_for_lease(&mut PgRead(c), context, lease_id, after))
     }
 
     fn register_as(

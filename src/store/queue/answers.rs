@@ -1,1 +1,417 @@
-//! The queue rules of one concern, over [`crate::store::driver`]: see [`super`].
+//! The queue rules of answering, over [`crate::store::driver::AnswerStatements`]: see
+//! [`super`].
+//!
+//! Provider transitions (claim, answer, cancel) and the asker's abort, with the replay
+//! rules of answer files: every transition names the states it leaves and the lease that
+//! may make it, so a final state never changes and of two racing answers one wins.
+//!
+//! The lease a transition is made by is resolved by the caller (the store's `lease_for`);
+//! answer files resolve their token with [`super::leases`].
+
+use crate::clock::Millis;
+use crate::core::audit::{Actor, EventKind};
+use crate::core::lifecycle::{RequestRow, Status};
+use crate::error::{Error, Result};
+use crate::protocol::answer::{check_answer, in_question_order, request_decision};
+use crate::protocol::error::Code;
+use crate::protocol::types::{Answer, Decision, Outcome};
+use crate::store::chain::NewEvent;
+use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence};
+use crate::store::driver::{AnswerReads, Statements};
+use crate::store::queue::leases;
+use crate::store::types::Lease;
+use crate::store::{Provided, ProviderAct, ProviderFile};
+
+fn changed(id: &str) -> Error {
+    Error::RequestFinal {
+        id: id.into(),
+        status: "changed".into(),
+    }
+}
+
+fn fence(lease: &Lease) -> Fence {
+    Fence {
+        lease_id: lease.lease_id,
+        generation: lease.generation,
+    }
+}
+
+fn reread(db: &mut dyn Statements, id: &str) -> Result<RequestRow> {
+    db.answer_target(id)?
+        .ok_or_else(|| Error::NotFound(id.to_string()))
+}
+
+fn outcome_of(db: &mut dyn Statements, id: &str) -> Result<Outcome> {
+    reread(db, id)?.outcome().ok_or_else(|| changed(id))
+}
+
+/// Request `id` if `lease` may act on it: of the lease's context, open, and not claimed
+/// by another lease.
+pub fn load_open(db: &mut dyn Statements, lease: &Lease, id: &str) -> Result<RequestRow> {
+    let r = reread(db, id)?;
+    if r.context != lease.context {
+        return Err(Error::WrongContext {
+            id: id.into(),
+            request_context: r.context,
+            lease_context: lease.context.clone(),
+        });
+    }
+    if r.status.is_final() {
+        return Err(Error::RequestFinal {
+            id: id.into(),
+            status: r.status.as_str().into(),
+        });
+    }
+    if r.status == Status::Claimed && r.claimed_lease != Some(lease.lease_id) {
+        return Err(Error::ClaimedElsewhere { id: id.into() });
+    }
+    Ok(r)
+}
+
+/// The request a provider act names (none for `ClaimNext`), for resolving its lease.
+pub fn target(act: &ProviderAct) -> Option<&str> {
+    match act {
+        ProviderAct::Claim(id) | ProviderAct::Answer(id, _) | ProviderAct::Cancel(id, _) => {
+            Some(id.as_str())
+        }
+        ProviderAct::ClaimNext => None,
+    }
+}
+
+/// One provider act with the resolved `lease`.
+pub fn provide(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    act: &ProviderAct,
+) -> Result<Provided> {
+    Ok(match act {
+        ProviderAct::Claim(id) => Provided::Claimed(Box::new(claim(db, now, lease, id)?)),
+        ProviderAct::ClaimNext => Provided::Claimed(Box::new(claim_next(db, now, lease)?)),
+        ProviderAct::Answer(id, a) => Provided::Finished(answer(db, now, lease, id, a)?),
+        ProviderAct::Cancel(id, reason) => {
+            Provided::Finished(cancel(db, now, lease, id, reason.as_deref())?)
+        }
+    })
+}
+
+/// Reserve a pending request for the live lease (idempotent for its own claims).
+pub fn claim(db: &mut dyn Statements, now: Millis, lease: &Lease, id: &str) -> Result<RequestRow> {
+    let r = load_open(db, lease, id)?;
+    if r.status == Status::Claimed {
+        return Ok(r);
+    }
+    if !db.set_claimed_if_pending_and_lease_live(r.seq, fence(lease), now)? {
+        return Err(Error::ClaimedElsewhere { id: id.into() });
+    }
+    db.append_event(
+        now,
+        NewEvent {
+            kind: EventKind::Claimed,
+            request_id: Some(id),
+            lease_id: Some(lease.lease_id),
+            actor: lease.actor(),
+            agent_id: None,
+            data: serde_json::Value::Null,
+        },
+    )?;
+    reread(db, id)
+}
+
+/// Claim the oldest pending request of the lease's context.
+pub fn claim_next(db: &mut dyn Statements, now: Millis, lease: &Lease) -> Result<RequestRow> {
+    let id = db
+        .oldest_pending_id(&lease.context)?
+        .ok_or_else(|| Error::NothingPending(lease.context.clone()))?;
+    claim(db, now, lease, &id)
+}
+
+/// Answer a request with the live lease (claiming it implicitly when pending). An answer
+/// that breaks a rule is `BAD_ANSWER` and nothing changes; a final request is
+/// `REQUEST_FINAL`, so of several racing answers exactly one wins.
+pub fn answer(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    id: &str,
+    answer: &Answer,
+) -> Result<Outcome> {
+    let r = load_open(db, lease, id)?;
+    let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
+    let decisions = check_answer(&request.questions, answer)?;
+    // Stored (and published) in question order, whatever order the items came in.
+    let answer = &in_question_order(&request.questions, answer);
+    let answer_json = answer.to_json();
+    let decision = request_decision(&decisions).map(Decision::as_str);
+    let provider = lease.provider_name();
+    let row = AnsweredRow {
+        seq: r.seq,
+        answer_json: &answer_json,
+        decision,
+        provider: &provider,
+    };
+    if !db.set_answered_if_open_claimed_by_and_lease_live(row, fence(lease), now)? {
+        return Err(changed(id));
+    }
+    for (idx, q) in request.questions.iter().enumerate() {
+        let item = answer
+            .answers
+            .iter()
+            .find(|a| a.id == q.id)
+            .ok_or_else(|| Error::Invalid(format!("question {:?} has no answer", q.id)))?;
+        let selected = serde_json::to_string(&item.selected)
+            .map_err(|e| Error::Invalid(format!("the labels do not serialize: {e}")))?;
+        db.set_question_answer(AnsweredQuestion {
+            request_seq: r.seq,
+            idx: idx as i64,
+            selected_json: &selected,
+            custom: item.custom.as_deref(),
+            decision: decisions.get(idx).copied().flatten().map(Decision::as_str),
+        })?;
+    }
+    let answer_value = serde_json::to_value(answer)
+        .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
+    db.append_event(
+        now,
+        NewEvent {
+            kind: EventKind::Answered,
+            request_id: Some(id),
+            lease_id: Some(lease.lease_id),
+            actor: lease.actor(),
+            data: serde_json::json!({
+                "implicitClaim": r.status == Status::Pending,
+                "decision": decision,
+                "decisions": request.questions.iter().zip(&decisions)
+                    .filter_map(|(q, d)| d.map(|d| (q.id.clone(), serde_json::Value::from(d.as_str()))))
+                    .collect::<serde_json::Map<_, _>>(),
+                // What was answered, and by whom: the row must agree with these.
+                "answer": answer_value,
+                "provider": provider,
+            }),
+            agent_id: None,
+        },
+    )?;
+    outcome_of(db, id)
+}
+
+/// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
+/// recorded as the request's lease.
+pub fn cancel(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    id: &str,
+    reason: Option<&str>,
+) -> Result<Outcome> {
+    let r = load_open(db, lease, id)?;
+    if !db.is_fence_live(fence(lease), now)? {
+        return Err(Error::LeaseExpired("it is no longer live".into()));
+    }
+    let provider = lease.provider_name();
+    let message = match reason {
+        Some(reason) => format!("cancelled by provider {provider:?}: {reason}"),
+        None => format!("cancelled by provider {provider:?}"),
+    };
+    finish_error(
+        db,
+        now,
+        &r,
+        ErrorEnd {
+            seq: r.seq,
+            status: Status::Cancelled,
+            code: Code::AskCancelled,
+            message: &message,
+            provider: Some(&provider),
+            lease_id: Some(lease.lease_id),
+        },
+        &lease.actor(),
+    )
+}
+
+/// The asker aborts a request (`ASK_ABORTED`). Needs no lease.
+pub fn abort(
+    db: &mut dyn Statements,
+    now: Millis,
+    id: &str,
+    reason: Option<&str>,
+    actor: &Actor,
+) -> Result<Outcome> {
+    let r = reread(db, id)?;
+    if r.status.is_final() {
+        return Err(Error::RequestFinal {
+            id: id.into(),
+            status: r.status.as_str().into(),
+        });
+    }
+    let message = match reason {
+        Some(reason) => format!("aborted by the asker: {reason}"),
+        None => "aborted by the asker".to_string(),
+    };
+    finish_error(
+        db,
+        now,
+        &r,
+        ErrorEnd {
+            seq: r.seq,
+            status: Status::Aborted,
+            code: Code::AskAborted,
+            message: &message,
+            provider: None,
+            lease_id: None,
+        },
+        actor,
+    )
+}
+
+/// End open request `r` with an error (`end.status` is `cancelled` or `aborted`), with
+/// its event by `actor`; its outcome.
+pub fn finish_error(
+    db: &mut dyn Statements,
+    now: Millis,
+    r: &RequestRow,
+    end: ErrorEnd<'_>,
+    actor: &Actor,
+) -> Result<Outcome> {
+    let kind = match end.status {
+        Status::Cancelled => EventKind::Cancelled,
+        Status::Aborted => EventKind::Aborted,
+        other => return Err(Error::Invalid(format!("{other} is not an error end"))),
+    };
+    let id =
+        r.id.as_deref()
+            .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
+    if !db.set_error_end_if_open(end, now)? {
+        return Err(changed(id));
+    }
+    db.append_event(
+        now,
+        NewEvent {
+            kind,
+            request_id: Some(id),
+            lease_id: end.lease_id,
+            actor: actor.clone(),
+            data: serde_json::json!({
+                "code": end.code.as_str(),
+                "message": end.message,
+                "provider": end.provider,
+            }),
+            agent_id: None,
+        },
+    )?;
+    outcome_of(db, id)
+}
+
+/// The outcome when request `id` is already answered with exactly `answer` by lease
+/// `lease_id` (live or not: a provider may release its lease right after answering).
+pub fn replayed_answer(
+    db: &mut dyn Statements,
+    id: &str,
+    lease_id: i64,
+    answer: &Answer,
+) -> Result<Option<Outcome>> {
+    Ok(db
+        .answer_target(id)?
+        .filter(|r| {
+            r.status == Status::Answered
+                && r.claimed_lease == Some(lease_id)
+                && r.request().is_some_and(|req| {
+                    r.answer.as_deref()
+                        == Some(in_question_order(&req.questions, answer).to_json().as_str())
+                })
+        })
+        .and_then(|r| r.outcome()))
+}
+
+/// The outcome when request `id` is already cancelled by lease `lease_id`.
+pub fn replayed_cancel(
+    db: &mut dyn Statements,
+    id: &str,
+    lease_id: i64,
+) -> Result<Option<Outcome>> {
+    Ok(db
+        .answer_target(id)?
+        .filter(|r| r.status == Status::Cancelled && r.claimed_lease == Some(lease_id))
+        .and_then(|r| r.outcome()))
+}
+
+/// An error that ends the whole batch of answer files (the database or the disk failed)
+/// rather than only the file that met it.
+pub fn is_fatal(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Db(_)
+            | Error::Pg(_)
+            | Error::Io { .. }
+            | Error::Pragma { .. }
+            | Error::SchemaTooNew { .. }
+    )
+}
+
+/// Apply one answer or cancel file with its token. An identical answer (or a cancel)
+/// that the token's lease already made, live or not (it may have been released since),
+/// is accepted once more: this is how a file processed again after a crash, between the
+/// commit and the file's removal, is applied exactly once.
+///
+/// The token names its lease whatever its state for the replay check; acting needs it
+/// live. Returns the outcome and whether it was such a replay.
+pub fn apply_answer_file(
+    db: &mut dyn Statements,
+    now: Millis,
+    file: &ProviderFile,
+) -> Result<(Outcome, bool)> {
+    let token = match file {
+        ProviderFile::Answer { token, .. } | ProviderFile::Cancel { token, .. } => token,
+    };
+    if let Ok(lease_id) = leases::identify(db, token) {
+        let replayed = match file {
+            ProviderFile::Answer { id, answer, .. } => replayed_answer(db, id, lease_id, answer)?,
+            ProviderFile::Cancel { id, .. } => replayed_cancel(db, id, lease_id)?,
+        };
+        if let Some(o) = replayed {
+            return Ok((o, true));
+        }
+    }
+    let lease = leases::authenticate(db, token, now)?;
+    let done = match file {
+        ProviderFile::Answer { id, answer, .. } => self::answer(db, now, &lease, id, answer)?,
+        ProviderFile::Cancel { id, reason, .. } => cancel(db, now, &lease, id, reason.as_deref())?,
+    };
+    Ok((done, false))
+}
+
+/// Apply a batch of answer files in one transaction, each under its own savepoint: a file
+/// that fails is undone and its error returned in its place; a fatal error
+/// ([`is_fatal`]) ends the batch.
+pub fn apply_answer_files(
+    db: &mut dyn Statements,
+    now: Millis,
+    files: &[ProviderFile],
+) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+    let mut results = Vec::with_capacity(files.len());
+    for file in files {
+        db.savepoint_answer_file()?;
+        match apply_answer_file(db, now, file) {
+            Ok((o, _)) => {
+                db.release_answer_file()?;
+                results.push(Ok(o));
+            }
+            Err(e) if is_fatal(&e) => return Err(e),
+            Err(e) => {
+                db.rollback_answer_file()?;
+                results.push(Err(e));
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// The first request after feed position `after` that the lease `lease_id` of `context`
+/// may work on next: pending, or claimed by it.
+pub fn next_for_lease(
+    db: &mut (impl AnswerReads + ?Sized),
+    context: &str,
+    lease_id: i64,
+    after: i64,
+) -> Result<Option<String>> {
+    db.first_open_for_lease_after(context, lease_id, after)
+}

@@ -16,8 +16,10 @@ use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, Ca
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::types::{AgentRef, Request};
 use crate::store::chain::{hex, NewEvent};
+use crate::store::driver::answers::ErrorEnd;
 use crate::store::driver::requests::{NewQuestion, NewRejection, NewRequest};
 use crate::store::driver::Statements;
+use crate::store::queue::{agents, answers, leases};
 use crate::store::types::Accepted;
 use crate::store::{AskInput, Asked, InboxInput, InboxVerdict};
 
@@ -32,7 +34,7 @@ struct Env<'a, 'b> {
 
 impl AskEnv for Env<'_, '_> {
     fn caller(&self, agent: &AgentRef) -> CallerStatus {
-        match self.db.borrow_mut().ask_caller_status(agent, self.now) {
+        match agents::caller_status(&mut **self.db.borrow_mut(), self.now, agent) {
             Ok((status, lineage)) => {
                 *self.lineage.borrow_mut() = lineage;
                 status
@@ -47,7 +49,7 @@ impl AskEnv for Env<'_, '_> {
     }
 
     fn provider_live(&self, context: &str) -> bool {
-        match self.db.borrow_mut().ask_provider_live(context, self.now) {
+        match leases::live_in(&mut **self.db.borrow_mut(), context, self.now) {
             Ok(live) => live,
             Err(e) => {
                 *self.failure.borrow_mut() = Some(e);
@@ -368,7 +370,7 @@ pub fn ingest_one(db: &mut dyn Statements, now: Millis, input: InboxInput) -> Re
         }
         InboxInput::Abort { name, id, reason } => {
             let source = Source::Inbox(name.clone()).as_str().into_owned();
-            match db.abort_request(&id, reason.as_deref(), &Actor::Asker, now) {
+            match answers::abort(db, now, &id, reason.as_deref(), &Actor::Asker) {
                 Ok(_) => InboxVerdict::Aborted(id),
                 Err(Error::RequestFinal { .. }) => InboxVerdict::AbortIgnored(id),
                 Err(Error::NotFound(_)) => {
@@ -411,33 +413,27 @@ pub fn ingest_one(db: &mut dyn Statements, now: Millis, input: InboxInput) -> Re
 }
 
 /// Abort every open request whose deadline has passed at `now` (the sweep); their ids.
+/// The end is the answers' error end ([`super::answers::finish_error`]), by the daemon,
+/// with no provider and the claim kept as it is.
 pub fn abort_overdue(db: &mut dyn Statements, now: Millis) -> Result<Vec<String>> {
     let due = db.open_requests_past_deadline(now)?;
     let mut ids = Vec::with_capacity(due.len());
     for r in due {
         // SQLite's copy panicked on an accepted row without an id; PostgreSQL's error is kept.
         let id =
-            r.id.ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
+            r.id.clone()
+                .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
         let deadline = r.deadline_ms.map(rfc3339).unwrap_or_default();
         let message = format!("the deadline {deadline} passed before an answer");
-        let code = Code::AskAborted;
-        if db.set_aborted_if_open(r.seq, now, code.as_str(), &message)? != 1 {
-            return Err(Error::RequestFinal {
-                id,
-                status: "changed".into(),
-            });
-        }
-        db.append_event(
-            now,
-            NewEvent {
-                kind: EventKind::Aborted,
-                request_id: Some(&id),
-                lease_id: None,
-                actor: Actor::Daemon,
-                data: serde_json::json!({"code": code.as_str(), "message": message, "provider": None::<&str>}),
-                agent_id: None,
-            },
-        )?;
+        let end = ErrorEnd {
+            seq: r.seq,
+            status: Status::Aborted,
+            code: Code::AskAborted,
+            message: &message,
+            provider: None,
+            lease_id: None,
+        };
+        answers::finish_error(db, now, &r, end, &Actor::Daemon)?;
         ids.push(id);
     }
     Ok(ids)

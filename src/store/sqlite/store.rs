@@ -115,15 +115,6 @@ fn lease_for(
     }
 }
 
-/// Errors that end a batch (the store or the disk failed); any other error is one
-/// input's verdict.
-fn fatal(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Db(_) | Error::Io { .. } | Error::Pragma { .. } | Error::SchemaTooNew { .. }
-    )
-}
-
 impl Store for SqliteStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
         self.write(|tx, now| queue::requests::accept_or_reject(&mut Sql(tx), now, input))
@@ -134,32 +125,13 @@ impl Store for SqliteStore {
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
-        self.write(|tx, now| requests::abort(tx, id, reason, actor, now))
+        self.write(|tx, now| queue::answers::abort(&mut Sql(tx), now, id, reason, actor))
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
         self.write(|tx, now| {
-            let target = match &act {
-                ProviderAct::Claim(id)
-                | ProviderAct::Answer(id, _)
-                | ProviderAct::Cancel(id, _) => Some(id.as_str()),
-                ProviderAct::ClaimNext => None,
-            };
-            let (l, transient) = lease_for(tx, lease, target, now)?;
-            let done = match &act {
-                ProviderAct::Claim(id) => {
-                    Provided::Claimed(Box::new(requests::claim(tx, &l, id, now)?))
-                }
-                ProviderAct::ClaimNext => {
-                    Provided::Claimed(Box::new(requests::claim_next(tx, &l, now)?))
-                }
-                ProviderAct::Answer(id, answer) => {
-                    Provided::Finished(requests::answer(tx, &l, id, answer, now)?)
-                }
-                ProviderAct::Cancel(id, reason) => {
-                    Provided::Finished(requests::cancel(tx, &l, id, reason.as_deref(), now)?)
-                }
-            };
+            let (l, transient) = lease_for(tx, lease, queue::answers::target(&act), now)?;
+            let done = queue::answers::provide(&mut Sql(tx), now, &l, &act)?;
             if let Some(token) = transient {
                 crate::store::queue::leases::release(&mut Sql(tx), now, &token)?;
             }
@@ -171,35 +143,7 @@ impl Store for SqliteStore {
         &mut self,
         files: &[ProviderFile],
     ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
-        self.write(|tx, now| {
-            let mut results = Vec::with_capacity(files.len());
-            for file in files {
-                tx.execute_batch("SAVEPOINT answer_file")?;
-                // Replays (a crash between the commit and the file's removal) are
-                // recognised and applied once.
-                let applied = match file {
-                    ProviderFile::Answer { id, token, answer } => {
-                        requests::answer_replayable(tx, token, id, answer, now).map(|(o, _)| o)
-                    }
-                    ProviderFile::Cancel { id, token, reason } => {
-                        requests::cancel_replayable(tx, token, id, reason.as_deref(), now)
-                    }
-                };
-                match applied {
-                    Ok(o) => {
-                        tx.execute_batch("RELEASE answer_file")?;
-                        results.push(Ok(o));
-                    }
-                    Err(e) if fatal(&e) => return Err(e),
-                    Err(e) => {
-                        tx.execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
-                        events::savepoint_rolled_back(tx)?;
-                        results.push(Err(e));
-                    }
-                }
-            }
-            Ok(results)
-        })
+        self.write(|tx, now| queue::answers::apply_answer_files(&mut Sql(tx), now, files))
     }
 
     fn next_for_lease(
@@ -208,15 +152,7 @@ impl Store for SqliteStore {
         lease_id: i64,
         after: FeedPos,
     ) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT id FROM requests WHERE context = ?1 AND seq > ?2
-                    AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = ?3))
-                 ORDER BY seq LIMIT 1",
-            )?
-            .query_row(rusqlite::params![context, after, lease_id], |r| r.get(0))
-            .optional()?)
+        queue::answers::next_for_lease(&mut SqlRead(&self.conn), context, lease_id, after)
     }
 
     fn register_as(

@@ -7,15 +7,11 @@ use postgres::types::Type;
 use super::reads::get;
 use super::{outbox, timeouts};
 use crate::clock::Millis;
-use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::protocol::check::CallerStatus;
-use crate::protocol::types::{AgentRef, Outcome};
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::postgres::leases::is_unique_violation;
 use crate::store::postgres::tx::Tx;
-use crate::store::postgres::{agents, leases};
 pub use crate::store::queue::requests::Rejection;
 
 // A new row's position (`requests.seq`) is the largest + 1, taken under the write lock,
@@ -42,18 +38,6 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
                 })
             })
             .collect()
-    }
-
-    fn ask_caller_status(
-        &mut self,
-        agent: &AgentRef,
-        now: Millis,
-    ) -> Result<(CallerStatus, Option<String>)> {
-        agents::caller_status(&mut self.tx, agent, now)
-    }
-
-    fn ask_provider_live(&mut self, context: &str, now: Millis) -> Result<bool> {
-        leases::live_in(&mut self.tx, context, now)
     }
 
     fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()> {
@@ -179,27 +163,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         timeouts::open_past_deadline(self, now)
     }
 
-    fn set_aborted_if_open(
-        &mut self,
-        seq: i64,
-        now: Millis,
-        code: &str,
-        message: &str,
-    ) -> Result<u64> {
-        timeouts::set_aborted_if_open(self, seq, now, code, message)
-    }
-
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
         outbox::unset_outbox_pending(self, seqs)
-    }
-
-    fn abort_request(
-        &mut self,
-        id: &str,
-        reason: Option<&str>,
-        actor: &Actor,
-        now: Millis,
-    ) -> Result<Outcome> {
-        super::provide::abort(self, id, reason, actor, now)
     }
 }

@@ -23,7 +23,7 @@ pub mod timeouts;
 pub use ask::Rejection;
 pub use due::next_due;
 pub use outbox::{mark_outbox_written, outbox_pending};
-pub use provide::{abort, answer, answer_replayable, cancel, cancel_replayable, claim, claim_next};
+pub use provide::abort;
 pub use reads::{get, get_any, list};
 pub(crate) use row::all_oldest_first;
 pub use timeouts::abort_overdue;

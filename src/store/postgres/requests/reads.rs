@@ -178,24 +178,6 @@ pub fn open_upto(
     )?)
 }
 
-/// The next request of `context` after `after` that is pending or claimed by `lease_id`.
-pub fn next_for_lease(
-    c: &mut impl GenericClient,
-    context: &str,
-    lease_id: i64,
-    after: i64,
-) -> Result<Option<String>> {
-    match c.query_opt(
-        "SELECT id FROM requests WHERE context = $1 AND seq > $2
-            AND (status = 'pending' OR (status = 'claimed' AND claimed_lease = $3))
-         ORDER BY seq LIMIT 1",
-        &[&context, &after, &lease_id],
-    )? {
-        Some(r) => Ok(r.try_get(0)?),
-        None => Ok(None),
-    }
-}
-
 /// The open requests among `ids` (every open request for `None`), by id.
 pub fn open_ids(c: &mut impl GenericClient, ids: Option<&[&str]>) -> Result<Vec<String>> {
     let found = match ids {

@@ -1,8 +1,6 @@
 //! Deadlines: open requests whose deadline passed are aborted by the sweep
 //! ([`crate::store::queue::requests::abort_overdue`]); the statements it needs here.
 
-use postgres::types::Type;
-
 use super::row::{rows, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
@@ -25,26 +23,5 @@ pub(super) fn open_past_deadline(t: &mut Tx<'_>, now: Millis) -> Result<Vec<Requ
              ORDER BY r.seq"
         ),
         &[&now],
-    )?)
-}
-
-/// The sweep's abort of one open request (no provider, the claim kept as it is).
-pub(super) fn set_aborted_if_open(
-    t: &mut Tx<'_>,
-    seq: i64,
-    now: Millis,
-    code: &str,
-    message: &str,
-) -> Result<u64> {
-    Ok(t.tx.execute_typed(
-        "UPDATE requests SET status = 'aborted', finished_ms = $1, error_code = $2, error_message = $3,
-                provider = NULL, outbox_pending = TRUE
-         WHERE seq = $4 AND status IN ('pending', 'claimed')",
-        &[
-            (&now, Type::INT8),
-            (&code, Type::TEXT),
-            (&message, Type::TEXT),
-            (&seq, Type::INT8),
-        ],
     )?)
 }

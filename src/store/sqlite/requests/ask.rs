@@ -7,17 +7,14 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::reads::get;
 use super::{outbox, timeouts};
 use crate::clock::Millis;
-use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::protocol::check::CallerStatus;
 use crate::protocol::error::UserQuestionError;
-use crate::protocol::types::{AgentRef, Outcome, Request};
+use crate::protocol::types::Request;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::queue;
 pub use crate::store::queue::requests::Rejection;
 use crate::store::sqlite::sql::Sql;
-use crate::store::sqlite::{agents, leases};
 use crate::store::types::Accepted;
 
 /// Check and accept a parsed request ([`queue::requests::accept`]) in `tx`.
@@ -66,18 +63,6 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    fn ask_caller_status(
-        &mut self,
-        agent: &AgentRef,
-        now: Millis,
-    ) -> Result<(CallerStatus, Option<String>)> {
-        agents::caller_status(self.0, agent, now)
-    }
-
-    fn ask_provider_live(&mut self, context: &str, now: Millis) -> Result<bool> {
-        leases::live_in(self.0, context, now)
     }
 
     fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()> {
@@ -202,27 +187,7 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
         timeouts::open_past_deadline(self.0, now)
     }
 
-    fn set_aborted_if_open(
-        &mut self,
-        seq: i64,
-        now: Millis,
-        code: &str,
-        message: &str,
-    ) -> Result<u64> {
-        timeouts::set_aborted_if_open(self.0, seq, now, code, message)
-    }
-
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
         outbox::unset_outbox_pending(self.0, seqs)
-    }
-
-    fn abort_request(
-        &mut self,
-        id: &str,
-        reason: Option<&str>,
-        actor: &Actor,
-        now: Millis,
-    ) -> Result<Outcome> {
-        super::provide::abort(self.0, id, reason, actor, now)
     }
 }

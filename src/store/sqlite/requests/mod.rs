@@ -26,6 +26,6 @@ pub use crate::store::types::{Accepted, ListFilter};
 pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
 pub use due::next_due;
 pub use outbox::{mark_outbox_written, outbox_pending};
-pub use provide::{abort, answer, answer_replayable, cancel, cancel_replayable, claim, claim_next};
+pub use provide::{abort, answer, answer_replayable, cancel, claim};
 pub use reads::{get, get_any, list};
 pub use timeouts::abort_overdue;

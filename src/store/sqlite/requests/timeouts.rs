@@ -1,7 +1,7 @@
 //! Deadlines: open requests whose deadline passed are aborted by the sweep
 //! ([`crate::store::queue::requests::abort_overdue`]); the statements it needs here.
 
-use rusqlite::{params, Transaction};
+use rusqlite::Transaction;
 
 use super::row::{row, COLUMNS, FROM};
 use crate::clock::Millis;
@@ -24,22 +24,4 @@ pub(super) fn open_past_deadline(tx: &Transaction, now: Millis) -> Result<Vec<Re
     ))?;
     let rows = stmt.query_map([now], row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// The sweep's abort of one open request (no provider, the claim kept as it is).
-pub(super) fn set_aborted_if_open(
-    tx: &Transaction,
-    seq: i64,
-    now: Millis,
-    code: &str,
-    message: &str,
-) -> Result<u64> {
-    let n = tx
-        .prepare_cached(
-            "UPDATE requests SET status = 'aborted', finished_ms = ?1, error_code = ?2, error_message = ?3,
-                    provider = NULL, outbox_pending = 1
-             WHERE seq = ?4 AND status IN ('pending', 'claimed')",
-        )?
-        .execute(params![now, code, message, seq])?;
-    Ok(n as u64)
 }
