@@ -493,14 +493,7 @@ pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
 pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
-    let mut swept = Swept::default();
-    for (lease_id, released) in crate::store::queue::leases::expire_due(tx, now)? {
-        swept.leases.push(lease_id);
-        swept.released.extend(released);
-    }
-    swept.aborted = super::requests::abort_overdue(tx, now)?;
-    swept.agents = crate::store::queue::agents::expire_due(tx, now)?;
-    Ok(swept)
+    crate::store::queue::sweep::sweep(tx, now)
 }
 
 /// Sweep and commit when something has fallen due (the daemon's pass, `Store::sweep`).

@@ -107,36 +107,6 @@ impl PgStore {
     }
 }
 
-fn lease_for(
-    t: &mut Tx<'_>,
-    lease: &LeaseRef,
-    id: Option<&str>,
-    now: Millis,
-) -> Result<(Lease, Option<String>)> {
-    match lease {
-        LeaseRef::Token(token) => Ok((
-            crate::store::queue::leases::authenticate(t, token, now)?,
-            None,
-        )),
-        LeaseRef::OnBehalf { token, actor } => {
-            let mut lease = crate::store::queue::leases::authenticate(t, token, now)?;
-            lease.on_behalf = Some(actor.clone());
-            Ok((lease, None))
-        }
-        LeaseRef::Transient { name, ttl_ms } => {
-            let id = id.ok_or_else(|| {
-                Error::Invalid("a transient lease acts on one named request".into())
-            })?;
-            let row =
-                requests::get(&mut t.tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg =
-                crate::store::queue::leases::register(t, now, &row.context, name, *ttl_ms, None)?;
-            let lease = crate::store::queue::leases::authenticate(t, &reg.lease, now)?;
-            Ok((lease, Some(reg.lease)))
-        }
-    }
-}
-
 impl Store for PgStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
         self.write(|t, now| queue::requests::accept_or_reject(t, now, input))
@@ -151,14 +121,7 @@ impl Store for PgStore {
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
-        self.write(|t, now| {
-            let (l, transient) = lease_for(t, lease, queue::answers::target(&act), now)?;
-            let done = queue::answers::provide(t, now, &l, &act)?;
-            if let Some(token) = transient {
-                crate::store::queue::leases::release(t, now, &token)?;
-            }
-            Ok(done)
-        })
+        self.write(|t, now| queue::answers::provide(t, now, lease, &act))
     }
 
     fn apply_answer_files(

@@ -20,6 +20,7 @@ use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fen
 use crate::store::driver::{AnswerReads, Statements};
 use crate::store::queue::leases;
 use crate::store::types::Lease;
+use crate::store::LeaseRef;
 use crate::store::{Provided, ProviderAct, ProviderFile};
 
 fn changed(id: &str) -> Error {
@@ -78,8 +79,24 @@ pub fn target(act: &ProviderAct) -> Option<&str> {
     }
 }
 
-/// One provider act with the resolved `lease`.
+/// One provider act by `lease` (a token, a token acting for someone, or a transient
+/// lease registered for this one act and released after it: see [`leases::resolve`]).
 pub fn provide(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+    act: &ProviderAct,
+) -> Result<Provided> {
+    let (l, transient) = leases::resolve(db, now, lease, target(act))?;
+    let done = provide_with(db, now, &l, act)?;
+    if let Some(token) = transient {
+        leases::release(db, now, &token)?;
+    }
+    Ok(done)
+}
+
+/// One provider act with the resolved `lease`.
+fn provide_with(
     db: &mut dyn Statements,
     now: Millis,
     lease: &Lease,

@@ -17,6 +17,7 @@ use crate::store::chain::{hex, NewEvent};
 use crate::store::driver::leases::{LeaseInfoRow, LeaseRow, NewLease};
 use crate::store::driver::{LeaseReads, Statements};
 use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked};
+use crate::store::LeaseRef;
 
 fn new_secret() -> Result<[u8; 32]> {
     let mut b = [0u8; 32];
@@ -383,4 +384,35 @@ pub fn info(db: &mut (impl LeaseReads + ?Sized), token: &str, now: Millis) -> Re
         .lease_info(row.lease_id)?
         .ok_or_else(|| Error::LeaseExpired("no such lease".into()))?;
     Ok(info_at(info, now))
+}
+
+/// The lease a provider act is made by: a token's live lease, the same acting for
+/// `actor` (recorded as the one it acts for), or a transient lease registered in the
+/// context of request `id` for this one act (its token returned, for the caller to
+/// release after the act).
+pub fn resolve(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+    id: Option<&str>,
+) -> Result<(Lease, Option<String>)> {
+    match lease {
+        LeaseRef::Token(token) => Ok((authenticate(db, token, now)?, None)),
+        LeaseRef::OnBehalf { token, actor } => {
+            let mut lease = authenticate(db, token, now)?;
+            lease.on_behalf = Some(actor.clone());
+            Ok((lease, None))
+        }
+        LeaseRef::Transient { name, ttl_ms } => {
+            let id = id.ok_or_else(|| {
+                Error::Invalid("a transient lease acts on one named request".into())
+            })?;
+            let row = db
+                .answer_target(id)?
+                .ok_or_else(|| Error::NotFound(id.to_string()))?;
+            let reg = register(db, now, &row.context, name, *ttl_ms, None)?;
+            let lease = authenticate(db, &reg.lease, now)?;
+            Ok((lease, Some(reg.lease)))
+        }
+    }
 }

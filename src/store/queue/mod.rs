@@ -14,3 +14,4 @@ pub mod audit;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod sweep;

@@ -439,16 +439,7 @@ fn sweep_due(tx: &Transaction, now: Millis) -> Result<()> {
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
 pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
-    let mut swept = Swept::default();
-    for (lease_id, released) in
-        crate::store::queue::leases::expire_due(&mut super::sql::Sql(tx), now)?
-    {
-        swept.leases.push(lease_id);
-        swept.released.extend(released);
-    }
-    swept.aborted = requests::abort_overdue(tx, now)?;
-    swept.agents = crate::store::queue::agents::expire_due(&mut super::sql::Sql(tx), now)?;
-    Ok(swept)
+    crate::store::queue::sweep::sweep(&mut super::sql::Sql(tx), now)
 }
 
 /// Write a consistent copy of the live database at `db` to the new file `dest` (`VACUUM

@@ -80,41 +80,6 @@ impl SqliteStore {
     }
 }
 
-fn lease_for(
-    tx: &rusqlite::Transaction,
-    lease: &LeaseRef,
-    id: Option<&str>,
-    now: Millis,
-) -> Result<(Lease, Option<String>)> {
-    match lease {
-        LeaseRef::Token(token) => Ok((
-            crate::store::queue::leases::authenticate(&mut Sql(tx), token, now)?,
-            None,
-        )),
-        LeaseRef::OnBehalf { token, actor } => {
-            let mut lease = crate::store::queue::leases::authenticate(&mut Sql(tx), token, now)?;
-            lease.on_behalf = Some(actor.clone());
-            Ok((lease, None))
-        }
-        LeaseRef::Transient { name, ttl_ms } => {
-            let id = id.ok_or_else(|| {
-                Error::Invalid("a transient lease acts on one named request".into())
-            })?;
-            let row = requests::get(tx, id)?.ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = crate::store::queue::leases::register(
-                &mut Sql(tx),
-                now,
-                &row.context,
-                name,
-                *ttl_ms,
-                None,
-            )?;
-            let lease = crate::store::queue::leases::authenticate(&mut Sql(tx), &reg.lease, now)?;
-            Ok((lease, Some(reg.lease)))
-        }
-    }
-}
-
 impl Store for SqliteStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
         self.write(|tx, now| queue::requests::accept_or_reject(&mut Sql(tx), now, input))
@@ -129,14 +94,7 @@ impl Store for SqliteStore {
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
-        self.write(|tx, now| {
-            let (l, transient) = lease_for(tx, lease, queue::answers::target(&act), now)?;
-            let done = queue::answers::provide(&mut Sql(tx), now, &l, &act)?;
-            if let Some(token) = transient {
-                crate::store::queue::leases::release(&mut Sql(tx), now, &token)?;
-            }
-            Ok(done)
-        })
+        self.write(|tx, now| queue::answers::provide(&mut Sql(tx), now, lease, &act))
     }
 
     fn apply_answer_files(
