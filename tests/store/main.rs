@@ -92,4 +92,5 @@ conformance!(
     rules::identical_answer_is_request_final_except_as_a_replay_by_the_same_lease,
     rules::every_state_change_appends_an_event_and_the_chain_verifies,
     rules::refused_operations_append_no_event,
+    rules::register_returns_an_unguessable_token,
 );

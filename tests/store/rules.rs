@@ -670,3 +670,43 @@ pub fn refused_operations_append_no_event<S: Store>(new: impl Fn(&TestClock) -> 
     assert_eq!(store.events_head().unwrap(), head);
     assert_eq!(all_events(&mut store).len(), n);
 }
+
+/// A registration returns an unguessable token (the lease id and 64 hex digits) that
+/// authenticates as the lease, at generation 1, expiring a ttl from now; the secret
+/// appears in no exported record; a bad context is BAD_REQUEST, a blank name or a zero
+/// ttl USAGE.
+pub fn register_returns_an_unguessable_token<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let t0 = clock.now();
+    let mut store = new(&clock);
+    let (reg, _) = store.register("default", "alice", TTL).unwrap();
+    let (id, secret) = reg.lease.split_once('.').unwrap();
+    assert!(id.parse::<i64>().is_ok());
+    assert_eq!(secret.len(), 64);
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(reg.generation, 1);
+    assert_eq!(reg.context, "default");
+    assert_eq!(reg.name, "alice");
+    assert_eq!(reg.expires_at, rfc3339(t0 + TTL));
+    let l = store.authenticate(&reg.lease).unwrap();
+    assert_eq!(l.name, "alice");
+    assert_eq!(l.expires_ms, t0 + TTL);
+    let mut records = Vec::new();
+    store
+        .export(&mut |kind, fields| {
+            records.push(format!("{kind} {}", Value::Object(fields)));
+            Ok(())
+        })
+        .unwrap();
+    assert!(
+        records.iter().any(|r| r.starts_with("lease ")),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().all(|r| !r.contains(secret)),
+        "the secret was exported: {records:?}"
+    );
+    assert_eq!(code(store.register("x y", "n", TTL)), Code::BadRequest);
+    assert_eq!(code(store.register("c", " ", TTL)), Code::Usage);
+    assert_eq!(code(store.register("c", "n", 0)), Code::Usage);
+}
