@@ -1,7 +1,7 @@
 //! The store's tests, outside the library: one conformance suite of the queue's behaviour
 //! and, beside it, the tests of one driver.
 //!
-//! The conformance suite is [`scenarios`] and [`lifecycle`]: every lifecycle rule written once as a function
+//! The conformance suite is [`scenarios`], [`lifecycle`] and [`rules`]: every lifecycle rule written once as a function
 //! generic over [`Store`], reached only through the trait and the drivers' public
 //! constructors. [`conformance!`] instantiates each one per driver, so the same scenario runs
 //! as `sqlite::NAME` (a real SQLite file in a temporary directory) and `postgres::NAME` (a
@@ -24,6 +24,7 @@ mod pg_audit;
 mod pg_prune;
 mod pg_queue;
 mod pg_tls;
+mod rules;
 mod scenarios;
 mod sqlite_driver;
 mod throwaway_server;
@@ -79,4 +80,17 @@ conformance!(
     lifecycle::a_forged_token_is_lease_expired,
     lifecycle::a_lease_of_another_context_is_wrong_context,
     lifecycle::claim_next_takes_the_oldest_pending,
+    rules::idempotent_redelivery_is_accepted_once,
+    rules::different_content_under_same_id_is_duplicate_id,
+    rules::rejected_input_does_not_reserve_its_id,
+    rules::registry_decides_who_may_ask,
+    rules::require_provider_consults_the_live_lease_of_the_context,
+    rules::deadline_passing_aborts_on_the_next_write,
+    rules::lease_past_expiry_is_dead_before_any_sweep_and_the_sweep_returns_its_claims,
+    rules::sweep_reports_what_it_ended,
+    rules::a_failed_write_still_records_what_its_sweep_ended,
+    rules::identical_answer_is_request_final_except_as_a_replay_by_the_same_lease,
+    rules::every_state_change_appends_an_event_and_the_chain_verifies,
+    rules::refused_operations_append_no_event,
+    rules::register_returns_an_unguessable_token,
 );
