@@ -518,6 +518,10 @@ fn stdio_review_without_elicitation_is_a_clear_tool_error() {
     let r = &s["review"];
     assert_eq!(r["isError"], true, "{r}");
     assert!(text(r).contains("does not support elicitation"), "{r}");
+    // review_next is the 2026-07-28 reviewer: at 2025-11-25 it says so.
+    let next = &s["review-next"];
+    assert_eq!(next["structured"]["error"]["code"], "USAGE", "{next}");
+    assert!(text(next).contains("2026-07-28"), "{next}");
     // No lease was taken.
     let status = env
         .json(&["provider", "status", "--context", "rev"])

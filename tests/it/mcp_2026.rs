@@ -85,6 +85,10 @@ fn review_says_usage(env: &Env, t: &Transport) {
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structured"]["error"]["code"], "USAGE", "{r}");
     assert!(text(r).contains("2026-07-28"), "{r}");
+    // Without an elicitation capability review_next cannot show a form either.
+    let next = &s["review-next"];
+    assert_eq!(next["structured"]["error"]["code"], "USAGE", "{next}");
+    assert!(text(next).contains("no elicitation capability"), "{next}");
     let status = env
         .json(&["provider", "status", "--context", "rev"])
         .ok()

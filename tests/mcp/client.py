@@ -418,6 +418,8 @@ async def review_no_elicitation() -> None:
     async with connect() as s:
         r = await s.call_tool("review_questions", {"context": "rev"})
         emit("review", **result_view(r))
+        r = await s.call_tool("review_next", {"context": "rev"})
+        emit("review-next", **result_view(r))
 
 
 async def review_next() -> None:
