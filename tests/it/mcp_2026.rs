@@ -45,6 +45,11 @@ fn task_start(env: &Env, t: &Transport, rid: &str) {
     assert_eq!(created["resultType"], "task", "{s}");
     assert_eq!(created["status"], "working");
     assert_eq!(s["status"]["task"]["status"], "working");
+    // The revision's schema requires `ttlMs`; null is "lives as long as the request".
+    for t in [created, &s["status"]["task"]] {
+        let fields = t.as_object().unwrap();
+        assert_eq!(fields.get("ttlMs"), Some(&serde_json::Value::Null), "{t}");
+    }
     assert_eq!(s["cancelled"]["task"]["status"], "cancelled", "{s}");
     let cancelled = env
         .outcome(&format!("{rid}-cancelled"))
