@@ -356,3 +356,41 @@ fn http_2026_review_next_refuses_a_tampered_or_replayed_state() {
     let reviewer = token(&env, "reviewer", "alice", None);
     review_next_state(&env, &stateless(http(&h.base, &reviewer)));
 }
+
+/// A request of two questions is no flat form: over `/mcp` `review_next` asks in URL mode
+/// for the request's page, holding no lease meanwhile (the page answers through the host's
+/// own), and the retry reports it answered there.
+#[test]
+fn http_2026_review_next_hands_a_batch_to_the_page() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    env.ask(&json!({"id": "rev-batch", "context": "rev", "questions": [
+        {"id": "a", "question": "First?", "options": [{"label": "Yes"}, {"label": "No"}]},
+        {"id": "b", "question": "Second?", "options": [{"label": "Yes"}, {"label": "No"}]}]}))
+        .ok();
+    let s = client(
+        &env,
+        &stateless(http(&h.base, &reviewer)),
+        "review-next-url",
+        &[],
+    );
+    let r = &s["review"];
+    let forms = r["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 1, "{r}");
+    assert_eq!(forms[0]["mode"], "url", "{r}");
+    assert_eq!(forms[0]["url"], format!("{}/r/rev-batch", h.base), "{r}");
+    let leases = forms[0]["leases"].as_array().unwrap();
+    assert!(
+        leases.iter().all(|l| l["live"] == false),
+        "no lease while the page answers: {r}"
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structured"]["reviewed"],
+        json!([{"id": "rev-batch", "outcome": "answered"}]),
+        "{r}"
+    );
+    let o = env.outcome("rev-batch").expect("an outcome");
+    assert_eq!(o["provider"], "cli-human", "{o}");
+}

@@ -438,6 +438,23 @@ async def review_next() -> None:
         emit("review", forms=seen, calls=calls)
 
 
+async def review_next_url() -> None:
+    """2026-07-28 over /mcp: a request of two questions is no flat form, so review_next
+    asks in URL mode for its page; the human answers it elsewhere (here: the CLI, as the
+    page would), accepts, and the SDK's Client retries."""
+    seen: list = []
+
+    async def handle(context, params) -> types.ElicitResult:
+        seen.append({"mode": params.mode, "url": getattr(params, "url", None), "message": params.message,
+                     "leases": json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)})
+        answer_from_cli("rev-batch", "--question", "a", "--select", "Yes", "--question", "b", "--select", "No")
+        return types.ElicitResult(action="accept")
+
+    async with connect(elicitation=handle, whole=True) as c:
+        r = await c.call_tool("review_next", {"context": "rev"})
+        emit("review", forms=seen, **result_view(r))
+
+
 def shown(rid: str) -> dict:
     """The request's status and its number of events, from the real CLI."""
     status = json.loads(dshq("--json", "show", rid).stdout)["status"]
@@ -492,6 +509,7 @@ async def review_next_state() -> None:
 SCENARIOS = {
     "review-next": review_next,
     "review-next-state": review_next_state,
+    "review-next-url": review_next_url,
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,
