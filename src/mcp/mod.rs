@@ -55,7 +55,7 @@ pub struct Config {
     pub wait: Duration,
     /// The longest wait a tool call may ask for.
     pub max_wait: Duration,
-    /// The ttl of the provider lease `review_questions` holds.
+    /// The ttl of the provider lease `review_questions` and `review_next` hold.
     pub review_lease_ttl: Duration,
     /// How long one review form may stay unanswered before the review stops (the lease
     /// is not held for a human who left, or a client that vanished without a word).
