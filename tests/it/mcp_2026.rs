@@ -296,6 +296,27 @@ fn stdio_2026_review_next_refuses_a_tampered_or_replayed_state() {
     review_next_state(&Env::new(), &stateless(stdio()));
 }
 
+/// A review whose client never comes back ends by itself after `--form-timeout`: its
+/// lease is released (the request is pending again) and the late retry is BAD_REVIEW_STATE,
+/// changing nothing.
+#[test]
+fn stdio_2026_an_abandoned_review_releases_its_lease() {
+    let env = Env::new();
+    one_request(&env);
+    let t = Transport::Stdio(vec!["--form-timeout".into(), "1s".into()]);
+    let s = client(&env, &stateless(t), "review-next-abandoned", &[]);
+    let a = &s["abandoned"];
+    assert_eq!(a["held"][0]["live"], true, "the review held the lease: {a}");
+    assert_eq!(a["after"]["status"], "pending", "{a}");
+    assert_eq!(a["isError"], true, "{a}");
+    assert_eq!(a["structured"]["error"]["code"], "BAD_REVIEW_STATE", "{a}");
+    assert_eq!(
+        a["late_after"], a["after"],
+        "the late retry changes nothing: {a}"
+    );
+    assert!(env.outcome("rev-single").is_none());
+}
+
 // --- Streamable HTTP -----------------------------------------------------------------
 
 #[test]

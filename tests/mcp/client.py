@@ -455,6 +455,26 @@ async def review_next_url() -> None:
         emit("review", forms=seen, **result_view(r))
 
 
+async def review_next_abandoned() -> None:
+    """2026-07-28 against a server with a short --form-timeout: the client takes the
+    form and never comes back in time; the review ends by itself and releases its lease;
+    the late retry is refused."""
+    async with connect(elicitation=elicitation_handler([])) as s:
+        first = await s.call_tool("review_next", {"context": "rev"}, allow_input_required=True)
+        held = json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)
+
+        def released() -> bool:
+            leases = json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)
+            return all(not l["live"] for l in leases)
+
+        await wait_until(released, "the abandoned review's lease to be released")
+        after = shown("rev-single")
+        blue = {"answer": types.ElicitResult(action="accept", content={"choice": "Blue"})}
+        late = await s.call_tool("review_next", {"context": "rev"}, input_responses=blue,
+                                 request_state=first.request_state, allow_input_required=True)
+        emit("abandoned", held=held, after=after, late_after=shown("rev-single"), **result_view(late))
+
+
 def shown(rid: str) -> dict:
     """The request's status and its number of events, from the real CLI."""
     status = json.loads(dshq("--json", "show", rid).stdout)["status"]
@@ -510,6 +530,7 @@ SCENARIOS = {
     "review-next": review_next,
     "review-next-state": review_next_state,
     "review-next-url": review_next_url,
+    "review-next-abandoned": review_next_abandoned,
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,
