@@ -151,6 +151,7 @@ export class Unauthorized extends DshqError {}
 export class Forbidden extends DshqError {}
 export class TooLarge extends DshqError {}
 export class NoRoot extends DshqError {}
+export class BadReviewState extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -32,6 +32,7 @@ export const CODES = Object.freeze([
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
+  "BAD_REVIEW_STATE",
 ]);
 
 const define = (code) => {
@@ -67,6 +68,7 @@ export class Unauthorized extends define("UNAUTHORIZED") {}
 export class Forbidden extends define("FORBIDDEN") {}
 export class TooLarge extends define("TOO_LARGE") {}
 export class NoRoot extends define("NO_ROOT") {}
+export class BadReviewState extends define("BAD_REVIEW_STATE") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -87,6 +89,7 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
+    BadReviewState,
   ].map((c) => [c.code, c]),
 );
 

@@ -41,7 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "DUR", value_parser = parse_wait_timeout, default_value = "50s")]
     pub max_wait: Duration,
     /// How long one `review_questions` form may stay unanswered before the review stops
-    /// (and its lease is released).
+    /// (and its lease is released); for `review_next`, how long a review may wait for the
+    /// client's retry (its requestState's expiry) before it ends and releases the lease.
     #[arg(long, value_name = "DUR", value_parser = parse_wait_timeout, default_value = "10m")]
     pub form_timeout: Duration,
 }

@@ -149,12 +149,15 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
         .with_allowed_origins(config.allowed_origins.clone())
         .enforce_origin_validation();
     server_config.cancellation_token = cancel;
+    // One table of reviews in flight for every server of this endpoint: a stateless
+    // request gets a server of its own, and a review's retry may reach any of them.
+    let reviews = Arc::new(super::state::Reviews::default());
     let service = StreamableHttpService::new(
         move || {
-            Ok(DshqServer::new(
-                Backend::Host(st.clone()),
-                Config::default(),
-            ))
+            Ok(
+                DshqServer::new(Backend::Host(st.clone()), Config::default())
+                    .with_reviews(reviews.clone()),
+            )
         },
         sessions.clone(),
         server_config,

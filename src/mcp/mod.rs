@@ -11,7 +11,9 @@
 //! One concern per file: [`backend`] (where the store work runs: the stdio server's own
 //! database thread, or the async host's), [`tools`] (the tool list and the schemas,
 //! generated from the protocol's types), [`ask`] (ask, get, abort), [`review`] (the
-//! reviewer's side over elicitation), [`tasks`] (task-augmented asks), [`errors`]
+//! reviewer's side over elicitation), [`review_next`] (the reviewer's side at 2026-07-28,
+//! through `input_required` results), [`state`] (their signed `requestState` and the
+//! reviews in flight), [`tasks`] (task-augmented asks), [`errors`]
 //! (protocol codes as tool errors written for a model), [`revision`] (what differs
 //! between the handshake-era revisions and the stateless 2026-07-28 one, served side by
 //! side), [`server`] (the `ServerHandler`)
@@ -22,8 +24,10 @@ pub mod backend;
 pub mod errors;
 pub mod http;
 pub mod review;
+pub mod review_next;
 pub mod revision;
 pub mod server;
+pub mod state;
 pub mod tasks;
 pub mod tools;
 
@@ -51,7 +55,7 @@ pub struct Config {
     pub wait: Duration,
     /// The longest wait a tool call may ask for.
     pub max_wait: Duration,
-    /// The ttl of the provider lease `review_questions` holds.
+    /// The ttl of the provider lease `review_questions` and `review_next` hold.
     pub review_lease_ttl: Duration,
     /// How long one review form may stay unanswered before the review stops (the lease
     /// is not held for a human who left, or a client that vanished without a word).

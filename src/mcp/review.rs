@@ -301,7 +301,7 @@ pub fn declined_item(id: &str) -> AnswerItem {
 
 /// The form's message: which request, who asks, the question and its detail. Asker text
 /// is shown as text, with control characters made visible.
-fn message(row: &RequestRow, q: &Question, n: usize, of: usize, shapes: Shapes) -> String {
+pub fn message(row: &RequestRow, q: &Question, n: usize, of: usize, shapes: Shapes) -> String {
     let id = row.id.as_deref().unwrap_or("");
     let mut m = format!("dshq request {} — question {n} of {of}", one_line(id));
     if let Some(agent) = &row.agent_id {
@@ -494,13 +494,29 @@ pub async fn review_questions(
         Ok((reviewed, stopped)) => (reviewed, stopped),
         Err(e) => return e,
     };
-    let ctx3 = context.clone();
-    let still_open = backend
-        .read(move |store| app::feed::open_upto(store, Some(&ctx3), FeedPos::MAX))
+    let (reviewed, stopped) = reviewed;
+    let still_open = still_open(backend, &context).await;
+    summary(context, reviewed, stopped, still_open)
+}
+
+/// How many requests of `context` are still open (0 when the store cannot say).
+pub async fn still_open(backend: &Backend, context: &str) -> usize {
+    let context = context.to_string();
+    backend
+        .read(move |store| app::feed::open_upto(store, Some(&context), FeedPos::MAX))
         .await
         .map(|rows| rows.len())
-        .unwrap_or(0);
-    let (reviewed, stopped) = reviewed;
+        .unwrap_or(0)
+}
+
+/// The result of a review (`review_questions`, `review_next`): what became of each
+/// request presented, and what is left.
+pub fn summary(
+    context: String,
+    reviewed: Vec<ReviewedRequest>,
+    stopped: bool,
+    still_open: usize,
+) -> CallToolResult {
     let answered = reviewed
         .iter()
         .filter(|r| r.outcome == Reviewed::Answered)

@@ -19,7 +19,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use super::ask::{self, Who};
 use super::backend::Backend;
 use super::tools::{self, ToolName};
-use super::{client_name, review, tasks, Config};
+use super::{client_name, review, review_next, tasks, Config};
 use crate::core::audit::{Actor, Source};
 use crate::web::auth::Caller;
 
@@ -29,6 +29,7 @@ pub struct DshqServer {
     backend: Backend,
     config: Arc<Config>,
     inflight: Arc<tokio::sync::RwLock<()>>,
+    reviews: Arc<super::state::Reviews>,
 }
 
 impl DshqServer {
@@ -38,7 +39,16 @@ impl DshqServer {
             backend,
             config: Arc::new(config),
             inflight: Arc::default(),
+            reviews: Arc::default(),
         }
+    }
+
+    /// Share `reviews` (the reviews in flight through `input_required`) with the other
+    /// servers of this process: over HTTP each stateless 2026-07-28 request gets a server
+    /// of its own, and a review's round trips may reach any of them.
+    pub fn with_reviews(mut self, reviews: Arc<super::state::Reviews>) -> DshqServer {
+        self.reviews = reviews;
+        self
     }
 
     /// Held for reading by every tool call while it runs: whoever takes it for writing
@@ -106,8 +116,10 @@ impl ServerHandler for DshqServer {
                  if the result is pending, collect the answer later with get_answer (the question \
                  survives this session). A client that declares the io.modelcontextprotocol/tasks \
                  extension in a request gets a task instead (its id is the request id). A human at \
-                 a 2025-11-25 client with elicitation can answer with review_questions; on \
-                 2026-07-28 answer with `dshq answer` or the web page.",
+                 a 2025-11-25 client with elicitation can answer with review_questions; at a \
+                 2026-07-28 client with elicitation, review_next answers one question per call \
+                 through input_required results. Without elicitation, answer with `dshq answer` or \
+                 the web page.",
             )
     }
 
@@ -148,6 +160,7 @@ impl ServerHandler for DshqServer {
         if self.is_host_without_caller(&who) {
             return Ok(super::errors::from_error(&crate::error::Error::Unauthorized, None).into());
         }
+        let (state, responses) = (request.request_state, request.input_responses);
         let args = request.arguments.unwrap_or_default();
         let (b, cfg) = (&self.backend, &self.config);
         tracing::debug!(tool = tool.as_str(), actor = %who.actor, "MCP tool call");
@@ -163,6 +176,16 @@ impl ServerHandler for DshqServer {
             ToolName::Review => review::review_questions(b, cfg, &who, args, &context)
                 .await
                 .into(),
+            ToolName::ReviewNext => {
+                let call = review_next::Call {
+                    who: &who,
+                    args,
+                    state,
+                    responses,
+                    ctx: &context,
+                };
+                review_next::review_next(b, cfg, &self.reviews, call).await
+            }
         })
     }
 

@@ -23,6 +23,8 @@ pub enum ToolName {
     Abort,
     /// Answer the pending questions as the human at this client (elicitation).
     Review,
+    /// Answer the next pending question through `input_required` results (2026-07-28).
+    ReviewNext,
 }
 
 impl ToolName {
@@ -32,6 +34,7 @@ impl ToolName {
         ToolName::GetAnswer,
         ToolName::Abort,
         ToolName::Review,
+        ToolName::ReviewNext,
     ];
 
     /// The name on the wire.
@@ -41,6 +44,7 @@ impl ToolName {
             ToolName::GetAnswer => "get_answer",
             ToolName::Abort => "abort_question",
             ToolName::Review => "review_questions",
+            ToolName::ReviewNext => "review_next",
         }
     }
 
@@ -243,6 +247,19 @@ pub struct ReviewArgs {
     /// At most this many requests in this call.
     #[serde(default)]
     pub limit: Option<u32>,
+}
+
+/// The arguments of `review_next`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviewNextArgs {
+    /// The provider context to review (default `"default"`).
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub context: Option<String>,
+    /// Only the questions of this agent id.
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// Where a question stands in a result.
@@ -542,9 +559,25 @@ pub fn tool(name: ToolName) -> Tool {
         ToolName::Review => (
             "For a human at this MCP client: answer the pending dshq questions of a context, one \
              form per question (needs protocol 2025-11-25 or older and a client that supports \
-             elicitation; on 2026-07-28 it answers USAGE). Holds the context's provider lease for \
-             the duration of the call.",
+             elicitation; on 2026-07-28 it answers USAGE: use review_next there). Holds the \
+             context's provider lease for the duration of the call.",
             schema_of::<ReviewArgs>(),
+            output_of::<ReviewResult>(),
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(false)
+                .open_world(false),
+        ),
+        ToolName::ReviewNext => (
+            "For a human at this MCP client on protocol 2026-07-28 (on 2025-11-25 it answers \
+             USAGE: use review_questions there): answer the next pending dshq question of a \
+             context. The call answers input_required with one elicitation form built from the \
+             question (choices, several choices, Other, skip; a plan: approve, or decline with \
+             feedback) and a signed requestState; retry with the form's response and the \
+             requestState. A request that is not one flat form (several questions, a long plan) \
+             goes to dshq's web page (URL mode, over HTTP). Holds the context's provider lease \
+             across the round trips; call again for the next question.",
+            schema_of::<ReviewNextArgs>(),
             output_of::<ReviewResult>(),
             ToolAnnotations::new()
                 .read_only(false)

@@ -74,6 +74,9 @@ pub enum Code {
     /// A read command (`list`, `show`, `history`, ...) named a state root that does not
     /// exist: reads never create one (a mistyped `DSHQ_ROOT` is not an empty queue).
     NoRoot,
+    /// An MCP `requestState` this server did not issue to this caller for this call
+    /// (forged, altered, expired or another caller's), or one already used (a replay).
+    BadReviewState,
 }
 
 impl Code {
@@ -107,6 +110,7 @@ impl Code {
             Code::Forbidden => "FORBIDDEN",
             Code::TooLarge => "TOO_LARGE",
             Code::NoRoot => "NO_ROOT",
+            Code::BadReviewState => "BAD_REVIEW_STATE",
         }
     }
 
@@ -126,7 +130,8 @@ impl Code {
             | Code::EmptyQuestions
             | Code::BadIntent
             | Code::DuplicateId
-            | Code::BadAnswer => 3,
+            | Code::BadAnswer
+            | Code::BadReviewState => 3,
             Code::NotFound => 4,
             Code::NoProvider
             | Code::DuplicateProvider

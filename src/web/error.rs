@@ -47,6 +47,7 @@ impl ApiError {
             | Code::EmptyQuestions
             | Code::BadIntent
             | Code::BadAnswer
+            | Code::BadReviewState
             | Code::Usage => StatusCode::BAD_REQUEST,
             Code::DuplicateId
             | Code::CallerNotLive

@@ -147,6 +147,7 @@ pub fn tools_and_schemas(env: &Env, t: &Transport) {
         "get_answer",
         "abort_question",
         "review_questions",
+        "review_next",
     ] {
         assert!(tools[name]["input"]["type"] == "object", "{name}: {tools}");
         assert!(tools[name]["output"]["type"] == "object", "{name}: {tools}");
@@ -293,7 +294,7 @@ fn assert_delegated(s: &Value) {
 /// Six requests in context `rev`, asked with the CLI, for a client whose elicitation
 /// handler picks an option, ticks two and adds Other, types Other, declines (skips),
 /// declines a plan with feedback, and cancels at the last.
-fn review_requests(env: &Env) {
+pub fn review_requests(env: &Env) {
     let ask = |v: Value| env.ask(&v).ok();
     ask(
         json!({"id": "rev-single", "context": "rev", "questions": [{"id": "c", "question": "Colour?",
@@ -359,7 +360,7 @@ fn review(env: &Env, t: &Transport, actor: &str) {
 
 /// Every outcome file of [`review_requests`] after the review, the event log, history and
 /// the audit.
-fn check_review(env: &Env, actor: &str) {
+pub fn check_review(env: &Env, actor: &str) {
     let answers = |id: &str| {
         let o = env
             .outcome(id)
@@ -517,6 +518,10 @@ fn stdio_review_without_elicitation_is_a_clear_tool_error() {
     let r = &s["review"];
     assert_eq!(r["isError"], true, "{r}");
     assert!(text(r).contains("does not support elicitation"), "{r}");
+    // review_next is the 2026-07-28 reviewer: at 2025-11-25 it says so.
+    let next = &s["review-next"];
+    assert_eq!(next["structured"]["error"]["code"], "USAGE", "{next}");
+    assert!(text(next).contains("2026-07-28"), "{next}");
     // No lease was taken.
     let status = env
         .json(&["provider", "status", "--context", "rev"])
@@ -856,7 +861,8 @@ mod rust_client {
                 "ask_user_question",
                 "get_answer",
                 "abort_question",
-                "review_questions"
+                "review_questions",
+                "review_next"
             ]
         );
         assert!(tools.iter().all(|t| t.output_schema.is_some()));

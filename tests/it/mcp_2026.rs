@@ -13,8 +13,8 @@ use serde_json::json;
 use crate::api::{host, token};
 use crate::helpers::Env;
 use crate::mcp::{
-    abort, ask_and_answer, assert_no_task, client, events, http, one_request, pending_then_get,
-    stdio, text, tools_and_schemas, Transport,
+    abort, ask_and_answer, assert_no_task, check_review, client, events, http, one_request,
+    pending_then_get, review_requests, stdio, text, tools_and_schemas, Transport,
 };
 
 fn stateless(t: Transport) -> Transport {
@@ -45,6 +45,11 @@ fn task_start(env: &Env, t: &Transport, rid: &str) {
     assert_eq!(created["resultType"], "task", "{s}");
     assert_eq!(created["status"], "working");
     assert_eq!(s["status"]["task"]["status"], "working");
+    // The revision's schema requires `ttlMs`; null is "lives as long as the request".
+    for t in [created, &s["status"]["task"]] {
+        let fields = t.as_object().unwrap();
+        assert_eq!(fields.get("ttlMs"), Some(&serde_json::Value::Null), "{t}");
+    }
     assert_eq!(s["cancelled"]["task"]["status"], "cancelled", "{s}");
     let cancelled = env
         .outcome(&format!("{rid}-cancelled"))
@@ -85,6 +90,10 @@ fn review_says_usage(env: &Env, t: &Transport) {
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structured"]["error"]["code"], "USAGE", "{r}");
     assert!(text(r).contains("2026-07-28"), "{r}");
+    // Without an elicitation capability review_next cannot show a form either.
+    let next = &s["review-next"];
+    assert_eq!(next["structured"]["error"]["code"], "USAGE", "{next}");
+    assert!(text(next).contains("no elicitation capability"), "{next}");
     let status = env
         .json(&["provider", "status", "--context", "rev"])
         .ok()
@@ -93,6 +102,150 @@ fn review_says_usage(env: &Env, t: &Transport) {
     assert_eq!(
         env.json(&["show", "rev-single"]).ok().json()["status"],
         "pending"
+    );
+}
+
+/// A review through `input_required`, one request per `review_next` call, the SDK's
+/// client answering each form through its elicitation handler: a plan approved, an empty
+/// form shown again then a single choice, a multi-select with Other, Other alone, a skip,
+/// a plan approved with feedback (shown again) then declined with feedback, and a cancel
+/// that stops the review and leaves the last request pending with the lease released.
+fn review_next(env: &Env, t: &Transport, actor: &str) {
+    env.ask(
+        &json!({"id": "rev-approve", "context": "rev", "questions": [{"id": "p",
+        "question": "Ship it?", "detail": "1. merge\n2. tag", "options": [{"label": "Approve"},
+        {"label": "Revise"}], "intent": {"kind": "plan-review", "approve": "Approve"}}]}),
+    )
+    .ok();
+    review_requests(env);
+    let s = client(env, t, "review-next", &[]);
+    let r = &s["review"];
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 7, "one call per request: {r}");
+    for c in &calls[..6] {
+        assert_eq!(c["isError"], false, "{c}");
+        assert_eq!(c["structured"]["reviewed"][0]["outcome"], "answered", "{c}");
+    }
+    assert_eq!(calls[0]["structured"]["reviewed"][0]["id"], "rev-approve");
+    assert_eq!(
+        calls[0]["structured"]["reviewed"][0]["decision"],
+        "approved"
+    );
+    assert_eq!(
+        calls[5]["structured"]["reviewed"][0]["decision"],
+        "declined"
+    );
+    let last = &calls[6]["structured"];
+    assert_eq!(
+        last["reviewed"][0],
+        json!({"id": "rev-last", "outcome": "left"})
+    );
+    assert_eq!(last["stopped"], true, "{last}");
+    assert_eq!(last["stillOpen"], 1, "{last}");
+    let forms: Vec<&str> = r["forms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(forms.len(), 9, "{forms:?}");
+    assert!(
+        forms[0].contains("1. merge\n2. tag"),
+        "the plan is shown: {}",
+        forms[0]
+    );
+    assert!(
+        forms[2].starts_with("Not taken: nothing was chosen") && forms[2].contains("rev-single"),
+        "{}",
+        forms[2]
+    );
+    assert!(
+        forms[7].starts_with("Not taken: feedback is sent with") && forms[7].contains("rev-plan"),
+        "{}",
+        forms[7]
+    );
+    assert_eq!(r["forms"][1]["properties"], json!(["choice", "other"]));
+    assert_eq!(r["forms"][3]["properties"], json!(["choices", "other"]));
+    assert_eq!(r["forms"][6]["properties"], json!(["decision", "feedback"]));
+    let approved = env.outcome("rev-approve").expect("an outcome");
+    assert_eq!(approved["decision"], "approved", "{approved}");
+    assert_eq!(approved["provider"], actor, "{approved}");
+    assert_eq!(
+        approved["answer"]["answers"],
+        json!([{"id": "p", "selected": ["Approve"]}])
+    );
+    check_review(env, actor);
+}
+
+/// A tampered `requestState`, the same state for another call, and a replayed one are
+/// refused with BAD_REVIEW_STATE, and none of them changes the request or its events;
+/// the real state, between them, answers.
+fn review_next_state(env: &Env, t: &Transport) {
+    one_request(env);
+    let s = client(env, t, "review-next-state", &[]);
+    let first = &s["first"];
+    assert_eq!(first["kind"], "InputRequiredResult", "{s}");
+    assert_eq!(first["mode"], "form");
+    assert!(
+        first["message"].as_str().unwrap().contains("rev-single"),
+        "{first}"
+    );
+    let choice = &first["schema"]["properties"]["choice"];
+    assert_eq!(choice["oneOf"][0]["const"], "Blue", "{first}");
+    // The review holds the context's lease between the round trips; the state names the
+    // lease by id only (it is signed, not encrypted, so the token stays with the server).
+    let leases = first["leases"].as_array().expect("provider status");
+    assert_eq!(leases.len(), 1, "the review holds the lease: {first}");
+    let payload = first["payload"].as_object().expect("a JSON payload");
+    let mut keys: Vec<&str> = payload.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["digest", "lease", "request", "review", "round"],
+        "{first}"
+    );
+    assert_eq!(payload["request"], "rev-single");
+    assert_eq!(payload["lease"], leases[0]["leaseId"], "{first}");
+    let state = first["state"].as_str().unwrap();
+    for refused in ["tampered", "other-call", "replayed"] {
+        let r = &s[refused];
+        assert_eq!(r["isError"], true, "{refused}: {r}");
+        assert_eq!(
+            r["structured"]["error"]["code"], "BAD_REVIEW_STATE",
+            "{refused}: {r}"
+        );
+    }
+    let before = &s["tampered"]["before"];
+    assert_eq!(before["status"], "claimed", "{s}");
+    assert_eq!(
+        s["tampered"]["after"], *before,
+        "a tampered state changes nothing"
+    );
+    assert_eq!(
+        s["other-call"]["after"], *before,
+        "another call's state changes nothing"
+    );
+    let answered = &s["answered"];
+    assert_eq!(answered["isError"], false, "{answered}");
+    assert_eq!(answered["after"]["status"], "answered");
+    assert_eq!(
+        s["replayed"]["after"], answered["after"],
+        "a replay changes nothing"
+    );
+    let o = env.outcome("rev-single").expect("the outcome");
+    assert_eq!(
+        o["answer"]["answers"],
+        json!([{"id": "c", "selected": ["Blue"]}]),
+        "{o}"
+    );
+    assert!(state.starts_with("rs1."), "{state}");
+    let status = env
+        .json(&["provider", "status", "--context", "rev"])
+        .ok()
+        .json();
+    assert!(
+        status.as_array().is_none_or(|a| a.is_empty()),
+        "the lease went: {status}"
     );
 }
 
@@ -131,6 +284,37 @@ fn stdio_2026_a_task_survives_a_restart_of_the_server_and_completes() {
 #[test]
 fn stdio_2026_review_questions_is_usage() {
     review_says_usage(&Env::new(), &stateless(stdio()));
+}
+
+#[test]
+fn stdio_2026_review_next_through_input_required() {
+    review_next(&Env::new(), &stateless(stdio()), "mcp:dshq-test-client");
+}
+
+#[test]
+fn stdio_2026_review_next_refuses_a_tampered_or_replayed_state() {
+    review_next_state(&Env::new(), &stateless(stdio()));
+}
+
+/// A review whose client never comes back ends by itself after `--form-timeout`: its
+/// lease is released (the request is pending again) and the late retry is BAD_REVIEW_STATE,
+/// changing nothing.
+#[test]
+fn stdio_2026_an_abandoned_review_releases_its_lease() {
+    let env = Env::new();
+    one_request(&env);
+    let t = Transport::Stdio(vec!["--form-timeout".into(), "1s".into()]);
+    let s = client(&env, &stateless(t), "review-next-abandoned", &[]);
+    let a = &s["abandoned"];
+    assert_eq!(a["held"][0]["live"], true, "the review held the lease: {a}");
+    assert_eq!(a["after"]["status"], "pending", "{a}");
+    assert_eq!(a["isError"], true, "{a}");
+    assert_eq!(a["structured"]["error"]["code"], "BAD_REVIEW_STATE", "{a}");
+    assert_eq!(
+        a["late_after"], a["after"],
+        "the late retry changes nothing: {a}"
+    );
+    assert!(env.outcome("rev-single").is_none());
 }
 
 // --- Streamable HTTP -----------------------------------------------------------------
@@ -176,4 +360,58 @@ fn http_2026_review_questions_is_usage_for_a_reviewer() {
     let h = host(&env, &[]);
     let reviewer = token(&env, "reviewer", "alice", None);
     review_says_usage(&env, &stateless(http(&h.base, &reviewer)));
+}
+
+#[test]
+fn http_2026_review_next_through_input_required() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    review_next(&env, &stateless(http(&h.base, &reviewer)), "mcp:alice");
+}
+
+#[test]
+fn http_2026_review_next_refuses_a_tampered_or_replayed_state() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    review_next_state(&env, &stateless(http(&h.base, &reviewer)));
+}
+
+/// A request of two questions is no flat form: over `/mcp` `review_next` asks in URL mode
+/// for the request's page, holding no lease meanwhile (the page answers through the host's
+/// own), and the retry reports it answered there.
+#[test]
+fn http_2026_review_next_hands_a_batch_to_the_page() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    env.ask(&json!({"id": "rev-batch", "context": "rev", "questions": [
+        {"id": "a", "question": "First?", "options": [{"label": "Yes"}, {"label": "No"}]},
+        {"id": "b", "question": "Second?", "options": [{"label": "Yes"}, {"label": "No"}]}]}))
+        .ok();
+    let s = client(
+        &env,
+        &stateless(http(&h.base, &reviewer)),
+        "review-next-url",
+        &[],
+    );
+    let r = &s["review"];
+    let forms = r["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 1, "{r}");
+    assert_eq!(forms[0]["mode"], "url", "{r}");
+    assert_eq!(forms[0]["url"], format!("{}/r/rev-batch", h.base), "{r}");
+    let leases = forms[0]["leases"].as_array().unwrap();
+    assert!(
+        leases.iter().all(|l| l["live"] == false),
+        "no lease while the page answers: {r}"
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structured"]["reviewed"],
+        json!([{"id": "rev-batch", "outcome": "answered"}]),
+        "{r}"
+    );
+    let o = env.outcome("rev-batch").expect("an outcome");
+    assert_eq!(o["provider"], "cli-human", "{o}");
 }

@@ -225,7 +225,7 @@ fn inspector_flows(env: &Env, target: &[&str], rid: &str) {
         "the strict listing is not clean:\n{err}"
     );
     let listed: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(listed["tools"].as_array().unwrap().len(), 4, "{listed}");
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 5, "{listed}");
 
     let questions = json!([{"id": "q", "question": "Ship it?", "options": [{"label": "Yes"}, {"label": "No"}]}])
         .to_string();

@@ -81,8 +81,10 @@ def result_view(r: types.CallToolResult) -> dict:
 
 
 @asynccontextmanager
-async def connect(elicitation=None, extensions=None):
-    """A session over the transport the environment names."""
+async def connect(elicitation=None, extensions=None, whole=False):
+    """A session over the transport the environment names (at 2026-07-28 with `whole`,
+    the SDK's `Client` itself, which drives `input_required` results through the
+    callbacks)."""
     info = types.Implementation(name=CLIENT_NAME, version="1.0")
     kwargs: dict[str, Any] = {"client_info": info}
     if elicitation is not None:
@@ -97,7 +99,7 @@ async def connect(elicitation=None, extensions=None):
             env={"RUST_LOG": os.environ.get("RUST_LOG", "warn"), "PATH": os.environ.get("PATH", "")},
         )
         if MODE != "legacy":
-            async with modern(params, kwargs) as session:
+            async with modern(params, kwargs, whole) as session:
                 yield session
             return
         async with stdio_client(params) as (read, write):
@@ -115,7 +117,7 @@ async def connect(elicitation=None, extensions=None):
             headers["Dshq-Agent-Instance"] = agent["instance"]
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(90.0)) as http:
             if MODE != "legacy":
-                async with modern(streamable_http_client(os.environ["MCP_URL"], http_client=http), kwargs) as session:
+                async with modern(streamable_http_client(os.environ["MCP_URL"], http_client=http), kwargs, whole) as session:
                     yield session
                 return
             async with streamable_http_client(os.environ["MCP_URL"], http_client=http) as streams:
@@ -126,12 +128,12 @@ async def connect(elicitation=None, extensions=None):
 
 
 @asynccontextmanager
-async def modern(server, kwargs: dict):
+async def modern(server, kwargs: dict, whole: bool = False):
     """The SDK's client pinned at MODE (2026-07-28): no handshake. The tasks extension is
     not a session property at that revision, so it is declared per request (`raw`)."""
     kwargs = {k: v for k, v in kwargs.items() if k != "extensions"}
     async with Client(server, mode=MODE, cache=None, **kwargs) as c:
-        yield c.session
+        yield c if whole else c.session
 
 
 def question(rid: str, **extra: Any) -> dict:
@@ -369,6 +371,8 @@ def elicitation_handler(seen: list):
             return types.ElicitResult(action="accept", content={"other": "Purple"})
         if "rev-skip" in msg:
             return types.ElicitResult(action="decline")
+        if "rev-approve" in msg:
+            return types.ElicitResult(action="accept", content={"decision": "Approve"})
         if "rev-plan" in msg:
             decline = [o["const"] for o in props["decision"]["oneOf"] if o["const"].startswith("Decline")]
             # First Approve with feedback (refused: feedback goes with Decline), then Decline.
@@ -414,9 +418,119 @@ async def review_no_elicitation() -> None:
     async with connect() as s:
         r = await s.call_tool("review_questions", {"context": "rev"})
         emit("review", **result_view(r))
+        r = await s.call_tool("review_next", {"context": "rev"})
+        emit("review-next", **result_view(r))
+
+
+async def review_next() -> None:
+    """2026-07-28: review_next until the human stops, each call one request; the SDK's
+    Client answers each input_required result through the elicitation handler and
+    retries with the requestState."""
+    seen: list = []
+    async with connect(elicitation=elicitation_handler(seen), whole=True) as c:
+        calls = []
+        while len(calls) < 20:
+            r = await c.call_tool("review_next", {"context": "rev"})
+            calls.append(result_view(r))
+            st = r.structured_content or {}
+            if r.is_error or st.get("stopped") or not st.get("reviewed"):
+                break
+        emit("review", forms=seen, calls=calls)
+
+
+async def review_next_url() -> None:
+    """2026-07-28 over /mcp: a request of two questions is no flat form, so review_next
+    asks in URL mode for its page; the human answers it elsewhere (here: the CLI, as the
+    page would), accepts, and the SDK's Client retries."""
+    seen: list = []
+
+    async def handle(context, params) -> types.ElicitResult:
+        seen.append({"mode": params.mode, "url": getattr(params, "url", None), "message": params.message,
+                     "leases": json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)})
+        answer_from_cli("rev-batch", "--question", "a", "--select", "Yes", "--question", "b", "--select", "No")
+        return types.ElicitResult(action="accept")
+
+    async with connect(elicitation=handle, whole=True) as c:
+        r = await c.call_tool("review_next", {"context": "rev"})
+        emit("review", forms=seen, **result_view(r))
+
+
+async def review_next_abandoned() -> None:
+    """2026-07-28 against a server with a short --form-timeout: the client takes the
+    form and never comes back in time; the review ends by itself and releases its lease;
+    the late retry is refused."""
+    async with connect(elicitation=elicitation_handler([])) as s:
+        first = await s.call_tool("review_next", {"context": "rev"}, allow_input_required=True)
+        held = json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)
+
+        def released() -> bool:
+            leases = json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout)
+            return all(not l["live"] for l in leases)
+
+        await wait_until(released, "the abandoned review's lease to be released")
+        after = shown("rev-single")
+        blue = {"answer": types.ElicitResult(action="accept", content={"choice": "Blue"})}
+        late = await s.call_tool("review_next", {"context": "rev"}, input_responses=blue,
+                                 request_state=first.request_state, allow_input_required=True)
+        emit("abandoned", held=held, after=after, late_after=shown("rev-single"), **result_view(late))
+
+
+def shown(rid: str) -> dict:
+    """The request's status and its number of events, from the real CLI."""
+    status = json.loads(dshq("--json", "show", rid).stdout)["status"]
+    events = json.loads(dshq("--json", "events", rid).stdout)
+    return {"status": status, "events": len(events)}
+
+
+def state_payload(state: str) -> dict:
+    """What a signed state says: anyone can read it (it is signed, not encrypted). The
+    SDK's codec: `rs1.BODY.TAG`, BODY = 8 bytes of expiry, then the JSON."""
+    import base64
+
+    body = state.split(".")[1]
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    return json.loads(raw[8:])
+
+
+def altered(state: str) -> str:
+    """The state with one character of its signed body changed."""
+    i = len(state) // 2
+    return state[:i] + ("A" if state[i] != "A" else "B") + state[i + 1 :]
+
+
+async def review_next_state() -> None:
+    """2026-07-28, driving the rounds by hand: a tampered requestState, then the real one,
+    then the real one again (a replay, with another answer) and another caller's."""
+    async with connect(elicitation=elicitation_handler([])) as s:
+        first = await s.call_tool("review_next", {"context": "rev"}, allow_input_required=True)
+        req = first.input_requests["answer"]
+        emit("first", kind=type(first).__name__, mode=req.params.mode, message=req.params.message,
+             schema=req.params.requested_schema if isinstance(req.params.requested_schema, dict)
+             else req.params.requested_schema.model_dump(by_alias=True, exclude_none=True),
+             state=first.request_state, payload=state_payload(first.request_state),
+             leases=json.loads(dshq("--json", "provider", "status", "--context", "rev").stdout))
+        blue = {"answer": types.ElicitResult(action="accept", content={"choice": "Blue"})}
+        red = {"answer": types.ElicitResult(action="accept", content={"choice": "Red"})}
+        before = shown("rev-single")
+        bad = await s.call_tool("review_next", {"context": "rev"}, input_responses=red,
+                                request_state=altered(first.request_state), allow_input_required=True)
+        emit("tampered", before=before, after=shown("rev-single"), **result_view(bad))
+        foreign = await s.call_tool("review_next", {"context": "other"}, input_responses=red,
+                                    request_state=first.request_state, allow_input_required=True)
+        emit("other-call", after=shown("rev-single"), **result_view(foreign))
+        ok = await s.call_tool("review_next", {"context": "rev"}, input_responses=blue,
+                               request_state=first.request_state, allow_input_required=True)
+        emit("answered", after=shown("rev-single"), **result_view(ok))
+        again = await s.call_tool("review_next", {"context": "rev"}, input_responses=red,
+                                  request_state=first.request_state, allow_input_required=True)
+        emit("replayed", after=shown("rev-single"), **result_view(again))
 
 
 SCENARIOS = {
+    "review-next": review_next,
+    "review-next-state": review_next_state,
+    "review-next-url": review_next_url,
+    "review-next-abandoned": review_next_abandoned,
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,

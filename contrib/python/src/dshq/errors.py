@@ -46,6 +46,7 @@ __all__ = [
     "Forbidden",
     "TooLarge",
     "NoRoot",
+    "BadReviewState",
 ]
 
 
@@ -241,6 +242,13 @@ class NoRoot(DshqError):
     code = "NO_ROOT"
 
 
+class BadReviewState(DshqError):
+    """``BAD_REVIEW_STATE``: An MCP ``requestState`` forged, altered, expired, another
+    caller's, or used already."""
+
+    code = "BAD_REVIEW_STATE"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -269,6 +277,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     Forbidden,
     TooLarge,
     NoRoot,
+    BadReviewState,
 )
 
 #: Every stable code dshq reports, in its own order.

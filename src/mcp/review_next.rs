@@ -1,0 +1,550 @@
+//! `review_next`: a human at a 2026-07-28 MCP client reviews the next question of a
+//! context through `input_required` results (the revision has no server-to-client
+//! requests, so `review_questions`' `elicitation/create` cannot run there).
+//!
+//! One request per tool call, over as many round trips as it takes:
+//!
+//! 1. The first call (no `requestState`) registers the context's provider lease
+//!    (`mcp-CLIENT`, as `review_questions` does), claims the next request it may see,
+//!    and answers `input_required` with one elicitation form built from the question by
+//!    the same code as `review_questions` ([`review::form`]: options → a titled enum and
+//!    an "Other" text, multiSelect → an array of titled enums plus Other, free text, a
+//!    plan review's Approve / Decline with feedback), and a signed `requestState`
+//!    ([`state`]). The lease is heartbeated between the round trips.
+//! 2. The retry carries the form's response and the state: accept answers (through
+//!    [`app::provide::answer`], the same answer rules as `dshq answer`), decline skips
+//!    (declines a plan), cancel stops and leaves the request pending; a form that cannot
+//!    stand is shown again with the reason, a few times. The review then ends: the lease
+//!    is released and the result says what became of the request and what is left.
+//!
+//! A request that cannot be one flat form (several questions, or a plan whose body is
+//! too long to read in a form) is handed to dshq's web page instead: over HTTP a URL-mode
+//! input request points at the request's page (the review releases its lease first,
+//! because the page answers through the host's own lease and two providers cannot hold a
+//! context); the retry reports whether it was answered there. Over stdio no page address
+//! is known, so the result names the page and `dshq answer` and leaves it pending.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, JsonObject,
+};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::ask::Who;
+use super::backend::Backend;
+use super::errors::{from_error, tool_error};
+use super::review::{self, accepted_item, declined_item, form, Shapes};
+use super::revision::Revision;
+use super::state::{self, bound_to, random_id, Live, Reviews, Sealed};
+use super::tools::{ReviewNextArgs, Reviewed, ReviewedRequest};
+use super::Config;
+use crate::app;
+use crate::app::provide::Acting;
+use crate::core::access::Action;
+use crate::protocol::check::check_id;
+use crate::protocol::types::{Answer, Question, DEFAULT_CONTEXT};
+use crate::protocol::{Code, Outcome, UserQuestionError};
+use crate::store::{RequestRow, Status};
+use crate::text::one_line;
+
+/// The key of the one input request of a round.
+pub const INPUT_KEY: &str = "answer";
+
+/// A plan whose body (`detail`) is longer than this many characters goes to the page
+/// (URL mode) rather than into a form's message.
+pub const FORM_DETAIL_MAX: usize = 4000;
+
+/// How many forms of one request may be refused (nothing chosen, feedback without
+/// Decline) before the review stops and leaves it pending.
+const FORM_TRIES: u32 = 3;
+
+/// One call of `review_next`: its arguments and, on a retry, what the client sent back.
+pub struct Call<'a> {
+    /// Who calls.
+    pub who: &'a Who,
+    /// The tool's arguments.
+    pub args: JsonObject,
+    /// The echoed `requestState`, on a retry.
+    pub state: Option<String>,
+    /// The responses to the input requests, on a retry.
+    pub responses: Option<InputResponses>,
+    /// The request's context (revision, capabilities, the HTTP parts).
+    pub ctx: &'a RequestContext<RoleServer>,
+}
+
+/// `review_next`.
+pub async fn review_next(
+    backend: &Backend,
+    cfg: &Config,
+    reviews: &Arc<Reviews>,
+    call: Call<'_>,
+) -> CallToolResponse {
+    if Revision::of(call.ctx) == Revision::Handshake {
+        return usage(
+            "review_next answers through input_required results, which exist from MCP \
+             2026-07-28; on 2025-11-25 use review_questions (elicitation/create)",
+        );
+    }
+    let args: ReviewNextArgs = match serde_json::from_value(Value::Object(call.args.clone())) {
+        Ok(a) => a,
+        Err(e) => return bad(format!("bad arguments: {e}")),
+    };
+    let who = call.who;
+    let reach = match who.require(Action::Answer) {
+        Ok(r) => r,
+        Err(e) => return tool_error(&e, None).into(),
+    };
+    let context = args
+        .context
+        .clone()
+        .unwrap_or_else(|| DEFAULT_CONTEXT.to_string());
+    if let Err(e) = check_id("context", &context) {
+        return tool_error(&e, None).into();
+    }
+    if !who.in_context(&context) {
+        return from_error(&crate::error::Error::Forbidden, None).into();
+    }
+    let codec = match reviews.codec(backend.root()) {
+        Ok(c) => c,
+        Err(e) => return from_error(&e, None).into(),
+    };
+    let bound = bound_to(&who.actor.as_str(), &who.source.as_str(), &context);
+    let step = Step {
+        backend,
+        cfg,
+        reviews,
+        codec: &codec,
+        bound: &bound,
+        who,
+        context: &context,
+        ctx: call.ctx,
+    };
+    match call.state {
+        None if call.responses.is_some() => {
+            bad("inputResponses came without a requestState: retry with the requestState of the input_required result, or call without either to start a review")
+        }
+        None => step.start(&args, reach).await,
+        Some(s) => step.resume(&s, call.responses.unwrap_or_default()).await,
+    }
+}
+
+fn usage(message: &str) -> CallToolResponse {
+    tool_error(&UserQuestionError::new(Code::Usage, message), None).into()
+}
+
+fn bad(message: impl Into<String>) -> CallToolResponse {
+    tool_error(&UserQuestionError::new(Code::BadRequest, message), None).into()
+}
+
+/// `sha256` hex of a request's stored body.
+pub fn digest(row: &RequestRow) -> String {
+    format!("{:x}", Sha256::digest(row.body.as_bytes()))
+}
+
+/// Whether `q`, alone in its request, fits one flat form.
+fn flat(questions: &[Question]) -> bool {
+    match questions {
+        [q] => {
+            q.plan_review_approve().is_none()
+                || q.detail.as_ref().map_or(0, |d| d.chars().count()) <= FORM_DETAIL_MAX
+        }
+        _ => false,
+    }
+}
+
+/// The form modes this request's client declares (form, url).
+fn modes(ctx: &RequestContext<RoleServer>) -> (bool, bool) {
+    match ctx.meta.client_capabilities().and_then(|c| c.elicitation) {
+        None => (false, false),
+        // No mode named: form, as the revision's default.
+        Some(e) if e.form.is_none() && e.url.is_none() => (true, false),
+        Some(e) => (e.form.is_some(), e.url.is_some()),
+    }
+}
+
+/// The page of request `id` on the host this request came to (HTTP only: the Host the
+/// client used, which the transport has checked).
+fn page_url(ctx: &RequestContext<RoleServer>, id: &str) -> Option<String> {
+    let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+    let host = parts.headers.get(axum::http::header::HOST)?.to_str().ok()?;
+    Some(format!("http://{host}/r/{id}"))
+}
+
+struct Step<'a> {
+    backend: &'a Backend,
+    cfg: &'a Config,
+    reviews: &'a Arc<Reviews>,
+    codec: &'a rmcp::model::RequestStateCodec,
+    bound: &'a [u8],
+    who: &'a Who,
+    context: &'a str,
+    ctx: &'a RequestContext<RoleServer>,
+}
+
+impl Step<'_> {
+    fn acting(&self, token: &str) -> Acting {
+        Acting::OnBehalf {
+            token: token.to_string(),
+            actor: self.who.actor.clone(),
+        }
+    }
+
+    async fn done(&self, reviewed: Vec<ReviewedRequest>, stopped: bool) -> CallToolResponse {
+        let open = review::still_open(self.backend, self.context).await;
+        review::summary(self.context.to_string(), reviewed, stopped, open).into()
+    }
+
+    /// The first call: take the lease, claim the next request, show its form.
+    async fn start(
+        &self,
+        args: &ReviewNextArgs,
+        reach: crate::core::access::Reach,
+    ) -> CallToolResponse {
+        let (form_ok, url_ok) = modes(self.ctx);
+        if !form_ok && !url_ok {
+            return usage(
+                "this request declares no elicitation capability, so review_next cannot show a \
+                 question here; answer with `dshq answer` or the web page",
+            );
+        }
+        let (c, ttl, name) = (
+            self.context.to_string(),
+            self.cfg.review_lease_ttl,
+            review::holder(self.who),
+        );
+        let session = match self
+            .backend
+            .write(move |store| app::session::Session::start(store, &c, None, &name, ttl))
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => return from_error(&e, None).into(),
+        };
+        let token = session.token.clone();
+        let release = |token: String| async move {
+            let _ = self
+                .backend
+                .write(move |store| app::session::release(store, &token))
+                .await;
+        };
+        let (c, lease_id) = (self.context.to_string(), session.lease.lease_id);
+        let queue = match self
+            .backend
+            .read(move |store| app::feed::review_queue(store, &c, lease_id, &Default::default()))
+            .await
+        {
+            Ok(q) => q,
+            Err(e) => {
+                release(token).await;
+                return from_error(&e, None).into();
+            }
+        };
+        let mut chosen = None;
+        for row in queue
+            .into_iter()
+            .filter(|r| args.agent.is_none() || r.agent_id == args.agent)
+            .filter(|r| self.who.sees(r, reach))
+        {
+            let Some(id) = row.id.clone() else { continue };
+            let (a, id2) = (self.acting(&token), id.clone());
+            match self
+                .backend
+                .write(move |store| app::provide::claim_as(store, &a, &id2))
+                .await
+            {
+                Ok(claimed) => {
+                    chosen = Some(claimed);
+                    break;
+                }
+                Err(e) if matches!(e.code(), Code::RequestFinal | Code::ClaimedElsewhere) => {}
+                Err(e) => {
+                    release(token).await;
+                    return from_error(&e, Some(&id)).into();
+                }
+            }
+        }
+        let Some(row) = chosen else {
+            release(token).await;
+            return self.done(vec![], false).await;
+        };
+        let id = row.id.clone().unwrap_or_default();
+        let Some(request) = row.request() else {
+            release(token).await;
+            let e = UserQuestionError::new(Code::Store, "the stored request does not parse");
+            return tool_error(&e, Some(&id)).into();
+        };
+        let sealed = Sealed {
+            review: match random_id() {
+                Ok(r) => r,
+                Err(e) => {
+                    release(token).await;
+                    return from_error(&e, None).into();
+                }
+            },
+            round: 0,
+            request: id.clone(),
+            digest: digest(&row),
+            lease: session.lease.lease_id,
+        };
+        if flat(&request.questions) && form_ok {
+            let live = Live::new(sealed, Some(token));
+            return self.show_form(live, &row, &request.questions[0], None);
+        }
+        // Not one flat form: the page answers it, through the host's lease.
+        release(token).await;
+        let left = || {
+            vec![ReviewedRequest {
+                id: id.clone(),
+                outcome: Reviewed::Left,
+                decision: None,
+            }]
+        };
+        match page_url(self.ctx, &id).filter(|_| url_ok) {
+            Some(url) => {
+                let sealed = Sealed { lease: 0, ..sealed };
+                let message = format!(
+                    "dshq request {} has {} — answer it on dshq's page, then confirm here.",
+                    one_line(&id),
+                    if request.questions.len() > 1 {
+                        format!("{} questions", request.questions.len())
+                    } else {
+                        "a plan too long for a form".to_string()
+                    }
+                );
+                let params = ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message,
+                    url,
+                    elicitation_id: sealed.review.clone(),
+                };
+                self.input_required(Live::new(sealed, None), params)
+            }
+            None => {
+                let mut r = self.done(left(), false).await;
+                if let CallToolResponse::Complete(c) = &mut r {
+                    c.content.push(rmcp::model::ContentBlock::text(format!(
+                        "Request {} cannot be one form here: answer it on dshq's web page \
+                         (/r/{0}) or with `dshq answer {0}`.",
+                        one_line(&id)
+                    )));
+                }
+                r
+            }
+        }
+    }
+
+    /// An `input_required` result for `live`'s current round, with `params` as its one
+    /// input request; the review goes (back) into the table.
+    fn input_required(&self, live: Live, params: ElicitRequestParams) -> CallToolResponse {
+        let life = self.cfg.review_form_timeout;
+        let state = Reviews::seal(self.codec, &live.sealed, self.bound, life);
+        let mut requests = InputRequests::new();
+        requests.insert(
+            INPUT_KEY.to_string(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        if live.sealed.round == 0 {
+            self.reviews
+                .begin(self.backend, live, self.cfg.review_lease_ttl, life);
+        } else {
+            self.reviews.put_back(live);
+        }
+        InputRequiredResult::new(Some(requests), Some(state)).into()
+    }
+
+    fn show_form(
+        &self,
+        live: Live,
+        row: &RequestRow,
+        q: &Question,
+        refused: Option<&str>,
+    ) -> CallToolResponse {
+        let (_, schema) = form(q, Shapes::Titled);
+        let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
+            Ok(s) => s,
+            Err(e) => {
+                return tool_error(
+                    &UserQuestionError::new(Code::Usage, format!("cannot build the form: {e}")),
+                    row.id.as_deref(),
+                )
+                .into()
+            }
+        };
+        let mut message = review::message(row, q, 1, 1, Shapes::Titled);
+        if let Some(why) = refused {
+            message = format!("Not taken: {why}.\n\n{message}");
+        }
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema,
+        };
+        self.input_required(live, params)
+    }
+
+    /// A retry: verify the state, take its round, apply the response.
+    async fn resume(&self, state: &str, responses: InputResponses) -> CallToolResponse {
+        let sealed = match Reviews::open(self.codec, state, self.bound) {
+            Ok(s) => s,
+            Err(e) => return tool_error(&e.to_user_error(), None).into(),
+        };
+        let mut live = match self.reviews.take(&sealed) {
+            Ok(l) => l,
+            Err(e) => return tool_error(&e.to_user_error(), Some(&sealed.request)).into(),
+        };
+        let id = sealed.request.clone();
+        let response: Option<Response> = responses
+            .get(INPUT_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let Some(token) = live.token.clone() else {
+            // Handed to the page: report what became of it there.
+            state::end(self.backend, live).await;
+            return self.after_page(&id).await;
+        };
+        let id2 = id.clone();
+        let row = match self
+            .backend
+            .read(move |store| app::feed::get(store, &id2))
+            .await
+        {
+            Ok(Some(r)) if digest(&r) == sealed.digest => r,
+            Ok(_) => {
+                state::end(self.backend, live).await;
+                return tool_error(&state::StateError::Invalid.to_user_error(), Some(&id)).into();
+            }
+            Err(e) => {
+                state::end(self.backend, live).await;
+                return from_error(&e, Some(&id)).into();
+            }
+        };
+        let Some(q) = row.request().and_then(|r| r.questions.into_iter().next()) else {
+            state::end(self.backend, live).await;
+            return bad("the request has no question");
+        };
+        let (kind, _) = form(&q, Shapes::Titled);
+        let item = match response {
+            None => Err("the client sent no response to the form".to_string()),
+            Some(r) => match r.action.as_str() {
+                "accept" => accepted_item(&q.id, &kind, &r.content.unwrap_or_default()),
+                "decline" => Ok(declined_item(&q.id)),
+                // Cancel (or anything else): stop, leave it pending.
+                _ => {
+                    state::end(self.backend, live).await;
+                    return self.left(&id).await;
+                }
+            },
+        };
+        let item = match item {
+            Ok(item) => item,
+            Err(why) => {
+                live.refused += 1;
+                if live.refused >= FORM_TRIES {
+                    tracing::info!(why = %why, "a review form was refused {FORM_TRIES} times: stopping the review");
+                    state::end(self.backend, live).await;
+                    return self.left(&id).await;
+                }
+                live.sealed.round += 1;
+                return self.show_form(live, &row, &q, Some(&why));
+            }
+        };
+        let (root, acting, id2) = (self.backend.root().clone(), self.acting(&token), id.clone());
+        let answer = Answer {
+            answers: vec![item],
+        };
+        let finished = self
+            .backend
+            .write(move |store| app::provide::answer(store, Some(&root), &id2, &acting, &answer))
+            .await;
+        state::end(self.backend, live).await;
+        match finished {
+            Ok(f) => {
+                let decision = match &f.outcome {
+                    Outcome::Answered(a) => a.decision,
+                    Outcome::Error(_) => None,
+                };
+                let reviewed = vec![ReviewedRequest {
+                    id,
+                    outcome: Reviewed::Answered,
+                    decision,
+                }];
+                self.done(reviewed, false).await
+            }
+            Err(e) => from_error(&e, Some(&id)).into(),
+        }
+    }
+
+    async fn left(&self, id: &str) -> CallToolResponse {
+        let reviewed = vec![ReviewedRequest {
+            id: id.to_string(),
+            outcome: Reviewed::Left,
+            decision: None,
+        }];
+        self.done(reviewed, true).await
+    }
+
+    /// After the page: answered there, or left pending.
+    async fn after_page(&self, id: &str) -> CallToolResponse {
+        let id2 = id.to_string();
+        let row = self
+            .backend
+            .read(move |store| app::feed::get(store, &id2))
+            .await;
+        let (outcome, decision) = match row {
+            Ok(Some(r)) if r.status == Status::Answered => (Reviewed::Answered, r.decision),
+            _ => (Reviewed::Left, None),
+        };
+        let reviewed = vec![ReviewedRequest {
+            id: id.to_string(),
+            outcome,
+            decision,
+        }];
+        self.done(reviewed, false).await
+    }
+}
+
+/// A form's response as the client sends it (`ElicitResult`).
+#[derive(Debug, Deserialize)]
+struct Response {
+    action: String,
+    #[serde(default)]
+    content: Option<JsonObject>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::types::{Intent, QuestionOption};
+
+    fn plan(detail: usize) -> Question {
+        Question {
+            id: "p".into(),
+            question: "Approve?".into(),
+            detail: Some("x".repeat(detail)),
+            header: None,
+            options: Some(vec![QuestionOption {
+                label: "Approve".into(),
+                description: None,
+            }]),
+            multi_select: None,
+            intent: Some(Intent {
+                kind: "plan-review".into(),
+                approve: "Approve".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_batch_or_a_long_plan_is_not_a_flat_form() {
+        assert!(flat(&[plan(10)]));
+        assert!(flat(&[plan(FORM_DETAIL_MAX)]));
+        assert!(!flat(&[plan(FORM_DETAIL_MAX + 1)]));
+        assert!(!flat(&[plan(10), plan(10)]));
+        assert!(!flat(&[]));
+    }
+}
