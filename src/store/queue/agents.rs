@@ -163,7 +163,12 @@ fn end_owned(db: &mut dyn Statements, now: Millis, owner: &str) -> Result<Vec<St
     let mut frontier = vec![owner.to_string()];
     while let Some(o) = frontier.pop() {
         for child in db.not_ended_agents_owned_by(&o)? {
-            db.end_agent_if_not_ended(&child.id, &child.instance, now, AgentEnd::OwnerEnded)?;
+            // A guarded end: a writer that lost the race to end it appends nothing.
+            if db.end_agent_if_not_ended(&child.id, &child.instance, now, AgentEnd::OwnerEnded)?
+                != 1
+            {
+                continue;
+            }
             db.append_event(
                 now,
                 NewEvent {
@@ -186,7 +191,9 @@ fn end_owned(db: &mut dyn Statements, now: Millis, owner: &str) -> Result<Vec<St
 pub fn expire_due(db: &mut dyn Statements, now: Millis) -> Result<Vec<String>> {
     let mut ended = Vec::new();
     for due in db.not_ended_agents_expired_before(now)? {
-        db.end_agent_if_not_ended(&due.id, &due.instance, now, AgentEnd::Expired)?;
+        if db.end_agent_if_not_ended(&due.id, &due.instance, now, AgentEnd::Expired)? != 1 {
+            continue;
+        }
         db.append_event(
             now,
             NewEvent {
