@@ -16,7 +16,7 @@ use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, RequestRow, 
 use crate::scenarios::{ask, pick, TestClock};
 
 /// The stable code of a refused call.
-fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
+pub(crate) fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
     r.expect_err("the store refused it").to_user_error().code
 }
 
@@ -49,7 +49,7 @@ fn ask_batch<S: Store>(store: &mut S, id: &str) {
     }
 }
 
-fn lease(token: &str) -> LeaseRef {
+pub(crate) fn lease(token: &str) -> LeaseRef {
     LeaseRef::Token(token.to_string())
 }
 
@@ -81,11 +81,11 @@ fn abort<S: Store>(store: &mut S, id: &str) -> dshq::Result<Outcome> {
     store.abort(id, Some("changed my mind"), &Actor::Asker)
 }
 
-fn row<S: Store>(store: &mut S, id: &str) -> RequestRow {
+pub(crate) fn row<S: Store>(store: &mut S, id: &str) -> RequestRow {
     store.get(id).unwrap().expect("the request exists")
 }
 
-fn kinds<S: Store>(store: &mut S, id: &str) -> Vec<String> {
+pub(crate) fn kinds<S: Store>(store: &mut S, id: &str) -> Vec<String> {
     store
         .events(id)
         .unwrap()

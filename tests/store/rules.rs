@@ -10,10 +10,9 @@ use dshq::clock::rfc3339;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{
-    AskInput, Asked, LeaseRef, Provided, ProviderAct, ProviderFile, RequestRow, Status, Store,
-};
+use dshq::store::{AskInput, Asked, Provided, ProviderAct, ProviderFile, Status, Store};
 
+use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
 
 /// The lease ttl the scenarios register with.
@@ -54,14 +53,6 @@ fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, Code>
     }
 }
 
-fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
-    r.expect_err("the store refused it").to_user_error().code
-}
-
-fn lease(token: &str) -> LeaseRef {
-    LeaseRef::Token(token.to_string())
-}
-
 fn claim<S: Store>(store: &mut S, token: &str, id: &str) -> dshq::Result<Provided> {
     store.provide(&lease(token), ProviderAct::Claim(id.into()))
 }
@@ -71,19 +62,6 @@ fn answer<S: Store>(store: &mut S, token: &str, id: &str, label: &str) -> dshq::
         Provided::Finished(o) => Ok(o),
         other => panic!("{other:?}"),
     }
-}
-
-fn row<S: Store>(store: &mut S, id: &str) -> RequestRow {
-    store.get(id).unwrap().expect("the request exists")
-}
-
-fn kinds<S: Store>(store: &mut S, id: &str) -> Vec<String> {
-    store
-        .events(id)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.kind)
-        .collect()
 }
 
 /// Every event of the log, oldest first, as [`Store::export`] gives them.
