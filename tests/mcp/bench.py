@@ -34,7 +34,8 @@ def show(name: str, xs: list[float]) -> None:
     ms = [x * 1000 for x in xs]
     print(
         f"{name}: n={len(ms)} p50={statistics.median(ms):.2f} ms p90={pct(ms, 90):.2f} "
-        f"p99={pct(ms, 99):.2f} max={max(ms):.2f}"
+        f"p99={pct(ms, 99):.2f} max={max(ms):.2f}",
+        flush=True,
     )
 
 

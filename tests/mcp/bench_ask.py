@@ -17,7 +17,6 @@ Prints p50/p90/p99/max in milliseconds. Not a test: it asserts nothing about tim
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,19 +29,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def show(name: str, xs: list[float]) -> None:
-    ms = [x * 1000 for x in xs]
-    print(
-        f"{name}: n={len(ms)} p50={statistics.median(ms):.2f} ms p90={pct(ms, 90):.2f} "
-        f"p99={pct(ms, 99):.2f} max={max(ms):.2f}",
-        flush=True,
-    )
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import show  # noqa: E402  (the percentiles, printed as the other bench prints them)
 
 
 def question(rid: str) -> dict:
