@@ -196,7 +196,11 @@ pub fn walk_start(
 }
 
 impl crate::store::driver::EventStatements for Tx<'_> {
-    fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
+    fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<()> {
+        append(self, now, event).map(drop)
+    }
+
+    fn append_event_now(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
         append(self, now, event)
     }
 }

@@ -26,7 +26,11 @@ impl<'c> Sql<'_, 'c> {
 }
 
 impl EventStatements for Sql<'_, '_> {
-    fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
+    fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<()> {
+        events::append(self.0, now, event).map(drop)
+    }
+
+    fn append_event_now(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
         events::append(self.0, now, event)
     }
 }
