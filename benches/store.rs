@@ -15,7 +15,7 @@ use rusqlite::Connection;
 use dshq::files::outbox;
 use dshq::root::Root;
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::{Sql, SqlRead};
+use dshq::store::sqlite::sql::SqlRead;
 use dshq::store::sqlite::{self as store, history, requests, SqliteStore};
 
 #[path = "common/fixture.rs"]
@@ -39,7 +39,7 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store
                 now,
             )?;
         }
-        Ok(leases::register(&mut Sql(tx), now, "default", "bench", 3_600_000, None)?.lease)
+        Ok(leases::register(tx, now, "default", "bench", 3_600_000, None)?.lease)
     })
     .unwrap();
     let lease = leases::authenticate(&mut SqlRead(st.connection()), &token, now).unwrap();

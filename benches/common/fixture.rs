@@ -9,7 +9,7 @@ use std::time::Instant;
 use dshq::clock::Millis;
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::{Sql, SqlRead};
+use dshq::store::sqlite::sql::SqlRead;
 use dshq::store::sqlite::{self as store, requests};
 
 pub const DAY: Millis = 86_400_000;
@@ -91,15 +91,7 @@ pub fn fixture(n: usize) -> PathBuf {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                Ok(leases::register(
-                    &mut Sql(tx),
-                    T0,
-                    c,
-                    &format!("reviewer-{i}"),
-                    1_000 * DAY,
-                    None,
-                )?
-                .lease)
+                Ok(leases::register(tx, T0, c, &format!("reviewer-{i}"), 1_000 * DAY, None)?.lease)
             })
             .collect()
     })

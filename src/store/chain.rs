@@ -302,6 +302,34 @@ pub struct TxHead {
     pub anchor: Anchor,
 }
 
+/// The chain's head inside one write transaction once it appended an event: the next
+/// append of the same transaction chains from it instead of reading the log's last event
+/// again, and after the commit [`ChainHead::publish`] writes it to the root's
+/// `audit.head`. A driver keeps it in its write context, one per transaction, so it is
+/// only ever that transaction's; a rollback drops it with the context, and a rollback to a
+/// savepoint reads it again.
+#[derive(Debug)]
+pub struct ChainHead {
+    /// The root, for the anchor file; `None` for an in-memory store.
+    pub dir: Option<PathBuf>,
+    /// The key appends of this transaction hash with.
+    pub key: Option<Arc<AuditKey>>,
+    /// The newest event appended.
+    pub anchor: Anchor,
+}
+
+impl ChainHead {
+    /// After the commit: write the head to `audit.head` (atomically: a temporary file
+    /// renamed over it). A failure is logged, not returned: the write is committed, and
+    /// the anchor only lags (a lagging anchor is still contained in the log).
+    pub fn publish(&self) {
+        let Some(dir) = &self.dir else { return };
+        if let Err(e) = write_anchor(&dir.join(ANCHOR_FILE), &self.anchor) {
+            tracing::warn!(error = %e, "could not write the audit head");
+        }
+    }
+}
+
 thread_local! {
     static PENDING_HEAD: RefCell<Option<TxHead>> = const { RefCell::new(None) };
 }

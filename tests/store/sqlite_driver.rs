@@ -21,17 +21,17 @@ mod leases {
     use dshq::store::queue::leases as q;
     use dshq::store::sqlite::sql::{Sql, SqlRead};
     use dshq::store::types::{HostMark, Lease, Registered};
-    use rusqlite::{Connection, Transaction};
+    use rusqlite::Connection;
 
     pub fn register(
-        tx: &Transaction,
+        tx: &mut Sql<'_, '_>,
         context: &str,
         name: &str,
         ttl_ms: Millis,
         host: Option<&HostMark>,
         now: Millis,
     ) -> Result<Registered> {
-        q::register(&mut Sql(tx), now, context, name, ttl_ms, host)
+        q::register(tx, now, context, name, ttl_ms, host)
     }
     pub fn authenticate(conn: &Connection, token: &str, now: Millis) -> Result<Lease> {
         q::authenticate(&mut SqlRead(conn), token, now)
@@ -96,7 +96,7 @@ fn with_lease<T>(
     conn: &mut Connection,
     token: &str,
     now: Millis,
-    f: impl FnOnce(&rusqlite::Transaction, &Lease) -> Result<T>,
+    f: impl FnOnce(&mut dshq::store::sqlite::sql::Sql<'_, '_>, &Lease) -> Result<T>,
 ) -> Result<T> {
     write(conn, now, |tx| {
         let lease = leases::authenticate(tx, token, now)?;
@@ -737,9 +737,7 @@ mod roundtrip {
 mod chain_of_a_file_store {
     use dshq::core::audit::{Actor, EventKind};
     use dshq::store::anchor::{Anchor, ANCHOR_FILE};
-    use dshq::store::sqlite::events::{
-        append, check_anchor, load_key, verify, verify_with, NewEvent,
-    };
+    use dshq::store::sqlite::events::{check_anchor, load_key, verify, verify_with, NewEvent};
 
     #[test]
     fn a_file_store_keys_its_chain_and_anchors_its_head() {
@@ -747,7 +745,7 @@ mod chain_of_a_file_store {
         let mut conn = dshq::store::sqlite::open(&dir.path().join("dshq.db")).unwrap();
         for i in 0..3 {
             dshq::store::sqlite::write(&mut conn, 1_000 + i, |tx| {
-                append(
+                dshq::store::driver::EventStatements::append_event_now(
                     tx,
                     1_000 + i,
                     NewEvent {

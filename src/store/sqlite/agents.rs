@@ -1,7 +1,7 @@
 //! The agent registry's statements on SQLite ([`crate::store::driver::agents`]); the
 //! rules are [`crate::store::queue::agents`].
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension};
 
 use super::sql::{Sql, SqlRead};
 use crate::clock::Millis;
@@ -16,19 +16,19 @@ use crate::store::types::Entered;
 
 /// [`queue::agents::enter`] in `tx` (for this driver's tests).
 pub fn enter(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     id: &str,
     owner: Option<&str>,
     lineage: Option<&str>,
     ttl_ms: Option<Millis>,
     now: Millis,
 ) -> Result<Entered> {
-    queue::agents::enter(&mut Sql(tx), now, id, owner, lineage, ttl_ms)
+    queue::agents::enter(tx, now, id, owner, lineage, ttl_ms)
 }
 
 /// [`queue::agents::exit`] in `tx` (for this driver's tests).
-pub fn exit(tx: &Transaction, id: &str, instance: &str, now: Millis) -> Result<Vec<String>> {
-    queue::agents::exit(&mut Sql(tx), now, id, instance)
+pub fn exit(tx: &mut Sql<'_, '_>, id: &str, instance: &str, now: Millis) -> Result<Vec<String>> {
+    queue::agents::exit(tx, now, id, instance)
 }
 
 /// [`queue::agents::caller_status`] on `conn`.

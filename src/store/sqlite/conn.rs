@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::{events, requests};
+use super::requests;
+use super::sql::Sql;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::types::Swept;
@@ -214,9 +215,8 @@ pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
         Some(due) if due < now => {}
         _ => return Ok(()),
     }
-    // Its sweep may append events: they chain from the log, never from another
-    // transaction's head (and are never published: this transaction is not committed).
-    events::forget_head();
+    // Its sweep may append events: they chain from the log, in a context of their own
+    // (and are never published: this transaction is not committed).
     let mut tx = match Transaction::new_unchecked(conn, TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -224,7 +224,7 @@ pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
             return Ok(());
         }
     };
-    if let Err(e) = sweep(&tx, now) {
+    if let Err(e) = sweep(&mut Sql::begin(&tx), now) {
         tracing::debug!(error = %e, "read-only store: shown as stored, without expiry");
         return Ok(());
     }
@@ -335,35 +335,33 @@ pub fn schema_version(conn: &Connection) -> Result<i64> {
 pub fn write<T>(
     conn: &mut Connection,
     now: Millis,
-    f: impl FnOnce(&Transaction) -> Result<T>,
+    f: impl FnOnce(&mut Sql<'_, '_>) -> Result<T>,
 ) -> Result<T> {
     // Commit what is due on its own first, so a failing operation (say, a stale lease's
     // answer) does not roll back the expiry it observed.
     sweep_if_due(conn, now)?;
-    with_head(|| {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        sweep_due(&tx, now)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+    transact(conn, |db| {
+        sweep_due(db, now)?;
+        f(db)
     })
 }
 
-/// Run one write transaction (`body` begins and commits it) with the chain's staged head
-/// its own: forgotten before it begins and when it fails, published to `audit.head` after
-/// its commit ([`crate::store::chain::TxHead`]).
-fn with_head<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
-    events::forget_head();
-    match body() {
-        Ok(out) => {
-            events::publish_head();
-            Ok(out)
-        }
-        Err(e) => {
-            events::forget_head();
-            Err(e)
-        }
+/// Run `body` in one `BEGIN IMMEDIATE` transaction with its own write context ([`Sql`]):
+/// commit on `Ok` and then publish the chain head its appends left to `audit.head`; roll
+/// back on `Err` (dropping the transaction), and the head with it.
+fn transact<T>(
+    conn: &mut Connection,
+    body: impl FnOnce(&mut Sql<'_, '_>) -> Result<T>,
+) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut db = Sql::begin(&tx);
+    let out = body(&mut db)?;
+    let head = db.into_head();
+    tx.commit()?;
+    if let Some(head) = head {
+        head.publish();
     }
+    Ok(out)
 }
 
 /// Like [`write()`], but `now` is read from the clock *after* the write lock is taken and
@@ -372,7 +370,7 @@ fn with_head<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
 /// it started, or an expired lease could still answer or be revived.
 pub fn write_now<T>(
     conn: &mut Connection,
-    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
+    f: impl FnOnce(&mut Sql<'_, '_>, Millis) -> Result<T>,
 ) -> Result<T> {
     write_clocked(conn, &crate::clock::now_ms, f)
 }
@@ -382,16 +380,13 @@ pub fn write_now<T>(
 pub fn write_clocked<T>(
     conn: &mut Connection,
     clock: &dyn Fn() -> Millis,
-    f: impl FnOnce(&Transaction, Millis) -> Result<T>,
+    f: impl FnOnce(&mut Sql<'_, '_>, Millis) -> Result<T>,
 ) -> Result<T> {
     sweep_if_due(conn, clock())?;
-    with_head(|| {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    transact(conn, |db| {
         let now = clock();
-        sweep_due(&tx, now)?;
-        let out = f(&tx, now)?;
-        tx.commit()?;
-        Ok(out)
+        sweep_due(db, now)?;
+        f(db, now)
     })
 }
 
@@ -400,12 +395,7 @@ pub fn write_clocked<T>(
 /// which never commits.
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
     match requests::next_due(conn)? {
-        Some(due) if due < now => with_head(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let swept = sweep(&tx, now)?;
-            tx.commit()?;
-            Ok(Some(swept))
-        }),
+        Some(due) if due < now => transact(conn, |db| sweep(db, now).map(Some)),
         _ => Ok(None),
     }
 }
@@ -414,14 +404,9 @@ pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>>
 /// as marking outcome files written).
 pub fn write_no_sweep<T>(
     conn: &mut Connection,
-    f: impl FnOnce(&Transaction) -> Result<T>,
+    f: impl FnOnce(&mut Sql<'_, '_>) -> Result<T>,
 ) -> Result<T> {
-    with_head(|| {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
-    })
+    transact(conn, f)
 }
 
 /// [`sweep`] inside a write transaction, when something has fallen due by `now`: one
@@ -429,17 +414,17 @@ pub fn write_no_sweep<T>(
 /// prepared) instead of the three sweeps' queries, which each new process would compile
 /// for a store where, almost always, nothing is due. Every sweep ends only what fell due
 /// strictly before `now`, so nothing is skipped when the earliest due time is later.
-fn sweep_due(tx: &Transaction, now: Millis) -> Result<()> {
-    if requests::next_due(tx)?.is_some_and(|due| due <= now) {
-        sweep(tx, now)?;
+fn sweep_due(db: &mut Sql<'_, '_>, now: Millis) -> Result<()> {
+    if requests::next_due(db)?.is_some_and(|due| due <= now) {
+        sweep(db, now)?;
     }
     Ok(())
 }
 
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
-pub fn sweep(tx: &Transaction, now: Millis) -> Result<Swept> {
-    crate::store::queue::sweep::sweep(&mut super::sql::Sql(tx), now)
+pub fn sweep(db: &mut Sql<'_, '_>, now: Millis) -> Result<Swept> {
+    crate::store::queue::sweep::sweep(db, now)
 }
 
 /// Write a consistent copy of the live database at `db` to the new file `dest` (`VACUUM

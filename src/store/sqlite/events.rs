@@ -9,7 +9,7 @@
 //!
 //! A chain cannot tell that its newest events were removed. So every committed write also
 //! records the log's head (seq, hash) in `audit.head`, outside the database
-//! ([`publish_head`]); `dshq audit verify` fails when the log no longer contains it.
+//! ([`ChainHead::publish`]); `dshq audit verify` fails when the log no longer contains it.
 
 use std::path::{Path, PathBuf};
 
@@ -21,10 +21,9 @@ use crate::store::anchor::Anchor;
 use crate::store::types::{ChainBreak, Event};
 
 pub use crate::store::chain::{
-    forget_head, hex, load_key, publish_head, AuditKey, ChainWalk, HashInput, NewEvent, GENESIS,
-    KEY_FILE,
+    hex, load_key, AuditKey, ChainWalk, HashInput, NewEvent, GENESIS, KEY_FILE,
 };
-use crate::store::chain::{key_for_append, stage_head, take_head, Checkpoint, TxHead};
+use crate::store::chain::{key_for_append, ChainHead, Checkpoint};
 
 /// The directory of the database `conn` works on (the root); `None` in memory.
 pub fn root_dir(conn: &Connection) -> Option<PathBuf> {
@@ -66,30 +65,26 @@ fn read_head(tx: &Transaction) -> Result<Option<(i64, String)>> {
         .optional()?)
 }
 
-/// The connection `tx` runs on, as a number (which transaction staged a head).
-fn conn_id(tx: &Transaction) -> usize {
-    // SAFETY: the handle is only compared as a number, never dereferenced.
-    unsafe { tx.handle() as usize }
-}
-
-/// Append one event at `now`.
-///
-/// The first append of a transaction reads the log's head (and the root and its key); the
-/// next ones chain from the head the previous one staged ([`TxHead`]): one query per
-/// write transaction, not one per event. Debug builds (every test) still read the head
-/// and check the two agree.
-pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
-    let conn = conn_id(tx);
-    let staged = take_head(conn);
+/// Append one event at `now`, chained from `head`: the head this transaction's earlier
+/// appends left ([`ChainHead`], kept by the write's context), or, for its first append,
+/// the log's newest event (and the root and its key). One query per write transaction,
+/// not one per event. Debug builds (every test) still read the head and check the two
+/// agree.
+pub fn append(
+    tx: &Transaction,
+    head: &mut Option<ChainHead>,
+    now: Millis,
+    e: NewEvent<'_>,
+) -> Result<i64> {
     #[cfg(debug_assertions)]
-    if let Some(h) = &staged {
+    if let Some(h) = head.as_ref() {
         assert_eq!(
             read_head(tx)?,
             Some((h.anchor.seq, h.anchor.hash.clone())),
             "the staged head is not the log's head"
         );
     }
-    let (seq, prev, dir, key) = match staged {
+    let (seq, prev, dir, key) = match head.take() {
         Some(h) => (h.anchor.seq + 1, h.anchor.hash, h.dir, h.key),
         None => {
             let (seq, prev) = match read_head(tx)? {
@@ -138,8 +133,7 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
         prev,
         hash
     ])?;
-    stage_head(TxHead {
-        conn,
+    *head = Some(ChainHead {
         dir,
         key,
         anchor: Anchor { seq, hash },
@@ -149,11 +143,11 @@ pub fn append(tx: &Transaction, now: Millis, e: NewEvent<'_>) -> Result<i64> {
 
 /// After a rollback to a savepoint inside a write transaction: the events appended since
 /// the savepoint are gone, so the staged head is read again from the log.
-pub fn savepoint_rolled_back(tx: &Transaction) -> Result<()> {
-    if let Some(mut h) = take_head(conn_id(tx)) {
-        if let Some((seq, hash)) = read_head(tx)? {
-            h.anchor = Anchor { seq, hash };
-            stage_head(h);
+pub fn savepoint_rolled_back(tx: &Transaction, head: &mut Option<ChainHead>) -> Result<()> {
+    if let Some(h) = head.as_mut() {
+        match read_head(tx)? {
+            Some((seq, hash)) => h.anchor = Anchor { seq, hash },
+            None => *head = None,
         }
     }
     Ok(())

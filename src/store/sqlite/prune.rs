@@ -168,7 +168,7 @@ pub fn plan(tx: &Transaction, before: Millis, limit: Option<u64>) -> Result<Plan
 /// Export and remove what [`plan`] found, and append the checkpoint (nothing is exported
 /// or removed when nothing can go); returns the removed ids too. The caller commits.
 pub fn prune(
-    tx: &Transaction,
+    tx: &mut crate::store::sqlite::sql::Sql<'_, '_>,
     before: Millis,
     limit: Option<u64>,
     now: Millis,
@@ -240,7 +240,7 @@ pub fn prune(
     data.insert("requests".into(), want.requests.into());
     data.insert("questions".into(), want.questions.into());
     data.insert("events".into(), want.events.into());
-    let seq = events::append(
+    let seq = crate::store::driver::EventStatements::append_event_now(
         tx,
         now,
         NewEvent {

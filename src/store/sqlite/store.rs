@@ -71,10 +71,7 @@ impl SqliteStore {
         (self.clock)()
     }
 
-    fn write<T>(
-        &mut self,
-        f: impl FnOnce(&rusqlite::Transaction, Millis) -> Result<T>,
-    ) -> Result<T> {
+    fn write<T>(&mut self, f: impl FnOnce(&mut Sql<'_, '_>, Millis) -> Result<T>) -> Result<T> {
         let clock = self.clock.clone();
         write_clocked(&mut self.conn, &*clock, f)
     }
@@ -82,26 +79,26 @@ impl SqliteStore {
 
 impl Store for SqliteStore {
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|tx, now| queue::requests::accept_or_reject(&mut Sql(tx), now, input))
+        self.write(|tx, now| queue::requests::accept_or_reject(tx, now, input))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        self.write(|tx, now| queue::requests::ingest(&mut Sql(tx), now, inputs))
+        self.write(|tx, now| queue::requests::ingest(tx, now, inputs))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
-        self.write(|tx, now| queue::answers::abort(&mut Sql(tx), now, id, reason, actor))
+        self.write(|tx, now| queue::answers::abort(tx, now, id, reason, actor))
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
-        self.write(|tx, now| queue::answers::provide(&mut Sql(tx), now, lease, &act))
+        self.write(|tx, now| queue::answers::provide(tx, now, lease, &act))
     }
 
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],
     ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
-        self.write(|tx, now| queue::answers::apply_answer_files(&mut Sql(tx), now, files))
+        self.write(|tx, now| queue::answers::apply_answer_files(tx, now, files))
     }
 
     fn next_for_lease(
@@ -121,35 +118,26 @@ impl Store for SqliteStore {
         host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
         self.write(|tx, now| {
-            let reg = crate::store::queue::leases::register(
-                &mut Sql(tx),
-                now,
-                context,
-                name,
-                ttl_ms,
-                host,
-            )?;
-            let lease = crate::store::queue::leases::authenticate(&mut Sql(tx), &reg.lease, now)?;
+            let reg = crate::store::queue::leases::register(tx, now, context, name, ttl_ms, host)?;
+            let lease = crate::store::queue::leases::authenticate(tx, &reg.lease, now)?;
             Ok((reg, lease))
         })
     }
 
     fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
-        self.write(|tx, now| crate::store::queue::leases::take_over(&mut Sql(tx), now, host_id))
+        self.write(|tx, now| crate::store::queue::leases::take_over(tx, now, host_id))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {
-        self.write(|tx, now| crate::store::queue::leases::heartbeat(&mut Sql(tx), now, token))
+        self.write(|tx, now| crate::store::queue::leases::heartbeat(tx, now, token))
     }
 
     fn release(&mut self, token: &str) -> Result<bool> {
-        self.write(|tx, now| crate::store::queue::leases::release(&mut Sql(tx), now, token))
+        self.write(|tx, now| crate::store::queue::leases::release(tx, now, token))
     }
 
     fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
-        self.write(|tx, now| {
-            crate::store::queue::leases::revoke(&mut Sql(tx), now, context, by, reason)
-        })
+        self.write(|tx, now| crate::store::queue::leases::revoke(tx, now, context, by, reason))
     }
 
     fn authenticate(&mut self, token: &str) -> Result<Lease> {
@@ -175,27 +163,16 @@ impl Store for SqliteStore {
         ttl_ms: Option<Millis>,
     ) -> Result<Entered> {
         self.write(|tx, now| {
-            crate::store::queue::agents::enter(
-                &mut super::sql::Sql(tx),
-                now,
-                id,
-                owner,
-                lineage,
-                ttl_ms,
-            )
+            crate::store::queue::agents::enter(tx, now, id, owner, lineage, ttl_ms)
         })
     }
 
     fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
-        self.write(|tx, now| {
-            crate::store::queue::agents::heartbeat(&mut super::sql::Sql(tx), now, id, instance)
-        })
+        self.write(|tx, now| crate::store::queue::agents::heartbeat(tx, now, id, instance))
     }
 
     fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
-        self.write(|tx, now| {
-            crate::store::queue::agents::exit(&mut super::sql::Sql(tx), now, id, instance)
-        })
+        self.write(|tx, now| crate::store::queue::agents::exit(tx, now, id, instance))
     }
 
     fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {

@@ -2,7 +2,7 @@
 //! deadlines, the outbox), and the entry points this backend's callers use, which run
 //! those rules on a transaction.
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension};
 
 use super::reads::get;
 use super::{outbox, timeouts};
@@ -19,35 +19,35 @@ use crate::store::types::Accepted;
 
 /// Check and accept a parsed request ([`queue::requests::accept`]) in `tx`.
 pub fn accept(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     request: Request,
     fallback_id: Option<&str>,
     source: &str,
     now: Millis,
 ) -> Result<Accepted> {
-    queue::requests::accept(&mut Sql(tx), now, request, fallback_id, source)
+    queue::requests::accept(tx, now, request, fallback_id, source)
 }
 
 /// Record a rejected input for the audit ([`queue::requests::record_rejection`]) in `tx`.
 pub fn record_rejection(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     rej: &Rejection<'_>,
     error: &UserQuestionError,
     now: Millis,
 ) -> Result<bool> {
-    queue::requests::record_rejection(&mut Sql(tx), now, rej, error)
+    queue::requests::record_rejection(tx, now, rej, error)
 }
 
 /// The verdict of an earlier rejection of this very input
 /// ([`queue::requests::earlier_rejection`]) in `tx`.
 pub fn earlier_rejection(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     id: &str,
     source: &str,
     body: &str,
     file_mtime_ms: Millis,
 ) -> Result<Option<UserQuestionError>> {
-    queue::requests::earlier_rejection(&mut Sql(tx), id, source, body, file_mtime_ms)
+    queue::requests::earlier_rejection(tx, id, source, body, file_mtime_ms)
 }
 
 impl crate::store::driver::RequestStatements for Sql<'_, '_> {

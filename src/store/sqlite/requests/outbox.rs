@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, Transaction};
 
+use crate::store::sqlite::sql::Sql;
+
 use super::row::{row, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
@@ -31,11 +33,8 @@ pub fn outbox_pending(
 }
 
 /// Mark outcome files as written ([`crate::store::queue::requests::mark_outbox_written`]).
-pub fn mark_outbox_written(tx: &Transaction, seqs: &[i64]) -> Result<()> {
-    crate::store::queue::requests::mark_outbox_written(
-        &mut crate::store::sqlite::sql::Sql(tx),
-        seqs,
-    )
+pub fn mark_outbox_written(tx: &mut Sql<'_, '_>, seqs: &[i64]) -> Result<()> {
+    crate::store::queue::requests::mark_outbox_written(tx, seqs)
 }
 
 /// Clear the outbox flag of the rows at `seqs`.

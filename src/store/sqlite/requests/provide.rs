@@ -2,7 +2,7 @@
 //! claims, answers, cancels and aborts, each fenced in its SQL by the states it leaves and
 //! the lease that may make it. The rules are [`crate::store::queue::answers`].
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension};
 
 use super::reads::get;
 use super::row::LEASE_LIVE;
@@ -14,7 +14,6 @@ use crate::protocol::types::{Answer, Outcome};
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence};
 use crate::store::driver::{AnswerReads, AnswerStatements};
 use crate::store::queue;
-use crate::store::sqlite::events;
 use crate::store::sqlite::sql::{Sql, SqlRead};
 use crate::store::types::Lease;
 use crate::store::ProviderFile;
@@ -23,47 +22,47 @@ use crate::store::ProviderFile;
 // each is the queue's rule on this transaction, nothing more.
 
 /// [`queue::answers::claim`] on `tx`.
-pub fn claim(tx: &Transaction, lease: &Lease, id: &str, now: Millis) -> Result<RequestRow> {
-    queue::answers::claim(&mut Sql(tx), now, lease, id)
+pub fn claim(tx: &mut Sql<'_, '_>, lease: &Lease, id: &str, now: Millis) -> Result<RequestRow> {
+    queue::answers::claim(tx, now, lease, id)
 }
 
 /// [`queue::answers::answer`] on `tx`.
 pub fn answer(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     lease: &Lease,
     id: &str,
     answer: &Answer,
     now: Millis,
 ) -> Result<Outcome> {
-    queue::answers::answer(&mut Sql(tx), now, lease, id, answer)
+    queue::answers::answer(tx, now, lease, id, answer)
 }
 
 /// [`queue::answers::cancel`] on `tx`.
 pub fn cancel(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     lease: &Lease,
     id: &str,
     reason: Option<&str>,
     now: Millis,
 ) -> Result<Outcome> {
-    queue::answers::cancel(&mut Sql(tx), now, lease, id, reason)
+    queue::answers::cancel(tx, now, lease, id, reason)
 }
 
 /// [`queue::answers::abort`] on `tx`.
 pub fn abort(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     id: &str,
     reason: Option<&str>,
     actor: &Actor,
     now: Millis,
 ) -> Result<Outcome> {
-    queue::answers::abort(&mut Sql(tx), now, id, reason, actor)
+    queue::answers::abort(tx, now, id, reason, actor)
 }
 
 /// The answer file `(id, token, answer)` on `tx` ([`queue::answers::apply_answer_file`]):
 /// its outcome and whether it was a replay.
 pub fn answer_replayable(
-    tx: &Transaction,
+    tx: &mut Sql<'_, '_>,
     token: &str,
     id: &str,
     answer: &Answer,
@@ -74,7 +73,7 @@ pub fn answer_replayable(
         token: token.into(),
         answer: answer.clone(),
     };
-    queue::answers::apply_answer_file(&mut Sql(tx), now, &file)
+    queue::answers::apply_answer_file(tx, now, &file)
 }
 
 impl AnswerReads for SqlRead<'_> {
@@ -209,6 +208,6 @@ impl AnswerStatements for Sql<'_, '_> {
     fn rollback_answer_file(&mut self) -> Result<()> {
         self.0
             .execute_batch("ROLLBACK TO answer_file; RELEASE answer_file")?;
-        events::savepoint_rolled_back(self.0)
+        self.savepoint_rolled_back()
     }
 }

@@ -11,8 +11,8 @@ use crate::store::queue;
 use crate::store::sqlite::sql::Sql;
 
 /// Abort every open request whose deadline has passed at `now`.
-pub fn abort_overdue(tx: &Transaction, now: Millis) -> Result<Vec<String>> {
-    queue::requests::abort_overdue(&mut Sql(tx), now)
+pub fn abort_overdue(tx: &mut Sql<'_, '_>, now: Millis) -> Result<Vec<String>> {
+    queue::requests::abort_overdue(tx, now)
 }
 
 /// The open requests whose deadline is before `now`.
