@@ -13,9 +13,10 @@ use crate::store::{Event, FeedPos, ListFilter, RequestRow, Status, Store};
 /// How many positions one read of [`NewRequests::next_batch`] covers at most.
 const BATCH: usize = 512;
 
-/// The high-water mark of requests seen. Positions are the store's arrival order, so
-/// "every request above the last one seen" is exactly the set accepted since, however
-/// it arrived (an inbox file, `dshq ask`, another daemon).
+/// The high-water mark of requests seen. Positions are the event log's, which both
+/// drivers number in commit order, so "every `accepted` event above the last one seen" is
+/// exactly the set accepted since, however it arrived (an inbox file, `dshq ask`, another
+/// daemon on another host), and none is skipped by a write that committed late.
 #[derive(Debug, Clone)]
 pub struct NewRequests {
     after: FeedPos,
@@ -25,7 +26,7 @@ impl NewRequests {
     /// Start after the newest request: only requests accepted from now on are new.
     pub fn from_now(store: &mut dyn Store) -> Result<NewRequests> {
         Ok(NewRequests {
-            after: store.feed_head()?,
+            after: store.events_head()?,
         })
     }
 
@@ -150,13 +151,9 @@ pub fn events_after(store: &mut dyn Store, after: FeedPos, max: usize) -> Result
     Ok(out)
 }
 
-/// Open requests (of one context) up to position `upto`, oldest first.
-pub fn open_upto(
-    store: &mut dyn Store,
-    context: Option<&str>,
-    upto: FeedPos,
-) -> Result<Vec<RequestRow>> {
-    store.open_upto(context, upto)
+/// The open requests (of one context), oldest first.
+pub fn open_requests(store: &mut dyn Store, context: Option<&str>) -> Result<Vec<RequestRow>> {
+    store.open_requests(context)
 }
 
 /// The next request of `context` after `after` that is pending, or claimed by the
@@ -272,7 +269,7 @@ pub fn review_queue(
         None
     };
     let mut rows: Vec<RequestRow> = store
-        .open_upto(Some(context), FeedPos::MAX)?
+        .open_requests(Some(context))?
         .into_iter()
         .filter(|r| {
             r.status == Status::Pending

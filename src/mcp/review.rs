@@ -38,7 +38,7 @@ use crate::app::provide::Acting;
 use crate::core::access::Action;
 use crate::protocol::types::{Answer, AnswerItem, Question, Request, DEFAULT_CONTEXT};
 use crate::protocol::{Code, UserQuestionError};
-use crate::store::{FeedPos, RequestRow};
+use crate::store::RequestRow;
 use crate::text::{multi_line, one_line};
 
 /// The name the review's lease is registered with: `mcp-CLIENT`, so `provider status` and
@@ -503,7 +503,7 @@ pub async fn review_questions(
 pub async fn still_open(backend: &Backend, context: &str) -> usize {
     let context = context.to_string();
     backend
-        .read(move |store| app::feed::open_upto(store, Some(&context), FeedPos::MAX))
+        .read(move |store| app::feed::open_requests(store, Some(&context)))
         .await
         .map(|rows| rows.len())
         .unwrap_or(0)

@@ -234,12 +234,12 @@ pub type ExportSink<'a> =
 /// A position in the arrival order of requests, for feeds ([`Store::feed`]).
 pub type FeedPos = i64;
 
-/// A page of the feed of new requests.
+/// A page of the feed of new requests ([`Store::feed`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FeedPage {
     /// New accepted requests (never rejections), oldest first.
     pub requests: Vec<RequestRow>,
-    /// Everything up to here has been read (rejections included).
+    /// Every event up to here has been read (those of other kinds included).
     pub upto: FeedPos,
 }
 
@@ -458,16 +458,14 @@ pub trait Store: Send {
 
     // ---- feeds -----------------------------------------------------------------------
 
-    /// The newest position (0 for an empty store): a feed started here sees only what
-    /// arrives from now on.
-    fn feed_head(&mut self) -> Result<FeedPos>;
-
-    /// New accepted requests after `after` (at most `limit` positions read).
+    /// New accepted requests after event position `after` (at most `limit` positions
+    /// read): each one's `accepted` event. A feed started at [`Store::events_head`] sees
+    /// only what arrives from then on.
     fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage>;
 
-    /// The newest position in the event log (0 for an empty log): an event feed started
-    /// here sees only what happens from now on. Event positions are their own order, not
-    /// [`FeedPos`] of requests.
+    /// The newest position in the event log (0 for an empty log): a feed started here
+    /// sees only what happens from now on. Positions are in commit order on both drivers
+    /// ([`driver::feed`]).
     fn events_head(&mut self) -> Result<FeedPos>;
 
     /// Events of `kinds` about accepted requests that match `filter` (its contexts,
@@ -481,8 +479,8 @@ pub trait Store: Send {
         limit: usize,
     ) -> Result<EventPage>;
 
-    /// Open requests (of one context) up to position `upto`, oldest first.
-    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>>;
+    /// The open requests (of one context), oldest first.
+    fn open_requests(&mut self, context: Option<&str>) -> Result<Vec<RequestRow>>;
 
     // ---- the audit -------------------------------------------------------------------
 

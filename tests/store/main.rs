@@ -63,6 +63,7 @@ conformance!(
     scenarios::a_rejection_records_its_actor,
     scenarios::the_use_cases_compose,
     scenarios::the_event_feed_pages_in_order,
+    scenarios::the_request_feed_sees_each_accepted_request_once,
     scenarios::prune_keeps_open_requests_and_verifies,
     scenarios::a_host_takes_over_only_its_own_leases,
     lifecycle::accept_claim_answer,

@@ -769,8 +769,8 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
     step!("while open", s.while_open(None, &mut |ids| Ok(ids.len()))).ok();
     step!("exit boss", s.agent_exit("boss", &boss.instance)).ok();
     step!("feed", s.feed(0, 100)).ok();
-    step!("feed head", s.feed_head()).ok();
-    step!("open upto", s.open_upto(Some("ctx"), 100)).ok();
+    step!("events head", s.events_head()).ok();
+    step!("open requests", s.open_requests(Some("ctx"))).ok();
     step!(
         "list grep",
         s.list(&ListFilter {
@@ -882,7 +882,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
     // Last: a view (SQLite's is for reads only; nothing is written after it).
     clock.advance(60_000);
     step!("view", s.view_now()).ok();
-    step!("open after view", s.open_upto(None, 100)).ok();
+    step!("open after view", s.open_requests(None)).ok();
     step!("agents after view", s.agents(false)).ok();
     step!("leases after view", s.lease_status(None)).ok();
     step!("events after view", s.events_head()).ok();

@@ -549,3 +549,69 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
     );
     assert_eq!(store.verify(&[]).unwrap().broken, None);
 }
+
+/// The feed of new requests: from the log's head on, each accepted request once, oldest
+/// first, never a rejection, whatever else happened in between (a lease, a claim, an
+/// answer), read one position a page; the open queue and the open ids among given ones.
+pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "before");
+    let start = store.events_head().unwrap();
+    ask(&mut store, "f1");
+    let bad: Request = serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap();
+    let rejected = store
+        .ask(AskInput {
+            request: Ok(bad),
+            fallback_id: None,
+            salvaged: (Some("bad".into()), None),
+            raw: "{}".into(),
+            source: Source::Cli,
+            actor: Actor::Cli,
+        })
+        .unwrap();
+    assert!(matches!(rejected, Asked::Rejected { .. }), "{rejected:?}");
+    let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
+    let lease = LeaseRef::Token(reg.lease.clone());
+    store
+        .provide(&lease, ProviderAct::Answer("f1".into(), pick("SQLite")))
+        .unwrap();
+    ask(&mut store, "f2");
+    let (mut after, mut seen) = (start, Vec::new());
+    loop {
+        let page = store.feed(after, 1).unwrap();
+        seen.extend(page.requests.into_iter().map(|r| r.id.unwrap_or_default()));
+        if page.upto == after {
+            break;
+        }
+        assert!(
+            page.upto > after,
+            "the feed went back: {after} -> {}",
+            page.upto
+        );
+        after = page.upto;
+    }
+    assert_eq!(seen, ["f1", "f2"], "each accepted request once, in order");
+    assert_eq!(after, store.events_head().unwrap(), "read up to the head");
+    assert!(store.feed(after, 100).unwrap().requests.is_empty());
+
+    let open: Vec<String> = store
+        .open_requests(Some("ctx"))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.unwrap_or_default())
+        .collect();
+    assert_eq!(open, ["before", "f2"], "the answered one is not open");
+    assert!(store.open_requests(Some("elsewhere")).unwrap().is_empty());
+    let mut given = Vec::new();
+    let n = store
+        .while_open(Some(&["f2", "f1", "nope", "before"]), &mut |ids| {
+            given = ids.to_vec();
+            Ok(ids.len())
+        })
+        .unwrap();
+    assert_eq!(
+        (n, given),
+        (2, vec!["f2".to_string(), "before".to_string()])
+    );
+}

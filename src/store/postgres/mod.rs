@@ -33,6 +33,7 @@
 pub mod agents;
 pub mod conn;
 pub mod events;
+mod feed;
 pub mod leases;
 pub mod requests;
 mod store;

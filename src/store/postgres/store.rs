@@ -12,19 +12,19 @@ use std::path::{Path, PathBuf};
 use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
-use super::requests::reads;
 use super::tx::PgRead;
 use super::{audit, events, export, history, prune, requests, tokens, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
 use crate::protocol::Outcome;
+use crate::store::driver::FeedReads;
 use crate::store::queue;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
     ListFilter, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Record, Registered,
-    RequestRow, Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
+    RequestRow, Revoked, Stats, Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The PostgreSQL backend: one connection, this host's root and origin, and (for tests) a
@@ -237,10 +237,7 @@ impl Store for PgStore {
         ids: Option<&[&str]>,
         remove: &mut dyn FnMut(&[String]) -> Result<usize>,
     ) -> Result<usize> {
-        self.write_no_sweep(|t, _| {
-            let open = reads::open_ids(&mut t.tx, ids)?;
-            remove(&open)
-        })
+        self.write_no_sweep(|t, _| queue::feed::while_open(t, ids, remove))
     }
 
     fn view_now(&mut self) -> Result<()> {
@@ -259,35 +256,13 @@ impl Store for PgStore {
         self.db.read(|c| requests::list(c, filter))
     }
 
-    fn feed_head(&mut self) -> Result<FeedPos> {
-        self.db.read(reads::feed_head)
-    }
-
     fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.db.read(|c| {
-            let seqs = reads::feed_rows(c, after, limit)?;
-            let mut page = FeedPage {
-                requests: Vec::with_capacity(seqs.len()),
-                upto: after,
-            };
-            for (seq, id, status) in seqs {
-                page.upto = page.upto.max(seq);
-                if status == Status::Rejected.as_str() {
-                    continue;
-                }
-                if let Some(id) = id {
-                    if let Some(row) = requests::get(c, &id)?.filter(|r| r.seq == seq) {
-                        page.requests.push(row);
-                    }
-                }
-            }
-            Ok(page)
-        })
+        self.db
+            .read(|c| queue::feed::new_requests(&mut PgRead(c), after, limit))
     }
 
     fn events_head(&mut self) -> Result<FeedPos> {
-        self.db.read(events::head)
+        self.db.read(|c| PgRead(c).events_head())
     }
 
     fn request_events(
@@ -297,30 +272,12 @@ impl Store for PgStore {
         filter: &ListFilter,
         limit: usize,
     ) -> Result<EventPage> {
-        self.db.read(|c| {
-            // The bound first: an event committed meanwhile lies above it and is read
-            // next time, never skipped. Events are numbered under the write lock in
-            // commit order, so nothing below the bound can still appear.
-            let upto = events::upto(c, after, limit)?;
-            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-            let mut about: std::collections::HashMap<i64, RequestRow> =
-                reads::event_requests(c, after, upto, &names, filter)?
-                    .into_iter()
-                    .collect();
-            let events = if about.is_empty() {
-                Vec::new()
-            } else {
-                events::range(c, after, upto)?
-                    .into_iter()
-                    .filter_map(|e| about.remove(&e.seq).map(|r| (e, r)))
-                    .collect()
-            };
-            Ok(EventPage { events, upto })
-        })
+        self.db
+            .read(|c| queue::feed::request_events(&mut PgRead(c), after, kinds, filter, limit))
     }
 
-    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>> {
-        self.db.read(|c| reads::open_upto(c, context, upto))
+    fn open_requests(&mut self, context: Option<&str>) -> Result<Vec<RequestRow>> {
+        self.db.read(|c| PgRead(c).open_requests(context))
     }
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {

@@ -11,6 +11,7 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod feed;
 pub mod leases;
 pub mod prune;
 pub mod requests;

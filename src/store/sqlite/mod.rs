@@ -16,6 +16,7 @@ pub mod agents;
 pub mod audit;
 pub mod conn;
 pub mod events;
+mod feed;
 pub mod history;
 pub mod leases;
 pub mod prune;

@@ -14,13 +14,14 @@ use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
 use crate::protocol::Outcome;
+use crate::store::driver::FeedReads;
 use crate::store::export::camel;
 use crate::store::queue;
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
     HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
     ListFilter, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Registered, RequestRow,
-    Revoked, Stats, Status, Store, Swept, TokenCredential, Verified, WebToken,
+    Revoked, Stats, Store, Swept, TokenCredential, Verified, WebToken,
 };
 
 /// A clock: milliseconds since the epoch.
@@ -216,29 +217,8 @@ impl Store for SqliteStore {
         ids: Option<&[&str]>,
         remove: &mut dyn FnMut(&[String]) -> Result<usize>,
     ) -> Result<usize> {
-        write_no_sweep(&mut self.conn, |tx| {
-            let open: Vec<String> = match ids {
-                None => {
-                    let mut stmt = tx.prepare_cached(
-                        "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL",
-                    )?;
-                    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                    rows.collect::<rusqlite::Result<_>>()?
-                }
-                Some(ids) => {
-                    let mut stmt = tx.prepare_cached(
-                        "SELECT 1 FROM requests WHERE id = ?1 AND status IN ('pending', 'claimed')",
-                    )?;
-                    let mut open = Vec::new();
-                    for id in ids {
-                        if stmt.query_row([id], |_| Ok(())).optional()?.is_some() {
-                            open.push(id.to_string());
-                        }
-                    }
-                    open
-                }
-            };
-            remove(&open)
+        write_no_sweep(&mut self.conn, |db| {
+            queue::feed::while_open(db, ids, remove)
         })
     }
 
@@ -259,56 +239,12 @@ impl Store for SqliteStore {
         requests::list(&self.conn, filter)
     }
 
-    fn feed_head(&mut self) -> Result<FeedPos> {
-        Ok(self
-            .conn
-            .query_row("SELECT COALESCE(MAX(seq), 0) FROM requests", [], |r| {
-                r.get(0)
-            })?)
-    }
-
     fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
-        let seqs: Vec<(i64, Option<String>, String)> = {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT seq, id, status FROM requests WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![after, limit as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        let mut page = FeedPage {
-            requests: Vec::with_capacity(seqs.len()),
-            upto: after,
-        };
-        for (seq, id, status) in seqs {
-            page.upto = page.upto.max(seq);
-            if status == Status::Rejected.as_str() {
-                continue;
-            }
-            if let Some(id) = id {
-                if let Some(row) = requests::get(&self.conn, &id)?.filter(|r| r.seq == seq) {
-                    page.requests.push(row);
-                }
-            }
-        }
-        Ok(page)
+        queue::feed::new_requests(&mut SqlRead(&self.conn), after, limit)
     }
 
-    fn open_upto(&mut self, context: Option<&str>, upto: FeedPos) -> Result<Vec<RequestRow>> {
-        let ids: Vec<String> = {
-            let mut stmt = self.conn.prepare(
-                "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND seq <= ?1
-                 AND (?2 IS NULL OR context = ?2) ORDER BY seq",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![upto, context], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            out.extend(requests::get(&self.conn, &id)?);
-        }
-        Ok(out)
+    fn open_requests(&mut self, context: Option<&str>) -> Result<Vec<RequestRow>> {
+        SqlRead(&self.conn).open_requests(context)
     }
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
@@ -326,7 +262,7 @@ impl Store for SqliteStore {
     }
 
     fn events_head(&mut self) -> Result<FeedPos> {
-        events::head(&self.conn)
+        SqlRead(&self.conn).events_head()
     }
 
     fn request_events(
@@ -336,23 +272,7 @@ impl Store for SqliteStore {
         filter: &ListFilter,
         limit: usize,
     ) -> Result<EventPage> {
-        // The bound first: an event committed meanwhile lies above it and is read next
-        // time, never skipped.
-        let upto = events::upto(&self.conn, after, limit)?;
-        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        let mut about: std::collections::HashMap<i64, RequestRow> =
-            requests::reads::event_requests(&self.conn, after, upto, &names, filter)?
-                .into_iter()
-                .collect();
-        let events = if about.is_empty() {
-            Vec::new()
-        } else {
-            events::range(&self.conn, after, upto)?
-                .into_iter()
-                .filter_map(|e| about.remove(&e.seq).map(|r| (e, r)))
-                .collect()
-        };
-        Ok(EventPage { events, upto })
+        queue::feed::request_events(&mut SqlRead(&self.conn), after, kinds, filter, limit)
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {

@@ -138,43 +138,16 @@ pub fn list(c: &mut impl GenericClient, f: &ListFilter) -> Result<Vec<RequestRow
     )?)
 }
 
-/// The newest request position (0 for an empty store).
-pub fn feed_head(c: &mut impl GenericClient) -> Result<i64> {
-    Ok(
-        c.query_one("SELECT COALESCE(MAX(seq), 0)::bigint FROM requests", &[])?
-            .try_get(0)?,
-    )
-}
-
-/// The rows after position `after`, at most `limit`: (seq, id, status), oldest first.
-pub fn feed_rows(
-    c: &mut impl GenericClient,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<(i64, Option<String>, String)>> {
-    c.query(
-        "SELECT seq, id, status FROM requests WHERE seq > $1 ORDER BY seq LIMIT $2",
-        &[&after, &limit],
-    )?
-    .iter()
-    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
-    .collect()
-}
-
-/// Open requests (of one context) up to position `upto`, oldest first.
-pub fn open_upto(
-    c: &mut impl GenericClient,
-    context: Option<&str>,
-    upto: i64,
-) -> Result<Vec<RequestRow>> {
+/// The open requests of `context` (every context for `None`), oldest first.
+pub fn open_requests(c: &mut impl GenericClient, context: Option<&str>) -> Result<Vec<RequestRow>> {
     rows(&c.query(
         &format!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE r.status IN ('pending', 'claimed') AND r.seq <= $1
-               AND ($2::text IS NULL OR r.context = $2::text)
+             WHERE r.status IN ('pending', 'claimed')
+               AND ($1::text IS NULL OR r.context = $1::text)
              ORDER BY r.seq"
         ),
-        &[&upto, &context],
+        &[&context],
     )?)
 }
 

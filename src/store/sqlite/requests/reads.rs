@@ -107,3 +107,42 @@ pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// The open requests of `context` (every context for `None`), oldest first.
+pub fn open_requests(conn: &Connection, context: Option<&str>) -> Result<Vec<RequestRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM {FROM}
+         WHERE r.status IN ('pending', 'claimed') AND (?1 IS NULL OR r.context = ?1)
+         ORDER BY r.seq"
+    ))?;
+    let rows = stmt.query_map([context], row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The open requests among `ids`, in the order given (every open one for `None`), by id.
+pub fn open_ids(conn: &Connection, ids: Option<&[&str]>) -> Result<Vec<String>> {
+    Ok(match ids {
+        None => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM requests WHERE status IN ('pending', 'claimed') AND id IS NOT NULL
+                 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        }
+        Some(ids) => {
+            let mut stmt = conn.prepare_cached(
+                "SELECT 1 FROM requests WHERE id = ?1 AND status IN ('pending', 'claimed')",
+            )?;
+            let mut open = Vec::new();
+            for id in ids {
+                if rusqlite::OptionalExtension::optional(stmt.query_row([id], |_| Ok(())))?
+                    .is_some()
+                {
+                    open.push(id.to_string());
+                }
+            }
+            open
+        }
+    })
+}
