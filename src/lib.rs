@@ -6,20 +6,30 @@
 //! provider, and errors with stable codes. dshq keeps that seam in a durable store (SQLite)
 //! so askers and answerers need not be alive at the same time.
 //!
-//! One core, many faces (`docs/DESIGN.md`, "Layers"): a face calls a use-case in [`app`],
-//! which makes one transaction on a [`store::Store`] and returns a typed result.
+//! One core, many faces (`docs/DESIGN.md`, "Layers"): a face parses its input, calls a
+//! use-case in [`app`], which makes one transaction on a [`store::Store`], and renders the
+//! typed result. From the bottom up:
 //!
-//! - [`core`]: the lifecycle and the audit's vocabulary as types; pure.
-//! - [`protocol`]: the vocabulary and its rules; pure.
-//! - [`text`]: the one sanitiser for asker-supplied text shown to a person; pure.
-//! - [`markdown`]: the one Markdown front end (a plan, for the page and the terminal); pure.
-//! - [`app`]: the use-cases (ask, provide, session, agents, sweep, feed, audit).
-//! - [`store`]: the seam, a trait with one method per transaction, and its SQLite backend
-//!   ([`store::sqlite`], the only place the SQLite crate is used).
-//! - [`files`]: the directory API (inbox, outbox, answer files).
-//! - [`daemon`]: the host loop.
-//! - [`hooks`]: the daemon's `--on-question` hook.
-//! - [`cli`]: the command line: args → use-case → render.
+//! - [`core`], [`protocol`]: the lifecycle, the audit's vocabulary, the dsh vocabulary and
+//!   its rules, as types; pure. [`clock`], [`text`] (the one sanitiser for asker-supplied
+//!   text shown to a person) and [`markdown`] (the one Markdown front end) are pure too.
+//! - [`store`]: the seam (`trait Store`, one method per transaction); the queue's rules
+//!   written once ([`store::queue`]) over the statements a driver offers
+//!   ([`store::driver`]); the two drivers, [`store::sqlite`] (the default, bundled) and
+//!   [`store::postgres`] (one store for many hosts), each the only place its client crate
+//!   and its SQL live; the keyed event chain ([`store::chain`]).
+//! - [`root`], [`config`]: where the state lives and the operator's settings.
+//! - [`files`]: the directory API (inbox, outbox, answer files), written atomically.
+//! - [`app`]: the use-cases every face calls (ask, provide, session, agents, sweep, feed,
+//!   audit, prune, tokens, backup).
+//! - [`views`]: the JSON views every JSON-speaking face shares (CLI `--json`, the API,
+//!   hooks, MCP); [`output`]: terminal rendering, for the CLI only.
+//! - [`daemon`] (the file loop), [`hooks`] (`--on-question`), [`metrics`], [`shutdown`].
+//! - [`host`]: `daemon --listen`, the tokio host around the file loop: the database
+//!   thread, the change broadcast after each commit, listeners, health.
+//! - The faces: [`web`] (the JSON API, the event stream, the page), [`mcp`] (the MCP
+//!   server over stdio and `/mcp`), [`cli`] (args → use-case → render; the reviewer's
+//!   screen in `cli::interactive`).
 
 #![warn(missing_docs)]
 
@@ -42,6 +52,7 @@ pub mod root;
 pub mod shutdown;
 pub mod store;
 pub mod text;
+pub mod views;
 pub mod web;
 
 pub use error::{Error, Result};

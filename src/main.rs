@@ -3,7 +3,8 @@
 
 use std::io::IsTerminal;
 
-use dshq::output::{print_json, ErrorDoc};
+use dshq::output::print_json;
+use dshq::views::ErrorDoc;
 use dshq::Error;
 
 fn main() {

@@ -3,7 +3,8 @@
 use super::{require_lease, Ctx};
 use crate::app;
 use crate::error::{Error, Result};
-use crate::output::{emit, show_text, RequestView};
+use crate::output::{emit, show_text};
+use crate::views::RequestView;
 
 /// Arguments of `dshq claim`.
 #[derive(Debug, clap::Args)]

@@ -4,8 +4,9 @@
 use super::Ctx;
 use crate::app;
 use crate::error::Result;
-use crate::output::{list_text, print_json, RequestSummary};
+use crate::output::{list_text, print_json};
 use crate::store::{ListFilter, Status};
+use crate::views::RequestSummary;
 
 /// Arguments of `dshq list`.
 #[derive(Debug, clap::Args)]

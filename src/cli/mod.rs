@@ -293,7 +293,7 @@ pub fn parse() -> (Cli, Option<clap::ArgMatches>) {
 fn error_exit(e: &Error) -> ! {
     let ue = e.to_user_error();
     if std::env::args_os().any(|a| a == "--json") {
-        crate::output::print_json(&crate::output::ErrorDoc { error: &ue });
+        crate::output::print_json(&crate::views::ErrorDoc { error: &ue });
     } else {
         eprintln!(
             "error: {}: {}",
@@ -325,7 +325,7 @@ fn usage_exit(e: clap::Error) -> ! {
             .strip_prefix("error: ")
             .unwrap_or(message.trim());
         let ue = crate::protocol::UserQuestionError::new(crate::protocol::Code::Usage, message);
-        crate::output::print_json(&crate::output::ErrorDoc { error: &ue });
+        crate::output::print_json(&crate::views::ErrorDoc { error: &ue });
         std::process::exit(crate::protocol::Code::Usage.exit_status());
     }
     e.exit()

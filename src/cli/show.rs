@@ -3,7 +3,8 @@
 use super::Ctx;
 use crate::app;
 use crate::error::{Error, Result};
-use crate::output::{emit, show_text, RequestView};
+use crate::output::{emit, show_text};
+use crate::views::RequestView;
 
 /// Arguments of `dshq show`.
 #[derive(Debug, clap::Args)]

@@ -107,7 +107,7 @@ fn json_line(row: &RequestRow, event: Option<&Event>) -> String {
     let Some(e) = event else {
         return request_json(row);
     };
-    let mut v = serde_json::to_value(crate::output::RequestView::from_row(row))
+    let mut v = serde_json::to_value(crate::views::RequestView::from_row(row))
         .expect("a request view serializes");
     v["event"] = serde_json::json!({
         "kind": e.kind,

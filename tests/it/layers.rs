@@ -79,3 +79,34 @@ fn no_module_imports_a_module_that_imports_it_back() {
     );
     assert!(text.contains("cycles 0"), "{text}");
 }
+
+#[test]
+fn the_network_faces_use_the_views_not_the_terminal_rendering() {
+    // The API, the page, MCP, the hooks and the host serve JSON or HTML to other
+    // programs: they share `views`, and terminal rendering (`output`) stays the CLI's.
+    let root = src();
+    let mut offenders = Vec::new();
+    for dir in ["web", "mcp", "host", "app", "store", "files"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no files under src/{dir}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            if text.contains("crate::output::") {
+                offenders.push(f.strip_prefix(&root).unwrap().display().to_string());
+            }
+        }
+    }
+    for f in ["hooks.rs", "daemon.rs", "views.rs"] {
+        if std::fs::read_to_string(root.join(f))
+            .unwrap()
+            .contains("crate::output::")
+        {
+            offenders.push(f.to_string());
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "terminal rendering used by: {offenders:?}"
+    );
+}
