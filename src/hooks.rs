@@ -37,9 +37,9 @@ use std::time::{Duration, Instant};
 
 use crate::app::feed::NewRequests;
 use crate::error::{Error, Result};
-use crate::output::RequestView;
 use crate::root::Root;
 use crate::store::{RequestRow, Store};
+use crate::views::RequestView;
 
 /// The document a hook reads on stdin and `dshq watch --json` prints: the same as
 /// `dshq --json show ID`, on one line.
