@@ -15,7 +15,6 @@
 //! records where the keyed part starts, so that switch point cannot be moved from the
 //! database.
 
-use std::cell::RefCell;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -127,7 +126,7 @@ pub fn load_key(dir: &Path) -> Result<Option<AuditKey>> {
 static KEYS: Mutex<Vec<(PathBuf, Arc<AuditKey>)>> = Mutex::new(Vec::new());
 
 /// The root's key, created (covering events from `next_seq` on) when the root has none.
-/// Only a writer holding the database's write lock calls this, so two processes never
+/// Only a writer holding the log's append lock (SQLite's writer, PostgreSQL's chain lock) calls this, so two processes never
 /// create keys with different start points; a concurrent creation still resolves to one
 /// file (created under a temporary name, then linked into place without replacing).
 ///
@@ -281,27 +280,6 @@ impl HashInput<'_> {
 
 pub use crate::protocol::digest::hex;
 
-/// The head of this thread's open write transaction once it appended an event: the next
-/// append of the same transaction chains from it instead of reading the log's last event
-/// again, and after the commit [`publish_head`] writes it to the root's `audit.head`.
-///
-/// It is only ever the head of the transaction that staged it: every write begins with
-/// [`forget_head`] and ends with [`publish_head`] (commit) or [`forget_head`] (rollback),
-/// a rollback to a savepoint re-reads it, and it names the connection it belongs to (the
-/// backend's handle), so an append on another connection reads the log. A write
-/// transaction holds the database's write lock, so no other process appends meanwhile.
-#[derive(Debug)]
-pub struct TxHead {
-    /// The connection whose transaction appended (its handle, as a number).
-    pub conn: usize,
-    /// The root, for the anchor file; `None` for an in-memory store.
-    pub dir: Option<PathBuf>,
-    /// The key appends of this transaction hash with.
-    pub key: Option<Arc<AuditKey>>,
-    /// The newest event appended.
-    pub anchor: Anchor,
-}
-
 /// The chain's head inside one write transaction once it appended an event: the next
 /// append of the same transaction chains from it instead of reading the log's last event
 /// again, and after the commit [`ChainHead::publish`] writes it to the root's
@@ -327,51 +305,6 @@ impl ChainHead {
         if let Err(e) = write_anchor(&dir.join(ANCHOR_FILE), &self.anchor) {
             tracing::warn!(error = %e, "could not write the audit head");
         }
-    }
-}
-
-thread_local! {
-    static PENDING_HEAD: RefCell<Option<TxHead>> = const { RefCell::new(None) };
-}
-
-/// Stage the head an append made in this thread's open transaction.
-pub fn stage_head(head: TxHead) {
-    PENDING_HEAD.with(|h| *h.borrow_mut() = Some(head));
-}
-
-/// Take the head staged by connection `conn`'s open transaction (`None` when it has
-/// appended nothing yet, or another connection staged it: the caller reads the log).
-pub fn take_head(conn: usize) -> Option<TxHead> {
-    PENDING_HEAD.with(|h| {
-        let mut h = h.borrow_mut();
-        if h.as_ref().is_some_and(|t| t.conn == conn) {
-            h.take()
-        } else {
-            None
-        }
-    })
-}
-
-/// Forget a head left by a transaction that rolled back (call before a write begins, and
-/// when one rolls back).
-pub fn forget_head() {
-    PENDING_HEAD.with(|h| h.borrow_mut().take());
-}
-
-/// After a commit: write the head it appended to `audit.head` (atomically: a temporary
-/// file renamed over it). A failure is logged, not returned: the write is
-/// committed, and the anchor only lags (a lagging anchor is still contained in the log).
-pub fn publish_head() {
-    let Some(TxHead {
-        dir: Some(dir),
-        anchor,
-        ..
-    }) = PENDING_HEAD.with(|h| h.borrow_mut().take())
-    else {
-        return;
-    };
-    if let Err(e) = write_anchor(&dir.join(ANCHOR_FILE), &anchor) {
-        tracing::warn!(error = %e, "could not write the audit head");
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -935,7 +936,6 @@ fn one_scripted_history_reads_the_same_on_sqlite_and_postgres() {
 
 #[test]
 fn a_commit_that_appended_an_event_notifies_and_bookkeeping_does_not() {
-    use std::time::Duration;
     let url = fresh();
     let mut listening = open(&url);
     let mut wakeups = listening
@@ -968,38 +968,117 @@ fn a_commit_that_appended_an_event_notifies_and_bookkeeping_does_not() {
     drop(reg);
 }
 
+/// Whether some session of the server is waiting for a lock (`pg_stat_activity`).
+fn someone_waits_for_a_lock(client: &mut postgres::Client) -> bool {
+    client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                             WHERE wait_event_type = 'Lock' AND datname = current_database())",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Poll `cond` until it holds, for at most `secs` seconds.
+fn within(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
 #[test]
-fn a_writer_waits_for_the_write_lock_held_elsewhere_and_its_session_bounds_the_wait() {
+fn writes_in_other_contexts_do_not_wait_for_an_open_write_and_every_wait_is_bounded() {
     let url = fresh();
     let mut store = open(&url);
-    let settings: Vec<String> = ["lock_timeout", "idle_in_transaction_session_timeout"]
-        .iter()
-        .map(|name| {
-            store
-                .client()
-                .unwrap()
-                .query_one(&format!("SHOW {name}"), &[])
-                .unwrap()
-                .get(0)
-        })
-        .collect();
-    assert_eq!(settings, ["30s", "1min"]);
-    // Held elsewhere, the lock makes a writer wait, not fail, within the timeout.
-    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let mut held = other.transaction().unwrap();
-    held.execute(
-        "SELECT pg_advisory_xact_lock($1)",
-        &[&dshq::store::postgres::conn::WRITE_LOCK],
-    )
-    .unwrap();
+    let settings: Vec<String> = [
+        "lock_timeout",
+        "idle_in_transaction_session_timeout",
+        "statement_timeout",
+    ]
+    .iter()
+    .map(|name| {
+        store
+            .client()
+            .unwrap()
+            .query_one(&format!("SHOW {name}"), &[])
+            .unwrap()
+            .get(0)
+    })
+    .collect();
+    assert_eq!(settings, ["15s", "5s", "30s"]);
+    ask(&mut store, "x1", "x");
+    ask(&mut store, "y1", "y");
+    ask(&mut store, "y2", "y");
+    let (rx, _) = store.register("x", "alice", 600_000).unwrap();
+    let (ry, _) = store.register("y", "bob", 600_000).unwrap();
+    let (x_lease, y_lease) = (LeaseRef::Token(rx.lease), LeaseRef::Token(ry.lease));
+
+    // Another host inside a write in context x: its claim of x1 made, not committed, and
+    // the row numbering of an ask taken as well (the two locks a host can hold longest).
+    let mut host_a = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    host_a
+        .batch_execute(dshq::store::postgres::conn::SESSION_SETUP)
+        .unwrap();
+    let mut open_write = host_a.transaction().unwrap();
+    open_write
+        .batch_execute(&format!(
+            "SELECT pg_advisory_xact_lock_shared({});
+             SELECT pg_advisory_xact_lock({});
+             UPDATE requests SET status = 'claimed', claimed_lease = {}, claimed_ms = 1 WHERE id = 'x1'",
+            dshq::store::postgres::conn::WRITE_LOCK,
+            dshq::store::postgres::tx::ROWS_LOCK,
+            1,
+        ))
+        .unwrap();
+    // Meanwhile, in context y: a claim and an answer commit, without waiting.
+    match store.provide(&y_lease, ProviderAct::ClaimNext).unwrap() {
+        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("y1")),
+        other => panic!("{other:?}"),
+    }
+    store
+        .provide(&y_lease, ProviderAct::Answer("y1".into(), pick("SQLite")))
+        .unwrap();
+    assert_eq!(store.get("y1").unwrap().unwrap().status, Status::Answered);
+    // A claim in x skips the row the open write holds: nothing else is pending there.
+    let e = store.provide(&x_lease, ProviderAct::ClaimNext).unwrap_err();
+    assert_eq!(code(&e), Code::NotFound, "{e}");
+
+    // An ask must number its row after the open write's: it waits (and says so in the
+    // server's activity), and commits once the open write ends.
     let url2 = url.clone();
-    let waiting = std::thread::spawn(move || {
+    let asking = std::thread::spawn(move || {
         let mut s = open(&url2);
-        ask(&mut s, "waited", "ctx");
+        ask(&mut s, "waited", "y");
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(store.get("waited").unwrap().is_none(), "the writer waits");
-    held.commit().unwrap();
-    waiting.join().unwrap();
+    let mut probe = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    assert!(
+        within(10, || someone_waits_for_a_lock(&mut probe)),
+        "the ask waits for the row numbers"
+    );
+    assert!(store.get("waited").unwrap().is_none());
+    // The open write now idles: the server ends its session after the idle timeout,
+    // which releases its locks, and the ask commits (within seconds, not minutes).
+    let started = std::time::Instant::now();
+    asking.join().unwrap();
     assert!(store.get("waited").unwrap().is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the wait was bounded: {:?}",
+        started.elapsed()
+    );
+    assert!(open_write.commit().is_err(), "its session was ended");
+    // Its claim was rolled back with it: x1 is pending, and claimable.
+    assert_eq!(store.get("x1").unwrap().unwrap().status, Status::Pending);
+    match store.provide(&x_lease, ProviderAct::ClaimNext).unwrap() {
+        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("x1")),
+        other => panic!("{other:?}"),
+    }
+    let v = store.verify(&[]).unwrap();
+    assert!(v.broken.is_none(), "{v:?}");
 }

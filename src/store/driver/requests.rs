@@ -90,6 +90,13 @@ pub struct NewRejection<'a> {
 
 /// The statements this concern's queue rules need from a write transaction.
 pub trait RequestStatements {
+    /// Before the checks that precede a new request or lease row: wait for every other
+    /// write that numbers rows to commit, and keep them waiting until this one does, so
+    /// the checks (an id already used, a live lease in the context) see every row that
+    /// could conflict and row numbers grow in commit order. A driver whose writers are
+    /// alone anyway does nothing.
+    fn lock_row_numbers(&mut self) -> Result<()>;
+
     /// Every row (accepted or rejected) holding `id`.
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>>;
 

@@ -1,14 +1,27 @@
 //! The PostgreSQL connection: connecting (and reconnecting), the embedded migrations, the
 //! database clock, and the transactions every operation runs in.
 //!
-//! Every write is one transaction that first takes one transaction-scoped advisory lock
-//! ([`WRITE_LOCK`]), then reads `now` from the database's clock, then sweeps what fell due
-//! at that `now` (expired leases, deadlines, agent ttls) — exactly as SQLite's
-//! `BEGIN IMMEDIATE` + `write_clocked` do. Writers are serialised across every host, so
-//! the SQLite logic ports one to one: the checks made before an update (an id already
-//! used, a live lease in the context) cannot be raced, and the event chain's `seq` is
-//! assigned max + 1 without gaps. READ COMMITTED is enough under the lock: each statement
-//! sees every commit made before the lock was granted.
+//! Writes run side by side, on one host or many. What SQLite gets from `BEGIN IMMEDIATE`
+//! (one writer at a time) is kept where a rule needs it and nowhere else:
+//!
+//! - the guards are in the statements: each update names the states it leaves and the lease
+//!   that may make it, unique indexes hold one live lease per context and one accepted
+//!   request per id (inserts that lose say so with `ON CONFLICT`, they do not fail), and a
+//!   lease-holder's update locks the lease row it checks (`FOR SHARE`), so ending a lease
+//!   (an expiry, a revocation) waits for it and then releases what it claimed;
+//! - new request and lease rows are numbered the largest + 1 under
+//!   [`super::tx::ROWS_LOCK`], so row numbers grow in commit order without gaps;
+//! - the events a write appends are staged and chained at its commit, under
+//!   [`super::tx::CHAIN_LOCK`] ([`super::events::flush`]), held only from that insert to the
+//!   commit;
+//! - every write takes [`WRITE_LOCK`] shared; the few that need the store to themselves
+//!   (prune, import) take it exclusive ([`LockMode`]).
+//!
+//! Each write reads `now` from the database's clock, then sweeps what fell due at that
+//! `now` (expired leases, deadlines, agent ttls): two hosts sweeping at once end each thing
+//! once, since every ending is guarded and the loser skips it. READ COMMITTED is enough:
+//! each statement sees every commit made before it started, and a guarded update re-checks
+//! a row another writer changed meanwhile.
 //!
 //! The sweep runs before the work and a savepoint separates the two, so a failing
 //! operation (say, a stale lease's answer) does not roll back the expiry it observed: the
@@ -18,6 +31,9 @@
 //! by the server on commit), so daemons on other hosts run their outbox promptly; the
 //! head it appended is published to `audit.head` after the commit.
 //!
+//! A host stopped inside a write (SIGSTOP, a pause, a lost VM) holds only what that write
+//! locked, and only until the server ends its session ([`SESSION_SETUP`]).
+//!
 //! The connection URL's password is never logged or printed: errors are built from the
 //! server's or the client's message, never from the URL.
 
@@ -25,11 +41,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use postgres::types::Type;
-use postgres::{Client, Config, GenericClient, Transaction};
+use postgres::{Client, Config, GenericClient};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
-use crate::store::chain;
 use crate::store::types::Swept;
 
 /// The migrations, embedded in the binary and applied in order.
@@ -51,21 +66,34 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1).
+/// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):
+/// shared by ordinary writes, exclusive for those that need the store to themselves.
 pub const WRITE_LOCK: i64 = 0x6473_6871_0000_0001;
+
+/// How a write holds [`WRITE_LOCK`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Beside every other ordinary write (everything but the two below).
+    Shared,
+    /// Alone: prune (which deletes a prefix of the log and the rows it covers) and import
+    /// (which writes rows and events with their own numbers).
+    Exclusive,
+}
+
+impl LockMode {
+    fn sql(self) -> &'static str {
+        match self {
+            LockMode::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
+            LockMode::Exclusive => "SELECT pg_advisory_xact_lock($1)",
+        }
+    }
+}
 
 /// The advisory lock migrations run under, so two hosts starting at once do not race.
 pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
 
 /// The channel a commit that appended an event notifies.
 pub const CHANNEL: &str = "dshq";
-
-/// Take the write lock (`$1`: [`WRITE_LOCK`]).
-///
-/// The statements every write runs are sent with their parameter types
-/// (`query_typed`): one round trip each instead of a prepare and an execute, while the
-/// write lock is held for every host.
-const LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
 
 /// The database clock in milliseconds since the epoch.
 pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -121,16 +149,21 @@ pub fn connect(config: &Config) -> Result<Client> {
     super::tls::connect(config)
 }
 
-/// How a store's session waits and idles, set on every (re)connect:
+/// How a store's session waits and idles, set on every (re)connect, so that one stopped
+/// host holds up the others for a few seconds at most:
 ///
-/// - `lock_timeout`: a writer waits this long for the write lock, then fails with a
-///   `STORE` error (the daemon retries on its next pass), as SQLite's busy timeout
+/// - `idle_in_transaction_session_timeout`: a session left idle inside a transaction (a
+///   host stopped inside a write, a read command's view stalled on its output) is ended by
+///   the server after 5 s, its transaction rolled back and its locks released.
+/// - `lock_timeout`: a writer waits this long for a lock (a row, the chain), then fails
+///   with a `STORE` error (the daemon retries on its next pass), as SQLite's busy timeout
 ///   ([`crate::store::sqlite::BUSY_TIMEOUT`]) makes a writer fail rather than wait forever.
-/// - `idle_in_transaction_session_timeout`: a session left idle inside a transaction
-///   (a read command's view, which holds the write lock, stalled on its output) is ended
-///   by the server, so one stuck command cannot stop every host's writes.
-pub const SESSION_SETUP: &str =
-    "SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
+///   It is longer than the idle timeout, so a writer outlasts a stopped holder and then
+///   commits; what it can still fail on is a holder that keeps running (a long prune).
+/// - `statement_timeout`: no statement of dshq's runs longer (a prune of a large log lifts
+///   it for its own transaction).
+pub const SESSION_SETUP: &str = "SET lock_timeout = '15s'; \
+     SET idle_in_transaction_session_timeout = '5s'; SET statement_timeout = '30s'";
 
 /// A store's connection: [`connect`], then [`SESSION_SETUP`].
 pub fn open_session(config: &Config) -> Result<Client> {
@@ -294,7 +327,6 @@ impl Db {
             if !self.client.is_closed() {
                 self.client.batch_execute("ROLLBACK")?;
             }
-            chain::forget_head();
         }
         Ok(())
     }
@@ -307,10 +339,10 @@ impl Db {
         }
     }
 
-    /// Run `f` in one write transaction: lock, read `now` (the override, else the
-    /// database's clock), sweep what fell due, then `f` after a savepoint. Commit on
-    /// `Ok` (notifying when an event was appended) and publish the head; on `Err` roll
-    /// `f` back and keep (commit) only the sweep, when it changed anything.
+    /// Run `f` in one write transaction: lock (shared), read `now` (the override, else the
+    /// database's clock), sweep what fell due, then `f` after a savepoint. Commit on `Ok`
+    /// (chaining its events, notifying when there were any) and publish the head; on `Err`
+    /// roll `f` back and keep (commit) only the sweep, when it changed anything.
     pub fn write<T>(
         &mut self,
         clock: Option<&Clock>,
@@ -318,7 +350,7 @@ impl Db {
         origin: Option<&str>,
         f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
     ) -> Result<T> {
-        self.transact(clock, root, origin, true, f)
+        self.transact(clock, root, origin, LockMode::Shared, true, f)
     }
 
     /// Like [`Db::write`] without sweeping (bookkeeping such as marking outcome files
@@ -330,10 +362,11 @@ impl Db {
         origin: Option<&str>,
         f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
     ) -> Result<T> {
-        self.transact(clock, root, origin, false, f)
+        self.transact(clock, root, origin, LockMode::Shared, false, f)
     }
 
-    fn transact<T>(
+    /// Like [`Db::write`], alone: with [`WRITE_LOCK`] held exclusive (prune, import).
+    pub fn write_alone<T>(
         &mut self,
         clock: Option<&Clock>,
         root: Option<&Path>,
@@ -341,27 +374,39 @@ impl Db {
         sweep_first: bool,
         f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
     ) -> Result<T> {
+        self.transact(clock, root, origin, LockMode::Exclusive, sweep_first, f)
+    }
+
+    fn transact<T>(
+        &mut self,
+        clock: Option<&Clock>,
+        root: Option<&Path>,
+        origin: Option<&str>,
+        mode: LockMode,
+        sweep_first: bool,
+        f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
+    ) -> Result<T> {
         self.end_view()?;
-        chain::forget_head();
         self.client()?;
         // A connection lost since its last use shows only when used: then the `BEGIN`
         // failed, nothing was done, and the transaction starts on a new connection.
         let e = match self.client.transaction() {
-            Ok(tx) => return run(tx, clock, root, origin, sweep_first, f),
+            Ok(tx) => return run(Tx::begin(tx, root, origin), clock, mode, sweep_first, f),
             Err(e) => Error::from(e),
         };
         if !self.recovered(&e)? {
             return Err(e);
         }
         let tx = self.client.transaction()?;
-        run(tx, clock, root, origin, sweep_first, f)
+        run(Tx::begin(tx, root, origin), clock, mode, sweep_first, f)
     }
 
     /// Present the store as it is now to the reads that follow, without making anything
     /// durable: when something fell due, open a transaction (a raw `BEGIN`, tracked
-    /// here), take the write lock, and sweep inside it; it is rolled back by the next
-    /// write, the next view, or when the store is dropped. It holds the write lock until
-    /// then (as SQLite's view does): drop the store before a slow output.
+    /// here) and sweep inside it; it is rolled back by the next write, the next view, or
+    /// when the store is dropped. Until then it holds the rows its sweep changed (and
+    /// the server ends it once it idles longer than [`SESSION_SETUP`] allows): drop the
+    /// store before a slow output.
     pub fn view(&mut self, clock: Option<&Clock>, root: Option<&Path>) -> Result<()> {
         self.end_view()?;
         let now = self.now(clock)?;
@@ -373,22 +418,15 @@ impl Db {
             }
         }
         self.client()?;
-        let mut tx = Tx {
-            tx: self.client.transaction()?,
-            root,
-            origin: None,
-            appended: false,
-        };
+        let mut tx = Tx::begin(self.client.transaction()?, root, None);
         tx.tx
-            .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
+            .execute_typed(LockMode::Shared.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
         let now = match clock {
             Some(c) => c(),
             None => db_now(&mut tx.tx)?,
         };
-        let swept = sweep(&mut tx, now);
-        // Nothing a view does is published: its events are rolled back.
-        chain::forget_head();
-        match swept {
+        // Nothing a view does is published: its events stay staged and are dropped.
+        match sweep(&mut tx, now) {
             Ok(_) => {}
             // A store this role may not write (or a read-only replica) is shown as
             // stored, as SQLite shows a read-only copy; the handle's drop rolls back.
@@ -414,23 +452,16 @@ impl Db {
     }
 }
 
-/// The body of a write transaction begun as `begun` (see [`Db::write`]).
+/// The body of write transaction `tx` (see [`Db::write`]).
 fn run<T>(
-    begun: Transaction<'_>,
+    mut tx: Tx<'_>,
     clock: Option<&Clock>,
-    root: Option<&Path>,
-    origin: Option<&str>,
+    mode: LockMode,
     sweep_first: bool,
     f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
 ) -> Result<T> {
-    let mut tx = Tx {
-        tx: begun,
-        root,
-        origin,
-        appended: false,
-    };
     tx.tx
-        .execute_typed(LOCK_SQL, &[(&WRITE_LOCK, Type::INT8)])?;
+        .execute_typed(mode.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
     let now = match clock {
         Some(c) => c(),
         None => db_now(&mut tx.tx)?,
@@ -440,23 +471,23 @@ fn run<T>(
         swept = !sweep(&mut tx, now)?.is_empty();
     }
     tx.tx.batch_execute("SAVEPOINT work")?;
+    let mark = tx.staged_mark();
     match f(&mut tx, now) {
         Ok(out) => {
             tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
             commit(tx)?;
-            chain::publish_head();
             Ok(out)
         }
         Err(e) => {
-            // The head staged by `f` is rolled back with it; the anchor may lag (a
-            // lagging anchor is still contained in the log).
-            chain::forget_head();
             if swept {
                 let kept = tx
                     .tx
                     .batch_execute("ROLLBACK TO SAVEPOINT work")
                     .map_err(Error::from)
-                    .and_then(|()| commit(tx));
+                    .and_then(|()| {
+                        tx.rolled_back_to(mark);
+                        commit(tx)
+                    });
                 if let Err(k) = kept {
                     tracing::warn!(error = %k, "could not keep the sweep of a failed write");
                 }
@@ -466,17 +497,18 @@ fn run<T>(
     }
 }
 
-/// Notify (when an event was appended) and commit.
-fn commit(tx: Tx<'_>) -> Result<()> {
-    let Tx {
-        tx: mut inner,
-        appended,
-        ..
-    } = tx;
-    if appended {
-        inner.execute_typed("SELECT pg_notify($1, '')", &[(&CHANNEL, Type::TEXT)])?;
+/// Chain the staged events, notify (when there were any), commit, and publish the head.
+fn commit(mut tx: Tx<'_>) -> Result<()> {
+    super::events::flush(&mut tx)?;
+    if tx.appended {
+        tx.tx
+            .execute_typed("SELECT pg_notify($1, '')", &[(&CHANNEL, Type::TEXT)])?;
     }
-    inner.commit()?;
+    let head = tx.head.take();
+    tx.tx.commit()?;
+    if let Some(head) = head {
+        head.publish();
+    }
     Ok(())
 }
 

@@ -1,6 +1,6 @@
-//! The append-only event log on PostgreSQL: appending (under the write lock, so `seq` is
-//! max + 1 without gaps and each event chains from the one committed before it) and the
-//! event reads.
+//! The append-only event log on PostgreSQL: appending (staged by the transaction, then
+//! chained at its commit under the chain lock, so `seq` is max + 1 without gaps and each
+//! event chains from the one committed before it) and the event reads.
 //!
 //! What a hash covers, the key and the walk that verifies are backend-neutral
 //! ([`crate::store::chain`]); this file stores the events and reads them back. The key
@@ -10,11 +10,13 @@
 use postgres::types::Type;
 use postgres::{GenericClient, Row};
 
-use super::tx::Tx;
+use std::path::Path;
+
+use super::tx::{Staged, Tx};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::anchor::Anchor;
-use crate::store::chain::{key_for_append, stage_head, HashInput, NewEvent, TxHead, GENESIS};
+use crate::store::chain::{key_for_append, ChainHead, HashInput, NewEvent, GENESIS};
 use crate::store::types::Event;
 
 /// The columns of an event, in the order [`row_to_event`] reads them.
@@ -46,72 +48,140 @@ fn newest_is_keyed(c: &mut impl GenericClient) -> Result<bool> {
     Ok(input.plain() != e.hash)
 }
 
-/// Append one event at `now` (the caller holds the write lock).
-pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) -> Result<i64> {
-    let last = t.tx.query_typed_opt(
-        "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
-        &[],
-    )?;
-    let (seq, prev): (i64, String) = match last {
-        Some(r) => (r.try_get::<_, i64>(0)? + 1, r.try_get(1)?),
-        None => (1, GENESIS.to_string()),
-    };
+/// Append one event at `now`: staged in the transaction, chained at its commit
+/// ([`flush`]).
+pub fn append(t: &mut Tx<'_>, now: Millis, e: NewEvent<'_>) {
     let data = if e.data.is_null() {
         "{}".to_string()
     } else {
         e.data.to_string()
     };
-    let (kind, actor) = (e.kind.as_str(), e.actor.as_str());
-    let actor: &str = &actor;
+    t.staged.push(Staged {
+        at_ms: now,
+        kind: e.kind.as_str(),
+        request_id: e.request_id.map(str::to_string),
+        lease_id: e.lease_id,
+        agent_id: e.agent_id.map(str::to_string),
+        actor: e.actor.as_str().to_string(),
+        data,
+    });
+    t.appended = true;
+}
+
+/// Chain and insert the events `t` staged: take [`super::tx::CHAIN_LOCK`] (held to the
+/// commit), read the head, hash each event from the one before, and insert them all in
+/// one statement. Returns the newest position (`None`: nothing was staged). The commit
+/// calls it; so does a rule that must know an event's position before it commits
+/// ([`crate::store::driver::EventStatements::append_event_now`]).
+///
+/// Taking the lock this late is what lets writers run side by side: two transactions
+/// contend only for the few milliseconds from here to their commits, and since the lock
+/// is held through the commit, positions are given in commit order with no gap, and a
+/// reader never sees a position before the ones below it.
+pub fn flush(t: &mut Tx<'_>) -> Result<Option<i64>> {
+    if t.staged.is_empty() {
+        return Ok(None);
+    }
+    t.lock_chain()?;
+    let last = t.tx.query_typed_opt(
+        "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
+        &[],
+    )?;
+    let (mut seq, mut prev): (i64, String) = match last {
+        Some(r) => (r.try_get::<_, i64>(0)?, r.try_get(1)?),
+        None => (0, GENESIS.to_string()),
+    };
     let key = match t.root {
-        Some(d) => Some(key_for_append(d, seq, || newest_is_keyed(&mut t.tx))?),
+        Some(d) => Some(key_for_append(d, seq + 1, || newest_is_keyed(&mut t.tx))?),
         None => None,
     };
-    let hash = HashInput {
-        prev_hash: &prev,
-        seq,
-        at_ms: now,
-        kind,
-        request_id: e.request_id,
-        lease_id: e.lease_id,
-        agent_id: e.agent_id,
-        actor,
-        data: &data,
+    let n = t.staged.len();
+    let mut cols = Columns::with_capacity(n);
+    for e in t.staged.drain(..) {
+        seq += 1;
+        let hash = HashInput {
+            prev_hash: &prev,
+            seq,
+            at_ms: e.at_ms,
+            kind: e.kind,
+            request_id: e.request_id.as_deref(),
+            lease_id: e.lease_id,
+            agent_id: e.agent_id.as_deref(),
+            actor: &e.actor,
+            data: &e.data,
+        }
+        .chained(key.as_deref());
+        cols.push(seq, e, prev, hash.clone());
+        prev = hash;
     }
-    .chained(key.as_deref());
-    // With its parameter types: one round trip (every write appends, under the lock).
+    // With its parameter types: one round trip, however many events.
     t.tx.execute_typed(
         "INSERT INTO events (seq, at_ms, kind, request_id, lease_id, agent_id, actor, data, prev_hash, hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+         SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::text[], $4::text[], $5::int8[],
+                              $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])",
         &[
-            (&seq, Type::INT8),
-            (&now, Type::INT8),
-            (&kind, Type::TEXT),
-            (&e.request_id, Type::TEXT),
-            (&e.lease_id, Type::INT8),
-            (&e.agent_id, Type::TEXT),
-            (&actor, Type::TEXT),
-            (&data, Type::TEXT),
-            (&prev, Type::TEXT),
-            (&hash, Type::TEXT),
+            (&cols.seq, Type::INT8_ARRAY),
+            (&cols.at_ms, Type::INT8_ARRAY),
+            (&cols.kind, Type::TEXT_ARRAY),
+            (&cols.request_id, Type::TEXT_ARRAY),
+            (&cols.lease_id, Type::INT8_ARRAY),
+            (&cols.agent_id, Type::TEXT_ARRAY),
+            (&cols.actor, Type::TEXT_ARRAY),
+            (&cols.data, Type::TEXT_ARRAY),
+            (&cols.prev_hash, Type::TEXT_ARRAY),
+            (&cols.hash, Type::TEXT_ARRAY),
         ],
     )?;
-    t.appended = true;
-    if let Some(dir) = t.root {
-        // This backend reads the head on every append (one indexed query under the lock),
-        // so the staged head serves only the anchor written after the commit; the
-        // connection number is one SQLite's per-transaction head never matches.
-        stage_head(TxHead {
-            conn: usize::MAX,
-            dir: Some(dir.to_path_buf()),
-            key: key.clone(),
-            anchor: Anchor {
-                seq,
-                hash: hash.clone(),
-            },
-        });
+    t.head = Some(ChainHead {
+        dir: t.root.map(Path::to_path_buf),
+        key,
+        anchor: Anchor { seq, hash: prev },
+    });
+    Ok(Some(seq))
+}
+
+/// The staged events as columns, for one multi-row insert.
+struct Columns {
+    seq: Vec<i64>,
+    at_ms: Vec<i64>,
+    kind: Vec<&'static str>,
+    request_id: Vec<Option<String>>,
+    lease_id: Vec<Option<i64>>,
+    agent_id: Vec<Option<String>>,
+    actor: Vec<String>,
+    data: Vec<String>,
+    prev_hash: Vec<String>,
+    hash: Vec<String>,
+}
+
+impl Columns {
+    fn with_capacity(n: usize) -> Columns {
+        Columns {
+            seq: Vec::with_capacity(n),
+            at_ms: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
+            request_id: Vec::with_capacity(n),
+            lease_id: Vec::with_capacity(n),
+            agent_id: Vec::with_capacity(n),
+            actor: Vec::with_capacity(n),
+            data: Vec::with_capacity(n),
+            prev_hash: Vec::with_capacity(n),
+            hash: Vec::with_capacity(n),
+        }
     }
-    Ok(seq)
+
+    fn push(&mut self, seq: i64, e: Staged, prev: String, hash: String) {
+        self.seq.push(seq);
+        self.at_ms.push(e.at_ms);
+        self.kind.push(e.kind);
+        self.request_id.push(e.request_id);
+        self.lease_id.push(e.lease_id);
+        self.agent_id.push(e.agent_id);
+        self.actor.push(e.actor);
+        self.data.push(e.data);
+        self.prev_hash.push(prev);
+        self.hash.push(hash);
+    }
 }
 
 /// An event row (selected with [`COLUMNS`]) as an [`Event`].
@@ -197,10 +267,12 @@ pub fn walk_start(
 
 impl crate::store::driver::EventStatements for Tx<'_> {
     fn append_event(&mut self, now: Millis, event: NewEvent<'_>) -> Result<()> {
-        append(self, now, event).map(drop)
+        append(self, now, event);
+        Ok(())
     }
 
     fn append_event_now(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64> {
-        append(self, now, event)
+        append(self, now, event);
+        flush(self)?.ok_or_else(|| crate::error::Error::Invalid("no event was staged".into()))
     }
 }

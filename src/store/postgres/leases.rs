@@ -15,13 +15,6 @@ use crate::error::Result;
 use crate::store::driver::leases::{HeldLease, LeaseInfoRow, LeaseRow, NewLease, UnendedLease};
 use crate::store::driver::{LeaseReads, LeaseStatements};
 
-/// Whether `e` is a unique violation of the index or constraint `name`.
-pub fn is_unique_violation(e: &postgres::Error, name: &str) -> bool {
-    e.as_db_error().is_some_and(|db| {
-        *db.code() == postgres::error::SqlState::UNIQUE_VIOLATION && db.constraint() == Some(name)
-    })
-}
-
 const INFO_SQL: &str = "SELECT l.lease_id, l.context, l.name, l.generation, l.created_ms, l.heartbeat_ms,
         l.expires_ms, l.ended_ms, l.end_reason,
         (SELECT COUNT(*) FROM requests r WHERE r.status = 'claimed' AND r.claimed_lease = l.lease_id)::bigint
@@ -157,15 +150,16 @@ impl LeaseStatements for Tx<'_> {
     }
 
     fn insert_lease_if_none_unended(&mut self, l: &NewLease<'_>) -> Result<Option<i64>> {
-        let inserted = self.tx.query_one(
-            // The id is the largest + 1, taken under the write lock, as SQLite numbers its
+        let inserted = self.tx.query_opt(
+            // The id is the largest + 1, taken under the row-number lock, as SQLite numbers its
             // rows: an identity would leave a gap for every rolled-back registration (a
             // transient lease whose answer was refused), and the ids are in the tokens, the
             // events and the export.
             "INSERT INTO leases (lease_id, context, name, generation, secret_sha256, ttl_ms, created_ms, heartbeat_ms, expires_ms,
                                  host_id, host_label, host_idle_ms)
              VALUES ((SELECT COALESCE(MAX(lease_id), 0) + 1 FROM leases),
-                     $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10) RETURNING lease_id",
+                     $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10)
+             ON CONFLICT (context) WHERE ended_ms IS NULL DO NOTHING RETURNING lease_id",
             &[
                 &l.context,
                 &l.name,
@@ -179,10 +173,9 @@ impl LeaseStatements for Tx<'_> {
                 &l.host.map(|h| h.2),
             ],
         );
-        match inserted {
-            Ok(r) => Ok(Some(r.try_get(0)?)),
-            Err(e) if is_unique_violation(&e, "leases_live") => Ok(None),
-            Err(e) => Err(e.into()),
+        match inserted? {
+            Some(r) => Ok(Some(r.try_get(0)?)),
+            None => Ok(None),
         }
     }
 

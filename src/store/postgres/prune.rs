@@ -260,7 +260,7 @@ pub fn prune(
     data.insert("requests".into(), want.requests.into());
     data.insert("questions".into(), want.questions.into());
     data.insert("events".into(), want.events.into());
-    let seq = events::append(
+    let seq = crate::store::driver::EventStatements::append_event_now(
         t,
         now,
         NewEvent {

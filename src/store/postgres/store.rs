@@ -1,5 +1,5 @@
 //! [`PgStore`]: the [`Store`] trait on one PostgreSQL connection. Each method is one write
-//! transaction under the advisory lock ([`Db::write`]) or one read, composed from the
+//! transaction ([`Db::write`]; prune and import alone, [`Db::write_alone`]) or one read, composed from the
 //! functions of this backend's modules — the same composition as `SqliteStore`'s.
 //!
 //! Time: a write reads `now` from the database's clock under the lock, and a read that
@@ -321,10 +321,16 @@ impl Store for PgStore {
     }
 
     fn import(&mut self, records: &mut dyn Iterator<Item = Result<Record>>) -> Result<u64> {
-        self.write_no_sweep(|t, _| {
-            let origin = t.origin;
-            export::import(&mut t.tx, origin, records)
-        })
+        self.db.write_alone(
+            self.clock.as_ref(),
+            self.root.as_deref(),
+            self.origin.as_deref(),
+            false,
+            |t, _| {
+                let origin = t.origin;
+                export::import(&mut t.tx, origin, records)
+            },
+        )
     }
 
     fn prune(
@@ -334,8 +340,17 @@ impl Store for PgStore {
         actor: &Actor,
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
-        let (mut pruned, ids) =
-            self.write(|t, now| prune::prune(t, before, limit, now, actor, &mut *export))?;
+        let (mut pruned, ids) = self.db.write_alone(
+            self.clock.as_ref(),
+            self.root.as_deref(),
+            self.origin.as_deref(),
+            true,
+            |t, now| {
+                // A prune of a large log may take longer than a statement may.
+                t.tx.batch_execute("SET LOCAL statement_timeout = 0")?;
+                prune::prune(t, before, limit, now, actor, &mut *export)
+            },
+        )?;
         if ids.is_empty() {
             return Ok(pruned);
         }

@@ -2,15 +2,57 @@
 //! connection that opens it ([`super::conn`]): the queue's modules (leases, agents,
 //! requests, events) take a [`Tx`], and the connection's write helper sweeps through
 //! them, so the type lives below both and neither imports the other back.
+//!
+//! A [`Tx`] is also the write's context: the events its rule appends are staged here and
+//! chained only when it commits ([`super::events::flush`], under [`CHAIN_LOCK`]), and the
+//! locks it took are remembered, so a statement that needs one takes it once.
 
 use std::path::Path;
 
+use postgres::types::Type;
 use postgres::Transaction;
 
+use crate::clock::Millis;
+use crate::error::Result;
+use crate::store::chain::ChainHead;
+
+/// The lock a transaction holds from its chain section to its commit: the one that orders
+/// the log. Every transaction that appended takes it just before inserting its events
+/// (so `seq` is the newest + 1, without gaps, and events appear in commit order), and
+/// holds it only for that insert and the commit.
+pub const CHAIN_LOCK: i64 = 0x6473_6871_0000_0003;
+
+/// The lock a transaction takes before it numbers a new request or lease row (the
+/// largest + 1), held to its commit: row numbers then grow in commit order without gaps,
+/// as SQLite's do, and a request row and its creation event pair in the same order
+/// (`check_records`). Only the writes that ask or take a lease take it; claims, answers,
+/// heartbeats and sweeps never do.
+pub const ROWS_LOCK: i64 = 0x6473_6871_0000_0004;
+
+/// One event staged by a transaction, chained and inserted at its commit.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    /// When it happened (the write's `now`).
+    pub at_ms: Millis,
+    /// Its kind, as stored.
+    pub kind: &'static str,
+    /// The request it concerns.
+    pub request_id: Option<String>,
+    /// The lease it concerns.
+    pub lease_id: Option<i64>,
+    /// The agent it concerns.
+    pub agent_id: Option<String>,
+    /// Who did it, as stored.
+    pub actor: String,
+    /// Its data (JSON text).
+    pub data: String,
+}
+
 /// One write transaction, with what the functions of this backend need beside it: the
-/// root (where `audit.key` and `audit.head` live) and the origin a new request records.
+/// root (where `audit.key` and `audit.head` live), the origin a new request records, the
+/// events staged for the chain and the locks taken.
 pub struct Tx<'c> {
-    /// The transaction itself (holding [`super::conn::WRITE_LOCK`]).
+    /// The transaction itself.
     pub tx: Transaction<'c>,
     /// The root dir of this host, when it has one.
     pub root: Option<&'c Path>,
@@ -18,6 +60,71 @@ pub struct Tx<'c> {
     pub origin: Option<&'c str>,
     /// Whether an event was appended (then the commit notifies [`super::conn::CHANNEL`]).
     pub appended: bool,
+    /// The events appended and not yet inserted, oldest first.
+    pub(super) staged: Vec<Staged>,
+    /// The head the inserted events left, published to `audit.head` after the commit.
+    pub(super) head: Option<ChainHead>,
+    /// Whether [`CHAIN_LOCK`] is held.
+    pub(super) chain_locked: bool,
+    /// Whether [`ROWS_LOCK`] is held.
+    rows_locked: bool,
+    /// The staged count at the answer file's savepoint (see `savepoint_answer_file`).
+    pub(super) answer_file_mark: usize,
+}
+
+impl<'c> Tx<'c> {
+    /// The context of transaction `tx`, which has done nothing yet.
+    pub(super) fn begin(
+        tx: Transaction<'c>,
+        root: Option<&'c Path>,
+        origin: Option<&'c str>,
+    ) -> Tx<'c> {
+        Tx {
+            tx,
+            root,
+            origin,
+            appended: false,
+            staged: Vec::new(),
+            head: None,
+            chain_locked: false,
+            rows_locked: false,
+            answer_file_mark: 0,
+        }
+    }
+
+    /// Take `lock` (a transaction-scoped advisory lock) unless `held`.
+    fn lock(&mut self, lock: i64, held: bool) -> Result<()> {
+        if !held {
+            self.tx
+                .execute_typed("SELECT pg_advisory_xact_lock($1)", &[(&lock, Type::INT8)])?;
+        }
+        Ok(())
+    }
+
+    /// Take [`ROWS_LOCK`] (once), before numbering a new request or lease row.
+    pub fn lock_rows(&mut self) -> Result<()> {
+        self.lock(ROWS_LOCK, self.rows_locked)?;
+        self.rows_locked = true;
+        Ok(())
+    }
+
+    /// Take [`CHAIN_LOCK`] (once), before reading the chain's head to extend it.
+    pub(super) fn lock_chain(&mut self) -> Result<()> {
+        self.lock(CHAIN_LOCK, self.chain_locked)?;
+        self.chain_locked = true;
+        Ok(())
+    }
+
+    /// How many events are staged: a mark to return to when a savepoint is rolled back.
+    pub fn staged_mark(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// After a rollback to a savepoint taken at `mark`: the events staged since are gone.
+    /// (Events are only inserted at the commit, so none of them was in the database.)
+    pub fn rolled_back_to(&mut self, mark: usize) {
+        self.staged.truncate(mark);
+    }
 }
 
 /// The read statements of this backend on any client (a read on the connection, or the

@@ -69,6 +69,7 @@ pub fn register(
     if ttl_ms <= 0 {
         return Err(Error::Invalid("the lease ttl must be positive".into()));
     }
+    db.lock_row_numbers()?;
     // The write swept at `now` first, so any unended lease here is live.
     if let Some(live) = db.unended_lease_of_context(context)? {
         let web = WebHolder::from_columns(live.host_label, live.host_idle_ms);
@@ -95,7 +96,7 @@ pub fn register(
         host: host.map(|h| (h.id.as_str(), h.label.as_str(), h.idle_ms)),
     };
     // Refused by the index only if a lease was registered since the read above, which
-    // the write's lock rules out: the index, not luck, has the last word.
+    // the row-number lock rules out: the index, not luck, has the last word.
     let Some(lease_id) = db.insert_lease_if_none_unended(&new)? else {
         return Err(duplicate(context, name, now, expires, None));
     };

@@ -298,6 +298,7 @@ pub fn earlier_rejection(
 /// Accept a request, or record its rejection with the input's actor (one step of a
 /// transaction: `ask` is one, an inbox batch runs it per request file).
 pub fn accept_or_reject(db: &mut dyn Statements, now: Millis, input: AskInput) -> Result<Asked> {
+    db.lock_row_numbers()?;
     let source = input.source.as_str();
     let refused = match input.request {
         Ok(request) => match accept(db, now, request, input.fallback_id.as_deref(), &source) {
@@ -328,6 +329,7 @@ pub fn ingest(
     now: Millis,
     inputs: Vec<InboxInput>,
 ) -> Result<Vec<InboxVerdict>> {
+    db.lock_row_numbers()?;
     let mut out = Vec::with_capacity(inputs.len());
     for input in inputs {
         out.push(ingest_one(db, now, input)?);
@@ -433,8 +435,13 @@ pub fn abort_overdue(db: &mut dyn Statements, now: Millis) -> Result<Vec<String>
             provider: None,
             lease_id: None,
         };
-        answers::finish_error(db, now, &r, end, &Actor::Daemon)?;
-        ids.push(id);
+        match answers::finish_error(db, now, &r, end, &Actor::Daemon) {
+            Ok(_) => ids.push(id),
+            // Another writer (an answer, another host's sweep) ended it since the read:
+            // it has its outcome, and its event.
+            Err(Error::RequestFinal { .. }) => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(ids)
 }

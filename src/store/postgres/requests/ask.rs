@@ -10,11 +10,10 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
-use crate::store::postgres::leases::is_unique_violation;
 use crate::store::postgres::tx::Tx;
 pub use crate::store::queue::requests::Rejection;
 
-// A new row's position (`requests.seq`) is the largest + 1, taken under the write lock,
+// A new row's position (`requests.seq`) is the largest + 1, taken under the row-number lock,
 // as SQLite numbers its rows: an identity would leave a gap for every rolled-back insert,
 // and the positions are in the events (`rowSeq`), the feeds and the export, which must
 // read the same on both backends. (The identity stays the column's default for tools.)
@@ -23,6 +22,10 @@ pub use crate::store::queue::requests::Rejection;
 // under the write lock).
 
 impl crate::store::driver::RequestStatements for Tx<'_> {
+    fn lock_row_numbers(&mut self) -> Result<()> {
+        self.lock_rows()
+    }
+
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>> {
         self.tx
             .query_typed(
@@ -49,12 +52,13 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn insert_pending_request(&mut self, r: &NewRequest<'_>) -> Result<Option<i64>> {
-        let inserted = self.tx.query_typed_one(
-            // The position is the largest + 1, under the write lock (see above).
+        let inserted = self.tx.query_typed_opt(
+            // The position is the largest + 1, under the row-number lock (see above).
             "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage, body, source,
                                    require_provider, deadline_ms, created_ms, origin)
              VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
-                     $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
+                     $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             ON CONFLICT (id) WHERE status <> 'rejected' DO NOTHING RETURNING seq",
             &[
                 (&r.id, Type::TEXT),
                 (&r.context, Type::TEXT),
@@ -69,10 +73,9 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
                 (&self.origin, Type::TEXT),
             ],
         );
-        match inserted {
-            Ok(row) => Ok(Some(row.try_get(0)?)),
-            Err(e) if is_unique_violation(&e, "requests_id") => Ok(None),
-            Err(e) => Err(e.into()),
+        match inserted? {
+            Some(row) => Ok(Some(row.try_get(0)?)),
+            None => Ok(None),
         }
     }
 

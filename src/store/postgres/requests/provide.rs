@@ -24,7 +24,7 @@ use crate::store::queue;
 /// The fencing condition of a lease-holder's update on `$1` (lease id), `$2` (now) and
 /// `$4` (generation): a stale holder (ended, expired, another generation) matches no row.
 const LEASE_LIVE: &str = "EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $4
-                          AND ended_ms IS NULL AND expires_ms >= $2)";
+                          AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)";
 
 /// [`queue::answers::abort`] on `t` (the inbox's aborts).
 pub fn abort(
@@ -104,7 +104,7 @@ impl AnswerStatements for Tx<'_> {
                     finished_ms = $2, answer = $3, decision = $4, provider = $5, outbox_pending = TRUE
              WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
-                           AND ended_ms IS NULL AND expires_ms >= $2)",
+                           AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)",
             &[
                 (&fence.lease_id, Type::INT8),
                 (&now, Type::INT8),
@@ -137,7 +137,7 @@ impl AnswerStatements for Tx<'_> {
             .tx
             .query_opt(
                 "SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $3
-                   AND ended_ms IS NULL AND expires_ms >= $2",
+                   AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE",
                 &[&fence.lease_id, &now, &fence.generation],
             )?
             .is_some())
@@ -162,6 +162,7 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn savepoint_answer_file(&mut self) -> Result<()> {
+        self.answer_file_mark = self.staged_mark();
         Ok(self.tx.batch_execute("SAVEPOINT answer_file")?)
     }
 
@@ -170,8 +171,10 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn rollback_answer_file(&mut self) -> Result<()> {
-        Ok(self
-            .tx
-            .batch_execute("ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file")?)
+        self.tx
+            .batch_execute("ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file")?;
+        let mark = self.answer_file_mark;
+        self.rolled_back_to(mark);
+        Ok(())
     }
 }

@@ -51,6 +51,11 @@ pub fn earlier_rejection(
 }
 
 impl crate::store::driver::RequestStatements for Sql<'_, '_> {
+    fn lock_row_numbers(&mut self) -> Result<()> {
+        // `BEGIN IMMEDIATE` made this writer the only one.
+        Ok(())
+    }
+
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>> {
         let mut stmt = self.0.prepare_cached(
             "SELECT status, context, body FROM requests INDEXED BY requests_id WHERE id = ?1",
