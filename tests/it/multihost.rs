@@ -11,6 +11,14 @@
 //! - `the_daemon_rides_out_a_postgres_restart`: the server stops mid-burst and comes back;
 //!   the daemon waits and retries, a command meanwhile fails with `STORE`, and afterwards
 //!   every file is exactly one request and the daemon is still the same process.
+//! - `a_host_stopped_inside_a_write_holds_up_nobody_and_is_fenced_when_it_resumes`: host A's
+//!   daemon is SIGSTOPped while its session is inside a write in context x (applying answer
+//!   files under alice's lease; the server's activity shows it idle in a transaction).
+//!   Meanwhile host B's claim and answer in context y commit while A's transaction is still
+//!   open; B's ask and a revocation of alice's lease in x commit within seconds (the server
+//!   ends A's idle session); B takes x over and answers a request. When A resumes, its
+//!   write is gone and every answer file it still had is refused: nothing is answered
+//!   under the revoked lease, and `audit verify` passes from both hosts.
 //!
 //! The store is a throwaway server (`tests/support/throwaway.rs`): the one `.ci/run`
 //! names in `DSHQ_TEST_POSTGRES`, else one started for this test process.
@@ -487,4 +495,190 @@ fn store_copy_moves_a_sqlite_store_with_thousands_of_requests() {
     let v = on_pg(&["--json", "audit", "verify"]);
     assert_eq!(v.code, 0, "{v:?}");
     assert_eq!(d.stop(), 0);
+}
+
+/// The states of the server sessions named `app` that are not idle.
+fn busy_states(admin: &mut postgres::Client, app: &str) -> Vec<String> {
+    admin
+        .query(
+            "SELECT state FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'",
+            &[&app],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, Option<String>>(0).unwrap_or_default())
+        .collect()
+}
+
+/// `url` with `application_name` set, so the server's activity names the host.
+fn named(url: &str, app: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}application_name={app}")
+}
+
+#[test]
+fn a_host_stopped_inside_a_write_holds_up_nobody_and_is_fenced_when_it_resumes() {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let url = fresh_store();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let a = Env::on_store(&named(&url, "dshq-host-a"));
+    let b = Env::on_store(&url);
+    // B's first write keys the chain; A holds the same key (and a root: a token write).
+    let lease_y = b.register("bob", "y", "10m");
+    a.json(&["token", "create", "--role", "auditor", "--name", "aud"])
+        .ok();
+    fs::copy(b.root().join("audit.key"), a.root().join("audit.key")).unwrap();
+    for id in ["y1", "y2"] {
+        let mut r = simple_request(id);
+        r["context"] = json!("y");
+        b.ask(&r).ok();
+    }
+    // Host A: a daemon, 600 requests in context x dropped on it, then an answer file for
+    // each under alice's lease: A's writes in x (batches of answers, fenced by the lease).
+    const N: usize = 600;
+    let ids: Vec<String> = (0..N).map(|n| format!("x{n:03}")).collect();
+    for id in &ids {
+        let mut r = simple_request(id);
+        r["context"] = json!("x");
+        a.drop_file(&format!("{id}.json"), &serde_json::to_vec(&r).unwrap());
+    }
+    let da = a.daemon();
+    assert!(
+        wait_until(DEADLINE, || a.names("inbox/new").is_empty()
+            && all_requests(&b).len() == N + 2),
+        "A ingests: {}",
+        da.log_text()
+    );
+    let lease_x = a.register("alice", "x", "10m");
+    for id in &ids {
+        a.drop_answer(&format!("{id}.json"), &answer_file(&lease_x));
+    }
+    // Stop A inside one of those writes: stopped, its session idles in a transaction.
+    let mut caught = false;
+    for _ in 0..500 {
+        da.signal(libc::SIGSTOP);
+        // A statement under way finishes; then the session is idle, in a write or not.
+        assert!(wait_until(Duration::from_secs(5), || !busy_states(
+            &mut admin,
+            "dshq-host-a"
+        )
+        .iter()
+        .any(|s| s == "active")));
+        if busy_states(&mut admin, "dshq-host-a")
+            .iter()
+            .any(|s| s == "idle in transaction")
+        {
+            caught = true;
+            break;
+        }
+        da.signal(libc::SIGCONT);
+        if a.names("answers/new").is_empty() {
+            break;
+        }
+    }
+    assert!(caught, "A was never caught inside a write");
+    let stopped_at = Instant::now();
+    let answered_before: BTreeSet<String> = all_requests(&b)
+        .into_iter()
+        .filter(|(id, s)| id.starts_with('x') && s == "answered")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(answered_before.len() < N, "A's answers were not all in yet");
+
+    // While A is stopped in its write in x: B's claim and answer in y commit, without
+    // waiting for A (A's session is still there, inside its transaction).
+    let by = [("DSHQ_LEASE", lease_y.as_str())];
+    b.run_env(&by, &["--json", "claim", "y1"]).ok();
+    b.run_env(&by, &["--json", "answer", "y1", "--select", "SQLite"])
+        .ok();
+    assert!(
+        busy_states(&mut admin, "dshq-host-a")
+            .iter()
+            .any(|s| s == "idle in transaction"),
+        "B's writes in y committed while A still held its write open"
+    );
+    // B's writes in x commit within a few seconds too: an ask, and the revocation of
+    // alice's lease (which must wait for A's lock on the lease row until the server
+    // ends A's idle session).
+    let mut r = simple_request("x-late");
+    r["context"] = json!("x");
+    b.ask(&r).ok();
+    b.json(&[
+        "provider",
+        "revoke",
+        "--context",
+        "x",
+        "--reason",
+        "host A is gone",
+    ])
+    .ok();
+    let held_up = stopped_at.elapsed();
+    assert!(
+        held_up < Duration::from_secs(15),
+        "B was held up {held_up:?}"
+    );
+    println!("B's revocation in x committed {held_up:?} after A stopped");
+    // B takes x over and answers one request A had not.
+    let lease_x2 = b.register("bob", "x", "10m");
+    let pending: Vec<String> = all_requests(&b)
+        .into_iter()
+        .filter(|(id, s)| id.starts_with('x') && s == "pending")
+        .map(|(id, _)| id)
+        .collect();
+    let by_b = pending
+        .first()
+        .expect("a request A had not answered")
+        .clone();
+    b.run_env(
+        &[("DSHQ_LEASE", lease_x2.as_str())],
+        &["--json", "answer", &by_b, "--select", "SQLite"],
+    )
+    .ok();
+
+    // A resumes: its write was rolled back with its session, and every answer it still
+    // had is refused (alice's lease is revoked): A is fenced.
+    da.signal(libc::SIGCONT);
+    assert!(
+        wait_until(DEADLINE, || a.names("answers/new").is_empty()),
+        "A went on: {}",
+        da.log_text()
+    );
+    let after = all_requests(&b);
+    let answered_after: BTreeSet<String> = after
+        .iter()
+        .filter(|(id, s)| id.starts_with('x') && s == "answered")
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mut want = answered_before.clone();
+    want.insert(by_b.clone());
+    assert_eq!(
+        answered_after, want,
+        "nothing answered under the revoked lease after A stopped"
+    );
+    // Each refused file is kept beside the reason it was refused (`ID.json`,
+    // `ID.error.json`).
+    let refused: BTreeSet<String> = a
+        .names("answers/rejected")
+        .into_iter()
+        .filter(|n| !n.ends_with(".error.json"))
+        .collect();
+    assert_eq!(
+        refused.len(),
+        N - answered_before.len(),
+        "every answer A still had was refused: {:?}",
+        a.names("answers/rejected")
+            .iter()
+            .take(4)
+            .collect::<Vec<_>>()
+    );
+    let shown = b.json(&["show", &by_b]).ok().json();
+    assert_eq!(shown["outcome"]["provider"], "bob", "{shown}");
+    // Each request once, and the chain verifies from both hosts.
+    assert_eq!(after.len(), N + 3);
+    for host in [&a, &b] {
+        let v = host.json(&["audit", "verify"]);
+        assert_eq!(v.code, 0, "{v:?}");
+        assert_eq!(v.json()["ok"], true);
+    }
+    assert_eq!(da.stop(), 0);
 }
