@@ -6,11 +6,14 @@
 //!
 //! Workloads:
 //! 1. Burst ingest: N request files already in `inbox/new/` when the daemon starts, until
-//!    every one is committed; SQLite (one root), PostgreSQL with one daemon, and PostgreSQL
-//!    with three daemons on three roots (N/3 files each, started together).
+//!    every one is committed; SQLite (one root), PostgreSQL with one, two and four daemons
+//!    on as many roots (N/k files each, started together); and the raw baseline: the same
+//!    rows written by a bare client as multi-row statements, 512 files a transaction under
+//!    one advisory lock.
 //! 2. Claim + answer per second, through the `Store` seam in this process (no process
-//!    start per operation): one reviewer on SQLite, one on PostgreSQL, and three reviewers
-//!    in three contexts at once on PostgreSQL.
+//!    start per operation): one reviewer on SQLite, one on PostgreSQL, and four reviewers
+//!    in four contexts on four hosts (roots and connections) at once on PostgreSQL; and the
+//!    raw baseline: bare `FOR UPDATE SKIP LOCKED` claims and answers, one and four clients.
 //! 3. Answer → outcome file: `dshq answer` run on one root, until the outcome file appears
 //!    in the outbox of the root that asked: on SQLite the same root (the command writes
 //!    it), on PostgreSQL another root (its daemon, woken by NOTIFY, writes it).
@@ -293,52 +296,166 @@ fn answer_latency(asker: &Host, by: &Host, samples: usize, tag: &str) -> Vec<f64
     v
 }
 
-fn main() {
-    let o = opts();
-    let server = throwaway::shared();
-    let pg = || Some(server.fresh_database().unwrap());
-    println!(
-        "# multihost bench: files={} ops={} samples={}",
-        o.files, o.ops, o.samples
-    );
+/// The raw baseline of a burst: the rows dshq writes for `n` files (a request, its
+/// question, its `accepted` event) sent by a bare client as three multi-row statements per
+/// batch of 512, each batch one transaction under one advisory lock, into a fresh dshq
+/// database (its indexes and triggers). Files per second.
+fn bare_batches(url: &str, n: usize) -> f64 {
+    // A dshq store first, so the schema is the real one.
+    drop(Host::new(Some(url)).store());
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let body = request_json("x", "default");
+    let start = Instant::now();
+    let mut seq = 0i64;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(512) {
+        let mut tx = c.transaction().unwrap();
+        tx.execute("SELECT pg_advisory_xact_lock(42)", &[]).unwrap();
+        let seqs: Vec<i64> = chunk.iter().map(|_| { seq += 1; seq }).collect();
+        let ids: Vec<String> = chunk.iter().map(|i| format!("bare{i:07}")).collect();
+        let bodies: Vec<&str> = chunk.iter().map(|_| body.as_str()).collect();
+        let hashes: Vec<String> = seqs.iter().map(|s| format!("{s:064x}")).collect();
+        tx.execute(
+            "INSERT INTO requests (seq, id, context, status, body, source, created_ms, origin)
+             SELECT s, i, 'default', 'pending', b, 'inbox:' || i || '.json', 1, 'bench'
+             FROM UNNEST($1::int8[], $2::text[], $3::text[]) AS t(s, i, b)",
+            &[&seqs, &ids, &bodies],
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select, options)
+             SELECT s, 0, 'db', 'Which database?', NULL, NULL, FALSE, '[{\"label\":\"Postgres\"},{\"label\":\"SQLite\"}]'
+             FROM UNNEST($1::int8[]) AS t(s)",
+            &[&seqs],
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO events (seq, at_ms, kind, request_id, actor, data, prev_hash, hash)
+             SELECT s, 1, 'accepted', i, 'inbox', '{}', h, h FROM UNNEST($1::int8[], $2::text[], $3::text[]) AS t(s, i, h)",
+            &[&seqs, &ids, &hashes],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
 
-    // 1. Burst ingest.
-    let sqlite = burst(&[Host::new(None)], o.files);
-    let url = pg();
-    let pg1 = burst(&[Host::new(url.as_deref())], o.files);
-    let url = pg();
-    let three: Vec<Host> = (0..3).map(|_| Host::new(url.as_deref())).collect();
-    share_key(&three);
-    let pg3 = burst(&three, o.files);
-    println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 daemon {pg1:.0} | postgres, 3 daemons {pg3:.0} in all ({:.0} per host)", pg3 / 3.0);
-    println!(
-        "  ratios: postgres 1 daemon / sqlite {:.2}; 3 daemons / 1 daemon {:.2}",
-        pg1 / sqlite,
-        pg3 / pg1
-    );
+/// The raw baseline of claim + answer: `clients` bare clients, each in its own context on
+/// its own connection, each pair two transactions (claim the oldest pending row with
+/// `FOR UPDATE SKIP LOCKED`, then mark it answered), on a table of its own. Pairs per
+/// second in all.
+fn bare_claims(url: &str, clients: usize, ops: usize) -> f64 {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "DROP TABLE IF EXISTS bench_jobs;
+         CREATE TABLE bench_jobs (seq BIGSERIAL PRIMARY KEY, context TEXT NOT NULL, status TEXT NOT NULL);
+         CREATE INDEX bench_jobs_open ON bench_jobs (context, seq) WHERE status IN ('pending', 'claimed');",
+    )
+    .unwrap();
+    for k in 0..clients {
+        c.execute(
+            "INSERT INTO bench_jobs (context, status) SELECT $1, 'pending' FROM generate_series(1, $2)",
+            &[&format!("c{k}"), &(ops as i32)],
+        )
+        .unwrap();
+    }
+    let ready = Barrier::new(clients);
+    let start = std::sync::OnceLock::new();
+    std::thread::scope(|sc| {
+        for k in 0..clients {
+            let (ready, start) = (&ready, &start);
+            sc.spawn(move || {
+                let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                let ctx = format!("c{k}");
+                ready.wait();
+                start.get_or_init(Instant::now);
+                for _ in 0..ops {
+                    let seq: i64 = c
+                        .query_one(
+                            "UPDATE bench_jobs SET status = 'claimed' WHERE seq =
+                               (SELECT seq FROM bench_jobs WHERE context = $1 AND status = 'pending'
+                                ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING seq",
+                            &[&ctx],
+                        )
+                        .unwrap()
+                        .get(0);
+                    c.execute("UPDATE bench_jobs SET status = 'answered' WHERE seq = $1", &[&seq])
+                        .unwrap();
+                }
+            });
+        }
+    });
+    (clients * ops) as f64 / start.get().unwrap().elapsed().as_secs_f64()
+}
 
-    // 2. Claim + answer.
-    let one = Barrier::new(1);
-    let s = reviewer(&Host::new(None), "rev", o.ops, &one);
-    let url = pg();
-    let p = reviewer(&Host::new(url.as_deref()), "rev", o.ops, &one);
-    let url = pg();
-    let hosts: Vec<Host> = (0..3).map(|_| Host::new(url.as_deref())).collect();
-    share_key(&hosts);
-    let ready = Barrier::new(3);
+/// Claim + answer pairs per second in all, `n` reviewers in `n` contexts at once, each on
+/// a host (a root and a connection) of its own on one store.
+fn reviewers(url: Option<&str>, n: usize, ops: usize) -> f64 {
+    let hosts: Vec<Host> = (0..n).map(|_| Host::new(url)).collect();
+    if url.is_some() && n > 1 {
+        share_key(&hosts);
+    }
+    let ready = Barrier::new(n);
     let rates: Vec<f64> = std::thread::scope(|sc| {
         let hs: Vec<_> = hosts
             .iter()
             .enumerate()
             .map(|(i, h)| {
-                let (ops, ready) = (o.ops, &ready);
+                let ready = &ready;
                 sc.spawn(move || reviewer(h, &format!("rev{i}"), ops, ready))
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let p3: f64 = rates.iter().sum();
-    println!("claim+answer pairs/s: sqlite {s:.0} | postgres {p:.0} (ratio {:.2}) | postgres, 3 reviewers in 3 contexts at once {p3:.0} in all", p / s);
+    rates.iter().sum()
+}
+
+/// Burst ingest of `n` files in all on `hosts` daemons of one fresh PostgreSQL store.
+fn pg_burst(url: &str, hosts: usize, n: usize) -> f64 {
+    let hs: Vec<Host> = (0..hosts).map(|_| Host::new(Some(url))).collect();
+    if hosts > 1 {
+        share_key(&hs);
+    }
+    burst(&hs, n)
+}
+
+fn main() {
+    let o = opts();
+    let server = throwaway::shared();
+    let pg = || server.fresh_database().unwrap();
+    println!(
+        "# multihost bench: files={} ops={} samples={}",
+        o.files, o.ops, o.samples
+    );
+
+    // 1. Burst ingest, and the raw baseline of the same rows.
+    let sqlite = burst(&[Host::new(None)], o.files);
+    let pg1 = pg_burst(&pg(), 1, o.files);
+    let pg2 = pg_burst(&pg(), 2, o.files);
+    let pg4 = pg_burst(&pg(), 4, o.files);
+    let bare = bare_batches(&pg(), o.files);
+    println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}");
+    println!(
+        "  ratios: postgres 1 daemon / sqlite {:.3}; / bare batches {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
+        pg1 / sqlite,
+        pg1 / bare,
+        pg2 / pg1,
+        pg4 / pg1
+    );
+
+    // 2. Claim + answer, and the raw baseline.
+    let s = reviewers(None, 1, o.ops);
+    let p1 = reviewers(Some(&pg()), 1, o.ops);
+    let p4 = reviewers(Some(&pg()), 4, o.ops);
+    let url = pg();
+    let b1 = bare_claims(&url, 1, o.ops);
+    let b4 = bare_claims(&url, 4, o.ops);
+    println!("claim+answer pairs/s: sqlite {s:.0} | postgres, 1 host {p1:.0} | 4 hosts in 4 contexts {p4:.0} in all | bare SKIP LOCKED clients, 1 / 4 {b1:.0} / {b4:.0}");
+    println!(
+        "  ratios: postgres 1 host / sqlite {:.2}; 4 hosts / 1 host {:.2}; bare 4 / 1 {:.2}",
+        p1 / s,
+        p4 / p1,
+        b4 / b1
+    );
 
     // 3. Answer → outcome file.
     let local = Host::new(None);
@@ -349,7 +466,7 @@ fn main() {
         pct(&v, 99.0)
     );
     let url = pg();
-    let pair = [Host::new(url.as_deref()), Host::new(url.as_deref())];
+    let pair = [Host::new(Some(&url)), Host::new(Some(&url))];
     share_key(&pair);
     let v = answer_latency(&pair[0], &pair[1], o.samples, "lat");
     println!(
