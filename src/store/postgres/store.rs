@@ -13,7 +13,7 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
 use super::tx::PgRead;
-use super::{audit, events, export, history, prune, requests, tokens, wakeups};
+use super::{audit, events, export, history, requests, tokens, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -335,26 +335,11 @@ impl Store for PgStore {
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
         let (mut pruned, ids) =
-            self.write(|t, now| prune::prune(t, before, limit, now, actor, &mut *export))?;
+            self.write(|t, now| queue::prune::prune(t, now, before, limit, actor, &mut *export))?;
         if ids.is_empty() {
             return Ok(pruned);
         }
-        // The outcome files of ids no row holds any more go too, under the write lock (so
-        // a request asking such an id again cannot have its fresh outcome removed).
-        self.write_no_sweep(|t, _| {
-            let mut seen = std::collections::HashSet::new();
-            for id in ids {
-                if seen.insert(id.clone())
-                    && t.tx
-                        .query_opt("SELECT 1 FROM requests WHERE id = $1 LIMIT 1", &[&id])?
-                        .is_none()
-                {
-                    pruned.freed_ids.push(id);
-                }
-            }
-            export.committed(&pruned.freed_ids)?;
-            Ok(())
-        })?;
+        self.write_no_sweep(|t, _| queue::prune::free_outcomes(t, ids, &mut pruned, &mut *export))?;
         Ok(pruned)
     }
 

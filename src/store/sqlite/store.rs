@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
-use super::{audit, events, history, prune, requests, tokens};
+use super::{audit, events, history, requests, tokens};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -371,24 +371,12 @@ impl Store for SqliteStore {
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
         let (mut pruned, ids) =
-            self.write(|tx, now| prune::prune(tx, before, limit, now, actor, &mut *export))?;
+            self.write(|db, now| queue::prune::prune(db, now, before, limit, actor, &mut *export))?;
         if ids.is_empty() {
             return Ok(pruned);
         }
-        // The outcome files of ids no row holds any more go too, under the write lock (so
-        // a request asking such an id again cannot have its fresh outcome removed).
-        write_no_sweep(&mut self.conn, |tx| {
-            let mut stmt = tx.prepare_cached("SELECT 1 FROM requests WHERE id = ?1 LIMIT 1")?;
-            let mut seen = std::collections::HashSet::new();
-            for id in ids {
-                if seen.insert(id.clone())
-                    && stmt.query_row([&id], |_| Ok(())).optional()?.is_none()
-                {
-                    pruned.freed_ids.push(id);
-                }
-            }
-            export.committed(&pruned.freed_ids)?;
-            Ok(())
+        write_no_sweep(&mut self.conn, |db| {
+            queue::prune::free_outcomes(db, ids, &mut pruned, &mut *export)
         })?;
         Ok(pruned)
     }
