@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
@@ -280,64 +280,7 @@ impl Store for SqliteStore {
     }
 
     fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        let key_since = match events::root_dir(&self.conn) {
-            Some(dir) => events::load_key(&dir)?.map(|k| k.since),
-            None => None,
-        };
-        // One snapshot for every check.
-        let tx = self.conn.unchecked_transaction()?;
-        let mut v = Verified {
-            events: 0,
-            requests: 0,
-            head: None,
-            keyed_since: key_since,
-            broken: None,
-        };
-        if let Some(problem) = audit::integrity(&tx)? {
-            v.broken = Some(format!(
-                "the database file fails SQLite's integrity check: {problem}"
-            ));
-            return Ok(v);
-        }
-        let guard: i64 = tx.query_row("SELECT COUNT(*) FROM prune_guard", [], |r| r.get(0))?;
-        if guard > 0 {
-            v.broken = Some(
-                "the prune guard is set outside a prune (prune_guard holds a committed row): \
-                 rows may have been deleted by hand"
-                    .into(),
-            );
-            return Ok(v);
-        }
-        let (count, brk) = events::verify(&tx)?;
-        v.events = count;
-        if let Some(b) = brk {
-            v.broken = Some(format!("event {} does not verify: {}", b.seq, b.problem));
-            return Ok(v);
-        }
-        for (path, a) in anchors {
-            if let Some(b) = events::check_anchor(&tx, a)? {
-                v.broken = Some(format!(
-                    "the anchor {} does not verify: {}",
-                    crate::text::path_for_log(path),
-                    b.problem
-                ));
-                return Ok(v);
-            }
-        }
-        let (checked, brk) = audit::check_records(&tx)?;
-        v.requests = checked;
-        if let Some(b) = brk {
-            v.broken = Some(format!("{b}"));
-            return Ok(v);
-        }
-        v.head = tx
-            .query_row(
-                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        Ok(v)
+        audit::verify(&self.conn, anchors)
     }
 
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
