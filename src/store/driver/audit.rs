@@ -1,5 +1,5 @@
 //! The statements of one concern. The audit: the reads `audit verify` checks the record
-//! with (the chain, the anchors, the rows against the log), and the audit's writes.
+//! with (the chain, the anchors, the rows against the log).
 //!
 //! See [`super`] for what a statement is and is not. The checks and their order are
 //! [`crate::store::queue::audit`]; a driver reads, in one snapshot it opens itself.
@@ -10,9 +10,6 @@ use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::records::QuestionRow;
 use crate::store::types::Event;
-
-/// The statements this concern's queue rules need from a write transaction.
-pub trait AuditStatements {}
 
 /// An event as stored: the parsed [`Event`] and its data text as stored (what the hash
 /// covers; parsing and printing it again need not give the same text).

@@ -13,7 +13,7 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
 use super::tx::PgRead;
-use super::{audit, events, export, history, requests, tokens, wakeups};
+use super::{audit, events, export, requests, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -282,16 +282,19 @@ impl Store for PgStore {
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
         let now = self.now()?;
-        self.db.read(|c| history::history(c, filter, now))
+        self.db
+            .read(|c| queue::history::history(&mut PgRead(c), filter, now))
     }
 
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
         let now = self.now()?;
-        self.db.read(|c| history::stats(c, since, now))
+        self.db
+            .read(|c| queue::history::stats(&mut PgRead(c), since, now))
     }
 
     fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
-        self.db.read(history::open_counts)
+        self.db
+            .read(|c| queue::history::open_counts(&mut PgRead(c)))
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
@@ -356,18 +359,19 @@ impl Store for PgStore {
         lookup: &str,
         hash: &[u8],
     ) -> Result<WebToken> {
-        self.write(|t, now| tokens::create(&mut t.tx, name, role, context, lookup, hash, now))
+        self.write(|t, now| queue::tokens::create(t, now, name, role, context, lookup, hash))
     }
 
     fn tokens(&mut self) -> Result<Vec<WebToken>> {
-        self.db.read(tokens::list)
+        self.db.read(|c| queue::tokens::list(&mut PgRead(c)))
     }
 
     fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.write(|t, now| tokens::revoke(&mut t.tx, name, now))
+        self.write(|t, now| queue::tokens::revoke(t, now, name))
     }
 
     fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
-        self.db.read(|c| tokens::by_lookup(c, lookup))
+        self.db
+            .read(|c| queue::tokens::by_lookup(&mut PgRead(c), lookup))
     }
 }

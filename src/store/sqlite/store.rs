@@ -9,7 +9,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
-use super::{audit, events, history, requests, tokens};
+use super::{audit, events, requests};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -249,16 +249,16 @@ impl Store for SqliteStore {
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
         let now = self.now();
-        history::history(&self.conn, filter, now)
+        queue::history::history(&mut SqlRead(&self.conn), filter, now)
     }
 
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
         let now = self.now();
-        history::stats(&self.conn, since, now)
+        queue::history::stats(&mut SqlRead(&self.conn), since, now)
     }
 
     fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
-        history::open_counts(&self.conn)
+        queue::history::open_counts(&mut SqlRead(&self.conn))
     }
 
     fn events_head(&mut self) -> Result<FeedPos> {
@@ -332,19 +332,19 @@ impl Store for SqliteStore {
         lookup: &str,
         hash: &[u8],
     ) -> Result<WebToken> {
-        self.write(|tx, now| tokens::create(tx, name, role, context, lookup, hash, now))
+        self.write(|tx, now| queue::tokens::create(tx, now, name, role, context, lookup, hash))
     }
 
     fn tokens(&mut self) -> Result<Vec<WebToken>> {
-        tokens::list(&self.conn)
+        queue::tokens::list(&mut SqlRead(&self.conn))
     }
 
     fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.write(|tx, now| tokens::revoke(tx, name, now))
+        self.write(|tx, now| queue::tokens::revoke(tx, now, name))
     }
 
     fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
-        tokens::by_lookup(&self.conn, lookup)
+        queue::tokens::by_lookup(&mut SqlRead(&self.conn), lookup)
     }
 }
 
