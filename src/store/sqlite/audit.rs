@@ -18,7 +18,6 @@ use crate::store::driver::audit::{AuditReads, StoredEvent};
 use crate::store::queue;
 use crate::store::records::QuestionRow;
 pub use crate::store::records::RecordBreak;
-use crate::store::types::Event;
 use crate::store::Verified;
 
 /// SQLite's own check of the file: `None` when it says ok, else its first complaints.
@@ -82,22 +81,9 @@ impl AuditReads for SqlRead<'_> {
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let data: String = r.get(7)?;
             out.push(StoredEvent {
-                event: Event {
-                    seq: r.get(0)?,
-                    at_ms: r.get(1)?,
-                    kind: r.get(2)?,
-                    request_id: r.get(3)?,
-                    lease_id: r.get(4)?,
-                    agent_id: r.get(5)?,
-                    actor: r.get(6)?,
-                    data: serde_json::from_str(&data)
-                        .unwrap_or_else(|_| serde_json::Value::String(data.clone())),
-                    prev_hash: r.get(8)?,
-                    hash: r.get(9)?,
-                },
-                data,
+                event: events::row_to_event(r)?,
+                data: r.get(7)?,
             });
         }
         Ok(out)
