@@ -13,7 +13,9 @@
 use std::time::{Duration, Instant};
 
 use dshq::root::Root;
-use dshq::store::sqlite::{self as store, history, requests, SqliteStore};
+use dshq::store::queue::history;
+use dshq::store::sqlite::sql::SqlRead;
+use dshq::store::sqlite::{self as store, requests, SqliteStore};
 use dshq::store::{ListFilter, Status, Store};
 
 #[path = "common/fixture.rs"]
@@ -82,14 +84,14 @@ fn main() {
         let now = T0 + 90 * DAY;
         let filter = fixture::history_filter(now);
         let t = median(21, || {
-            history::history(&conn, &filter, now).unwrap();
+            history::history(&mut SqlRead(&conn), &filter, now).unwrap();
         });
         println!(
             "history (agent, 7 days, <= 100 rows): {:.2} ms",
             t.as_secs_f64() * 1e3
         );
         let t = median(5, || {
-            history::stats(&conn, None, now).unwrap();
+            history::stats(&mut SqlRead(&conn), None, now).unwrap();
         });
         println!("stats (everything): {:.0} ms", t.as_secs_f64() * 1e3);
         for (what, f) in [

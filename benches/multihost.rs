@@ -310,7 +310,13 @@ fn bare_batches(url: &str, n: usize) -> f64 {
     for chunk in (0..n).collect::<Vec<_>>().chunks(512) {
         let mut tx = c.transaction().unwrap();
         tx.execute("SELECT pg_advisory_xact_lock(42)", &[]).unwrap();
-        let seqs: Vec<i64> = chunk.iter().map(|_| { seq += 1; seq }).collect();
+        let seqs: Vec<i64> = chunk
+            .iter()
+            .map(|_| {
+                seq += 1;
+                seq
+            })
+            .collect();
         let ids: Vec<String> = chunk.iter().map(|i| format!("bare{i:07}")).collect();
         let bodies: Vec<&str> = chunk.iter().map(|_| body.as_str()).collect();
         let hashes: Vec<String> = seqs.iter().map(|s| format!("{s:064x}")).collect();
@@ -378,8 +384,11 @@ fn bare_claims(url: &str, clients: usize, ops: usize) -> f64 {
                         )
                         .unwrap()
                         .get(0);
-                    c.execute("UPDATE bench_jobs SET status = 'answered' WHERE seq = $1", &[&seq])
-                        .unwrap();
+                    c.execute(
+                        "UPDATE bench_jobs SET status = 'answered' WHERE seq = $1",
+                        &[&seq],
+                    )
+                    .unwrap();
                 }
             });
         }

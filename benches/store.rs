@@ -14,9 +14,10 @@ use rusqlite::Connection;
 
 use dshq::files::outbox;
 use dshq::root::Root;
+use dshq::store::queue::history;
 use dshq::store::queue::leases;
 use dshq::store::sqlite::sql::SqlRead;
-use dshq::store::sqlite::{self as store, history, requests, SqliteStore};
+use dshq::store::sqlite::{self as store, requests, SqliteStore};
 
 #[path = "common/fixture.rs"]
 mod fixture;
@@ -146,16 +147,16 @@ fn audit_queries(c: &mut Criterion) {
         let conn = open_ro(&path);
         let now = T0 + 90 * DAY;
         let filter = fixture::history_filter(now);
-        let rows = history::history(&conn, &filter, now).unwrap();
+        let rows = history::history(&mut SqlRead(&conn), &filter, now).unwrap();
         eprintln!(
             "history(agent, 7-day window, limit 100) on {n}: {} rows",
             rows.len()
         );
         g.bench_function(BenchmarkId::new("history_agent_7d_100", n), |b| {
-            b.iter(|| history::history(&conn, &filter, now).unwrap())
+            b.iter(|| history::history(&mut SqlRead(&conn), &filter, now).unwrap())
         });
         g.bench_function(BenchmarkId::new("stats_all", n), |b| {
-            b.iter(|| history::stats(&conn, None, now).unwrap())
+            b.iter(|| history::stats(&mut SqlRead(&conn), None, now).unwrap())
         });
     }
     g.finish();

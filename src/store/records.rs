@@ -12,9 +12,9 @@
 //!
 //! Why here and not in a backend: the check is pure (rows and events in, the first
 //! disagreement out), and it must judge a store the same way on SQLite and PostgreSQL (a
-//! copy verifies on the other backend unchanged). Each backend's `audit::check_records`
-//! only reads its tables into [`RequestRow`], [`QuestionRow`] and [`Event`] and calls
-//! [`check_rows`]; no SQL and no driver type is in this module.
+//! copy verifies on the other backend unchanged). `queue::audit::check_records` reads the
+//! tables into [`RequestRow`], [`QuestionRow`] and [`Event`] through each driver's
+//! `AuditReads` and calls [`check_rows`]; no SQL and no driver type is in this module.
 //!
 //! Rows and their creation events pair in insertion order (one `accepted` or `rejected`
 //! event is appended in the transaction that inserts each row); events written since the

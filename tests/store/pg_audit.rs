@@ -13,7 +13,9 @@ use crate::scenarios::TestClock;
 use dshq::core::access::Role;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::{Answer, AnswerItem, Request};
-use dshq::store::postgres::{audit, conn, export, history, tokens, wakeups::Listener};
+use dshq::store::postgres::tx::{PgRead, Tx};
+use dshq::store::postgres::{audit, conn, export, wakeups::Listener};
+use dshq::store::queue::{history, tokens};
 use dshq::store::sqlite::SqliteStore;
 use dshq::store::{
     AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Store,
@@ -491,20 +493,22 @@ fn history_and_stats_read_as_sqlites() {
     ];
     for f in &filters {
         let want = s.history(f).unwrap();
-        let got = history::history(&mut c, f, now).unwrap();
+        let got = history::history(&mut PgRead(&mut c), f, now).unwrap();
         assert_eq!(got, want, "{f:?}");
     }
     assert_eq!(
-        history::history(&mut c, &filters[8], now).unwrap().len(),
+        history::history(&mut PgRead(&mut c), &filters[8], now)
+            .unwrap()
+            .len(),
         s.list(&Default::default()).unwrap().len() - 2,
         "every accepted request (not the two rejections) has the plan question"
     );
     for since in [None, Some(clock.now() - 126_000), Some(clock.now() + 1)] {
         let want = s.stats(since).unwrap();
-        let got = history::stats(&mut c, since, now).unwrap();
+        let got = history::stats(&mut PgRead(&mut c), since, now).unwrap();
         assert_eq!(got, want, "{since:?}");
     }
-    let st = history::stats(&mut c, None, now).unwrap();
+    let st = history::stats(&mut PgRead(&mut c), None, now).unwrap();
     assert_eq!((st.approved, st.declined), (1, 1));
     assert!(st.open > 0 && st.oldest_open.is_some());
 }
@@ -608,45 +612,59 @@ fn verify_finds_each_edit_made_with_the_triggers_dropped() {
 #[test]
 fn web_tokens_are_created_listed_revoked_and_found_by_lookup() {
     let (_, mut c) = client(&fresh_url());
-    let mut tx = c.transaction().unwrap();
-    let t = tokens::create(&mut tx, "zed", Role::Auditor, None, "lookup-z", b"hz", 5).unwrap();
+    // A write as the store makes one (the lock and the clock aside).
+    fn write(c: &mut Client) -> Tx<'_> {
+        Tx::begin(c.transaction().unwrap(), None, None)
+    }
+    fn commit(t: Tx<'_>) {
+        t.tx.commit().unwrap();
+    }
+    let mut tx = write(&mut c);
+    let t = tokens::create(&mut tx, 5, "zed", Role::Auditor, None, "lookup-z", b"hz").unwrap();
     assert_eq!(t.revoked_ms, None);
     tokens::create(
         &mut tx,
+        6,
         "Amy",
         Role::Reviewer,
         Some("ops"),
         "lookup-a",
         b"ha",
-        6,
     )
     .unwrap();
-    tokens::create(&mut tx, "bob", Role::Asker, None, "lookup-b", b"hb", 7).unwrap();
-    let e = tokens::create(&mut tx, "bob", Role::Asker, None, "lookup-c", b"hc", 8).unwrap_err();
+    tokens::create(&mut tx, 7, "bob", Role::Asker, None, "lookup-b", b"hb").unwrap();
+    let e = tokens::create(&mut tx, 8, "bob", Role::Asker, None, "lookup-c", b"hc").unwrap_err();
     assert!(matches!(e, dshq::Error::Invalid(_)), "{e}");
-    let e = tokens::create(&mut tx, " ", Role::Asker, None, "lookup-d", b"hd", 8).unwrap_err();
+    let e = tokens::create(&mut tx, 8, " ", Role::Asker, None, "lookup-d", b"hd").unwrap_err();
     assert!(matches!(e, dshq::Error::Invalid(_)), "{e}");
-    tx.commit().unwrap();
+    commit(tx);
     // Byte order, as SQLite's: upper case first.
-    let names: Vec<String> = tokens::list(&mut c)
+    let names: Vec<String> = tokens::list(&mut PgRead(&mut c))
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(names, ["Amy", "bob", "zed"]);
-    let mut tx = c.transaction().unwrap();
-    assert!(tokens::revoke(&mut tx, "bob", 9).unwrap());
-    assert!(!tokens::revoke(&mut tx, "bob", 10).unwrap());
-    let e = tokens::revoke(&mut tx, "nobody", 10).unwrap_err();
+    let mut tx = write(&mut c);
+    assert!(tokens::revoke(&mut tx, 9, "bob").unwrap());
+    assert!(!tokens::revoke(&mut tx, 10, "bob").unwrap());
+    let e = tokens::revoke(&mut tx, 10, "nobody").unwrap_err();
     assert!(matches!(e, dshq::Error::TokenNotFound(_)), "{e}");
-    tx.commit().unwrap();
-    let cred = tokens::by_lookup(&mut c, "lookup-b").unwrap().unwrap();
+    commit(tx);
+    let cred = tokens::by_lookup(&mut PgRead(&mut c), "lookup-b")
+        .unwrap()
+        .unwrap();
     assert_eq!(cred.hash, b"hb");
     assert_eq!(cred.token.revoked_ms, Some(9));
     assert_eq!(cred.token.role, Role::Asker);
-    let amy = tokens::by_lookup(&mut c, "lookup-a").unwrap().unwrap();
+    let amy = tokens::by_lookup(&mut PgRead(&mut c), "lookup-a")
+        .unwrap()
+        .unwrap();
     assert_eq!(amy.token.context.as_deref(), Some("ops"));
-    assert_eq!(tokens::by_lookup(&mut c, "nope").unwrap(), None);
+    assert_eq!(
+        tokens::by_lookup(&mut PgRead(&mut c), "nope").unwrap(),
+        None
+    );
 }
 
 #[test]

@@ -499,6 +499,37 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
     assert_eq!(store.verify(&[]).unwrap().broken, None);
 }
 
+/// The newest request row stays even when it is final and old enough: its seq keeps the
+/// feed positions growing (an emptied table would hand out positions a feed has passed).
+pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
+    let token = LeaseRef::Token(reg.lease.clone());
+    for id in ["a", "b"] {
+        ask(&mut store, id);
+        store
+            .provide(&token, ProviderAct::Answer(id.into(), pick("SQLite")))
+            .unwrap();
+    }
+    let keys: Vec<i64> = store
+        .outbox_pending(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    store.mark_outbox_written(&keys).unwrap();
+    clock.advance(10);
+    let pruned = store
+        .prune(clock.now(), None, &Actor::Cli, &mut MemoryExport::default())
+        .unwrap();
+    assert_eq!(pruned.requests, 1);
+    assert!(pruned.stopped_at.unwrap().contains("newest request"));
+    assert!(store.get("a").unwrap().is_none());
+    assert!(store.get("b").unwrap().is_some(), "the newest stays");
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
+}
+
 /// A host taking over at start ends the unended leases recorded with its own id (their
 /// claims back to pending) and nothing else: not another host's, not a terminal
 /// reviewer's. A refused registration names the host's page.

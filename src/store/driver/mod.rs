@@ -21,18 +21,22 @@ pub mod answers;
 pub mod audit;
 pub mod events;
 pub mod feed;
+pub mod history;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod tokens;
 
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
-pub use audit::AuditStatements;
+pub use audit::AuditReads;
 pub use events::EventStatements;
 pub use feed::FeedReads;
+pub use history::HistoryReads;
 pub use leases::{LeaseReads, LeaseStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
+pub use tokens::{TokenReads, TokenStatements};
 
 /// Every statement a write transaction offers: what a queue rule takes.
 pub trait Statements:
@@ -41,7 +45,7 @@ pub trait Statements:
     + RequestStatements
     + AnswerStatements
     + PruneStatements
-    + AuditStatements
+    + TokenStatements
     + EventStatements
 {
 }
@@ -52,7 +56,7 @@ impl<T> Statements for T where
         + RequestStatements
         + AnswerStatements
         + PruneStatements
-        + AuditStatements
+        + TokenStatements
         + EventStatements
         + ?Sized
 {

@@ -181,30 +181,7 @@ fn value(r: &Row, i: usize, kind: Kind) -> Result<Value> {
 /// snapshot even while other hosts write), as `(type, fields)` in a stable order.
 pub fn export(tx: &mut Transaction<'_>, sink: ExportSink<'_>) -> Result<()> {
     for t in TABLES {
-        let names: Vec<String> = t.columns.iter().map(|(c, _)| camel(c)).collect();
-        let sql = format!(
-            "SELECT {} FROM {} ORDER BY {}",
-            column_list(t),
-            t.table,
-            t.order
-        );
-        // A portal, so a large table streams instead of being held in memory at once.
-        let stmt = tx.prepare(&sql)?;
-        let portal = tx.bind(&stmt, &[])?;
-        loop {
-            let rows = tx.query_portal(&portal, 1_000)?;
-            if rows.is_empty() {
-                break;
-            }
-            for r in &rows {
-                let mut obj = Map::new();
-                obj.insert("type".into(), t.kind.into());
-                for (i, (name, (_, kind))) in names.iter().zip(t.columns).enumerate() {
-                    obj.insert(name.clone(), value(r, i, *kind)?);
-                }
-                sink(t.kind, obj)?;
-            }
-        }
+        dump(tx, t, "", &[], sink)?;
     }
     Ok(())
 }
@@ -223,15 +200,28 @@ pub fn export_upto(
         .iter()
         .find(|t| t.kind == kind)
         .ok_or_else(|| Error::Invalid(format!("no {kind} records")))?;
+    dump(tx, t, &format!(" WHERE {column} <= $1"), &[&upto], sink)
+}
+
+/// Send the rows of `t` that `filter` (a `WHERE` clause over `params`, or nothing) keeps
+/// to `sink` as records, in the table's order. A portal, so a large table streams
+/// instead of being held in memory at once.
+fn dump(
+    tx: &mut Transaction<'_>,
+    t: &Table,
+    filter: &str,
+    params: &[&(dyn ToSql + Sync)],
+    sink: ExportSink<'_>,
+) -> Result<()> {
     let names: Vec<String> = t.columns.iter().map(|(c, _)| camel(c)).collect();
     let sql = format!(
-        "SELECT {} FROM {} WHERE {column} <= $1 ORDER BY {}",
+        "SELECT {} FROM {}{filter} ORDER BY {}",
         column_list(t),
         t.table,
         t.order
     );
     let stmt = tx.prepare(&sql)?;
-    let portal = tx.bind(&stmt, &[&upto])?;
+    let portal = tx.bind(&stmt, params)?;
     loop {
         let rows = tx.query_portal(&portal, 1_000)?;
         if rows.is_empty() {

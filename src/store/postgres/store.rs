@@ -13,7 +13,7 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db, Tx};
 use super::tx::PgRead;
-use super::{audit, events, export, history, prune, requests, tokens, wakeups};
+use super::{audit, events, export, requests, wakeups};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -282,16 +282,19 @@ impl Store for PgStore {
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
         let now = self.now()?;
-        self.db.read(|c| history::history(c, filter, now))
+        self.db
+            .read(|c| queue::history::history(&mut PgRead(c), filter, now))
     }
 
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
         let now = self.now()?;
-        self.db.read(|c| history::stats(c, since, now))
+        self.db
+            .read(|c| queue::history::stats(&mut PgRead(c), since, now))
     }
 
     fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
-        self.db.read(history::open_counts)
+        self.db
+            .read(|c| queue::history::open_counts(&mut PgRead(c)))
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
@@ -348,28 +351,13 @@ impl Store for PgStore {
             |t, now| {
                 // A prune of a large log may take longer than a statement may.
                 t.tx.batch_execute("SET LOCAL statement_timeout = 0")?;
-                prune::prune(t, before, limit, now, actor, &mut *export)
+                queue::prune::prune(t, now, before, limit, actor, &mut *export)
             },
         )?;
         if ids.is_empty() {
             return Ok(pruned);
         }
-        // The outcome files of ids no row holds any more go too, under the write lock (so
-        // a request asking such an id again cannot have its fresh outcome removed).
-        self.write_no_sweep(|t, _| {
-            let mut seen = std::collections::HashSet::new();
-            for id in ids {
-                if seen.insert(id.clone())
-                    && t.tx
-                        .query_opt("SELECT 1 FROM requests WHERE id = $1 LIMIT 1", &[&id])?
-                        .is_none()
-                {
-                    pruned.freed_ids.push(id);
-                }
-            }
-            export.committed(&pruned.freed_ids)?;
-            Ok(())
-        })?;
+        self.write_no_sweep(|t, _| queue::prune::free_outcomes(t, ids, &mut pruned, &mut *export))?;
         Ok(pruned)
     }
 
@@ -386,18 +374,19 @@ impl Store for PgStore {
         lookup: &str,
         hash: &[u8],
     ) -> Result<WebToken> {
-        self.write(|t, now| tokens::create(&mut t.tx, name, role, context, lookup, hash, now))
+        self.write(|t, now| queue::tokens::create(t, now, name, role, context, lookup, hash))
     }
 
     fn tokens(&mut self) -> Result<Vec<WebToken>> {
-        self.db.read(tokens::list)
+        self.db.read(|c| queue::tokens::list(&mut PgRead(c)))
     }
 
     fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.write(|t, now| tokens::revoke(&mut t.tx, name, now))
+        self.write(|t, now| queue::tokens::revoke(t, now, name))
     }
 
     fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
-        self.db.read(|c| tokens::by_lookup(c, lookup))
+        self.db
+            .read(|c| queue::tokens::by_lookup(&mut PgRead(c), lookup))
     }
 }

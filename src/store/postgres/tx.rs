@@ -73,12 +73,10 @@ pub struct Tx<'c> {
 }
 
 impl<'c> Tx<'c> {
-    /// The context of transaction `tx`, which has done nothing yet.
-    pub(super) fn begin(
-        tx: Transaction<'c>,
-        root: Option<&'c Path>,
-        origin: Option<&'c str>,
-    ) -> Tx<'c> {
+    /// The context of transaction `tx`, which has done nothing yet. The store's write
+    /// helpers make one per write ([`super::conn::Db::write`]) and commit it, chaining what
+    /// it staged; a tool or test that makes its own commits only what it wrote itself.
+    pub fn begin(tx: Transaction<'c>, root: Option<&'c Path>, origin: Option<&'c str>) -> Tx<'c> {
         Tx {
             tx,
             root,

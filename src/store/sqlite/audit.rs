@@ -1,21 +1,26 @@
-//! `audit verify`'s SQLite side: the file's own integrity check, and the reads behind the
-//! record check. The event log is the record: every request row and its questions must be
-//! what the log says happened to it. [`check_records`] reads the rows, questions and
-//! events into the backend-neutral structs and hands them to
-//! [`crate::store::records::check_rows`], the check itself, shared with PostgreSQL (its
-//! docs say what is compared and how older events are read); only rusqlite stays here.
+//! `audit verify`'s reads on SQLite ([`crate::store::driver::AuditReads`]): the checks and
+//! their order are [`crate::store::queue::audit`]; here are the SQL, the row mapping, the
+//! file's own integrity check (`PRAGMA integrity_check`), and the one read transaction all
+//! of it runs in.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::events;
 use super::requests::{self, ListFilter};
+use super::sql::SqlRead;
+use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
+use crate::store::anchor::Anchor;
+use crate::store::driver::audit::{AuditReads, StoredEvent};
+use crate::store::queue;
+use crate::store::records::QuestionRow;
 pub use crate::store::records::RecordBreak;
-use crate::store::records::{check_rows, QuestionRow};
+use crate::store::Verified;
 
-/// SQLite's own check of the file: `None` when it says ok, else its first complaint.
+/// SQLite's own check of the file: `None` when it says ok, else its first complaints.
 pub fn integrity(conn: &Connection) -> Result<Option<String>> {
     let mut stmt = conn.prepare("PRAGMA integrity_check")?;
     let first: Vec<String> = stmt
@@ -29,47 +34,119 @@ pub fn integrity(conn: &Connection) -> Result<Option<String>> {
     }
 }
 
-/// Compare every request row and its questions with the log. Returns the number of rows
-/// checked and the first disagreement.
+/// Verify the record of the database `conn` works on, in one read transaction (a
+/// snapshot even while the daemon writes), keyed with the key in the database's directory
+/// ([`queue::audit::verify`]).
+pub fn verify(conn: &Connection, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
+    let root = events::root_dir(conn);
+    let tx = conn.unchecked_transaction()?;
+    queue::audit::verify(&mut SqlRead(&tx), root.as_deref(), anchors)
+}
+
+/// Compare every request row and its questions with the log
+/// ([`queue::audit::check_records`]). Returns the number of rows checked and the first
+/// disagreement.
 pub fn check_records(conn: &Connection) -> Result<(i64, Option<RecordBreak>)> {
-    let rows = requests::list(
-        conn,
-        &ListFilter {
-            oldest_first: true,
-            ..Default::default()
-        },
-    )?;
     let all = events::all(conn)?;
-    let mut questions: HashMap<i64, Vec<QuestionRow>> = HashMap::new();
-    {
-        let mut stmt = conn.prepare(
+    queue::audit::check_records(&mut SqlRead(conn), &all)
+}
+
+impl AuditReads for SqlRead<'_> {
+    fn storage_check_failure(&mut self) -> Result<Option<String>> {
+        Ok(integrity(self.0)?
+            .map(|p| format!("the database file fails SQLite's integrity check: {p}")))
+    }
+
+    fn count_prune_guard_rows(&mut self) -> Result<i64> {
+        Ok(self
+            .0
+            .query_row("SELECT COUNT(*) FROM prune_guard", [], |r| r.get(0))?)
+    }
+
+    fn oldest_event_seq(&mut self) -> Result<Option<i64>> {
+        Ok(self
+            .0
+            .query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))?)
+    }
+
+    fn newest_checkpoint_data(&mut self) -> Result<Option<serde_json::Value>> {
+        events::newest_checkpoint_data(self.0)
+    }
+
+    fn all_stored_events(&mut self) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.0.prepare(
+            "SELECT seq, at_ms, kind, request_id, lease_id, agent_id, actor, data, prev_hash, hash
+             FROM events ORDER BY seq",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(StoredEvent {
+                event: events::row_to_event(r)?,
+                data: r.get(7)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn event_hash_at(&mut self, seq: i64) -> Result<Option<String>> {
+        Ok(self
+            .0
+            .query_row("SELECT hash FROM events WHERE seq = ?1", [seq], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    fn newest_event_seq(&mut self) -> Result<i64> {
+        events::head(self.0)
+    }
+
+    fn all_requests_oldest_first(&mut self) -> Result<Vec<RequestRow>> {
+        requests::list(
+            self.0,
+            &ListFilter {
+                oldest_first: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn all_questions(&mut self) -> Result<Vec<(i64, QuestionRow)>> {
+        let mut stmt = self.0.prepare(
             "SELECT request_seq, idx, qid, question, header, detail, multi_select, intent_kind,
                     intent_approve, options, selected, custom, decision
              FROM questions ORDER BY request_seq, idx",
         )?;
-        let mut rs = stmt.query([])?;
-        while let Some(r) = rs.next()? {
-            questions.entry(r.get(0)?).or_default().push(QuestionRow {
-                idx: r.get(1)?,
-                qid: r.get(2)?,
-                question: r.get(3)?,
-                header: r.get(4)?,
-                detail: r.get(5)?,
-                multi_select: r.get(6)?,
-                intent_kind: r.get(7)?,
-                intent_approve: r.get(8)?,
-                options: r.get(9)?,
-                selected: r.get(10)?,
-                custom: r.get(11)?,
-                decision: r.get(12)?,
-            });
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push((
+                r.get(0)?,
+                QuestionRow {
+                    idx: r.get(1)?,
+                    qid: r.get(2)?,
+                    question: r.get(3)?,
+                    header: r.get(4)?,
+                    detail: r.get(5)?,
+                    multi_select: r.get(6)?,
+                    intent_kind: r.get(7)?,
+                    intent_approve: r.get(8)?,
+                    options: r.get(9)?,
+                    selected: r.get(10)?,
+                    custom: r.get(11)?,
+                    decision: r.get(12)?,
+                },
+            ));
         }
+        Ok(out)
     }
-    // `require_provider` is not in `RequestRow` (nothing but export reads it), yet it is
-    // part of what was asked: it must be what the body the digest pins says.
-    let require_provider: HashMap<i64, bool> = conn
-        .prepare("SELECT seq, require_provider FROM requests")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(check_rows(&rows, &all, questions, &require_provider))
+
+    fn require_provider_by_row(&mut self) -> Result<HashMap<i64, bool>> {
+        Ok(self
+            .0
+            .prepare("SELECT seq, require_provider FROM requests")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?)
+    }
 }

@@ -202,7 +202,8 @@ pub fn check_anchor(conn: &Connection, anchor: &Anchor) -> Result<Option<ChainBr
     ))
 }
 
-fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+/// An event row (the columns of `COLUMNS`, in order) as an [`Event`].
+pub(super) fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
     let data: String = r.get(7)?;
     Ok(Event {
         seq: r.get(0)?,

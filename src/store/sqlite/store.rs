@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::sql::{Sql, SqlRead};
-use super::{audit, events, history, prune, requests, tokens};
+use super::{audit, events, requests};
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
@@ -249,16 +249,16 @@ impl Store for SqliteStore {
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
         let now = self.now();
-        history::history(&self.conn, filter, now)
+        queue::history::history(&mut SqlRead(&self.conn), filter, now)
     }
 
     fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
         let now = self.now();
-        history::stats(&self.conn, since, now)
+        queue::history::stats(&mut SqlRead(&self.conn), since, now)
     }
 
     fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
-        history::open_counts(&self.conn)
+        queue::history::open_counts(&mut SqlRead(&self.conn))
     }
 
     fn events_head(&mut self) -> Result<FeedPos> {
@@ -280,64 +280,7 @@ impl Store for SqliteStore {
     }
 
     fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        let key_since = match events::root_dir(&self.conn) {
-            Some(dir) => events::load_key(&dir)?.map(|k| k.since),
-            None => None,
-        };
-        // One snapshot for every check.
-        let tx = self.conn.unchecked_transaction()?;
-        let mut v = Verified {
-            events: 0,
-            requests: 0,
-            head: None,
-            keyed_since: key_since,
-            broken: None,
-        };
-        if let Some(problem) = audit::integrity(&tx)? {
-            v.broken = Some(format!(
-                "the database file fails SQLite's integrity check: {problem}"
-            ));
-            return Ok(v);
-        }
-        let guard: i64 = tx.query_row("SELECT COUNT(*) FROM prune_guard", [], |r| r.get(0))?;
-        if guard > 0 {
-            v.broken = Some(
-                "the prune guard is set outside a prune (prune_guard holds a committed row): \
-                 rows may have been deleted by hand"
-                    .into(),
-            );
-            return Ok(v);
-        }
-        let (count, brk) = events::verify(&tx)?;
-        v.events = count;
-        if let Some(b) = brk {
-            v.broken = Some(format!("event {} does not verify: {}", b.seq, b.problem));
-            return Ok(v);
-        }
-        for (path, a) in anchors {
-            if let Some(b) = events::check_anchor(&tx, a)? {
-                v.broken = Some(format!(
-                    "the anchor {} does not verify: {}",
-                    crate::text::path_for_log(path),
-                    b.problem
-                ));
-                return Ok(v);
-            }
-        }
-        let (checked, brk) = audit::check_records(&tx)?;
-        v.requests = checked;
-        if let Some(b) = brk {
-            v.broken = Some(format!("{b}"));
-            return Ok(v);
-        }
-        v.head = tx
-            .query_row(
-                "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        Ok(v)
+        audit::verify(&self.conn, anchors)
     }
 
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
@@ -371,24 +314,12 @@ impl Store for SqliteStore {
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
         let (mut pruned, ids) =
-            self.write(|tx, now| prune::prune(tx, before, limit, now, actor, &mut *export))?;
+            self.write(|db, now| queue::prune::prune(db, now, before, limit, actor, &mut *export))?;
         if ids.is_empty() {
             return Ok(pruned);
         }
-        // The outcome files of ids no row holds any more go too, under the write lock (so
-        // a request asking such an id again cannot have its fresh outcome removed).
-        write_no_sweep(&mut self.conn, |tx| {
-            let mut stmt = tx.prepare_cached("SELECT 1 FROM requests WHERE id = ?1 LIMIT 1")?;
-            let mut seen = std::collections::HashSet::new();
-            for id in ids {
-                if seen.insert(id.clone())
-                    && stmt.query_row([&id], |_| Ok(())).optional()?.is_none()
-                {
-                    pruned.freed_ids.push(id);
-                }
-            }
-            export.committed(&pruned.freed_ids)?;
-            Ok(())
+        write_no_sweep(&mut self.conn, |db| {
+            queue::prune::free_outcomes(db, ids, &mut pruned, &mut *export)
         })?;
         Ok(pruned)
     }
@@ -401,19 +332,19 @@ impl Store for SqliteStore {
         lookup: &str,
         hash: &[u8],
     ) -> Result<WebToken> {
-        self.write(|tx, now| tokens::create(tx, name, role, context, lookup, hash, now))
+        self.write(|tx, now| queue::tokens::create(tx, now, name, role, context, lookup, hash))
     }
 
     fn tokens(&mut self) -> Result<Vec<WebToken>> {
-        tokens::list(&self.conn)
+        queue::tokens::list(&mut SqlRead(&self.conn))
     }
 
     fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.write(|tx, now| tokens::revoke(tx, name, now))
+        self.write(|tx, now| queue::tokens::revoke(tx, now, name))
     }
 
     fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
-        tokens::by_lookup(&self.conn, lookup)
+        queue::tokens::by_lookup(&mut SqlRead(&self.conn), lookup)
     }
 }
 

@@ -1,106 +1,86 @@
-//! Web tokens: the rows behind `dshq token` and the HTTP API's bearer check. The token is
-//! never stored; the row keeps a lookup key (to find it) and the token's hash (which the
-//! application compares in constant time).
+//! Web tokens' statements on SQLite ([`crate::store::driver::TokenStatements`],
+//! [`crate::store::driver::TokenReads`]): the rules are [`crate::store::queue::tokens`];
+//! here are the SQL and the row mapping.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, OptionalExtension, Row};
 
+use super::sql::{Sql, SqlRead};
 use crate::clock::Millis;
-use crate::core::access::Role;
-use crate::error::{Error, Result};
-use crate::store::{TokenCredential, WebToken};
+use crate::error::Result;
+use crate::store::driver::tokens::{TokenReads, TokenRecord, TokenStatements};
 
 const COLUMNS: &str = "name, role, context, created_ms, revoked_ms, hash";
 
-fn token(r: &Row<'_>) -> rusqlite::Result<TokenCredential> {
-    let role: String = r.get(1)?;
-    let role = Role::parse(&role).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            1,
-            rusqlite::types::Type::Text,
-            format!("unknown role {role:?}").into(),
-        )
-    })?;
-    Ok(TokenCredential {
-        token: WebToken {
-            name: r.get(0)?,
-            role,
-            context: r.get(2)?,
-            created_ms: r.get(3)?,
-            revoked_ms: r.get(4)?,
-        },
+fn record(r: &Row<'_>) -> rusqlite::Result<TokenRecord> {
+    Ok(TokenRecord {
+        name: r.get(0)?,
+        role: r.get(1)?,
+        context: r.get(2)?,
+        created_ms: r.get(3)?,
+        revoked_ms: r.get(4)?,
         hash: r.get(5)?,
     })
 }
 
-/// Insert a token; a taken name is `Error::Invalid`.
-pub fn create(
-    conn: &Connection,
-    name: &str,
-    role: Role,
-    context: Option<&str>,
-    lookup: &str,
-    hash: &[u8],
-    now: Millis,
-) -> Result<WebToken> {
-    if name.trim().is_empty() {
-        return Err(Error::Invalid("a token's name must not be empty".into()));
+impl TokenStatements for Sql<'_, '_> {
+    fn token_name_taken(&mut self, name: &str) -> Result<bool> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT 1 FROM web_tokens WHERE name = ?1")?
+            .exists([name])?)
     }
-    let taken: bool = conn
-        .prepare_cached("SELECT 1 FROM web_tokens WHERE name = ?1")?
-        .exists([name])?;
-    if taken {
-        return Err(Error::Invalid(format!(
-            "a token named {name:?} exists already (revoked tokens keep their name); choose another --name"
-        )));
+
+    fn insert_token(
+        &mut self,
+        name: &str,
+        role: &str,
+        context: Option<&str>,
+        lookup: &str,
+        hash: &[u8],
+        created_ms: Millis,
+    ) -> Result<()> {
+        self.0
+            .prepare_cached(
+                "INSERT INTO web_tokens (name, role, context, lookup, hash, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![name, role, context, lookup, hash, created_ms])?;
+        Ok(())
     }
-    conn.prepare_cached(
-        "INSERT INTO web_tokens (name, role, context, lookup, hash, created_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![name, role.as_str(), context, lookup, hash, now])?;
-    Ok(WebToken {
-        name: name.to_string(),
-        role,
-        context: context.map(str::to_string),
-        created_ms: now,
-        revoked_ms: None,
-    })
-}
 
-/// Every token by name.
-pub fn list(conn: &Connection) -> Result<Vec<WebToken>> {
-    let mut stmt =
-        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM web_tokens ORDER BY name"))?;
-    let rows = stmt
-        .query_map([], token)?
-        .map(|r| r.map(|c| c.token))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
+    fn token_revoked_ms_for_update(&mut self, name: &str) -> Result<Option<Option<Millis>>> {
+        // The write transaction holds the database's one write lock already.
+        Ok(self
+            .0
+            .prepare_cached("SELECT revoked_ms FROM web_tokens WHERE name = ?1")?
+            .query_row([name], |r| r.get(0))
+            .optional()?)
+    }
 
-/// Revoke by name: `false` when revoked already.
-pub fn revoke(conn: &Connection, name: &str, now: Millis) -> Result<bool> {
-    let revoked: Option<Option<Millis>> = conn
-        .prepare_cached("SELECT revoked_ms FROM web_tokens WHERE name = ?1")?
-        .query_row([name], |r| r.get(0))
-        .optional()?;
-    match revoked {
-        None => Err(Error::TokenNotFound(name.to_string())),
-        Some(Some(_)) => Ok(false),
-        Some(None) => {
-            conn.prepare_cached("UPDATE web_tokens SET revoked_ms = ?1 WHERE name = ?2")?
-                .execute(params![now, name])?;
-            Ok(true)
-        }
+    fn set_token_revoked(&mut self, name: &str, revoked_ms: Millis) -> Result<()> {
+        self.0
+            .prepare_cached("UPDATE web_tokens SET revoked_ms = ?1 WHERE name = ?2")?
+            .execute(params![revoked_ms, name])?;
+        Ok(())
     }
 }
 
-/// The token with this lookup key.
-pub fn by_lookup(conn: &Connection, lookup: &str) -> Result<Option<TokenCredential>> {
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM web_tokens WHERE lookup = ?1"
-        ))?
-        .query_row([lookup], token)
-        .optional()?)
+impl TokenReads for SqlRead<'_> {
+    fn all_tokens_by_name(&mut self) -> Result<Vec<TokenRecord>> {
+        let mut stmt = self
+            .0
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM web_tokens ORDER BY name"))?;
+        let rows = stmt.query_map([], record)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn token_by_lookup(&mut self, lookup: &str) -> Result<Option<TokenRecord>> {
+        Ok(self
+            .0
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM web_tokens WHERE lookup = ?1"
+            ))?
+            .query_row([lookup], record)
+            .optional()?)
+    }
 }
