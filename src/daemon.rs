@@ -222,7 +222,10 @@ pub fn run_linked(
 
     // Commits made on other hosts (a shared store): each wakes a pass, which writes the
     // outcomes of this root that they finished.
-    let _wakeups = spawn_wakeups(store, tx.clone(), stop.clone());
+    // A host that serves reviewers (the web host) or runs hooks hears every commit;
+    // a file-only daemon only those that make its own outcomes due.
+    let feed = link.is_some() || hooks.is_some();
+    let _wakeups = spawn_wakeups(store, feed, tx.clone(), stop.clone());
 
     // Startup: everything already there, and any outcome committed but not yet written.
     let mut failures = 0u32;
@@ -405,10 +408,11 @@ fn back_off(rx: &mpsc::Receiver<Hint>, failures: u32, stop: &AtomicBool) -> bool
 /// store goes away, and ends with the daemon.
 fn spawn_wakeups(
     store: &mut dyn Store,
+    feed: bool,
     tx: mpsc::Sender<Hint>,
     stop: Arc<AtomicBool>,
 ) -> Option<std::thread::JoinHandle<()>> {
-    let mut wakeups = match store.wakeups() {
+    let mut wakeups = match store.wakeups(feed) {
         Ok(Some(w)) => w,
         Ok(None) => return None,
         Err(e) => {

@@ -539,8 +539,11 @@ pub trait Store: Send {
     // ---- other writers -----------------------------------------------------------------
 
     /// A way to learn of commits other processes or hosts make, when the backend has one
-    /// (`None`: SQLite, whose writers on the one host publish their own outcomes).
-    fn wakeups(&mut self) -> Result<Option<Box<dyn Wakeups>>> {
+    /// (`None`: SQLite, whose writers on the one host publish their own outcomes): the
+    /// commits that make an outcome of this store's origin due, and with `feed` every
+    /// commit that appended an event (for a host that serves reviewers or runs hooks).
+    fn wakeups(&mut self, feed: bool) -> Result<Option<Box<dyn Wakeups>>> {
+        let _ = feed;
         Ok(None)
     }
 

@@ -14,7 +14,8 @@ use dshq::core::access::Role;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::store::postgres::tx::{PgRead, Tx};
-use dshq::store::postgres::{audit, conn, export, wakeups::Listener};
+use dshq::store::postgres::wakeups::{Listener, FEED_CHANNEL};
+use dshq::store::postgres::{audit, conn, export};
 use dshq::store::queue::{history, tokens};
 use dshq::store::sqlite::SqliteStore;
 use dshq::store::{
@@ -671,11 +672,12 @@ fn web_tokens_are_created_listed_revoked_and_found_by_lookup() {
 fn a_commit_elsewhere_wakes_the_listener_and_a_quiet_wait_times_out() {
     let url = fresh_url();
     let (config, mut other) = client(&url);
-    let mut l = Listener::connect(&config).unwrap();
+    let mut l = Listener::connect(&config, vec![FEED_CHANNEL.to_string()]).unwrap();
     assert!(!l.wait(Duration::from_millis(100)).unwrap(), "nothing yet");
     // A rolled-back transaction notifies nobody.
     let mut tx = other.transaction().unwrap();
-    tx.execute("SELECT pg_notify('dshq', '')", &[]).unwrap();
+    tx.execute("SELECT pg_notify('dshq_feed', '')", &[])
+        .unwrap();
     tx.rollback().unwrap();
     assert!(!l.wait(Duration::from_millis(200)).unwrap());
     // A commit does, even when the listener is already waiting.
@@ -686,7 +688,8 @@ fn a_commit_elsewhere_wakes_the_listener_and_a_quiet_wait_times_out() {
     std::thread::sleep(Duration::from_millis(200));
     for _ in 0..3 {
         let mut tx = other.transaction().unwrap();
-        tx.execute("SELECT pg_notify('dshq', '')", &[]).unwrap();
+        tx.execute("SELECT pg_notify('dshq_feed', '')", &[])
+            .unwrap();
         tx.commit().unwrap();
     }
     let (mut l, woke) = waiter.join().unwrap();
@@ -725,27 +728,55 @@ fn a_commit_elsewhere_wakes_the_listener_and_a_quiet_wait_times_out() {
         "reconnected: look again"
     );
     let mut tx = other.transaction().unwrap();
-    tx.execute("SELECT pg_notify('dshq', '')", &[]).unwrap();
+    tx.execute("SELECT pg_notify('dshq_feed', '')", &[])
+        .unwrap();
     tx.commit().unwrap();
     assert!(l.wait(Duration::from_secs(10)).unwrap(), "listening again");
 }
 
 #[test]
-fn a_write_through_another_store_wakes_this_stores_wakeups() {
+fn a_commit_wakes_the_hosts_it_concerns_and_no_other() {
     let url = fresh_url();
     let mut here = dshq::store::postgres::PgStore::connect(&url, None, Some("host-a")).unwrap();
     let mut there = dshq::store::postgres::PgStore::connect(&url, None, Some("host-b")).unwrap();
-    let mut w = here
-        .wakeups()
+    // A file-only daemon hears only what makes its own outcomes due; a host that serves
+    // reviewers hears every commit that appended an event.
+    let mut files_only = here
+        .wakeups(false)
         .unwrap()
         .expect("PostgreSQL hears other hosts");
-    assert!(!w.wait(Duration::from_millis(100)).unwrap());
+    let mut serving = here
+        .wakeups(true)
+        .unwrap()
+        .expect("PostgreSQL hears other hosts");
+    assert!(!files_only.wait(Duration::from_millis(100)).unwrap());
     // A read appends nothing and notifies nobody.
     there.list(&Default::default()).unwrap();
-    assert!(!w.wait(Duration::from_millis(100)).unwrap());
+    assert!(!serving.wait(Duration::from_millis(100)).unwrap());
+    // Another root asks: the serving host hears it, the file-only daemon does not.
     assert!(matches!(
-        ask(&mut there, two_questions("q1")),
+        ask(&mut there, two_questions("theirs")),
         Asked::Accepted(_)
     ));
-    assert!(w.wait(Duration::from_secs(10)).unwrap());
+    assert!(serving.wait(Duration::from_secs(10)).unwrap());
+    // This root asks, another host answers: this root's daemon is woken (its outcome).
+    assert!(matches!(
+        ask(&mut here, two_questions("ours")),
+        Asked::Accepted(_)
+    ));
+    while serving.wait(Duration::from_millis(100)).unwrap() {}
+    assert!(
+        !files_only.wait(Duration::from_millis(300)).unwrap(),
+        "its own ask's commit is not news to it, nor the other root's"
+    );
+    there.abort("theirs", None, &Actor::Asker).unwrap();
+    assert!(
+        !files_only.wait(Duration::from_millis(300)).unwrap(),
+        "another root's outcome does not wake it"
+    );
+    there.abort("ours", None, &Actor::Asker).unwrap();
+    assert!(
+        files_only.wait(Duration::from_secs(10)).unwrap(),
+        "its own outcome, made due on another host, wakes it"
+    );
 }

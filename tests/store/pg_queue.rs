@@ -939,7 +939,7 @@ fn a_commit_that_appended_an_event_notifies_and_bookkeeping_does_not() {
     let url = fresh();
     let mut listening = open(&url);
     let mut wakeups = listening
-        .wakeups()
+        .wakeups(true)
         .unwrap()
         .expect("PostgreSQL has wakeups");
     let mut writer = open(&url);

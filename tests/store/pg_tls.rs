@@ -277,12 +277,12 @@ fn the_store_and_the_listener_connect_through_tls() {
     let config = tcp_url(server, "127.0.0.1", "sslmode=require");
     let e = refused(conn::connect(&config));
     assert_tls_refused(&e, "TLS");
-    let e = Listener::connect(&config).unwrap_err();
+    let e = Listener::connect(&config, Vec::new()).unwrap_err();
     assert_tls_refused(&e, "TLS");
     // And plaintext when asked.
     let plain = tcp_url(server, "127.0.0.1", "sslmode=disable");
     assert!(!encrypted(&mut conn::connect(&plain).unwrap()));
-    Listener::connect(&plain).unwrap();
+    Listener::connect(&plain, Vec::new()).unwrap();
 }
 
 /// `parse_url`: which `sslmode` a URL gets (moved from `src/store/postgres/conn.rs`).

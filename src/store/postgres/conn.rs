@@ -27,9 +27,11 @@
 //! operation (say, a stale lease's answer) does not roll back the expiry it observed: the
 //! work is rolled back to the savepoint and the sweep is committed alone.
 //!
-//! A transaction that appended an event sends `NOTIFY dshq` before its commit (delivered
-//! by the server on commit), so daemons on other hosts run their outbox promptly; the
-//! head it appended is published to `audit.head` after the commit.
+//! A transaction notifies, before its commit (delivered by the server on commit), the
+//! roots whose outcomes it made due and, when it appended an event, the feed
+//! ([`super::wakeups`]), so daemons on other hosts run their outbox promptly and only
+//! those that need to wake do; the head it appended is published to `audit.head` after
+//! the commit.
 //!
 //! A host stopped inside a write (SIGSTOP, a pause, a lost VM) holds only what that write
 //! locked, and only until the server ends its session ([`SESSION_SETUP`]).
@@ -91,9 +93,6 @@ impl LockMode {
 
 /// The advisory lock migrations run under, so two hosts starting at once do not race.
 pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
-
-/// The channel a commit that appended an event notifies.
-pub const CHANNEL: &str = "dshq";
 
 /// The database clock in milliseconds since the epoch.
 pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -497,12 +496,23 @@ fn run<T>(
     }
 }
 
-/// Chain the staged events, notify (when there were any), commit, and publish the head.
+/// Chain the staged events, notify the hosts that need to wake (see
+/// [`super::wakeups`]), commit, and publish the head.
 fn commit(mut tx: Tx<'_>) -> Result<()> {
     super::events::flush(&mut tx)?;
+    let mut channels: Vec<String> = tx
+        .outcomes_for
+        .iter()
+        .map(|o| super::wakeups::outbox_channel(o))
+        .collect();
     if tx.appended {
-        tx.tx
-            .execute_typed("SELECT pg_notify($1, '')", &[(&CHANNEL, Type::TEXT)])?;
+        channels.push(super::wakeups::FEED_CHANNEL.to_string());
+    }
+    if !channels.is_empty() {
+        tx.tx.execute_typed(
+            "SELECT pg_notify(c, '') FROM UNNEST($1::text[]) AS c",
+            &[(&channels, Type::TEXT_ARRAY)],
+        )?;
     }
     let head = tx.head.take();
     tx.tx.commit()?;

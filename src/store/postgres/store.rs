@@ -361,8 +361,17 @@ impl Store for PgStore {
         Ok(pruned)
     }
 
-    fn wakeups(&mut self) -> Result<Option<Box<dyn Wakeups>>> {
-        let listener = wakeups::Listener::connect(self.db.config())?;
+    fn wakeups(&mut self, feed: bool) -> Result<Option<Box<dyn Wakeups>>> {
+        // A store without an origin reads every root's outcomes: it hears the feed.
+        let mut channels: Vec<String> = self
+            .origin
+            .iter()
+            .map(|o| wakeups::outbox_channel(o))
+            .collect();
+        if feed || self.origin.is_none() {
+            channels.push(wakeups::FEED_CHANNEL.to_string());
+        }
+        let listener = wakeups::Listener::connect(self.db.config(), channels)?;
         Ok(Some(Box::new(listener)))
     }
 

@@ -58,8 +58,11 @@ pub struct Tx<'c> {
     pub root: Option<&'c Path>,
     /// The root that asks, recorded on new requests (`requests.origin`).
     pub origin: Option<&'c str>,
-    /// Whether an event was appended (then the commit notifies [`super::conn::CHANNEL`]).
+    /// Whether an event was appended (then the commit notifies
+    /// [`super::wakeups::FEED_CHANNEL`]).
     pub appended: bool,
+    /// The roots whose outcomes this write made due (their channels are notified).
+    pub(super) outcomes_for: std::collections::BTreeSet<String>,
     /// The events appended and not yet inserted, oldest first.
     pub(super) staged: Vec<Staged>,
     /// The head the inserted events left, published to `audit.head` after the commit.
@@ -82,6 +85,7 @@ impl<'c> Tx<'c> {
             root,
             origin,
             appended: false,
+            outcomes_for: std::collections::BTreeSet::new(),
             staged: Vec::new(),
             head: None,
             chain_locked: false,
@@ -111,6 +115,13 @@ impl<'c> Tx<'c> {
         self.lock(CHAIN_LOCK, self.chain_locked)?;
         self.chain_locked = true;
         Ok(())
+    }
+
+    /// An outcome of the root `origin` is due once this commits: wake its daemon.
+    pub fn outcome_due_for(&mut self, origin: Option<String>) {
+        if let Some(o) = origin {
+            self.outcomes_for.insert(o);
+        }
     }
 
     /// How many events are staged: a mark to return to when a savepoint is rolled back.

@@ -1,12 +1,15 @@
-//! Commits made by other processes and hosts, heard through `LISTEN dshq`.
+//! Commits made by other processes and hosts, heard through `LISTEN`.
 //!
-//! Every write transaction that appended an event runs `SELECT pg_notify('dshq', '')`
-//! before its commit; PostgreSQL delivers the notification to every listener when (and
-//! only if) the transaction commits. A [`Listener`] holds a second connection of its own
-//! (a connection waiting on notifications cannot run the store's transactions) and
-//! [`Wakeups::wait`]s on it: the daemon runs a pass (expiry, the outbox) when it fires, so
-//! an answer given on another host reaches this root's outbox without waiting for the
-//! next tick.
+//! A write transaction notifies only the hosts that need to wake: the asking root's
+//! channel ([`outbox_channel`]) when it made an outcome of that root due, and
+//! [`FEED_CHANNEL`] when it appended an event. PostgreSQL delivers a notification to its
+//! listeners when (and only if) the transaction commits. A [`Listener`] holds a second
+//! connection of its own (a connection waiting on notifications cannot run the store's
+//! transactions) and [`Wakeups::wait`]s on it: the daemon runs a pass (expiry, the outbox)
+//! when it fires, so an answer given on another host reaches this root's outbox without
+//! waiting for the next tick. A file-only daemon listens on its root's channel alone, so
+//! the claims and answers of other roots do not wake it; a daemon that serves reviewers
+//! (the web host) or runs hooks listens on the feed as well.
 //!
 //! A notification carries nothing (the payload is empty): it only says "look again", and
 //! several commits may arrive as one wakeup. A lost connection is an error of that `wait`;
@@ -21,12 +24,22 @@ use postgres::{Client, Config};
 use crate::error::Result;
 use crate::store::Wakeups;
 
-/// The channel every dshq write notifies.
-pub const CHANNEL: &str = "dshq";
+/// The channel of every commit that appended an event.
+pub const FEED_CHANNEL: &str = "dshq_feed";
 
-/// A connection listening on [`CHANNEL`].
+/// The channel of the root whose origin is `origin`: a commit that makes one of its
+/// outcomes due notifies it. A digest of the origin (a path), so the name is a short
+/// identifier whatever the path holds.
+pub fn outbox_channel(origin: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(origin.as_bytes());
+    format!("dshq_outbox_{}", &crate::store::chain::hex(&digest)[..24])
+}
+
+/// A connection listening on its channels.
 pub struct Listener {
     config: Config,
+    channels: Vec<String>,
     client: Option<Client>,
 }
 
@@ -39,19 +52,24 @@ impl std::fmt::Debug for Listener {
     }
 }
 
-fn listen(config: &Config) -> Result<Client> {
+fn listen(config: &Config, channels: &[String]) -> Result<Client> {
     // TLS as the store's own connection (`sslmode`, `PGSSLROOTCERT`).
     let mut client = super::tls::connect(config)?;
-    client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+    for c in channels {
+        // The names are this module's own (a fixed prefix and hex digits).
+        client.batch_execute(&format!("LISTEN \"{c}\""))?;
+    }
     Ok(client)
 }
 
 impl Listener {
-    /// Connect and `LISTEN`: commits from now on wake the next [`Wakeups::wait`].
-    pub fn connect(config: &Config) -> Result<Listener> {
+    /// Connect and `LISTEN` on `channels`: commits from now on wake the next
+    /// [`Wakeups::wait`].
+    pub fn connect(config: &Config, channels: Vec<String>) -> Result<Listener> {
         Ok(Listener {
+            client: Some(listen(config, &channels)?),
             config: config.clone(),
-            client: Some(listen(config)?),
+            channels,
         })
     }
 }
@@ -77,7 +95,7 @@ impl Wakeups for Listener {
     fn wait(&mut self, timeout: Duration) -> Result<bool> {
         let Some(client) = self.client.as_mut().filter(|c| !c.is_closed()) else {
             self.client = None;
-            self.client = Some(listen(&self.config)?);
+            self.client = Some(listen(&self.config, &self.channels)?);
             // Whatever was committed while the connection was down went unheard.
             return Ok(true);
         };

@@ -122,6 +122,10 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn insert_rejected_request(&mut self, r: &NewRejection<'_>) -> Result<i64> {
+        if r.outbox_pending {
+            let origin = self.origin.map(str::to_string);
+            self.outcome_due_for(origin);
+        }
         Ok(self
             .tx
             .query_one(

@@ -56,6 +56,16 @@ impl<C: GenericClient> AnswerReads for PgRead<'_, C> {
     }
 }
 
+impl Tx<'_> {
+    /// Whether a guarded update that makes an outcome due changed its row (`RETURNING
+    /// origin`); if so, the asking root is woken at the commit.
+    fn outcome_of_row_due(&mut self, done: Option<postgres::Row>) -> Result<bool> {
+        let Some(row) = done else { return Ok(false) };
+        self.outcome_due_for(row.try_get(0)?);
+        Ok(true)
+    }
+}
+
 impl AnswerStatements for Tx<'_> {
     fn answer_target(&mut self, id: &str) -> Result<Option<RequestRow>> {
         get(&mut self.tx, id)
@@ -99,12 +109,13 @@ impl AnswerStatements for Tx<'_> {
         fence: Fence,
         now: Millis,
     ) -> Result<bool> {
-        let n = self.tx.execute_typed(
+        let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
                     finished_ms = $2, answer = $3, decision = $4, provider = $5, outbox_pending = TRUE
              WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
-                           AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)",
+                           AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)
+             RETURNING origin",
             &[
                 (&fence.lease_id, Type::INT8),
                 (&now, Type::INT8),
@@ -115,7 +126,7 @@ impl AnswerStatements for Tx<'_> {
                 (&fence.generation, Type::INT8),
             ],
         )?;
-        Ok(n == 1)
+        self.outcome_of_row_due(done)
     }
 
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()> {
@@ -144,10 +155,10 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn set_error_end_if_open(&mut self, end: ErrorEnd<'_>, now: Millis) -> Result<bool> {
-        let n = self.tx.execute_typed(
+        let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = $1, finished_ms = $2, error_code = $3, error_message = $4,
                     provider = $5, outbox_pending = TRUE, claimed_lease = COALESCE($7, claimed_lease)
-             WHERE seq = $6 AND status IN ('pending', 'claimed')",
+             WHERE seq = $6 AND status IN ('pending', 'claimed') RETURNING origin",
             &[
                 (&end.status.as_str(), Type::TEXT),
                 (&now, Type::INT8),
@@ -158,7 +169,7 @@ impl AnswerStatements for Tx<'_> {
                 (&end.lease_id, Type::INT8),
             ],
         )?;
-        Ok(n == 1)
+        self.outcome_of_row_due(done)
     }
 
     fn savepoint_answer_file(&mut self) -> Result<()> {
