@@ -469,8 +469,9 @@ fn run<T>(
     if sweep_first && is_due(&mut tx.tx, now)? {
         swept = !sweep(&mut tx, now)?.is_empty();
     }
+    super::requests::ask::flush_questions(&mut tx)?;
     tx.tx.batch_execute("SAVEPOINT work")?;
-    let mark = tx.staged_mark();
+    let mark = tx.mark();
     match f(&mut tx, now) {
         Ok(out) => {
             tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
@@ -499,6 +500,7 @@ fn run<T>(
 /// Chain the staged events, notify the hosts that need to wake (see
 /// [`super::wakeups`]), commit, and publish the head.
 fn commit(mut tx: Tx<'_>) -> Result<()> {
+    super::requests::ask::flush_questions(&mut tx)?;
     super::events::flush(&mut tx)?;
     let mut channels: Vec<String> = tx
         .outcomes_for

@@ -48,6 +48,67 @@ pub struct Staged {
     pub data: String,
 }
 
+/// Question rows inserted by a transaction and not yet sent, as columns: sent as one
+/// multi-row insert at the commit, or before a statement of the same transaction that
+/// touches the questions ([`super::requests::ask::flush_questions`]). Nothing else reads
+/// them inside a write, so a batch of asks costs one statement for all its questions.
+#[derive(Debug, Default)]
+pub struct QuestionColumns {
+    /// `request_seq`.
+    pub request_seq: Vec<i64>,
+    /// `idx`.
+    pub idx: Vec<i64>,
+    /// `qid`.
+    pub qid: Vec<String>,
+    /// `question`.
+    pub question: Vec<String>,
+    /// `header`.
+    pub header: Vec<Option<String>>,
+    /// `detail`.
+    pub detail: Vec<Option<String>>,
+    /// `multi_select`.
+    pub multi_select: Vec<bool>,
+    /// `intent_kind`.
+    pub intent_kind: Vec<Option<String>>,
+    /// `intent_approve`.
+    pub intent_approve: Vec<Option<String>>,
+    /// `options` (JSON).
+    pub options: Vec<String>,
+}
+
+impl QuestionColumns {
+    /// How many rows are held.
+    pub fn len(&self) -> usize {
+        self.request_seq.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.request_seq.is_empty()
+    }
+
+    /// Forget the rows after the first `n`.
+    pub fn truncate(&mut self, n: usize) {
+        self.request_seq.truncate(n);
+        self.idx.truncate(n);
+        self.qid.truncate(n);
+        self.question.truncate(n);
+        self.header.truncate(n);
+        self.detail.truncate(n);
+        self.multi_select.truncate(n);
+        self.intent_kind.truncate(n);
+        self.intent_approve.truncate(n);
+        self.options.truncate(n);
+    }
+}
+
+/// What a transaction holds unsent at a savepoint, to return to if it is rolled back.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mark {
+    events: usize,
+    questions: usize,
+}
+
 /// One write transaction, with what the functions of this backend need beside it: the
 /// root (where `audit.key` and `audit.head` live), the origin a new request records, the
 /// events staged for the chain and the locks taken.
@@ -65,14 +126,16 @@ pub struct Tx<'c> {
     pub(super) outcomes_for: std::collections::BTreeSet<String>,
     /// The events appended and not yet inserted, oldest first.
     pub(super) staged: Vec<Staged>,
+    /// The question rows inserted and not yet sent.
+    pub(super) questions: QuestionColumns,
     /// The head the inserted events left, published to `audit.head` after the commit.
     pub(super) head: Option<ChainHead>,
     /// Whether [`CHAIN_LOCK`] is held.
     pub(super) chain_locked: bool,
     /// Whether [`ROWS_LOCK`] is held.
     rows_locked: bool,
-    /// The staged count at the answer file's savepoint (see `savepoint_answer_file`).
-    pub(super) answer_file_mark: usize,
+    /// What was unsent at the answer file's savepoint (see `savepoint_answer_file`).
+    pub(super) answer_file_mark: Mark,
 }
 
 impl<'c> Tx<'c> {
@@ -87,10 +150,11 @@ impl<'c> Tx<'c> {
             appended: false,
             outcomes_for: std::collections::BTreeSet::new(),
             staged: Vec::new(),
+            questions: QuestionColumns::default(),
             head: None,
             chain_locked: false,
             rows_locked: false,
-            answer_file_mark: 0,
+            answer_file_mark: Mark::default(),
         }
     }
 
@@ -124,15 +188,20 @@ impl<'c> Tx<'c> {
         }
     }
 
-    /// How many events are staged: a mark to return to when a savepoint is rolled back.
-    pub fn staged_mark(&self) -> usize {
-        self.staged.len()
+    /// What is unsent now: a mark to return to when a savepoint is rolled back.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            events: self.staged.len(),
+            questions: self.questions.len(),
+        }
     }
 
-    /// After a rollback to a savepoint taken at `mark`: the events staged since are gone.
-    /// (Events are only inserted at the commit, so none of them was in the database.)
-    pub fn rolled_back_to(&mut self, mark: usize) {
-        self.staged.truncate(mark);
+    /// After a rollback to a savepoint taken at `mark`: what was staged since is gone
+    /// with it. (Question rows are sent before a savepoint is taken, so those held at a
+    /// rollback all came after it; events are only sent at the commit.)
+    pub fn rolled_back_to(&mut self, mark: Mark) {
+        self.staged.truncate(mark.events);
+        self.questions.truncate(mark.questions);
     }
 }
 

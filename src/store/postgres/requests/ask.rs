@@ -21,6 +21,33 @@ pub use crate::store::queue::requests::Rejection;
 // The statements of an accept are sent with their parameter types (one round trip each,
 // under the write lock).
 
+/// Send the question rows `t` holds, in one statement (nothing when it holds none).
+pub fn flush_questions(t: &mut Tx<'_>) -> Result<()> {
+    if t.questions.is_empty() {
+        return Ok(());
+    }
+    let c = std::mem::take(&mut t.questions);
+    t.tx.execute_typed(
+        "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
+                                intent_kind, intent_approve, options)
+         SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::text[], $4::text[], $5::text[],
+                              $6::text[], $7::bool[], $8::text[], $9::text[], $10::text[])",
+        &[
+            (&c.request_seq, Type::INT8_ARRAY),
+            (&c.idx, Type::INT8_ARRAY),
+            (&c.qid, Type::TEXT_ARRAY),
+            (&c.question, Type::TEXT_ARRAY),
+            (&c.header, Type::TEXT_ARRAY),
+            (&c.detail, Type::TEXT_ARRAY),
+            (&c.multi_select, Type::BOOL_ARRAY),
+            (&c.intent_kind, Type::TEXT_ARRAY),
+            (&c.intent_approve, Type::TEXT_ARRAY),
+            (&c.options, Type::TEXT_ARRAY),
+        ],
+    )?;
+    Ok(())
+}
+
 impl crate::store::driver::RequestStatements for Tx<'_> {
     fn lock_row_numbers(&mut self) -> Result<()> {
         self.lock_rows()
@@ -80,23 +107,18 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
-        self.tx.execute_typed(
-            "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
-                                    intent_kind, intent_approve, options)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            &[
-                (&q.request_seq, Type::INT8),
-                (&q.idx, Type::INT8),
-                (&q.qid, Type::TEXT),
-                (&q.question, Type::TEXT),
-                (&q.header, Type::TEXT),
-                (&q.detail, Type::TEXT),
-                (&q.multi_select, Type::BOOL),
-                (&q.intent_kind, Type::TEXT),
-                (&q.intent_approve, Type::TEXT),
-                (&q.options, Type::TEXT),
-            ],
-        )?;
+        // Held, and sent with the others in one statement (see `QuestionColumns`).
+        let c = &mut self.questions;
+        c.request_seq.push(q.request_seq);
+        c.idx.push(q.idx);
+        c.qid.push(q.qid.to_string());
+        c.question.push(q.question.to_string());
+        c.header.push(q.header.map(str::to_string));
+        c.detail.push(q.detail.map(str::to_string));
+        c.multi_select.push(q.multi_select);
+        c.intent_kind.push(q.intent_kind.map(str::to_string));
+        c.intent_approve.push(q.intent_approve.map(str::to_string));
+        c.options.push(q.options.to_string());
         Ok(())
     }
 

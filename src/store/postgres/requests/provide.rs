@@ -130,6 +130,7 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()> {
+        super::ask::flush_questions(self)?;
         self.tx.execute_typed(
             "UPDATE questions SET selected = $1, custom = $2, decision = $3 WHERE request_seq = $4 AND idx = $5",
             &[
@@ -173,7 +174,8 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn savepoint_answer_file(&mut self) -> Result<()> {
-        self.answer_file_mark = self.staged_mark();
+        super::ask::flush_questions(self)?;
+        self.answer_file_mark = self.mark();
         Ok(self.tx.batch_execute("SAVEPOINT answer_file")?)
     }
 
