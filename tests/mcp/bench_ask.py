@@ -26,7 +26,9 @@ the disk's:
 - the same minimal clients with a request that touches no store (`ping` over stdio and
   `/mcp`, `GET /healthz` for the API): the transport's own round trip;
 - a bare SQLite commit on the same disk (a WAL database next to the root, `synchronous=
-  FULL`, one small row a transaction): the floor that every ask's commit pays.
+  FULL`, one small row a transaction): the floor that every ask's commit pays; and the
+  same followed by a small file written and renamed, as dshq's store publishes the chain
+  head (`audit.head`) after each commit.
 
 Prints p50/p90/p99/max in milliseconds. Not a test: it asserts nothing about timings.
 """
@@ -174,6 +176,7 @@ class BareCommit:
     """A WAL database beside the root, synchronous=FULL: one small row a commit."""
 
     def __init__(self, path: str):
+        self.path = path
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -183,6 +186,16 @@ class BareCommit:
         self.db.execute("BEGIN IMMEDIATE")
         self.db.execute("INSERT INTO t (body) VALUES (?)", (json.dumps(question(rid)),))
         self.db.execute("COMMIT")
+
+    def commit_and_head(self, rid: str) -> None:
+        """The commit, then what dshq's store does after each one: the chain head written
+        to a temporary file and renamed over `audit.head` (no sync)."""
+        self.commit(rid)
+        d = os.path.dirname(self.path)
+        tmp = os.path.join(d, f".audit.head.{os.getpid()}.tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps({"seq": 1, "hash": "0" * 64}))
+        os.rename(tmp, os.path.join(d, "audit.head"))
 
 
 def start_daemon(stack: contextlib.ExitStack, binary: str, root: str) -> str:
@@ -211,9 +224,12 @@ def start_daemon(stack: contextlib.ExitStack, binary: str, root: str) -> str:
     return base
 
 
-async def clients_of(stack: contextlib.AsyncExitStack, label: str, binary: str, d: str) -> list:
+async def clients_of(
+    stack: contextlib.AsyncExitStack, label: str, binary: str, d: str, keep: dict | None = None
+) -> list:
     """The clients of one build: a fresh root, its daemon, its stdio server, the SDK
-    sessions and the minimal clients. (label, prefix, ask) each."""
+    sessions and the minimal clients, as (name, ask) each. `keep` gets the SDK's stdio
+    session, for a caller that looks closer."""
     root = os.path.join(tempfile.mkdtemp(prefix="build-", dir=d), "root")
     made = subprocess.run(
         [binary, "--root", root, "--json", "token", "create", "--role", "asker", "--name", "bench"],
@@ -232,6 +248,8 @@ async def clients_of(stack: contextlib.AsyncExitStack, label: str, binary: str, 
     params = StdioServerParameters(command=binary, args=["--root", root, "mcp"], env={"RUST_LOG": "warn"})
     read, write = await stack.enter_async_context(stdio_client(params))
     over_stdio_session = await stack.enter_async_context(ClientSession(read, write))
+    if keep is not None:
+        keep["stdio"] = over_stdio_session
     for s in (over_http_session, over_stdio_session):
         await s.initialize()
         await s.list_tools()
@@ -277,6 +295,7 @@ async def main(samples: int, rounds: int) -> None:
                 clients += await clients_of(stack, label, binary, d)
             bare = BareCommit(os.path.join(d, "bare.db"))
             clients.append(("bare SQLite commit, WAL, synchronous=FULL, same disk", sync(bare.commit)))
+            clients.append(("bare SQLite commit + a small file renamed (as audit.head)", sync(bare.commit_and_head)))
             times: dict[str, list[float]] = {name: [] for name, _ in clients}
             for n, (_, ask) in enumerate(clients):
                 for i in range(5):

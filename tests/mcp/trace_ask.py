@@ -148,7 +148,8 @@ def cut(evs, calls, client: set[int], server: set[int], db: set[int]):
         # The response: the server's last write before the client's read.
         out_at = max(r for r in replies if r < back[0])
         marks = [t0, sent, got[0], job[0], wal[0], sync0, sync1[0], renamed[0], out_at, back[0], t1]
-        rows.append([b - a for a, b in zip(marks, marks[1:])])
+        pages = sum(1 for e in dbe if e[2] == "sys_enter_pwrite64" and e[0] < sync0 and e[3].get("count") == 4096)
+        rows.append([b - a for a, b in zip(marks, marks[1:])] + [pages])
     return rows
 
 
@@ -158,7 +159,8 @@ async def inner(samples: int, out: str) -> None:
     binary = os.environ["DSHQ_BIN"]
     with tempfile.TemporaryDirectory() as d:
         async with contextlib.AsyncExitStack() as stack:
-            clients = await bench_ask.clients_of(stack, "", binary, d)
+            keep: dict = {}
+            clients = await bench_ask.clients_of(stack, "", binary, d, keep)
             named = {name: ask for name, ask in clients}
             chosen = [
                 ("HTTP API (httpx2)", named["HTTP API POST /api/v1/requests -> committed"]),
@@ -175,6 +177,15 @@ async def inner(samples: int, out: str) -> None:
                     await ask(f"t{n}-{i}")
                     t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                     calls[name].append((t0 / 1e9, t1 / 1e9))
+            # Of the client's work after its read: the SDK validating the result against
+            # the tool's output schema (a compiled validator, as call_tool uses).
+            session = keep["stdio"]
+            r = await session.call_tool("ask_user_question", {**bench_ask.question("t-v"), "waitSeconds": 0})
+            validation = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                await session.validate_tool_result("ask_user_question", r)
+                validation.append(time.perf_counter() - t0)
             me = os.getpid()
             kids = subprocess.run(["pgrep", "-P", str(me)], capture_output=True, text=True).stdout.split()
             daemon = stdio = 0
@@ -188,7 +199,7 @@ async def inner(samples: int, out: str) -> None:
                     # SDK's is the one started last.
                     stdio = max(stdio, k)
             with open(out, "w") as f:
-                json.dump({"calls": calls, "client": me, "daemon": threads(daemon), "stdio": threads(stdio)}, f)
+                json.dump({"calls": calls, "validation": validation, "client": me, "daemon": threads(daemon), "stdio": threads(stdio)}, f)
 
 
 def main(samples: int) -> None:
@@ -203,6 +214,9 @@ def main(samples: int) -> None:
         with open(out) as f:
             got = json.load(f)
         evs = events(data)
+        v = [x * 1000 for x in got["validation"]]
+        print(f"the SDK's output-schema validation of one ask_user_question result: p50 {statistics.median(v):.3f} ms, "
+              f"p90 {pct(v, 90):.3f} ms", flush=True)
         client = {got["client"]}  # the event loop's thread: the SDK's reads and writes
         for name, calls in got["calls"].items():
             tids = got["stdio"] if "stdio" in name else got["daemon"]
@@ -212,9 +226,10 @@ def main(samples: int) -> None:
             if not rows:
                 print(f"\n{name}: no ask could be cut", flush=True)
                 continue
+            pages = statistics.median(r.pop() for r in rows)
             totals = [sum(r) * 1000 for r in rows]
             print(f"\n{name}: {len(rows)} of {len(calls)} asks cut; total p50 {statistics.median(totals):.3f} ms, "
-                  f"p90 {pct(totals, 90):.3f} ms", flush=True)
+                  f"p90 {pct(totals, 90):.3f} ms; the commit writes {pages:.0f} WAL pages of 4 KiB", flush=True)
             for s, stage in enumerate(STAGES):
                 xs = [r[s] * 1000 for r in rows]
                 print(f"  {stage:<36} p50 {statistics.median(xs):7.3f}  p90 {pct(xs, 90):7.3f}", flush=True)
