@@ -100,8 +100,8 @@ fn wait_arg(
 /// `then` runs right after the commit in the same store job, with the request's id (what
 /// the caller reads next: the outcome, the task's row), so an ask is one trip to the
 /// database thread and, on the host, one broadcast and one wake of the file loop, as
-/// the API's ask is (a second job cost a tenth of the round trip: docs/PERFORMANCE.md,
-/// issue 28). Its error is the caller's to report: the request is committed by then.
+/// the API's ask is (what a second job cost is measured in docs/PERFORMANCE.md, issue
+/// 28). Its error is the caller's to report: the request is committed by then.
 pub async fn submit<T, F>(
     backend: &Backend,
     cfg: &Config,

@@ -66,7 +66,8 @@ pub async fn create(
     }
 }
 
-/// The request `id` and its outcome if it has one, right after its commit.
+/// The request `id` and its outcome if it has one: right after the ask's commit, in its
+/// job, and for `tasks/get`.
 fn row_and_outcome(
     store: &mut dyn Store,
     root: &Root,
