@@ -15,8 +15,10 @@ own timestamps around each call are CLOCK_MONOTONIC too):
   server read -> store job starts       the transport, the dispatch, the tool's checks
                                         (the database thread's futex wait returning)
   job start -> first WAL write          the transaction until its COMMIT (SQLite writes
-                                        the WAL at COMMIT); on the host this includes the
-                                        token's check, a job of its own before the ask's
+                                        the WAL at COMMIT). Over HTTP the client writes the
+                                        headers and the body apart, and the host checks the
+                                        token (a job of its own) once the headers are in:
+                                        the cut after the body's read finds the ask's job
   WAL writes -> fdatasync               writing the transaction's WAL frames
   fdatasync                             the commit's sync (synchronous=FULL)
   fdatasync -> audit.head renamed       unlocking, the chain head written and renamed
