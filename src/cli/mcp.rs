@@ -81,8 +81,13 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     rt.block_on(async move {
         let server = DshqServer::new(Backend::Local(local), config);
         let inflight = server.inflight();
+        // When stdin and stdout are pipes (as hosts launch a server), they are read and
+        // written on the runtime's reactor; the plain `stdio()` handles hand every read
+        // and write to a blocking-pool thread, a thread hand-off per message each way
+        // (docs/PERFORMANCE.md, issue 28). Anything else (a terminal, a file) falls back
+        // to those handles.
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(rmcp::transport::stdio_pipes())
             .await
             .map_err(|e| Error::io("stdio", std::io::Error::other(e.to_string())))?;
         tracing::info!("MCP server on stdio");
@@ -97,7 +102,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         }
         Ok::<(), Error>(())
     })?;
-    // stdin's blocking read may still be pending in the runtime; do not wait for it.
+    // The fallback's blocking read of stdin may still be pending in the runtime; do not
+    // wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(())
 }

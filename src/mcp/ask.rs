@@ -23,7 +23,8 @@ use crate::error::Error;
 use crate::protocol::check::{check_id, salvage_id_context};
 use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
-use crate::store::{Asked, RequestRow};
+use crate::root::Root;
+use crate::store::{Asked, RequestRow, Store};
 use crate::web::auth::Caller;
 
 /// Who calls the tools: how the event log names them, where their requests come from,
@@ -95,12 +96,23 @@ fn wait_arg(
 
 /// Commit the request in `args` (the tool's arguments): the session's agent is added
 /// when the request names none. A rejection is a tool error with its code.
-pub async fn submit(
+///
+/// `then` runs right after the commit in the same store job, with the request's id (what
+/// the caller reads next: the outcome, the task's row), so an ask is one trip to the
+/// database thread and, on the host, one broadcast and one wake of the file loop, as
+/// the API's ask is (what a second job cost is measured in docs/PERFORMANCE.md, issue
+/// 28). Its error is the caller's to report: the request is committed by then.
+pub async fn submit<T, F>(
     backend: &Backend,
     cfg: &Config,
     who: &Who,
     mut args: JsonObject,
-) -> Result<Submitted, CallToolResult> {
+    then: F,
+) -> Result<(Submitted, crate::error::Result<T>), CallToolResult>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut dyn Store, &Root, &str) -> crate::error::Result<T> + Send + 'static,
+{
     let wait = wait_arg(&mut args, cfg.wait, cfg).map_err(|e| tool_error(&e, None))?;
     who.require(Action::Ask).map_err(|e| tool_error(&e, None))?;
     // The arguments as the model sent them (so an error names its own fields), then the
@@ -141,9 +153,9 @@ pub async fn submit(
     );
     // An asker token sees only its own requests, so it may not re-deliver another's.
     let own_only = who.require(Action::Read).is_ok_and(|r| r == Reach::Own);
-    let asked = backend
+    let done = backend
         .write(move |store| {
-            app::ask::ask(
+            let asked = app::ask::ask(
                 store,
                 &root,
                 app::ask::Ask {
@@ -154,23 +166,28 @@ pub async fn submit(
                     actor,
                     own_only,
                 },
-            )
+            )?;
+            Ok(match asked {
+                Asked::Accepted(a) => {
+                    let after = then(store, &root, &a.id);
+                    Ok((a, after))
+                }
+                Asked::Rejected { error, .. } => Err(error),
+            })
         })
         .await
         .map_err(|e| from_error(&e, salvaged_id.as_deref()))?;
-    let accepted = match asked {
-        Asked::Accepted(a) => a,
-        Asked::Rejected { error, .. } => return Err(tool_error(&error, salvaged_id.as_deref())),
-    };
+    let (accepted, after) = done.map_err(|error| tool_error(&error, salvaged_id.as_deref()))?;
     let digest = crate::protocol::check::parse_request(&bytes)
         .map(|r| crate::protocol::digest::request_digest(&r))
         .map_err(|e| tool_error(&e, Some(&accepted.id)))?;
     tracing::info!(id = %accepted.id, new = accepted.new, "MCP ask accepted");
-    Ok(Submitted {
+    let submitted = Submitted {
         id: accepted.id,
         digest,
         wait,
-    })
+    };
+    Ok((submitted, after))
 }
 
 /// `ask_user_question`: submit, then wait a bounded time.
@@ -180,11 +197,20 @@ pub async fn ask_user_question(
     who: &Who,
     args: JsonObject,
 ) -> CallToolResult {
-    let s = match submit(backend, cfg, who, args).await {
+    // The outcome is read in the commit's own job: a re-delivered request may have
+    // one already. Without one, a call that may not wait is answered at once, and one
+    // that may waits as `get_answer` does (which reads again once it is registered for
+    // the wake, so an answer committed in between is not missed).
+    let (s, first) = match submit(backend, cfg, who, args, app::feed::outcome_ready).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    collect(backend, &s.id, Some(s.digest), s.wait).await
+    match first {
+        Ok(Some(o)) => outcome_result(&o),
+        Ok(None) if s.wait.is_zero() => pending_result(&s.id, Some(s.digest)),
+        Ok(None) => collect(backend, &s.id, Some(s.digest), s.wait).await,
+        Err(e) => from_error(&e, Some(&s.id)),
+    }
 }
 
 /// `get_answer`: the answer to an earlier request, waiting up to `waitSeconds`.

@@ -24,7 +24,8 @@ use crate::clock::rfc3339;
 use crate::core::access::Action;
 use crate::protocol::check::check_id;
 use crate::protocol::Outcome;
-use crate::store::{RequestRow, Status};
+use crate::root::Root;
+use crate::store::{RequestRow, Status, Store};
 
 /// The JSON-RPC error number of a failed task (an implementation-defined server error;
 /// the protocol's code is in its `data`).
@@ -50,12 +51,13 @@ pub async fn create(
     who: &Who,
     args: JsonObject,
 ) -> CallToolResponse {
-    let submitted = match ask::submit(backend, cfg, who, args).await {
+    // The task's row and outcome are read in the commit's own job.
+    let (submitted, first) = match ask::submit(backend, cfg, who, args, row_and_outcome).await {
         Ok(s) => s,
         Err(r) => return r.into(),
     };
     let id = submitted.id;
-    match row_and_outcome(backend, &id).await {
+    match first {
         Ok(Some((row, outcome))) => {
             CallToolResponse::Task(CreateTaskResult::new(detailed(&row, outcome.as_ref()).task))
         }
@@ -64,18 +66,16 @@ pub async fn create(
     }
 }
 
-async fn row_and_outcome(
-    backend: &Backend,
+/// The request `id` and its outcome if it has one: right after the ask's commit, in its
+/// job, and for `tasks/get`.
+fn row_and_outcome(
+    store: &mut dyn Store,
+    root: &Root,
     id: &str,
 ) -> crate::Result<Option<(RequestRow, Option<Outcome>)>> {
-    let (root, id) = (backend.root().clone(), id.to_string());
-    backend
-        .write(move |store| {
-            // A deadline nobody noticed yet is ended here, as `get_answer` would.
-            let outcome = app::feed::outcome_ready(store, &root, &id)?;
-            Ok(app::feed::get(store, &id)?.map(|row| (row, outcome)))
-        })
-        .await
+    // A deadline nobody noticed yet is ended here, as `get_answer` would.
+    let outcome = app::feed::outcome_ready(store, root, id)?;
+    Ok(app::feed::get(store, id)?.map(|row| (row, outcome)))
 }
 
 fn not_found(id: &str) -> McpError {
@@ -88,7 +88,9 @@ pub async fn get(backend: &Backend, who: &Who, task_id: &str) -> Result<GetTaskR
     let reach = who
         .require(Action::Read)
         .map_err(|e| McpError::invalid_request(e.message, None))?;
-    let found = row_and_outcome(backend, task_id)
+    let (root, id) = (backend.root().clone(), task_id.to_string());
+    let found = backend
+        .write(move |store| row_and_outcome(store, &root, &id))
         .await
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     match found {
