@@ -92,7 +92,15 @@ impl Host {
             root,
             store: store.map(str::to_string),
         };
-        h.cmd(&["list"]); // the layout, the schema, the origin
+        // A write makes the layout, the schema and the origin (a read does not): a token,
+        // which is no request and no event, named after this host's directory.
+        let name = h
+            .root
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), ""))
+            .unwrap_or_default();
+        h.cmd(&["token", "create", "--role", "auditor", "--name", &name]);
         h
     }
 
