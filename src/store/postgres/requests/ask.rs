@@ -176,11 +176,17 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         body: &str,
         since: Millis,
     ) -> Result<Option<(Option<String>, Option<String>)>> {
-        let Some(r) = self.tx.query_opt(
+        // Typed: one round trip (every inbox file runs it).
+        let Some(r) = self.tx.query_typed_opt(
             "SELECT error_code, error_message FROM requests
              WHERE id = $1 AND status = 'rejected' AND source = $2 AND body = $3 AND created_ms >= $4
              ORDER BY seq DESC LIMIT 1",
-            &[&id, &source, &body, &since],
+            &[
+                (&id, Type::TEXT),
+                (&source, Type::TEXT),
+                (&body, Type::TEXT),
+                (&since, Type::INT8),
+            ],
         )?
         else {
             return Ok(None);
