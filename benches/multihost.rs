@@ -98,7 +98,10 @@ impl Host {
             .root
             .parent()
             .and_then(|d| d.file_name())
-            .map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), ""))
+            .map(|n| {
+                n.to_string_lossy()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+            })
             .unwrap_or_default();
         h.cmd(&["token", "create", "--role", "auditor", "--name", &name]);
         h

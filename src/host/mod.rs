@@ -66,7 +66,7 @@ pub fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
 }
 
 /// Run the file loop and the web until `stop` is requested (SIGINT or SIGTERM), then
-/// drain ([`serve`]).
+/// drain (`serve`, below).
 pub fn run(root: &Root, config: &daemon::Config, web: WebConfig, stop: Arc<Stop>) -> Result<()> {
     nofile::raise();
     let changes = Arc::new(changes::Changes::new(&mut *root.open_store()?)?);

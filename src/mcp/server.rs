@@ -127,7 +127,7 @@ impl ServerHandler for DshqServer {
     /// `initialize` gets the handshake-era revision it asks for (2025-11-25 at most; the
     /// SDK answers a handshake naming a later one with 2025-11-25), and a request that
     /// names 2026-07-28 in its own `_meta` is served statelessly at that revision. The
-    /// tools are the same behind both ([`Revision`] says what differs).
+    /// tools are the same behind both ([`Revision`](super::revision::Revision) says what differs).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }

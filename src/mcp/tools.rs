@@ -1,5 +1,5 @@
 //! The tools and their schemas. The input schema of `ask_user_question` is generated
-//! from the protocol's own types ([`Question`], [`AgentRef`], [`Meta`]: the same types
+//! from the protocol's own types ([`Question`](crate::protocol::types::Question), [`AgentRef`], [`Meta`]: the same types
 //! the request schema `dshq schema request` comes from), so the model is offered exactly
 //! the vocabulary ingestion accepts; the arguments are then checked by the same parser
 //! as an inbox file. Every result has an output schema, and `structuredContent` matches it.

@@ -49,7 +49,7 @@
 //! The crypto provider is passed to the rustls config explicitly
 //! (`ring::default_provider()`); nothing installs a process-wide default.
 //!
-//! **Errors.** A TLS failure is [`Error::Pg`] (code `STORE`); its message says the TLS
+//! **Errors.** A TLS failure is [`Error::Pg`](crate::error::Error::Pg) (code `STORE`); its message says the TLS
 //! handshake failed and why (an untrusted certificate also says how to trust it). It is
 //! built from the TLS error, never from the URL, so it never holds the password.
 

@@ -1,4 +1,4 @@
-//! Web tokens, written once over [`TokenStatements`] and [`TokenReads`]: what `dshq token
+//! Web tokens, written once over [`TokenStatements`](crate::store::driver::tokens::TokenStatements) and [`TokenReads`]: what `dshq token
 //! create`, `list` and `revoke` may do, and what the HTTP API's bearer check reads. The
 //! token itself is never stored; the row keeps a lookup key (to find it) and the token's
 //! hash (which the application compares in constant time).
