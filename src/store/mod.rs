@@ -23,6 +23,7 @@ pub mod anchor;
 pub mod chain;
 pub mod driver;
 pub mod export;
+pub mod migrate;
 pub mod postgres;
 pub mod queue;
 pub mod records;

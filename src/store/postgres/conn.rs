@@ -43,7 +43,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use postgres::types::Type;
-use postgres::{Client, Config, GenericClient};
+use postgres::{Client, Config, GenericClient, Transaction};
 
 use crate::clock::Millis;
 use crate::error::{Error, Result};
@@ -186,47 +186,47 @@ pub fn schema_version(c: &mut impl GenericClient) -> Result<i64> {
     .try_get(0)?)
 }
 
-/// Apply every migration newer than the recorded version in one transaction under
-/// [`MIGRATE_LOCK`] (PostgreSQL's DDL is transactional: a failed migration leaves
-/// nothing). Refuses a database from a newer dshq.
+/// Apply every migration newer than the recorded version ([`crate::store::migrate`]) in
+/// one transaction under [`MIGRATE_LOCK`] (PostgreSQL's DDL is transactional: a failed
+/// migration leaves nothing). Refuses a database from a newer dshq.
 pub fn migrate(client: &mut Client) -> Result<i64> {
-    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
     let mut tx = client.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])?;
-    let current = schema_version(&mut tx)?;
-    if current == known {
-        // Up to date: no DDL at all, so a role that may only read and write rows connects.
-        tx.commit()?;
-        return Ok(current);
+    let version = crate::store::migrate::migrate(&mut PgMigrator(&mut tx), MIGRATIONS)?;
+    tx.commit()?;
+    Ok(version)
+}
+
+/// This driver's side of [`crate::store::migrate`], inside the one transaction of
+/// [`migrate`], which holds [`MIGRATE_LOCK`]: no other host migrates meanwhile.
+struct PgMigrator<'a, 'c>(&'a mut Transaction<'c>);
+
+impl crate::store::migrate::Migrator for PgMigrator<'_, '_> {
+    fn recorded_version(&mut self) -> Result<i64> {
+        schema_version(self.0)
     }
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version BIGINT PRIMARY KEY,
-             name TEXT NOT NULL,
-             applied_ms BIGINT NOT NULL
-         )",
-    )?;
-    let current = schema_version(&mut tx)?;
-    if current > known {
-        return Err(Error::SchemaTooNew {
-            found: current,
-            known,
-        });
+
+    fn create_version_table(&mut self) -> Result<()> {
+        self.0.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version BIGINT PRIMARY KEY,
+                 name TEXT NOT NULL,
+                 applied_ms BIGINT NOT NULL
+             )",
+        )?;
+        Ok(())
     }
-    for &(version, name, sql) in MIGRATIONS {
-        if version <= current {
-            continue;
-        }
-        tx.batch_execute(sql)?;
-        let now = db_now(&mut tx)?;
-        tx.execute(
+
+    fn apply(&mut self, (version, name, sql): crate::store::migrate::Migration) -> Result<()> {
+        self.0.batch_execute(sql)?;
+        let now = db_now(self.0)?;
+        self.0.execute(
             "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
             &[&version, &name, &now],
         )?;
         tracing::info!(version, name, "applied a PostgreSQL migration");
+        Ok(())
     }
-    tx.commit()?;
-    Ok(known.max(current))
 }
 
 /// The database's clock, in milliseconds since the epoch.

@@ -277,38 +277,33 @@ fn expect_pragma(pragma: &'static str, expected: &str, actual: &str) -> Result<(
 /// Apply every migration newer than the recorded version, each in its own immediate
 /// transaction that also records it. Refuses a database from a newer dshq.
 pub fn migrate(conn: &Connection) -> Result<i64> {
-    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
-    // The common case, a store at this version: one read, no DDL to compile (every CLI
-    // command opens the store).
-    if schema_version(conn).is_ok_and(|v| v == known) {
-        return Ok(known);
+    crate::store::migrate::migrate(&mut SqliteMigrator(conn), MIGRATIONS)
+}
+
+/// This driver's side of [`crate::store::migrate`]: each migration in a `BEGIN IMMEDIATE`
+/// transaction of its own, checked again inside it (another process may have migrated
+/// while this one waited for the lock).
+struct SqliteMigrator<'c>(&'c Connection);
+
+impl crate::store::migrate::Migrator for SqliteMigrator<'_> {
+    fn recorded_version(&mut self) -> Result<i64> {
+        schema_version(self.0)
     }
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version INTEGER PRIMARY KEY,
-             name TEXT NOT NULL,
-             applied_ms INTEGER NOT NULL
-         )",
-    )?;
-    let mut current = schema_version(conn)?;
-    if current > known {
-        return Err(Error::SchemaTooNew {
-            found: current,
-            known,
-        });
-    }
-    for &(version, name, sql) in MIGRATIONS {
-        if version <= current {
-            continue;
-        }
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-        // Another process may have migrated while we waited for the lock.
-        let now_version: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
+
+    fn create_version_table(&mut self) -> Result<()> {
+        self.0.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version INTEGER PRIMARY KEY,
+                 name TEXT NOT NULL,
+                 applied_ms INTEGER NOT NULL
+             )",
         )?;
-        if now_version < version {
+        Ok(())
+    }
+
+    fn apply(&mut self, (version, name, sql): crate::store::migrate::Migration) -> Result<()> {
+        let tx = Transaction::new_unchecked(self.0, TransactionBehavior::Immediate)?;
+        if schema_version(&tx)? < version {
             tx.execute_batch(sql)?;
             tx.execute(
                 "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?1, ?2, ?3)",
@@ -316,9 +311,8 @@ pub fn migrate(conn: &Connection) -> Result<i64> {
             )?;
         }
         tx.commit()?;
-        current = version;
+        Ok(())
     }
-    Ok(current)
 }
 
 /// The highest applied migration version (0 for an empty database).
