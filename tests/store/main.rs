@@ -66,6 +66,7 @@ conformance!(
     scenarios::the_request_feed_sees_each_accepted_request_once,
     scenarios::prune_keeps_open_requests_and_verifies,
     scenarios::prune_keeps_the_newest_request,
+    scenarios::one_inbox_batch_judges_each_file_against_the_files_before_it,
     scenarios::a_host_takes_over_only_its_own_leases,
     lifecycle::accept_claim_answer,
     lifecycle::answering_a_pending_request_claims_it_implicitly,

@@ -646,3 +646,103 @@ pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&
         (2, vec!["f2".to_string(), "before".to_string()])
     );
 }
+
+/// One inbox file as the daemon hands it to the store.
+fn inbox_file(name: &str, body: serde_json::Value, mtime: Millis) -> dshq::store::InboxInput {
+    let stem = name.trim_end_matches(".json").to_string();
+    dshq::store::InboxInput::Request {
+        name: name.into(),
+        stem,
+        raw: body.to_string(),
+        request: serde_json::from_value(body).unwrap(),
+        mtime,
+    }
+}
+
+fn one_question(id: &str, question: &str) -> serde_json::Value {
+    json!({"id": id, "questions": [{"id": "db", "question": question,
+        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]})
+}
+
+/// A batch of inbox files is judged file by file, each against the files before it in the
+/// same batch: a second file with an accepted id is a re-delivery (the same request) or a
+/// duplicate id (another one); a file after an abort of its id sees the request aborted;
+/// a file rejected in an earlier batch keeps its verdict when it is judged again.
+pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    use dshq::store::{InboxInput, InboxVerdict};
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    // An earlier batch: a file whose id is bad is rejected.
+    let bad = json!({"id": "bad id!", "questions": []});
+    let first = store
+        .ingest(vec![inbox_file("bad.json", bad.clone(), clock.now() - 5)])
+        .unwrap();
+    assert!(matches!(first[0], InboxVerdict::Rejected(_)), "{first:?}");
+    clock.advance(10);
+    let verdicts = store
+        .ingest(vec![
+            inbox_file("r1.json", one_question("r1", "Which?"), clock.now() - 1),
+            inbox_file(
+                "r1-again.json",
+                one_question("r1", "Which?"),
+                clock.now() - 1,
+            ),
+            inbox_file(
+                "r1-other.json",
+                one_question("r1", "Another?"),
+                clock.now() - 1,
+            ),
+            inbox_file("r2.json", one_question("r2", "Which?"), clock.now() - 1),
+            InboxInput::Abort {
+                name: "r2.abort".into(),
+                id: "r2".into(),
+                reason: None,
+            },
+            inbox_file(
+                "r2-again.json",
+                one_question("r2", "Which?"),
+                clock.now() - 1,
+            ),
+            // The same rejected file again (older than its rejection): the same verdict.
+            inbox_file("bad.json", bad, clock.now() - 20),
+        ])
+        .unwrap();
+    assert!(
+        matches!(&verdicts[0], InboxVerdict::Accepted { id, .. } if id == "r1"),
+        "{verdicts:?}"
+    );
+    assert!(
+        matches!(&verdicts[1], InboxVerdict::Redelivered(id) if id == "r1"),
+        "{verdicts:?}"
+    );
+    match &verdicts[2] {
+        InboxVerdict::Rejected(e) => assert_eq!(e.code, Code::DuplicateId, "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&verdicts[4], InboxVerdict::Aborted(id) if id == "r2"));
+    assert!(
+        matches!(&verdicts[5], InboxVerdict::Redelivered(id) if id == "r2"),
+        "{verdicts:?}"
+    );
+    assert_eq!(store.get("r2").unwrap().unwrap().status, Status::Aborted);
+    assert!(
+        matches!(verdicts[6], InboxVerdict::Rejected(_)),
+        "{verdicts:?}"
+    );
+    // The rejected file was not recorded twice, and r1 is the first file's request.
+    let rejected = store
+        .list(&ListFilter {
+            status: Some(Status::Rejected),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        rejected.len(),
+        2,
+        "the bad file once and r1's other content once: {rejected:?}"
+    );
+    let r1 = store.get("r1").unwrap().unwrap();
+    assert!(r1.body.contains("Which?"), "{}", r1.body);
+}

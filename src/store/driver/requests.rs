@@ -97,6 +97,12 @@ pub trait RequestStatements {
     /// alone anyway does nothing.
     fn lock_row_numbers(&mut self) -> Result<()>;
 
+    /// Before a batch of asks with these ids: read their rows at once, so the lookups of
+    /// each input ([`RequestStatements::rows_with_id`],
+    /// [`RequestStatements::newest_rejection_since`]) need no round trip of their own. A
+    /// driver whose statements cost no round trip does nothing. Changes nothing.
+    fn preload_rows_of_ids(&mut self, ids: &[&str]) -> Result<()>;
+
     /// Every row (accepted or rejected) holding `id`.
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>>;
 

@@ -208,6 +208,7 @@ impl LeaseStatements for Tx<'_> {
     }
 
     fn unclaim_requests_of_lease(&mut self, lease_id: i64) -> Result<Vec<String>> {
+        self.forget_id_rows();
         let mut released = self
             .tx
             .query(

@@ -102,6 +102,42 @@ impl QuestionColumns {
     }
 }
 
+/// The request rows of the ids a batch of asks will look up, read in one statement before
+/// it ([`crate::store::driver::RequestStatements::preload_rows_of_ids`]) and kept up to
+/// date by the inserts that follow, so each input's lookups (the id taken, an earlier
+/// rejection of the same file) need no round trip. Any other statement that changes
+/// request rows drops it ([`Tx::forget_id_rows`]): the lookups then read the table.
+#[derive(Debug, Default)]
+pub struct IdRows {
+    /// The ids whose rows are all here.
+    pub ids: std::collections::HashSet<String>,
+    /// Their rows, in `seq` order.
+    pub rows: Vec<IdRowCopy>,
+}
+
+/// One request row as [`IdRows`] keeps it.
+#[derive(Debug, Clone)]
+pub struct IdRowCopy {
+    /// `seq`.
+    pub seq: i64,
+    /// `id`.
+    pub id: String,
+    /// `status`.
+    pub status: String,
+    /// `context`.
+    pub context: String,
+    /// `body`.
+    pub body: String,
+    /// `source`.
+    pub source: String,
+    /// `created_ms`.
+    pub created_ms: i64,
+    /// `error_code`.
+    pub error_code: Option<String>,
+    /// `error_message`.
+    pub error_message: Option<String>,
+}
+
 /// What a transaction holds unsent at a savepoint, to return to if it is rolled back.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Mark {
@@ -128,6 +164,8 @@ pub struct Tx<'c> {
     pub(super) staged: Vec<Staged>,
     /// The question rows inserted and not yet sent.
     pub(super) questions: QuestionColumns,
+    /// The rows of the ids a batch of asks preloaded, while they are current.
+    pub(super) id_rows: Option<IdRows>,
     /// The head the inserted events left, published to `audit.head` after the commit.
     pub(super) head: Option<ChainHead>,
     /// Whether [`CHAIN_LOCK`] is held.
@@ -151,6 +189,7 @@ impl<'c> Tx<'c> {
             outcomes_for: std::collections::BTreeSet::new(),
             staged: Vec::new(),
             questions: QuestionColumns::default(),
+            id_rows: None,
             head: None,
             chain_locked: false,
             rows_locked: false,
@@ -188,6 +227,11 @@ impl<'c> Tx<'c> {
         }
     }
 
+    /// A statement changed request rows in a way [`IdRows`] does not follow: drop it.
+    pub fn forget_id_rows(&mut self) {
+        self.id_rows = None;
+    }
+
     /// What is unsent now: a mark to return to when a savepoint is rolled back.
     pub fn mark(&self) -> Mark {
         Mark {
@@ -200,6 +244,8 @@ impl<'c> Tx<'c> {
     /// with it. (Question rows are sent before a savepoint is taken, so those held at a
     /// rollback all came after it; events are only sent at the commit.)
     pub fn rolled_back_to(&mut self, mark: Mark) {
+        // Rows inserted since may be in the copy: read the table again.
+        self.id_rows = None;
         self.staged.truncate(mark.events);
         self.questions.truncate(mark.questions);
     }

@@ -330,6 +330,19 @@ pub fn ingest(
     inputs: Vec<InboxInput>,
 ) -> Result<Vec<InboxVerdict>> {
     db.lock_row_numbers()?;
+    // The ids each input will look up (the request's own, else its file's stem), at once.
+    let ids: Vec<&str> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            InboxInput::Request { request, stem, .. } => {
+                Some(request.id.as_deref().unwrap_or(stem.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    if !ids.is_empty() {
+        db.preload_rows_of_ids(&ids)?;
+    }
     let mut out = Vec::with_capacity(inputs.len());
     for input in inputs {
         out.push(ingest_one(db, now, input)?);

@@ -10,7 +10,7 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
-use crate::store::postgres::tx::Tx;
+use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
 pub use crate::store::queue::requests::Rejection;
 
 // A new row's position (`requests.seq`) is the largest + 1, taken under the row-number lock,
@@ -53,7 +53,46 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         self.lock_rows()
     }
 
+    fn preload_rows_of_ids(&mut self, ids: &[&str]) -> Result<()> {
+        let rows = self.tx.query_typed(
+            "SELECT seq, id, status, context, body, source, created_ms, error_code, error_message
+             FROM requests WHERE id = ANY($1) ORDER BY seq",
+            &[(&ids, Type::TEXT_ARRAY)],
+        )?;
+        let mut copy = IdRows {
+            ids: ids.iter().map(|i| i.to_string()).collect(),
+            rows: Vec::with_capacity(rows.len()),
+        };
+        for r in &rows {
+            copy.rows.push(IdRowCopy {
+                seq: r.try_get(0)?,
+                id: r.try_get(1)?,
+                status: r.try_get(2)?,
+                context: r.try_get(3)?,
+                body: r.try_get(4)?,
+                source: r.try_get(5)?,
+                created_ms: r.try_get(6)?,
+                error_code: r.try_get(7)?,
+                error_message: r.try_get(8)?,
+            });
+        }
+        self.id_rows = Some(copy);
+        Ok(())
+    }
+
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>> {
+        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
+            return Ok(copy
+                .rows
+                .iter()
+                .filter(|r| r.id == id)
+                .map(|r| IdRow {
+                    status: r.status.clone(),
+                    context: r.context.clone(),
+                    body: r.body.clone(),
+                })
+                .collect());
+        }
         self.tx
             .query_typed(
                 "SELECT status, context, body FROM requests WHERE id = $1",
@@ -71,6 +110,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()> {
+        self.forget_id_rows();
         self.tx.execute(
             "UPDATE requests SET outbox_pending = FALSE WHERE id = $1 AND status = 'rejected' AND outbox_pending",
             &[&id],
@@ -100,10 +140,24 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
                 (&self.origin, Type::TEXT),
             ],
         );
-        match inserted? {
-            Some(row) => Ok(Some(row.try_get(0)?)),
-            None => Ok(None),
+        let Some(row) = inserted? else {
+            return Ok(None);
+        };
+        let seq: i64 = row.try_get(0)?;
+        if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(r.id)) {
+            copy.rows.push(IdRowCopy {
+                seq,
+                id: r.id.to_string(),
+                status: "pending".into(),
+                context: r.context.to_string(),
+                body: r.body.to_string(),
+                source: r.source.to_string(),
+                created_ms: r.created_ms,
+                error_code: None,
+                error_message: None,
+            });
         }
+        Ok(Some(seq))
     }
 
     fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
@@ -148,7 +202,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
             let origin = self.origin.map(str::to_string);
             self.outcome_due_for(origin);
         }
-        Ok(self
+        let seq: i64 = self
             .tx
             .query_one(
                 "INSERT INTO requests (seq, id, context, status, body, source, created_ms, finished_ms, error_code, error_message, outbox_pending, origin)
@@ -166,7 +220,23 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
                     &self.origin,
                 ],
             )?
-            .try_get(0)?)
+            .try_get(0)?;
+        if let Some(id) = r.id {
+            if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(id)) {
+                copy.rows.push(IdRowCopy {
+                    seq,
+                    id: id.to_string(),
+                    status: "rejected".into(),
+                    context: r.context.to_string(),
+                    body: r.body.to_string(),
+                    source: r.source.to_string(),
+                    created_ms: r.now,
+                    error_code: Some(r.error_code.to_string()),
+                    error_message: Some(r.error_message.to_string()),
+                });
+            }
+        }
+        Ok(seq)
     }
 
     fn newest_rejection_since(
@@ -176,6 +246,20 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         body: &str,
         since: Millis,
     ) -> Result<Option<(Option<String>, Option<String>)>> {
+        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
+            return Ok(copy
+                .rows
+                .iter()
+                .rev()
+                .find(|r| {
+                    r.id == id
+                        && r.status == "rejected"
+                        && r.source == source
+                        && r.body == body
+                        && r.created_ms >= since
+                })
+                .map(|r| (r.error_code.clone(), r.error_message.clone())));
+        }
         // Typed: one round trip (every inbox file runs it).
         let Some(r) = self.tx.query_typed_opt(
             "SELECT error_code, error_message FROM requests

@@ -88,6 +88,7 @@ impl AnswerStatements for Tx<'_> {
         fence: Fence,
         now: Millis,
     ) -> Result<bool> {
+        self.forget_id_rows();
         let n = self.tx.execute_typed(
             &format!(
                 "UPDATE requests SET status = 'claimed', claimed_lease = $1, claimed_ms = $2
@@ -109,6 +110,7 @@ impl AnswerStatements for Tx<'_> {
         fence: Fence,
         now: Millis,
     ) -> Result<bool> {
+        self.forget_id_rows();
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
                     finished_ms = $2, answer = $3, decision = $4, provider = $5, outbox_pending = TRUE
@@ -156,6 +158,7 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn set_error_end_if_open(&mut self, end: ErrorEnd<'_>, now: Millis) -> Result<bool> {
+        self.forget_id_rows();
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = $1, finished_ms = $2, error_code = $3, error_message = $4,
                     provider = $5, outbox_pending = TRUE, claimed_lease = COALESCE($7, claimed_lease)

@@ -56,6 +56,11 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
         Ok(())
     }
 
+    fn preload_rows_of_ids(&mut self, _ids: &[&str]) -> Result<()> {
+        // In-process statements: a lookup costs no round trip.
+        Ok(())
+    }
+
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>> {
         let mut stmt = self.0.prepare_cached(
             "SELECT status, context, body FROM requests INDEXED BY requests_id WHERE id = ?1",
