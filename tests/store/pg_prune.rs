@@ -4,7 +4,7 @@
 
 use postgres::Client;
 
-use crate::scenarios::{ask, pick, MemoryExport, TestClock};
+use crate::scenarios::{ask, mark_outcomes_written, pick, MemoryExport, TestClock};
 use crate::throwaway;
 use dshq::core::audit::Actor;
 use dshq::store::postgres::{audit, conn, PgStore};
@@ -42,13 +42,7 @@ fn pruned() -> (String, tempfile::TempDir, PgStore, MemoryExport) {
         .provide(&token, ProviderAct::Answer("c".into(), pick("SQLite")))
         .unwrap();
     ask(&mut store, "e");
-    let keys: Vec<i64> = store
-        .outbox_pending(0, 100)
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    store.mark_outbox_written(&keys).unwrap();
+    mark_outcomes_written(&mut store);
     let mut out = MemoryExport::default();
     let p = store.prune(cut, None, &Actor::Cli, &mut out).unwrap();
     assert_eq!((p.requests, p.questions), (2, 2), "{p:?}");

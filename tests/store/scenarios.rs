@@ -68,6 +68,17 @@ pub fn ask<S: Store>(store: &mut S, id: &str) {
 }
 
 /// The answer picking `label` for question `db`.
+/// Mark every pending outcome as written (as the daemon does once it wrote the files).
+pub fn mark_outcomes_written<S: Store>(store: &mut S) {
+    let keys: Vec<i64> = store
+        .outbox_pending(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    store.mark_outbox_written(&keys).unwrap();
+}
+
 pub fn pick(label: &str) -> Answer {
     Answer {
         answers: vec![AnswerItem {
@@ -415,13 +426,7 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
         .unwrap();
     assert_eq!(pruned.requests, 0);
     assert!(pruned.stopped_at.unwrap().contains("outcome file"));
-    let keys: Vec<i64> = store
-        .outbox_pending(0, 100)
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    store.mark_outbox_written(&keys).unwrap();
+    mark_outcomes_written(&mut store);
     let all_before = {
         let mut v = Vec::new();
         store
@@ -512,13 +517,7 @@ pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
             .provide(&token, ProviderAct::Answer(id.into(), pick("SQLite")))
             .unwrap();
     }
-    let keys: Vec<i64> = store
-        .outbox_pending(0, 100)
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    store.mark_outbox_written(&keys).unwrap();
+    mark_outcomes_written(&mut store);
     clock.advance(10);
     let pruned = store
         .prune(clock.now(), None, &Actor::Cli, &mut MemoryExport::default())
