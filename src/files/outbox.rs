@@ -61,6 +61,12 @@ pub fn flush(root: &Root, store: &mut dyn Store) -> Result<Flushed> {
             return Ok(report);
         };
         after = last;
+        // Each outcome carries its signed receipt (rebuilt from the store, so writing the
+        // same outcome again writes the same bytes).
+        let pending: Vec<(i64, crate::protocol::Outcome)> = pending
+            .into_iter()
+            .map(|(seq, o)| (seq, crate::app::receipts::attach(store, root, seq, o)))
+            .collect();
         let mut done = Vec::with_capacity(pending.len());
         let mut fail = |outcome: &crate::protocol::Outcome, e: crate::error::Error| {
             tracing::warn!(

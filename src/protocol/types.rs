@@ -281,6 +281,10 @@ pub struct AnsweredOutcome {
     pub created_at: String,
     /// When it was answered (RFC 3339).
     pub finished_at: String,
+    /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
+    /// `dshq receipt verify`). Absent where none was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Box<super::receipt::Receipt>>,
 }
 
 /// `{"id", "status": "error", "requestDigest", "error", "createdAt", "finishedAt"}`.
@@ -304,6 +308,10 @@ pub struct ErrorOutcome {
     pub created_at: String,
     /// When it ended (RFC 3339).
     pub finished_at: String,
+    /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
+    /// `dshq receipt verify`). Absent where none was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Box<super::receipt::Receipt>>,
 }
 
 impl Outcome {
@@ -313,6 +321,24 @@ impl Outcome {
             Outcome::Answered(o) => &o.id,
             Outcome::Error(o) => &o.id,
         }
+    }
+
+    /// The receipt it carries, if any.
+    pub fn receipt(&self) -> Option<&super::receipt::Receipt> {
+        match self {
+            Outcome::Answered(o) => o.receipt.as_deref(),
+            Outcome::Error(o) => o.receipt.as_deref(),
+        }
+    }
+
+    /// The same outcome carrying `receipt` (or none).
+    pub fn with_receipt(mut self, receipt: Option<super::receipt::Receipt>) -> Outcome {
+        let slot = match &mut self {
+            Outcome::Answered(o) => &mut o.receipt,
+            Outcome::Error(o) => &mut o.receipt,
+        };
+        *slot = receipt.map(Box::new);
+        self
     }
 
     /// Pretty JSON with a trailing newline, as written to the outbox.

@@ -1,0 +1,260 @@
+//! Verifying a receipt offline: bytes and trusted public keys in, a verdict out. No store,
+//! no root, no clock: `dshq receipt verify` runs anywhere the binary does.
+//!
+//! In order, the first failure is the answer:
+//! 1. the file is a receipt (its `receipt` member is the format tag), an outcome file
+//!    that carries one (its `receipt` member is an object), or lines of receipts (`dshq
+//!    export --receipts`), and is byte for byte the canonical rendering of what it parses
+//!    to ([`crate::receipt::seal`]) — else `RECEIPT_INVALID`;
+//! 2. its `signer` is one of the trusted keys and the signature verifies under it over
+//!    the signed bytes (strict Ed25519: no malleable signature, no weak key) — a receipt
+//!    that verifies under its own `signer` but that key is not trusted is
+//!    `RECEIPT_UNTRUSTED_KEY`; any other failure is `RECEIPT_INVALID`;
+//! 3. it is the receipt of the request named (`--id`, `--digest`), and an outcome file's
+//!    own members are exactly the outcome its receipt signed — else `RECEIPT_MISMATCH`.
+
+use ed25519_dalek::Signature;
+use serde_json::Value;
+
+use super::key::{unhex, PublicKey};
+use super::seal::signed_bytes;
+use crate::protocol::receipt::{Receipt, RECEIPT_FORMAT};
+
+/// Why a receipt does not verify (each a stable code: [`ReceiptError::code`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReceiptError {
+    /// Not a receipt, not the bytes dshq wrote, or a signature that does not verify: the
+    /// file was changed, or was never a receipt.
+    #[error("{0}")]
+    Invalid(String),
+    /// Intact and signed, but by a key that is not one of those given.
+    #[error(
+        "the receipt is signed by {signer}, which is not a key given with --key (ask the \
+         host that wrote it for `dshq receipt key`, and trust it only if it is that host's)"
+    )]
+    UntrustedKey {
+        /// The key that signed it.
+        signer: String,
+    },
+    /// Authentic, but of another request than the one named, or travelling in an
+    /// outcome that says something else.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+impl ReceiptError {
+    /// The stable code.
+    pub fn code(&self) -> crate::protocol::Code {
+        use crate::protocol::Code;
+        match self {
+            ReceiptError::Invalid(_) => Code::ReceiptInvalid,
+            ReceiptError::UntrustedKey { .. } => Code::ReceiptUntrustedKey,
+            ReceiptError::Mismatch(_) => Code::ReceiptMismatch,
+        }
+    }
+}
+
+/// What a verifier expects.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    /// The keys trusted to sign receipts (at least one).
+    pub keys: Vec<PublicKey>,
+    /// The request id the receipt must be of.
+    pub id: Option<String>,
+    /// The request digest (`sha256:HEX`) the receipt must be of.
+    pub digest: Option<String>,
+}
+
+/// What kind of file held the receipts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Holder {
+    /// A receipt alone (`dshq receipt ID`).
+    Receipt,
+    /// An outcome file carrying one (`outbox/ID.json`).
+    Outcome,
+    /// Lines of receipts (`dshq export --receipts`).
+    Lines,
+}
+
+/// A verified file.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// What the file was.
+    pub holder: Holder,
+    /// The receipts it held, verified, in file order.
+    pub receipts: Vec<Receipt>,
+}
+
+fn invalid(why: impl Into<String>) -> ReceiptError {
+    ReceiptError::Invalid(why.into())
+}
+
+/// Pretty JSON and a newline: the canonical rendering of a receipt or outcome file.
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("a JSON value serializes");
+    s.push('\n');
+    s
+}
+
+/// Verify the file `bytes` against `expect`.
+pub fn verify(bytes: &[u8], expect: &Expect) -> Result<Verified, ReceiptError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| invalid("the file is not UTF-8 text, so not a receipt dshq wrote"))?;
+    match serde_json::from_str::<Value>(text) {
+        // One document: pretty, as `receipt ID` and the outbox write it, or one line.
+        Ok(value) => {
+            let mut compact = serde_json::to_string(&value).expect("a JSON value serializes");
+            compact.push('\n');
+            if pretty(&value) != text && compact != text {
+                return Err(not_canonical());
+            }
+            one_document(value, expect)
+        }
+        Err(_) if text.trim_end_matches('\n').contains('\n') => lines(text, expect),
+        Err(e) => Err(invalid(format!(
+            "the file is not JSON ({e}): not a receipt"
+        ))),
+    }
+}
+
+fn not_canonical() -> ReceiptError {
+    invalid(
+        "the file is not byte for byte the receipt dshq wrote (its JSON parses, but \
+         whitespace, an escape, a key's order or a duplicated key differs from the \
+         canonical rendering): it was changed",
+    )
+}
+
+fn one_document(value: Value, expect: &Expect) -> Result<Verified, ReceiptError> {
+    let Value::Object(mut doc) = value else {
+        return Err(invalid("the file is JSON but not an object: not a receipt"));
+    };
+    match doc.get("receipt") {
+        Some(Value::String(_)) => {
+            let r = check_receipt(doc, expect)?;
+            Ok(Verified {
+                holder: Holder::Receipt,
+                receipts: vec![r],
+            })
+        }
+        Some(Value::Object(_)) => {
+            let Some(Value::Object(inner)) = doc.shift_remove("receipt") else {
+                unreachable!("matched above")
+            };
+            let signed = inner.get("outcome").cloned().unwrap_or(Value::Null);
+            let r = check_receipt(inner, expect)?;
+            // The outcome's own members must be exactly the outcome the receipt signed.
+            let empty = serde_json::Map::new();
+            let signed_members = signed.as_object().unwrap_or(&empty);
+            if &doc != signed_members {
+                let mut differs: Vec<&str> = Vec::new();
+                for k in doc.keys().chain(signed_members.keys()) {
+                    if doc.get(k) != signed_members.get(k) && !differs.contains(&k.as_str()) {
+                        differs.push(k);
+                    }
+                }
+                return Err(ReceiptError::Mismatch(format!(
+                    "the outcome file's {} differ from what its receipt signed: the outcome \
+                     was changed after it was written",
+                    differs.join(", ")
+                )));
+            }
+            Ok(Verified {
+                holder: Holder::Outcome,
+                receipts: vec![r],
+            })
+        }
+        _ => Err(invalid(
+            "the file has no `receipt` member: it is neither a receipt nor an outcome file \
+             carrying one",
+        )),
+    }
+}
+
+fn lines(text: &str, expect: &Expect) -> Result<Verified, ReceiptError> {
+    if text.is_empty() || !text.ends_with('\n') {
+        return Err(invalid(
+            "the file is neither one JSON document nor lines of them ending in a newline",
+        ));
+    }
+    let mut receipts = Vec::new();
+    for (n, line) in text[..text.len() - 1].split('\n').enumerate() {
+        let at = |e: ReceiptError| match e {
+            ReceiptError::Invalid(m) => invalid(format!("line {}: {m}", n + 1)),
+            ReceiptError::Mismatch(m) => ReceiptError::Mismatch(format!("line {}: {m}", n + 1)),
+            other => other,
+        };
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| at(invalid(format!("not JSON ({e})"))))?;
+        if serde_json::to_string(&value).ok().as_deref() != Some(line) {
+            return Err(at(not_canonical()));
+        }
+        let Value::Object(doc) = value else {
+            return Err(at(invalid("not a JSON object: not a receipt")));
+        };
+        if !matches!(doc.get("receipt"), Some(Value::String(_))) {
+            return Err(at(invalid("not a receipt (no `receipt` format member)")));
+        }
+        receipts.push(check_receipt(doc, expect).map_err(at)?);
+    }
+    Ok(Verified {
+        holder: Holder::Lines,
+        receipts,
+    })
+}
+
+fn check_receipt(
+    doc: serde_json::Map<String, Value>,
+    expect: &Expect,
+) -> Result<Receipt, ReceiptError> {
+    if doc.get("receipt").and_then(Value::as_str) != Some(RECEIPT_FORMAT) {
+        return Err(invalid(format!(
+            "not a {RECEIPT_FORMAT} receipt (its `receipt` member says otherwise)"
+        )));
+    }
+    let message = signed_bytes(&doc);
+    let receipt: Receipt = serde_json::from_value(Value::Object(doc))
+        .map_err(|e| invalid(format!("the receipt's members are not a receipt's: {e}")))?;
+    let signer = PublicKey::parse(&receipt.signer).ok_or_else(|| {
+        invalid("the receipt's `signer` is not `ed25519:` and 64 lowercase hex digits of a key")
+    })?;
+    let signature = unhex::<64>(&receipt.signature)
+        .map(|b| Signature::from_bytes(&b))
+        .ok_or_else(|| invalid("the receipt's `signature` is not 128 lowercase hex digits"))?;
+    let good_under = |k: &PublicKey| k.0.verify_strict(&message, &signature).is_ok();
+    if expect.keys.contains(&signer) {
+        if !good_under(&signer) {
+            return Err(invalid(
+                "the signature does not verify over the receipt's bytes: the receipt was \
+                 changed after it was signed",
+            ));
+        }
+    } else if good_under(&signer) {
+        return Err(ReceiptError::UntrustedKey {
+            signer: receipt.signer.clone(),
+        });
+    } else {
+        return Err(invalid(
+            "the signature does not verify, under its `signer` or any key given: the \
+             receipt was changed after it was signed",
+        ));
+    }
+    if let Some(id) = &expect.id {
+        if &receipt.id != id {
+            return Err(ReceiptError::Mismatch(format!(
+                "this is the receipt of request {:?}, not of {id:?}",
+                receipt.id
+            )));
+        }
+    }
+    if let Some(digest) = &expect.digest {
+        if receipt.request_digest.as_ref() != Some(digest) {
+            return Err(ReceiptError::Mismatch(format!(
+                "this receipt is of the request with digest {}, not {digest}",
+                receipt.request_digest.as_deref().unwrap_or("(none)")
+            )));
+        }
+    }
+    Ok(receipt)
+}
