@@ -258,3 +258,194 @@ fn check_receipt(
     }
     Ok(receipt)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::receipt::{ChainPosition, Policy, Shown, Times};
+    use crate::protocol::types::{Answer, AnswerItem, AnsweredOutcome, Outcome, Question};
+    use crate::receipt::seal::{seal, to_file, to_line};
+    use crate::receipt::ReceiptKey;
+
+    fn receipt(id: &str, key: &ReceiptKey) -> Receipt {
+        let outcome = Outcome::Answered(AnsweredOutcome {
+            id: id.into(),
+            status: "answered".into(),
+            request_digest: Some(format!("sha256:{}", "ab".repeat(32))),
+            answer: Answer {
+                answers: vec![AnswerItem {
+                    id: "q".into(),
+                    selected: vec!["Yes ✓".into()],
+                    custom: Some("ship it \"now\"\n".into()),
+                }],
+            },
+            decision: None,
+            provider: Some("alice".into()),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            finished_at: "2026-01-01T00:01:00.000Z".into(),
+            receipt: None,
+        });
+        seal(
+            Receipt {
+                receipt: String::new(),
+                id: id.into(),
+                status: "answered".into(),
+                request_digest: Some(format!("sha256:{}", "ab".repeat(32))),
+                context: "default".into(),
+                shown: Some(Shown {
+                    questions: vec![serde_json::from_value::<Question>(serde_json::json!({
+                        "id": "q", "question": "Ship?", "options": [{"label": "Yes ✓"}, {"label": "No"}]
+                    }))
+                    .unwrap()],
+                }),
+                outcome: Box::new(outcome),
+                approvers: vec!["provider:alice".into()],
+                actor: "provider:alice".into(),
+                policy: Policy {
+                    timeout: Some("1h".into()),
+                    ..Default::default()
+                },
+                times: Times {
+                    created_at: "2026-01-01T00:00:00.000Z".into(),
+                    claimed_at: None,
+                    finished_at: "2026-01-01T00:01:00.000Z".into(),
+                },
+                chain: ChainPosition {
+                    seq: 12,
+                    kind: "answered".into(),
+                    hash: "cd".repeat(32),
+                },
+                signer: String::new(),
+                signature: String::new(),
+            },
+            key,
+        )
+    }
+
+    fn expect(key: &ReceiptKey) -> Expect {
+        Expect {
+            keys: vec![key.public()],
+            ..Default::default()
+        }
+    }
+
+    /// Every byte of `bytes`, changed three ways (low bit, case bit, to a space), must
+    /// fail; returns how many variants were tried.
+    fn every_changed_byte_fails(bytes: &[u8], e: &Expect) -> usize {
+        let mut tried = 0;
+        for i in 0..bytes.len() {
+            for mask in [0x01u8, 0x20, 0x80] {
+                let mut b = bytes.to_vec();
+                b[i] ^= mask;
+                tried += 1;
+                assert!(
+                    verify(&b, e).is_err(),
+                    "byte {i} ({:?}) ^ {mask:#x} still verifies",
+                    bytes[i] as char
+                );
+            }
+            let mut b = bytes.to_vec();
+            if b[i] != b' ' {
+                b[i] = b' ';
+                tried += 1;
+                assert!(verify(&b, e).is_err(), "byte {i} to a space still verifies");
+            }
+        }
+        tried
+    }
+
+    #[test]
+    fn an_untouched_receipt_verifies_and_every_changed_byte_fails() {
+        let key = ReceiptKey::from_seed([1; 32]);
+        let r = receipt("q1", &key);
+        let file = to_file(&r);
+        let v = verify(file.as_bytes(), &expect(&key)).unwrap();
+        assert_eq!(v.holder, Holder::Receipt);
+        assert_eq!(v.receipts, vec![r.clone()]);
+        assert!(every_changed_byte_fails(file.as_bytes(), &expect(&key)) > 3 * file.len());
+        // A byte added or removed fails too.
+        for i in (0..file.len()).step_by(3) {
+            let mut b = file.as_bytes().to_vec();
+            b.remove(i);
+            assert!(verify(&b, &expect(&key)).is_err(), "byte {i} removed");
+            let mut b = file.as_bytes().to_vec();
+            b.insert(i, b' ');
+            assert!(verify(&b, &expect(&key)).is_err(), "a space at {i}");
+        }
+    }
+
+    #[test]
+    fn an_outcome_carrying_its_receipt_verifies_and_every_changed_byte_fails() {
+        let key = ReceiptKey::from_seed([2; 32]);
+        let r = receipt("q2", &key);
+        let outcome = (*r.outcome).clone().with_receipt(Some(r.clone()));
+        let file = outcome.to_file_json();
+        let v = verify(file.as_bytes(), &expect(&key)).unwrap();
+        assert_eq!(v.holder, Holder::Outcome);
+        every_changed_byte_fails(file.as_bytes(), &expect(&key));
+    }
+
+    #[test]
+    fn export_lines_verify_and_every_changed_byte_fails() {
+        let key = ReceiptKey::from_seed([3; 32]);
+        let text = format!(
+            "{}{}",
+            to_line(&receipt("a", &key)),
+            to_line(&receipt("b", &key))
+        );
+        let v = verify(text.as_bytes(), &expect(&key)).unwrap();
+        assert_eq!(v.holder, Holder::Lines);
+        assert_eq!(v.receipts.len(), 2);
+        every_changed_byte_fails(text.as_bytes(), &expect(&key));
+    }
+
+    #[test]
+    fn another_key_another_request_and_a_disagreeing_outcome_fail_with_their_codes() {
+        let key = ReceiptKey::from_seed([4; 32]);
+        let other = ReceiptKey::from_seed([5; 32]);
+        let file = to_file(&receipt("q1", &key));
+        let err = verify(file.as_bytes(), &expect(&other)).unwrap_err();
+        assert!(matches!(err, ReceiptError::UntrustedKey { .. }), "{err}");
+        // Trusting several keys, one of them the signer's, verifies.
+        let both = Expect {
+            keys: vec![other.public(), key.public()],
+            ..Default::default()
+        };
+        verify(file.as_bytes(), &both).unwrap();
+        let e = Expect {
+            id: Some("q2".into()),
+            ..expect(&key)
+        };
+        assert!(matches!(
+            verify(file.as_bytes(), &e),
+            Err(ReceiptError::Mismatch(_))
+        ));
+        let e = Expect {
+            digest: Some(format!("sha256:{}", "00".repeat(32))),
+            ..expect(&key)
+        };
+        assert!(matches!(
+            verify(file.as_bytes(), &e),
+            Err(ReceiptError::Mismatch(_))
+        ));
+        // A receipt re-signed by another key but naming the trusted signer fails.
+        let mut forged = receipt("q1", &other);
+        forged.signer = key.public().to_string();
+        assert!(matches!(
+            verify(to_file(&forged).as_bytes(), &expect(&key)),
+            Err(ReceiptError::Invalid(_))
+        ));
+        // An outcome whose members were changed, re-rendered canonically: a mismatch.
+        let r = receipt("q3", &key);
+        let Outcome::Answered(mut a) = (*r.outcome).clone() else {
+            unreachable!()
+        };
+        a.provider = Some("mallory".into());
+        let changed = Outcome::Answered(a).with_receipt(Some(r));
+        let err = verify(changed.to_file_json().as_bytes(), &expect(&key)).unwrap_err();
+        assert!(
+            matches!(err, ReceiptError::Mismatch(ref m) if m.contains("provider")),
+            "{err}"
+        );
+    }
+}
