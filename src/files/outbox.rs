@@ -7,6 +7,11 @@
 //! CLI commands that finish a request call it, which is why a CLI answer reaches the outbox
 //! at once while the daemon runs.
 //!
+//! Each outcome carries its signed receipt ([`crate::app::receipts::attach`]), rebuilt
+//! from the store when the file is written, so a rewrite writes the same bytes; an
+//! outcome whose receipt cannot be made is written without one (and logged): the asker
+//! never loses its outcome to a receipt.
+//!
 //! An id can be reused after a rejection (rejections do not reserve ids), so the outbox can
 //! hold the error outcome of an earlier input under the id of a request that is now open.
 //! It is removed right after the accepting commit ([`remove_stale`]); a crash in between

@@ -207,7 +207,7 @@ fn outcome_files_carry_receipts_that_verify() {
         assert_eq!(run["holder"], "outcome", "{id}");
         assert_eq!(run["receipts"][0]["status"], status, "{id}");
         // The receipt in the outcome is the one `dshq receipt ID` prints.
-        let outcome = env.outcome(id).unwrap();
+        let outcome = env.outcome_file(id).unwrap();
         let printed: Value = serde_json::from_str(&env.run(&["receipt", id]).ok().stdout).unwrap();
         assert_eq!(outcome["receipt"], printed, "{id}");
         let mut rest = outcome.clone();
@@ -217,15 +217,15 @@ fn outcome_files_carry_receipts_that_verify() {
             "{id}: the receipt signs the outcome"
         );
     }
-    let rejected = env.outcome("o-rejected").unwrap();
+    let rejected = env.outcome_file("o-rejected").unwrap();
     assert_eq!(rejected["receipt"]["shown"], Value::Null);
     assert_eq!(rejected["receipt"]["approvers"], json!([]));
-    let aborted = env.outcome("o-aborted").unwrap();
+    let aborted = env.outcome_file("o-aborted").unwrap();
     assert_eq!(aborted["receipt"]["approvers"], json!([]));
 
     // An outcome file whose answer was edited (and re-rendered canonically): a mismatch.
     let path = env.root().join("outbox").join("o-answered.json");
-    let mut edited = env.outcome("o-answered").unwrap();
+    let mut edited = env.outcome_file("o-answered").unwrap();
     edited["answer"]["answers"][0]["selected"] = json!(["Postgres"]);
     let mut text = serde_json::to_string_pretty(&edited).unwrap();
     text.push('\n');
