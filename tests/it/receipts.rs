@@ -102,6 +102,36 @@ fn a_receipt_verifies_offline_and_fails_on_any_changed_byte() {
         tried += 1;
     }
     assert!(tried > 200, "{tried}");
+    // Changes that keep the JSON value the same (whitespace, an escape spelled another
+    // way, a key repeated) are refused as well: the bytes are pinned, not only the value.
+    for (what, changed) in [
+        (
+            "an added space",
+            receipt.replacen("\n  \"id\"", "\n   \"id\"", 1),
+        ),
+        ("a newline as CRLF", receipt.replacen("\n", "\r\n", 1)),
+        (
+            "an escaped letter",
+            receipt.replacen("Which", "\\u0057hich", 1),
+        ),
+        (
+            "a repeated key",
+            receipt.replacen("\n  \"id\"", "\n  \"id\": \"x\",\n  \"id\"", 1),
+        ),
+        (
+            "compact and pretty mixed",
+            receipt.replacen("{\n  \"receipt\"", "{\"receipt\"", 1),
+        ),
+    ] {
+        assert_ne!(changed, receipt, "{what}");
+        let f = save(&env, "same-value.json", changed.as_bytes());
+        let run = verify_offline(&f, &key, &[]);
+        assert_eq!(
+            (run.code, run.error_code().as_str()),
+            (17, "RECEIPT_INVALID"),
+            "{what}: {run:?}"
+        );
+    }
 }
 
 #[test]
@@ -364,4 +394,53 @@ fn a_row_changed_in_the_database_is_not_signed() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// Many hosts, one PostgreSQL store: each host signs with its own root's key, the same
+/// receipt content; a verifier trusts the hosts whose keys it was given.
+#[test]
+fn hosts_of_one_postgres_store_sign_with_their_own_keys() {
+    let url = crate::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh PostgreSQL database");
+    let a = Env::on_store(&url);
+    let b = Env::on_store(&url);
+    a.ask(&simple_request("pg-1")).ok();
+    // B joins: its layout (a write), and the chain's key copied from A.
+    b.json(&["token", "create", "--role", "auditor", "--name", "b"])
+        .ok();
+    fs::copy(a.root().join("audit.key"), b.root().join("audit.key")).unwrap();
+    b.json(&["answer", "pg-1", "--select", "SQLite"]).ok();
+
+    let (ka, kb) = (public_key(&a), public_key(&b));
+    assert_ne!(ka, kb, "each root makes its own receipt key");
+    let ra = save(
+        &a,
+        "a.json",
+        a.run(&["receipt", "pg-1"]).ok().stdout.as_bytes(),
+    );
+    let rb = save(
+        &b,
+        "b.json",
+        b.run(&["receipt", "pg-1"]).ok().stdout.as_bytes(),
+    );
+    verify_offline(&ra, &ka, &["--id", "pg-1"]).ok();
+    verify_offline(&rb, &kb, &["--id", "pg-1"]).ok();
+    assert_eq!(
+        verify_offline(&ra, &kb, &[]).error_code(),
+        "RECEIPT_UNTRUSTED_KEY"
+    );
+    verify_offline(&ra, &kb, &["--key", &ka]).ok();
+    // The same receipt but for who signed it.
+    let strip = |p: &Path| {
+        let mut v: Value = serde_json::from_slice(&fs::read(p).unwrap()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("signer");
+        o.remove("signature");
+        v
+    };
+    assert_eq!(strip(&ra), strip(&rb));
+    let r = strip(&ra);
+    assert_eq!(r["approvers"], json!(["provider:tester"]));
+    assert_eq!(r["status"], "answered");
 }
