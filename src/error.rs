@@ -178,7 +178,7 @@ pub enum Error {
     },
     /// A receipt that does not verify.
     #[error(transparent)]
-    Receipt(#[from] crate::receipt::ReceiptError),
+    Receipt(#[from] crate::protocol::receipt::ReceiptError),
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -15,5 +15,6 @@ pub mod key;
 pub mod seal;
 pub mod verify;
 
+pub use crate::protocol::receipt::ReceiptError;
 pub use key::{PublicKey, ReceiptKey};
-pub use verify::{Expect, ReceiptError};
+pub use verify::Expect;

@@ -18,41 +18,7 @@ use serde_json::Value;
 
 use super::key::{unhex, PublicKey};
 use super::seal::signed_bytes;
-use crate::protocol::receipt::{Receipt, RECEIPT_FORMAT};
-
-/// Why a receipt does not verify (each a stable code: [`ReceiptError::code`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReceiptError {
-    /// Not a receipt, not the bytes dshq wrote, or a signature that does not verify: the
-    /// file was changed, or was never a receipt.
-    #[error("{0}")]
-    Invalid(String),
-    /// Intact and signed, but by a key that is not one of those given.
-    #[error(
-        "the receipt is signed by {signer}, which is not a key given with --key (ask the \
-         host that wrote it for `dshq receipt key`, and trust it only if it is that host's)"
-    )]
-    UntrustedKey {
-        /// The key that signed it.
-        signer: String,
-    },
-    /// Authentic, but of another request than the one named, or travelling in an
-    /// outcome that says something else.
-    #[error("{0}")]
-    Mismatch(String),
-}
-
-impl ReceiptError {
-    /// The stable code.
-    pub fn code(&self) -> crate::protocol::Code {
-        use crate::protocol::Code;
-        match self {
-            ReceiptError::Invalid(_) => Code::ReceiptInvalid,
-            ReceiptError::UntrustedKey { .. } => Code::ReceiptUntrustedKey,
-            ReceiptError::Mismatch(_) => Code::ReceiptMismatch,
-        }
-    }
-}
+use crate::protocol::receipt::{Receipt, ReceiptError, RECEIPT_FORMAT};
 
 /// What a verifier expects.
 #[derive(Debug, Clone, Default)]
