@@ -365,6 +365,24 @@ mod tests {
         every_changed_byte_fails(text.as_bytes(), &expect(&key));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever text an asker or reviewer wrote (controls, quotes, non-ASCII, line
+        /// separators), the receipt's renderings are canonical: each verifies as written.
+        #[test]
+        fn any_text_renders_canonically(id in "[A-Za-z0-9][A-Za-z0-9._-]{0,20}", text in "\\PC{0,40}|[\\x00-\\x7f\\u{80}-\\u{9f}\\u{2028}\\u{202e}\"\\\\]{0,40}") {
+            let key = ReceiptKey::from_seed([6; 32]);
+            let mut r = receipt(&id, &key);
+            r.shown.as_mut().unwrap().questions[0].question = text.clone();
+            r.actor = text.clone();
+            let r = seal(r, &key);
+            proptest::prop_assert!(verify(to_file(&r).as_bytes(), &expect(&key)).is_ok());
+            proptest::prop_assert!(verify(to_line(&r).as_bytes(), &expect(&key)).is_ok());
+            let outcome = (*r.outcome).clone().with_receipt(Some(r.clone()));
+            proptest::prop_assert!(verify(outcome.to_file_json().as_bytes(), &expect(&key)).is_ok());
+        }
+    }
+
     #[test]
     fn another_key_another_request_and_a_disagreeing_outcome_fail_with_their_codes() {
         let key = ReceiptKey::from_seed([4; 32]);
