@@ -84,6 +84,9 @@ export interface OutcomeDocument {
   provider?: string | null;
   createdAt: string;
   finishedAt: string;
+  /** Extension: the signed decision receipt (outbox files only; check it with
+   * `dshq receipt verify FILE --key PUB`; its shape is contrib/schema/outcome.schema.json's). */
+  receipt?: Record<string, unknown>;
 }
 
 /** A request that was answered: answers by question id, and the plan decision. */

@@ -156,6 +156,7 @@ impl RequestRow {
                 provider: self.provider.clone(),
                 created_at: rfc3339(self.created_ms),
                 finished_at: rfc3339(finished),
+                receipt: None,
             })),
             Status::Cancelled | Status::Aborted | Status::Rejected => {
                 let code =
@@ -177,6 +178,7 @@ impl RequestRow {
                     provider: self.provider.clone(),
                     created_at: rfc3339(self.created_ms),
                     finished_at: rfc3339(finished),
+                    receipt: None,
                 }))
             }
         }

@@ -77,6 +77,17 @@ pub enum Code {
     /// An MCP `requestState` this server did not issue to this caller for this call
     /// (forged, altered, expired or another caller's), or one already used (a replay).
     BadReviewState,
+    /// A receipt was asked of a request that is still open (pending or claimed): it has
+    /// one once it is final.
+    RequestOpen,
+    /// A file that is not an intact receipt: not one, changed after it was signed, or
+    /// its signature does not verify.
+    ReceiptInvalid,
+    /// An intact receipt signed by a key that is not one the verifier trusts.
+    ReceiptUntrustedKey,
+    /// An intact receipt of another request than the one named (or in an outcome file
+    /// that says something else than the receipt signed).
+    ReceiptMismatch,
 }
 
 impl Code {
@@ -111,6 +122,10 @@ impl Code {
             Code::TooLarge => "TOO_LARGE",
             Code::NoRoot => "NO_ROOT",
             Code::BadReviewState => "BAD_REVIEW_STATE",
+            Code::RequestOpen => "REQUEST_OPEN",
+            Code::ReceiptInvalid => "RECEIPT_INVALID",
+            Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
+            Code::ReceiptMismatch => "RECEIPT_MISMATCH",
         }
     }
 
@@ -148,6 +163,8 @@ impl Code {
             Code::Unauthorized => 13,
             Code::Forbidden | Code::TooLarge => 14,
             Code::NoRoot => 15,
+            Code::RequestOpen => 16,
+            Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
         }
     }
 }
