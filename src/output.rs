@@ -430,10 +430,21 @@ pub fn outcome_text(o: &Outcome) -> String {
                 if let Some(c) = &item.custom {
                     parts.push(format!("custom: {}", one_line(c)));
                 }
+                if item.edited.is_some() {
+                    parts.push("edited".into());
+                }
                 if parts.is_empty() {
                     parts.push("(skipped)".into());
                 }
                 s.push_str(&format!("  {}: {}\n", one_line(&item.id), parts.join(", ")));
+            }
+            // Edit-then-approve: what changed, as the unified diff the store recorded
+            // (asker and reviewer text: control characters made visible).
+            for (qid, e) in a.edited.iter().flatten() {
+                s.push_str(&format!("  {} as edited:\n", one_line(qid)));
+                for line in e.diff.lines() {
+                    s.push_str(&format!("    {}\n", one_line(line)));
+                }
             }
             s
         }

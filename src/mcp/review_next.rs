@@ -536,6 +536,7 @@ mod tests {
                 kind: "plan-review".into(),
                 approve: "Approve".into(),
             }),
+            editable: None,
         }
     }
 

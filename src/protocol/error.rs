@@ -77,6 +77,10 @@ pub enum Code {
     /// An MCP `requestState` this server did not issue to this caller for this call
     /// (forged, altered, expired or another caller's), or one already used (a replay).
     BadReviewState,
+    /// An answer that gives an edited text (`edited`) where no edit is allowed: on a
+    /// question that is neither a plan review nor `editable: true` (or a plan review the
+    /// asker made `editable: false`), or with a plan review's decline.
+    EditNotAllowed,
 }
 
 impl Code {
@@ -111,6 +115,7 @@ impl Code {
             Code::TooLarge => "TOO_LARGE",
             Code::NoRoot => "NO_ROOT",
             Code::BadReviewState => "BAD_REVIEW_STATE",
+            Code::EditNotAllowed => "EDIT_NOT_ALLOWED",
         }
     }
 
@@ -131,7 +136,8 @@ impl Code {
             | Code::BadIntent
             | Code::DuplicateId
             | Code::BadAnswer
-            | Code::BadReviewState => 3,
+            | Code::BadReviewState
+            | Code::EditNotAllowed => 3,
             Code::NotFound => 4,
             Code::NoProvider
             | Code::DuplicateProvider

@@ -12,6 +12,10 @@
 //! answer is checked with [`check_answer`] before it is handed back, so the screen cannot
 //! produce a `BAD_ANSWER`.
 //!
+//! A plan review that allows an edit offers "Edit the plan in $EDITOR, then approve it
+//! as edited" ([`crate::protocol::edit`]); the send confirmation then prints the unified
+//! diff of the edit (each line made safe for the terminal) before "Send …? (y/N)".
+//!
 //! Every send is an explicit choice. A held Enter key (auto-repeat, a stuck key, keys typed
 //! ahead) must never approve a plan, skip a question or answer a queue: so the last step
 //! of every request is a yes/no confirmation whose Enter means **No** ("Send: approved
@@ -22,7 +26,7 @@
 
 use crate::output::ellipsize;
 use crate::protocol::answer::{check_answer, decision};
-use crate::protocol::{review, Answer, AnswerItem, Decision, Question};
+use crate::protocol::{edit, review, Answer, AnswerItem, Decision, Question};
 
 use super::markdown;
 use super::style::{one_line, Style};
@@ -194,6 +198,7 @@ enum MenuChoice {
 }
 
 const OTHER: &str = "Other: type your own answer…";
+const EDIT_PLAN: &str = "Edit the plan in $EDITOR, then approve it as edited…";
 const SKIP: &str = "Skip this question";
 const MORE: &str = "More: back, cancel the request, leave it for later, quit…";
 
@@ -202,6 +207,7 @@ fn skip_item(q: &Question) -> AnswerItem {
         id: q.id.clone(),
         selected: Vec::new(),
         custom: None,
+        edited: None,
     }
 }
 
@@ -229,6 +235,7 @@ fn custom_only(
             id: q.id.clone(),
             selected: Vec::new(),
             custom: Some(custom),
+            edited: None,
         }),
         Reply::Esc => None,
     })
@@ -403,6 +410,7 @@ fn single_select(
                         id: q.id.clone(),
                         selected: Vec::new(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -420,6 +428,7 @@ fn single_select(
                 id: q.id.clone(),
                 selected: vec![opts[k].label.clone()],
                 custom: None,
+                edited: None,
             }));
         }
         if k == other {
@@ -487,6 +496,7 @@ fn multi_select(
                             .map(|(_, o)| o.label.clone())
                             .collect(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -526,6 +536,7 @@ fn multi_select(
             id: q.id.clone(),
             selected,
             custom,
+            edited: None,
         }));
     }
 }
@@ -542,6 +553,7 @@ fn free_text(p: &mut dyn Prompter, q: &Question, prev: Option<&AnswerItem>) -> R
             id: q.id.clone(),
             selected: Vec::new(),
             custom: non_blank(&t),
+            edited: None,
         })),
     }
 }
@@ -606,6 +618,11 @@ fn plan_review(
         .collect();
     let again = items.len();
     items.push("Read the plan again".to_string());
+    // Edit-then-approve (unless the asker made the plan `editable: false`).
+    let edit_then_approve = q.allows_edit().then(|| {
+        items.push(EDIT_PLAN.to_string());
+        items.len() - 1
+    });
     items.push(MORE.to_string());
     let more = items.len() - 1;
     let feedback = plan.default;
@@ -636,6 +653,7 @@ fn plan_review(
                         id: q.id.clone(),
                         selected: Vec::new(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -655,6 +673,7 @@ fn plan_review(
                 id: q.id.clone(),
                 selected: vec![option.label.clone()],
                 custom: None,
+                edited: None,
             }));
         }
         if matches!(
@@ -678,9 +697,64 @@ fn plan_review(
             show_plan(p, q, true)?;
             continue;
         }
+        if Some(k) == edit_then_approve {
+            if let Some(item) = edited_plan(p, q, prev)? {
+                return Ok(Step::Answered(item));
+            }
+            continue;
+        }
         debug_assert_eq!(k, more);
         return Ok(Step::Menu);
     }
+}
+
+/// Edit-then-approve: the plan (or the edit given before) in the reviewer's editor; an
+/// approval carrying the edited text, or `None` when it came back unchanged or blank
+/// (nothing is edited, nothing approved: back to the decision).
+fn edited_plan(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Option<AnswerItem>, Stop> {
+    let proposed = q.detail.as_deref().unwrap_or_default();
+    let initial = prev.and_then(|i| i.edited.as_deref()).unwrap_or(proposed);
+    let style = p.style();
+    let Some(text) = p.edit(initial)? else {
+        p.say(&style.dim("  (the editor came back empty: nothing edited)"));
+        return Ok(None);
+    };
+    let Some(edited) = edit::as_edit(proposed, &text).filter(|t| !t.trim().is_empty()) else {
+        p.say(&style.dim("  (the plan came back unchanged: nothing edited)"));
+        return Ok(None);
+    };
+    Ok(q.plan_review_approve().map(|approve| AnswerItem {
+        id: q.id.clone(),
+        selected: vec![approve.to_string()],
+        custom: None,
+        edited: Some(edited),
+    }))
+}
+
+/// The diff of an edit as the confirmation shows it: each line made safe for the
+/// terminal (asker and reviewer text), added lines in the accent, removed ones warned.
+fn diff_lines(q: &Question, approved: &str, style: &Style) -> Vec<String> {
+    edit::edited(q, approved)
+        .diff
+        .lines()
+        .map(|l| {
+            let safe = one_line(l);
+            let line = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("@@") {
+                style.dim(&safe)
+            } else if l.starts_with('+') {
+                style.accent(&safe)
+            } else if l.starts_with('-') {
+                style.warn(&safe)
+            } else {
+                safe.to_string()
+            };
+            format!("  {line}")
+        })
+        .collect()
 }
 
 fn menu(p: &mut dyn Prompter, q: &Question, has_previous: bool) -> Result<MenuChoice, Stop> {
@@ -727,7 +801,10 @@ fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
 /// of the reviewer's text (feedback, Other) as it will be sent, wrapped at words.
 fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -> Vec<String> {
     let short = describe(q, item);
-    if short.chars().count() <= width && !item.custom.as_deref().is_some_and(|c| c.contains('\n')) {
+    if short.chars().count() <= width
+        && !item.custom.as_deref().is_some_and(|c| c.contains('\n'))
+        && item.edited.is_none()
+    {
         return vec![style.accent(&short)];
     }
     let labels: Vec<String> = item.selected.iter().map(|l| one_line(l)).collect();
@@ -743,7 +820,15 @@ fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -
         None if item.custom.is_some() => format!("{}, and this text:", labels.join(", ")),
         None => labels.join(", "),
     };
+    let head = if item.edited.is_some() {
+        format!("{head}, the plan as edited; the changes:")
+    } else {
+        head
+    };
     let mut lines = wrap::text(&head, width, 2, Paint::Accent, style);
+    if let Some(e) = &item.edited {
+        lines.extend(diff_lines(q, e, style));
+    }
     if let Some(c) = &item.custom {
         let bar = style.dim("│");
         for l in super::style::multi_line(c).lines() {
@@ -767,6 +852,7 @@ fn confirm_send(
         ([q], [Some(item)]) => {
             let short = describe(q, item);
             let fits = short.chars().count() <= 60
+                && item.edited.is_none()
                 && !item
                     .custom
                     .as_deref()
@@ -808,6 +894,11 @@ pub fn describe(q: &Question, item: &AnswerItem) -> String {
         "(skipped)".to_string()
     } else {
         parts.join(", ")
+    };
+    let what = if item.edited.is_some() {
+        format!("{what}, as edited")
+    } else {
+        what
     };
     match decision(q, item) {
         Some(Decision::Approved) => format!("approved ({what})"),
@@ -990,6 +1081,7 @@ mod tests {
             }),
             multi_select: multi.then_some(true),
             intent: None,
+            editable: None,
         }
     }
 
