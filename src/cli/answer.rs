@@ -337,12 +337,11 @@ fn read_edits(flags: Vec<Flag>) -> Result<Vec<Flag>> {
                     stdin_used = true;
                 }
                 let path = PathBuf::from(&name);
-                let bytes = safe_read::read_arg(&path, DEFAULT_MAX_REQUEST_BYTES).map_err(
-                    |e| match e {
+                let bytes =
+                    safe_read::read_arg(&path, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
                         safe_read::ReadError::Io(io) => Error::io(&path, io),
                         other => Error::Usage(format!("{name}: {other}")),
-                    },
-                )?;
+                    })?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| Error::Usage(format!("--edit {name}: the text is not UTF-8")))?;
                 Ok(Flag::Edit(text))

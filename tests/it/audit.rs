@@ -2486,8 +2486,15 @@ fn edited_store() -> Env {
     env.ask(&crate::edit::plan_review("e1")).ok();
     let file = env.root().join("edited.md");
     std::fs::write(&file, crate::edit::EDITED).unwrap();
-    env.json(&["answer", "e1", "--name", "alice", "--edit", file.to_str().unwrap()])
-        .ok();
+    env.json(&[
+        "answer",
+        "e1",
+        "--name",
+        "alice",
+        "--edit",
+        file.to_str().unwrap(),
+    ])
+    .ok();
     assert_eq!(env.json(&["audit", "verify"]).ok().json()["ok"], true);
     env
 }

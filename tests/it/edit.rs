@@ -48,10 +48,18 @@ fn an_edited_plan_is_in_the_chain_and_in_the_askers_outcome() {
     env.ask(&plan_review("p1")).ok();
     let file = edited_file(&env);
     // --edit alone on a plan review approves it as edited.
-    let r = env.run(&["answer", "p1", "--name", "alice", "--edit", &file]).ok();
-    assert!(r.stdout.contains("p1 answered by alice (approved)"), "{r:?}");
+    let r = env
+        .run(&["answer", "p1", "--name", "alice", "--edit", &file])
+        .ok();
+    assert!(
+        r.stdout.contains("p1 answered by alice (approved)"),
+        "{r:?}"
+    );
     assert!(r.stdout.contains("plan: Approve, edited"), "{r:?}");
-    assert!(r.stdout.contains("+2. Back up node a"), "the diff is printed: {r:?}");
+    assert!(
+        r.stdout.contains("+2. Back up node a"),
+        "the diff is printed: {r:?}"
+    );
 
     // The asker's outcome file: the approved text, and that it was edited.
     let o = env.wait_outcome("p1");
@@ -101,7 +109,9 @@ fn an_edit_where_none_is_allowed_is_refused_and_changes_nothing() {
     };
     // With a decline (a pick that declines, or feedback).
     let r = refused(
-        &["answer", "p1", "--name", "a", "--select", "Revise", "--edit", &file],
+        &[
+            "answer", "p1", "--name", "a", "--select", "Revise", "--edit", &file,
+        ],
         "p1",
     );
     assert!(
@@ -112,7 +122,9 @@ fn an_edit_where_none_is_allowed_is_refused_and_changes_nothing() {
         "{r:?}"
     );
     refused(
-        &["answer", "p1", "--name", "a", "--custom", "no", "--edit", &file],
+        &[
+            "answer", "p1", "--name", "a", "--custom", "no", "--edit", &file,
+        ],
         "p1",
     );
     // A plan the asker made `editable: false`.
@@ -126,7 +138,14 @@ fn an_edit_where_none_is_allowed_is_refused_and_changes_nothing() {
     )
     .unwrap();
     refused(
-        &["answer", "f1", "--name", "a", "--answers", doc.to_str().unwrap()],
+        &[
+            "answer",
+            "f1",
+            "--name",
+            "a",
+            "--answers",
+            doc.to_str().unwrap(),
+        ],
         "f1",
     );
     // Only the acceptances are in the log.
@@ -156,16 +175,23 @@ fn the_http_api_takes_an_edit_in_its_answer_body() {
     let rita = token(&env, "reviewer", "rita", None);
     let h = host(&env, &[]);
     env.ask(&plan_review("p1")).ok();
-    env.ask(&json!({"id": "f1", "questions": [{"id": "msg", "question": "Commit message?",
-        "detail": "Fix the bug", "editable": true}]}))
-        .ok();
+    env.ask(
+        &json!({"id": "f1", "questions": [{"id": "msg", "question": "Commit message?",
+        "detail": "Fix the bug", "editable": true}]}),
+    )
+    .ok();
     // A decline with an edit: 400, EDIT_NOT_ALLOWED, nothing changes.
     let r = h.post(
         "/requests/p1/answer",
         Some(&rita),
         &json!({"answers": [{"id": "plan", "selected": ["Revise"], "edited": EDITED}]}),
     );
-    assert_eq!((r.status, r.code()), (400, "EDIT_NOT_ALLOWED"), "{:?}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "EDIT_NOT_ALLOWED"),
+        "{:?}",
+        r.body
+    );
     // The approval with the edit.
     let r = h.post(
         "/requests/p1/answer",

@@ -773,7 +773,8 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
     let clock = TestClock::new();
     let mut store = new(&clock);
     let plan = "1. Drain node a\n2. Upgrade node a\n3. Run the smoke tests\n";
-    let approved = "1. Drain node a\n2. Back up node a\n3. Upgrade node a\n4. Run the smoke tests\n";
+    let approved =
+        "1. Drain node a\n2. Back up node a\n3. Upgrade node a\n4. Run the smoke tests\n";
     let review = |id: &str, editable: Option<bool>| {
         let mut q = json!({"id": "plan", "question": "Approve the deploy plan?", "detail": plan,
             "options": [{"label": "Approve"}, {"label": "Revise"}],
@@ -793,12 +794,13 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
     );
     let (reg, _) = store.register("ctx", "alice", 60_000).unwrap();
     let token = LeaseRef::Token(reg.lease.clone());
-    let item = |id: &str, selected: &[&str], custom: Option<&str>, edited: Option<&str>| AnswerItem {
-        id: id.into(),
-        selected: selected.iter().map(|s| s.to_string()).collect(),
-        custom: custom.map(str::to_string),
-        edited: edited.map(str::to_string),
-    };
+    let item =
+        |id: &str, selected: &[&str], custom: Option<&str>, edited: Option<&str>| AnswerItem {
+            id: id.into(),
+            selected: selected.iter().map(|s| s.to_string()).collect(),
+            custom: custom.map(str::to_string),
+            edited: edited.map(str::to_string),
+        };
     let answer = |items: Vec<AnswerItem>| Answer { answers: items };
     let refused = |store: &mut S, id: &str, a: Answer| {
         let before = store.events(id).unwrap().len();
@@ -823,7 +825,10 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
         item("msg", &[], None, Some("Fix the parser bug")),
         item("note", &[], None, Some("another note")),
     ]);
-    assert_eq!(refused(&mut store, "e3", not_editable), Code::EditNotAllowed);
+    assert_eq!(
+        refused(&mut store, "e3", not_editable),
+        Code::EditNotAllowed
+    );
     for text in ["  \n", plan] {
         let a = answer(vec![item("plan", &["Approve"], None, Some(text))]);
         assert_eq!(refused(&mut store, "e1", a), Code::BadAnswer, "{text:?}");

@@ -31,7 +31,9 @@ use super::session::{field, form_fields, Viewer};
 use crate::app;
 use crate::core::access::Action;
 use crate::error::Error;
-use crate::protocol::{edit, review, Answer, AnswerItem, Code, Question, Request, UserQuestionError};
+use crate::protocol::{
+    edit, review, Answer, AnswerItem, Code, Question, Request, UserQuestionError,
+};
 use crate::store::{RequestRow, Status};
 use crate::web::body::Body;
 use crate::web::AppState;
@@ -370,6 +372,8 @@ fn question_form(i: usize, q: &Question, enabled: bool, entered: Option<Entered<
 /// Edit-then-approve: the proposal in a box the reviewer may edit (closed until opened;
 /// open when the form comes back with an edit in it). Nothing here is an edit until the
 /// text differs from the proposal ([`edit::as_edit`]); the summary page shows the diff.
+/// (The line break after `<textarea>` is the one HTML drops, so a proposal that starts
+/// with one keeps it.)
 fn edit_box(i: usize, q: &Question, entered: Option<Entered<'_>>) -> String {
     let name = format!("q{i}.edit");
     let proposed = q.detail.as_deref().unwrap_or_default();
@@ -390,7 +394,7 @@ fn edit_box(i: usize, q: &Question, entered: Option<Entered<'_>>) -> String {
     };
     format!(
         "<details class=\"edit\"{}><summary>{what}</summary><p class=\"dim\">{how}</p>\
-<textarea name=\"{name}\" rows=\"12\" aria-label=\"{what}\">{}</textarea></details>",
+<textarea name=\"{name}\" rows=\"12\" aria-label=\"{what}\">\n{}</textarea></details>",
         if changed { " open" } else { "" },
         escape(kept.as_deref().unwrap_or(proposed)),
     )
