@@ -1192,10 +1192,7 @@ fn a_plan_edited_in_the_editor_shows_its_diff_before_sending() {
     );
     send(&mut p, "5");
     expect(&mut p, "This will be sent:");
-    expect(
-        &mut p,
-        "approved (Approve, as edited), the plan as edited; the changes:",
-    );
+    expect(&mut p, "approved (Approve); the changes to the proposal:");
     expect(&mut p, "--- proposed");
     expect(&mut p, "-2. Upgrade node a");
     expect(&mut p, "+2. Back up node a");
@@ -1217,4 +1214,39 @@ fn a_plan_edited_in_the_editor_shows_its_diff_before_sending() {
         out["answer"]["answers"],
         json!([{"id": "plan", "selected": ["Approve"], "edited": written}])
     );
+}
+
+/// A free-text question the asker made `editable`: "Answer in words" or "Edit the
+/// proposal"; the edit alone answers it, its diff shown before the send.
+#[test]
+fn an_editable_proposal_is_edited_and_its_diff_shown_before_sending() {
+    let env = Env::new();
+    env.ask(
+        &json!({"id": "m1", "questions": [{"id": "msg", "question": "Commit message?",
+        "detail": "Fix the bug", "editable": true}]}),
+    )
+    .ok();
+    let editor = fake_editor(&env, "Fix the parser bug\n");
+    let mut p = spawn(&env, &["answer", "m1"], &[("EDITOR", &editor)]);
+    expect(&mut p, "Answer in words");
+    expect(
+        &mut p,
+        "Edit the proposal in $EDITOR, then approve it as edited",
+    );
+    send(&mut p, "2");
+    expect(
+        &mut p,
+        "the proposal, approved as edited; the changes to the proposal:",
+    );
+    expect(&mut p, "-Fix the bug");
+    expect(&mut p, "+Fix the parser bug");
+    yes(&mut p);
+    expect(&mut p, "m1 answered by tester");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "m1");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "msg", "selected": [], "edited": "Fix the parser bug"}])
+    );
+    assert_eq!(out["edited"]["msg"]["proposed"], "Fix the bug");
 }

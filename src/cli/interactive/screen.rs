@@ -199,6 +199,7 @@ enum MenuChoice {
 
 const OTHER: &str = "Other: type your own answer…";
 const EDIT_PLAN: &str = "Edit the plan in $EDITOR, then approve it as edited…";
+const EDIT_PROPOSAL: &str = "Edit the proposal in $EDITOR, then approve it as edited…";
 const SKIP: &str = "Skip this question";
 const MORE: &str = "More: back, cancel the request, leave it for later, quit…";
 
@@ -368,7 +369,9 @@ fn ask_question(
         return plan_review(p, q, prev, !resumed);
     }
     show_question(p, q, i, n, false);
-    if q.options().is_empty() {
+    if q.options().is_empty() && q.allows_edit() {
+        editable_text(p, q, prev)
+    } else if q.options().is_empty() {
         free_text(p, q, prev)
     } else if q.is_multi() {
         multi_select(p, q, prev)
@@ -558,6 +561,37 @@ fn free_text(p: &mut dyn Prompter, q: &Question, prev: Option<&AnswerItem>) -> R
     }
 }
 
+/// A free-text question the asker made `editable`: answer in words, or edit the proposal
+/// (its detail, shown above) and approve it as edited.
+fn editable_text(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Step, Stop> {
+    let items = [
+        "Answer in words…".to_string(),
+        EDIT_PROPOSAL.to_string(),
+        MORE.to_string(),
+    ];
+    let start = usize::from(prev.is_some_and(|i| i.edited.is_some()));
+    let help = "1-9/Enter: choose · s: skip · l: later · i: context · q: quit · Esc: more";
+    loop {
+        match p.keyed("Your answer", &items, help, start, "sliq")? {
+            Keyed::Esc | Keyed::Pick(2) => return Ok(Step::Menu),
+            Keyed::Pick(0) => return free_text(p, q, prev),
+            Keyed::Pick(_) => {
+                if let Some(item) = edited_proposal(p, q, prev)? {
+                    return Ok(Step::Answered(item));
+                }
+            }
+            Keyed::Action(c) => match action_step(q, c) {
+                Some(step) => return Ok(step),
+                None => p.context()?,
+            },
+        }
+    }
+}
+
 /// Print the plan, or page it when it does not fit the screen (`pager`: the pager may be
 /// opened; otherwise a long plan is only mentioned).
 fn show_plan(p: &mut dyn Prompter, q: &Question, pager: bool) -> Result<(), Stop> {
@@ -698,7 +732,7 @@ fn plan_review(
             continue;
         }
         if Some(k) == edit_then_approve {
-            if let Some(item) = edited_plan(p, q, prev)? {
+            if let Some(item) = edited_proposal(p, q, prev)? {
                 return Ok(Step::Answered(item));
             }
             continue;
@@ -708,10 +742,10 @@ fn plan_review(
     }
 }
 
-/// Edit-then-approve: the plan (or the edit given before) in the reviewer's editor; an
-/// approval carrying the edited text, or `None` when it came back unchanged or blank
-/// (nothing is edited, nothing approved: back to the decision).
-fn edited_plan(
+/// Edit-then-approve: the proposal (or the edit given before) in the reviewer's editor;
+/// an approval carrying the edited text (a plan review's approve label selected), or
+/// `None` when it came back unchanged or blank (nothing is edited, nothing approved).
+fn edited_proposal(
     p: &mut dyn Prompter,
     q: &Question,
     prev: Option<&AnswerItem>,
@@ -724,12 +758,15 @@ fn edited_plan(
         return Ok(None);
     };
     let Some(edited) = edit::as_edit(proposed, &text).filter(|t| !t.trim().is_empty()) else {
-        p.say(&style.dim("  (the plan came back unchanged: nothing edited)"));
+        p.say(&style.dim("  (it came back unchanged: nothing edited)"));
         return Ok(None);
     };
-    Ok(q.plan_review_approve().map(|approve| AnswerItem {
+    Ok(Some(AnswerItem {
         id: q.id.clone(),
-        selected: vec![approve.to_string()],
+        selected: q
+            .plan_review_approve()
+            .map(|a| vec![a.to_string()])
+            .unwrap_or_default(),
         custom: None,
         edited: Some(edited),
     }))
@@ -815,13 +852,16 @@ fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -
         }
         Some(Decision::Declined) if labels.is_empty() => "declined (skipped)".to_string(),
         Some(Decision::Declined) => format!("declined: {}", labels.join(", ")),
+        None if labels.is_empty() && item.custom.is_none() && item.edited.is_some() => {
+            "the proposal, approved as edited".to_string()
+        }
         None if labels.is_empty() && item.custom.is_none() => "(skipped)".to_string(),
         None if item.custom.is_some() && labels.is_empty() => "this text:".to_string(),
         None if item.custom.is_some() => format!("{}, and this text:", labels.join(", ")),
         None => labels.join(", "),
     };
     let head = if item.edited.is_some() {
-        format!("{head}, the plan as edited; the changes:")
+        format!("{head}; the changes to the proposal:")
     } else {
         head
     };
@@ -890,10 +930,10 @@ pub fn describe(q: &Question, item: &AnswerItem) -> String {
     if let Some(c) = &item.custom {
         parts.push(format!("“{}”", one_line(c)));
     }
-    let what = if parts.is_empty() {
-        "(skipped)".to_string()
-    } else {
-        parts.join(", ")
+    let what = match (parts.is_empty(), item.edited.is_some()) {
+        (true, true) => "the proposal".to_string(),
+        (true, false) => "(skipped)".to_string(),
+        (false, _) => parts.join(", "),
     };
     let what = if item.edited.is_some() {
         format!("{what}, as edited")
