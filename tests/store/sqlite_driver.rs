@@ -283,7 +283,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 9
+                known: 12
             }
         ),
         "{e:?}"
@@ -373,7 +373,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 9
+                known: 12
             }
         ),
         "{e:?}"
