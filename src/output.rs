@@ -389,11 +389,23 @@ pub fn show_text(v: &RequestView) -> String {
         if let Some(c) = &q.custom {
             s.push_str(&format!("   custom: {}\n", one_line(c)));
         }
-        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() {
+        // Edit-then-approve: the recorded diff of what the reviewer changed.
+        let edit = match &v.outcome {
+            Some(Outcome::Answered(a)) => a.edited.as_ref().and_then(|e| e.get(&q0.id)),
+            _ => None,
+        };
+        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() && edit.is_none()
+        {
             s.push_str("   (skipped)\n");
         }
         if let Some(d) = q.decision {
             s.push_str(&format!("   decision: {}\n", d.as_str()));
+        }
+        if let Some(e) = edit {
+            s.push_str("   approved as edited; the changes to the proposal:\n");
+            for line in e.diff.lines() {
+                s.push_str(&format!("     {}\n", one_line(line)));
+            }
         }
     }
     if let Some(Outcome::Error(e)) = &v.outcome {

@@ -90,7 +90,7 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState,
+    BadReviewState, EditNotAllowed,
   ].map((c) => [c.code, c]),
 );
 

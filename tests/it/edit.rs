@@ -82,9 +82,15 @@ fn an_edited_plan_is_in_the_chain_and_in_the_askers_outcome() {
     assert_eq!(ev["actor"], "provider:alice");
     let v = env.json(&["audit", "verify"]).ok().json();
     assert_eq!(v["ok"], true, "{v}");
-    // `show` gives the same outcome.
+    // `show` gives the same outcome, and its text the diff.
     let shown = env.json(&["show", "p1"]).ok().json();
     assert_eq!(shown["outcome"], o, "{shown}");
+    let text = env.run(&["show", "p1"]).ok().stdout;
+    assert!(
+        text.contains("approved as edited; the changes to the proposal:\n     --- proposed\n"),
+        "{text}"
+    );
+    assert!(text.contains("     +2. Back up node a\n"), "{text}");
 }
 
 #[test]
