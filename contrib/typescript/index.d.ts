@@ -155,6 +155,7 @@ export class Forbidden extends DshqError {}
 export class TooLarge extends DshqError {}
 export class NoRoot extends DshqError {}
 export class BadReviewState extends DshqError {}
+export class EditNotAllowed extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -32,7 +32,7 @@ export const CODES = Object.freeze([
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
-  "BAD_REVIEW_STATE",
+  "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED",
 ]);
 
 const define = (code) => {
@@ -69,6 +69,7 @@ export class Forbidden extends define("FORBIDDEN") {}
 export class TooLarge extends define("TOO_LARGE") {}
 export class NoRoot extends define("NO_ROOT") {}
 export class BadReviewState extends define("BAD_REVIEW_STATE") {}
+export class EditNotAllowed extends define("EDIT_NOT_ALLOWED") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -89,7 +90,7 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState,
+    BadReviewState, EditNotAllowed,
   ].map((c) => [c.code, c]),
 );
 

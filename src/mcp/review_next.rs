@@ -635,6 +635,7 @@ mod tests {
                 kind: "plan-review".into(),
                 approve: "Approve".into(),
             }),
+            editable: None,
         }
     }
 

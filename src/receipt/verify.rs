@@ -243,12 +243,14 @@ mod tests {
                     id: "q".into(),
                     selected: vec!["Yes ✓".into()],
                     custom: Some("ship it \"now\"\n".into()),
+                    edited: None,
                 }],
             },
             decision: None,
             provider: Some("alice".into()),
             created_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: "2026-01-01T00:01:00.000Z".into(),
+            edited: None,
             receipt: None,
         });
         seal(

@@ -221,6 +221,9 @@ pub enum ProviderAct {
 }
 
 /// What [`Store::provide`] did.
+// One value per provide call, moved once to its caller: boxing the outcome would cost an
+// allocation per answer to save a copy of a few hundred bytes.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Provided {
     /// The claimed request.

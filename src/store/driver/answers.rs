@@ -28,6 +28,9 @@ pub struct AnsweredRow<'a> {
     pub decision: Option<&'a str>,
     /// Who answered (the lease's provider name).
     pub provider: &'a str,
+    /// The edits the answer made (edit-then-approve), as the JSON of
+    /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
+    pub edits_json: Option<&'a str>,
 }
 
 /// What an answer writes on one question row.

@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_host_leases",
         include_str!("../../../migrations/postgres/0003_host_leases.sql"),
     ),
+    (
+        6,
+        "0006_edits",
+        include_str!("../../../migrations/postgres/0006_edits.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -78,6 +78,8 @@ const TABLES: &[Table] = &[
             ("error_code", Text),
             ("error_message", Text),
             ("outbox_pending", Flag),
+            // SQLite's migration 0012 (edit-then-approve) appends it after the rest.
+            ("edits", Text),
         ],
         order: "seq",
     },
@@ -154,6 +156,10 @@ const TABLES: &[Table] = &[
         order: "seq",
     },
 ];
+
+/// The columns (table, column) that an export written before their migration lacks:
+/// such a record loads them as NULL (what the migration gave every existing row).
+const ADDED_LATER: &[(&str, &str)] = &[("requests", "edits")];
 
 fn column_list(t: &Table) -> String {
     t.columns
@@ -362,8 +368,13 @@ pub fn import(
             )));
         }
         let mut args: Vec<Box<dyn ToSql + Sync>> = Vec::with_capacity(t.columns.len() + 1);
-        for (name, (_, kind)) in names[ti].iter().zip(t.columns) {
-            args.push(param(*kind, &rtype, name, fields.get(name))?);
+        for (name, (column, kind)) in names[ti].iter().zip(t.columns) {
+            let v = match fields.get(name) {
+                // A column a later migration added: an export from before it has none.
+                None if ADDED_LATER.contains(&(t.table, column)) => Some(&Value::Null),
+                v => v,
+            };
+            args.push(param(*kind, &rtype, name, v)?)
         }
         match t.table {
             "requests" => args.push(Box::new(origin.clone())),

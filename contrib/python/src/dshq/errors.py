@@ -47,6 +47,7 @@ __all__ = [
     "TooLarge",
     "NoRoot",
     "BadReviewState",
+    "EditNotAllowed",
 ]
 
 
@@ -249,6 +250,13 @@ class BadReviewState(DshqError):
     code = "BAD_REVIEW_STATE"
 
 
+class EditNotAllowed(DshqError):
+    """``EDIT_NOT_ALLOWED``: An answer gives an edited text where no edit is allowed (a
+    decline, or a question that is not editable)."""
+
+    code = "EDIT_NOT_ALLOWED"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -278,6 +286,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     TooLarge,
     NoRoot,
     BadReviewState,
+    EditNotAllowed,
 )
 
 #: Every stable code dshq reports, in its own order.

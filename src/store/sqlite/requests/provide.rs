@@ -135,7 +135,8 @@ impl AnswerStatements for Sql<'_, '_> {
     ) -> Result<bool> {
         let n = self.0.execute(
             "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
-                    finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, outbox_pending = 1
+                    finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, edits = ?8,
+                    outbox_pending = 1
              WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?7
                            AND ended_ms IS NULL AND expires_ms >= ?2)",
@@ -146,7 +147,8 @@ impl AnswerStatements for Sql<'_, '_> {
                 row.decision,
                 row.provider,
                 row.seq,
-                fence.generation
+                fence.generation,
+                row.edits_json
             ],
         )?;
         Ok(n == 1)
