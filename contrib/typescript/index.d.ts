@@ -156,6 +156,10 @@ export class TooLarge extends DshqError {}
 export class NoRoot extends DshqError {}
 export class BadReviewState extends DshqError {}
 export class EditNotAllowed extends DshqError {}
+export class RequestOpen extends DshqError {}
+export class ReceiptInvalid extends DshqError {}
+export class ReceiptUntrustedKey extends DshqError {}
+export class ReceiptMismatch extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

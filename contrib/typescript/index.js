@@ -33,6 +33,7 @@ export const CODES = Object.freeze([
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED",
+  "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
 ]);
 
 const define = (code) => {
@@ -70,6 +71,10 @@ export class TooLarge extends define("TOO_LARGE") {}
 export class NoRoot extends define("NO_ROOT") {}
 export class BadReviewState extends define("BAD_REVIEW_STATE") {}
 export class EditNotAllowed extends define("EDIT_NOT_ALLOWED") {}
+export class RequestOpen extends define("REQUEST_OPEN") {}
+export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
+export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
+export class ReceiptMismatch extends define("RECEIPT_MISMATCH") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -90,7 +95,8 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState, EditNotAllowed,
+    BadReviewState, EditNotAllowed, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
+    ReceiptMismatch,
   ].map((c) => [c.code, c]),
 );
 

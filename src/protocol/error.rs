@@ -77,6 +77,10 @@ pub enum Code {
     /// An MCP `requestState` this server did not issue to this caller for this call
     /// (forged, altered, expired or another caller's), or one already used (a replay).
     BadReviewState,
+    /// An answer that gives an edited text (`edited`) where no edit is allowed: on a
+    /// question that is neither a plan review nor `editable: true` (or a plan review the
+    /// asker made `editable: false`), or with a plan review's decline.
+    EditNotAllowed,
     /// A receipt was asked of a request that is still open (pending or claimed): it has
     /// one once it is final.
     RequestOpen,
@@ -88,10 +92,6 @@ pub enum Code {
     /// An intact receipt of another request than the one named (or in an outcome file
     /// that says something else than the receipt signed).
     ReceiptMismatch,
-    /// An answer that gives an edited text (`edited`) where no edit is allowed: on a
-    /// question that is neither a plan review nor `editable: true` (or a plan review the
-    /// asker made `editable: false`), or with a plan review's decline.
-    EditNotAllowed,
 }
 
 impl Code {
@@ -126,11 +126,11 @@ impl Code {
             Code::TooLarge => "TOO_LARGE",
             Code::NoRoot => "NO_ROOT",
             Code::BadReviewState => "BAD_REVIEW_STATE",
+            Code::EditNotAllowed => "EDIT_NOT_ALLOWED",
             Code::RequestOpen => "REQUEST_OPEN",
             Code::ReceiptInvalid => "RECEIPT_INVALID",
             Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
             Code::ReceiptMismatch => "RECEIPT_MISMATCH",
-            Code::EditNotAllowed => "EDIT_NOT_ALLOWED",
         }
     }
 

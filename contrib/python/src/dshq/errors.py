@@ -48,6 +48,10 @@ __all__ = [
     "NoRoot",
     "BadReviewState",
     "EditNotAllowed",
+    "RequestOpen",
+    "ReceiptInvalid",
+    "ReceiptUntrustedKey",
+    "ReceiptMismatch",
 ]
 
 
@@ -257,6 +261,34 @@ class EditNotAllowed(DshqError):
     code = "EDIT_NOT_ALLOWED"
 
 
+class RequestOpen(DshqError):
+    """``REQUEST_OPEN``: A receipt was asked of a request that is still open (pending or
+    claimed); it has one once it is final."""
+
+    code = "REQUEST_OPEN"
+
+
+class ReceiptInvalid(DshqError):
+    """``RECEIPT_INVALID``: Not an intact receipt: never one, or changed after it was
+    signed."""
+
+    code = "RECEIPT_INVALID"
+
+
+class ReceiptUntrustedKey(DshqError):
+    """``RECEIPT_UNTRUSTED_KEY``: An intact receipt signed by a key the verifier was not
+    given."""
+
+    code = "RECEIPT_UNTRUSTED_KEY"
+
+
+class ReceiptMismatch(DshqError):
+    """``RECEIPT_MISMATCH``: An intact receipt of another request than the one named, or
+    in an outcome file that says something else than the receipt signed."""
+
+    code = "RECEIPT_MISMATCH"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -287,6 +319,10 @@ _ALL: Tuple[Type[DshqError], ...] = (
     NoRoot,
     BadReviewState,
     EditNotAllowed,
+    RequestOpen,
+    ReceiptInvalid,
+    ReceiptUntrustedKey,
+    ReceiptMismatch,
 )
 
 #: Every stable code dshq reports, in its own order.
