@@ -842,6 +842,12 @@ fn expire(store: &mut dyn Store) -> Result<()> {
     for id in &swept.agents {
         tracing::info!(agent = %id, "agent ended: ttl ran out");
     }
+    for id in &swept.laddered {
+        tracing::info!(id = %id, "ladder: reminded or escalated");
+    }
+    for id in &swept.expired {
+        tracing::info!(id = %id, "ladder: expired (nobody answered)");
+    }
     Ok(())
 }
 

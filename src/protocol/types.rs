@@ -159,6 +159,10 @@ pub struct Request {
     /// Free-form object stored and returned untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Extension (issue 29): the deadline ladder, what happens while nobody answers
+    /// ([`super::ladder`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<super::ladder::Ladder>,
 }
 
 /// The default provider context.
@@ -281,6 +285,11 @@ pub struct AnsweredOutcome {
     pub created_at: String,
     /// When it was answered (RFC 3339).
     pub finished_at: String,
+    /// Extension (issue 29): `"policy"` when nobody answered and the asker's declared
+    /// default was used on expiry (`ladder.onExpire: "default"`); omitted when a person
+    /// answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// `{"id", "status": "error", "requestDigest", "error", "createdAt", "finishedAt"}`.

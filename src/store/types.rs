@@ -391,6 +391,10 @@ pub struct Swept {
     pub aborted: Vec<String>,
     /// Agent ids whose ttl ran out (with what they owned).
     pub agents: Vec<String>,
+    /// Requests whose ladder reminded or escalated (issue 29).
+    pub laddered: Vec<String>,
+    /// Requests whose ladder ended them (`ASK_EXPIRED`, or answered by their default).
+    pub expired: Vec<String>,
 }
 
 impl Swept {
@@ -400,6 +404,8 @@ impl Swept {
             && self.released.is_empty()
             && self.aborted.is_empty()
             && self.agents.is_empty()
+            && self.laddered.is_empty()
+            && self.expired.is_empty()
     }
 }
 

@@ -162,7 +162,7 @@ fn answered_outcome(o: &Outcome) -> &dshq::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -181,10 +181,11 @@ fn migration_version_is_recorded() {
             (6, "0006_prune".to_string()),
             (7, "0007_fewer_index_writes".to_string()),
             (8, "0008_record_triggers_by_column".to_string()),
-            (9, "0009_host_leases".to_string())
+            (9, "0009_host_leases".to_string()),
+            (11, "0011_ladder".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 9);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 11);
 }
 
 #[test]
@@ -234,7 +235,7 @@ fn a_version_1_database_upgrades_in_place() {
     )
     .unwrap();
     // Upgrading applies every later migration, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -256,8 +257,8 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -281,7 +282,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 9
+                known: 11
             }
         ),
         "{e:?}"
@@ -352,7 +353,7 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = dshq::store::sqlite::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -371,7 +372,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 9
+                known: 11
             }
         ),
         "{e:?}"

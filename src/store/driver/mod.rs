@@ -22,6 +22,7 @@ pub mod audit;
 pub mod events;
 pub mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;
@@ -33,6 +34,7 @@ pub use audit::AuditReads;
 pub use events::EventStatements;
 pub use feed::FeedReads;
 pub use history::HistoryReads;
+pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
@@ -47,6 +49,7 @@ pub trait Statements:
     + PruneStatements
     + TokenStatements
     + EventStatements
+    + LadderStatements
 {
 }
 
@@ -58,6 +61,7 @@ impl<T> Statements for T where
         + PruneStatements
         + TokenStatements
         + EventStatements
+        + LadderStatements
         + ?Sized
 {
 }

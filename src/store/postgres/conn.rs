@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_host_leases",
         include_str!("../../../migrations/postgres/0003_host_leases.sql"),
     ),
+    (
+        5,
+        "0005_ladder",
+        include_str!("../../../migrations/postgres/0005_ladder.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -280,7 +280,7 @@ pub fn abort(
     )
 }
 
-/// End open request `r` with an error (`end.status` is `cancelled` or `aborted`), with
+/// End open request `r` with an error (`end.status` is `cancelled`, `aborted` or `expired`), with
 /// its event by `actor`; its outcome.
 pub fn finish_error(
     db: &mut dyn Statements,
@@ -292,6 +292,7 @@ pub fn finish_error(
     let kind = match end.status {
         Status::Cancelled => EventKind::Cancelled,
         Status::Aborted => EventKind::Aborted,
+        Status::Expired => EventKind::Expired,
         other => return Err(Error::Invalid(format!("{other} is not an error end"))),
     };
     let id =

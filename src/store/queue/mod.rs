@@ -13,6 +13,7 @@ pub mod answers;
 pub mod audit;
 pub mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;

@@ -123,6 +123,8 @@ pub fn accept(
     let body = n.request.to_json();
     let deadline = n.deadline.map(crate::clock::from_timestamp);
     let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
+    let ladder = n.ladder.as_ref().map(|l| l.to_json());
+    let ladder_due_ms = n.ladder.as_ref().and_then(|l| l.next(0)).map(|(_, t)| t);
     let seq = db
         .insert_pending_request(&NewRequest {
             id: &n.id,
@@ -135,6 +137,8 @@ pub fn accept(
             require_provider: n.request.requires_provider(),
             deadline_ms: deadline,
             created_ms: now,
+            ladder: ladder.as_deref(),
+            ladder_due_ms,
         })?
         // Unreachable under the write lock (the id was looked up above); the index has
         // the last word all the same.
@@ -167,6 +171,24 @@ pub fn accept(
             _ => Actor::Asker,
         },
     };
+    // What was asked: the digest of the canonical request (the row's body must hash to
+    // it) and what the row keeps beside the body.
+    let mut data = serde_json::json!({
+        "context": n.context,
+        "source": source,
+        "questions": n.request.questions.len(),
+        "rowSeq": seq,
+        "digest": crate::protocol::digest::request_digest(&n.request),
+        "deadlineMs": deadline,
+        "lineage": lineage,
+    });
+    // The resolved ladder (issue 29), only on a request that has one: the row's `ladder`
+    // column must be this.
+    if let (Some(l), Some(map)) = (&n.ladder, data.as_object_mut()) {
+        let v = serde_json::to_value(l)
+            .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
+        map.insert("ladder".into(), v);
+    }
     db.append_event(
         now,
         NewEvent {
@@ -174,17 +196,7 @@ pub fn accept(
             request_id: Some(&n.id),
             agent_id,
             actor,
-            // What was asked: the digest of the canonical request (the row's body must
-            // hash to it) and what the row keeps beside the body.
-            data: serde_json::json!({
-                "context": n.context,
-                "source": source,
-                "questions": n.request.questions.len(),
-                "rowSeq": seq,
-                "digest": crate::protocol::digest::request_digest(&n.request),
-                "deadlineMs": deadline,
-                "lineage": lineage,
-            }),
+            data,
             lease_id: None,
         },
     )?;

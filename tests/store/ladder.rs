@@ -1,0 +1,230 @@
+//! The deadline ladder (issue 29) as conformance scenarios, through the [`Store`] trait
+//! only, on the scenario's clock: each rung runs in the sweep once its time has passed,
+//! each is an event of the chain (`reminded`, `escalated`, `expired`), the next rung is
+//! what the daemon wakes for (`next_due`), an expiry is `ASK_EXPIRED` with no answer
+//! unless the asker declared a default, and a declared default is attributed to policy.
+
+use serde_json::{json, Value};
+
+use dshq::core::audit::{Actor, Source};
+use dshq::protocol::error::Code;
+use dshq::protocol::{Outcome, Request};
+use dshq::store::{AskInput, Asked, Provided, ProviderAct, Status, Store};
+
+use crate::lifecycle::{code, kinds, lease, row};
+use crate::scenarios::{pick, TestClock};
+
+const MIN: i64 = 60_000;
+
+fn request(id: &str, ladder: Value) -> Value {
+    json!({
+        "id": id,
+        "questions": [{"id": "db", "question": "Which database?",
+                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+        "ladder": ladder,
+    })
+}
+
+fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
+    let raw = v.to_string();
+    let input = AskInput {
+        request: Ok(serde_json::from_value::<Request>(v).unwrap()),
+        fallback_id: None,
+        salvaged: (None, None),
+        raw,
+        source: Source::Cli,
+        actor: Actor::Cli,
+    };
+    match store.ask(input) {
+        Ok(Asked::Accepted(a)) => Ok(a),
+        Ok(Asked::Rejected { error, .. }) => Err((error.code, error.message)),
+        Err(e) => Err((e.to_user_error().code, e.to_string())),
+    }
+}
+
+fn outcome<S: Store>(store: &mut S, id: &str) -> Option<Outcome> {
+    store
+        .outbox_pending(0, 1_000)
+        .unwrap()
+        .into_iter()
+        .find(|(_, o)| o.id() == id)
+        .map(|(_, o)| o)
+}
+
+fn verifies<S: Store>(store: &mut S) {
+    let v = store.verify(&[]).unwrap();
+    assert_eq!(v.broken, None, "{v:?}");
+}
+
+/// Remind at 1m, escalate to another context at 2m (dropping the old context's claim),
+/// expire at 3m: each rung once, in order, strictly after its time, each an event; the
+/// daemon's next wake-up is the next rung; the expiry is `ASK_EXPIRED` with no answer.
+pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    let clock = TestClock::new();
+    let t0 = clock.now();
+    let mut store = new(&clock);
+    let ladder = json!({"remindAfter": "1m", "escalateAfter": "2m", "escalateTo": "oncall",
+                        "expireAfter": "3m"});
+    ask(&mut store, request("r1", ladder)).unwrap();
+    assert_eq!(store.next_due().unwrap(), Some(t0 + MIN));
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    store
+        .provide(&lease(&reg.lease), ProviderAct::Claim("r1".into()))
+        .unwrap();
+
+    // Not before its time (rungs run strictly after it, as deadlines do).
+    clock.advance(MIN);
+    store.sweep().unwrap();
+    assert_eq!(kinds(&mut store, "r1"), ["accepted", "claimed"]);
+
+    clock.advance(1);
+    let swept = store.sweep().unwrap().expect("the reminder fell due");
+    assert_eq!(swept.laddered, ["r1"]);
+    assert_eq!(kinds(&mut store, "r1"), ["accepted", "claimed", "reminded"]);
+    let r = row(&mut store, "r1");
+    assert_eq!((r.status, r.ladder_done), (Status::Claimed, 1));
+    assert_eq!(store.next_due().unwrap(), Some(t0 + 2 * MIN));
+    // A second sweep at the same time runs nothing again.
+    store.sweep().unwrap();
+    assert_eq!(kinds(&mut store, "r1").len(), 3);
+
+    clock.advance(MIN);
+    store.sweep().unwrap();
+    let r = row(&mut store, "r1");
+    assert_eq!(r.context, "oncall");
+    assert_eq!(r.status, Status::Pending, "the old context's claim is dropped");
+    assert_eq!((r.claimed_lease, r.ladder_done), (None, 2));
+    let ev = store.events("r1").unwrap();
+    let esc = ev.last().unwrap();
+    assert_eq!((esc.kind.as_str(), esc.actor.as_str()), ("escalated", "daemon"));
+    assert_eq!(esc.data["from"], "default");
+    assert_eq!(esc.data["to"], "oncall");
+    // The lease of the old context no longer reaches it.
+    assert_eq!(
+        code(store.provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("r1".into(), pick("SQLite"))
+        )),
+        Code::WrongContext
+    );
+    assert!(outcome(&mut store, "r1").is_none());
+    assert_eq!(store.next_due().unwrap(), Some(t0 + 3 * MIN));
+
+    clock.advance(MIN);
+    let swept = store.sweep().unwrap().expect("the expiry fell due");
+    assert_eq!(swept.expired, ["r1"]);
+    let r = row(&mut store, "r1");
+    assert_eq!(r.status, Status::Expired);
+    assert_eq!(r.error_code.as_deref(), Some("ASK_EXPIRED"));
+    assert_eq!((r.answer, r.decided_by, r.ladder_done), (None, None, 3));
+    assert_eq!(
+        kinds(&mut store, "r1"),
+        ["accepted", "claimed", "reminded", "escalated", "expired"]
+    );
+    match outcome(&mut store, "r1").expect("the expiry is published") {
+        Outcome::Error(e) => {
+            assert_eq!(e.error.code, Code::AskExpired);
+            assert!(e.error.message.contains("nobody answered"), "{e:?}");
+        }
+        other => panic!("an expiry answers nothing: {other:?}"),
+    }
+    // Final: nothing is due any more, and nobody can answer it now.
+    assert_eq!(store.next_due().unwrap().filter(|d| *d < t0 + 9 * MIN), None);
+    verifies(&mut store);
+}
+
+/// `onExpire: "default"`: on expiry the request is answered with the declared default,
+/// with no provider and `decidedBy: "policy"`, recorded as the `expired` event; the chain
+/// and the records verify.
+pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let ladder = json!({"expireAfter": "5m", "onExpire": "default",
+                        "default": {"answers": [{"id": "db", "selected": ["SQLite"]}]}});
+    ask(&mut store, request("d1", ladder)).unwrap();
+    // A person's request beside it, answered by a person: no `decidedBy`.
+    ask(&mut store, request("p1", json!({"expireAfter": "5m"}))).unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    match store
+        .provide(&lease(&reg.lease), ProviderAct::Answer("p1".into(), pick("Postgres")))
+        .unwrap()
+    {
+        Provided::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
+        other => panic!("{other:?}"),
+    }
+    clock.advance(5 * MIN + 1);
+    store.sweep().unwrap();
+    let r = row(&mut store, "d1");
+    assert_eq!(r.status, Status::Answered);
+    assert_eq!(r.decided_by.as_deref(), Some("policy"));
+    assert_eq!(r.provider, None);
+    match outcome(&mut store, "d1").expect("published") {
+        Outcome::Answered(a) => {
+            assert_eq!(a.decided_by.as_deref(), Some("policy"));
+            assert_eq!(a.provider, None);
+            assert_eq!(a.answer.answers[0].selected, ["SQLite"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let ev = store.events("d1").unwrap();
+    let last = ev.last().unwrap();
+    assert_eq!(last.kind, "expired");
+    assert_eq!(last.data["decidedBy"], "policy");
+    // The person's answer stands; its ladder never ran.
+    assert_eq!(kinds(&mut store, "p1"), ["accepted", "answered"]);
+    assert_eq!(row(&mut store, "p1").ladder_done, 0);
+    verifies(&mut store);
+}
+
+/// Nothing is chosen for a person unless declared: a default without `onExpire:
+/// "default"` is refused at acceptance, as is a default the answer rules refuse and a
+/// rung the deadline would pre-empt; a request without `ladder` stores none and its
+/// `accepted` event carries none.
+pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let default = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]});
+    for (ladder, extra, says) in [
+        (json!({"expireAfter": "1m", "default": default}), json!({}), "unless declared"),
+        (
+            json!({"expireAfter": "1m", "onExpire": "default",
+                   "default": {"answers": [{"id": "db", "selected": ["MySQL"]}]}}),
+            json!({}),
+            "not a valid answer",
+        ),
+        (json!({"expireAfter": "2m"}), json!({"timeout": "1m"}), "deadline"),
+    ] {
+        let mut v = request("bad", ladder);
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        let (c, m) = ask(&mut store, v).unwrap_err();
+        assert_eq!(c, Code::BadRequest);
+        assert!(m.contains(says), "{m}");
+    }
+    let mut plain = request("plain", json!(null));
+    plain.as_object_mut().unwrap().remove("ladder");
+    ask(&mut store, plain).unwrap();
+    assert_eq!(row(&mut store, "plain").ladder, None);
+    let ev = store.events("plain").unwrap();
+    assert!(ev[0].data.get("ladder").is_none(), "{:?}", ev[0].data);
+    assert_eq!(store.next_due().unwrap(), None);
+
+    // Without a default, expiry answers nothing; an answer before it stops the ladder.
+    ask(&mut store, request("x", json!({"remindAfter": "1m", "expireAfter": "2m"}))).unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    clock.advance(MIN + 1);
+    store.sweep().unwrap();
+    store
+        .provide(&lease(&reg.lease), ProviderAct::Answer("x".into(), pick("Postgres")))
+        .unwrap();
+    clock.advance(5 * MIN);
+    store.sweep().unwrap();
+    assert_eq!(kinds(&mut store, "x"), ["accepted", "reminded", "answered"]);
+    assert_eq!(row(&mut store, "x").status, Status::Answered);
+    verifies(&mut store);
+}
