@@ -199,7 +199,9 @@ pub fn resolve(
     if let Some(to) = &ladder.escalate_to {
         check_id("ladder.escalateTo", to)?;
         if escalate_ms.is_none() {
-            return Err(bad("`ladder.escalateTo` needs `ladder.escalateAfter`".into()));
+            return Err(bad(
+                "`ladder.escalateTo` needs `ladder.escalateAfter`".into()
+            ));
         }
         if to == context {
             return Err(bad(format!(
@@ -283,11 +285,23 @@ mod tests {
             (r#"{}"#, None, "no rung"),
             (r#"{"remindAfter":"soon"}"#, None, "remindAfter"),
             (r#"{"remindAfter":"0s"}"#, None, "longer than zero"),
-            (r#"{"remindAfter":"2m","expireAfter":"1m"}"#, None, "in order"),
+            (
+                r#"{"remindAfter":"2m","expireAfter":"1m"}"#,
+                None,
+                "in order",
+            ),
             (r#"{"expireAfter":"1h"}"#, Some(1_060), "deadline"),
             (r#"{"escalateTo":"x","expireAfter":"1m"}"#, None, "needs"),
-            (r#"{"escalateAfter":"1m","escalateTo":"default"}"#, None, "own context"),
-            (r#"{"expireAfter":"1m","onExpire":"default"}"#, None, "no `ladder.default`"),
+            (
+                r#"{"escalateAfter":"1m","escalateTo":"default"}"#,
+                None,
+                "own context",
+            ),
+            (
+                r#"{"expireAfter":"1m","onExpire":"default"}"#,
+                None,
+                "no `ladder.default`",
+            ),
             (
                 r#"{"expireAfter":"1m","default":{"answers":[{"id":"q","selected":["yes"]}]}}"#,
                 None,

@@ -162,7 +162,7 @@ pub struct Request {
     /// Extension (issue 29): the deadline ladder, what happens while nobody answers
     /// ([`super::ladder`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ladder: Option<super::ladder::Ladder>,
+    pub ladder: Option<Box<super::ladder::Ladder>>,
 }
 
 /// The default provider context.

@@ -514,7 +514,13 @@ fn check_accepted(
         &st.status.map(Status::as_str),
     )
     .or_else(|| differs("context", &Some(row.context.as_str()), &st.context))
-    .or_else(|| differs("the ladder's rungs run", &Some(row.ladder_done), &Some(st.rungs)))
+    .or_else(|| {
+        differs(
+            "the ladder's rungs run",
+            &Some(row.ladder_done),
+            &Some(st.rungs),
+        )
+    })
     .or_else(|| differs("decidedBy", &row.decided_by.as_deref(), &st.decided_by))
     .or_else(|| differs("the claiming lease", &row.claimed_lease, &st.claimed_lease))
     .or_else(|| differs("claimedAt", &row.claimed_ms, &st.claimed_ms))

@@ -20,6 +20,7 @@ mod hooks;
 mod hostile;
 mod idle;
 mod interactive;
+mod ladder;
 mod layers;
 mod lease;
 mod mcp;

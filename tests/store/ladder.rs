@@ -94,11 +94,18 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
     store.sweep().unwrap();
     let r = row(&mut store, "r1");
     assert_eq!(r.context, "oncall");
-    assert_eq!(r.status, Status::Pending, "the old context's claim is dropped");
+    assert_eq!(
+        r.status,
+        Status::Pending,
+        "the old context's claim is dropped"
+    );
     assert_eq!((r.claimed_lease, r.ladder_done), (None, 2));
     let ev = store.events("r1").unwrap();
     let esc = ev.last().unwrap();
-    assert_eq!((esc.kind.as_str(), esc.actor.as_str()), ("escalated", "daemon"));
+    assert_eq!(
+        (esc.kind.as_str(), esc.actor.as_str()),
+        ("escalated", "daemon")
+    );
     assert_eq!(esc.data["from"], "default");
     assert_eq!(esc.data["to"], "oncall");
     // The lease of the old context no longer reaches it.
@@ -131,7 +138,10 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
         other => panic!("an expiry answers nothing: {other:?}"),
     }
     // Final: nothing is due any more, and nobody can answer it now.
-    assert_eq!(store.next_due().unwrap().filter(|d| *d < t0 + 9 * MIN), None);
+    assert_eq!(
+        store.next_due().unwrap().filter(|d| *d < t0 + 9 * MIN),
+        None
+    );
     verifies(&mut store);
 }
 
@@ -150,7 +160,10 @@ pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
     ask(&mut store, request("p1", json!({"expireAfter": "5m"}))).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
     match store
-        .provide(&lease(&reg.lease), ProviderAct::Answer("p1".into(), pick("Postgres")))
+        .provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("p1".into(), pick("Postgres")),
+        )
         .unwrap()
     {
         Provided::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
@@ -189,14 +202,22 @@ pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock)
     let mut store = new(&clock);
     let default = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]});
     for (ladder, extra, says) in [
-        (json!({"expireAfter": "1m", "default": default}), json!({}), "unless declared"),
+        (
+            json!({"expireAfter": "1m", "default": default}),
+            json!({}),
+            "unless declared",
+        ),
         (
             json!({"expireAfter": "1m", "onExpire": "default",
                    "default": {"answers": [{"id": "db", "selected": ["MySQL"]}]}}),
             json!({}),
             "not a valid answer",
         ),
-        (json!({"expireAfter": "2m"}), json!({"timeout": "1m"}), "deadline"),
+        (
+            json!({"expireAfter": "2m"}),
+            json!({"timeout": "1m"}),
+            "deadline",
+        ),
     ] {
         let mut v = request("bad", ladder);
         for (k, val) in extra.as_object().unwrap() {
@@ -215,16 +236,66 @@ pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock)
     assert_eq!(store.next_due().unwrap(), None);
 
     // Without a default, expiry answers nothing; an answer before it stops the ladder.
-    ask(&mut store, request("x", json!({"remindAfter": "1m", "expireAfter": "2m"}))).unwrap();
+    ask(
+        &mut store,
+        request("x", json!({"remindAfter": "1m", "expireAfter": "2m"})),
+    )
+    .unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(&lease(&reg.lease), ProviderAct::Answer("x".into(), pick("Postgres")))
+        .provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("x".into(), pick("Postgres")),
+        )
         .unwrap();
     clock.advance(5 * MIN);
     store.sweep().unwrap();
     assert_eq!(kinds(&mut store, "x"), ["accepted", "reminded", "answered"]);
     assert_eq!(row(&mut store, "x").status, Status::Answered);
     verifies(&mut store);
+}
+
+/// What the ladder writes is a record: on a SQLite file, a rung count or a context edited
+/// in place (the triggers allow both while the request is open) fails `audit verify`, and
+/// the resolved ladder itself cannot be edited at all.
+#[test]
+fn sqlite_verify_catches_an_edited_ladder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dshq.db");
+    let clock = TestClock::new();
+    let mut store = dshq::store::sqlite::SqliteStore::with_clock(
+        dshq::store::sqlite::open(&path).unwrap(),
+        clock.as_fn(),
+    );
+    let ladder = json!({"remindAfter": "1m", "escalateAfter": "2m", "expireAfter": "3m"});
+    ask(&mut store, request("t", ladder)).unwrap();
+    clock.advance(MIN + 1);
+    store.sweep().unwrap();
+    verifies(&mut store);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    for (edit, undo, says) in [
+        (
+            "UPDATE requests SET ladder_done = 0 WHERE id = 't'",
+            "UPDATE requests SET ladder_done = 1 WHERE id = 't'",
+            "rungs",
+        ),
+        (
+            "UPDATE requests SET context = 'elsewhere' WHERE id = 't'",
+            "UPDATE requests SET context = 'default' WHERE id = 't'",
+            "context",
+        ),
+    ] {
+        raw.execute_batch(edit).unwrap();
+        let v = store.verify(&[]).unwrap();
+        let broken = v.broken.unwrap_or_else(|| panic!("{edit} was not caught"));
+        assert!(broken.contains(says), "{edit}: {broken}");
+        raw.execute_batch(undo).unwrap();
+        verifies(&mut store);
+    }
+    let e = raw
+        .execute_batch("UPDATE requests SET ladder = NULL WHERE id = 't'")
+        .unwrap_err();
+    assert!(e.to_string().contains("record"), "{e}");
 }

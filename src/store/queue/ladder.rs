@@ -42,11 +42,10 @@ pub fn climb_due(db: &mut dyn Statements, now: Millis) -> Result<Climbed> {
         let id =
             r.id.clone()
                 .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
-        let rungs = r
-            .ladder
-            .as_deref()
-            .and_then(Rungs::parse)
-            .ok_or_else(|| Error::Invalid(format!("request {id:?}: its ladder does not parse")))?;
+        let rungs =
+            r.ladder.as_deref().and_then(Rungs::parse).ok_or_else(|| {
+                Error::Invalid(format!("request {id:?}: its ladder does not parse"))
+            })?;
         let mut done = r.ladder_done;
         let mut ended = false;
         while let Some((rung, due)) = rungs.next(done as usize) {

@@ -33,7 +33,11 @@ impl LadderStatements for Tx<'_> {
         let n = self.tx.execute_typed(
             "UPDATE requests SET ladder_done = $2, ladder_due_ms = $3
              WHERE seq = $1 AND status IN ('pending', 'claimed')",
-            &[(&seq, Type::INT8), (&done, Type::INT8), (&due_ms, Type::INT8)],
+            &[
+                (&seq, Type::INT8),
+                (&done, Type::INT8),
+                (&due_ms, Type::INT8),
+            ],
         )?;
         Ok(n == 1)
     }

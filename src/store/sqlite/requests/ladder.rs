@@ -30,11 +30,13 @@ impl LadderStatements for Sql<'_, '_> {
         done: i64,
         due_ms: Option<Millis>,
     ) -> Result<bool> {
-        let n = self.0.prepare_cached(
-            "UPDATE requests SET ladder_done = ?2, ladder_due_ms = ?3
+        let n = self
+            .0
+            .prepare_cached(
+                "UPDATE requests SET ladder_done = ?2, ladder_due_ms = ?3
              WHERE seq = ?1 AND status IN ('pending', 'claimed')",
-        )?
-        .execute(params![seq, done, due_ms])?;
+            )?
+            .execute(params![seq, done, due_ms])?;
         Ok(n == 1)
     }
 
