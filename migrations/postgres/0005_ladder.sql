@@ -47,3 +47,23 @@ BEGIN
     RETURN NEW;
 END;
 $$;
+
+-- The deliveries outbox, as SQLite's migration 0011.
+CREATE TABLE delivery_contexts (
+    context     TEXT PRIMARY KEY
+);
+CREATE TABLE deliveries (
+    seq          BIGINT GENERATED ALWAYS AS IDENTITY, -- write order (SQLite's rowid)
+    id           TEXT PRIMARY KEY,
+    request_id   TEXT NOT NULL,
+    context      TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    body         TEXT NOT NULL,
+    created_ms   BIGINT NOT NULL,
+    attempts     BIGINT NOT NULL DEFAULT 0,
+    next_ms      BIGINT NOT NULL,
+    delivered_ms BIGINT,
+    last_error   TEXT
+);
+CREATE INDEX deliveries_due ON deliveries (next_ms) WHERE delivered_ms IS NULL;
+CREATE INDEX deliveries_request ON deliveries (request_id, created_ms);

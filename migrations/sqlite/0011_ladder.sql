@@ -61,3 +61,27 @@ WHEN OLD.status NOT IN ('pending', 'claimed') AND (
 BEGIN
     SELECT RAISE(ABORT, 'requests are a record: what was asked, and a final request, cannot change');
 END;
+
+-- The deliveries outbox (issue 29): one row per notification, written in the transaction of
+-- the event that causes it (accepted, claimed, reminded, escalated, answered, expired,
+-- cancelled, aborted), only for a context some daemon sends deliveries for
+-- (`delivery_contexts`, which a daemon with channels fills at start). `id` is the stable
+-- delivery id (the `webhook-id` a receiver drops duplicates by); `body` the JSON sent;
+-- `attempts`, `next_ms`, `last_error` the retry state; `delivered_ms` set after a 2xx.
+CREATE TABLE delivery_contexts (
+    context     TEXT PRIMARY KEY
+);
+CREATE TABLE deliveries (
+    id           TEXT PRIMARY KEY,
+    request_id   TEXT NOT NULL,
+    context      TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    body         TEXT NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_ms      INTEGER NOT NULL,
+    delivered_ms INTEGER,
+    last_error   TEXT
+);
+CREATE INDEX deliveries_due ON deliveries (next_ms) WHERE delivered_ms IS NULL;
+CREATE INDEX deliveries_request ON deliveries (request_id, created_ms);

@@ -299,3 +299,88 @@ fn sqlite_verify_catches_an_edited_ladder() {
         .unwrap_err();
     assert!(e.to_string().contains("record"), "{e}");
 }
+
+/// The deliveries outbox: a row per notified event, written with the event, only for a
+/// context a daemon sends for; each with its own stable id; none for a refused act; the
+/// retry bookkeeping (a failed attempt waits for its next time, a delivered row is done),
+/// and the counts the metrics show.
+pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let ctx = vec!["default".to_string()];
+    store.add_delivery_contexts(&ctx).unwrap();
+    store.add_delivery_contexts(&ctx).unwrap(); // twice is once
+    ask(&mut store, request("w", json!({"remindAfter": "1m"}))).unwrap();
+    let mut quiet = request("q", json!(null));
+    quiet["context"] = json!("elsewhere");
+    quiet.as_object_mut().unwrap().remove("ladder");
+    ask(&mut store, quiet).unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    store
+        .provide(&lease(&reg.lease), ProviderAct::Claim("w".into()))
+        .unwrap();
+    // A refused act writes nothing.
+    assert!(store
+        .provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("w".into(), pick("MySQL"))
+        )
+        .is_err());
+    clock.advance(MIN + 1);
+    store.sweep().unwrap();
+    store
+        .provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("w".into(), pick("SQLite")),
+        )
+        .unwrap();
+    let d = store.deliveries("w").unwrap();
+    let kinds: Vec<&str> = d.iter().map(|d| d.kind.as_str()).collect();
+    assert_eq!(kinds, ["accepted", "claimed", "reminded", "answered"]);
+    let mut ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "every delivery has its own id");
+    assert!(d
+        .iter()
+        .all(|d| d.id.starts_with("msg_") && d.context == "default"));
+    let body: Value = serde_json::from_str(&d[0].body).unwrap();
+    assert_eq!(body["type"], "dshq.request.accepted");
+    assert_eq!(body["data"]["id"], "w");
+    assert_eq!(body["data"]["questions"], json!(["Which database?"]));
+    assert!(
+        store.deliveries("q").unwrap().is_empty(),
+        "no channel, no row"
+    );
+
+    let now = clock.now();
+    let due = store.deliveries_due(&ctx, now, 100).unwrap();
+    assert_eq!(due.len(), 4);
+    assert!(store
+        .deliveries_due(&["elsewhere".into()], now, 100)
+        .unwrap()
+        .is_empty());
+    store
+        .mark_delivery_failed(&due[0].id, now + 5_000, "HTTP 500")
+        .unwrap();
+    store.mark_delivered(&due[1].id, now).unwrap();
+    let left = store.deliveries_due(&ctx, now, 100).unwrap();
+    assert_eq!(left.len(), 2);
+    assert_eq!(store.next_delivery_due(&ctx).unwrap(), Some(now));
+    let c = store.delivery_counts().unwrap();
+    assert_eq!((c.pending, c.delivered, c.failed_attempts), (3, 1, 1));
+    for d in &left {
+        store.mark_delivered(&d.id, now).unwrap();
+    }
+    assert_eq!(store.next_delivery_due(&ctx).unwrap(), Some(now + 5_000));
+    assert_eq!(
+        store.deliveries_due(&ctx, now + 5_000, 100).unwrap().len(),
+        1
+    );
+    let failed = &store.deliveries("w").unwrap()[0];
+    assert_eq!(
+        (failed.attempts, failed.last_error.as_deref()),
+        (1, Some("HTTP 500"))
+    );
+    verifies(&mut store);
+}

@@ -100,4 +100,5 @@ conformance!(
     ladder::the_ladder_reminds_escalates_and_expires_each_as_an_event,
     ladder::a_declared_default_is_used_on_expiry_and_attributed_to_policy,
     ladder::a_ladder_never_decides_unless_declared,
+    ladder::deliveries_are_written_with_their_events,
 );

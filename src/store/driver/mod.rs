@@ -19,6 +19,7 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod deliveries;
 pub mod events;
 pub mod feed;
 pub mod history;
@@ -31,6 +32,7 @@ pub mod tokens;
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
 pub use audit::AuditReads;
+pub use deliveries::DeliveryStatements;
 pub use events::EventStatements;
 pub use feed::FeedReads;
 pub use history::HistoryReads;
@@ -50,6 +52,7 @@ pub trait Statements:
     + TokenStatements
     + EventStatements
     + LadderStatements
+    + DeliveryStatements
 {
 }
 
@@ -62,6 +65,7 @@ impl<T> Statements for T where
         + TokenStatements
         + EventStatements
         + LadderStatements
+        + DeliveryStatements
         + ?Sized
 {
 }

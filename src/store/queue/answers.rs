@@ -132,6 +132,14 @@ pub fn claim(db: &mut dyn Statements, now: Millis, lease: &Lease, id: &str) -> R
             data: serde_json::Value::Null,
         },
     )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Claimed,
+        id,
+        &r.context,
+        serde_json::json!({ "by": lease.actor().as_str() }),
+    )?;
     reread(db, id)
 }
 
@@ -207,6 +215,14 @@ pub fn answer(
             }),
             agent_id: None,
         },
+    )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Answered,
+        id,
+        &r.context,
+        serde_json::json!({ "decision": decision, "provider": provider }),
     )?;
     outcome_of(db, id)
 }
@@ -315,6 +331,14 @@ pub fn finish_error(
             }),
             agent_id: None,
         },
+    )?;
+    super::deliveries::notify(
+        db,
+        now,
+        kind,
+        id,
+        &r.context,
+        serde_json::json!({ "code": end.code.as_str(), "message": end.message }),
     )?;
     outcome_of(db, id)
 }

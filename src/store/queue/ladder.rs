@@ -24,7 +24,7 @@ use crate::protocol::types::Decision;
 use crate::store::chain::NewEvent;
 use crate::store::driver::answers::{AnsweredQuestion, ErrorEnd};
 use crate::store::driver::Statements;
-use crate::store::queue::answers;
+use crate::store::queue::{answers, deliveries};
 
 /// What a climb did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub struct Climbed {
 /// Run every rung due before `now` (the sweep).
 pub fn climb_due(db: &mut dyn Statements, now: Millis) -> Result<Climbed> {
     let mut out = Climbed::default();
-    for r in db.open_requests_with_rung_due_before(now)? {
+    for mut r in db.open_requests_with_rung_due_before(now)? {
         let id =
             r.id.clone()
                 .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
@@ -54,8 +54,17 @@ pub fn climb_due(db: &mut dyn Statements, now: Millis) -> Result<Climbed> {
             }
             done += 1;
             match rung {
-                Rung::Remind => remind(db, now, &id, done)?,
-                Rung::Escalate => escalate(db, now, &r, &id, &rungs, done)?,
+                Rung::Remind => remind(db, now, &r, &id, done)?,
+                Rung::Escalate => {
+                    escalate(db, now, &r, &id, &rungs, done)?;
+                    // What the rungs after it see: the row as the move left it.
+                    if let Some(to) = &rungs.escalate_to {
+                        r.context = to.clone();
+                        r.status = Status::Pending;
+                        r.claimed_lease = None;
+                        r.claimed_ms = None;
+                    }
+                }
                 Rung::Expire => {
                     expire(db, now, &r, &id, &rungs, done)?;
                     ended = true;
@@ -90,12 +99,25 @@ fn event(kind: EventKind, id: &str, data: serde_json::Value) -> NewEvent<'_> {
     }
 }
 
-fn remind(db: &mut dyn Statements, now: Millis, id: &str, rung: i64) -> Result<()> {
+fn questions(r: &RequestRow) -> Vec<String> {
+    r.request()
+        .map(|q| q.questions.into_iter().map(|q| q.question).collect())
+        .unwrap_or_default()
+}
+
+fn remind(db: &mut dyn Statements, now: Millis, r: &RequestRow, id: &str, rung: i64) -> Result<()> {
     db.append_event(
         now,
         event(EventKind::Reminded, id, serde_json::json!({ "rung": rung })),
     )?;
-    Ok(())
+    deliveries::notify(
+        db,
+        now,
+        EventKind::Reminded,
+        id,
+        &r.context,
+        serde_json::json!({ "rung": rung, "questions": questions(r) }),
+    )
 }
 
 fn escalate(
@@ -130,7 +152,15 @@ fn escalate(
             }),
         ),
     )?;
-    Ok(())
+    // Notified to the context it now belongs to (its own, without `escalateTo`).
+    deliveries::notify(
+        db,
+        now,
+        EventKind::Escalated,
+        id,
+        to.unwrap_or(&r.context),
+        serde_json::json!({ "rung": rung, "from": r.context, "questions": questions(r) }),
+    )
 }
 
 fn expire(
@@ -223,5 +253,12 @@ fn answer_by_policy(
             }),
         ),
     )?;
-    Ok(())
+    deliveries::notify(
+        db,
+        now,
+        EventKind::Expired,
+        id,
+        &r.context,
+        serde_json::json!({ "code": Code::AskExpired.as_str(), "decidedBy": "policy", "decision": decision }),
+    )
 }

@@ -200,6 +200,14 @@ pub fn accept(
             lease_id: None,
         },
     )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Accepted,
+        &n.id,
+        &n.context,
+        serde_json::json!({ "questions": questions_text(&n.request) }),
+    )?;
     Ok(Accepted {
         id: n.id,
         context: n.context,
@@ -207,6 +215,11 @@ pub fn accept(
         status: Status::Pending,
         replaced_rejection,
     })
+}
+
+/// The questions' texts, for a delivery's body (the receiver shows them: untrusted text).
+pub fn questions_text(r: &Request) -> Vec<&str> {
+    r.questions.iter().map(|q| q.question.as_str()).collect()
 }
 
 /// What is known of an input that was rejected.
