@@ -47,6 +47,8 @@ pub struct Config {
     pub on_question: Option<HookConfig>,
     /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
     pub prune: Option<PruneSchedule>,
+    /// `--webhook`: the deliveries' channels (see [`crate::host::deliveries`]).
+    pub webhooks: Option<crate::host::deliveries::Webhooks>,
 }
 
 /// The daemon's retention: every `every`, final requests finished more than `after` ago
@@ -70,6 +72,7 @@ impl Default for Config {
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
             prune: None,
+            webhooks: None,
         }
     }
 }
@@ -215,6 +218,15 @@ pub fn run_linked(
     if let Err(e) = app::ask::repair_outbox(store, root) {
         tracing::error!(error = %e, "cannot repair the outbox");
     }
+    // The deliveries are sent from a thread of their own, never from this loop.
+    let _sender = match &config.webhooks {
+        Some(w) => Some(crate::host::deliveries::spawn(
+            root,
+            w.clone(),
+            stop.clone(),
+        )?),
+        None => None,
+    };
     tracing::info!(root = %root.dir().display(), "daemon started");
     if let Some(l) = &link {
         let _ = l.started.send(Waker(tx.clone()));

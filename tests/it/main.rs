@@ -44,3 +44,4 @@ mod terminal;
 mod throwaway;
 mod tour;
 mod trust;
+mod webhooks;
