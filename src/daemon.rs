@@ -49,6 +49,9 @@ pub struct Config {
     pub prune: Option<PruneSchedule>,
     /// `--webhook`: the deliveries' channels (see [`crate::host::deliveries`]).
     pub webhooks: Option<crate::host::deliveries::Webhooks>,
+    /// `--context-ladder`: the operator's ladder policies (context, the policy as JSON),
+    /// written into the store at start; `None` leaves the store's as they are.
+    pub context_ladders: Option<Vec<(String, String)>>,
 }
 
 /// The daemon's retention: every `every`, final requests finished more than `after` ago
@@ -73,6 +76,7 @@ impl Default for Config {
             on_question: None,
             prune: None,
             webhooks: None,
+            context_ladders: None,
         }
     }
 }
@@ -217,6 +221,10 @@ pub fn run_linked(
     // leaves that outcome under an open request: remove it before anyone reads it.
     if let Err(e) = app::ask::repair_outbox(store, root) {
         tracing::error!(error = %e, "cannot repair the outbox");
+    }
+    if let Some(policies) = &config.context_ladders {
+        store.set_context_ladders(policies)?;
+        tracing::info!(contexts = policies.len(), "ladder policies set");
     }
     // The deliveries are sent from a thread of their own, never from this loop.
     let _sender = match &config.webhooks {

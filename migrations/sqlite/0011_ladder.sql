@@ -85,3 +85,11 @@ CREATE TABLE deliveries (
 );
 CREATE INDEX deliveries_due ON deliveries (next_ms) WHERE delivered_ms IS NULL;
 CREATE INDEX deliveries_request ON deliveries (request_id, created_ms);
+
+-- Ladder policies per context (issue 29): the operator's, written by a daemon started with
+-- `--context-ladder` (it replaces the table with its configuration), read at acceptance,
+-- where the asker's own ladder wins field by field. `ladder` is the policy as JSON.
+CREATE TABLE context_ladders (
+    context     TEXT PRIMARY KEY,
+    ladder      TEXT NOT NULL
+);

@@ -93,6 +93,12 @@ pub struct Args {
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
+    /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
+    /// remindAfter, escalateAfter, escalateTo, expireAfter (e.g. ops:remindAfter=1h);
+    /// repeat (or separate with commas). A request's own `ladder` wins field by field;
+    /// a policy never chooses an answer. Replaces the store's policies at start.
+    #[arg(long, value_name = "CONTEXT:FIELD=VALUE", value_delimiter = ',')]
+    pub context_ladder: Vec<String>,
     /// On SIGTERM or SIGINT, drain for at most this long (100ms to 1h), then stop at once;
     /// a second signal stops at once too. Nothing committed is lost either way.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_shutdown_grace)]
@@ -119,6 +125,27 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
         // Before the loop starts, so the start's own ingest is counted.
         crate::metrics::enable();
     }
+    let context_ladders = if a.context_ladder.is_empty() {
+        None
+    } else {
+        let mut policies = std::collections::BTreeMap::new();
+        for item in &a.context_ladder {
+            crate::protocol::ladder::parse_policy_item(item, &mut policies)
+                .map_err(|e| crate::Error::Usage(format!("--context-ladder {e}")))?;
+        }
+        let mut out = Vec::new();
+        for (context, l) in policies {
+            crate::protocol::ladder::resolve(&l, &[], &context, None, jiff::Timestamp::now())
+                .map_err(|e| {
+                    crate::Error::Usage(format!("--context-ladder of {context:?}: {}", e.message))
+                })?;
+            let json = serde_json::to_string(&l).map_err(|e| {
+                crate::Error::Invalid(format!("the policy does not serialize: {e}"))
+            })?;
+            out.push((context, json));
+        }
+        Some(out)
+    };
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -141,6 +168,7 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
             retry_min: a.webhook_retry_min.max(Duration::from_millis(10)),
             timeout: a.webhook_timeout.max(Duration::from_millis(100)),
         }),
+        context_ladders,
     };
     match a.listen {
         // Without --listen the daemon is the synchronous file loop, as it always was.

@@ -320,3 +320,170 @@ mod tests {
         }
     }
 }
+
+/// The asker's ladder under a context's ladder policy (the operator's, from the daemon's
+/// `--context-ladder`), resolved at `accepted`: the asker's fields win, field by field; each
+/// rung of the policy the asker did not set is added when the ladder stays valid with it
+/// (in order, before the deadline), and left out otherwise, so a policy never makes a
+/// request refused. A policy chooses nothing for a person: its `onExpire` and `default`
+/// are never used. The asker's own ladder is judged alone first: its mistakes are its own.
+pub fn resolve_with_policy(
+    asker: Option<&Ladder>,
+    policy: &Ladder,
+    questions: &[Question],
+    context: &str,
+    deadline: Option<Timestamp>,
+    accepted: Timestamp,
+) -> Result<Option<Rungs>, UserQuestionError> {
+    if let Some(a) = asker {
+        resolve(a, questions, context, deadline, accepted)?;
+    }
+    let mut merged = asker.cloned().unwrap_or(Ladder {
+        remind_after: None,
+        escalate_after: None,
+        escalate_to: None,
+        expire_after: None,
+        on_expire: None,
+        default: None,
+    });
+    let fits = |l: &Ladder| resolve(l, questions, context, deadline, accepted).is_ok();
+    if merged.remind_after.is_none() && policy.remind_after.is_some() {
+        let mut c = merged.clone();
+        c.remind_after = policy.remind_after.clone();
+        if fits(&c) {
+            merged = c;
+        }
+    }
+    if merged.escalate_after.is_none() && policy.escalate_after.is_some() {
+        let mut c = merged.clone();
+        c.escalate_after = policy.escalate_after.clone();
+        c.escalate_to = policy.escalate_to.clone().filter(|to| to != context);
+        if fits(&c) {
+            merged = c;
+        }
+    }
+    if merged.expire_after.is_none() && policy.expire_after.is_some() {
+        let mut c = merged.clone();
+        c.expire_after = policy.expire_after.clone();
+        if fits(&c) {
+            merged = c;
+        }
+    }
+    let any = merged.remind_after.is_some()
+        || merged.escalate_after.is_some()
+        || merged.expire_after.is_some();
+    if !any {
+        return Ok(None);
+    }
+    resolve(&merged, questions, context, deadline, accepted).map(Some)
+}
+
+/// Parse one `--context-ladder` item, `CONTEXT:FIELD=VALUE` (FIELD one of `remindAfter`,
+/// `escalateAfter`, `escalateTo`, `expireAfter`), into `policies` (one ladder per context).
+pub fn parse_policy_item(
+    item: &str,
+    policies: &mut std::collections::BTreeMap<String, Ladder>,
+) -> Result<(), String> {
+    let (context, rest) = item
+        .split_once(':')
+        .ok_or_else(|| format!("{item:?}: give CONTEXT:FIELD=VALUE, such as ops:remindAfter=1h"))?;
+    let (field, value) = rest
+        .split_once('=')
+        .ok_or_else(|| format!("{item:?}: give CONTEXT:FIELD=VALUE, such as ops:remindAfter=1h"))?;
+    if !super::check::is_valid_id(context) {
+        return Err(format!("{context:?} is not a context id"));
+    }
+    let l = policies.entry(context.to_string()).or_insert(Ladder {
+        remind_after: None,
+        escalate_after: None,
+        escalate_to: None,
+        expire_after: None,
+        on_expire: None,
+        default: None,
+    });
+    let duration = |v: &str| -> Result<Option<String>, String> {
+        humantime::parse_duration(v)
+            .map_err(|e| format!("{item:?}: {v:?} is not a duration such as \"30m\": {e}"))?;
+        Ok(Some(v.to_string()))
+    };
+    match field {
+        "remindAfter" => l.remind_after = duration(value)?,
+        "escalateAfter" => l.escalate_after = duration(value)?,
+        "expireAfter" => l.expire_after = duration(value)?,
+        "escalateTo" => {
+            if !super::check::is_valid_id(value) {
+                return Err(format!("{item:?}: {value:?} is not a context id"));
+            }
+            l.escalate_to = Some(value.to_string());
+        }
+        other => {
+            return Err(format!(
+                "{item:?}: {other:?} is not a policy field (remindAfter, escalateAfter, \
+                 escalateTo, expireAfter; a policy never chooses an answer)"
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod policy_tests {
+    use super::*;
+
+    fn q() -> Vec<Question> {
+        serde_json::from_str(r#"[{"id":"q","question":"Ship?","options":[{"label":"yes"}]}]"#)
+            .unwrap()
+    }
+
+    fn policy() -> Ladder {
+        let mut m = std::collections::BTreeMap::new();
+        for i in [
+            "ops:remindAfter=1m",
+            "ops:escalateAfter=2m",
+            "ops:escalateTo=oncall",
+            "ops:expireAfter=3m",
+        ] {
+            parse_policy_item(i, &mut m).unwrap();
+        }
+        m.remove("ops").unwrap()
+    }
+
+    #[test]
+    fn the_asker_wins_field_by_field_and_a_policy_never_refuses() {
+        let t = Timestamp::from_second(1_000).unwrap();
+        let p = policy();
+        let r = resolve_with_policy(None, &p, &q(), "ops", None, t)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.steps().len(), 3);
+        assert_eq!(r.escalate_to.as_deref(), Some("oncall"));
+        // The asker's expiry (with its default) wins; the policy's reminder is added, its
+        // escalation too (2m < 10m).
+        let asker: Ladder = serde_json::from_str(
+            r#"{"expireAfter":"10m","onExpire":"default","default":{"answers":[{"id":"q","selected":["yes"]}]}}"#,
+        )
+        .unwrap();
+        let r = resolve_with_policy(Some(&asker), &p, &q(), "ops", None, t)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.expire_ms, Some(1_600_000));
+        assert_eq!(r.remind_ms, Some(1_060_000));
+        assert_eq!(r.on_expire, OnExpire::Default);
+        // A deadline at 90 s: the policy's later rungs are left out, not refused.
+        let d = Timestamp::from_second(1_090).unwrap();
+        let r = resolve_with_policy(None, &p, &q(), "ops", Some(d), t)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.steps(), vec![(Rung::Remind, 1_060_000)]);
+        // The asker's own mistake is still its own.
+        let bad: Ladder = serde_json::from_str(r#"{"remindAfter":"soon"}"#).unwrap();
+        assert!(resolve_with_policy(Some(&bad), &p, &q(), "ops", None, t).is_err());
+        // A policy field that would choose for a person does not exist.
+        let mut m = std::collections::BTreeMap::new();
+        assert!(parse_policy_item("ops:onExpire=default", &mut m)
+            .unwrap_err()
+            .contains("never chooses"));
+        assert!(parse_policy_item("ops:remindAfter=soon", &mut m).is_err());
+        assert!(parse_policy_item("remindAfter=1m", &mut m).is_err());
+    }
+}

@@ -413,6 +413,10 @@ pub trait Store: Send {
     /// The earliest future time something falls due.
     fn next_due(&mut self) -> Result<Option<Millis>>;
 
+    /// Replace the operator's ladder policies (context, the policy's `ladder` JSON): what
+    /// a daemon started with `--context-ladder` does at start (issue 29).
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()>;
+
     // ---- the deliveries outbox (issue 29) ----------------------------------------------
 
     /// Record that a daemon sends the deliveries of these contexts: from now on their

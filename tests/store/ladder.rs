@@ -384,3 +384,79 @@ pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestCloc
     );
     verifies(&mut store);
 }
+
+/// The operator's ladder policy of a context: applied to a request without its own
+/// ladder, under the asker's own (field by field, the asker's wins), left out where the
+/// deadline ends the request first (never a refusal), and not applied to other contexts;
+/// the resolved ladder is what the record keeps, so the chain verifies.
+pub fn a_context_policy_applies_under_the_askers_own_ladder<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    let clock = TestClock::new();
+    let t0 = clock.now();
+    let mut store = new(&clock);
+    let policy = json!({"remindAfter": "1m", "escalateAfter": "2m", "escalateTo": "oncall",
+                        "expireAfter": "3m"});
+    store
+        .set_context_ladders(&[("ops".into(), policy.to_string())])
+        .unwrap();
+    let in_ops = |id: &str, ladder: Value| {
+        let mut v = request(id, ladder.clone());
+        v["context"] = json!("ops");
+        if ladder.is_null() {
+            v.as_object_mut().unwrap().remove("ladder");
+        }
+        v
+    };
+    ask(&mut store, in_ops("plain", json!(null))).unwrap();
+    let rungs = |store: &mut S, id: &str| -> Value {
+        serde_json::from_str(row(store, id).ladder.as_deref().expect("a ladder")).unwrap()
+    };
+    let r = rungs(&mut store, "plain");
+    assert_eq!(r["remindMs"], t0 + MIN);
+    assert_eq!(r["escalateTo"], "oncall");
+    assert_eq!(r["expireMs"], t0 + 3 * MIN);
+    assert_eq!(r["onExpire"], "fail");
+    // The asker's expiry and default win; the policy's earlier rungs are added.
+    ask(
+        &mut store,
+        in_ops(
+            "own",
+            json!({"expireAfter": "10m", "onExpire": "default",
+                   "default": {"answers": [{"id": "db", "selected": ["SQLite"]}]}}),
+        ),
+    )
+    .unwrap();
+    let r = rungs(&mut store, "own");
+    assert_eq!(r["expireMs"], t0 + 10 * MIN);
+    assert_eq!(r["remindMs"], t0 + MIN);
+    assert_eq!(r["onExpire"], "default");
+    // A 90 s timeout: only the reminder fits before it; the request is not refused.
+    let mut short = in_ops("short", json!(null));
+    short["timeout"] = json!("90s");
+    ask(&mut store, short).unwrap();
+    let r = rungs(&mut store, "short");
+    assert_eq!(r["remindMs"], t0 + MIN);
+    assert!(
+        r.get("expireMs").is_none() && r.get("escalateMs").is_none(),
+        "{r}"
+    );
+    // Another context has no policy.
+    ask(&mut store, request("other", json!({"remindAfter": "5m"}))).unwrap();
+    assert_eq!(rungs(&mut store, "other")["remindMs"], t0 + 5 * MIN);
+    let mut bare = request("bare", json!(null));
+    bare.as_object_mut().unwrap().remove("ladder");
+    ask(&mut store, bare).unwrap();
+    assert_eq!(row(&mut store, "bare").ladder, None);
+    // The policy's rungs run like the asker's: 3m later "plain" expired, "own" is waiting.
+    clock.advance(3 * MIN + 1);
+    store.sweep().unwrap();
+    assert_eq!(row(&mut store, "plain").status, Status::Expired);
+    assert_eq!(row(&mut store, "plain").context, "oncall");
+    assert_eq!(row(&mut store, "own").status, Status::Pending);
+    // Replacing the policies (an empty set clears them).
+    store.set_context_ladders(&[]).unwrap();
+    ask(&mut store, in_ops("after", json!(null))).unwrap();
+    assert_eq!(row(&mut store, "after").ladder, None);
+    verifies(&mut store);
+}

@@ -11,6 +11,9 @@ use crate::error::Result;
 
 /// The statements the ladder's rule needs from a write transaction.
 pub trait LadderStatements {
+    /// The ladder policy of `context` (JSON), when the operator set one.
+    fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>>;
+
     /// The open (`pending` or `claimed`) requests whose next rung is due before `now`,
     /// oldest first.
     fn open_requests_with_rung_due_before(&mut self, now: Millis) -> Result<Vec<RequestRow>>;

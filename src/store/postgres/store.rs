@@ -221,6 +221,11 @@ impl Store for PgStore {
         self.db.read(requests::next_due)
     }
 
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        self.db
+            .read(|c| requests::ladder::set_context_ladders(c, policies))
+    }
+
     fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
         self.db
             .read(|c| super::deliveries::add_contexts(c, contexts))

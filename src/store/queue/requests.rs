@@ -78,7 +78,7 @@ pub fn accept(
     fallback_id: Option<&str>,
     source: &str,
 ) -> Result<Accepted> {
-    let n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
+    let mut n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
     // Re-delivery of the same request is accepted once; other content under the same id
     // is not. One lookup finds both the accepted request owning the id (if any) and
     // whether an earlier input with this id was rejected.
@@ -115,6 +115,24 @@ pub fn accept(
     }
     checked?;
     let lineage = env.lineage.into_inner();
+    // The operator's ladder policy of the context, under the asker's own (issue 29).
+    if let Some(policy) = db.context_ladder_policy(&n.context)? {
+        match serde_json::from_str::<crate::protocol::ladder::Ladder>(&policy) {
+            Ok(p) => {
+                n.ladder = crate::protocol::ladder::resolve_with_policy(
+                    n.request.ladder.as_deref(),
+                    &p,
+                    &n.request.questions,
+                    &n.context,
+                    n.deadline,
+                    crate::clock::to_timestamp(now),
+                )?;
+            }
+            Err(e) => {
+                tracing::warn!(context = %n.context, error = %e, "a context's ladder policy does not parse; ignored")
+            }
+        }
+    }
     if replaced_rejection {
         // An earlier rejection of this id must not publish its error outcome over this
         // request's (the file, if already written, is removed after the commit).

@@ -194,6 +194,10 @@ impl Store for SqliteStore {
         requests::next_due(&self.conn)
     }
 
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        requests::ladder::set_context_ladders(&mut self.conn, policies)
+    }
+
     fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
         super::deliveries::add_contexts(&mut self.conn, contexts)
     }

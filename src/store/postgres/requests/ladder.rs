@@ -12,6 +12,18 @@ use crate::store::driver::LadderStatements;
 use crate::store::postgres::tx::Tx;
 
 impl LadderStatements for Tx<'_> {
+    fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>> {
+        Ok(
+            match self.tx.query_typed_opt(
+                "SELECT ladder FROM context_ladders WHERE context = $1",
+                &[(&context, Type::TEXT)],
+            )? {
+                Some(r) => Some(r.try_get(0)?),
+                None => None,
+            },
+        )
+    }
+
     fn open_requests_with_rung_due_before(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
         rows(&self.tx.query(
             &format!(
@@ -73,4 +85,18 @@ impl LadderStatements for Tx<'_> {
         )?;
         self.outcome_of_row_due(done)
     }
+}
+
+/// Replace the ladder policies with `policies` (context, ladder JSON), in one transaction.
+pub fn set_context_ladders(c: &mut postgres::Client, policies: &[(String, String)]) -> Result<()> {
+    let mut tx = c.transaction()?;
+    tx.execute("DELETE FROM context_ladders", &[])?;
+    for (ctx, l) in policies {
+        tx.execute(
+            "INSERT INTO context_ladders (context, ladder) VALUES ($1, $2)",
+            &[ctx, l],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
 }

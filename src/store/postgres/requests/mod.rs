@@ -14,7 +14,7 @@
 
 pub mod ask;
 pub mod due;
-mod ladder;
+pub mod ladder;
 pub mod outbox;
 pub mod provide;
 pub mod reads;

@@ -2,7 +2,7 @@
 //! ([`crate::store::driver::LadderStatements`]); the rule is
 //! [`crate::store::queue::ladder`]. Each update is guarded by the open states.
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::row::{row, COLUMNS, FROM};
 use crate::clock::Millis;
@@ -12,6 +12,14 @@ use crate::store::driver::LadderStatements;
 use crate::store::sqlite::sql::Sql;
 
 impl LadderStatements for Sql<'_, '_> {
+    fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT ladder FROM context_ladders WHERE context = ?1")?
+            .query_row([context], |r| r.get(0))
+            .optional()?)
+    }
+
     fn open_requests_with_rung_due_before(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
         let mut stmt = self.0.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM {FROM}
@@ -64,4 +72,21 @@ impl LadderStatements for Sql<'_, '_> {
         .execute(params![seq, now, answer_json, decision])?;
         Ok(n == 1)
     }
+}
+
+/// Replace the ladder policies with `policies` (context, ladder JSON).
+pub fn set_context_ladders(
+    conn: &mut rusqlite::Connection,
+    policies: &[(String, String)],
+) -> Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute("DELETE FROM context_ladders", [])?;
+    for (c, l) in policies {
+        tx.execute(
+            "INSERT INTO context_ladders (context, ladder) VALUES (?1, ?2)",
+            params![c, l],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
 }
