@@ -80,8 +80,32 @@ fn a_declared_default_is_published_as_decided_by_policy() {
                "default": {"answers": [{"id": "db", "selected": ["SQLite"]}]}}),
     ))
     .ok();
+    // A follower of the lifecycle (`dshq watch`, as the page's stream) hears the expiry:
+    // its first line (the open request, `--pending`) says it follows; the second is the
+    // expiry.
+    let mut watch = env
+        .command()
+        .args([
+            "--json",
+            "watch",
+            "--pending",
+            "--events",
+            "expired",
+            "--count",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(watch.stdout.take().unwrap()));
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["id"], "d", "{first}");
     let _d = env.daemon_with(&[], &[("DSHQ_CLOCK_SKEW", "+2m")]);
     let out = env.wait_outcome("d");
+    let change: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let _ = watch.wait();
+    assert_eq!(change["id"], "d", "{change}");
+    assert_eq!(change["status"], "answered", "{change}");
     assert_eq!(out["status"], "answered", "{out}");
     assert_eq!(out["decidedBy"], "policy");
     assert_eq!(out["provider"], Value::Null);
