@@ -47,6 +47,11 @@ pub struct Config {
     pub on_question: Option<HookConfig>,
     /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
     pub prune: Option<PruneSchedule>,
+    /// `--webhook`: the deliveries' channels (see [`crate::host::deliveries`]).
+    pub webhooks: Option<crate::host::deliveries::Webhooks>,
+    /// `--context-ladder`: the operator's ladder policies (context, the policy as JSON),
+    /// written into the store at start; `None` leaves the store's as they are.
+    pub context_ladders: Option<Vec<(String, String)>>,
 }
 
 /// The daemon's retention: every `every`, final requests finished more than `after` ago
@@ -70,6 +75,8 @@ impl Default for Config {
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
             prune: None,
+            webhooks: None,
+            context_ladders: None,
         }
     }
 }
@@ -215,6 +222,19 @@ pub fn run_linked(
     if let Err(e) = app::ask::repair_outbox(store, root) {
         tracing::error!(error = %e, "cannot repair the outbox");
     }
+    if let Some(policies) = &config.context_ladders {
+        store.set_context_ladders(policies)?;
+        tracing::info!(contexts = policies.len(), "ladder policies set");
+    }
+    // The deliveries are sent from a thread of their own, never from this loop.
+    let _sender = match &config.webhooks {
+        Some(w) => Some(crate::host::deliveries::spawn(
+            root,
+            w.clone(),
+            stop.clone(),
+        )?),
+        None => None,
+    };
     tracing::info!(root = %root.dir().display(), "daemon started");
     if let Some(l) = &link {
         let _ = l.started.send(Waker(tx.clone()));
@@ -841,6 +861,12 @@ fn expire(store: &mut dyn Store) -> Result<()> {
     }
     for id in &swept.agents {
         tracing::info!(agent = %id, "agent ended: ttl ran out");
+    }
+    for id in &swept.laddered {
+        tracing::info!(id = %id, "ladder: reminded or escalated");
+    }
+    for id in &swept.expired {
+        tracing::info!(id = %id, "ladder: expired (nobody answered)");
     }
     Ok(())
 }

@@ -61,6 +61,13 @@ pub struct KindLabel {
     pub kind: &'static str,
 }
 
+/// One label `state` of the deliveries gauge (`pending`, `delivered`, `failed_attempts`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryLabel {
+    /// The state.
+    pub state: &'static str,
+}
+
 /// `status` and `context` of the open requests.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OpenLabels {
@@ -87,6 +94,7 @@ pub struct Metrics {
     leases: Gauge,
     lease_expiry: FloatGauge,
     outcomes_pending: Gauge,
+    deliveries: Family<DeliveryLabel, Gauge>,
 }
 
 static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -122,6 +130,7 @@ impl Metrics {
             leases: Gauge::default(),
             lease_expiry: FloatGauge::default(),
             outcomes_pending: Gauge::default(),
+            deliveries: Family::default(),
         };
         registry.register(
             "http_requests",
@@ -182,6 +191,11 @@ impl Metrics {
             "outcome_files_pending",
             "Final requests whose outcome file is not written yet",
             m.outcomes_pending.clone(),
+        );
+        registry.register(
+            "deliveries",
+            "The deliveries outbox (read from the store at each scrape): rows pending and delivered, and failed attempts",
+            m.deliveries.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -270,6 +284,15 @@ impl Metrics {
         self.lease_expiry
             .set(g.next_lease_expiry.map_or(0.0, |d| d.as_secs_f64()));
         self.outcomes_pending.set(g.outcome_files_pending);
+        for (state, n) in [
+            ("pending", g.deliveries.pending),
+            ("delivered", g.deliveries.delivered),
+            ("failed_attempts", g.deliveries.failed_attempts),
+        ] {
+            self.deliveries
+                .get_or_create(&DeliveryLabel { state })
+                .set(n);
+        }
     }
 
     /// The text exposition.

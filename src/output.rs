@@ -101,7 +101,7 @@ pub fn status_color(status: Status) -> comfy_table::Color {
         Status::Pending => Color::Yellow,
         Status::Claimed => Color::Cyan,
         Status::Answered => Color::Green,
-        Status::Cancelled | Status::Aborted => Color::DarkGrey,
+        Status::Cancelled | Status::Aborted | Status::Expired => Color::DarkGrey,
         Status::Rejected => Color::Red,
     }
 }

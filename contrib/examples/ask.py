@@ -82,7 +82,7 @@ def _read_json(path):
 
 # The error codes an accepted request can end with; every other error outcome is the
 # rejection of some input, which for our own file shows as rejected/NAME.error.json.
-_FINAL_CODES = ("ASK_CANCELLED", "ASK_ABORTED")
+_FINAL_CODES = ("ASK_CANCELLED", "ASK_ABORTED", "ASK_EXPIRED")
 
 
 def _is_rejection(outcome):

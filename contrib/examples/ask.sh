@@ -75,11 +75,12 @@ waited=0
 while :; do
   # Ours only when it has our digest and is not a rejection (an earlier attempt with the
   # same content, rejected NO_PROVIDER say, left one with our digest; our own file's
-  # rejection shows as $rejected). Accepted requests end answered, ASK_CANCELLED or
-  # ASK_ABORTED.
+  # rejection shows as $rejected). Accepted requests end answered, ASK_CANCELLED,
+  # ASK_ABORTED or ASK_EXPIRED.
   if [ -f "$outcome" ] && [ "$(jq -r --arg d "$digest" '
         if .requestDigest == $d and (.status != "error"
-          or .error.code == "ASK_CANCELLED" or .error.code == "ASK_ABORTED")
+          or .error.code == "ASK_CANCELLED" or .error.code == "ASK_ABORTED"
+          or .error.code == "ASK_EXPIRED")
         then "ours" else empty end' "$outcome" 2>/dev/null)" = ours ]; then
     cat "$outcome"
     if [ "$(jq -r .status "$outcome")" = answered ]; then

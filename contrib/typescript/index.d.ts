@@ -137,6 +137,8 @@ export class NoProvider extends DshqError {}
 export class DuplicateId extends DshqError {}
 export class BadAnswer extends DshqError {}
 export class AskCancelled extends DshqError {}
+/** ASK_EXPIRED: nobody answered before the request's ladder expired it. */
+export class AskExpired extends DshqError {}
 export class DuplicateProvider extends DshqError {}
 export class LeaseExpired extends DshqError {}
 export class NotFound extends DshqError {}

@@ -28,7 +28,7 @@ export class DshqError extends Error {
 /** Every stable code dshq reports, in its own order (src/protocol/error.rs). */
 export const CODES = Object.freeze([
   "BAD_REQUEST", "ASK_ABORTED", "EMPTY_QUESTIONS", "CALLER_NOT_LIVE", "DELEGATED_CALLER",
-  "BAD_INTENT", "NO_PROVIDER", "DUPLICATE_ID", "BAD_ANSWER", "ASK_CANCELLED",
+  "BAD_INTENT", "NO_PROVIDER", "DUPLICATE_ID", "BAD_ANSWER", "ASK_CANCELLED", "ASK_EXPIRED",
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
@@ -52,6 +52,8 @@ export class NoProvider extends define("NO_PROVIDER") {}
 export class DuplicateId extends define("DUPLICATE_ID") {}
 export class BadAnswer extends define("BAD_ANSWER") {}
 export class AskCancelled extends define("ASK_CANCELLED") {}
+/** ASK_EXPIRED: nobody answered before the request's ladder expired it. */
+export class AskExpired extends define("ASK_EXPIRED") {}
 export class DuplicateProvider extends define("DUPLICATE_PROVIDER") {}
 export class LeaseExpired extends define("LEASE_EXPIRED") {}
 export class NotFound extends define("NOT_FOUND") {}
@@ -92,7 +94,7 @@ export class PlanDeclined extends Error {
 const BY_CODE = new Map(
   [
     BadRequest, AskAborted, EmptyQuestions, CallerNotLive, DelegatedCaller, BadIntent,
-    NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
+    NoProvider, DuplicateId, BadAnswer, AskCancelled, AskExpired, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
@@ -259,7 +261,7 @@ export function resultOf(outcome, ticket) {
 
 // --- the file transport -----------------------------------------------------------------
 
-const FINAL_CODES = new Set(["ASK_CANCELLED", "ASK_ABORTED"]);
+const FINAL_CODES = new Set(["ASK_CANCELLED", "ASK_ABORTED", "ASK_EXPIRED"]);
 
 async function readJson(path) {
   try {

@@ -63,7 +63,8 @@ impl NewRequests {
 
 /// The event kinds of a request's life after it was accepted: what `watch` follows.
 /// (A rejection is no request; a lease running out shows as `released`, a deadline as
-/// `aborted`.)
+/// `aborted`; a ladder's escalation and expiry as `escalated` and `expired`, its reminder
+/// not at all: it changes nothing of the request.)
 pub const LIFECYCLE: &[EventKind] = &[
     EventKind::Accepted,
     EventKind::Claimed,
@@ -71,6 +72,8 @@ pub const LIFECYCLE: &[EventKind] = &[
     EventKind::Answered,
     EventKind::Cancelled,
     EventKind::Aborted,
+    EventKind::Escalated,
+    EventKind::Expired,
 ];
 
 /// The feed of request lifecycle events: the event log read from a position on, each

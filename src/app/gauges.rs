@@ -24,6 +24,8 @@ pub struct Gauges {
     pub next_lease_expiry: Option<Duration>,
     /// Final requests whose outcome file is not written yet (at most [`OUTBOX_COUNT_MAX`]).
     pub outcome_files_pending: i64,
+    /// The deliveries outbox's counts (issue 29).
+    pub deliveries: crate::store::DeliveryCounts,
 }
 
 /// Read the gauges.
@@ -50,5 +52,6 @@ pub fn read(store: &mut dyn Store) -> Result<Gauges> {
         leases_live: live.len() as i64,
         next_lease_expiry,
         outcome_files_pending,
+        deliveries: store.delivery_counts()?,
     })
 }

@@ -6,10 +6,14 @@ use crate::files::outbox;
 use crate::root::Root;
 use crate::store::{Store, Swept};
 
-/// Sweep what fell due and publish the outcomes it finished (aborted deadlines).
+/// Sweep what fell due and publish the outcomes it finished (aborted deadlines, expired
+/// ladders).
 pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
     let swept = store.sweep()?;
-    if swept.as_ref().is_some_and(|s| !s.aborted.is_empty()) {
+    if swept
+        .as_ref()
+        .is_some_and(|s| !s.aborted.is_empty() || !s.expired.is_empty())
+    {
         outbox::flush(root, store)?;
     }
     Ok(swept)

@@ -80,6 +80,25 @@ pub struct Args {
     /// /readyz), on a listener of their own: `HOST:PORT`, or a bare PORT for loopback.
     #[arg(long, value_name = "ADDR", value_parser = crate::host::parse_listen)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Send the deliveries of CONTEXT's requests (accepted, claimed, reminded, escalated,
+    /// answered, expired, cancelled, aborted) to URL as webhooks signed as Standard Webhooks
+    /// describes, with the secret in the root's webhook.key (created 0600 at the first
+    /// start); CONTEXT=URL, repeat (or separate with commas) for several contexts.
+    #[arg(long, value_name = "CONTEXT=URL", value_delimiter = ',', value_parser = crate::host::deliveries::parse_webhook)]
+    pub webhook: Vec<(String, hyper::Uri)>,
+    /// With --webhook: the wait after a delivery's first failed attempt (doubling after
+    /// each, at most 10m).
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = super::parse_duration)]
+    pub webhook_retry_min: Duration,
+    /// With --webhook: how long one attempt may take.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
+    pub webhook_timeout: Duration,
+    /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
+    /// remindAfter, escalateAfter, escalateTo, expireAfter (e.g. ops:remindAfter=1h);
+    /// repeat (or separate with commas). A request's own `ladder` wins field by field;
+    /// a policy never chooses an answer. Replaces the store's policies at start.
+    #[arg(long, value_name = "CONTEXT:FIELD=VALUE", value_delimiter = ',')]
+    pub context_ladder: Vec<String>,
     /// On SIGTERM or SIGINT, drain for at most this long (100ms to 1h), then stop at once;
     /// a second signal stops at once too. Nothing committed is lost either way.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_shutdown_grace)]
@@ -106,6 +125,27 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
         // Before the loop starts, so the start's own ingest is counted.
         crate::metrics::enable();
     }
+    let context_ladders = if a.context_ladder.is_empty() {
+        None
+    } else {
+        let mut policies = std::collections::BTreeMap::new();
+        for item in &a.context_ladder {
+            crate::protocol::ladder::parse_policy_item(item, &mut policies)
+                .map_err(|e| crate::Error::Usage(format!("--context-ladder {e}")))?;
+        }
+        let mut out = Vec::new();
+        for (context, l) in policies {
+            crate::protocol::ladder::resolve(&l, &[], &context, None, jiff::Timestamp::now())
+                .map_err(|e| {
+                    crate::Error::Usage(format!("--context-ladder of {context:?}: {}", e.message))
+                })?;
+            let json = serde_json::to_string(&l).map_err(|e| {
+                crate::Error::Invalid(format!("the policy does not serialize: {e}"))
+            })?;
+            out.push((context, json));
+        }
+        Some(out)
+    };
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -123,6 +163,12 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
             }),
             _ => None,
         },
+        webhooks: (!a.webhook.is_empty()).then(|| crate::host::deliveries::Webhooks {
+            urls: a.webhook.into_iter().collect(),
+            retry_min: a.webhook_retry_min.max(Duration::from_millis(10)),
+            timeout: a.webhook_timeout.max(Duration::from_millis(100)),
+        }),
+        context_ladders,
     };
     match a.listen {
         // Without --listen the daemon is the synchronous file loop, as it always was.

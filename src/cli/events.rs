@@ -1,4 +1,5 @@
-//! `dshq events ID`: the full trail of one request.
+//! `dshq events ID`: the full trail of one request; `--deliveries`: its notifications in
+//! the deliveries outbox (issue 29), with their ids and retry state.
 
 use super::Ctx;
 use crate::app;
@@ -11,11 +12,47 @@ use crate::output::{emit, table};
 pub struct Args {
     /// The request id.
     pub id: String,
+    /// Show the request's deliveries (webhooks) instead: their ids, events, attempts,
+    /// state and last error.
+    #[arg(long)]
+    pub deliveries: bool,
 }
 
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.stored_store()?;
+    if a.deliveries {
+        let list = store.deliveries(&a.id)?;
+        emit(ctx.json, &list, || {
+            table(
+                &[
+                    "DELIVERY",
+                    "EVENT",
+                    "CONTEXT",
+                    "ATTEMPTS",
+                    "STATE",
+                    "LAST ERROR",
+                ],
+                list.iter()
+                    .map(|d| {
+                        vec![
+                            d.id.clone(),
+                            d.kind.clone(),
+                            d.context.clone(),
+                            d.attempts.to_string(),
+                            match d.delivered_ms {
+                                Some(t) => format!("delivered {}", rfc3339(t)),
+                                None => format!("pending, next {}", rfc3339(d.next_ms)),
+                            },
+                            crate::text::one_line(d.last_error.as_deref().unwrap_or(""))
+                                .into_owned(),
+                        ]
+                    })
+                    .collect(),
+            )
+        });
+        return Ok(());
+    }
     let list = app::audit::events(&mut *store, &a.id)?;
     emit(ctx.json, &list, || {
         table(

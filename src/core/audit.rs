@@ -40,6 +40,13 @@ pub enum EventKind {
     /// `dshq prune` removed a prefix of the log (and the final requests it concerned): the
     /// checkpoint the chain is verified from, carrying the removed prefix's head.
     Pruned,
+    /// The ladder's reminder rung ran: the request is still unanswered (issue 29).
+    Reminded,
+    /// The ladder's escalation rung ran (and moved the request when `to` is in its data).
+    Escalated,
+    /// The ladder's expiry rung ended the request: `ASK_EXPIRED` with no answer, or, when
+    /// the asker declared it, answered by its default (`decidedBy: "policy"`).
+    Expired,
 }
 
 impl EventKind {
@@ -65,6 +72,9 @@ impl EventKind {
             EventKind::AgentEnded => "agent-ended",
             EventKind::AgentExpired => "agent-expired",
             EventKind::Pruned => "pruned",
+            EventKind::Reminded => "reminded",
+            EventKind::Escalated => "escalated",
+            EventKind::Expired => "expired",
         }
     }
 

@@ -27,6 +27,9 @@ pub enum Status {
     Aborted,
     /// Final: rejected at ingestion, with its code.
     Rejected,
+    /// Final: nobody answered before the request's ladder expired it (`ASK_EXPIRED`,
+    /// issue 29). A request answered by its declared default on expiry is `answered`.
+    Expired,
 }
 
 impl Status {
@@ -45,6 +48,7 @@ impl Status {
             Status::Cancelled => "cancelled",
             Status::Aborted => "aborted",
             Status::Rejected => "rejected",
+            Status::Expired => "expired",
         }
     }
 
@@ -116,6 +120,13 @@ pub struct RequestRow {
     /// The edits the answer made (edit-then-approve), as the JSON of
     /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
     pub edits: Option<String>,
+    /// The request's deadline ladder resolved at acceptance
+    /// ([`crate::protocol::ladder::Rungs`] as JSON), when it has one.
+    pub ladder: Option<String>,
+    /// How many rungs of the ladder have run.
+    pub ladder_done: i64,
+    /// `policy` when the request was answered by its declared default on expiry.
+    pub decided_by: Option<String>,
 }
 
 impl RequestRow {
@@ -170,15 +181,17 @@ impl RequestRow {
                 created_at: rfc3339(self.created_ms),
                 finished_at: rfc3339(finished),
                 edited: self.parsed_edits(),
+                decided_by: self.decided_by.clone(),
                 receipt: None,
             })),
-            Status::Cancelled | Status::Aborted | Status::Rejected => {
+            Status::Cancelled | Status::Aborted | Status::Rejected | Status::Expired => {
                 let code =
                     self.error_code
                         .as_deref()
                         .and_then(Code::parse)
                         .unwrap_or(match self.status {
                             Status::Cancelled => Code::AskCancelled,
+                            Status::Expired => Code::AskExpired,
                             _ => Code::AskAborted,
                         });
                 Some(Outcome::Error(ErrorOutcome {

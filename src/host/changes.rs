@@ -44,8 +44,11 @@ pub enum ChangeKind {
     Cancelled,
     /// The asker aborted it.
     Aborted,
-    /// Its deadline passed.
+    /// Its deadline passed, or its ladder expired it (nobody answered; answered by the
+    /// asker's declared default when its status is `answered`).
     Expired,
+    /// Its ladder escalated it (possibly to another context, as `pending`).
+    Escalated,
 }
 
 impl ChangeKind {
@@ -59,6 +62,7 @@ impl ChangeKind {
             ChangeKind::Cancelled => "cancelled",
             ChangeKind::Aborted => "aborted",
             ChangeKind::Expired => "expired",
+            ChangeKind::Escalated => "escalated",
         }
     }
 
@@ -72,6 +76,8 @@ impl ChangeKind {
             // A deadline is enforced by the sweep, which acts as the daemon.
             EventKind::Aborted if actor == Some(&Actor::Daemon) => ChangeKind::Expired,
             EventKind::Aborted => ChangeKind::Aborted,
+            EventKind::Expired => ChangeKind::Expired,
+            EventKind::Escalated => ChangeKind::Escalated,
             _ => return None,
         })
     }

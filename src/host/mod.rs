@@ -20,12 +20,14 @@
 
 pub mod changes;
 pub mod db;
+pub mod deliveries;
 pub mod ends;
 pub mod health;
 pub mod listen;
 pub mod nofile;
 pub mod provider;
 pub mod waits;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -44,6 +44,10 @@ pub fn guidance(code: Code) -> &'static str {
             "The question was withdrawn (aborted by the asker or its deadline passed); it has no \
              answer."
         }
+        Code::AskExpired => {
+            "Nobody answered before the question's ladder expired it; it has no answer. Decide \
+             whether to continue without it or ask again later."
+        }
         Code::NotFound => "No question with that id is visible here. Check the id.",
         Code::RequestFinal => "That question is already final; its outcome does not change.",
         Code::DuplicateProvider => {

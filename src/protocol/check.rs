@@ -96,6 +96,8 @@ pub struct Normalized {
     pub context: String,
     /// The absolute deadline, from `deadline` or acceptance time + `timeout`.
     pub deadline: Option<Timestamp>,
+    /// The request's `ladder`, resolved at acceptance time ([`super::ladder::resolve`]).
+    pub ladder: Option<super::ladder::Rungs>,
 }
 
 /// Order 0: everything `BAD_REQUEST` covers that serde cannot see: ids, duplicates, empty
@@ -202,11 +204,22 @@ pub fn check_structure(
         }
         (None, None) => None,
     };
+    let ladder = match &request.ladder {
+        Some(l) => Some(super::ladder::resolve(
+            l,
+            &request.questions,
+            &context,
+            deadline,
+            now,
+        )?),
+        None => None,
+    };
     Ok(Normalized {
         request,
         id,
         context,
         deadline,
+        ladder,
     })
 }
 

@@ -38,6 +38,9 @@ pub enum Code {
     BadAnswer,
     /// The human (provider side) cancelled the request.
     AskCancelled,
+    /// Nobody answered: the request's ladder expired it (`ladder.expireAfter`, issue 29).
+    /// Not the asker's abort, nor its `deadline`/`timeout` (`ASK_ABORTED`).
+    AskExpired,
     /// A live provider lease already exists in the context.
     DuplicateProvider,
     /// The lease is not the live one of its context (expired, released or unknown).
@@ -108,6 +111,7 @@ impl Code {
             Code::DuplicateId => "DUPLICATE_ID",
             Code::BadAnswer => "BAD_ANSWER",
             Code::AskCancelled => "ASK_CANCELLED",
+            Code::AskExpired => "ASK_EXPIRED",
             Code::DuplicateProvider => "DUPLICATE_PROVIDER",
             Code::LeaseExpired => "LEASE_EXPIRED",
             Code::NotFound => "NOT_FOUND",
@@ -161,7 +165,7 @@ impl Code {
             | Code::WrongContext => 5,
             Code::RequestFinal => 6,
             Code::CallerNotLive | Code::DelegatedCaller => 7,
-            Code::AskAborted | Code::AskCancelled => 8,
+            Code::AskAborted | Code::AskCancelled | Code::AskExpired => 8,
             Code::WaitTimeout => 9,
             Code::AuditBroken => 10,
             Code::DaemonRunning => 11,

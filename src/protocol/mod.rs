@@ -11,6 +11,7 @@ pub mod check;
 pub mod digest;
 pub mod edit;
 pub mod error;
+pub mod ladder;
 pub mod receipt;
 pub mod review;
 pub mod types;

@@ -176,6 +176,10 @@ pub struct Request {
     /// Free-form object stored and returned untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Extension (issue 29): the deadline ladder, what happens while nobody answers
+    /// ([`super::ladder`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Box<super::ladder::Ladder>>,
 }
 
 /// The default provider context.
@@ -309,6 +313,11 @@ pub struct AnsweredOutcome {
     /// and the unified diff between them. Absent when nothing was edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<Edits>,
+    /// Extension (issue 29): `"policy"` when nobody answered and the asker's declared
+    /// default was used on expiry (`ladder.onExpire: "default"`); omitted when a person
+    /// answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
     /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
     /// `dshq receipt verify`). Absent where none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]

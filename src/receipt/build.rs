@@ -56,10 +56,15 @@ pub fn attest<'e>(
     let fin = if row.status == Status::Rejected {
         creation
     } else {
+        // A request its ladder answered with the asker's default ends with its `expired`
+        // event, not an `answered` one: nobody answered it.
+        let final_kind = if row.status == Status::Answered && row.decided_by.is_some() {
+            Status::Expired.as_str()
+        } else {
+            row.status.as_str()
+        };
         match events.iter().find(|e| {
-            e.seq > creation.seq
-                && e.request_id.as_deref() == Some(id)
-                && e.kind == row.status.as_str()
+            e.seq > creation.seq && e.request_id.as_deref() == Some(id) && e.kind == final_kind
         }) {
             Some(e) => e,
             None => return fail(format!("the log holds no {} event of it", row.status)),
@@ -125,7 +130,7 @@ pub fn attest<'e>(
                     )
                 });
         }
-        Status::Cancelled | Status::Aborted | Status::Rejected => {
+        Status::Cancelled | Status::Aborted | Status::Rejected | Status::Expired => {
             problem = problem
                 .or_else(|| differs("error code", d.get("code"), str_value(&row.error_code)))
                 .or_else(|| {
@@ -168,8 +173,9 @@ pub fn unsigned(row: &RequestRow, events: &[Event]) -> Result<Receipt, Unatteste
         .ok_or_else(|| Unattested(format!("it is {}, not final", row.status)))?;
     let (_, fin) = attest(row, events)?;
     let request = row.request();
+    // A default the ladder used was approved by nobody: the outcome's `decidedBy` says so.
     let approvers = match row.status {
-        Status::Answered => vec![fin.actor.clone()],
+        Status::Answered if row.decided_by.is_none() => vec![fin.actor.clone()],
         _ => Vec::new(),
     };
     Ok(Receipt {

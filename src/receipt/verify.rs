@@ -251,6 +251,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: "2026-01-01T00:01:00.000Z".into(),
             edited: None,
+            decided_by: None,
             receipt: None,
         });
         seal(

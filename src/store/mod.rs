@@ -44,9 +44,9 @@ use crate::protocol::{Answer, Outcome, Request};
 pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
-    Accepted, AgentInfo, ChainBreak, Entered, Event, HistoryFilter, HistoryQuestion, HistoryRow,
-    HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts, Pruned, Registered, Revoked,
-    Stats, Swept, TokenCredential, WaitStats, WebToken,
+    Accepted, AgentInfo, ChainBreak, Delivery, DeliveryCounts, Entered, Event, HistoryFilter,
+    HistoryQuestion, HistoryRow, HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts,
+    Pruned, Registered, Revoked, Stats, Swept, TokenCredential, WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -417,6 +417,39 @@ pub trait Store: Send {
 
     /// The earliest future time something falls due.
     fn next_due(&mut self) -> Result<Option<Millis>>;
+
+    /// Replace the operator's ladder policies (context, the policy's `ladder` JSON): what
+    /// a daemon started with `--context-ladder` does at start (issue 29).
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()>;
+
+    // ---- the deliveries outbox (issue 29) ----------------------------------------------
+
+    /// Record that a daemon sends the deliveries of these contexts: from now on their
+    /// notified events write delivery rows ([`queue::deliveries`]).
+    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()>;
+
+    /// The undelivered rows of `contexts` due at `now`, oldest first, at most `limit`.
+    fn deliveries_due(
+        &mut self,
+        contexts: &[String],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Delivery>>;
+
+    /// When the next undelivered row of `contexts` falls due.
+    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>>;
+
+    /// Mark delivery `id` delivered at `now` (a 2xx came back).
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()>;
+
+    /// Record a failed attempt of delivery `id`, next tried at `next_ms`.
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()>;
+
+    /// The deliveries of request `id`, oldest first.
+    fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>>;
+
+    /// The outbox's counts (pending, delivered, failed attempts).
+    fn delivery_counts(&mut self) -> Result<DeliveryCounts>;
 
     /// The time now on the clock the store judges by (the database's, for a shared store):
     /// what [`Store::next_due`] is compared with, so a host whose own clock is wrong

@@ -140,6 +140,9 @@ pub fn check_rows(
                     | EventKind::Answered
                     | EventKind::Cancelled
                     | EventKind::Aborted
+                    | EventKind::Reminded
+                    | EventKind::Escalated
+                    | EventKind::Expired
             )
         ) {
             match e.request_id.as_deref() {
@@ -326,6 +329,8 @@ fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<Str
                 ),
                 ("lineage", row.agent_lineage.is_some()),
                 ("deadline", row.deadline_ms.is_some()),
+                ("ladder", row.ladder.is_some() || row.ladder_done != 0),
+                ("decidedBy", row.decided_by.is_some()),
                 (
                     "claim",
                     row.claimed_lease.is_some() || row.claimed_ms.is_some(),
@@ -354,6 +359,12 @@ fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<Str
 #[derive(Debug, Default)]
 struct Replayed<'a> {
     status: Option<Status>,
+    /// The context: the accepted one, moved by each escalation with `to`.
+    context: Option<&'a str>,
+    /// The ladder's rungs that ran.
+    rungs: i64,
+    /// `policy` when the expiry answered with the asker's default.
+    decided_by: Option<&'a str>,
     claimed_lease: Option<i64>,
     claimed_ms: Option<i64>,
     finished_ms: Option<i64>,
@@ -376,13 +387,7 @@ fn check_accepted(
         ));
     }
     let p = differs("createdAt", &Some(row.created_ms), &Some(accepted.at_ms))
-        .or_else(|| {
-            differs(
-                "context",
-                &Some(row.context.as_str()),
-                &str_field(accepted, "context"),
-            )
-        })
+        .or_else(|| check_ladder_column(row, accepted))
         .or_else(|| {
             differs(
                 "source",
@@ -440,6 +445,7 @@ fn check_accepted(
     // Replay the lifecycle.
     let mut st = Replayed {
         status: Some(Status::Pending),
+        context: str_field(accepted, "context"),
         ..Default::default()
     };
     for e in evs {
@@ -481,6 +487,28 @@ fn check_accepted(
                 st.claimed_lease = e.lease_id.or(st.claimed_lease);
                 st.finished_ms = Some(e.at_ms);
             }
+            // The ladder (issue 29): every rung counts; an escalation with `to` moves the
+            // request, as pending; the expiry ends it, answered by policy or expired.
+            Some(EventKind::Reminded) => st.rungs += 1,
+            Some(EventKind::Escalated) => {
+                st.rungs += 1;
+                if let Some(to) = str_field(e, "to") {
+                    st.context = Some(to);
+                    st.status = Some(Status::Pending);
+                    st.claimed_lease = None;
+                    st.claimed_ms = None;
+                }
+            }
+            Some(EventKind::Expired) => {
+                st.rungs += 1;
+                if str_field(e, "decidedBy") == Some("policy") {
+                    st.status = Some(Status::Answered);
+                    st.decided_by = Some("policy");
+                } else {
+                    st.status = Some(Status::Expired);
+                }
+                st.finished_ms = Some(e.at_ms);
+            }
             _ => unreachable!("only lifecycle kinds are collected"),
         }
         st.last = Some(e);
@@ -492,6 +520,15 @@ fn check_accepted(
         &Some(row.status.as_str()),
         &st.status.map(Status::as_str),
     )
+    .or_else(|| differs("context", &Some(row.context.as_str()), &st.context))
+    .or_else(|| {
+        differs(
+            "the ladder's rungs run",
+            &Some(row.ladder_done),
+            &Some(st.rungs),
+        )
+    })
+    .or_else(|| differs("decidedBy", &row.decided_by.as_deref(), &st.decided_by))
     .or_else(|| differs("the claiming lease", &row.claimed_lease, &st.claimed_lease))
     .or_else(|| differs("claimedAt", &row.claimed_ms, &st.claimed_ms))
     .or_else(|| differs("finishedAt", &row.finished_ms, &st.finished_ms));
@@ -500,7 +537,7 @@ fn check_accepted(
     }
     let p = match (row.status, st.last) {
         (Status::Answered, Some(e)) => check_answered(row, e, &request, q),
-        (Status::Cancelled | Status::Aborted, Some(e)) => {
+        (Status::Cancelled | Status::Aborted | Status::Expired, Some(e)) => {
             let provider = match e.data.get("provider") {
                 Some(p) => p.as_str(),
                 None if e.event_kind() == Some(EventKind::Cancelled) => {
@@ -530,6 +567,27 @@ fn check_accepted(
             .or_else(|| unanswered(row, q)),
     };
     here(p)
+}
+
+/// The row's resolved ladder (issue 29) is the one the `accepted` event recorded, and
+/// none when it recorded none.
+fn check_ladder_column(row: &RequestRow, accepted: &Event) -> Option<String> {
+    use crate::protocol::ladder::Rungs;
+    let logged = match accepted.data.get("ladder") {
+        None | Some(Value::Null) => None,
+        Some(v) => match serde_json::from_value::<Rungs>(v.clone()) {
+            Ok(r) => Some(r),
+            Err(e) => return Some(format!("the log's ladder does not parse ({e})")),
+        },
+    };
+    let stored = match row.ladder.as_deref() {
+        None => None,
+        Some(s) => match Rungs::parse(s) {
+            Some(r) => Some(r),
+            None => return Some("the row's ladder does not parse".into()),
+        },
+    };
+    (stored != logged).then(|| "the row's ladder is not the ladder the log recorded".into())
 }
 
 /// The row and its questions carry no answer.

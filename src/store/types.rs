@@ -391,6 +391,10 @@ pub struct Swept {
     pub aborted: Vec<String>,
     /// Agent ids whose ttl ran out (with what they owned).
     pub agents: Vec<String>,
+    /// Requests whose ladder reminded or escalated (issue 29).
+    pub laddered: Vec<String>,
+    /// Requests whose ladder ended them (`ASK_EXPIRED`, or answered by their default).
+    pub expired: Vec<String>,
 }
 
 impl Swept {
@@ -400,6 +404,8 @@ impl Swept {
             && self.released.is_empty()
             && self.aborted.is_empty()
             && self.agents.is_empty()
+            && self.laddered.is_empty()
+            && self.expired.is_empty()
     }
 }
 
@@ -454,4 +460,43 @@ pub struct Pruned {
     /// outcome files were removed after the commit.
     #[serde(skip)]
     pub freed_ids: Vec<String>,
+}
+
+/// One row of the deliveries outbox (issue 29): a notification, its stable id and its
+/// retry state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// The stable delivery id (`webhook-id`).
+    pub id: String,
+    /// The request it is about.
+    pub request_id: String,
+    /// The context whose channels receive it.
+    pub context: String,
+    /// The event kind that caused it.
+    pub kind: String,
+    /// The JSON body sent.
+    #[serde(skip)]
+    pub body: String,
+    /// Written at.
+    pub created_ms: Millis,
+    /// Attempts made so far.
+    pub attempts: i64,
+    /// When the next attempt is due.
+    pub next_ms: Millis,
+    /// When a 2xx came back.
+    pub delivered_ms: Option<Millis>,
+    /// What the last failed attempt met.
+    pub last_error: Option<String>,
+}
+
+/// The outbox's counts, for the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeliveryCounts {
+    /// Rows not yet delivered.
+    pub pending: i64,
+    /// Rows delivered.
+    pub delivered: i64,
+    /// Attempts that failed (over every row).
+    pub failed_attempts: i64,
 }

@@ -56,6 +56,7 @@ impl ApiError {
             | Code::NoProvider
             | Code::AskAborted
             | Code::AskCancelled
+            | Code::AskExpired
             | Code::DuplicateProvider
             | Code::LeaseExpired
             | Code::RequestFinal

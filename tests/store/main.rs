@@ -19,6 +19,7 @@
 mod throwaway;
 
 mod drivers;
+mod ladder;
 mod lifecycle;
 mod pg_audit;
 mod pg_prune;
@@ -97,4 +98,9 @@ conformance!(
     rules::every_state_change_appends_an_event_and_the_chain_verifies,
     rules::refused_operations_append_no_event,
     rules::register_returns_an_unguessable_token,
+    ladder::the_ladder_reminds_escalates_and_expires_each_as_an_event,
+    ladder::a_declared_default_is_used_on_expiry_and_attributed_to_policy,
+    ladder::a_ladder_never_decides_unless_declared,
+    ladder::deliveries_are_written_with_their_events,
+    ladder::a_context_policy_applies_under_the_askers_own_ladder,
 );

@@ -19,9 +19,11 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod deliveries;
 pub mod events;
 pub mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;
@@ -31,9 +33,11 @@ pub mod transactions;
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
 pub use audit::AuditReads;
+pub use deliveries::DeliveryStatements;
 pub use events::EventStatements;
 pub use feed::FeedReads;
 pub use history::HistoryReads;
+pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
@@ -51,6 +55,8 @@ pub trait Statements:
     + PruneStatements
     + TokenStatements
     + EventStatements
+    + LadderStatements
+    + DeliveryStatements
 {
 }
 
@@ -63,6 +69,8 @@ impl<T> Statements for T where
         + PruneStatements
         + TokenStatements
         + EventStatements
+        + LadderStatements
+        + DeliveryStatements
         + ?Sized
 {
 }

@@ -40,6 +40,10 @@ pub struct NewRequest<'a> {
     pub deadline_ms: Option<Millis>,
     /// The `created_ms` column.
     pub created_ms: Millis,
+    /// The `ladder` column: the resolved ladder as JSON (issue 29).
+    pub ladder: Option<&'a str>,
+    /// The `ladder_due_ms` column: when its first rung falls due.
+    pub ladder_due_ms: Option<Millis>,
 }
 
 /// A new row of `questions`, of the request at `request_seq`.

@@ -20,7 +20,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::protocol::Outcome;
 use crate::store::{
-    Anchor, Event, ExportSink, ListFilter, Record, RequestRow, Swept, Verified, Wakeups,
+    Anchor, Delivery, DeliveryCounts, Event, ExportSink, ListFilter, Record, RequestRow, Swept,
+    Verified, Wakeups,
 };
 
 /// Every read a rule outside a write may make: what a driver's read type implements.
@@ -75,6 +76,37 @@ pub trait Driver: Send {
 
     /// The earliest future time something falls due.
     fn next_due(&mut self) -> Result<Option<Millis>>;
+
+    /// See [`crate::store::Store::set_context_ladders`].
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()>;
+
+    // ---- the deliveries outbox: bookkeeping of the sender ([`crate::store::Store`]) ----
+
+    /// See [`crate::store::Store::add_delivery_contexts`].
+    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()>;
+
+    /// See [`crate::store::Store::deliveries_due`].
+    fn deliveries_due(
+        &mut self,
+        contexts: &[String],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Delivery>>;
+
+    /// See [`crate::store::Store::next_delivery_due`].
+    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>>;
+
+    /// See [`crate::store::Store::mark_delivered`].
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()>;
+
+    /// See [`crate::store::Store::mark_delivery_failed`].
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()>;
+
+    /// See [`crate::store::Store::deliveries`].
+    fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>>;
+
+    /// See [`crate::store::Store::delivery_counts`].
+    fn delivery_counts(&mut self) -> Result<DeliveryCounts>;
 
     /// See [`crate::store::Store::outbox_pending`] (a driver's origin filter applies).
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>>;

@@ -78,6 +78,10 @@ const TABLES: &[Table] = &[
             ("error_code", Text),
             ("error_message", Text),
             ("outbox_pending", Flag),
+            ("ladder", Text),
+            ("ladder_done", Int),
+            ("ladder_due_ms", Int),
+            ("decided_by", Text),
             // SQLite's migration 0012 (edit-then-approve) appends it after the rest.
             ("edits", Text),
         ],

@@ -140,6 +140,49 @@ impl Driver for PgDriver {
         self.db.read(requests::next_due)
     }
 
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        self.db
+            .read(|c| requests::ladder::set_context_ladders(c, policies))
+    }
+
+    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
+        self.db
+            .read(|c| super::deliveries::add_contexts(c, contexts))
+    }
+
+    fn deliveries_due(
+        &mut self,
+        contexts: &[String],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<crate::store::Delivery>> {
+        self.db
+            .read(|c| super::deliveries::due(c, contexts, now, limit))
+    }
+
+    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
+        self.db.read(|c| super::deliveries::next_due(c, contexts))
+    }
+
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
+        self.db
+            .read(|c| super::deliveries::mark_delivered(c, id, now))
+    }
+
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+        self.db
+            .read(|c| super::deliveries::mark_failed(c, id, next_ms, error))
+    }
+
+    fn deliveries(&mut self, request_id: &str) -> Result<Vec<crate::store::Delivery>> {
+        self.db
+            .read(|c| super::deliveries::of_request(c, request_id))
+    }
+
+    fn delivery_counts(&mut self) -> Result<crate::store::DeliveryCounts> {
+        self.db.read(super::deliveries::counts)
+    }
+
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let origin = self.origin.as_deref();

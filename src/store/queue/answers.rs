@@ -138,6 +138,14 @@ pub fn claim(db: &mut dyn Statements, now: Millis, lease: &Lease, id: &str) -> R
             data: serde_json::Value::Null,
         },
     )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Claimed,
+        id,
+        &r.context,
+        serde_json::json!({ "by": lease.actor().as_str() }),
+    )?;
     reread(db, id)
 }
 
@@ -229,6 +237,14 @@ pub fn answer(
             agent_id: None,
         },
     )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Answered,
+        id,
+        &r.context,
+        serde_json::json!({ "decision": decision, "provider": provider }),
+    )?;
     outcome_of(db, id)
 }
 
@@ -301,7 +317,7 @@ pub fn abort(
     )
 }
 
-/// End open request `r` with an error (`end.status` is `cancelled` or `aborted`), with
+/// End open request `r` with an error (`end.status` is `cancelled`, `aborted` or `expired`), with
 /// its event by `actor`; its outcome.
 pub fn finish_error(
     db: &mut dyn Statements,
@@ -313,6 +329,7 @@ pub fn finish_error(
     let kind = match end.status {
         Status::Cancelled => EventKind::Cancelled,
         Status::Aborted => EventKind::Aborted,
+        Status::Expired => EventKind::Expired,
         other => return Err(Error::Invalid(format!("{other} is not an error end"))),
     };
     let id =
@@ -335,6 +352,14 @@ pub fn finish_error(
             }),
             agent_id: None,
         },
+    )?;
+    super::deliveries::notify(
+        db,
+        now,
+        kind,
+        id,
+        &r.context,
+        serde_json::json!({ "code": end.code.as_str(), "message": end.message }),
     )?;
     outcome_of(db, id)
 }

@@ -68,10 +68,15 @@ pub fn history(
 pub fn stats(db: &mut dyn HistoryReads, since: Option<Millis>, now: Millis) -> Result<Stats> {
     let since = since.unwrap_or(Millis::MIN);
     let by_status = db.count_requests_by_status_since(since)?;
-    // Cancelled requests always carry ASK_CANCELLED and aborted ones ASK_ABORTED (the
-    // store writes no other code for them), so only rejections need reading by code.
+    // Cancelled requests always carry ASK_CANCELLED, aborted ones ASK_ABORTED and expired
+    // ones ASK_EXPIRED (the store writes no other code for them), so only rejections need
+    // reading by code.
     let mut by_code = db.count_rejections_by_code_since(since)?;
-    for (status, code) in [("cancelled", "ASK_CANCELLED"), ("aborted", "ASK_ABORTED")] {
+    for (status, code) in [
+        ("cancelled", "ASK_CANCELLED"),
+        ("aborted", "ASK_ABORTED"),
+        ("expired", "ASK_EXPIRED"),
+    ] {
         if let Some(n) = by_status.get(status).copied().filter(|n| *n > 0) {
             *by_code.entry(code.to_string()).or_insert(0) += n;
         }

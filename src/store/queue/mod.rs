@@ -11,8 +11,10 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod deliveries;
 pub mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;

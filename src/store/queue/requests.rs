@@ -78,7 +78,7 @@ pub fn accept(
     fallback_id: Option<&str>,
     source: &str,
 ) -> Result<Accepted> {
-    let n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
+    let mut n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
     // Re-delivery of the same request is accepted once; other content under the same id
     // is not. One lookup finds both the accepted request owning the id (if any) and
     // whether an earlier input with this id was rejected.
@@ -115,6 +115,24 @@ pub fn accept(
     }
     checked?;
     let lineage = env.lineage.into_inner();
+    // The operator's ladder policy of the context, under the asker's own (issue 29).
+    if let Some(policy) = db.context_ladder_policy(&n.context)? {
+        match serde_json::from_str::<crate::protocol::ladder::Ladder>(&policy) {
+            Ok(p) => {
+                n.ladder = crate::protocol::ladder::resolve_with_policy(
+                    n.request.ladder.as_deref(),
+                    &p,
+                    &n.request.questions,
+                    &n.context,
+                    n.deadline,
+                    crate::clock::to_timestamp(now),
+                )?;
+            }
+            Err(e) => {
+                tracing::warn!(context = %n.context, error = %e, "a context's ladder policy does not parse; ignored")
+            }
+        }
+    }
     if replaced_rejection {
         // An earlier rejection of this id must not publish its error outcome over this
         // request's (the file, if already written, is removed after the commit).
@@ -123,6 +141,8 @@ pub fn accept(
     let body = n.request.to_json();
     let deadline = n.deadline.map(crate::clock::from_timestamp);
     let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
+    let ladder = n.ladder.as_ref().map(|l| l.to_json());
+    let ladder_due_ms = n.ladder.as_ref().and_then(|l| l.next(0)).map(|(_, t)| t);
     let seq = db
         .insert_pending_request(&NewRequest {
             id: &n.id,
@@ -135,6 +155,8 @@ pub fn accept(
             require_provider: n.request.requires_provider(),
             deadline_ms: deadline,
             created_ms: now,
+            ladder: ladder.as_deref(),
+            ladder_due_ms,
         })?
         // Unreachable under the write lock (the id was looked up above); the index has
         // the last word all the same.
@@ -167,6 +189,24 @@ pub fn accept(
             _ => Actor::Asker,
         },
     };
+    // What was asked: the digest of the canonical request (the row's body must hash to
+    // it) and what the row keeps beside the body.
+    let mut data = serde_json::json!({
+        "context": n.context,
+        "source": source,
+        "questions": n.request.questions.len(),
+        "rowSeq": seq,
+        "digest": crate::protocol::digest::request_digest(&n.request),
+        "deadlineMs": deadline,
+        "lineage": lineage,
+    });
+    // The resolved ladder (issue 29), only on a request that has one: the row's `ladder`
+    // column must be this.
+    if let (Some(l), Some(map)) = (&n.ladder, data.as_object_mut()) {
+        let v = serde_json::to_value(l)
+            .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
+        map.insert("ladder".into(), v);
+    }
     db.append_event(
         now,
         NewEvent {
@@ -174,19 +214,17 @@ pub fn accept(
             request_id: Some(&n.id),
             agent_id,
             actor,
-            // What was asked: the digest of the canonical request (the row's body must
-            // hash to it) and what the row keeps beside the body.
-            data: serde_json::json!({
-                "context": n.context,
-                "source": source,
-                "questions": n.request.questions.len(),
-                "rowSeq": seq,
-                "digest": crate::protocol::digest::request_digest(&n.request),
-                "deadlineMs": deadline,
-                "lineage": lineage,
-            }),
+            data,
             lease_id: None,
         },
+    )?;
+    super::deliveries::notify(
+        db,
+        now,
+        EventKind::Accepted,
+        &n.id,
+        &n.context,
+        serde_json::json!({ "questions": questions_text(&n.request) }),
     )?;
     Ok(Accepted {
         id: n.id,
@@ -195,6 +233,11 @@ pub fn accept(
         status: Status::Pending,
         replaced_rejection,
     })
+}
+
+/// The questions' texts, for a delivery's body (the receiver shows them: untrusted text).
+pub fn questions_text(r: &Request) -> Vec<&str> {
+    r.questions.iter().map(|q| q.question.as_str()).collect()
 }
 
 /// What is known of an input that was rejected.

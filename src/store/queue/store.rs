@@ -16,11 +16,11 @@ use crate::error::{Error, Result};
 use crate::protocol::Outcome;
 use crate::store::driver::{Driver, FeedReads};
 use crate::store::{
-    AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
-    HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
-    ListFilter, OpenCounts, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Record,
-    Registered, RequestRow, Revoked, Stats, Store, Swept, TokenCredential, Verified, Wakeups,
-    WebToken,
+    AgentInfo, Anchor, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event, EventPage,
+    ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict,
+    Lease, LeaseInfo, LeaseRef, ListFilter, OpenCounts, Provided, ProviderAct, ProviderFile,
+    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Stats, Store, Swept,
+    TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The queue over one driver: every [`Store`] method is a rule of [`super`] run in a
@@ -175,6 +175,43 @@ impl<D: Driver> Store for Queue<D> {
 
     fn clock_now(&mut self) -> Result<Millis> {
         self.driver.now()
+    }
+
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        self.driver.set_context_ladders(policies)
+    }
+
+    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
+        self.driver.add_delivery_contexts(contexts)
+    }
+
+    fn deliveries_due(
+        &mut self,
+        contexts: &[String],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Delivery>> {
+        self.driver.deliveries_due(contexts, now, limit)
+    }
+
+    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
+        self.driver.next_delivery_due(contexts)
+    }
+
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
+        self.driver.mark_delivered(id, now)
+    }
+
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+        self.driver.mark_delivery_failed(id, next_ms, error)
+    }
+
+    fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>> {
+        self.driver.deliveries(request_id)
+    }
+
+    fn delivery_counts(&mut self) -> Result<DeliveryCounts> {
+        self.driver.delivery_counts()
     }
 
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {

@@ -15,6 +15,7 @@
 pub mod agents;
 pub mod audit;
 pub mod conn;
+pub mod deliveries;
 pub mod events;
 mod feed;
 pub mod history;

@@ -114,6 +114,43 @@ impl Driver for SqliteDriver {
         requests::next_due(&self.conn)
     }
 
+    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        requests::ladder::set_context_ladders(&mut self.conn, policies)
+    }
+
+    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
+        super::deliveries::add_contexts(&mut self.conn, contexts)
+    }
+
+    fn deliveries_due(
+        &mut self,
+        contexts: &[String],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<crate::store::Delivery>> {
+        super::deliveries::due(&self.conn, contexts, now, limit)
+    }
+
+    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
+        super::deliveries::next_due(&self.conn, contexts)
+    }
+
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
+        super::deliveries::mark_delivered(&self.conn, id, now)
+    }
+
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+        super::deliveries::mark_failed(&self.conn, id, next_ms, error)
+    }
+
+    fn deliveries(&mut self, request_id: &str) -> Result<Vec<crate::store::Delivery>> {
+        super::deliveries::of_request(&self.conn, request_id)
+    }
+
+    fn delivery_counts(&mut self) -> Result<crate::store::DeliveryCounts> {
+        super::deliveries::counts(&self.conn)
+    }
+
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
         requests::outbox_pending(&self.conn, after, limit as i64)
     }

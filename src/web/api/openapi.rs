@@ -256,7 +256,7 @@ pub fn document() -> Value {
         },
         "/api/v1/stream": {
             "get": {
-                "summary": "Server-sent events of the request lifecycle: event names accepted, claimed, released, answered, cancelled, aborted, expired (and lagged); data is a Change",
+                "summary": "Server-sent events of the request lifecycle: event names accepted, claimed, released, answered, cancelled, aborted, expired, escalated (and lagged); data is a Change",
                 "description": "A client that reconnects sends the last id: it saw as Last-Event-ID and first gets the changes it missed, from the event log, then the live ones, none twice. More than 4096 missed log positions end the replay with a lagged event ({\"missed\": N}).",
                 "security": [{"bearer": []}],
                 "parameters": [{

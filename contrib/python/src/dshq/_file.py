@@ -19,7 +19,7 @@ from .types import Ticket
 
 # The error codes an accepted request ends with; any other error outcome is the
 # rejection of some input (protocol section 8, rule 5).
-_FINAL_CODES = ("ASK_CANCELLED", "ASK_ABORTED")
+_FINAL_CODES = ("ASK_CANCELLED", "ASK_ABORTED", "ASK_EXPIRED")
 
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:

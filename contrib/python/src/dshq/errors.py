@@ -29,6 +29,7 @@ __all__ = [
     "DuplicateId",
     "BadAnswer",
     "AskCancelled",
+    "AskExpired",
     "DuplicateProvider",
     "LeaseExpired",
     "NotFound",
@@ -143,6 +144,12 @@ class AskCancelled(DshqError):
     """``ASK_CANCELLED``: The human (provider side) cancelled the request."""
 
     code = "ASK_CANCELLED"
+
+
+class AskExpired(DshqError):
+    """``ASK_EXPIRED``: Nobody answered: the request's ladder expired it (``ladder.expireAfter``)."""
+
+    code = "ASK_EXPIRED"
 
 
 class DuplicateProvider(DshqError):
@@ -300,6 +307,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     DuplicateId,
     BadAnswer,
     AskCancelled,
+    AskExpired,
     DuplicateProvider,
     LeaseExpired,
     NotFound,

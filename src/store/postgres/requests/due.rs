@@ -5,13 +5,16 @@ use postgres::GenericClient;
 use crate::clock::Millis;
 use crate::error::Result;
 
-/// The earliest time something falls due (a lease expiry, a deadline, an agent ttl).
+/// The earliest time something falls due (a lease expiry, a deadline, a ladder's next
+/// rung, an agent ttl).
 pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
     Ok(c.query_typed_one(
         "SELECT LEAST(
                  (SELECT MIN(expires_ms) FROM leases WHERE ended_ms IS NULL),
                  (SELECT MIN(deadline_ms) FROM requests
                    WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL),
+                 (SELECT MIN(ladder_due_ms) FROM requests
+                   WHERE status IN ('pending', 'claimed') AND ladder_due_ms IS NOT NULL),
                  (SELECT MIN(expires_ms) FROM agents
                    WHERE ended_ms IS NULL AND expires_ms IS NOT NULL))",
         &[],

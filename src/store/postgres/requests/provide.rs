@@ -59,7 +59,7 @@ impl<C: GenericClient> AnswerReads for PgRead<'_, C> {
 impl Tx<'_> {
     /// Whether a guarded update that makes an outcome due changed its row (`RETURNING
     /// origin`); if so, the asking root is woken at the commit.
-    fn outcome_of_row_due(&mut self, done: Option<postgres::Row>) -> Result<bool> {
+    pub(super) fn outcome_of_row_due(&mut self, done: Option<postgres::Row>) -> Result<bool> {
         let Some(row) = done else { return Ok(false) };
         self.outcome_due_for(row.try_get(0)?);
         Ok(true)

@@ -8,11 +8,12 @@ use crate::protocol::types::Decision;
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
-    r.decision, r.provider, r.error_code, r.error_message, r.edits";
+    r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
+    r.edits";
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 21;
+pub(super) const WIDTH: usize = 24;
 
 pub(super) fn row(r: &Row) -> Result<RequestRow> {
     let status: String = r.try_get(3)?;
@@ -40,7 +41,10 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
         provider: r.try_get(17)?,
         error_code: r.try_get(18)?,
         error_message: r.try_get(19)?,
-        edits: r.try_get(20)?,
+        ladder: r.try_get(20)?,
+        ladder_done: r.try_get(21)?,
+        decided_by: r.try_get(22)?,
+        edits: r.try_get(23)?,
     })
 }
 

@@ -88,8 +88,8 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
         self.0
             .prepare_cached(
                 "INSERT INTO requests (id, context, status, agent_id, agent_instance, agent_lineage, body, source,
-                                       require_provider, deadline_ms, created_ms)
-                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                       require_provider, deadline_ms, created_ms, ladder, ladder_due_ms)
+                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?
             .execute(params![
                 r.id,
@@ -101,7 +101,9 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
                 r.source,
                 r.require_provider,
                 r.deadline_ms,
-                r.created_ms
+                r.created_ms,
+                r.ladder,
+                r.ladder_due_ms
             ])?;
         Ok(Some(self.0.last_insert_rowid()))
     }

@@ -15,6 +15,7 @@
 
 pub mod ask;
 pub mod due;
+pub mod ladder;
 pub mod outbox;
 pub mod provide;
 pub mod reads;

@@ -12,7 +12,8 @@ pub(super) const LEASE_LIVE: &str =
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
-    r.decision, r.provider, r.error_code, r.error_message, r.edits";
+    r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
+    r.edits";
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
@@ -39,6 +40,9 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         provider: r.get(17)?,
         error_code: r.get(18)?,
         error_message: r.get(19)?,
-        edits: r.get(20)?,
+        ladder: r.get(20)?,
+        ladder_done: r.get(21)?,
+        decided_by: r.get(22)?,
+        edits: r.get(23)?,
     })
 }
