@@ -331,7 +331,7 @@ impl Store for PgStore {
             false,
             |t, _| {
                 let origin = t.origin;
-                export::import(&mut t.tx, origin, records)
+                export::import(t.tx.client()?, origin, records)
             },
         )
     }
