@@ -53,7 +53,7 @@ impl Tx<'_> {
     }
 
     fn delete_upto(&mut self, sql: &str, upto: i64) -> Result<u64> {
-        Ok(self.tx.execute(sql, &[&upto])?)
+        self.tx.execute(sql, &[&upto])
     }
 }
 

@@ -180,11 +180,11 @@ impl AnswerStatements for Tx<'_> {
         // what came after.
         self.tx.flush()?;
         self.answer_file_mark = self.mark();
-        Ok(self.tx.batch_execute("SAVEPOINT answer_file")?)
+        self.tx.batch_execute("SAVEPOINT answer_file")
     }
 
     fn release_answer_file(&mut self) -> Result<()> {
-        Ok(self.tx.batch_execute("RELEASE SAVEPOINT answer_file")?)
+        self.tx.batch_execute("RELEASE SAVEPOINT answer_file")
     }
 
     fn rollback_answer_file(&mut self) -> Result<()> {
