@@ -5,7 +5,10 @@
 //!
 //! A [`Tx`] is also the write's context: the events its rule appends are staged here and
 //! chained only when it commits ([`super::events::flush`], under [`CHAIN_LOCK`]), and the
-//! locks it took are remembered, so a statement that needs one takes it once.
+//! locks it took are remembered, so a statement that needs one takes it once. Its new
+//! request and question rows are held by its [`Session`], the only way to the
+//! transaction, which sends them before any other statement and at the commit
+//! ([`super::session`]).
 
 use std::path::Path;
 
