@@ -1085,3 +1085,83 @@ fn writes_in_other_contexts_do_not_wait_for_an_open_write_and_every_wait_is_boun
     let v = store.verify(&[]).unwrap();
     assert!(v.broken.is_none(), "{v:?}");
 }
+
+/// The rows a write holds are sent before any other statement of it: a file that replaces
+/// a rejection of its id in the same batch clears that rejection's outbox flag in the
+/// table (the outbox read hides a stale flag, so this is checked in SQL).
+#[test]
+fn a_batch_clears_the_outbox_flag_of_its_own_held_rejection() {
+    use dshq::store::InboxInput;
+    let url = fresh();
+    let mut store = open(&url);
+    let file = |name: &str, body: serde_json::Value| InboxInput::Request {
+        name: name.into(),
+        stem: name.trim_end_matches(".json").into(),
+        raw: body.to_string(),
+        request: serde_json::from_value(body).unwrap(),
+        mtime: 0,
+    };
+    store
+        .ingest(vec![
+            file("x1.json", json!({"id": "x", "questions": []})),
+            file(
+                "x2.json",
+                json!({"id": "x", "questions": [{"id": "db", "question": "Which?",
+                        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]}),
+            ),
+        ])
+        .unwrap();
+    let c = store.client().unwrap();
+    let flagged: i64 = c
+        .query_one(
+            "SELECT count(*) FROM requests WHERE id = 'x' AND status = 'rejected' AND outbox_pending",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM requests WHERE id = 'x'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!((rows, flagged), (2, 0));
+}
+
+/// A held request row whose id an accepted row already holds fails the whole write when
+/// it is sent (the unique index has the last word), and leaves nothing: not the row, not
+/// its questions, not the rows held beside it.
+#[test]
+fn a_held_row_with_a_taken_id_fails_its_whole_write() {
+    use dshq::store::driver::requests::NewRequest;
+    use dshq::store::driver::RequestStatements;
+    use dshq::store::postgres::tx::Tx;
+    let url = fresh();
+    let mut store = open(&url);
+    ask(&mut store, "taken", "default");
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let row = |id: &'static str| NewRequest {
+        id,
+        context: "default",
+        agent_id: None,
+        agent_instance: None,
+        agent_lineage: None,
+        body: "{}",
+        source: "cli",
+        require_provider: false,
+        deadline_ms: None,
+        created_ms: 1,
+    };
+    let e = {
+        let mut t = Tx::begin(c.transaction().unwrap(), None, None);
+        t.lock_row_numbers().unwrap();
+        // No lookup first, as no rule of the queue would: both are held, numbered 2 and 3.
+        assert_eq!(t.insert_pending_request(&row("fresh")).unwrap(), Some(2));
+        assert_eq!(t.insert_pending_request(&row("taken")).unwrap(), Some(3));
+        t.tx.commit().unwrap_err()
+    };
+    assert!(e.to_string().contains("requests_id"), "{e}");
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM requests", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "only the first ask's row");
+}

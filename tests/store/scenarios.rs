@@ -902,4 +902,91 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
     // The record check agrees with all of it.
     let verified = store.verify(&[]).unwrap();
     assert_eq!(verified.broken, None, "{verified:?}");
+/// A batch's new rows are seen by every later statement of its write, whenever the driver
+/// sends them: a file that replaces a rejection of its id earlier in the same batch clears
+/// that rejection's error outcome; the rows of batches and asks are numbered one after the
+/// other without gaps, in the order of their `accepted`/`rejected` events; and the chain
+/// and the records verify.
+pub fn a_batch_sees_its_own_new_rows_and_numbers_them_without_gaps<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    use dshq::store::{InboxInput, InboxVerdict};
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask(&mut store, "before");
+    clock.advance(10);
+    let verdicts = store
+        .ingest(vec![
+            // No questions: rejected under its id, with an error outcome due...
+            inbox_file(
+                "x1.json",
+                json!({"id": "x", "questions": []}),
+                clock.now() - 1,
+            ),
+            // ...until a good file takes the id, in the same batch.
+            inbox_file("x2.json", one_question("x", "Which?"), clock.now() - 1),
+            // A rejection whose id stays free keeps its error outcome.
+            inbox_file(
+                "y.json",
+                json!({"id": "y", "questions": []}),
+                clock.now() - 1,
+            ),
+            inbox_file("z.json", one_question("z", "Which?"), clock.now() - 1),
+            InboxInput::Abort {
+                name: "z.abort".into(),
+                id: "z".into(),
+                reason: None,
+            },
+        ])
+        .unwrap();
+    assert!(
+        matches!(verdicts[0], InboxVerdict::Rejected(_)),
+        "{verdicts:?}"
+    );
+    assert!(
+        matches!(&verdicts[1], InboxVerdict::Accepted { id, replaced_rejection: true, .. } if id == "x"),
+        "{verdicts:?}"
+    );
+    assert!(
+        matches!(verdicts[2], InboxVerdict::Rejected(_)),
+        "{verdicts:?}"
+    );
+    assert!(
+        matches!(&verdicts[4], InboxVerdict::Aborted(id) if id == "z"),
+        "{verdicts:?}"
+    );
+    let due: Vec<String> = store
+        .outbox_pending(0, 1_000)
+        .unwrap()
+        .iter()
+        .map(|(_, o)| o.id().to_string())
+        .collect();
+    assert!(
+        !due.contains(&"x".to_string()),
+        "x's stale rejection: {due:?}"
+    );
+    assert!(due.contains(&"y".to_string()), "{due:?}");
+    assert!(due.contains(&"z".to_string()), "{due:?}");
+    clock.advance(10);
+    ask(&mut store, "after");
+    // Every row, accepted or rejected, numbered 1.. in order.
+    let mut seqs: Vec<(i64, Option<String>)> = Vec::new();
+    for status in [None, Some(Status::Rejected)] {
+        let rows = store
+            .list(&ListFilter {
+                status,
+                ..Default::default()
+            })
+            .unwrap();
+        seqs.extend(rows.into_iter().map(|r| (r.seq, r.id)));
+    }
+    seqs.sort();
+    seqs.dedup();
+    let expected: Vec<(i64, Option<String>)> = ["before", "x", "x", "y", "z", "after"]
+        .iter()
+        .zip(1..)
+        .map(|(id, seq)| (seq, Some(id.to_string())))
+        .collect();
+    assert_eq!(seqs, expected);
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
 }

@@ -114,7 +114,10 @@ pub trait RequestStatements {
     fn unset_outbox_of_rejections_of_id(&mut self, id: &str) -> Result<()>;
 
     /// Insert a `pending` request; its seq, or `None` when the id is taken (the unique
-    /// index said no).
+    /// index said no). A driver that holds its new rows and sends them later (PostgreSQL)
+    /// numbers the row at once and lets the index refuse a taken id when it sends them,
+    /// failing the whole write: the rules call this only after looking the id up under
+    /// [`RequestStatements::lock_row_numbers`], so neither happens in a rule.
     fn insert_pending_request(&mut self, r: &NewRequest<'_>) -> Result<Option<i64>>;
 
     /// Insert one question of a request.

@@ -84,15 +84,15 @@ impl<C: GenericClient> AgentReads for PgRead<'_, C> {
 
 impl AgentReads for Tx<'_> {
     fn live_agent_row(&mut self, id: &str, now: Millis) -> Result<Option<LiveAgentRow>> {
-        PgRead(&mut self.tx).live_agent_row(id, now)
+        PgRead(self.tx.beside_held()).live_agent_row(id, now)
     }
 
     fn agent_instance_row(&mut self, id: &str, instance: &str) -> Result<Option<AgentRow>> {
-        PgRead(&mut self.tx).agent_instance_row(id, instance)
+        PgRead(self.tx.beside_held()).agent_instance_row(id, instance)
     }
 
     fn agent_rows(&mut self, not_ended_only: bool) -> Result<Vec<AgentRow>> {
-        PgRead(&mut self.tx).agent_rows(not_ended_only)
+        PgRead(self.tx.client()?).agent_rows(not_ended_only)
     }
 }
 

@@ -432,7 +432,7 @@ impl Db {
             .execute_typed(LockMode::Shared.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
         let now = match clock {
             Some(c) => c(),
-            None => db_now(&mut tx.tx)?,
+            None => db_now(tx.tx.client()?)?,
         };
         // Nothing a view does is published: its events stay staged and are dropped.
         match sweep(&mut tx, now) {
@@ -473,13 +473,13 @@ fn run<T>(
         .execute_typed(mode.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
     let now = match clock {
         Some(c) => c(),
-        None => db_now(&mut tx.tx)?,
+        None => db_now(tx.tx.client()?)?,
     };
     let mut swept = false;
-    if sweep_first && is_due(&mut tx.tx, now)? {
+    if sweep_first && is_due(tx.tx.client()?, now)? {
         swept = !sweep(&mut tx, now)?.is_empty();
     }
-    super::requests::ask::flush_questions(&mut tx)?;
+    // Sends what the sweep held, so the mark holds none.
     tx.tx.batch_execute("SAVEPOINT work")?;
     let mark = tx.mark();
     match f(&mut tx, now) {
@@ -490,14 +490,12 @@ fn run<T>(
         }
         Err(e) => {
             if swept {
+                // What was held since is forgotten before the rollback's statement.
+                tx.rolled_back_to(mark);
                 let kept = tx
                     .tx
                     .batch_execute("ROLLBACK TO SAVEPOINT work")
-                    .map_err(Error::from)
-                    .and_then(|()| {
-                        tx.rolled_back_to(mark);
-                        commit(tx)
-                    });
+                    .and_then(|()| commit(tx));
                 if let Err(k) = kept {
                     tracing::warn!(error = %k, "could not keep the sweep of a failed write");
                 }
@@ -510,7 +508,9 @@ fn run<T>(
 /// Chain the staged events, notify the hosts that need to wake (see
 /// [`super::wakeups`]), commit, and publish the head.
 fn commit(mut tx: Tx<'_>) -> Result<()> {
-    super::requests::ask::flush_questions(&mut tx)?;
+    // The held rows first (the requests' inserts, the heaviest statement of a batch, before
+    // the chain lock is taken), then the chain.
+    tx.tx.flush()?;
     super::events::flush(&mut tx)?;
     let mut channels: Vec<String> = tx
         .outcomes_for

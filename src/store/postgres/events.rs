@@ -92,7 +92,9 @@ pub fn flush(t: &mut Tx<'_>) -> Result<Option<i64>> {
         None => (0, GENESIS.to_string()),
     };
     let key = match t.root {
-        Some(d) => Some(key_for_append(d, seq + 1, || newest_is_keyed(&mut t.tx))?),
+        Some(d) => Some(key_for_append(d, seq + 1, || {
+            newest_is_keyed(t.tx.client()?)
+        })?),
         None => None,
     };
     let n = t.staged.len();

@@ -44,15 +44,15 @@ impl<C: GenericClient> FeedReads for PgRead<'_, C> {
 
 impl FeedReads for Tx<'_> {
     fn events_head(&mut self) -> Result<i64> {
-        PgRead(&mut self.tx).events_head()
+        PgRead(self.tx.client()?).events_head()
     }
 
     fn events_upto(&mut self, after: i64, limit: usize) -> Result<i64> {
-        PgRead(&mut self.tx).events_upto(after, limit)
+        PgRead(self.tx.client()?).events_upto(after, limit)
     }
 
     fn events_between(&mut self, after: i64, upto: i64) -> Result<Vec<Event>> {
-        PgRead(&mut self.tx).events_between(after, upto)
+        PgRead(self.tx.client()?).events_between(after, upto)
     }
 
     fn event_requests(
@@ -62,14 +62,14 @@ impl FeedReads for Tx<'_> {
         kinds: &[&str],
         filter: &ListFilter,
     ) -> Result<Vec<(i64, RequestRow)>> {
-        PgRead(&mut self.tx).event_requests(after, upto, kinds, filter)
+        PgRead(self.tx.client()?).event_requests(after, upto, kinds, filter)
     }
 
     fn open_requests(&mut self, context: Option<&str>) -> Result<Vec<RequestRow>> {
-        PgRead(&mut self.tx).open_requests(context)
+        PgRead(self.tx.client()?).open_requests(context)
     }
 
     fn open_ids(&mut self, ids: Option<&[&str]>) -> Result<Vec<String>> {
-        PgRead(&mut self.tx).open_ids(ids)
+        PgRead(self.tx.client()?).open_ids(ids)
     }
 }

@@ -37,6 +37,7 @@ pub mod events;
 mod feed;
 pub mod leases;
 pub mod requests;
+pub mod session;
 mod store;
 pub mod tls;
 pub mod tx;

@@ -53,7 +53,7 @@ impl Tx<'_> {
     }
 
     fn delete_upto(&mut self, sql: &str, upto: i64) -> Result<u64> {
-        Ok(self.tx.execute(sql, &[&upto])?)
+        self.tx.execute(sql, &[&upto])
     }
 }
 
@@ -66,7 +66,7 @@ impl PruneStatements for Tx<'_> {
     }
 
     fn newest_checkpoint_data(&mut self) -> Result<Option<serde_json::Value>> {
-        events::newest_checkpoint_data(&mut self.tx)
+        events::newest_checkpoint_data(self.tx.client()?)
     }
 
     fn oldest_event_seq(&mut self) -> Result<Option<i64>> {
@@ -78,14 +78,14 @@ impl PruneStatements for Tx<'_> {
 
     fn walk_events_with_request_rows(&mut self, visit: WalkVisit<'_>) -> Result<()> {
         let mut evs = Cursor::open(
-            &mut self.tx,
+            self.tx.client()?,
             "SELECT seq, at_ms, kind, request_id, data, hash FROM events ORDER BY seq",
         )?;
         let mut rows = Cursor::open(
-            &mut self.tx,
+            self.tx.client()?,
             "SELECT seq, id, status, finished_ms, outbox_pending FROM requests ORDER BY seq",
         )?;
-        while let Some(e) = evs.next(&mut self.tx)? {
+        while let Some(e) = evs.next(self.tx.client()?)? {
             let e = WalkEvent {
                 seq: e.try_get(0)?,
                 at_ms: e.try_get(1)?,
@@ -94,7 +94,7 @@ impl PruneStatements for Tx<'_> {
                 data: e.try_get(4)?,
                 hash: e.try_get(5)?,
             };
-            let tx = &mut self.tx;
+            let tx = self.tx.client()?;
             let rows = &mut rows;
             let mut next_row = || -> Result<Option<WalkRow>> {
                 let Some(r) = rows.next(tx)? else {
@@ -116,15 +116,15 @@ impl PruneStatements for Tx<'_> {
     }
 
     fn export_requests_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::export::export_upto(&mut self.tx, "request", "seq", upto, sink)
+        super::export::export_upto(self.tx.client()?, "request", "seq", upto, sink)
     }
 
     fn export_questions_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::export::export_upto(&mut self.tx, "question", "request_seq", upto, sink)
+        super::export::export_upto(self.tx.client()?, "question", "request_seq", upto, sink)
     }
 
     fn export_events_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::export::export_upto(&mut self.tx, "event", "seq", upto, sink)
+        super::export::export_upto(self.tx.client()?, "event", "seq", upto, sink)
     }
 
     fn count_requests_upto(&mut self, upto: i64) -> Result<u64> {

@@ -244,7 +244,7 @@ impl Driver for PgDriver {
             false,
             |t, _| {
                 let origin = t.origin;
-                export::import(&mut t.tx, origin, records)
+                export::import(t.tx.client()?, origin, records)
             },
         )
     }

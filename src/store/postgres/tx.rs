@@ -5,12 +5,17 @@
 //!
 //! A [`Tx`] is also the write's context: the events its rule appends are staged here and
 //! chained only when it commits ([`super::events::flush`], under [`CHAIN_LOCK`]), and the
-//! locks it took are remembered, so a statement that needs one takes it once.
+//! locks it took are remembered, so a statement that needs one takes it once. Its new
+//! request and question rows are held by its [`Session`], the only way to the
+//! transaction, which sends them before any other statement and at the commit
+//! ([`super::session`]).
 
 use std::path::Path;
 
 use postgres::types::Type;
 use postgres::Transaction;
+
+use super::session::{Held, Session};
 
 use crate::clock::Millis;
 use crate::error::Result;
@@ -46,60 +51,6 @@ pub struct Staged {
     pub actor: String,
     /// Its data (JSON text).
     pub data: String,
-}
-
-/// Question rows inserted by a transaction and not yet sent, as columns: sent as one
-/// multi-row insert at the commit, or before a statement of the same transaction that
-/// touches the questions ([`super::requests::ask::flush_questions`]). Nothing else reads
-/// them inside a write, so a batch of asks costs one statement for all its questions.
-#[derive(Debug, Default)]
-pub struct QuestionColumns {
-    /// `request_seq`.
-    pub request_seq: Vec<i64>,
-    /// `idx`.
-    pub idx: Vec<i64>,
-    /// `qid`.
-    pub qid: Vec<String>,
-    /// `question`.
-    pub question: Vec<String>,
-    /// `header`.
-    pub header: Vec<Option<String>>,
-    /// `detail`.
-    pub detail: Vec<Option<String>>,
-    /// `multi_select`.
-    pub multi_select: Vec<bool>,
-    /// `intent_kind`.
-    pub intent_kind: Vec<Option<String>>,
-    /// `intent_approve`.
-    pub intent_approve: Vec<Option<String>>,
-    /// `options` (JSON).
-    pub options: Vec<String>,
-}
-
-impl QuestionColumns {
-    /// How many rows are held.
-    pub fn len(&self) -> usize {
-        self.request_seq.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.request_seq.is_empty()
-    }
-
-    /// Forget the rows after the first `n`.
-    pub fn truncate(&mut self, n: usize) {
-        self.request_seq.truncate(n);
-        self.idx.truncate(n);
-        self.qid.truncate(n);
-        self.question.truncate(n);
-        self.header.truncate(n);
-        self.detail.truncate(n);
-        self.multi_select.truncate(n);
-        self.intent_kind.truncate(n);
-        self.intent_approve.truncate(n);
-        self.options.truncate(n);
-    }
 }
 
 /// The request rows of the ids a batch of asks will look up, read in one statement before
@@ -142,15 +93,16 @@ pub struct IdRowCopy {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Mark {
     events: usize,
-    questions: usize,
+    held: Held,
 }
 
 /// One write transaction, with what the functions of this backend need beside it: the
 /// root (where `audit.key` and `audit.head` live), the origin a new request records, the
 /// events staged for the chain and the locks taken.
 pub struct Tx<'c> {
-    /// The transaction itself.
-    pub tx: Transaction<'c>,
+    /// The transaction itself, holding new request and question rows until a statement
+    /// or the commit needs them sent ([`Session`]).
+    pub tx: Session<'c>,
     /// The root dir of this host, when it has one.
     pub root: Option<&'c Path>,
     /// The root that asks, recorded on new requests (`requests.origin`).
@@ -162,8 +114,6 @@ pub struct Tx<'c> {
     pub(super) outcomes_for: std::collections::BTreeSet<String>,
     /// The events appended and not yet inserted, oldest first.
     pub(super) staged: Vec<Staged>,
-    /// The question rows inserted and not yet sent.
-    pub(super) questions: QuestionColumns,
     /// The rows of the ids a batch of asks preloaded, while they are current.
     pub(super) id_rows: Option<IdRows>,
     /// The head the inserted events left, published to `audit.head` after the commit.
@@ -182,13 +132,12 @@ impl<'c> Tx<'c> {
     /// it staged; a tool or test that makes its own commits only what it wrote itself.
     pub fn begin(tx: Transaction<'c>, root: Option<&'c Path>, origin: Option<&'c str>) -> Tx<'c> {
         Tx {
-            tx,
+            tx: Session::new(tx),
             root,
             origin,
             appended: false,
             outcomes_for: std::collections::BTreeSet::new(),
             staged: Vec::new(),
-            questions: QuestionColumns::default(),
             id_rows: None,
             head: None,
             chain_locked: false,
@@ -236,18 +185,19 @@ impl<'c> Tx<'c> {
     pub fn mark(&self) -> Mark {
         Mark {
             events: self.staged.len(),
-            questions: self.questions.len(),
+            held: self.tx.held(),
         }
     }
 
-    /// After a rollback to a savepoint taken at `mark`: what was staged since is gone
-    /// with it. (Question rows are sent before a savepoint is taken, so those held at a
-    /// rollback all came after it; events are only sent at the commit.)
+    /// Before (or after) a rollback to a savepoint taken at `mark`: what was staged and
+    /// held since is gone with it. (Held rows are sent before a savepoint is taken, so
+    /// those held at a rollback all came after it; events are only sent at the commit.)
+    /// Call it before the rollback's statement, which would otherwise send them first.
     pub fn rolled_back_to(&mut self, mark: Mark) {
         // Rows inserted since may be in the copy: read the table again.
         self.id_rows = None;
         self.staged.truncate(mark.events);
-        self.questions.truncate(mark.questions);
+        self.tx.forget_since(mark.held);
     }
 }
 

@@ -13,40 +13,15 @@ use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewReques
 use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
 pub use crate::store::queue::requests::Rejection;
 
-// A new row's position (`requests.seq`) is the largest + 1, taken under the row-number lock,
-// as SQLite numbers its rows: an identity would leave a gap for every rolled-back insert,
-// and the positions are in the events (`rowSeq`), the feeds and the export, which must
-// read the same on both backends. (The identity stays the column's default for tools.)
+// A new row's position (`requests.seq`) is the largest + 1, counted under the row-number
+// lock, as SQLite numbers its rows: an identity would leave a gap for every rolled-back
+// insert, and the positions are in the events (`rowSeq`), the feeds and the export, which
+// must read the same on both backends. (The identity stays the column's default for tools.)
 //
-// The statements of an accept are sent with their parameter types (one round trip each,
-// under the write lock).
-
-/// Send the question rows `t` holds, in one statement (nothing when it holds none).
-pub fn flush_questions(t: &mut Tx<'_>) -> Result<()> {
-    if t.questions.is_empty() {
-        return Ok(());
-    }
-    let c = std::mem::take(&mut t.questions);
-    t.tx.execute_typed(
-        "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
-                                intent_kind, intent_approve, options)
-         SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::text[], $4::text[], $5::text[],
-                              $6::text[], $7::bool[], $8::text[], $9::text[], $10::text[])",
-        &[
-            (&c.request_seq, Type::INT8_ARRAY),
-            (&c.idx, Type::INT8_ARRAY),
-            (&c.qid, Type::TEXT_ARRAY),
-            (&c.question, Type::TEXT_ARRAY),
-            (&c.header, Type::TEXT_ARRAY),
-            (&c.detail, Type::TEXT_ARRAY),
-            (&c.multi_select, Type::BOOL_ARRAY),
-            (&c.intent_kind, Type::TEXT_ARRAY),
-            (&c.intent_approve, Type::TEXT_ARRAY),
-            (&c.options, Type::TEXT_ARRAY),
-        ],
-    )?;
-    Ok(())
-}
+// New rows (requests, accepted or rejected, and questions) are held by the transaction and
+// sent together before its next statement or its commit ([`crate::store::postgres::session`]):
+// an inbox batch's rows cost one statement, not one a file. The lookups of a batch are
+// served from its preloaded copy ([`IdRows`]), kept current by the held inserts.
 
 impl crate::store::driver::RequestStatements for Tx<'_> {
     fn lock_row_numbers(&mut self) -> Result<()> {
@@ -119,33 +94,32 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn insert_pending_request(&mut self, r: &NewRequest<'_>) -> Result<Option<i64>> {
-        let inserted = self.tx.query_typed_opt(
-            // The position is the largest + 1, under the row-number lock (see above).
-            "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage, body, source,
-                                   require_provider, deadline_ms, created_ms, origin, ladder, ladder_due_ms)
-             VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
-                     $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-             ON CONFLICT (id) WHERE status <> 'rejected' DO NOTHING RETURNING seq",
-            &[
-                (&r.id, Type::TEXT),
-                (&r.context, Type::TEXT),
-                (&r.agent_id, Type::TEXT),
-                (&r.agent_instance, Type::TEXT),
-                (&r.agent_lineage, Type::TEXT),
-                (&r.body, Type::TEXT),
-                (&r.source, Type::TEXT),
-                (&r.require_provider, Type::BOOL),
-                (&r.deadline_ms, Type::INT8),
-                (&r.created_ms, Type::INT8),
-                (&self.origin, Type::TEXT),
-                (&r.ladder, Type::TEXT),
-                (&r.ladder_due_ms, Type::INT8),
-            ],
-        );
-        let Some(row) = inserted? else {
-            return Ok(None);
-        };
-        let seq: i64 = row.try_get(0)?;
+        // Held, numbered under the row-number lock (see above). The id was looked up under
+        // that lock; the unique index still refuses a taken one, when the rows are sent,
+        // and the whole write with it.
+        self.lock_rows()?;
+        let seq = self.tx.next_request_seq()?;
+        let origin = self.origin.map(str::to_string);
+        let c = &mut self.tx.requests;
+        c.seq.push(seq);
+        c.id.push(Some(r.id.to_string()));
+        c.context.push(r.context.to_string());
+        c.status.push("pending");
+        c.agent_id.push(r.agent_id.map(str::to_string));
+        c.agent_instance.push(r.agent_instance.map(str::to_string));
+        c.agent_lineage.push(r.agent_lineage.map(str::to_string));
+        c.body.push(r.body.to_string());
+        c.source.push(r.source.to_string());
+        c.require_provider.push(r.require_provider);
+        c.deadline_ms.push(r.deadline_ms);
+        c.created_ms.push(r.created_ms);
+        c.finished_ms.push(None);
+        c.error_code.push(None);
+        c.error_message.push(None);
+        c.outbox_pending.push(false);
+        c.origin.push(origin);
+        c.ladder.push(r.ladder.map(str::to_string));
+        c.ladder_due_ms.push(r.ladder_due_ms);
         if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(r.id)) {
             copy.rows.push(IdRowCopy {
                 seq,
@@ -163,8 +137,8 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
-        // Held, and sent with the others in one statement (see `QuestionColumns`).
-        let c = &mut self.questions;
+        // Held, and sent with the request rows in one statement (see above).
+        let c = &mut self.tx.questions;
         c.request_seq.push(q.request_seq);
         c.idx.push(q.idx);
         c.qid.push(q.qid.to_string());
@@ -179,7 +153,13 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn accepted_request_exists(&mut self, id: &str) -> Result<bool> {
-        Ok(get(&mut self.tx, id)?.is_some())
+        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
+            return Ok(copy
+                .rows
+                .iter()
+                .any(|r| r.id == id && r.status != "rejected"));
+        }
+        Ok(get(self.tx.client()?, id)?.is_some())
     }
 
     fn rejection_exists(
@@ -189,6 +169,15 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         body: &str,
         code: &str,
     ) -> Result<bool> {
+        if let Some(copy) = id.and_then(|i| self.id_rows.as_ref().filter(|c| c.ids.contains(i))) {
+            return Ok(copy.rows.iter().any(|r| {
+                Some(r.id.as_str()) == id
+                    && r.status == "rejected"
+                    && r.source == source
+                    && r.body == body
+                    && r.error_code.as_deref() == Some(code)
+            }));
+        }
         Ok(self
             .tx
             .query_opt(
@@ -204,25 +193,30 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
             let origin = self.origin.map(str::to_string);
             self.outcome_due_for(origin);
         }
-        let seq: i64 = self
-            .tx
-            .query_one(
-                "INSERT INTO requests (seq, id, context, status, body, source, created_ms, finished_ms, error_code, error_message, outbox_pending, origin)
-                 VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
-                         $1, $2, 'rejected', $3, $4, $5, $5, $6, $7, $8, $9) RETURNING seq",
-                &[
-                    &r.id,
-                    &r.context,
-                    &r.body,
-                    &r.source,
-                    &r.now,
-                    &r.error_code,
-                    &r.error_message,
-                    &r.outbox_pending,
-                    &self.origin,
-                ],
-            )?
-            .try_get(0)?;
+        // Held and numbered as a pending row is (see `insert_pending_request`).
+        self.lock_rows()?;
+        let seq = self.tx.next_request_seq()?;
+        let origin = self.origin.map(str::to_string);
+        let c = &mut self.tx.requests;
+        c.seq.push(seq);
+        c.id.push(r.id.map(str::to_string));
+        c.context.push(r.context.to_string());
+        c.status.push("rejected");
+        c.agent_id.push(None);
+        c.agent_instance.push(None);
+        c.agent_lineage.push(None);
+        c.body.push(r.body.to_string());
+        c.source.push(r.source.to_string());
+        c.require_provider.push(false);
+        c.deadline_ms.push(None);
+        c.created_ms.push(r.now);
+        c.finished_ms.push(Some(r.now));
+        c.error_code.push(Some(r.error_code.to_string()));
+        c.error_message.push(Some(r.error_message.to_string()));
+        c.outbox_pending.push(r.outbox_pending);
+        c.origin.push(origin);
+        c.ladder.push(None);
+        c.ladder_due_ms.push(None);
         if let Some(id) = r.id {
             if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(id)) {
                 copy.rows.push(IdRowCopy {

@@ -68,7 +68,7 @@ impl Tx<'_> {
 
 impl AnswerStatements for Tx<'_> {
     fn answer_target(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        get(&mut self.tx, id)
+        get(self.tx.client()?, id)
     }
 
     fn oldest_pending_id(&mut self, context: &str) -> Result<Option<String>> {
@@ -134,7 +134,6 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()> {
-        super::ask::flush_questions(self)?;
         self.tx.execute_typed(
             "UPDATE questions SET selected = $1, custom = $2, decision = $3 WHERE request_seq = $4 AND idx = $5",
             &[
@@ -179,20 +178,23 @@ impl AnswerStatements for Tx<'_> {
     }
 
     fn savepoint_answer_file(&mut self) -> Result<()> {
-        super::ask::flush_questions(self)?;
+        // Held rows go first: the mark then holds none, and a rollback forgets only
+        // what came after.
+        self.tx.flush()?;
         self.answer_file_mark = self.mark();
-        Ok(self.tx.batch_execute("SAVEPOINT answer_file")?)
+        self.tx.batch_execute("SAVEPOINT answer_file")
     }
 
     fn release_answer_file(&mut self) -> Result<()> {
-        Ok(self.tx.batch_execute("RELEASE SAVEPOINT answer_file")?)
+        self.tx.batch_execute("RELEASE SAVEPOINT answer_file")
     }
 
     fn rollback_answer_file(&mut self) -> Result<()> {
-        self.tx
-            .batch_execute("ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file")?;
+        // Forget what was held since first: the rollback's statement would send it.
         let mark = self.answer_file_mark;
         self.rolled_back_to(mark);
+        self.tx
+            .batch_execute("ROLLBACK TO SAVEPOINT answer_file; RELEASE SAVEPOINT answer_file")?;
         Ok(())
     }
 }
