@@ -902,6 +902,8 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
     // The record check agrees with all of it.
     let verified = store.verify(&[]).unwrap();
     assert_eq!(verified.broken, None, "{verified:?}");
+}
+
 /// A batch's new rows are seen by every later statement of its write, whenever the driver
 /// sends them: a file that replaces a rejection of its id earlier in the same batch clears
 /// that rejection's error outcome; the rows of batches and asks are numbered one after the
