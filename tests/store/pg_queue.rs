@@ -1149,6 +1149,8 @@ fn a_held_row_with_a_taken_id_fails_its_whole_write() {
         require_provider: false,
         deadline_ms: None,
         created_ms: 1,
+        ladder: None,
+        ladder_due_ms: None,
     };
     let e = {
         let mut t = Tx::begin(c.transaction().unwrap(), None, None);
