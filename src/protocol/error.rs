@@ -77,6 +77,14 @@ pub enum Code {
     /// An MCP `requestState` this server did not issue to this caller for this call
     /// (forged, altered, expired or another caller's), or one already used (a replay).
     BadReviewState,
+    /// A reviewer voted on a request with a quorum that they asked themselves (by name,
+    /// on any face): the asker's own vote never counts.
+    OwnRequest,
+    /// A reviewer outside a request's quorum group voted on it.
+    NotInGroup,
+    /// A reviewer voted again on a request with a quorum, for another answer: a vote
+    /// cannot change (the same answer again is counted once).
+    AlreadyVoted,
 }
 
 impl Code {
@@ -111,6 +119,9 @@ impl Code {
             Code::TooLarge => "TOO_LARGE",
             Code::NoRoot => "NO_ROOT",
             Code::BadReviewState => "BAD_REVIEW_STATE",
+            Code::OwnRequest => "OWN_REQUEST",
+            Code::NotInGroup => "NOT_IN_GROUP",
+            Code::AlreadyVoted => "ALREADY_VOTED",
         }
     }
 
@@ -146,7 +157,8 @@ impl Code {
             Code::DaemonRunning => 11,
             Code::UnsafeRoot => 12,
             Code::Unauthorized => 13,
-            Code::Forbidden | Code::TooLarge => 14,
+            Code::Forbidden | Code::TooLarge | Code::OwnRequest | Code::NotInGroup => 14,
+            Code::AlreadyVoted => 6,
             Code::NoRoot => 15,
         }
     }

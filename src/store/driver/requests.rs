@@ -40,6 +40,8 @@ pub struct NewRequest<'a> {
     pub deadline_ms: Option<Millis>,
     /// The `created_ms` column.
     pub created_ms: Millis,
+    /// The `quorum` column: the quorum the request is held to, as JSON (issue 30).
+    pub quorum: Option<&'a str>,
 }
 
 /// A new row of `questions`, of the request at `request_seq`.

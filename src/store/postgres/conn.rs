@@ -66,6 +66,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_host_leases",
         include_str!("../../../migrations/postgres/0003_host_leases.sql"),
     ),
+    (
+        4,
+        "0004_quorum",
+        include_str!("../../../migrations/postgres/0004_quorum.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -78,8 +78,23 @@ const TABLES: &[Table] = &[
             ("error_code", Text),
             ("error_message", Text),
             ("outbox_pending", Flag),
+            ("quorum", Text),
+            ("approvers", Text),
         ],
         order: "seq",
+    },
+    Table {
+        kind: "vote",
+        table: "votes",
+        columns: &[
+            ("request_seq", Int),
+            ("voter", Text),
+            ("answer", Text),
+            ("decision", Text),
+            ("lease_id", Int),
+            ("created_ms", Int),
+        ],
+        order: "request_seq, created_ms, voter COLLATE \"C\"",
     },
     Table {
         kind: "question",

@@ -34,6 +34,7 @@ pub struct PgStore {
     root: Option<PathBuf>,
     origin: Option<String>,
     clock: Option<Clock>,
+    policy: std::sync::Arc<crate::core::quorum::Policy>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -65,6 +66,7 @@ impl PgStore {
             root: root_dir.map(Path::to_path_buf),
             origin: origin.map(str::to_string),
             clock: None,
+            policy: std::sync::Arc::default(),
         })
     }
 
@@ -108,12 +110,18 @@ impl PgStore {
 }
 
 impl Store for PgStore {
+    fn set_quorum_policy(&mut self, policy: std::sync::Arc<crate::core::quorum::Policy>) {
+        self.policy = policy;
+    }
+
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|t, now| queue::requests::accept_or_reject(t, now, input))
+        let policy = self.policy.clone();
+        self.write(|t, now| queue::requests::accept_or_reject(t, now, input, &policy))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        self.write(|t, now| queue::requests::ingest(t, now, inputs))
+        let policy = self.policy.clone();
+        self.write(|t, now| queue::requests::ingest(t, now, inputs, &policy))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
@@ -127,7 +135,7 @@ impl Store for PgStore {
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],
-    ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+    ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
         self.write(|t, now| queue::answers::apply_answer_files(t, now, files))
     }
 

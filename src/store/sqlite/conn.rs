@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0009_host_leases",
         include_str!("../../../migrations/sqlite/0009_host_leases.sql"),
     ),
+    (
+        10,
+        "0010_quorum",
+        include_str!("../../../migrations/sqlite/0010_quorum.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -31,6 +31,7 @@ pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
 pub struct SqliteStore {
     conn: Connection,
     clock: Clock,
+    policy: Arc<crate::core::quorum::Policy>,
 }
 
 impl SqliteStore {
@@ -39,12 +40,17 @@ impl SqliteStore {
         SqliteStore {
             conn,
             clock: Arc::new(crate::clock::now_ms),
+            policy: Arc::default(),
         }
     }
 
     /// A store on an open connection with its own clock (tests).
     pub fn with_clock(conn: Connection, clock: Clock) -> SqliteStore {
-        SqliteStore { conn, clock }
+        SqliteStore {
+            conn,
+            clock,
+            policy: Arc::default(),
+        }
     }
 
     /// Open (creating and migrating if needed) the database at `path`.
@@ -79,12 +85,18 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
+    fn set_quorum_policy(&mut self, policy: Arc<crate::core::quorum::Policy>) {
+        self.policy = policy;
+    }
+
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        self.write(|tx, now| queue::requests::accept_or_reject(tx, now, input))
+        let policy = self.policy.clone();
+        self.write(|tx, now| queue::requests::accept_or_reject(tx, now, input, &policy))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        self.write(|tx, now| queue::requests::ingest(tx, now, inputs))
+        let policy = self.policy.clone();
+        self.write(|tx, now| queue::requests::ingest(tx, now, inputs, &policy))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
@@ -98,7 +110,7 @@ impl Store for SqliteStore {
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],
-    ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+    ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
         self.write(|tx, now| queue::answers::apply_answer_files(tx, now, files))
     }
 
@@ -299,6 +311,10 @@ impl Store for SqliteStore {
                 "SELECT lease_id, context, name, generation, ttl_ms, created_ms, heartbeat_ms, expires_ms, ended_ms, end_reason FROM leases ORDER BY lease_id",
             ),
             ("agent", "SELECT * FROM agents ORDER BY entered_ms"),
+            (
+                "vote",
+                "SELECT * FROM votes ORDER BY request_seq, created_ms, voter",
+            ),
             ("event", "SELECT * FROM events ORDER BY seq"),
         ] {
             dump(&tx, kind, sql, sink)?;

@@ -158,6 +158,61 @@ fn meta_html(row: &RequestRow, req: &Request) -> String {
     h
 }
 
+/// A request with a quorum (issue 30): the rule, every vote so far (each voter's answer,
+/// escaped like any asker or reviewer text) and, once answered, its approvers.
+fn quorum_html(row: &RequestRow, req: &Request) -> String {
+    let Some(q) = row.quorum_view() else {
+        return String::new();
+    };
+    let mut h = format!(
+        "<section id=\"quorum\" class=\"quorum\"><p>Needs <strong>{}</strong> matching vote(s) from distinct reviewers{}; a decline {} (set by the {}). The asker's own vote never counts.</p>",
+        q.approvals,
+        q.group
+            .as_deref()
+            .map(|g| format!(" of group <code>{}</code>", text(g)))
+            .unwrap_or_default(),
+        if q.decline == "veto" { "vetoes" } else { "is a vote" },
+        text(&q.by)
+    );
+    if q.votes.is_empty() {
+        h.push_str("<p class=\"dim\">No votes yet.</p>");
+    } else {
+        h.push_str("<ol class=\"votes\">");
+        for v in &q.votes {
+            let answer = serde_json::from_value::<Answer>(v.answer.clone()).ok();
+            let summary = answer
+                .map(|a| {
+                    req.questions
+                        .iter()
+                        .zip(&a.answers)
+                        .map(|(q, item)| summary_item(q, item))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            h.push_str(&format!(
+                "<li class=\"vote\"><strong>{}</strong>: {}{} <span class=\"dim\">{}</span></li>",
+                text(&v.voter),
+                summary,
+                v.decision
+                    .map(|d| format!(" ({})", d.as_str()))
+                    .unwrap_or_default(),
+                text(&v.at)
+            ));
+        }
+        h.push_str("</ol>");
+    }
+    if let Some(approvers) = row.parsed_approvers() {
+        let names: Vec<String> = approvers.iter().map(|a| text(a)).collect();
+        h.push_str(&format!(
+            "<p class=\"approvers\">Approved by {}</p>",
+            names.join(", ")
+        ));
+    }
+    h.push_str("</section>");
+    h
+}
+
 /// What a final request ended with: the answer given, or the error.
 fn outcome_html(row: &RequestRow, req: &Request) -> String {
     if let Some(a) = row.parsed_answer() {
@@ -407,6 +462,7 @@ async fn request_page(
         text(id)
     );
     body.push_str(&meta_html(row, req));
+    body.push_str(&quorum_html(row, req));
     body.push_str(&outcome_html(row, req));
     if let Answerable::No(why) = &can {
         body.push_str(&format!(
@@ -728,7 +784,13 @@ pub async fn send(
         match r {
             Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
             Err(e) => return viewer.error(e),
-            Ok(_) => {
+            Ok(app::provide::Answering::Voted(_)) => {
+                // A vote on a request with a quorum that left it open: back to the
+                // request, which lists the votes so far.
+                tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "voted on the page");
+                return layout::see_other(&format!("/r/{}", urlencode(&id)));
+            }
+            Ok(app::provide::Answering::Finished(_)) => {
                 tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
                 return layout::see_other(&format!("/?done={}", urlencode(&id)));
             }

@@ -122,9 +122,9 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         let inserted = self.tx.query_typed_opt(
             // The position is the largest + 1, under the row-number lock (see above).
             "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage, body, source,
-                                   require_provider, deadline_ms, created_ms, origin)
+                                   require_provider, deadline_ms, created_ms, origin, quorum)
              VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM requests),
-                     $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                     $1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
              ON CONFLICT (id) WHERE status <> 'rejected' DO NOTHING RETURNING seq",
             &[
                 (&r.id, Type::TEXT),
@@ -138,6 +138,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
                 (&r.deadline_ms, Type::INT8),
                 (&r.created_ms, Type::INT8),
                 (&self.origin, Type::TEXT),
+                (&r.quorum, Type::TEXT),
             ],
         );
         let Some(row) = inserted? else {

@@ -25,7 +25,14 @@ pub fn accept(
     source: &str,
     now: Millis,
 ) -> Result<Accepted> {
-    queue::requests::accept(tx, now, request, fallback_id, source)
+    queue::requests::accept(
+        tx,
+        now,
+        request,
+        fallback_id,
+        source,
+        &crate::core::quorum::Policy::default(),
+    )
 }
 
 /// Record a rejected input for the audit ([`queue::requests::record_rejection`]) in `tx`.
@@ -88,8 +95,8 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
         self.0
             .prepare_cached(
                 "INSERT INTO requests (id, context, status, agent_id, agent_instance, agent_lineage, body, source,
-                                       require_provider, deadline_ms, created_ms)
-                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                       require_provider, deadline_ms, created_ms, quorum)
+                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?
             .execute(params![
                 r.id,
@@ -101,7 +108,8 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
                 r.source,
                 r.require_provider,
                 r.deadline_ms,
-                r.created_ms
+                r.created_ms,
+                r.quorum
             ])?;
         Ok(Some(self.0.last_insert_rowid()))
     }
