@@ -422,7 +422,11 @@ fn check_accepted(
                 .quorum
                 .as_deref()
                 .map(|q| serde_json::from_str::<Value>(q).unwrap_or(Value::String(q.into())));
-            differs("quorum", &row_q, &accepted.data.get("quorum").cloned())
+            differs(
+                "quorum",
+                &row_q.as_ref().map(Value::to_string),
+                &accepted.data.get("quorum").map(Value::to_string),
+            )
         });
     if p.is_some() {
         return at(p);
@@ -579,8 +583,8 @@ fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i6
         let row_answer = serde_json::from_str::<Value>(&v.answer).ok();
         let p = differs(
             &format!("the answer of {voter:?}'s vote"),
-            &row_answer,
-            &e.data.get("answer").cloned(),
+            &row_answer.as_ref().map(Value::to_string),
+            &e.data.get("answer").map(Value::to_string),
         )
         .or_else(|| {
             differs(
@@ -651,7 +655,11 @@ fn check_answered(
                 .approvers
                 .as_deref()
                 .map(|a| serde_json::from_str::<Value>(a).unwrap_or(Value::String(a.into())));
-            differs("approvers", &row_a, &e.data.get("approvers").cloned())
+            differs(
+                "approvers",
+                &row_a.as_ref().map(Value::to_string),
+                &e.data.get("approvers").map(Value::to_string),
+            )
         });
     if p.is_some() {
         return p;

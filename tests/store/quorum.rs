@@ -359,3 +359,69 @@ pub fn quorum_the_policy_wins_and_a_group_restricts_the_voters<S: Store>(
     assert_eq!(kinds(&mut store, "plain"), ["accepted", "answered"]);
     assert_eq!(store.verify(&[]).unwrap().broken, None);
 }
+
+/// `audit verify` catches what quorum adds to the record when it is edited in place
+/// (SQLite, with its record triggers dropped, as a forger with the file would): a vote's
+/// answer, a vote removed or inserted, the approvers, the quorum a request is held to.
+#[test]
+fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
+    let forged = pick("SQLite").to_json();
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("UPDATE votes SET answer = '{forged}' WHERE voter = 'web:bob'"),
+            "answer of \"web:bob\"'s vote",
+        ),
+        (
+            "DELETE FROM votes WHERE voter = 'web:bob'".into(),
+            "has no votes row",
+        ),
+        (
+            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms)
+             SELECT request_seq, 'web:mallory', answer, decision, lease_id, created_ms FROM votes
+             WHERE voter = 'web:bob'"
+                .into(),
+            "no voted event",
+        ),
+        (
+            "UPDATE requests SET approvers = '[\"web:mallory\",\"web:bob\"]' WHERE id = 'q'".into(),
+            "approvers",
+        ),
+        (
+            "UPDATE requests SET quorum = NULL WHERE id = 'q'".into(),
+            "quorum",
+        ),
+    ];
+    for (sql, what) in cases {
+        let clock = TestClock::new();
+        let mut store = crate::drivers::sqlite(&clock);
+        ask_with(&mut store, "q", json!({"approvals": 2}), "alice").unwrap();
+        let (host, _) = store.register("ctx", "host", TTL).unwrap();
+        clock.advance(1);
+        voted(vote(&mut store, &web(&host.lease, "bob"), "q", &pick("Postgres")).unwrap());
+        clock.advance(1);
+        finished(
+            vote(
+                &mut store,
+                &web(&host.lease, "carol"),
+                "q",
+                &pick("Postgres"),
+            )
+            .unwrap(),
+        );
+        assert_eq!(store.verify(&[]).unwrap().broken, None);
+        let conn = store.connection();
+        conn.execute_batch(
+            "DROP TRIGGER votes_record_fixed; DROP TRIGGER votes_no_delete;
+             DROP TRIGGER requests_quorum_fixed; DROP TRIGGER requests_approvers_fixed;
+             DROP TRIGGER requests_final_fixed;",
+        )
+        .unwrap();
+        conn.execute(&sql, []).unwrap();
+        let broken = store.verify(&[]).unwrap().broken;
+        let text = broken.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(
+            broken.is_some() && text.contains(what),
+            "{sql}: {what:?} in {text}"
+        );
+    }
+}
