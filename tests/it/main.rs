@@ -33,6 +33,7 @@ mod operate;
 mod outcome;
 mod page;
 mod prune;
+mod quorum;
 mod screens;
 mod seam;
 mod sessions;
