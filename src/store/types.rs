@@ -116,7 +116,7 @@ pub struct HostMark {
 
 /// A vote recorded on a request with a quorum that it did not decide (issue 30): the
 /// request stays open.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Voted {
     /// The request id.
