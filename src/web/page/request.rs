@@ -807,6 +807,59 @@ mod tests {
         serde_json::from_value(json).unwrap()
     }
 
+    /// The votes section escapes what the asker wrote (labels, custom text) and what a
+    /// reviewer's name is, and lists every vote and the approvers.
+    #[test]
+    fn the_votes_are_shown_escaped() {
+        let r = req(serde_json::json!({"questions": [
+            {"id": "q", "question": "pick", "options": [{"label": "<script>x</script>"}]}
+        ], "quorum": {"approvals": 2}}));
+        let q = crate::core::quorum::Policy::default()
+            .required("default", r.quorum.as_ref())
+            .unwrap()
+            .unwrap();
+        let answer = serde_json::json!({"answers": [{"id": "q", "selected": ["<script>x</script>"],
+                                                     "custom": "<img src=x onerror=1>"}]});
+        let votes = serde_json::json!([
+            {"voter": "web:<b>bob</b>", "answer": answer.to_string(), "decision": null, "atMs": 0},
+            {"voter": "provider:carol", "answer": answer.to_string(), "decision": null, "atMs": 1}
+        ]);
+        let row = RequestRow {
+            seq: 1,
+            id: Some("x".into()),
+            context: "default".into(),
+            status: Status::Answered,
+            agent_id: None,
+            agent_instance: None,
+            agent_lineage: None,
+            body: r.to_json(),
+            source: "cli".into(),
+            deadline_ms: None,
+            created_ms: 0,
+            claimed_lease: None,
+            claimed_by: None,
+            claimed_ms: None,
+            finished_ms: Some(2),
+            answer: Some(answer.to_string()),
+            decision: None,
+            provider: None,
+            error_code: None,
+            error_message: None,
+            quorum: Some(q.to_json()),
+            approvers: Some(r#"["web:<b>bob</b>","provider:carol"]"#.into()),
+            votes: Some(votes.to_string()),
+        };
+        let h = quorum_html(&row, &r);
+        assert!(!h.contains("<script>") && !h.contains("<img") && !h.contains("<b>"), "{h}");
+        assert!(h.contains("&lt;script&gt;"), "{h}");
+        assert_eq!(h.matches("<li class=\"vote\">").count(), 2, "{h}");
+        assert!(h.contains("Approved by web:&lt;b&gt;bob&lt;/b&gt;, provider:carol"), "{h}");
+        assert!(h.contains("Needs <strong>2</strong>"), "{h}");
+        let mut plain = row.clone();
+        plain.quorum = None;
+        assert_eq!(quorum_html(&plain, &r), "");
+    }
+
     fn f(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()
