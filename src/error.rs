@@ -44,7 +44,7 @@ pub enum Error {
     },
     /// A reviewer voted on a request with a quorum that they asked themselves (issue 30):
     /// the asker's own identity never counts.
-    #[error("request {id:?} was asked by {voter:?} (by name): the asker's own vote never counts toward its quorum")]
+    #[error("{voter:?} asked request {id:?} (the same name): the asker's own vote never counts toward its quorum")]
     OwnRequest {
         /// The request id.
         id: String,

@@ -181,10 +181,11 @@ fn migration_version_is_recorded() {
             (6, "0006_prune".to_string()),
             (7, "0007_fewer_index_writes".to_string()),
             (8, "0008_record_triggers_by_column".to_string()),
-            (9, "0009_host_leases".to_string())
+            (9, "0009_host_leases".to_string()),
+            (10, "0010_quorum".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 9);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 10);
 }
 
 #[test]
@@ -281,7 +282,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 9
+                known: 10
             }
         ),
         "{e:?}"
@@ -371,7 +372,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 9
+                known: 10
             }
         ),
         "{e:?}"

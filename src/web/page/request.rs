@@ -850,10 +850,16 @@ mod tests {
             votes: Some(votes.to_string()),
         };
         let h = quorum_html(&row, &r);
-        assert!(!h.contains("<script>") && !h.contains("<img") && !h.contains("<b>"), "{h}");
+        assert!(
+            !h.contains("<script>") && !h.contains("<img") && !h.contains("<b>"),
+            "{h}"
+        );
         assert!(h.contains("&lt;script&gt;"), "{h}");
         assert_eq!(h.matches("<li class=\"vote\">").count(), 2, "{h}");
-        assert!(h.contains("Approved by web:&lt;b&gt;bob&lt;/b&gt;, provider:carol"), "{h}");
+        assert!(
+            h.contains("Approved by web:&lt;b&gt;bob&lt;/b&gt;, provider:carol"),
+            "{h}"
+        );
         assert!(h.contains("Needs <strong>2</strong>"), "{h}");
         let mut plain = row.clone();
         plain.quorum = None;

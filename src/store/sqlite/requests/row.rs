@@ -17,6 +17,9 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
         SELECT json_group_array(json_object('voter', v.voter, 'answer', v.answer,
                                             'decision', v.decision, 'atMs', v.created_ms))
         FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
+/// How many columns [`COLUMNS`] has (a query may select more after them).
+pub(super) const WIDTH: usize = 23;
+
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
