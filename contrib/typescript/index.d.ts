@@ -152,6 +152,12 @@ export class Forbidden extends DshqError {}
 export class TooLarge extends DshqError {}
 export class NoRoot extends DshqError {}
 export class BadReviewState extends DshqError {}
+/** OWN_REQUEST: the asker's own vote on a request with a quorum (never counts). */
+export class OwnRequest extends DshqError {}
+/** NOT_IN_GROUP: a vote from outside a request's quorum group. */
+export class NotInGroup extends DshqError {}
+/** ALREADY_VOTED: a reviewer's second vote, for another answer (a vote never changes). */
+export class AlreadyVoted extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -32,7 +32,7 @@ export const CODES = Object.freeze([
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
-  "BAD_REVIEW_STATE",
+  "BAD_REVIEW_STATE", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
 ]);
 
 const define = (code) => {
@@ -69,6 +69,9 @@ export class Forbidden extends define("FORBIDDEN") {}
 export class TooLarge extends define("TOO_LARGE") {}
 export class NoRoot extends define("NO_ROOT") {}
 export class BadReviewState extends define("BAD_REVIEW_STATE") {}
+export class OwnRequest extends define("OWN_REQUEST") {}
+export class NotInGroup extends define("NOT_IN_GROUP") {}
+export class AlreadyVoted extends define("ALREADY_VOTED") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}

@@ -47,6 +47,9 @@ __all__ = [
     "TooLarge",
     "NoRoot",
     "BadReviewState",
+    "OwnRequest",
+    "NotInGroup",
+    "AlreadyVoted",
 ]
 
 
@@ -249,6 +252,24 @@ class BadReviewState(DshqError):
     code = "BAD_REVIEW_STATE"
 
 
+class OwnRequest(DshqError):
+    """``OWN_REQUEST``: The asker's own vote on a request with a quorum (never counts)."""
+
+    code = "OWN_REQUEST"
+
+
+class NotInGroup(DshqError):
+    """``NOT_IN_GROUP``: A vote from outside a request's quorum group."""
+
+    code = "NOT_IN_GROUP"
+
+
+class AlreadyVoted(DshqError):
+    """``ALREADY_VOTED``: A reviewer's second vote, for another answer."""
+
+    code = "ALREADY_VOTED"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -278,6 +299,9 @@ _ALL: Tuple[Type[DshqError], ...] = (
     TooLarge,
     NoRoot,
     BadReviewState,
+    OwnRequest,
+    NotInGroup,
+    AlreadyVoted,
 )
 
 #: Every stable code dshq reports, in its own order.
