@@ -74,7 +74,7 @@ pub enum Answering {
     /// The request is answered (or was vetoed): its outcome.
     Finished(Finished),
     /// The vote was recorded; the quorum is not met yet.
-    Voted(Box<Voted>),
+    Voted(Voted),
 }
 
 impl Answering {
@@ -121,7 +121,7 @@ pub fn answer(
     let act = ProviderAct::Answer(id.to_string(), answer.clone());
     Ok(match store.provide(&who.lease_ref(), act)? {
         Provided::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
-        Provided::Voted(v) => Answering::Voted(v),
+        Provided::Voted(v) => Answering::Voted(*v),
         Provided::Claimed(_) => unreachable!("an answer does not claim"),
     })
 }

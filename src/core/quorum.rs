@@ -170,9 +170,8 @@ impl Policy {
 /// file without an agent has none: nobody is excluded as its asker.
 pub fn asker_names(agent_id: Option<&str>, source: &str) -> Vec<String> {
     let mut names: Vec<String> = agent_id.map(str::to_string).into_iter().collect();
-    match Source::parse(source) {
-        Some(Source::WebToken(n) | Source::Mcp(n)) => names.push(n),
-        _ => {}
+    if let Some(Source::WebToken(n) | Source::Mcp(n)) = Source::parse(source) {
+        names.push(n);
     }
     names
 }

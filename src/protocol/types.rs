@@ -162,7 +162,7 @@ pub struct Request {
     /// dshq extension: the request is answered only when this many distinct reviewers
     /// agree ([`Quorum`]); a context's policy in the config file wins over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quorum: Option<Quorum>,
+    pub quorum: Option<Box<Quorum>>,
 }
 
 /// dshq extension: M-of-N approval of a request. Each reviewer's answer is a vote; the

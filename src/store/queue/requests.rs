@@ -118,7 +118,7 @@ pub fn accept(
     checked?;
     // The quorum it is held to, fixed now (the context's policy wins over the asker's).
     let required = policy
-        .required(&n.context, n.request.quorum.as_ref())
+        .required(&n.context, n.request.quorum.as_deref())
         .map_err(|e| Error::question(Code::BadRequest, e.to_string()))?;
     let quorum_json = required.as_ref().map(Required::to_json);
     let lineage = env.lineage.into_inner();

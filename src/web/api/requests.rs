@@ -327,7 +327,7 @@ pub async fn answer(
     Ok(match done {
         app::provide::Answering::Finished(f) => Json(f.outcome).into_response(),
         app::provide::Answering::Voted(v) => {
-            (axum::http::StatusCode::ACCEPTED, Json(*v)).into_response()
+            (axum::http::StatusCode::ACCEPTED, Json(v)).into_response()
         }
     })
 }

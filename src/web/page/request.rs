@@ -815,7 +815,7 @@ mod tests {
             {"id": "q", "question": "pick", "options": [{"label": "<script>x</script>"}]}
         ], "quorum": {"approvals": 2}}));
         let q = crate::core::quorum::Policy::default()
-            .required("default", r.quorum.as_ref())
+            .required("default", r.quorum.as_deref())
             .unwrap()
             .unwrap();
         let answer = serde_json::json!({"answers": [{"id": "q", "selected": ["<script>x</script>"],
