@@ -92,7 +92,7 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState,
+    BadReviewState, OwnRequest, NotInGroup, AlreadyVoted,
   ].map((c) => [c.code, c]),
 );
 
