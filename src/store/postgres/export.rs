@@ -84,19 +84,6 @@ const TABLES: &[Table] = &[
         order: "seq",
     },
     Table {
-        kind: "vote",
-        table: "votes",
-        columns: &[
-            ("request_seq", Int),
-            ("voter", Text),
-            ("answer", Text),
-            ("decision", Text),
-            ("lease_id", Int),
-            ("created_ms", Int),
-        ],
-        order: "request_seq, created_ms, voter COLLATE \"C\"",
-    },
-    Table {
         kind: "question",
         table: "questions",
         columns: &[
@@ -150,6 +137,19 @@ const TABLES: &[Table] = &[
             ("end_reason", Text),
         ],
         order: "entered_ms, agent_id COLLATE \"C\", instance COLLATE \"C\"",
+    },
+    Table {
+        kind: "vote",
+        table: "votes",
+        columns: &[
+            ("request_seq", Int),
+            ("voter", Text),
+            ("answer", Text),
+            ("decision", Text),
+            ("lease_id", Int),
+            ("created_ms", Int),
+        ],
+        order: "request_seq, created_ms, voter COLLATE \"C\"",
     },
     Table {
         kind: "event",
