@@ -13,6 +13,8 @@
 //!   reviewers run `dshq answer` at once, two on one host and one on the other: each
 //!   request ends answered exactly once with two approvers, one outcome file in the asking
 //!   root, and `audit verify` passes on both hosts.
+//! - `mcp_get_answer_shows_the_votes_then_the_approvers`: MCP's `get_answer` (the Python
+//!   SDK over stdio) lists the votes of a pending request with a quorum, then the approvers.
 
 use std::process::{Command, Stdio};
 
@@ -216,4 +218,40 @@ fn three_reviewers_on_two_hosts_of_one_postgres_store_make_one_outcome() {
     a.run(&["audit", "verify"]).ok();
     b.run(&["audit", "verify"]).ok();
     daemon.stop();
+}
+
+/// MCP's `get_answer` on a request with a quorum: the votes so far while it is pending,
+/// the approvers once it is answered.
+#[test]
+fn mcp_get_answer_shows_the_votes_then_the_approvers() {
+    use crate::mcp::{client, stdio, text};
+    let env = Env::new();
+    let mut req = plan_request("mq", "default");
+    req["quorum"] = json!({"approvals": 2});
+    env.ask(&req).ok();
+    env.json(&["answer", "mq", "--name", "bob", "--select", "Ship"])
+        .ok();
+    let s = client(&env, &stdio(), "quorum_get", &[("MCP_RID", "mq")]);
+    let get = &s["get"];
+    assert_eq!(get["structured"]["status"], "pending", "{get}");
+    assert_eq!(get["structured"]["quorum"]["approvals"], 2, "{get}");
+    assert_eq!(
+        get["structured"]["quorum"]["votes"][0]["voter"], "provider:bob",
+        "{get}"
+    );
+    assert!(text(get).contains("It needs a quorum"), "{get}");
+    env.json(&["answer", "mq", "--name", "carol", "--select", "Ship"])
+        .ok();
+    let s = client(&env, &stdio(), "quorum_get", &[("MCP_RID", "mq")]);
+    let get = &s["get"];
+    assert_eq!(get["structured"]["status"], "answered", "{get}");
+    assert_eq!(
+        get["structured"]["approvers"],
+        json!(["provider:bob", "provider:carol"]),
+        "{get}"
+    );
+    assert!(
+        text(get).contains("Approved by provider:bob, provider:carol"),
+        "{get}"
+    );
 }
