@@ -4,7 +4,7 @@
 //!   file (two approvals of group `ops`) holds a request an asker token sent over HTTP;
 //!   the asker's own approval from the CLI is `OWN_REQUEST` (exit 14), a reviewer outside
 //!   the group is `NOT_IN_GROUP`; bob votes with `dshq answer` (the request stays open,
-//!   `show` and the API's request JSON list his vote), votes again (counted once), and
+//!   `show`, the API's request JSON and the page list his vote), votes again (counted once), and
 //!   carol's vote through the HTTP API meets the quorum: the outcome (the API's answer,
 //!   the outbox file) names both approvers, the chain has two `voted` events and one
 //!   `answered`, and `audit verify` passes.
@@ -93,6 +93,23 @@ fn two_of_three_through_the_cli_and_the_http_api() {
         .ok()
         .json();
     assert_eq!(again["quorum"]["votes"].as_array().unwrap().len(), 1);
+
+    // The page's request view lists the vote, the asker's text escaped.
+    let dave = token(&env, "reviewer", "dave", None);
+    let page = crate::page::login(&h, &dave).get("/r/q1");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"quorum\""), "{}", page.body);
+    assert!(
+        page.body.contains("<strong>provider:bob</strong>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Ship &lt;b&gt;v2&lt;/b&gt;?"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("<b>v2</b>"), "{}", page.body);
 
     // carol through the HTTP API meets the quorum.
     let body = json!({"answers": [{"id": "ship", "selected": ["Ship"]}]});
