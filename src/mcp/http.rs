@@ -17,6 +17,10 @@
 //! - A browser's `Origin` is refused with 403 unless `--mcp-allow-origin` names it (the
 //!   transport's check: the SDK's RFC 6454 matching); a request without `Origin` (an MCP
 //!   client that is not a browser) is not affected.
+//! - A session the client ends (`DELETE` with its `Mcp-Session-Id`) is answered 204 No
+//!   Content: the transport has closed it by then, and answers 202 Accepted, which the
+//!   specification does not ask for (it names no success status, only 405 for a server
+//!   that refuses) and which the Python SDK reports as "Session termination failed: 202".
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -197,8 +201,15 @@ async fn guard(State(b): State<Arc<Bindings>>, mut req: Request, next: Next) -> 
         }
     }
     let name = caller.token.name.clone();
+    let ends_session = req.method() == axum::http::Method::DELETE && named.is_some();
     req.extensions_mut().insert(caller);
     let resp = next.run(req).await;
+    if ends_session && resp.status() == StatusCode::ACCEPTED {
+        if let Some(session) = &named {
+            b.forget(session);
+        }
+        return StatusCode::NO_CONTENT.into_response();
+    }
     if named.is_none() {
         if let Some(opened) = resp.headers().get(SESSION_HEADER).and_then(session_id) {
             b.bind(&opened, &name);

@@ -21,14 +21,19 @@
 //! too long to read in a form) is handed to dshq's web page instead: over HTTP a URL-mode
 //! input request points at the request's page (the review releases its lease first,
 //! because the page answers through the host's own lease and two providers cannot hold a
-//! context); the retry reports whether it was answered there. Over stdio no page address
-//! is known, so the result names the page and `dshq answer` and leaves it pending.
+//! context); the retry reports what became of it there (accepted while it is still open:
+//! the page is asked for again, a few times, since a client may accept as soon as it
+//! opens the page; declined or cancelled: the review stops and leaves it pending). Where
+//! no page can be named (stdio, where no page address is known, or a client without URL
+//! mode) such a request is not claimed at all: the next one that fits a form is reviewed,
+//! and a call that finds none names each one's page (`/r/ID`) and `dshq answer ID`, so a
+//! request this client cannot show never blocks the ones behind it.
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, JsonObject,
+    CallToolResponse, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitationSchema,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -147,6 +152,20 @@ pub fn digest(row: &RequestRow) -> String {
     format!("{:x}", Sha256::digest(row.body.as_bytes()))
 }
 
+/// How many requests a client cannot be shown are named one by one in a result.
+const ELSEWHERE_NAMED: usize = 5;
+
+/// Why a request is not one form for this client, as the messages say it.
+fn why_no_form(questions: &[Question], form_ok: bool) -> &'static str {
+    match questions {
+        [] => "no question",
+        [_] if !flat(questions) => "a plan too long for a form",
+        [_] if !form_ok => "one question; this client takes no forms",
+        [_] => "one question",
+        _ => "several questions",
+    }
+}
+
 /// Whether `q`, alone in its request, fits one flat form.
 fn flat(questions: &[Question]) -> bool {
     match questions {
@@ -246,12 +265,22 @@ impl Step<'_> {
             }
         };
         let mut chosen = None;
+        // What this client cannot be shown (no form fits, no page to hand it to) is not
+        // claimed: it is named in the result, and the requests behind it are reviewed.
+        let mut elsewhere: Vec<(String, &'static str)> = Vec::new();
         for row in queue
             .into_iter()
             .filter(|r| args.agent.is_none() || r.agent_id == args.agent)
             .filter(|r| self.who.sees(r, reach))
         {
             let Some(id) = row.id.clone() else { continue };
+            if let Some(request) = row.request() {
+                let fits = form_ok && flat(&request.questions);
+                if !fits && self.page(&id, url_ok).is_none() {
+                    elsewhere.push((id, why_no_form(&request.questions, form_ok)));
+                    continue;
+                }
+            }
             let (a, id2) = (self.acting(&token), id.clone());
             match self
                 .backend
@@ -271,7 +300,12 @@ impl Step<'_> {
         }
         let Some(row) = chosen else {
             release(token).await;
-            return self.done(vec![], false).await;
+            let mut r = self.done(vec![], false).await;
+            if let CallToolResponse::Complete(c) = &mut r {
+                c.content
+                    .extend(self.elsewhere_text(&elsewhere).map(ContentBlock::text));
+            }
+            return r;
         };
         let id = row.id.clone().unwrap_or_default();
         let Some(request) = row.request() else {
@@ -296,47 +330,75 @@ impl Step<'_> {
             let live = Live::new(sealed, Some(token));
             return self.show_form(live, &row, &request.questions[0], None);
         }
-        // Not one flat form: the page answers it, through the host's lease.
+        // Not one flat form: the page answers it, through the host's lease (the loop
+        // above chose it only if the page can be named here).
         release(token).await;
-        let left = || {
-            vec![ReviewedRequest {
-                id: id.clone(),
-                outcome: Reviewed::Left,
-                decision: None,
-            }]
+        let Some(url) = self.page(&id, url_ok) else {
+            let e = UserQuestionError::new(Code::Usage, "no form and no page for this request");
+            return tool_error(&e, Some(&id)).into();
         };
-        match page_url(self.ctx, &id).filter(|_| url_ok) {
-            Some(url) => {
-                let sealed = Sealed { lease: 0, ..sealed };
-                let message = format!(
-                    "dshq request {} has {} — answer it on dshq's page, then confirm here.",
-                    one_line(&id),
-                    if request.questions.len() > 1 {
-                        format!("{} questions", request.questions.len())
-                    } else {
-                        "a plan too long for a form".to_string()
-                    }
-                );
-                let params = ElicitRequestParams::UrlElicitationParams {
-                    meta: None,
-                    message,
-                    url,
-                    elicitation_id: sealed.review.clone(),
-                };
-                self.input_required(Live::new(sealed, None), params)
-            }
-            None => {
-                let mut r = self.done(left(), false).await;
-                if let CallToolResponse::Complete(c) = &mut r {
-                    c.content.push(rmcp::model::ContentBlock::text(format!(
-                        "Request {} cannot be one form here: answer it on dshq's web page \
-                         (/r/{0}) or with `dshq answer {0}`.",
-                        one_line(&id)
-                    )));
-                }
-                r
-            }
+        let live = Live::new(Sealed { lease: 0, ..sealed }, None);
+        self.page_round(live, url, &request.questions, None)
+    }
+
+    /// The page of request `id`, when this request can hand it there: the client takes
+    /// URL mode and the page's address is known (over HTTP).
+    fn page(&self, id: &str, url_ok: bool) -> Option<String> {
+        page_url(self.ctx, id).filter(|_| url_ok)
+    }
+
+    /// A round of a review handed to the page: a URL-mode input request for the page
+    /// of `live`'s request, the review holding no lease.
+    fn page_round(
+        &self,
+        live: Live,
+        url: String,
+        questions: &[Question],
+        again: Option<&str>,
+    ) -> CallToolResponse {
+        let mut message = format!(
+            "dshq request {} ({}): answer it on dshq's page, then confirm here.",
+            one_line(&live.sealed.request),
+            why_no_form(questions, modes(self.ctx).0)
+        );
+        if let Some(why) = again {
+            message = format!("Not taken: {why}.\n\n{message}");
         }
+        let params = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message,
+            url,
+            elicitation_id: live.sealed.review.clone(),
+        };
+        self.input_required(live, params)
+    }
+
+    /// One line per request this client cannot be shown: where it can be answered.
+    fn elsewhere_text(&self, elsewhere: &[(String, &'static str)]) -> Option<String> {
+        if elsewhere.is_empty() {
+            return None;
+        }
+        let mut lines: Vec<String> = elsewhere
+            .iter()
+            .take(ELSEWHERE_NAMED)
+            .map(|(id, why)| {
+                let page = page_url(self.ctx, id).unwrap_or_else(|| format!("/r/{id}"));
+                format!(
+                    "Request {0} ({why}) cannot be shown here: answer it on dshq's web page \
+                     ({1}) or with `dshq answer {0}`.",
+                    one_line(id),
+                    one_line(&page)
+                )
+            })
+            .collect();
+        if elsewhere.len() > ELSEWHERE_NAMED {
+            lines.push(format!(
+                "{} more like it: `dshq list --context {}` lists them.",
+                elsewhere.len() - ELSEWHERE_NAMED,
+                one_line(self.context)
+            ));
+        }
+        Some(lines.join("\n"))
     }
 
     /// An `input_required` result for `live`'s current round, with `params` as its one
@@ -404,8 +466,7 @@ impl Step<'_> {
             .and_then(|v| serde_json::from_value(v.clone()).ok());
         let Some(token) = live.token.clone() else {
             // Handed to the page: report what became of it there.
-            state::end(self.backend, live).await;
-            return self.after_page(&id).await;
+            return self.after_page(live, response).await;
         };
         let id2 = id.clone();
         let row = match self
@@ -491,23 +552,61 @@ impl Step<'_> {
         self.done(reviewed, true).await
     }
 
-    /// After the page: answered there, or left pending.
-    async fn after_page(&self, id: &str) -> CallToolResponse {
-        let id2 = id.to_string();
-        let row = self
+    /// After the page: what became of the request there. Final: reported (answered,
+    /// with its decision; anything else is left). Still open: accepted means the human
+    /// says it is done, so the page is shown again with the reason (a client may accept
+    /// as soon as it opens the page), a few times; declined or cancelled stops the
+    /// review and leaves it pending, as a form's cancel does.
+    async fn after_page(&self, mut live: Live, response: Option<Response>) -> CallToolResponse {
+        let id = live.sealed.request.clone();
+        let id2 = id.clone();
+        let row = match self
             .backend
             .read(move |store| app::feed::get(store, &id2))
-            .await;
-        let (outcome, decision) = match row {
-            Ok(Some(r)) if r.status == Status::Answered => (Reviewed::Answered, r.decision),
-            _ => (Reviewed::Left, None),
+            .await
+        {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                state::end(self.backend, live).await;
+                return from_error(&crate::error::Error::NotFound(id.clone()), Some(&id)).into();
+            }
+            Err(e) => {
+                state::end(self.backend, live).await;
+                return from_error(&e, Some(&id)).into();
+            }
         };
-        let reviewed = vec![ReviewedRequest {
-            id: id.to_string(),
-            outcome,
-            decision,
-        }];
-        self.done(reviewed, false).await
+        if row.status.is_final() {
+            state::end(self.backend, live).await;
+            let (outcome, decision) = match row.status {
+                Status::Answered => (Reviewed::Answered, row.decision),
+                _ => (Reviewed::Left, None),
+            };
+            let reviewed = vec![ReviewedRequest {
+                id,
+                outcome,
+                decision,
+            }];
+            return self.done(reviewed, false).await;
+        }
+        let accepted = response.is_some_and(|r| r.action == "accept");
+        let url = self.page(&id, true);
+        let questions = row.request().map(|r| r.questions).unwrap_or_default();
+        match url {
+            Some(url) if accepted && live.refused + 1 < FORM_TRIES => {
+                live.refused += 1;
+                live.sealed.round += 1;
+                self.page_round(
+                    live,
+                    url,
+                    &questions,
+                    Some("the request is not answered yet; answer it on the page first"),
+                )
+            }
+            _ => {
+                state::end(self.backend, live).await;
+                self.left(&id).await
+            }
+        }
     }
 }
 

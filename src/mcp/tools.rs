@@ -586,7 +586,8 @@ pub fn tool(name: ToolName) -> Tool {
              question (choices, several choices, Other, skip; a plan: approve, or decline with \
              feedback) and a signed requestState; retry with the form's response and the \
              requestState. A request that is not one flat form (several questions, a long plan) \
-             goes to dshq's web page (URL mode, over HTTP). Holds the context's provider lease \
+             goes to dshq's web page (URL mode, over HTTP); where no page can be handed over \
+             (stdio), the result names its page and `dshq answer ID`. Holds the context's provider lease \
              across the round trips; call again for the next question.",
             schema_of::<ReviewNextArgs>(),
             output_of::<ReviewResult>(),

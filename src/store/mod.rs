@@ -13,7 +13,9 @@
 //! The protocol's checks stay pure ([`crate::protocol`]); a backend runs them against an
 //! environment of its own that may fail ([`crate::protocol::check::AskEnv`]).
 //!
-//! Two backends implement it: [`sqlite`] (one host) and [`postgres`] (many hosts). Their
+//! One type implements it: [`queue::Queue`], the queue's rules ([`queue`]) composed into
+//! transactions once, over a [`driver::Driver`]. Two drivers exist: [`sqlite`] (one host,
+//! [`sqlite::SqliteStore`]) and [`postgres`] (many hosts, [`postgres::PgStore`]). Their
 //! tests live outside the library, in the `store` test target (`tests/store/`): one
 //! conformance suite of the queue's behaviour, written once over this trait and run
 //! unchanged on both drivers (one test per scenario in each of the target's `sqlite` and

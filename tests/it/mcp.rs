@@ -611,6 +611,64 @@ fn http_needs_a_token() {
     assert_eq!(r.code(), "UNAUTHORIZED");
 }
 
+/// A session the client ends with DELETE is ended, and answered 204 No Content (the
+/// transport's own answer is 202, which the Python SDK reports at exit as "Session
+/// termination failed: 202"); the ended session is then unknown (404).
+#[test]
+fn http_a_session_the_client_deletes_is_ended_with_204() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let asker = token(&env, "asker", "agent-box", None);
+    let url = format!("{}/mcp", h.base);
+    let bearer = format!("Bearer {asker}");
+    let post = |session: Option<&str>, body: &str| {
+        let mut r = ureq::post(&url)
+            .set("Authorization", &bearer)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            r = r
+                .set("Mcp-Session-Id", s)
+                .set("MCP-Protocol-Version", "2025-11-25");
+        }
+        match r.send_string(body) {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("POST /mcp: {e}"),
+        }
+    };
+    let init = post(
+        None,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert_eq!(init.status(), 200);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    drop(init);
+    let ended = match ureq::delete(&url)
+        .set("Authorization", &bearer)
+        .set("Mcp-Session-Id", &session)
+        .set("MCP-Protocol-Version", "2025-11-25")
+        .call()
+    {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("DELETE /mcp: {e}"),
+    };
+    assert_eq!(ended.status(), 204, "{:?}", ended.into_string());
+    let after = post(
+        Some(&session),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    );
+    assert_eq!(after.status(), 404, "the ended session is unknown");
+    // The official SDK ends its session at exit and says nothing about it.
+    let mut c = Command::new("python3");
+    c.arg(script()).arg("tools");
+    script_env(&mut c, &env, &http(&h.base, &asker), &[]);
+    let (_, stderr) = run_script(c, "client.py tools", "the MCP SDK did not import");
+    assert!(!stderr.contains("Session termination failed"), "{stderr}");
+}
+
 #[test]
 fn http_ask_answer_pending_abort_and_delegated() {
     let env = Env::new();

@@ -415,3 +415,181 @@ fn http_2026_review_next_hands_a_batch_to_the_page() {
     let o = env.outcome("rev-batch").expect("an outcome");
     assert_eq!(o["provider"], "cli-human", "{o}");
 }
+
+/// A plan whose body is too long for a form's message: numbered steps, over
+/// `FORM_DETAIL_MAX` (4000) characters, its last line a mark the page must show.
+fn long_plan(id: &str) -> serde_json::Value {
+    let mut detail: String = (1..=80)
+        .map(|n| format!("Step {n} of the plan: move the next batch of tables, check it.\n"))
+        .collect();
+    detail.push_str("END-OF-PLAN");
+    assert!(detail.chars().count() > 4000, "{}", detail.len());
+    json!({"id": id, "context": "rev", "questions": [{"id": "p", "question": "Ship this plan?",
+        "detail": detail, "options": [{"label": "Approve"}, {"label": "Revise"}],
+        "intent": {"kind": "plan-review", "approve": "Approve"}}]})
+}
+
+/// Plans too long for a form go to the page over `/mcp`: each round is a URL-mode input
+/// request naming the request's page, the review holding no lease meanwhile (the real
+/// page answers through the host's own, which it could not take otherwise). The human
+/// first accepts before answering (the page is named again, with the reason), then
+/// approves on the page; declines the second with feedback there; cancels at the third,
+/// which stops the review and leaves it pending with no lease held. The retry reports
+/// each outcome, checked against the outcome files.
+#[test]
+fn http_2026_review_next_hands_a_long_plan_to_the_page() {
+    let env = Env::new();
+    let h = host(&env, &[]);
+    let reviewer = token(&env, "reviewer", "alice", None);
+    for id in ["rev-long-approve", "rev-long-decline", "rev-long-cancel"] {
+        env.ask(&long_plan(id)).ok();
+    }
+    let s = client(
+        &env,
+        &stateless(http(&h.base, &reviewer)),
+        "review-next-page",
+        &[],
+    );
+    let r = &s["review"];
+    let forms = r["forms"].as_array().unwrap();
+    let named: Vec<&str> = forms.iter().map(|f| f["url"].as_str().unwrap()).collect();
+    let page = |id: &str| format!("{}/r/{id}", h.base);
+    assert_eq!(
+        named,
+        [
+            page("rev-long-approve"),
+            page("rev-long-approve"),
+            page("rev-long-decline"),
+            page("rev-long-cancel")
+        ],
+        "{r}"
+    );
+    for f in forms {
+        assert_eq!(f["mode"], "url", "{f}");
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("(a plan too long for a form): answer it on dshq's page"),
+            "{f}"
+        );
+        let leases = f["leases"].as_array().unwrap();
+        assert!(
+            leases.iter().all(|l| l["live"] == false),
+            "no lease while the page answers: {f}"
+        );
+    }
+    assert!(
+        forms[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Not taken: the request is not answered yet"),
+        "{r}"
+    );
+    assert_eq!(
+        forms[1]["pageShowsThePlan"], true,
+        "the page shows the whole plan"
+    );
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{r}");
+    for c in calls {
+        assert_eq!(c["isError"], false, "{c}");
+    }
+    assert_eq!(
+        calls[0]["structured"]["reviewed"],
+        json!([{"id": "rev-long-approve", "outcome": "answered", "decision": "approved"}]),
+        "{r}"
+    );
+    assert_eq!(
+        calls[1]["structured"]["reviewed"],
+        json!([{"id": "rev-long-decline", "outcome": "answered", "decision": "declined"}]),
+        "{r}"
+    );
+    let last = &calls[2]["structured"];
+    assert_eq!(
+        last["reviewed"],
+        json!([{"id": "rev-long-cancel", "outcome": "left"}]),
+        "{r}"
+    );
+    assert_eq!(last["stopped"], true, "a cancel stops the review: {r}");
+    assert_eq!(last["stillOpen"], 1, "{r}");
+    assert!(
+        r["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["live"] == false),
+        "no lease left held: {r}"
+    );
+    assert_eq!(r["cancelled"]["status"], "pending", "{r}");
+    // The outcome files: the page answered, as the reviewer who logged in.
+    let approved = env.outcome("rev-long-approve").expect("an outcome");
+    assert_eq!(approved["decision"], "approved", "{approved}");
+    assert_eq!(approved["provider"], "web:alice", "{approved}");
+    assert_eq!(
+        approved["answer"]["answers"],
+        json!([{"id": "p", "selected": ["Approve"]}])
+    );
+    let declined = env.outcome("rev-long-decline").expect("an outcome");
+    assert_eq!(declined["decision"], "declined", "{declined}");
+    assert_eq!(declined["provider"], "web:alice", "{declined}");
+    assert_eq!(
+        declined["answer"]["answers"],
+        json!([{"id": "p", "selected": [], "custom": "split step 2"}])
+    );
+    assert!(env.outcome("rev-long-cancel").is_none());
+    env.run(&["audit", "verify"]).ok();
+}
+
+/// Over stdio no page address is known: a batch and a long plan at the head of the queue
+/// are not claimed (nothing of theirs changes), the request behind them is reviewed
+/// through its form, and the next call reviews nothing and names, for each, its page
+/// (`/r/ID`) and `dshq answer ID`; they stay pending, and no lease is left held.
+#[test]
+fn stdio_2026_review_next_names_the_page_for_what_is_no_form() {
+    let env = Env::new();
+    env.ask(&json!({"id": "rev-batch", "context": "rev", "questions": [
+        {"id": "a", "question": "First?", "options": [{"label": "Yes"}, {"label": "No"}]},
+        {"id": "b", "question": "Second?", "options": [{"label": "Yes"}, {"label": "No"}]}]}))
+        .ok();
+    env.ask(&long_plan("rev-long")).ok();
+    one_request(&env);
+    let s = client(&env, &stateless(stdio()), "review-next-elsewhere", &[]);
+    let r = &s["review"];
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{r}");
+    assert_eq!(
+        calls[0]["structured"]["reviewed"],
+        json!([{"id": "rev-single", "outcome": "answered"}]),
+        "the request behind them is reviewed: {r}"
+    );
+    let last = &calls[1];
+    assert_eq!(last["isError"], false, "{last}");
+    assert_eq!(last["structured"]["reviewed"], json!([]), "{last}");
+    assert_eq!(last["structured"]["stillOpen"], 2, "{last}");
+    assert_eq!(last["structured"]["stopped"], false, "{last}");
+    let said = text(last);
+    for needle in [
+        "Request rev-batch (several questions) cannot be shown here: answer it on dshq's web page (/r/rev-batch) or with `dshq answer rev-batch`.",
+        "Request rev-long (a plan too long for a form) cannot be shown here: answer it on dshq's web page (/r/rev-long) or with `dshq answer rev-long`.",
+    ] {
+        assert!(said.contains(needle), "{needle}\nnot in: {said}");
+    }
+    // Never claimed: their only event is the ask; no lease is left held.
+    assert_eq!(r["batch"], json!({"status": "pending", "events": 1}), "{r}");
+    assert_eq!(r["long"], json!({"status": "pending", "events": 1}), "{r}");
+    assert!(
+        r["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["live"] == false),
+        "{r}"
+    );
+    let o = env.outcome("rev-single").expect("an outcome");
+    assert_eq!(
+        o["answer"]["answers"],
+        json!([{"id": "c", "selected": ["Blue"]}])
+    );
+    assert!(env.outcome("rev-batch").is_none() && env.outcome("rev-long").is_none());
+}

@@ -463,6 +463,118 @@ async def review_next_url() -> None:
         emit("review", forms=seen, **result_view(r))
 
 
+async def review_next_loop(c, context: str = "rev") -> list:
+    """review_next until the human stops or nothing is reviewed (at most 20 calls)."""
+    calls = []
+    while len(calls) < 20:
+        r = await c.call_tool("review_next", {"context": context})
+        calls.append(result_view(r))
+        st = r.structured_content or {}
+        if r.is_error or st.get("stopped") or not st.get("reviewed"):
+            break
+    return calls
+
+
+def leases(context: str = "rev") -> list:
+    return json.loads(dshq("--json", "provider", "status", "--context", context).stdout)
+
+
+async def answer_on_page(url: str, fields: list) -> str:
+    """The human on dshq's page at `url` (the address the server named), as a browser
+    tab: log in with the reviewer's token, open the request (with the page's live stream,
+    as the tab keeps it), confirm the form, send it, close the tab, and wait until the
+    host lets go of the context (the page's lease, released once the last tab has left).
+    Returns the request's page as it was shown."""
+    import html
+    import re
+    from urllib.parse import urlsplit
+
+    import httpx2
+
+    parts = urlsplit(url)
+    base = f"{parts.scheme}://{parts.netloc}"
+
+    def field(body: str, name: str) -> str:
+        m = re.search(f'name="{name}" value="([^"]*)"', body)
+        if not m:
+            raise AssertionError(f"no {name} field in {body[:2000]}")
+        return html.unescape(m.group(1))
+
+    def cookie(r, name: str) -> str:
+        for v in r.headers.get_list("set-cookie"):
+            if v.startswith(f"{name}="):
+                return v.split(";")[0]
+        raise AssertionError(f"no {name} cookie: {r.headers}")
+
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), follow_redirects=False) as h:
+        form = await h.get(f"{base}/login")
+        login = await h.post(f"{base}/login", data={"csrf": field(form.text, "csrf"), "token": os.environ["MCP_TOKEN"]},
+                             headers={"Cookie": cookie(form, "dshq_login")})
+        if login.status_code != 303:
+            raise AssertionError(f"login: {login.status_code} {login.text[:500]}")
+        jar = {"Cookie": cookie(login, "dshq_session")}
+        context = "rev"
+        async with h.stream("GET", f"{base}/live?context={context}", headers=jar) as live:
+            lines = live.aiter_lines()
+            first = await anext(lines)
+            if first.strip() != "event: ready":
+                raise AssertionError(f"the page stream said {first!r}")
+            page = await h.get(url, headers=jar)
+            if page.status_code != 200:
+                raise AssertionError(f"{url}: {page.status_code} {page.text[:500]}")
+            csrf = field(page.text, "csrf")
+            summary = await h.post(f"{url}/confirm", data={"csrf": csrf, **dict(fields)}, headers=jar)
+            if "Send this answer?" not in summary.text:
+                raise AssertionError(f"confirm: {summary.status_code} {summary.text[:2000]}")
+            sent = await h.post(f"{url}/answer", data={"csrf": csrf, "answer": field(summary.text, "answer")},
+                                headers=jar)
+            if sent.status_code != 303:
+                raise AssertionError(f"send: {sent.status_code} {sent.text[:2000]}")
+    # The tab is closed: the host releases the context's lease after its grace.
+    await wait_until(lambda: all(not l["live"] for l in leases(context)), "the page's lease to be released")
+    return page.text
+
+
+async def review_next_page() -> None:
+    """2026-07-28 over /mcp: plans too long for a form go to the page (URL mode). The
+    human accepts the first as soon as the page is named, before answering it (as a client
+    that accepts on opening a URL does): the page is asked for again, and then approved
+    there; the second is declined with feedback on the page; the third is cancelled."""
+    seen: list = []
+
+    async def handle(context, params) -> types.ElicitResult:
+        url = getattr(params, "url", None)
+        seen.append({"mode": params.mode, "url": url, "message": params.message, "leases": leases()})
+        if params.mode != "url":
+            return types.ElicitResult(action="cancel")
+        rid = url.rsplit("/", 1)[1]
+        if rid == "rev-long-approve":
+            if not params.message.startswith("Not taken:"):
+                return types.ElicitResult(action="accept")
+            page = await answer_on_page(url, [("q0", "o0")])
+            seen[-1]["pageShowsThePlan"] = "END-OF-PLAN" in page and "Step 1 of the plan" in page
+            return types.ElicitResult(action="accept")
+        if rid == "rev-long-decline":
+            await answer_on_page(url, [("q0", "decline"), ("q0.other", "split step 2")])
+            return types.ElicitResult(action="accept")
+        return types.ElicitResult(action="cancel")
+
+    async with connect(elicitation=handle, whole=True) as c:
+        calls = await review_next_loop(c)
+        emit("review", forms=seen, calls=calls, leases=leases(), cancelled=shown("rev-long-cancel"))
+
+
+async def review_next_elsewhere() -> None:
+    """2026-07-28 over stdio, where no page address is known: a batch and a long plan
+    cannot be shown; the request behind them is reviewed through its form, and the next
+    call names where the two can be answered."""
+    seen: list = []
+    async with connect(elicitation=elicitation_handler(seen), whole=True) as c:
+        calls = await review_next_loop(c)
+        emit("review", forms=seen, calls=calls, leases=leases(),
+             batch=shown("rev-batch"), long=shown("rev-long"))
+
+
 async def review_next_abandoned() -> None:
     """2026-07-28 against a server with a short --form-timeout: the client takes the
     form and never comes back in time; the review ends by itself and releases its lease;
@@ -538,6 +650,8 @@ SCENARIOS = {
     "review-next": review_next,
     "review-next-state": review_next_state,
     "review-next-url": review_next_url,
+    "review-next-page": review_next_page,
+    "review-next-elsewhere": review_next_elsewhere,
     "review-next-abandoned": review_next_abandoned,
     "tools": tools,
     "ask-answer": ask_answer,

@@ -26,6 +26,7 @@ pub mod leases;
 pub mod prune;
 pub mod requests;
 pub mod tokens;
+pub mod transactions;
 
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
@@ -37,10 +38,13 @@ pub use leases::{LeaseReads, LeaseStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
 pub use tokens::{TokenReads, TokenStatements};
+pub use transactions::{Driver, Reads};
 
-/// Every statement a write transaction offers: what a queue rule takes.
+/// Every statement a write transaction offers: what a queue rule takes. A write reads
+/// what the feeds read too (a rule run inside a write, such as [`super::queue::feed::while_open`]).
 pub trait Statements:
     LeaseStatements
+    + FeedReads
     + AgentStatements
     + RequestStatements
     + AnswerStatements
@@ -52,6 +56,7 @@ pub trait Statements:
 
 impl<T> Statements for T where
     T: LeaseStatements
+        + FeedReads
         + AgentStatements
         + RequestStatements
         + AnswerStatements

@@ -41,7 +41,7 @@ pub mod tls;
 pub mod tx;
 
 pub use conn::{Clock, MIGRATIONS};
-pub use store::PgStore;
+pub use store::{PgDriver, PgStore};
 
 // The audit side (P2): audit verify, history and stats, export and import, web tokens,
 // the LISTEN connection.

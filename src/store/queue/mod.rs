@@ -16,5 +16,8 @@ pub mod history;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod store;
 pub mod sweep;
 pub mod tokens;
+
+pub use store::Queue;

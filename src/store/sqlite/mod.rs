@@ -30,4 +30,4 @@ pub use conn::{
     sweep_if_due, vacuum_into, view_at, write, write_clocked, write_no_sweep, write_now,
     BUSY_TIMEOUT, MIGRATIONS,
 };
-pub use store::{Clock, SqliteStore};
+pub use store::{Clock, SqliteDriver, SqliteStore};

@@ -1,6 +1,7 @@
-//! [`SqliteStore`]: the [`Store`] trait on one SQLite connection. Each method is one
-//! `BEGIN IMMEDIATE` transaction (or one read), composed from the functions of this
-//! backend's modules; savepoints, `INDEXED BY` and the WAL stay in here.
+//! [`SqliteDriver`]: the queue's [`Driver`] on one SQLite connection, and [`SqliteStore`],
+//! the queue over it. Each write is one `BEGIN IMMEDIATE` transaction (or one read);
+//! which rule runs in it is the queue's ([`Queue`]). Savepoints, `INDEXED BY` and the WAL
+//! stay in this driver.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,198 +9,105 @@ use std::sync::Arc;
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::conn::{self, write_clocked, write_no_sweep};
-use super::sql::{Sql, SqlRead};
+use super::sql::SqlRead;
 use super::{audit, events, requests};
 use crate::clock::Millis;
-use crate::core::audit::Actor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::protocol::Outcome;
-use crate::store::driver::FeedReads;
+use crate::store::driver::{Driver, Statements};
 use crate::store::export::camel;
-use crate::store::queue;
-use crate::store::{
-    AgentInfo, Anchor, AskInput, Asked, Entered, Event, EventPage, ExportSink, FeedPage, FeedPos,
-    HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict, Lease, LeaseInfo, LeaseRef,
-    ListFilter, Provided, ProviderAct, ProviderFile, PruneExport, Pruned, Registered, RequestRow,
-    Revoked, Stats, Store, Swept, TokenCredential, Verified, WebToken,
-};
+use crate::store::queue::Queue;
+use crate::store::{Anchor, Event, ExportSink, ListFilter, RequestRow, Swept, Verified};
 
 /// A clock: milliseconds since the epoch.
 pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
 
-/// The SQLite backend: one connection and a clock.
-pub struct SqliteStore {
+/// The SQLite backend: the queue over one connection ([`SqliteDriver`]).
+pub type SqliteStore = Queue<SqliteDriver>;
+
+/// The SQLite driver: one connection and a clock. Each write is one `BEGIN IMMEDIATE`
+/// transaction; reads run on the connection (or in the view [`crate::store::Store::view_now`] opened).
+pub struct SqliteDriver {
     conn: Connection,
     clock: Clock,
-    policy: Arc<crate::core::quorum::Policy>,
 }
 
-impl SqliteStore {
+impl std::fmt::Debug for SqliteDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteDriver").finish_non_exhaustive()
+    }
+}
+
+impl Queue<SqliteDriver> {
     /// A store on an open connection, on the system clock.
-    pub fn new(conn: Connection) -> SqliteStore {
-        SqliteStore {
-            conn,
-            clock: Arc::new(crate::clock::now_ms),
-            policy: Arc::default(),
-        }
+    fn on_connection(conn: Connection) -> SqliteStore {
+        SqliteStore::with_clock(conn, Arc::new(crate::clock::now_ms))
     }
 
     /// A store on an open connection with its own clock (tests).
     pub fn with_clock(conn: Connection, clock: Clock) -> SqliteStore {
-        SqliteStore {
-            conn,
-            clock,
-            policy: Arc::default(),
-        }
+        Queue::new(SqliteDriver { conn, clock })
     }
 
     /// Open (creating and migrating if needed) the database at `path`.
     pub fn open(path: &std::path::Path) -> Result<SqliteStore> {
-        Ok(SqliteStore::new(conn::open(path)?))
+        Ok(SqliteStore::on_connection(conn::open(path)?))
     }
 
     /// Open an existing database for reading only: nothing is created, migrated or
     /// written ([`conn::open_read`]).
     pub fn open_read(path: &std::path::Path) -> Result<SqliteStore> {
-        Ok(SqliteStore::new(conn::open_read(path)?))
+        Ok(SqliteStore::on_connection(conn::open_read(path)?))
     }
 
     /// An in-memory store with the schema, for tests.
     pub fn in_memory() -> Result<SqliteStore> {
-        Ok(SqliteStore::new(conn::open_in_memory()?))
+        Ok(SqliteStore::on_connection(conn::open_in_memory()?))
     }
 
     /// The connection, for this backend's own tests and tools.
     pub fn connection(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-
-    fn now(&self) -> Millis {
-        (self.clock)()
-    }
-
-    fn write<T>(&mut self, f: impl FnOnce(&mut Sql<'_, '_>, Millis) -> Result<T>) -> Result<T> {
-        let clock = self.clock.clone();
-        write_clocked(&mut self.conn, &*clock, f)
+        &mut self.driver().conn
     }
 }
 
-impl Store for SqliteStore {
-    fn set_quorum_policy(&mut self, policy: Arc<crate::core::quorum::Policy>) {
-        self.policy = policy;
+impl SqliteDriver {
+    fn now(&self) -> Millis {
+        (self.clock)()
+    }
+}
+
+impl Driver for SqliteDriver {
+    type Read<'a> = SqlRead<'a>;
+
+    fn write<T>(&mut self, f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>) -> Result<T> {
+        let clock = self.clock.clone();
+        write_clocked(&mut self.conn, &*clock, |db, now| f(db, now))
     }
 
-    fn ask(&mut self, input: AskInput) -> Result<Asked> {
-        let policy = self.policy.clone();
-        self.write(|tx, now| queue::requests::accept_or_reject(tx, now, input, &policy))
+    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut dyn Statements) -> Result<T>) -> Result<T> {
+        write_no_sweep(&mut self.conn, |db| f(db))
     }
 
-    fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
-        let policy = self.policy.clone();
-        self.write(|tx, now| queue::requests::ingest(tx, now, inputs, &policy))
-    }
-
-    fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
-        self.write(|tx, now| queue::answers::abort(tx, now, id, reason, actor))
-    }
-
-    fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
-        self.write(|tx, now| queue::answers::provide(tx, now, lease, &act))
-    }
-
-    fn apply_answer_files(
+    fn write_alone<T>(
         &mut self,
-        files: &[ProviderFile],
-    ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
-        self.write(|tx, now| queue::answers::apply_answer_files(tx, now, files))
+        f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>,
+    ) -> Result<T> {
+        // Every SQLite write runs alone (`BEGIN IMMEDIATE`).
+        self.write(f)
     }
 
-    fn next_for_lease(
-        &mut self,
-        context: &str,
-        lease_id: i64,
-        after: FeedPos,
-    ) -> Result<Option<String>> {
-        queue::answers::next_for_lease(&mut SqlRead(&self.conn), context, lease_id, after)
+    fn read<T>(&mut self, f: impl Fn(&mut SqlRead<'_>) -> Result<T>) -> Result<T> {
+        f(&mut SqlRead(&self.conn))
     }
 
-    fn register_as(
-        &mut self,
-        context: &str,
-        name: &str,
-        ttl_ms: Millis,
-        host: Option<&HostMark>,
-    ) -> Result<(Registered, Lease)> {
-        self.write(|tx, now| {
-            let reg = crate::store::queue::leases::register(tx, now, context, name, ttl_ms, host)?;
-            let lease = crate::store::queue::leases::authenticate(tx, &reg.lease, now)?;
-            Ok((reg, lease))
-        })
+    fn now(&mut self) -> Result<Millis> {
+        Ok(SqliteDriver::now(self))
     }
 
-    fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
-        self.write(|tx, now| crate::store::queue::leases::take_over(tx, now, host_id))
-    }
-
-    fn heartbeat(&mut self, token: &str) -> Result<Lease> {
-        self.write(|tx, now| crate::store::queue::leases::heartbeat(tx, now, token))
-    }
-
-    fn release(&mut self, token: &str) -> Result<bool> {
-        self.write(|tx, now| crate::store::queue::leases::release(tx, now, token))
-    }
-
-    fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
-        self.write(|tx, now| crate::store::queue::leases::revoke(tx, now, context, by, reason))
-    }
-
-    fn authenticate(&mut self, token: &str) -> Result<Lease> {
-        let now = self.now();
-        crate::store::queue::leases::authenticate(&mut SqlRead(&self.conn), token, now)
-    }
-
-    fn lease_info(&mut self, token: &str) -> Result<LeaseInfo> {
-        let now = self.now();
-        crate::store::queue::leases::info(&mut SqlRead(&self.conn), token, now)
-    }
-
-    fn lease_status(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfo>> {
-        let now = self.now();
-        crate::store::queue::leases::status(&mut SqlRead(&self.conn), context, now)
-    }
-
-    fn agent_enter(
-        &mut self,
-        id: &str,
-        owner: Option<&str>,
-        lineage: Option<&str>,
-        ttl_ms: Option<Millis>,
-    ) -> Result<Entered> {
-        self.write(|tx, now| {
-            crate::store::queue::agents::enter(tx, now, id, owner, lineage, ttl_ms)
-        })
-    }
-
-    fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
-        self.write(|tx, now| crate::store::queue::agents::heartbeat(tx, now, id, instance))
-    }
-
-    fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
-        self.write(|tx, now| crate::store::queue::agents::exit(tx, now, id, instance))
-    }
-
-    fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
-        let now = self.now();
-        crate::store::queue::agents::list(&mut super::sql::SqlRead(&self.conn), now, live_only)
-    }
-
-    fn sweep(&mut self) -> Result<Option<Swept>> {
-        let now = self.now();
+    fn sweep_if_due(&mut self) -> Result<Option<Swept>> {
+        let now = SqliteDriver::now(self);
         conn::sweep_if_due(&mut self.conn, now)
-    }
-
-    fn clock_now(&mut self) -> Result<Millis> {
-        Ok(self.now())
     }
 
     fn next_due(&mut self) -> Result<Option<Millis>> {
@@ -224,18 +132,8 @@ impl Store for SqliteStore {
         Ok(restored?)
     }
 
-    fn while_open(
-        &mut self,
-        ids: Option<&[&str]>,
-        remove: &mut dyn FnMut(&[String]) -> Result<usize>,
-    ) -> Result<usize> {
-        write_no_sweep(&mut self.conn, |db| {
-            queue::feed::while_open(db, ids, remove)
-        })
-    }
-
     fn view_now(&mut self) -> Result<()> {
-        let now = self.now();
+        let now = SqliteDriver::now(self);
         conn::view_at(&mut self.conn, now)
     }
 
@@ -249,42 +147,6 @@ impl Store for SqliteStore {
 
     fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
         requests::list(&self.conn, filter)
-    }
-
-    fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
-        queue::feed::new_requests(&mut SqlRead(&self.conn), after, limit)
-    }
-
-    fn open_requests(&mut self, context: Option<&str>) -> Result<Vec<RequestRow>> {
-        SqlRead(&self.conn).open_requests(context)
-    }
-
-    fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
-        let now = self.now();
-        queue::history::history(&mut SqlRead(&self.conn), filter, now)
-    }
-
-    fn stats(&mut self, since: Option<Millis>) -> Result<Stats> {
-        let now = self.now();
-        queue::history::stats(&mut SqlRead(&self.conn), since, now)
-    }
-
-    fn open_counts(&mut self) -> Result<crate::store::OpenCounts> {
-        queue::history::open_counts(&mut SqlRead(&self.conn))
-    }
-
-    fn events_head(&mut self) -> Result<FeedPos> {
-        SqlRead(&self.conn).events_head()
-    }
-
-    fn request_events(
-        &mut self,
-        after: FeedPos,
-        kinds: &[crate::core::audit::EventKind],
-        filter: &ListFilter,
-        limit: usize,
-    ) -> Result<EventPage> {
-        queue::feed::request_events(&mut SqlRead(&self.conn), after, kinds, filter, limit)
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
@@ -320,47 +182,6 @@ impl Store for SqliteStore {
             dump(&tx, kind, sql, sink)?;
         }
         Ok(())
-    }
-
-    fn prune(
-        &mut self,
-        before: Millis,
-        limit: Option<u64>,
-        actor: &Actor,
-        export: &mut dyn PruneExport,
-    ) -> Result<Pruned> {
-        let (mut pruned, ids) =
-            self.write(|db, now| queue::prune::prune(db, now, before, limit, actor, &mut *export))?;
-        if ids.is_empty() {
-            return Ok(pruned);
-        }
-        write_no_sweep(&mut self.conn, |db| {
-            queue::prune::free_outcomes(db, ids, &mut pruned, &mut *export)
-        })?;
-        Ok(pruned)
-    }
-
-    fn token_create(
-        &mut self,
-        name: &str,
-        role: crate::core::access::Role,
-        context: Option<&str>,
-        lookup: &str,
-        hash: &[u8],
-    ) -> Result<WebToken> {
-        self.write(|tx, now| queue::tokens::create(tx, now, name, role, context, lookup, hash))
-    }
-
-    fn tokens(&mut self) -> Result<Vec<WebToken>> {
-        queue::tokens::list(&mut SqlRead(&self.conn))
-    }
-
-    fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.write(|tx, now| queue::tokens::revoke(tx, now, name))
-    }
-
-    fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {
-        queue::tokens::by_lookup(&mut SqlRead(&self.conn), lookup)
     }
 }
 
