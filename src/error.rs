@@ -196,6 +196,17 @@ pub enum Error {
         /// Whether the directory exists (without a database).
         dir_exists: bool,
     },
+    /// A receipt was asked of a request that is not final yet.
+    #[error("request {id:?} is {status}: a request has a receipt once it is final (answered, cancelled, aborted or rejected)")]
+    RequestOpen {
+        /// The request id.
+        id: String,
+        /// Its status now.
+        status: String,
+    },
+    /// A receipt that does not verify.
+    #[error(transparent)]
+    Receipt(#[from] crate::protocol::receipt::ReceiptError),
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -311,6 +322,8 @@ impl Error {
             | Error::NeedsMigration { .. } => Code::Store,
             Error::Io { .. } => Code::Io,
             Error::NoRoot { .. } => Code::NoRoot,
+            Error::RequestOpen { .. } => Code::RequestOpen,
+            Error::Receipt(e) => e.code(),
         }
     }
 

@@ -19,6 +19,8 @@
 //!   [`store::postgres`] (one store for many hosts), each the only place its client crate
 //!   and its SQL live; the keyed event chain ([`store::chain`]).
 //! - [`root`], [`config`]: where the state lives and the operator's settings.
+//! - [`receipt`]: signed decision receipts (the key, the build, the signature, the
+//!   offline check).
 //! - [`files`]: the directory API (inbox, outbox, answer files), written atomically.
 //! - [`app`]: the use-cases every face calls (ask, provide, session, agents, sweep, feed,
 //!   audit, prune, tokens, backup).
@@ -48,6 +50,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod output;
 pub mod protocol;
+pub mod receipt;
 pub mod root;
 pub mod shutdown;
 pub mod store;

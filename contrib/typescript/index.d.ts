@@ -84,6 +84,9 @@ export interface OutcomeDocument {
   provider?: string | null;
   createdAt: string;
   finishedAt: string;
+  /** Extension: the signed decision receipt (outbox files only; check it with
+   * `dshq receipt verify FILE --key PUB`; its shape is contrib/schema/outcome.schema.json's). */
+  receipt?: Record<string, unknown>;
 }
 
 /** A request that was answered: answers by question id, and the plan decision. */
@@ -158,6 +161,14 @@ export class OwnRequest extends DshqError {}
 export class NotInGroup extends DshqError {}
 /** ALREADY_VOTED: a reviewer's second vote, for another answer (a vote never changes). */
 export class AlreadyVoted extends DshqError {}
+/** REQUEST_OPEN: a receipt asked of a request that is not final yet. */
+export class RequestOpen extends DshqError {}
+/** RECEIPT_INVALID: not an intact receipt. */
+export class ReceiptInvalid extends DshqError {}
+/** RECEIPT_UNTRUSTED_KEY: an intact receipt signed by a key the verifier does not trust. */
+export class ReceiptUntrustedKey extends DshqError {}
+/** RECEIPT_MISMATCH: an intact receipt of another request. */
+export class ReceiptMismatch extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

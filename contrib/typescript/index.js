@@ -32,7 +32,8 @@ export const CODES = Object.freeze([
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
-  "BAD_REVIEW_STATE", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
+  "BAD_REVIEW_STATE", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED", "REQUEST_OPEN",
+  "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
 ]);
 
 const define = (code) => {
@@ -72,6 +73,10 @@ export class BadReviewState extends define("BAD_REVIEW_STATE") {}
 export class OwnRequest extends define("OWN_REQUEST") {}
 export class NotInGroup extends define("NOT_IN_GROUP") {}
 export class AlreadyVoted extends define("ALREADY_VOTED") {}
+export class RequestOpen extends define("REQUEST_OPEN") {}
+export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
+export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
+export class ReceiptMismatch extends define("RECEIPT_MISMATCH") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -92,7 +97,8 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState, OwnRequest, NotInGroup, AlreadyVoted,
+    BadReviewState, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid,
+    ReceiptUntrustedKey, ReceiptMismatch,
   ].map((c) => [c.code, c]),
 );
 

@@ -1,7 +1,8 @@
 //! `dshq store backup DIR`: a consistent copy of a live SQLite store, as a root of its own.
 //!
 //! DIR gets `dshq.db` (a `VACUUM INTO` snapshot, taken while the daemon runs), the root's
-//! `audit.key` (without it the copy's chain cannot be verified), and an `audit.head`
+//! `audit.key` (without it the copy's chain cannot be verified), `receipt.key` (when the
+//! root has one), and an `audit.head`
 //! written from the copy's own newest event, not copied from the live root (whose head
 //! has moved on since the snapshot). So `dshq --root DIR audit verify` checks the copy
 //! against the head it had, and restoring is pointing a root at DIR (or copying its
@@ -61,10 +62,14 @@ pub fn backup(root: &Root, dest: &Path) -> Result<Backup> {
     }
     let copy = Root::new(dest);
     crate::store::sqlite::vacuum_into(&root.db(), &copy.db())?;
-    let key = root.dir().join(crate::store::chain::KEY_FILE);
-    if key.exists() {
-        let to = dest.join(crate::store::chain::KEY_FILE);
-        std::fs::copy(&key, &to).map_err(|e| Error::io(&to, e))?;
+    // The audit key, and the receipt key (a restored root signs receipts that verify
+    // with the public key auditors already hold); copied with their 0600 mode.
+    for name in [crate::store::chain::KEY_FILE, crate::receipt::key::KEY_FILE] {
+        let key = root.dir().join(name);
+        if key.exists() {
+            let to = dest.join(name);
+            std::fs::copy(&key, &to).map_err(|e| Error::io(&to, e))?;
+        }
     }
     // The copy's own head, checked by a full verification of the copy.
     let mut store = copy.open_store_read()?;

@@ -20,6 +20,7 @@ pub mod feed;
 pub mod gauges;
 pub mod provide;
 pub mod prune;
+pub mod receipts;
 pub mod session;
 pub mod sweep;
 pub mod tokens;

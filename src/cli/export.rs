@@ -5,6 +5,10 @@
 //! Plain `export` streams NDJSON, one record a line, so an archive of any size never has
 //! to fit in memory. `--json` promises exactly one document on stdout, so there the same
 //! records come as one JSON array.
+//!
+//! `--receipts` exports the signed receipt of every final request instead, for an auditor:
+//! one receipt a line, each exactly its compact canonical bytes, so the file verifies with
+//! `dshq receipt verify FILE --key PUB` as it is.
 
 use std::io::Write;
 
@@ -14,7 +18,12 @@ use crate::error::{Error, Result};
 
 /// Arguments of `dshq export`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Instead of the records, the signed receipt of every final request, one a line
+    /// (each line verifies with `dshq receipt verify`; `--json`: one JSON array).
+    #[arg(long)]
+    pub receipts: bool,
+}
 
 /// Where records go: a line each (NDJSON), or elements of one JSON array.
 struct Sink<W: Write> {
@@ -39,6 +48,22 @@ impl<W: Write> Sink<W> {
         Ok(())
     }
 
+    fn receipt(&mut self, r: &crate::protocol::receipt::Receipt) -> Result<()> {
+        let io = |e: std::io::Error| Error::io("stdout", e);
+        if self.array {
+            self.out
+                .write_all(if self.first { b"[" } else { b"," })
+                .map_err(io)?;
+            serde_json::to_writer(&mut self.out, r).map_err(|e| Error::io("stdout", e.into()))?;
+        } else {
+            self.out
+                .write_all(crate::receipt::seal::to_line(r).as_bytes())
+                .map_err(io)?;
+        }
+        self.first = false;
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<()> {
         let io = |e: std::io::Error| Error::io("stdout", e);
         if self.array {
@@ -51,7 +76,7 @@ impl<W: Write> Sink<W> {
 }
 
 /// Run it.
-pub fn run(ctx: &Ctx, _a: Args) -> Result<()> {
+pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     // What is stored, as stored: no view at now (the archive is the record).
     let mut store = ctx.stored_store()?;
     let stdout = std::io::stdout();
@@ -60,6 +85,10 @@ pub fn run(ctx: &Ctx, _a: Args) -> Result<()> {
         array: ctx.json,
         first: true,
     };
-    app::audit::export(&mut *store, &mut |_, record| out.record(&record))?;
+    if a.receipts {
+        app::receipts::all(&mut *store, &ctx.root, &mut |r| out.receipt(r))?;
+    } else {
+        app::audit::export(&mut *store, &mut |_, record| out.record(&record))?;
+    }
     out.finish()
 }

@@ -25,6 +25,7 @@ pub mod list;
 pub mod mcp;
 pub mod provider;
 pub mod prune;
+pub mod receipt;
 pub mod schema;
 pub mod show;
 pub mod stats;
@@ -143,6 +144,9 @@ pub enum Command {
     Export(export::Args),
     /// Remove final requests finished before a date, after exporting them to a file.
     Prune(prune::Args),
+    /// Signed decision receipts: print one (`receipt ID`), the public key (`receipt
+    /// key`), or verify one offline (`receipt verify FILE --key PUB`).
+    Receipt(receipt::Args),
     /// Check request files offline with the same code as ingestion.
     Validate(validate::Args),
     /// Print the JSON Schema of a request, answer or outcome document.
@@ -348,6 +352,7 @@ impl Command {
                 | Command::Stats(_)
                 | Command::Audit(_)
                 | Command::Export(_)
+                | Command::Receipt(_)
                 | Command::Validate(_)
                 | Command::Schema(_)
                 | Command::Completions(_)
@@ -397,7 +402,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
             | Command::Completions(_)
             | Command::Man
             | Command::Config(_)
-    );
+    ) || matches!(&cli.command, Command::Receipt(a) if a.is_offline());
     let backend = crate::root::Backend::parse(cli.store.as_deref())?;
     let root = match Root::resolve(cli.root) {
         Ok(r) => r.with_backend(backend),
@@ -436,6 +441,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Audit(c) => audit::run(&ctx, c),
         Command::Export(a) => export::run(&ctx, a),
         Command::Prune(a) => prune::run(&ctx, a),
+        Command::Receipt(a) => receipt::run(&ctx, a),
         Command::Validate(a) => validate::run(&ctx, a),
         Command::Schema(a) => schema::run(&ctx, a),
         Command::Completions(a) => completions::run(&ctx, a),

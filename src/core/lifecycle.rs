@@ -196,6 +196,7 @@ impl RequestRow {
                 approvers: self.parsed_approvers(),
                 created_at: rfc3339(self.created_ms),
                 finished_at: rfc3339(finished),
+                receipt: None,
             })),
             Status::Cancelled | Status::Aborted | Status::Rejected => {
                 let code =
@@ -217,6 +218,7 @@ impl RequestRow {
                     provider: self.provider.clone(),
                     created_at: rfc3339(self.created_ms),
                     finished_at: rfc3339(finished),
+                    receipt: None,
                 }))
             }
         }

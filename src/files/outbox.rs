@@ -7,6 +7,11 @@
 //! CLI commands that finish a request call it, which is why a CLI answer reaches the outbox
 //! at once while the daemon runs.
 //!
+//! Each outcome carries its signed receipt ([`crate::app::receipts::attach`]), rebuilt
+//! from the store when the file is written, so a rewrite writes the same bytes; an
+//! outcome whose receipt cannot be made is written without one (and logged): the asker
+//! never loses its outcome to a receipt.
+//!
 //! An id can be reused after a rejection (rejections do not reserve ids), so the outbox can
 //! hold the error outcome of an earlier input under the id of a request that is now open.
 //! It is removed right after the accepting commit ([`remove_stale`]); a crash in between
@@ -61,6 +66,12 @@ pub fn flush(root: &Root, store: &mut dyn Store) -> Result<Flushed> {
             return Ok(report);
         };
         after = last;
+        // Each outcome carries its signed receipt (rebuilt from the store, so writing the
+        // same outcome again writes the same bytes).
+        let pending: Vec<(i64, crate::protocol::Outcome)> = pending
+            .into_iter()
+            .map(|(seq, o)| (seq, crate::app::receipts::attach(store, root, seq, o)))
+            .collect();
         let mut done = Vec::with_capacity(pending.len());
         let mut fail = |outcome: &crate::protocol::Outcome, e: crate::error::Error| {
             tracing::warn!(

@@ -85,6 +85,17 @@ pub enum Code {
     /// A reviewer voted again on a request with a quorum, for another answer: a vote
     /// cannot change (the same answer again is counted once).
     AlreadyVoted,
+    /// A receipt was asked of a request that is still open (pending or claimed): it has
+    /// one once it is final.
+    RequestOpen,
+    /// A file that is not an intact receipt: not one, changed after it was signed, or
+    /// its signature does not verify.
+    ReceiptInvalid,
+    /// An intact receipt signed by a key that is not one the verifier trusts.
+    ReceiptUntrustedKey,
+    /// An intact receipt of another request than the one named (or in an outcome file
+    /// that says something else than the receipt signed).
+    ReceiptMismatch,
 }
 
 impl Code {
@@ -122,6 +133,10 @@ impl Code {
             Code::OwnRequest => "OWN_REQUEST",
             Code::NotInGroup => "NOT_IN_GROUP",
             Code::AlreadyVoted => "ALREADY_VOTED",
+            Code::RequestOpen => "REQUEST_OPEN",
+            Code::ReceiptInvalid => "RECEIPT_INVALID",
+            Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
+            Code::ReceiptMismatch => "RECEIPT_MISMATCH",
         }
     }
 
@@ -160,6 +175,8 @@ impl Code {
             Code::Forbidden | Code::TooLarge | Code::OwnRequest | Code::NotInGroup => 14,
             Code::AlreadyVoted => 6,
             Code::NoRoot => 15,
+            Code::RequestOpen => 16,
+            Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
         }
     }
 }

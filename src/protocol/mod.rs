@@ -10,6 +10,7 @@ pub mod answer;
 pub mod check;
 pub mod digest;
 pub mod error;
+pub mod receipt;
 pub mod review;
 pub mod types;
 

@@ -329,6 +329,10 @@ pub struct AnsweredOutcome {
     pub created_at: String,
     /// When it was answered (RFC 3339).
     pub finished_at: String,
+    /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
+    /// `dshq receipt verify`). Absent where none was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Box<Receipt>>,
 }
 
 /// `{"id", "status": "error", "requestDigest", "error", "createdAt", "finishedAt"}`.
@@ -352,6 +356,10 @@ pub struct ErrorOutcome {
     pub created_at: String,
     /// When it ended (RFC 3339).
     pub finished_at: String,
+    /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
+    /// `dshq receipt verify`). Absent where none was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Box<Receipt>>,
 }
 
 impl Outcome {
@@ -363,10 +371,136 @@ impl Outcome {
         }
     }
 
+    /// The receipt it carries, if any.
+    pub fn receipt(&self) -> Option<&Receipt> {
+        match self {
+            Outcome::Answered(o) => o.receipt.as_deref(),
+            Outcome::Error(o) => o.receipt.as_deref(),
+        }
+    }
+
+    /// The same outcome carrying `receipt` (or none).
+    pub fn with_receipt(mut self, receipt: Option<Receipt>) -> Outcome {
+        let slot = match &mut self {
+            Outcome::Answered(o) => &mut o.receipt,
+            Outcome::Error(o) => &mut o.receipt,
+        };
+        *slot = receipt.map(Box::new);
+        self
+    }
+
     /// Pretty JSON with a trailing newline, as written to the outbox.
     pub fn to_file_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("an Outcome always serializes");
         s.push('\n');
         s
     }
+}
+
+// ---- the outcome's receipt extension (issue 30) --------------------------------------
+//
+// Beside the outcome because each contains the other (an outcome file carries its
+// receipt; a receipt signs the outcome without one). `crate::protocol::receipt` is where
+// the rest of the receipt's vocabulary lives; `crate::receipt` signs and verifies.
+
+/// The format tag every receipt starts with (its `receipt` member).
+pub const RECEIPT_FORMAT: &str = "dshq.receipt.v1";
+
+/// A signed decision receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    /// Always `"dshq.receipt.v1"`.
+    pub receipt: String,
+    /// The request id.
+    pub id: String,
+    /// The request's final status: `answered`, `cancelled`, `aborted` or `rejected`.
+    pub status: String,
+    /// `sha256:HEX` of the canonical request (as in the outcome); null for a rejected
+    /// input that did not parse as a request.
+    pub request_digest: Option<String>,
+    /// The provider context the request was asked in.
+    pub context: String,
+    /// What was shown to the reviewer: the questions (text, detail, options, intents) as
+    /// stored. Null for a rejection: a refused input is shown to nobody.
+    pub shown: Option<Shown>,
+    /// The outcome document the asker got (without a receipt of its own): the answer and
+    /// the decision, or the error.
+    pub outcome: Box<Outcome>,
+    /// Who approved: the identities whose answer made the request final (today the one
+    /// answering identity, `provider:NAME`, `web:NAME`, `mcp:CLIENT`; a list, so a quorum
+    /// fits). Empty when it ended without an answer.
+    pub approvers: Vec<String>,
+    /// Who made the request final, as the final event records it (the answering or
+    /// cancelling identity, `asker`/`agent:ID` for an abort, `daemon` for a deadline or
+    /// an inbox rejection).
+    pub actor: String,
+    /// The policy the request carried.
+    pub policy: Policy,
+    /// When.
+    pub times: Times,
+    /// Where the final event sits in the hash chain.
+    pub chain: ChainPosition,
+    /// The public key that signed it: `ed25519:` and 64 lowercase hex digits.
+    pub signer: String,
+    /// The Ed25519 signature, 128 lowercase hex digits (see [`crate::receipt::seal`] for
+    /// the bytes it covers).
+    pub signature: String,
+}
+
+/// What was shown to the reviewer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Shown {
+    /// The questions, as the request stored them.
+    pub questions: Vec<Question>,
+}
+
+/// The policy a request carried beyond its questions: its deadline, and room for the
+/// quorum and escalation ladder extensions. Each member is absent when not set.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// The absolute deadline enforced (RFC 3339): the request's own, or its timeout from
+    /// acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// The relative timeout as the asker gave it (`"30m"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Whether a live provider was required at acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_provider: Option<bool>,
+    /// The quorum extension, when the request carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<serde_json::Value>,
+    /// The escalation ladder extension, when the request carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<serde_json::Value>,
+}
+
+/// When the request was accepted, claimed and finished (RFC 3339, milliseconds, UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Times {
+    /// Accepted (or rejected) at.
+    pub created_at: String,
+    /// Last claimed at, when it was claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_at: Option<String>,
+    /// Final at.
+    pub finished_at: String,
+}
+
+/// The final event's place in the hash chain: `dshq audit verify` on the host's store
+/// (or on an export of it) shows the event at `seq` has `hash`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChainPosition {
+    /// The final event's seq.
+    pub seq: i64,
+    /// Its kind (`answered`, `cancelled`, `aborted`, `rejected`).
+    pub kind: String,
+    /// Its hash (lowercase hex).
+    pub hash: String,
 }

@@ -60,7 +60,11 @@ impl ApiError {
             | Code::RequestFinal
             | Code::ClaimedElsewhere
             | Code::AlreadyVoted
-            | Code::WrongContext => StatusCode::CONFLICT,
+            | Code::WrongContext
+            | Code::RequestOpen => StatusCode::CONFLICT,
+            Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Code::WaitTimeout => StatusCode::REQUEST_TIMEOUT,
             Code::AuditBroken
             | Code::DaemonRunning

@@ -212,8 +212,19 @@ impl Env {
         drop_into(&self.root().join("answers"), name, bytes);
     }
 
-    /// The outcome file of `id`, parsed, if present.
+    /// The outcome document in the outcome file of `id`, parsed, if present: the file
+    /// without its `receipt` extension (the dsh outcome every face returns; the receipt
+    /// is tested on its own, `receipts.rs`, through [`Env::outcome_file`]).
     pub fn outcome(&self, id: &str) -> Option<Value> {
+        let mut v = self.outcome_file(id)?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("receipt");
+        }
+        Some(v)
+    }
+
+    /// The outcome file of `id`, parsed whole (its receipt included), if present.
+    pub fn outcome_file(&self, id: &str) -> Option<Value> {
         let p = self.root().join("outbox").join(format!("{id}.json"));
         let s = fs::read_to_string(p).ok()?;
         Some(serde_json::from_str(&s).expect("outcome files are whole JSON"))

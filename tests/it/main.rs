@@ -34,6 +34,7 @@ mod outcome;
 mod page;
 mod prune;
 mod quorum;
+mod receipts;
 mod screens;
 mod seam;
 mod sessions;

@@ -50,6 +50,10 @@ __all__ = [
     "OwnRequest",
     "NotInGroup",
     "AlreadyVoted",
+    "RequestOpen",
+    "ReceiptInvalid",
+    "ReceiptUntrustedKey",
+    "ReceiptMismatch",
 ]
 
 
@@ -270,6 +274,30 @@ class AlreadyVoted(DshqError):
     code = "ALREADY_VOTED"
 
 
+class RequestOpen(DshqError):
+    """``REQUEST_OPEN``: A receipt asked of a request that is not final yet."""
+
+    code = "REQUEST_OPEN"
+
+
+class ReceiptInvalid(DshqError):
+    """``RECEIPT_INVALID``: Not an intact receipt."""
+
+    code = "RECEIPT_INVALID"
+
+
+class ReceiptUntrustedKey(DshqError):
+    """``RECEIPT_UNTRUSTED_KEY``: An intact receipt signed by a key not trusted."""
+
+    code = "RECEIPT_UNTRUSTED_KEY"
+
+
+class ReceiptMismatch(DshqError):
+    """``RECEIPT_MISMATCH``: An intact receipt of another request."""
+
+    code = "RECEIPT_MISMATCH"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -302,6 +330,10 @@ _ALL: Tuple[Type[DshqError], ...] = (
     OwnRequest,
     NotInGroup,
     AlreadyVoted,
+    RequestOpen,
+    ReceiptInvalid,
+    ReceiptUntrustedKey,
+    ReceiptMismatch,
 )
 
 #: Every stable code dshq reports, in its own order.
