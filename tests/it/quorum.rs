@@ -138,6 +138,10 @@ fn two_of_three_through_the_cli_and_the_http_api() {
         text.contains("approved by provider:bob, web:carol"),
         "{text}"
     );
+    // The signed receipt names every approver and the quorum it was held to.
+    let receipt = env.json(&["receipt", "q1"]).ok().json();
+    assert_eq!(receipt["approvers"], json!(["provider:bob", "web:carol"]));
+    assert_eq!(receipt["policy"]["quorum"]["approvals"], 2);
     env.run(&["audit", "verify"]).ok();
     h.daemon.stop();
 }
