@@ -419,11 +419,23 @@ pub fn show_text(v: &RequestView) -> String {
         if let Some(c) = &q.custom {
             s.push_str(&format!("   custom: {}\n", one_line(c)));
         }
-        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() {
+        // Edit-then-approve: the recorded diff of what the reviewer changed.
+        let edit = match &v.outcome {
+            Some(Outcome::Answered(a)) => a.edited.as_ref().and_then(|e| e.get(&q0.id)),
+            _ => None,
+        };
+        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() && edit.is_none()
+        {
             s.push_str("   (skipped)\n");
         }
         if let Some(d) = q.decision {
             s.push_str(&format!("   decision: {}\n", d.as_str()));
+        }
+        if let Some(e) = edit {
+            s.push_str("   approved as edited; the changes to the proposal:\n");
+            for line in e.diff.lines() {
+                s.push_str(&format!("     {}\n", one_line(line)));
+            }
         }
     }
     if let Some(Outcome::Error(e)) = &v.outcome {
@@ -501,10 +513,21 @@ pub fn outcome_text(o: &Outcome) -> String {
                 if let Some(c) = &item.custom {
                     parts.push(format!("custom: {}", one_line(c)));
                 }
+                if item.edited.is_some() {
+                    parts.push("edited".into());
+                }
                 if parts.is_empty() {
                     parts.push("(skipped)".into());
                 }
                 s.push_str(&format!("  {}: {}\n", one_line(&item.id), parts.join(", ")));
+            }
+            // Edit-then-approve: what changed, as the unified diff the store recorded
+            // (asker and reviewer text: control characters made visible).
+            for (qid, e) in a.edited.iter().flatten() {
+                s.push_str(&format!("  {} as edited:\n", one_line(qid)));
+                for line in e.diff.lines() {
+                    s.push_str(&format!("    {}\n", one_line(line)));
+                }
             }
             s
         }

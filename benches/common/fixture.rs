@@ -39,6 +39,7 @@ pub fn answer(label: &str) -> Answer {
             id: "q".into(),
             selected: vec![label.into()],
             custom: None,
+            edited: None,
         }],
     }
 }

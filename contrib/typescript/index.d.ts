@@ -169,6 +169,7 @@ export class ReceiptInvalid extends DshqError {}
 export class ReceiptUntrustedKey extends DshqError {}
 /** RECEIPT_MISMATCH: an intact receipt of another request. */
 export class ReceiptMismatch extends DshqError {}
+export class EditNotAllowed extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -33,7 +33,7 @@ export const CODES = Object.freeze([
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
   "BAD_REVIEW_STATE", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED", "REQUEST_OPEN",
-  "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
+  "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH", "EDIT_NOT_ALLOWED",
 ]);
 
 const define = (code) => {
@@ -77,6 +77,7 @@ export class RequestOpen extends define("REQUEST_OPEN") {}
 export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
 export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
 export class ReceiptMismatch extends define("RECEIPT_MISMATCH") {}
+export class EditNotAllowed extends define("EDIT_NOT_ALLOWED") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -98,7 +99,7 @@ const BY_CODE = new Map(
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid,
-    ReceiptUntrustedKey, ReceiptMismatch,
+    ReceiptUntrustedKey, ReceiptMismatch, EditNotAllowed,
   ].map((c) => [c.code, c]),
 );
 

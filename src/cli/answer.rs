@@ -1,7 +1,8 @@
 //! `dshq answer ID`: answer a request with flags or a whole Answer document; with no
 //! answer flags on a terminal, the interactive screen ([`super::interactive`]).
 //!
-//! Flags: `--select LABEL` (repeatable), `--custom TEXT`, `--skip`, and `--question QID` to
+//! Flags: `--select LABEL` (repeatable), `--custom TEXT`, `--edit FILE` (approve the
+//! proposal as edited: edit-then-approve), `--skip`, and `--question QID` to
 //! start the flags of another question in a batch: `--question db --select Postgres
 //! --question note --skip`. Without `--lease` a transient lease is registered, used and
 //! released inside the same transaction, so it can never outlive the command.
@@ -17,6 +18,7 @@ use crate::files::safe_read;
 use crate::output::{emit, outcome_text};
 use crate::protocol::answer::parse_answer;
 use crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES;
+use crate::protocol::edit;
 use crate::protocol::{Answer, AnswerItem};
 
 /// What `dshq answer --help` says about the interactive screen after the flags.
@@ -48,11 +50,17 @@ pub struct Args {
     /// Free text: overrides the selection in single-select, supplements it in multi-select.
     #[arg(long = "custom", value_name = "TEXT")]
     pub custom: Vec<String>,
+    /// Approve the question's proposal as edited: the edited text from FILE (`-` for
+    /// stdin). For a plan review (approved by it: the approve label is selected when
+    /// no --select is given) or a free-text question the asker made `editable`. One
+    /// final newline the proposal does not end with is dropped (editors add one).
+    #[arg(long = "edit", value_name = "FILE")]
+    pub edit: Vec<String>,
     /// Skip the question (nothing selected, no custom text).
     #[arg(long = "skip", action = clap::ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub skip: Vec<bool>,
     /// A whole Answer document (`{"answers": [...]}`) from a file, or `-` for stdin.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["question", "select", "custom", "skip"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["question", "select", "custom", "skip", "edit"])]
     pub answers: Option<PathBuf>,
     /// The provider lease token; without it a transient lease is taken and released.
     #[arg(long, env = "DSHQ_LEASE", hide_env_values = true)]
@@ -86,6 +94,8 @@ enum Flag {
     Question(String),
     Select(String),
     Custom(String),
+    /// `--edit FILE`: the file's name until [`read_edits`] replaces it by its text.
+    Edit(String),
     Skip,
 }
 
@@ -96,6 +106,7 @@ fn ordered_flags(m: &ArgMatches) -> Vec<Flag> {
         ("question", Flag::Question as fn(String) -> Flag),
         ("select", Flag::Select),
         ("custom", Flag::Custom),
+        ("edit", Flag::Edit),
     ] {
         if let (Some(idx), Some(vals)) = (m.indices_of(name), m.get_many::<String>(name)) {
             for (i, v) in idx.zip(vals) {
@@ -152,6 +163,7 @@ fn items_from_flags(flags: &[Flag], question_ids: &[String]) -> Result<Vec<Answe
             id: qid.clone(),
             selected: Vec::new(),
             custom: None,
+            edited: None,
         };
         let mut skip = false;
         for f in &flags {
@@ -163,6 +175,12 @@ fn items_from_flags(flags: &[Flag], question_ids: &[String]) -> Result<Vec<Answe
                     }
                     item.custom = Some(c.clone());
                 }
+                Flag::Edit(text) => {
+                    if item.edited.is_some() {
+                        return Err(Error::Usage(format!("question {qid}: give --edit once")));
+                    }
+                    item.edited = Some(text.clone());
+                }
                 Flag::Skip => skip = true,
                 Flag::Question(_) => unreachable!("questions start groups"),
             }
@@ -172,9 +190,9 @@ fn items_from_flags(flags: &[Flag], question_ids: &[String]) -> Result<Vec<Answe
                 "question {qid}: say --select LABEL, --custom TEXT or --skip"
             )));
         }
-        if skip && !item.is_skip() {
+        if skip && (!item.is_skip() || item.edited.is_some()) {
             return Err(Error::Usage(format!(
-                "question {qid}: --skip cannot be combined with --select or --custom"
+                "question {qid}: --skip cannot be combined with --select, --custom or --edit"
             )));
         }
         items.push(item);
@@ -260,13 +278,14 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         None => {
             let row =
                 app::feed::get(&mut *store, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
-            let qids: Vec<String> = row
-                .request()
-                .map(|r| r.questions.into_iter().map(|q| q.id).collect())
-                .unwrap_or_default();
-            Answer {
-                answers: items_from_flags(&flags, &qids)?,
+            let questions = row.request().map(|r| r.questions).unwrap_or_default();
+            let qids: Vec<String> = questions.iter().map(|q| q.id.clone()).collect();
+            let flags = read_edits(flags)?;
+            let mut answers = items_from_flags(&flags, &qids)?;
+            for item in &mut answers {
+                as_edit_of(item, &questions);
             }
+            Answer { answers }
         }
     };
     let who = acting(a.lease.as_deref(), a.name.as_deref());
@@ -308,11 +327,63 @@ pub fn publish(ctx: &Ctx, finished: &app::Finished) {
     }
 }
 
+/// Replace each `--edit FILE` by the file's text (`-`: stdin, once), read as `--answers`
+/// reads its file (size limit, UTF-8).
+fn read_edits(flags: Vec<Flag>) -> Result<Vec<Flag>> {
+    let mut stdin_used = false;
+    flags
+        .into_iter()
+        .map(|f| match f {
+            Flag::Edit(name) => {
+                if name == "-" {
+                    if stdin_used {
+                        return Err(Error::Usage("only one --edit can read stdin (-)".into()));
+                    }
+                    stdin_used = true;
+                }
+                let path = PathBuf::from(&name);
+                let bytes =
+                    safe_read::read_arg(&path, DEFAULT_MAX_REQUEST_BYTES).map_err(|e| match e {
+                        safe_read::ReadError::Io(io) => Error::io(&path, io),
+                        other => Error::Usage(format!("{name}: {other}")),
+                    })?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| Error::Usage(format!("--edit {name}: the text is not UTF-8")))?;
+                Ok(Flag::Edit(text))
+            }
+            other => Ok(other),
+        })
+        .collect()
+}
+
+/// An item with an edit as the flags meant it: the text as an edit of the question's
+/// proposal ([`edit::from_editor`]), and on a plan review with no selection, the
+/// approval the edit goes with.
+fn as_edit_of(item: &mut AnswerItem, questions: &[crate::protocol::Question]) {
+    let Some(text) = item.edited.take() else {
+        return;
+    };
+    let Some(q) = questions.iter().find(|q| q.id == item.id) else {
+        item.edited = Some(text);
+        return;
+    };
+    item.edited = Some(edit::from_editor(
+        q.detail.as_deref().unwrap_or_default(),
+        &text,
+    ));
+    if let Some(approve) = q.plan_review_approve() {
+        if item.selected.is_empty() && item.custom.is_none() {
+            item.selected.push(approve.to_string());
+        }
+    }
+}
+
 /// Flags in a fixed order when no matches are available (library callers).
 fn fallback_flags(a: &Args) -> Vec<Flag> {
     let mut v: Vec<Flag> = a.question.iter().cloned().map(Flag::Question).collect();
     v.extend(a.select.iter().cloned().map(Flag::Select));
     v.extend(a.custom.iter().cloned().map(Flag::Custom));
+    v.extend(a.edit.iter().cloned().map(Flag::Edit));
     v.extend(a.skip.iter().map(|_| Flag::Skip));
     v
 }
@@ -333,7 +404,8 @@ mod tests {
             vec![AnswerItem {
                 id: "q1".into(),
                 selected: vec!["A".into()],
-                custom: None
+                custom: None,
+                edited: None,
             }]
         );
     }

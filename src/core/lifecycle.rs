@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use crate::clock::{rfc3339, Millis};
 use crate::protocol::error::{Code, UserQuestionError};
-use crate::protocol::types::{Answer, AnsweredOutcome, Decision, ErrorOutcome, Outcome, Request};
+use crate::protocol::types::{
+    Answer, AnsweredOutcome, Decision, Edits, ErrorOutcome, Outcome, Request,
+};
 
 /// A request's state.
 #[derive(
@@ -119,6 +121,9 @@ pub struct RequestRow {
     /// Its votes so far (a JSON array of [`crate::core::quorum::Vote`]), for a request with
     /// a quorum; `None` for any other.
     pub votes: Option<String>,
+    /// The edits the answer made (edit-then-approve), as the JSON of
+    /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
+    pub edits: Option<String>,
 }
 
 impl RequestRow {
@@ -128,6 +133,14 @@ impl RequestRow {
             return None;
         }
         serde_json::from_str(&self.body).ok()
+    }
+
+    /// The stored edits (none when the answer edited nothing, or the column does not
+    /// parse: the record check reports that).
+    pub fn parsed_edits(&self) -> Option<Edits> {
+        self.edits
+            .as_deref()
+            .and_then(|e| serde_json::from_str(e).ok())
     }
 
     /// The stored answer.
@@ -196,6 +209,7 @@ impl RequestRow {
                 approvers: self.parsed_approvers(),
                 created_at: rfc3339(self.created_ms),
                 finished_at: rfc3339(finished),
+                edited: self.parsed_edits(),
                 receipt: None,
             })),
             Status::Cancelled | Status::Aborted | Status::Rejected => {

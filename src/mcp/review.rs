@@ -287,6 +287,7 @@ pub fn accepted_item(id: &str, form: &Form, content: &JsonObject) -> Result<Answ
         id: id.to_string(),
         selected,
         custom,
+        edited: None,
     })
 }
 
@@ -296,6 +297,7 @@ pub fn declined_item(id: &str) -> AnswerItem {
         id: id.to_string(),
         selected: vec![],
         custom: None,
+        edited: None,
     }
 }
 
@@ -724,6 +726,7 @@ mod tests {
                 kind: "plan-review".into(),
                 approve: a.into(),
             }),
+            editable: None,
         }
     }
 

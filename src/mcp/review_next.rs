@@ -638,6 +638,7 @@ mod tests {
                 kind: "plan-review".into(),
                 approve: "Approve".into(),
             }),
+            editable: None,
         }
     }
 

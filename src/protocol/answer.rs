@@ -62,7 +62,9 @@ pub fn check_answer(
             ));
         };
         check_item(q, item)?;
-        decisions.push(decision(q, item));
+        let d = decision(q, item);
+        super::edit::check_edit(q, item, d)?;
+        decisions.push(d);
     }
     Ok(decisions)
 }

@@ -153,6 +153,27 @@ pub fn check_structure(
                 ),
             ));
         }
+        if q.editable == Some(true) && q.intent.is_none() {
+            // dshq's edit-then-approve extension ([`super::edit`]).
+            if q.options.is_some() {
+                return Err(err(
+                    Code::BadRequest,
+                    format!(
+                        "question {:?} is `editable` but has options: `editable: true` is for a free-text question, whose `detail` is the proposal the reviewer may edit (a plan review is editable without it)",
+                        q.id
+                    ),
+                ));
+            }
+            if q.detail.is_none() {
+                return Err(err(
+                    Code::BadRequest,
+                    format!(
+                        "question {:?} is `editable` but has no `detail`: put the proposal the reviewer may edit in `detail`",
+                        q.id
+                    ),
+                ));
+            }
+        }
         let mut labels = HashSet::new();
         for o in q.options() {
             if o.label.is_empty() {

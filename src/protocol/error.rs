@@ -96,6 +96,10 @@ pub enum Code {
     /// An intact receipt of another request than the one named (or in an outcome file
     /// that says something else than the receipt signed).
     ReceiptMismatch,
+    /// An answer that gives an edited text (`edited`) where no edit is allowed: on a
+    /// question that is neither a plan review nor `editable: true` (or a plan review the
+    /// asker made `editable: false`), or with a plan review's decline.
+    EditNotAllowed,
 }
 
 impl Code {
@@ -137,6 +141,7 @@ impl Code {
             Code::ReceiptInvalid => "RECEIPT_INVALID",
             Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
             Code::ReceiptMismatch => "RECEIPT_MISMATCH",
+            Code::EditNotAllowed => "EDIT_NOT_ALLOWED",
         }
     }
 
@@ -157,7 +162,8 @@ impl Code {
             | Code::BadIntent
             | Code::DuplicateId
             | Code::BadAnswer
-            | Code::BadReviewState => 3,
+            | Code::BadReviewState
+            | Code::EditNotAllowed => 3,
             Code::NotFound => 4,
             Code::NoProvider
             | Code::DuplicateProvider

@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod check;
 pub mod digest;
+pub mod edit;
 pub mod error;
 pub mod receipt;
 pub mod review;

@@ -159,6 +159,7 @@ fn q_single(labels: &[&str]) -> Question {
         ),
         multi_select: None,
         intent: None,
+        editable: None,
     }
 }
 
@@ -179,6 +180,7 @@ fn q_free(id: &str) -> Question {
         options: None,
         multi_select: None,
         intent: None,
+        editable: None,
     }
 }
 
@@ -187,6 +189,7 @@ fn item(id: &str, selected: &[&str], custom: Option<&str>) -> AnswerItem {
         id: id.into(),
         selected: selected.iter().map(|s| (*s).into()).collect(),
         custom: custom.map(Into::into),
+        edited: None,
     }
 }
 

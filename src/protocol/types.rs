@@ -68,6 +68,13 @@ pub struct Question {
     /// A presentation intent such as plan-review.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<Intent>,
+    /// dshq extension (edit-then-approve): whether the reviewer may return an edited
+    /// version of the proposal (`detail`) with the answer (`edited` on the answer item).
+    /// A plan review allows it unless this is `false`; a free-text question (no options)
+    /// allows it only when this is `true`, and then needs a `detail`; a question with
+    /// options and no plan-review intent cannot be editable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub editable: Option<bool>,
 }
 
 /// schemars does not see serde aliases: add `multi_select` (dsh's spelling, which the
@@ -115,6 +122,16 @@ impl Question {
             .as_ref()
             .filter(|i| i.kind == PLAN_REVIEW)
             .map(|i| i.approve.as_str())
+    }
+
+    /// Whether an answer may carry an edited version of the proposal (see
+    /// [`Question::editable`] and [`crate::protocol::edit`]).
+    pub fn allows_edit(&self) -> bool {
+        if self.plan_review_approve().is_some() {
+            self.editable != Some(false)
+        } else {
+            self.editable == Some(true) && self.options.is_none() && self.detail.is_some()
+        }
     }
 }
 
@@ -236,6 +253,12 @@ pub struct AnswerItem {
     /// Free text ("Other"): overrides in single-select, supplements in multi-select.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<String>,
+    /// dshq extension (edit-then-approve): the reviewer's edited version of the
+    /// question's proposal (its `detail`), approved as edited. Only on a question that
+    /// allows an edit (a plan review, or a free-text question with `editable: true`),
+    /// and on a plan review only with an approval; otherwise `EDIT_NOT_ALLOWED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<String>,
 }
 
 impl AnswerItem {
@@ -329,10 +352,31 @@ pub struct AnsweredOutcome {
     pub created_at: String,
     /// When it was answered (RFC 3339).
     pub finished_at: String,
+    /// dshq extension (edit-then-approve): the questions whose proposal the reviewer
+    /// edited before approving, by question id: what was proposed, what was approved,
+    /// and the unified diff between them. Absent when nothing was edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Edits>,
     /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
     /// `dshq receipt verify`). Absent where none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Box<Receipt>>,
+}
+
+/// The edits of an answer, by question id (in id order).
+pub type Edits = std::collections::BTreeMap<String, Edited>;
+
+/// One question's proposal as the reviewer edited and approved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Edited {
+    /// The asker's proposal: the question's `detail` as asked.
+    pub proposed: String,
+    /// The text the reviewer approved (the answer item's `edited`).
+    pub approved: String,
+    /// The unified diff from `proposed` to `approved` (headers `proposed` and
+    /// `approved`, three lines of context), as recorded when the answer was given.
+    pub diff: String,
 }
 
 /// `{"id", "status": "error", "requestDigest", "error", "createdAt", "finishedAt"}`.

@@ -243,6 +243,7 @@ mod tests {
                     id: "q".into(),
                     selected: vec!["Yes ✓".into()],
                     custom: Some("ship it \"now\"\n".into()),
+                    edited: None,
                 }],
             },
             decision: None,
@@ -250,6 +251,7 @@ mod tests {
             approvers: None,
             created_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: "2026-01-01T00:01:00.000Z".into(),
+            edited: None,
             receipt: None,
         });
         seal(

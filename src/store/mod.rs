@@ -221,9 +221,8 @@ pub enum ProviderAct {
 }
 
 /// What [`Store::provide`] did.
-// The outcome (with its receipt) is the common result and is returned by value, as it
-// was before the other variants were boxed: boxing it would move every answer's outcome
-// to the heap to save a copy of the rare claim.
+// One value per provide call, moved once to its caller: boxing the outcome would cost an
+// allocation per answer to save a copy of a few hundred bytes.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Provided {

@@ -16,6 +16,10 @@
 //! tables into [`RequestRow`], [`QuestionRow`] and [`Event`] through each driver's
 //! `AuditReads` and calls [`check_rows`]; no SQL and no driver type is in this module.
 //!
+//! An answer that edited a proposal (edit-then-approve) carries its edits on the row and
+//! in the `answered` event: the two must be equal, and each edit must be the request's
+//! proposal and the answer's approved text.
+//!
 //! Rows and their creation events pair in insertion order (one `accepted` or `rejected`
 //! event is appended in the transaction that inserts each row); events written since the
 //! log carried the record also name their row (`rowSeq`). Events written before that carry
@@ -33,7 +37,7 @@ use crate::core::lifecycle::{RequestRow, Status};
 use crate::core::quorum::Vote;
 use crate::protocol::answer::{check_answer, request_decision};
 use crate::protocol::digest::{hex, request_digest};
-use crate::protocol::types::{Answer, Decision, Request};
+use crate::protocol::types::{Answer, Decision, Edits, Request};
 use crate::store::types::Event;
 
 /// The first disagreement between the tables and the log.
@@ -354,8 +358,11 @@ fn check_rejected(row: &RequestRow, ev: &Event, q: &[QuestionRow]) -> Option<Str
             (got != want).then(|| "the rejected input does not match its digest in the log".into())
         })
         .or_else(|| {
-            (row.answer.is_some() || row.decision.is_some() || row.provider.is_some())
-                .then(|| "a rejected row carries an answer or a provider".into())
+            (row.answer.is_some()
+                || row.decision.is_some()
+                || row.provider.is_some()
+                || row.edits.is_some())
+            .then(|| "a rejected row carries an answer or a provider".into())
         })
         .or_else(|| (!q.is_empty()).then(|| "a rejected row has question rows".into()))
 }
@@ -617,6 +624,7 @@ fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i6
 fn unanswered(row: &RequestRow, q: &[QuestionRow]) -> Option<String> {
     differs("answer", &row.answer.as_deref(), &None)
         .or_else(|| differs("approvers", &row.approvers.as_deref(), &None))
+        .or_else(|| differs("edits", &row.edits.as_deref(), &None))
         .or_else(|| differs("decision", &row.decision.map(Decision::as_str), &None))
         .or_else(|| {
             q.iter()
@@ -682,6 +690,9 @@ fn check_answered(
     if stored != answer {
         return Some("the answer in the row is not the answer in the log".into());
     }
+    if let Some(p) = check_edits(row, e, request, &answer) {
+        return Some(p);
+    }
     let decisions = match check_answer(&request.questions, &answer) {
         Ok(d) => d,
         Err(err) => {
@@ -734,6 +745,66 @@ fn check_answered(
                 &format!("question {:?}'s decision", qr.qid),
                 &qr.decision.as_deref(),
                 &d.map(Decision::as_str),
+            )
+        });
+        if p.is_some() {
+            return p;
+        }
+    }
+    None
+}
+
+/// Edit-then-approve: the row's edits are the log's (the `answered` event's `edits`, absent
+/// when nothing was edited), and each logged edit is the one the answer made: the
+/// question's proposal as asked and the answer item's `edited` as approved. The diff is
+/// compared as recorded, not recomputed, so a store stays verifiable whatever diff a
+/// later dshq would print; the chain's hash holds the logged one.
+fn check_edits(row: &RequestRow, e: &Event, request: &Request, answer: &Answer) -> Option<String> {
+    let stored: Option<Value> = match row.edits.as_deref().map(serde_json::from_str) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(err)) => return Some(format!("the row's edits do not parse ({err})")),
+    };
+    let logged = e.data.get("edits");
+    if stored.as_ref() != logged {
+        let which = match (&stored, logged) {
+            (Some(_), None) => "the row carries edits the log does not have",
+            (None, Some(_)) => "the log records edits the row does not carry",
+            _ => "the edits in the row (proposal, approved text or diff) are not the edits in the log",
+        };
+        return Some(which.into());
+    }
+    let edits: Edits = match logged.map(|v| serde_json::from_value(v.clone())) {
+        None => Edits::new(),
+        Some(Ok(e)) => e,
+        Some(Err(err)) => return Some(format!("the log's edits do not parse ({err})")),
+    };
+    if let Some(qid) = edits
+        .keys()
+        .find(|k| !request.questions.iter().any(|q| &q.id == *k))
+    {
+        return Some(format!(
+            "the log records an edit of question {qid:?}, which the request does not have"
+        ));
+    }
+    for q in &request.questions {
+        let approved = answer
+            .answers
+            .iter()
+            .find(|a| a.id == q.id)
+            .and_then(|a| a.edited.as_deref());
+        let edit = edits.get(&q.id);
+        let p = differs(
+            &format!("question {:?}'s approved text", q.id),
+            &edit.map(|e| e.approved.as_str()),
+            &approved,
+        )
+        .or_else(|| {
+            let e = edit?;
+            differs(
+                &format!("question {:?}'s proposal", q.id),
+                &Some(e.proposed.as_str()),
+                &Some(q.detail.as_deref().unwrap_or_default()),
             )
         });
         if p.is_some() {

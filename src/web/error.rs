@@ -48,6 +48,7 @@ impl ApiError {
             | Code::BadIntent
             | Code::BadAnswer
             | Code::BadReviewState
+            | Code::EditNotAllowed
             | Code::Usage => StatusCode::BAD_REQUEST,
             Code::DuplicateId
             | Code::CallerNotLive

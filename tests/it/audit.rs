@@ -2164,7 +2164,8 @@ fn drop_record_triggers(conn: &rusqlite::Connection) {
     conn.execute_batch(
         "DROP TRIGGER IF EXISTS requests_record_fixed; DROP TRIGGER IF EXISTS requests_final_fixed;
          DROP TRIGGER IF EXISTS requests_no_delete; DROP TRIGGER IF EXISTS questions_record_fixed;
-         DROP TRIGGER IF EXISTS questions_answer_fixed; DROP TRIGGER IF EXISTS questions_no_delete;",
+         DROP TRIGGER IF EXISTS questions_answer_fixed; DROP TRIGGER IF EXISTS questions_no_delete;
+         DROP TRIGGER IF EXISTS requests_edits_fixed;",
     )
     .unwrap();
 }
@@ -2473,4 +2474,111 @@ fn a_forged_rejected_row_breaks_the_audit() {
         tamper_db(&env).execute(sql, []).unwrap();
         assert_audit_fails(&env, &[], &["bad1", needle]);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Edit-then-approve: the recorded edit is covered by the audit
+// ---------------------------------------------------------------------------------------
+
+/// A store with plan review `e1` approved as edited by alice (`dshq answer --edit`).
+fn edited_store() -> Env {
+    let env = Env::new();
+    env.ask(&crate::edit::plan_review("e1")).ok();
+    let file = env.root().join("edited.md");
+    std::fs::write(&file, crate::edit::EDITED).unwrap();
+    env.json(&[
+        "answer",
+        "e1",
+        "--name",
+        "alice",
+        "--edit",
+        file.to_str().unwrap(),
+    ])
+    .ok();
+    assert_eq!(env.json(&["audit", "verify"]).ok().json()["ok"], true);
+    env
+}
+
+/// The `answered` event of `e1`: its seq and data.
+fn answered_of_e1(conn: &rusqlite::Connection) -> (i64, Value) {
+    let (seq, data): (i64, String) = conn
+        .query_row(
+            "SELECT seq, data FROM events WHERE request_id = 'e1' AND kind = 'answered'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    (seq, serde_json::from_str(&data).unwrap())
+}
+
+#[test]
+fn an_altered_edit_breaks_the_audit() {
+    // While the record triggers stand, a final request's edits cannot change.
+    let env = edited_store();
+    let e = db(&env)
+        .execute("UPDATE requests SET edits = '{}' WHERE id = 'e1'", [])
+        .unwrap_err();
+    assert!(e.to_string().contains("requests are a record"), "{e}");
+
+    // The diff in the row, altered to hide a step: the row is not the log.
+    let conn = tamper_db(&env);
+    let stored: String = conn
+        .query_row("SELECT edits FROM requests WHERE id = 'e1'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut v: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(v["plan"]["diff"], crate::edit::DIFF);
+    v["plan"]["diff"] = json!(crate::edit::DIFF.replace("+2. Back up node a\n", ""));
+    conn.execute(
+        "UPDATE requests SET edits = ?1 WHERE id = 'e1'",
+        [v.to_string()],
+    )
+    .unwrap();
+    // What `show` presents is the forgery; the audit must not call it ok.
+    let shown = env.json(&["show", "e1"]).ok().json();
+    assert!(!shown["outcome"]["edited"]["plan"]["diff"]
+        .as_str()
+        .unwrap()
+        .contains("Back up"));
+    assert_audit_fails(&env, &[], &["e1", "edits"]);
+
+    // The approved text, in the row's answer and edits alike: still not the log's.
+    let env = edited_store();
+    let conn = tamper_db(&env);
+    let forged = "1. Drain node a\n2. Delete node a\n";
+    let mut v: Value = serde_json::from_str(
+        &conn
+            .query_row("SELECT edits FROM requests WHERE id = 'e1'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap(),
+    )
+    .unwrap();
+    v["plan"]["approved"] = json!(forged);
+    let answer = json!({"answers": [{"id": "plan", "selected": ["Approve"], "edited": forged}]});
+    conn.execute(
+        "UPDATE requests SET edits = ?1, answer = ?2 WHERE id = 'e1'",
+        [v.to_string(), answer.to_string()],
+    )
+    .unwrap();
+    assert_audit_fails(&env, &[], &["e1"]);
+
+    // The diff in the event (and the row, to agree): the chain breaks at that event.
+    let env = edited_store();
+    let conn = tamper_db(&env);
+    drop_triggers(&conn);
+    let (seq, mut data) = answered_of_e1(&conn);
+    data["edits"]["plan"]["diff"] = json!("--- proposed\n+++ approved\n");
+    conn.execute(
+        "UPDATE events SET data = ?1 WHERE seq = ?2",
+        rusqlite::params![data.to_string(), seq],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE requests SET edits = ?1 WHERE id = 'e1'",
+        [data["edits"].to_string()],
+    )
+    .unwrap();
+    assert_broken_at(&env, seq);
 }

@@ -523,3 +523,94 @@ fn on_a_phone_the_queue_a_request_and_a_plan_review_fit_the_screen() {
         c.close().await.unwrap();
     });
 }
+
+/// Edit-then-approve on the page: the plan is offered in a box to edit; an edited plan
+/// with a decline is flagged on the form; with Approve, the summary page shows the
+/// unified diff (the asker's hostile text in it as text) before anything is sent; Send
+/// records the edited plan, which the asker's outcome carries.
+#[test]
+fn a_reviewer_edits_a_plan_and_sees_the_diff_before_sending() {
+    let (_driver, driver_url) = start_driver();
+    let env = Env::new();
+    let rita = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    let plan = format!("{}Note: {EVIL}\n", crate::edit::PLAN);
+    let mut req = crate::edit::plan_review("pe1");
+    req["questions"][0]["detail"] = json!(plan);
+    env.ask(&req).ok();
+    let profile = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver_url, profile.path(), false).await;
+        c.goto(&format!("{}/login", h.base)).await.unwrap();
+        type_into(&c, "#token", &rita).await;
+        click(&c, "section.login button[type=submit]").await;
+        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+
+        c.goto(&format!("{}/r/pe1", h.base)).await.unwrap();
+        until("the form", || async { has(&c, "fieldset.q").await }).await;
+        // The box holds the plan as asked, closed until opened.
+        let area = "textarea[name='q0.edit']";
+        let value = format!("return document.querySelector(\"{area}\").value;");
+        assert_eq!(js(&c, &value).await, json!(plan));
+        assert_eq!(js(&c, "return document.querySelector('details.edit').open;").await, false);
+        click(&c, "details.edit summary").await;
+        // Edit it: a step inserted (set as a script would paste it), a line typed.
+        js(&c, &format!(
+            "const t = document.querySelector(\"{area}\"); \
+             t.value = t.value.replace('2. Upgrade node a\\n3. Run', '2. Back up node a\\n3. Upgrade node a\\n4. Run'); return null;"
+        ))
+        .await;
+        type_into(&c, area, "5. Tell the team").await;
+        let approved = format!("{}Note: {EVIL}\n5. Tell the team\n", crate::edit::EDITED);
+
+        // With the default (Decline with feedback) and no feedback: flagged, kept.
+        type_into(&c, "textarea[name='q0.other']", "not yet").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the form, flagged", || async { has(&c, "fieldset.q.invalid #q0-problem").await }).await;
+        let text = body_text(&c).await;
+        assert!(text.contains("EDIT_NOT_ALLOWED") && text.contains("undo the edit to decline"), "{text}");
+        assert!(!has(&c, "#send-button").await);
+        assert_eq!(js(&c, "return document.querySelector('details.edit').open;").await, true);
+        assert_eq!(js(&c, &value).await.as_str().unwrap().replace("\r\n", "\n").trim_end(), approved.trim_end(), "the edit is kept");
+
+        // Approve: the summary shows the diff, and nothing is sent yet.
+        js(&c, "document.querySelector(\"textarea[name='q0.other']\").value = ''; return null;").await;
+        click(&c, "input[name=q0][value=o0]").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the summary page", || async { has(&c, "#send-button").await }).await;
+        let text = body_text(&c).await;
+        assert!(text.contains("APPROVE") && text.contains("as edited"), "{text}");
+        let added: Vec<String> = serde_json::from_value(js(&c, "return [...document.querySelectorAll('pre.diff span.add')].map(s => s.textContent);").await).unwrap();
+        let removed: Vec<String> = serde_json::from_value(js(&c, "return [...document.querySelectorAll('pre.diff span.del')].map(s => s.textContent);").await).unwrap();
+        assert_eq!(added, ["+2. Back up node a", "+3. Upgrade node a", "+4. Run the smoke tests", "+5. Tell the team"]);
+        assert_eq!(removed, ["-2. Upgrade node a", "-3. Run the smoke tests"]);
+        assert!(text.contains("<script>window.__pwned=1;") && text.contains("\\x1b[31m"), "the asker's text as text: {text}");
+        assert_eq!(js(&c, "return window.__pwned === undefined;").await, true, "a script ran");
+        assert!(!has(&c, "#pwned").await, "asker HTML became markup");
+        assert!(env.outcome("pe1").is_none(), "nothing is sent before Send");
+
+        click(&c, "#send-button").await;
+        until("the queue after sending", || async {
+            c.current_url().await.is_ok_and(|u| u.as_str().ends_with("/?done=pe1"))
+        })
+        .await;
+        c.close().await.unwrap();
+    });
+    let o = env.wait_outcome("pe1");
+    let approved = format!("{}Note: {EVIL}\n5. Tell the team\n", crate::edit::EDITED);
+    assert_eq!(o["decision"], "approved");
+    assert_eq!(o["provider"], "web:rita");
+    assert_eq!(
+        o["answer"]["answers"],
+        json!([{"id": "plan", "selected": ["Approve"], "edited": approved}])
+    );
+    assert_eq!(o["edited"]["plan"]["proposed"], json!(plan));
+    assert_eq!(o["edited"]["plan"]["approved"], json!(approved));
+    let diff = o["edited"]["plan"]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("+2. Back up node a\n") && diff.contains("+5. Tell the team\n"),
+        "{diff}"
+    );
+    assert_eq!(env.json(&["audit", "verify"]).ok().json()["ok"], true);
+}

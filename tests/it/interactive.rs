@@ -1172,3 +1172,81 @@ fn keys_typed_while_an_answer_is_sent_reach_the_next_prompt_unechoed() {
     assert_eq!(show(&env, "ta2")["status"], "pending");
     assert!(live_leases(&env).is_empty());
 }
+
+/// Edit-then-approve on the screen: "Edit the plan in $EDITOR, then approve it as
+/// edited" opens the editor on the plan; the confirmation prints the unified diff (the
+/// reviewer's terminal escape made visible, not obeyed) before "Send …? (y/N)"; the
+/// outcome carries the edited plan.
+#[test]
+fn a_plan_edited_in_the_editor_shows_its_diff_before_sending() {
+    let env = Env::new();
+    env.ask(&crate::edit::plan_review("pe1")).ok();
+    let written = format!("{}5. \u{1b}[31mred\n", crate::edit::EDITED);
+    let editor = fake_editor(&env, &written);
+    let mut p = spawn(&env, &["answer", "pe1"], &[("EDITOR", &editor)]);
+    expect(&mut p, "Your decision");
+    // Approve, Revise, Decline with feedback, Read the plan again, then the edit.
+    expect(
+        &mut p,
+        "Edit the plan in $EDITOR, then approve it as edited",
+    );
+    send(&mut p, "5");
+    expect(&mut p, "This will be sent:");
+    expect(&mut p, "approved (Approve); the changes to the proposal:");
+    expect(&mut p, "--- proposed");
+    expect(&mut p, "-2. Upgrade node a");
+    expect(&mut p, "+2. Back up node a");
+    expect(&mut p, "+5. \\x1b[31mred");
+    expect(&mut p, "Send the answer above?");
+    assert!(env.outcome("pe1").is_none(), "nothing is sent before y");
+    yes(&mut p);
+    expect(&mut p, "pe1 answered by tester (approved)");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "pe1");
+    assert_eq!(out["decision"], "approved");
+    assert_eq!(out["edited"]["plan"]["approved"], written);
+    assert_eq!(out["edited"]["plan"]["proposed"], crate::edit::PLAN);
+    assert!(out["edited"]["plan"]["diff"]
+        .as_str()
+        .unwrap()
+        .starts_with("--- proposed\n+++ approved\n@@ -1,3 +1,5 @@\n"));
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "plan", "selected": ["Approve"], "edited": written}])
+    );
+}
+
+/// A free-text question the asker made `editable`: "Answer in words" or "Edit the
+/// proposal"; the edit alone answers it, its diff shown before the send.
+#[test]
+fn an_editable_proposal_is_edited_and_its_diff_shown_before_sending() {
+    let env = Env::new();
+    env.ask(
+        &json!({"id": "m1", "questions": [{"id": "msg", "question": "Commit message?",
+        "detail": "Fix the bug", "editable": true}]}),
+    )
+    .ok();
+    let editor = fake_editor(&env, "Fix the parser bug\n");
+    let mut p = spawn(&env, &["answer", "m1"], &[("EDITOR", &editor)]);
+    expect(&mut p, "Answer in words");
+    expect(
+        &mut p,
+        "Edit the proposal in $EDITOR, then approve it as edited",
+    );
+    send(&mut p, "2");
+    expect(
+        &mut p,
+        "the proposal, approved as edited; the changes to the proposal:",
+    );
+    expect(&mut p, "-Fix the bug");
+    expect(&mut p, "+Fix the parser bug");
+    yes(&mut p);
+    expect(&mut p, "m1 answered by tester");
+    assert_eq!(finish(p), 0);
+    let out = answer_of(&env, "m1");
+    assert_eq!(
+        out["answer"]["answers"],
+        json!([{"id": "msg", "selected": [], "edited": "Fix the parser bug"}])
+    );
+    assert_eq!(out["edited"]["msg"]["proposed"], "Fix the bug");
+}

@@ -12,6 +12,7 @@ mod cli;
 mod clients;
 mod crash;
 mod daemon;
+mod edit;
 mod examples;
 mod flags;
 mod grace;

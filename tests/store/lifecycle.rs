@@ -138,11 +138,13 @@ pub fn accept_claim_answer<S: Store>(new: impl Fn(&TestClock) -> S) {
                 id: "db".into(),
                 selected: vec![],
                 custom: Some("DuckDB".into()),
+                edited: None,
             },
             AnswerItem {
                 id: "plan".into(),
                 selected: vec!["Approve".into()],
                 custom: None,
+                edited: None,
             },
         ],
     };

@@ -72,6 +72,7 @@ conformance!(
     scenarios::prune_keeps_the_newest_request,
     scenarios::one_inbox_batch_judges_each_file_against_the_files_before_it,
     scenarios::a_host_takes_over_only_its_own_leases,
+    scenarios::edits_are_kept_recorded_and_verified,
     lifecycle::accept_claim_answer,
     lifecycle::answering_a_pending_request_claims_it_implicitly,
     lifecycle::a_bad_answer_changes_nothing,

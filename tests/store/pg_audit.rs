@@ -73,11 +73,13 @@ fn answer(db: &str, plan: &str) -> Answer {
                 id: "db".into(),
                 selected: vec![db.into()],
                 custom: None,
+                edited: None,
             },
             AnswerItem {
                 id: "plan".into(),
                 selected: vec![plan.into()],
                 custom: None,
+                edited: None,
             },
         ],
     }

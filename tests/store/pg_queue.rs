@@ -56,6 +56,7 @@ fn pick(label: &str) -> Answer {
             id: "db".into(),
             selected: vec![label.into()],
             custom: None,
+            edited: None,
         }],
     }
 }
@@ -563,11 +564,13 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
                 id: "plan".into(),
                 selected: vec![plan.into()],
                 custom: None,
+                edited: None,
             },
             AnswerItem {
                 id: "db".into(),
                 selected: vec![db.into()],
                 custom: None,
+                edited: None,
             },
         ],
     };

@@ -80,6 +80,7 @@ fn plan(label: &str) -> Answer {
             id: "plan".into(),
             selected: vec![label.into()],
             custom: None,
+            edited: None,
         }],
     }
 }

@@ -85,6 +85,7 @@ pub fn pick(label: &str) -> Answer {
             id: "db".into(),
             selected: vec![label.into()],
             custom: None,
+            edited: None,
         }],
     }
 }
@@ -745,4 +746,161 @@ pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
     );
     let r1 = store.get("r1").unwrap().unwrap();
     assert!(r1.body.contains("Which?"), "{}", r1.body);
+}
+
+/// Ask `request` and expect it accepted, pending.
+fn ask_request<S: Store>(store: &mut S, request: serde_json::Value) {
+    let input = AskInput {
+        request: Ok(serde_json::from_value(request).unwrap()),
+        fallback_id: None,
+        salvaged: (None, None),
+        raw: String::new(),
+        source: Source::Cli,
+        actor: Actor::Cli,
+    };
+    match store.ask(input).unwrap() {
+        Asked::Accepted(a) => assert!(a.new && a.status == Status::Pending, "{a:?}"),
+        other => panic!("not accepted: {other:?}"),
+    }
+}
+
+/// Edit-then-approve, the queue's rule on every driver: an approval of a plan review (or
+/// an answer to a free-text question the asker made `editable`) may carry the edited
+/// text; the row keeps the proposal, the approved text and their unified diff, the
+/// `answered` event records the same, the outcome gives them to the asker, and the
+/// audit verifies. An edit with a decline, on a question that allows none, blank or
+/// unchanged is refused with its code, and nothing changes.
+pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let plan = "1. Drain node a\n2. Upgrade node a\n3. Run the smoke tests\n";
+    let approved =
+        "1. Drain node a\n2. Back up node a\n3. Upgrade node a\n4. Run the smoke tests\n";
+    let review = |id: &str, editable: Option<bool>| {
+        let mut q = json!({"id": "plan", "question": "Approve the deploy plan?", "detail": plan,
+            "options": [{"label": "Approve"}, {"label": "Revise"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"}});
+        if let Some(e) = editable {
+            q["editable"] = json!(e);
+        }
+        json!({"id": id, "context": "ctx", "questions": [q]})
+    };
+    ask_request(&mut store, review("e1", None));
+    ask_request(&mut store, review("e2", Some(false)));
+    ask_request(
+        &mut store,
+        json!({"id": "e3", "context": "ctx", "questions": [
+            {"id": "msg", "question": "Commit message?", "detail": "Fix the bug", "editable": true},
+            {"id": "note", "question": "Anything else?", "detail": "a note"}]}),
+    );
+    let (reg, _) = store.register("ctx", "alice", 60_000).unwrap();
+    let token = LeaseRef::Token(reg.lease.clone());
+    let item =
+        |id: &str, selected: &[&str], custom: Option<&str>, edited: Option<&str>| AnswerItem {
+            id: id.into(),
+            selected: selected.iter().map(|s| s.to_string()).collect(),
+            custom: custom.map(str::to_string),
+            edited: edited.map(str::to_string),
+        };
+    let answer = |items: Vec<AnswerItem>| Answer { answers: items };
+    let refused = |store: &mut S, id: &str, a: Answer| {
+        let before = store.events(id).unwrap().len();
+        let e = store
+            .provide(&token, ProviderAct::Answer(id.into(), a))
+            .unwrap_err();
+        let row = store.get(id).unwrap().unwrap();
+        assert_eq!(row.status, Status::Pending, "{id}: nothing changed");
+        assert_eq!(row.edits, None);
+        assert_eq!(store.events(id).unwrap().len(), before, "{id}: no event");
+        code(e)
+    };
+    // A decline with an edit; a plan the asker made `editable: false`; a free-text
+    // question without `editable`; a blank edit; the proposal unchanged.
+    let decline = answer(vec![item("plan", &["Revise"], None, Some(approved))]);
+    assert_eq!(refused(&mut store, "e1", decline), Code::EditNotAllowed);
+    let feedback = answer(vec![item("plan", &[], Some("no"), Some(approved))]);
+    assert_eq!(refused(&mut store, "e1", feedback), Code::EditNotAllowed);
+    let locked = answer(vec![item("plan", &["Approve"], None, Some(approved))]);
+    assert_eq!(refused(&mut store, "e2", locked), Code::EditNotAllowed);
+    let not_editable = answer(vec![
+        item("msg", &[], None, Some("Fix the parser bug")),
+        item("note", &[], None, Some("another note")),
+    ]);
+    assert_eq!(
+        refused(&mut store, "e3", not_editable),
+        Code::EditNotAllowed
+    );
+    for text in ["  \n", plan] {
+        let a = answer(vec![item("plan", &["Approve"], None, Some(text))]);
+        assert_eq!(refused(&mut store, "e1", a), Code::BadAnswer, "{text:?}");
+    }
+
+    // The approval with the edited plan.
+    clock.advance(1_000);
+    let a = answer(vec![item("plan", &["Approve"], None, Some(approved))]);
+    let outcome = match store
+        .provide(&token, ProviderAct::Answer("e1".into(), a.clone()))
+        .unwrap()
+    {
+        Provided::Finished(o) => o,
+        other => panic!("{other:?}"),
+    };
+    let Outcome::Answered(o) = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(o.answer, a);
+    assert_eq!(o.decision, Some(dshq::protocol::Decision::Approved));
+    let diff = "--- proposed\n+++ approved\n@@ -1,3 +1,4 @@\n 1. Drain node a\n-2. Upgrade node a\n-3. Run the smoke tests\n+2. Back up node a\n+3. Upgrade node a\n+4. Run the smoke tests\n";
+    let want = json!({"plan": {"proposed": plan, "approved": approved, "diff": diff}});
+    assert_eq!(serde_json::to_value(&o.edited).unwrap(), want);
+    // The row keeps them, the event records the same, the outcome is the row's.
+    let row = store.get("e1").unwrap().unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(row.edits.as_deref().unwrap()).unwrap(),
+        want
+    );
+    assert_eq!(row.outcome(), Some(outcome.clone()));
+    let answered = store
+        .events("e1")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "answered")
+        .unwrap();
+    assert_eq!(answered.data["edits"], want);
+    assert_eq!(answered.data["answer"]["answers"][0]["edited"], approved);
+
+    // A free-text question the asker made editable: the edit, with no other answer;
+    // the other question of the batch is answered as usual and edits nothing.
+    let msg = answer(vec![
+        item("msg", &[], None, Some("Fix the parser bug")),
+        item("note", &[], Some("none"), None),
+    ]);
+    let Provided::Finished(Outcome::Answered(o)) = store
+        .provide(&token, ProviderAct::Answer("e3".into(), msg))
+        .unwrap()
+    else {
+        panic!("not answered")
+    };
+    let edited = o.edited.expect("the edit is in the outcome");
+    assert_eq!(edited.keys().collect::<Vec<_>>(), ["msg"]);
+    assert_eq!(edited["msg"].proposed, "Fix the bug");
+    assert_eq!(edited["msg"].approved, "Fix the parser bug");
+    assert_eq!(o.decision, None);
+
+    // An answer that edits nothing keeps the event's and the outcome's old shape.
+    let plain = answer(vec![item("plan", &["Approve"], None, None)]);
+    let Provided::Finished(Outcome::Answered(o)) = store
+        .provide(&token, ProviderAct::Answer("e2".into(), plain))
+        .unwrap()
+    else {
+        panic!("not answered")
+    };
+    assert_eq!(o.edited, None);
+    assert_eq!(store.get("e2").unwrap().unwrap().edits, None);
+    let e2 = store.events("e2").unwrap();
+    assert!(e2.iter().all(|e| e.data.get("edits").is_none()));
+
+    // The record check agrees with all of it.
+    let verified = store.verify(&[]).unwrap();
+    assert_eq!(verified.broken, None, "{verified:?}");
 }

@@ -125,6 +125,7 @@ fn item(id: &str, selected: &[&str], custom: Option<&str>) -> AnswerItem {
         id: id.into(),
         selected: selected.iter().map(|s| (*s).into()).collect(),
         custom: custom.map(Into::into),
+        edited: None,
     }
 }
 
@@ -162,7 +163,7 @@ fn answered_outcome(o: &Outcome) -> &dshq::protocol::AnsweredOutcome {
 #[test]
 fn migration_version_is_recorded() {
     let conn = db();
-    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     let rows: Vec<(i64, String)> = conn
         .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
         .unwrap()
@@ -182,10 +183,11 @@ fn migration_version_is_recorded() {
             (7, "0007_fewer_index_writes".to_string()),
             (8, "0008_record_triggers_by_column".to_string()),
             (9, "0009_host_leases".to_string()),
-            (10, "0010_quorum".to_string())
+            (10, "0010_quorum".to_string()),
+            (12, "0012_edits".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 10);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 12);
 }
 
 #[test]
@@ -235,7 +237,7 @@ fn a_version_1_database_upgrades_in_place() {
     )
     .unwrap();
     // Upgrading applies every later migration, records them, and keeps the data.
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -257,8 +259,8 @@ fn a_version_1_database_upgrades_in_place() {
 fn migrating_twice_is_a_no_op() {
     let mut conn = db();
     accept(&mut conn, simple("r1", "default"), T0).unwrap();
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
-    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
+    assert_eq!(migrate(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -282,7 +284,7 @@ fn newer_schema_is_refused() {
             e,
             Error::SchemaTooNew {
                 found: 50,
-                known: 10
+                known: 12
             }
         ),
         "{e:?}"
@@ -353,7 +355,7 @@ fn file_database_pragmas_and_reopen() {
     }
     // Reopening migrates nothing and keeps the data.
     let conn = dshq::store::sqlite::open(&path).unwrap();
-    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.len() as i64);
+    assert_eq!(schema_version(&conn).unwrap(), MIGRATIONS.last().unwrap().0);
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM schema_migrations"),
         MIGRATIONS.len() as i64
@@ -372,7 +374,7 @@ fn file_database_pragmas_and_reopen() {
             e,
             Error::SchemaTooNew {
                 found: 70,
-                known: 10
+                known: 12
             }
         ),
         "{e:?}"
@@ -629,6 +631,7 @@ mod roundtrip {
                     id: format!("q{i}"),
                     selected,
                     custom: a.custom.clone(),
+                    edited: None,
                 }
             })
             .collect();
@@ -815,11 +818,13 @@ mod audit_records {
                     id: "db".into(),
                     selected: vec!["SQLite".into()],
                     custom: None,
+                    edited: None,
                 },
                 AnswerItem {
                     id: "plan".into(),
                     selected: vec![],
                     custom: Some("add a rollback step".into()),
+                    edited: None,
                 },
             ],
         }

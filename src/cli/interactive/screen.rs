@@ -12,6 +12,10 @@
 //! answer is checked with [`check_answer`] before it is handed back, so the screen cannot
 //! produce a `BAD_ANSWER`.
 //!
+//! A plan review that allows an edit offers "Edit the plan in $EDITOR, then approve it
+//! as edited" ([`crate::protocol::edit`]); the send confirmation then prints the unified
+//! diff of the edit (each line made safe for the terminal) before "Send …? (y/N)".
+//!
 //! Every send is an explicit choice. A held Enter key (auto-repeat, a stuck key, keys typed
 //! ahead) must never approve a plan, skip a question or answer a queue: so the last step
 //! of every request is a yes/no confirmation whose Enter means **No** ("Send: approved
@@ -22,7 +26,7 @@
 
 use crate::output::ellipsize;
 use crate::protocol::answer::{check_answer, decision};
-use crate::protocol::{review, Answer, AnswerItem, Decision, Question};
+use crate::protocol::{edit, review, Answer, AnswerItem, Decision, Question};
 
 use super::markdown;
 use super::style::{one_line, Style};
@@ -194,6 +198,8 @@ enum MenuChoice {
 }
 
 const OTHER: &str = "Other: type your own answer…";
+const EDIT_PLAN: &str = "Edit the plan in $EDITOR, then approve it as edited…";
+const EDIT_PROPOSAL: &str = "Edit the proposal in $EDITOR, then approve it as edited…";
 const SKIP: &str = "Skip this question";
 const MORE: &str = "More: back, cancel the request, leave it for later, quit…";
 
@@ -202,6 +208,7 @@ fn skip_item(q: &Question) -> AnswerItem {
         id: q.id.clone(),
         selected: Vec::new(),
         custom: None,
+        edited: None,
     }
 }
 
@@ -229,6 +236,7 @@ fn custom_only(
             id: q.id.clone(),
             selected: Vec::new(),
             custom: Some(custom),
+            edited: None,
         }),
         Reply::Esc => None,
     })
@@ -361,7 +369,9 @@ fn ask_question(
         return plan_review(p, q, prev, !resumed);
     }
     show_question(p, q, i, n, false);
-    if q.options().is_empty() {
+    if q.options().is_empty() && q.allows_edit() {
+        editable_text(p, q, prev)
+    } else if q.options().is_empty() {
         free_text(p, q, prev)
     } else if q.is_multi() {
         multi_select(p, q, prev)
@@ -403,6 +413,7 @@ fn single_select(
                         id: q.id.clone(),
                         selected: Vec::new(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -420,6 +431,7 @@ fn single_select(
                 id: q.id.clone(),
                 selected: vec![opts[k].label.clone()],
                 custom: None,
+                edited: None,
             }));
         }
         if k == other {
@@ -487,6 +499,7 @@ fn multi_select(
                             .map(|(_, o)| o.label.clone())
                             .collect(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -526,6 +539,7 @@ fn multi_select(
             id: q.id.clone(),
             selected,
             custom,
+            edited: None,
         }));
     }
 }
@@ -542,7 +556,39 @@ fn free_text(p: &mut dyn Prompter, q: &Question, prev: Option<&AnswerItem>) -> R
             id: q.id.clone(),
             selected: Vec::new(),
             custom: non_blank(&t),
+            edited: None,
         })),
+    }
+}
+
+/// A free-text question the asker made `editable`: answer in words, or edit the proposal
+/// (its detail, shown above) and approve it as edited.
+fn editable_text(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Step, Stop> {
+    let items = [
+        "Answer in words…".to_string(),
+        EDIT_PROPOSAL.to_string(),
+        MORE.to_string(),
+    ];
+    let start = usize::from(prev.is_some_and(|i| i.edited.is_some()));
+    let help = "1-9/Enter: choose · s: skip · l: later · i: context · q: quit · Esc: more";
+    loop {
+        match p.keyed("Your answer", &items, help, start, "sliq")? {
+            Keyed::Esc | Keyed::Pick(2) => return Ok(Step::Menu),
+            Keyed::Pick(0) => return free_text(p, q, prev),
+            Keyed::Pick(_) => {
+                if let Some(item) = edited_proposal(p, q, prev)? {
+                    return Ok(Step::Answered(item));
+                }
+            }
+            Keyed::Action(c) => match action_step(q, c) {
+                Some(step) => return Ok(step),
+                None => p.context()?,
+            },
+        }
     }
 }
 
@@ -606,6 +652,11 @@ fn plan_review(
         .collect();
     let again = items.len();
     items.push("Read the plan again".to_string());
+    // Edit-then-approve (unless the asker made the plan `editable: false`).
+    let edit_then_approve = q.allows_edit().then(|| {
+        items.push(EDIT_PLAN.to_string());
+        items.len() - 1
+    });
     items.push(MORE.to_string());
     let more = items.len() - 1;
     let feedback = plan.default;
@@ -636,6 +687,7 @@ fn plan_review(
                         id: q.id.clone(),
                         selected: Vec::new(),
                         custom: Some(custom),
+                        edited: None,
                     }));
                 }
                 continue;
@@ -655,6 +707,7 @@ fn plan_review(
                 id: q.id.clone(),
                 selected: vec![option.label.clone()],
                 custom: None,
+                edited: None,
             }));
         }
         if matches!(
@@ -678,9 +731,67 @@ fn plan_review(
             show_plan(p, q, true)?;
             continue;
         }
+        if Some(k) == edit_then_approve {
+            if let Some(item) = edited_proposal(p, q, prev)? {
+                return Ok(Step::Answered(item));
+            }
+            continue;
+        }
         debug_assert_eq!(k, more);
         return Ok(Step::Menu);
     }
+}
+
+/// Edit-then-approve: the proposal (or the edit given before) in the reviewer's editor;
+/// an approval carrying the edited text (a plan review's approve label selected), or
+/// `None` when it came back unchanged or blank (nothing is edited, nothing approved).
+fn edited_proposal(
+    p: &mut dyn Prompter,
+    q: &Question,
+    prev: Option<&AnswerItem>,
+) -> Result<Option<AnswerItem>, Stop> {
+    let proposed = q.detail.as_deref().unwrap_or_default();
+    let initial = prev.and_then(|i| i.edited.as_deref()).unwrap_or(proposed);
+    let style = p.style();
+    let Some(text) = p.edit(initial)? else {
+        p.say(&style.dim("  (the editor came back empty: nothing edited)"));
+        return Ok(None);
+    };
+    let Some(edited) = edit::as_edit(proposed, &text).filter(|t| !t.trim().is_empty()) else {
+        p.say(&style.dim("  (it came back unchanged: nothing edited)"));
+        return Ok(None);
+    };
+    Ok(Some(AnswerItem {
+        id: q.id.clone(),
+        selected: q
+            .plan_review_approve()
+            .map(|a| vec![a.to_string()])
+            .unwrap_or_default(),
+        custom: None,
+        edited: Some(edited),
+    }))
+}
+
+/// The diff of an edit as the confirmation shows it: each line made safe for the
+/// terminal (asker and reviewer text), added lines in the accent, removed ones warned.
+fn diff_lines(q: &Question, approved: &str, style: &Style) -> Vec<String> {
+    edit::edited(q, approved)
+        .diff
+        .lines()
+        .map(|l| {
+            let safe = one_line(l);
+            let line = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("@@") {
+                style.dim(&safe)
+            } else if l.starts_with('+') {
+                style.accent(&safe)
+            } else if l.starts_with('-') {
+                style.warn(&safe)
+            } else {
+                safe.to_string()
+            };
+            format!("  {line}")
+        })
+        .collect()
 }
 
 fn menu(p: &mut dyn Prompter, q: &Question, has_previous: bool) -> Result<MenuChoice, Stop> {
@@ -727,7 +838,10 @@ fn cancel_reason(p: &mut dyn Prompter) -> Result<MenuChoice, Stop> {
 /// of the reviewer's text (feedback, Other) as it will be sent, wrapped at words.
 fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -> Vec<String> {
     let short = describe(q, item);
-    if short.chars().count() <= width && !item.custom.as_deref().is_some_and(|c| c.contains('\n')) {
+    if short.chars().count() <= width
+        && !item.custom.as_deref().is_some_and(|c| c.contains('\n'))
+        && item.edited.is_none()
+    {
         return vec![style.accent(&short)];
     }
     let labels: Vec<String> = item.selected.iter().map(|l| one_line(l)).collect();
@@ -738,12 +852,23 @@ fn sending_lines(q: &Question, item: &AnswerItem, style: &Style, width: usize) -
         }
         Some(Decision::Declined) if labels.is_empty() => "declined (skipped)".to_string(),
         Some(Decision::Declined) => format!("declined: {}", labels.join(", ")),
+        None if labels.is_empty() && item.custom.is_none() && item.edited.is_some() => {
+            "the proposal, approved as edited".to_string()
+        }
         None if labels.is_empty() && item.custom.is_none() => "(skipped)".to_string(),
         None if item.custom.is_some() && labels.is_empty() => "this text:".to_string(),
         None if item.custom.is_some() => format!("{}, and this text:", labels.join(", ")),
         None => labels.join(", "),
     };
+    let head = if item.edited.is_some() {
+        format!("{head}; the changes to the proposal:")
+    } else {
+        head
+    };
     let mut lines = wrap::text(&head, width, 2, Paint::Accent, style);
+    if let Some(e) = &item.edited {
+        lines.extend(diff_lines(q, e, style));
+    }
     if let Some(c) = &item.custom {
         let bar = style.dim("│");
         for l in super::style::multi_line(c).lines() {
@@ -767,6 +892,7 @@ fn confirm_send(
         ([q], [Some(item)]) => {
             let short = describe(q, item);
             let fits = short.chars().count() <= 60
+                && item.edited.is_none()
                 && !item
                     .custom
                     .as_deref()
@@ -804,10 +930,15 @@ pub fn describe(q: &Question, item: &AnswerItem) -> String {
     if let Some(c) = &item.custom {
         parts.push(format!("“{}”", one_line(c)));
     }
-    let what = if parts.is_empty() {
-        "(skipped)".to_string()
+    let what = match (parts.is_empty(), item.edited.is_some()) {
+        (true, true) => "the proposal".to_string(),
+        (true, false) => "(skipped)".to_string(),
+        (false, _) => parts.join(", "),
+    };
+    let what = if item.edited.is_some() {
+        format!("{what}, as edited")
     } else {
-        parts.join(", ")
+        what
     };
     match decision(q, item) {
         Some(Decision::Approved) => format!("approved ({what})"),
@@ -990,6 +1121,7 @@ mod tests {
             }),
             multi_select: multi.then_some(true),
             intent: None,
+            editable: None,
         }
     }
 

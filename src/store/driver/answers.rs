@@ -30,6 +30,9 @@ pub struct AnsweredRow<'a> {
     pub provider: &'a str,
     /// The approvers of a request with a quorum (a JSON array); `None` for any other.
     pub approvers: Option<&'a str>,
+    /// The edits the answer made (edit-then-approve), as the JSON of
+    /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
+    pub edits_json: Option<&'a str>,
 }
 
 /// A reviewer's vote on a request with a quorum (issue 30), for the `votes` table.

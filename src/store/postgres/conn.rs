@@ -71,6 +71,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0004_quorum",
         include_str!("../../../migrations/postgres/0004_quorum.sql"),
     ),
+    (
+        6,
+        "0006_edits",
+        include_str!("../../../migrations/postgres/0006_edits.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -80,6 +80,8 @@ const TABLES: &[Table] = &[
             ("outbox_pending", Flag),
             ("quorum", Text),
             ("approvers", Text),
+            // SQLite's migration 0012 (edit-then-approve) appends it after the rest.
+            ("edits", Text),
         ],
         order: "seq",
     },
@@ -168,6 +170,14 @@ const TABLES: &[Table] = &[
         ],
         order: "seq",
     },
+];
+
+/// The columns (table, column) that an export written before their migration lacks:
+/// such a record loads them as NULL (what the migration gave every existing row).
+const ADDED_LATER: &[(&str, &str)] = &[
+    ("requests", "edits"),
+    ("requests", "quorum"),
+    ("requests", "approvers"),
 ];
 
 fn column_list(t: &Table) -> String {
@@ -377,8 +387,13 @@ pub fn import(
             )));
         }
         let mut args: Vec<Box<dyn ToSql + Sync>> = Vec::with_capacity(t.columns.len() + 1);
-        for (name, (_, kind)) in names[ti].iter().zip(t.columns) {
-            args.push(param(*kind, &rtype, name, fields.get(name))?);
+        for (name, (column, kind)) in names[ti].iter().zip(t.columns) {
+            let v = match fields.get(name) {
+                // A column a later migration added: an export from before it has none.
+                None if ADDED_LATER.contains(&(t.table, column)) => Some(&Value::Null),
+                v => v,
+            };
+            args.push(param(*kind, &rtype, name, v)?)
         }
         match t.table {
             "requests" => args.push(Box::new(origin.clone())),

@@ -5,6 +5,11 @@
 //! rules of answer files: every transition names the states it leaves and the lease that
 //! may make it, so a final state never changes and of two racing answers one wins.
 //!
+//! An answer may approve a question's proposal as the reviewer edited it
+//! ([`crate::protocol::edit`]): [`answer`] checks the edit with the answer rules, keeps
+//! each edit (proposal, approved text, diff) on the row and records the same in the
+//! `answered` event, in the one transaction of the answer.
+//!
 //! The lease a transition is made by is resolved by the caller (the store's `lease_for`);
 //! answer files resolve their token with [`super::leases`].
 
@@ -14,6 +19,7 @@ use crate::core::lifecycle::{RequestRow, Status};
 use crate::core::quorum::{asker_names, QuorumView, Refusal, Required, Verdict};
 use crate::error::{Error, Result};
 use crate::protocol::answer::{check_answer, in_question_order, request_decision};
+use crate::protocol::edit;
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::chain::NewEvent;
@@ -190,12 +196,22 @@ fn finish_answer(
         .map(serde_json::to_string)
         .transpose()
         .map_err(|e| Error::Invalid(format!("the approvers do not serialize: {e}")))?;
+    // Edit-then-approve: each edited proposal with the approved text and their diff,
+    // kept on the row and recorded in the `answered` event (the record check compares
+    // the two).
+    let edits = edit::edits(&request.questions, answer);
+    let edits_value = (!edits.is_empty())
+        .then(|| serde_json::to_value(&edits))
+        .transpose()
+        .map_err(|e| Error::Invalid(format!("the edits do not serialize: {e}")))?;
+    let edits_json = edits_value.as_ref().map(serde_json::Value::to_string);
     let row = AnsweredRow {
         seq: r.seq,
         answer_json: &answer_json,
         decision,
         provider: &provider,
         approvers: approvers_json.as_deref(),
+        edits_json: edits_json.as_deref(),
     };
     if !db.set_answered_if_open_claimed_by_and_lease_live(row, fence(lease), now)? {
         return Err(changed(id));
@@ -231,6 +247,10 @@ fn finish_answer(
     if let Some(a) = approvers {
         // Only for a request with a quorum: every other answer is recorded as before.
         data["approvers"] = serde_json::Value::from(a.to_vec());
+    }
+    if let (Some(v), Some(o)) = (edits_value, data.as_object_mut()) {
+        // Only when something was edited: every other answer's event keeps its shape.
+        o.insert("edits".into(), v);
     }
     db.append_event(
         now,

@@ -74,6 +74,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0010_quorum",
         include_str!("../../../migrations/sqlite/0010_quorum.sql"),
     ),
+    (
+        12,
+        "0012_edits",
+        include_str!("../../../migrations/sqlite/0012_edits.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

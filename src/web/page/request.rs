@@ -13,6 +13,10 @@
 //! host's provider lease as `web:NAME` ([`crate::app::provide::answer`]). Without the
 //! script this is the whole flow; the script adds keys only.
 //!
+//! A question that allows an edit (a plan review, or a free-text question the asker made
+//! `editable`: [`crate::protocol::edit`]) offers its proposal in a box to edit; the
+//! summary page shows the unified diff of the edit, escaped, before anything is sent.
+//!
 //! Opening a request as a reviewer makes the host hold the context's provider lease
 //! ([`crate::host::provider::Providers::acting`]). When a terminal reviewer holds the
 //! context (DUPLICATE_PROVIDER) the page says who and shows no form.
@@ -27,7 +31,9 @@ use super::session::{field, form_fields, Viewer};
 use crate::app;
 use crate::core::access::Action;
 use crate::error::Error;
-use crate::protocol::{review, Answer, AnswerItem, Code, Question, Request, UserQuestionError};
+use crate::protocol::{
+    edit, review, Answer, AnswerItem, Code, Question, Request, UserQuestionError,
+};
 use crate::store::{RequestRow, Status};
 use crate::web::body::Body;
 use crate::web::AppState;
@@ -402,6 +408,9 @@ fn question_form(i: usize, q: &Question, enabled: bool, entered: Option<Entered<
             escape(&other_text)
         ));
     }
+    if q.allows_edit() {
+        h.push_str(&edit_box(i, q, entered));
+    }
     h.push_str(&format!(
         "<label class=\"skip\"><input type=\"checkbox\" name=\"{name}.skip\" value=\"1\"{}> Skip this question{}</label>",
         checked(entered.is_some_and(|e| e.has(&format!("{name}.skip"), "1"))),
@@ -412,6 +421,59 @@ fn question_form(i: usize, q: &Question, enabled: bool, entered: Option<Entered<
         }
     ));
     h.push_str("</fieldset>");
+    h
+}
+
+/// Edit-then-approve: the proposal in a box the reviewer may edit (closed until opened;
+/// open when the form comes back with an edit in it). Nothing here is an edit until the
+/// text differs from the proposal ([`edit::as_edit`]); the summary page shows the diff.
+/// (The line break after `<textarea>` is the one HTML drops, so a proposal that starts
+/// with one keeps it.)
+fn edit_box(i: usize, q: &Question, entered: Option<Entered<'_>>) -> String {
+    let name = format!("q{i}.edit");
+    let proposed = q.detail.as_deref().unwrap_or_default();
+    let kept = entered.and_then(|e| field(e.fields, &name).map(str::to_string));
+    let changed = kept
+        .as_deref()
+        .is_some_and(|t| edit::as_edit(proposed, t).is_some());
+    let (what, how) = if q.plan_review_approve().is_some() {
+        (
+            "Edit the plan before approving",
+            "Sent with Approve only: the plan is approved as you edit it, and the next page shows the changes before anything is sent.",
+        )
+    } else {
+        (
+            "Edit the proposal",
+            "The proposal is approved as you edit it (your answer above is optional then); the next page shows the changes before anything is sent.",
+        )
+    };
+    format!(
+        "<details class=\"edit\"{}><summary>{what}</summary><p class=\"dim\">{how}</p>\
+<textarea name=\"{name}\" rows=\"12\" aria-label=\"{what}\">\n{}</textarea></details>",
+        if changed { " open" } else { "" },
+        escape(kept.as_deref().unwrap_or(proposed)),
+    )
+}
+
+/// A unified diff (asker and reviewer text: escaped, control characters made visible),
+/// each line marked as added, removed, a hunk's head or context.
+fn diff_html(diff: &str) -> String {
+    let mut h = String::from("<pre class=\"diff\" aria-label=\"the changes\">");
+    for line in diff.lines() {
+        let class = if line.starts_with("+++") || line.starts_with("---") {
+            "head"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else if line.starts_with("@@") {
+            "hunk"
+        } else {
+            "ctx"
+        };
+        h.push_str(&format!("<span class=\"{class}\">{}</span>\n", text(line)));
+    }
+    h.push_str("</pre>");
     h
 }
 
@@ -535,6 +597,9 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormE
             .map(|s| s.replace("\r\n", "\n").trim_end().to_string())
             .filter(|s| !s.trim().is_empty());
         let skip = field(fields, &format!("{name}.skip")).is_some();
+        let edited = field(fields, &format!("{name}.edit"))
+            .filter(|_| q.allows_edit())
+            .and_then(|t| edit::as_edit(q.detail.as_deref().unwrap_or_default(), t));
         let n = i + 1;
         let bad_answer = |msg: String| FormError {
             question: Some(i),
@@ -551,8 +616,14 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormE
             id: q.id.clone(),
             selected,
             custom,
+            edited: edited.clone(),
         };
         if skip {
+            if edited.is_some() {
+                return Err(bad_answer(format!(
+                    "question {n}: Skip is ticked, and the proposal is edited; undo the edit to skip"
+                )));
+            }
             if !picks.is_empty() || other.is_some() {
                 return Err(bad_answer(format!(
                     "question {n}: Skip is ticked, and something is picked or written too; choose one"
@@ -561,7 +632,20 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormE
             answers.push(item(Vec::new(), None));
             continue;
         }
-        let it = if q.plan_review_approve().is_some() {
+        let it = if let Some(approve) = q.plan_review_approve() {
+            let declines = match picks.as_slice() {
+                [v] => label(v).ok().as_deref() != Some(approve),
+                _ => true,
+            };
+            if declines && edited.is_some() {
+                return Err(FormError {
+                    question: Some(i),
+                    error: UserQuestionError::new(
+                        Code::EditNotAllowed,
+                        format!("question {n}: an edited plan is sent with {approve:?} only; pick it, or undo the edit to decline"),
+                    ),
+                });
+            }
             match picks.as_slice() {
                 [] | ["decline"] => match other {
                     Some(_) => item(Vec::new(), other),
@@ -588,6 +672,7 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormE
         } else if q.options().is_empty() {
             match other {
                 Some(_) => item(Vec::new(), other),
+                None if edited.is_some() => item(Vec::new(), None),
                 None => {
                     return Err(bad_answer(format!(
                         "question {n}: write an answer (or tick Skip)"
@@ -628,8 +713,25 @@ fn answer_of(req: &Request, fields: &[(String, String)]) -> Result<Answer, FormE
 }
 
 fn summary_item(q: &Question, a: &AnswerItem) -> String {
-    if a.is_skip() {
+    let summary = summary_choice(q, a);
+    match &a.edited {
+        Some(approved) => {
+            let e = edit::edited(q, approved);
+            format!(
+                "{summary}</p><p class=\"edited\"><strong>as edited</strong>: the changes to the proposal</p>{}<p>",
+                diff_html(&e.diff)
+            )
+        }
+        None => summary,
+    }
+}
+
+fn summary_choice(q: &Question, a: &AnswerItem) -> String {
+    if a.is_skip() && a.edited.is_none() {
         return "<span class=\"dim\">skipped</span>".into();
+    }
+    if a.edited.is_some() && a.selected.is_empty() && a.custom.is_none() {
+        return "<strong class=\"approve\">APPROVE</strong> (the proposal, edited)".into();
     }
     let mut parts = Vec::new();
     if let Some(approve) = q.plan_review_approve() {
@@ -845,6 +947,7 @@ mod tests {
             provider: None,
             error_code: None,
             error_message: None,
+            edits: None,
             quorum: Some(q.to_json()),
             approvers: Some(r#"["web:<b>bob</b>","provider:carol"]"#.into()),
             votes: Some(votes.to_string()),

@@ -54,6 +54,7 @@ __all__ = [
     "ReceiptInvalid",
     "ReceiptUntrustedKey",
     "ReceiptMismatch",
+    "EditNotAllowed",
 ]
 
 
@@ -298,6 +299,13 @@ class ReceiptMismatch(DshqError):
     code = "RECEIPT_MISMATCH"
 
 
+class EditNotAllowed(DshqError):
+    """``EDIT_NOT_ALLOWED``: An answer gives an edited text where no edit is allowed (a
+    decline, or a question that is not editable)."""
+
+    code = "EDIT_NOT_ALLOWED"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -334,6 +342,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     ReceiptInvalid,
     ReceiptUntrustedKey,
     ReceiptMismatch,
+    EditNotAllowed,
 )
 
 #: Every stable code dshq reports, in its own order.

@@ -115,8 +115,8 @@ impl AnswerStatements for Tx<'_> {
         self.forget_id_rows();
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
-                    finished_ms = $2, answer = $3, decision = $4, provider = $5, outbox_pending = TRUE,
-                    approvers = $8
+                    finished_ms = $2, answer = $3, decision = $4, provider = $5, edits = $8,
+                    outbox_pending = TRUE, approvers = $9
              WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
                            AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)
@@ -129,6 +129,7 @@ impl AnswerStatements for Tx<'_> {
                 (&row.provider, Type::TEXT),
                 (&row.seq, Type::INT8),
                 (&fence.generation, Type::INT8),
+                (&row.edits_json, Type::TEXT),
                 (&row.approvers, Type::TEXT),
             ],
         )?;

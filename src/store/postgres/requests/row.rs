@@ -8,7 +8,7 @@ use crate::protocol::types::Decision;
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
-    r.decision, r.provider, r.error_code, r.error_message, r.quorum, r.approvers,
+    r.decision, r.provider, r.error_code, r.error_message, r.edits, r.quorum, r.approvers,
     CASE WHEN r.quorum IS NULL THEN NULL ELSE (
         SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'answer', v.answer,
                                                    'decision', v.decision, 'atMs', v.created_ms)
@@ -17,7 +17,7 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 23;
+pub(super) const WIDTH: usize = 24;
 
 pub(super) fn row(r: &Row) -> Result<RequestRow> {
     let status: String = r.try_get(3)?;
@@ -45,9 +45,10 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
         provider: r.try_get(17)?,
         error_code: r.try_get(18)?,
         error_message: r.try_get(19)?,
-        quorum: r.try_get(20)?,
-        approvers: r.try_get(21)?,
-        votes: r.try_get(22)?,
+        edits: r.try_get(20)?,
+        quorum: r.try_get(21)?,
+        approvers: r.try_get(22)?,
+        votes: r.try_get(23)?,
     })
 }
 

@@ -148,8 +148,8 @@ impl AnswerStatements for Sql<'_, '_> {
     ) -> Result<bool> {
         let n = self.0.execute(
             "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
-                    finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, outbox_pending = 1,
-                    approvers = ?8
+                    finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, edits = ?8,
+                    outbox_pending = 1, approvers = ?9
              WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?7
                            AND ended_ms IS NULL AND expires_ms >= ?2)",
@@ -161,6 +161,7 @@ impl AnswerStatements for Sql<'_, '_> {
                 row.provider,
                 row.seq,
                 fence.generation,
+                row.edits_json,
                 row.approvers
             ],
         )?;
