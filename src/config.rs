@@ -47,7 +47,16 @@ pub struct File {
     pub path: PathBuf,
     /// Its settings, in file order.
     pub settings: Vec<Setting>,
+    /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables (issue 30).
+    pub quorum: crate::core::quorum::Policy,
 }
+
+/// The table of named reviewer groups (`name = ["web:alice", "provider:bob"]`).
+pub const GROUPS: &str = "groups";
+
+/// The table of the quorum each context requires (`[quorum.CONTEXT]`: `approvals`,
+/// `group`, `decline`).
+pub const QUORUM: &str = "quorum";
 
 /// The default path: `$XDG_CONFIG_HOME/dshq/config.toml`, else `~/.config/dshq/config.toml`.
 pub fn default_path() -> Option<PathBuf> {
@@ -96,6 +105,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         config_error(path, line, "", format!("not TOML: {}", e.message()))
     })?;
     let mut settings = Vec::new();
+    let mut quorum = crate::core::quorum::Policy::default();
     let scalar = |key: &str, v: &toml::Spanned<DeValue>| -> Result<String> {
         let line = line_of(text, v.span().start);
         Ok(match v.get_ref() {
@@ -132,12 +142,46 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     });
                 }
             }
+            DeValue::Table(t) if key == GROUPS => {
+                for (k2, v2) in t.iter() {
+                    let name = k2.get_ref().to_string();
+                    let at = line_of(text, k2.span().start);
+                    let key2 = format!("{GROUPS}.{name}");
+                    crate::protocol::check::check_id("group", &name)
+                        .map_err(|e| config_error(path, at, &key2, e.message))?;
+                    let DeValue::Array(items) = v2.get_ref() else {
+                        return Err(config_error(path, at, &key2, "give a list of reviewer identities, e.g. [\"web:alice\", \"provider:bob\", \"mcp:claude\"]"));
+                    };
+                    let mut members = Vec::new();
+                    for item in items.iter() {
+                        let DeValue::String(m) = item.get_ref() else {
+                            return Err(config_error(path, at, &key2, "a member is a string"));
+                        };
+                        members.push(reviewer_identity(m).map_err(|why| config_error(path, at, &key2, why))?);
+                    }
+                    quorum.groups.insert(name, members);
+                }
+            }
+            DeValue::Table(t) if key == QUORUM => {
+                for (k2, v2) in t.iter() {
+                    let context = k2.get_ref().to_string();
+                    let at = line_of(text, k2.span().start);
+                    let key2 = format!("{QUORUM}.{context}");
+                    crate::protocol::check::check_id("context", &context)
+                        .map_err(|e| config_error(path, at, &key2, e.message))?;
+                    let DeValue::Table(q) = v2.get_ref() else {
+                        return Err(config_error(path, at, &key2, format!("give a table: [{key2}] with approvals, group, decline")));
+                    };
+                    let q = context_quorum(q).map_err(|why| config_error(path, at, &key2, why))?;
+                    quorum.contexts.insert(context, q);
+                }
+            }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the only table is [{DAEMON}]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}] and [{QUORUM}.CONTEXT]"),
                 ))
             }
             _ => {
@@ -152,10 +196,80 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         }
     }
     settings.sort_by_key(|s| s.line);
+    for (context, q) in &quorum.contexts {
+        if let Some(g) = &q.group {
+            // The same judgment an ask makes, once for the file.
+            quorum.required(context, None).map_err(|e| {
+                config_error(
+                    path,
+                    1,
+                    &format!("{QUORUM}.{context}"),
+                    format!("{e} (group {g:?})"),
+                )
+            })?;
+        }
+    }
     Ok(File {
         path: path.to_path_buf(),
         settings,
+        quorum,
     })
+}
+
+/// A group member: an authenticated reviewer identity as the event log names it.
+fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
+    use crate::core::audit::Actor;
+    match Actor::parse(m) {
+        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n)) if !n.trim().is_empty() => {
+            Ok(m.to_string())
+        }
+        _ => Err(format!(
+            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token) or mcp:CLIENT"
+        )),
+    }
+}
+
+/// The quorum of one `[quorum.CONTEXT]` table.
+fn context_quorum(
+    t: &toml::de::DeTable<'_>,
+) -> std::result::Result<crate::protocol::Quorum, String> {
+    use crate::protocol::{DeclineRule, Quorum};
+    use toml::de::DeValue;
+    let mut q = Quorum {
+        approvals: 0,
+        group: None,
+        decline: None,
+    };
+    for (k, v) in t.iter() {
+        match (k.get_ref().as_ref(), v.get_ref()) {
+            ("approvals", DeValue::Integer(i)) => {
+                let n: u32 = i
+                    .as_str()
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|_| "approvals is a whole number".to_string())?;
+                q.approvals = n;
+            }
+            ("group", DeValue::String(g)) => q.group = Some(g.to_string()),
+            ("decline", DeValue::String(d)) => {
+                q.decline = Some(match d.as_ref() {
+                    "veto" => DeclineRule::Veto,
+                    "vote" => DeclineRule::Vote,
+                    other => return Err(format!("decline is \"veto\" or \"vote\", not {other:?}")),
+                })
+            }
+            (key, _) => {
+                return Err(format!(
+                    "{key:?} is not a quorum key, or has the wrong type: approvals (a number), group (a string), decline (\"veto\" or \"vote\")"
+                ))
+            }
+        }
+    }
+    let max = crate::protocol::check::MAX_APPROVALS;
+    if !(1..=max).contains(&q.approvals) {
+        return Err(format!("approvals must be 1 to {max}"));
+    }
+    Ok(q)
 }
 
 /// The argument a setting stands for, in `cmd` (the whole command line): a global host

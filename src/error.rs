@@ -42,6 +42,34 @@ pub enum Error {
         /// Its final status.
         status: String,
     },
+    /// A reviewer voted on a request with a quorum that they asked themselves (issue 30):
+    /// the asker's own identity never counts.
+    #[error("{voter:?} asked request {id:?} (the same name): the asker's own vote never counts toward its quorum")]
+    OwnRequest {
+        /// The request id.
+        id: String,
+        /// The voter.
+        voter: String,
+    },
+    /// A reviewer outside the quorum's group voted.
+    #[error("request {id:?} takes votes only from group {group:?}, and {voter:?} is not a member")]
+    NotInGroup {
+        /// The request id.
+        id: String,
+        /// The group.
+        group: String,
+        /// The voter.
+        voter: String,
+    },
+    /// A reviewer voted again on a request with a quorum, for another answer: the first
+    /// vote stands (the same answer again is accepted and counted once).
+    #[error("{voter:?} already voted on request {id:?} for another answer; a vote cannot change")]
+    AlreadyVoted {
+        /// The request id.
+        id: String,
+        /// The voter.
+        voter: String,
+    },
     /// The request is claimed by another lease.
     #[error("request {id:?} is claimed by another provider lease")]
     ClaimedElsewhere {
@@ -277,6 +305,9 @@ impl Error {
             Error::OwnerNotLive(_) => Code::CallerNotLive,
             Error::RequestFinal { .. } => Code::RequestFinal,
             Error::ClaimedElsewhere { .. } => Code::ClaimedElsewhere,
+            Error::OwnRequest { .. } => Code::OwnRequest,
+            Error::NotInGroup { .. } => Code::NotInGroup,
+            Error::AlreadyVoted { .. } => Code::AlreadyVoted,
             Error::WrongContext { .. } => Code::WrongContext,
             Error::DuplicateProvider { .. } => Code::DuplicateProvider,
             Error::LeaseExpired(_) => Code::LeaseExpired,

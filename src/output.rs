@@ -334,6 +334,36 @@ pub fn show_text(v: &RequestView) -> String {
             _ => s.push_str(&format!("{:<8} at {f}\n", v.status.as_str())),
         }
     }
+    if let Some(q) = &v.quorum {
+        s.push_str(&format!(
+            "quorum   {} matching vote(s) needed{}, decline: {} (set by the {})\n",
+            q.approvals,
+            q.group
+                .as_deref()
+                .map(|g| format!(" from group {}", one_line(g)))
+                .unwrap_or_default(),
+            q.decline,
+            q.by
+        ));
+        for vote in &q.votes {
+            s.push_str(&format!(
+                "vote     {} at {}: {}{}\n",
+                one_line(&vote.voter),
+                vote.at,
+                vote_answer_text(&vote.answer),
+                vote.decision
+                    .map(|d| format!(" ({})", d.as_str()))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(Outcome::Answered(a)) = &v.outcome {
+            if let Some(approvers) = &a.approvers {
+                let names: Vec<String> =
+                    approvers.iter().map(|p| one_line(p).into_owned()).collect();
+                s.push_str(&format!("approved by {}\n", names.join(", ")));
+            }
+        }
+    }
     if let Some(meta) = &v.meta {
         // Whole and pretty-printed, one JSON line a terminal line. serde_json escapes C0
         // controls but passes C1 and bidi controls through: each line is escaped.
@@ -422,6 +452,42 @@ pub fn show_text(v: &RequestView) -> String {
 }
 
 /// Human text of an outcome.
+/// What a vote answered, on one line: `q1: Approve; q2: custom: text`.
+fn vote_answer_text(answer: &serde_json::Value) -> String {
+    let Ok(a) = serde_json::from_value::<crate::protocol::Answer>(answer.clone()) else {
+        return one_line(&answer.to_string()).into_owned();
+    };
+    a.answers
+        .iter()
+        .map(|item| {
+            let mut parts: Vec<String> = item
+                .selected
+                .iter()
+                .map(|l| one_line(l).into_owned())
+                .collect();
+            if let Some(c) = &item.custom {
+                parts.push(format!("custom: {}", one_line(c)));
+            }
+            if parts.is_empty() {
+                parts.push("(skipped)".into());
+            }
+            format!("{}: {}", one_line(&item.id), parts.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A recorded vote that left its request open (issue 30), for people.
+pub fn voted_text(v: &crate::store::Voted) -> String {
+    format!(
+        "{} voted by {}: open, {}\n",
+        one_line(&v.id),
+        one_line(&v.voter),
+        one_line(&v.quorum.summary())
+    )
+}
+
+/// An outcome, for people.
 pub fn outcome_text(o: &Outcome) -> String {
     match o {
         Outcome::Answered(a) => {
@@ -433,6 +499,11 @@ pub fn outcome_text(o: &Outcome) -> String {
                 s.push_str(&format!(" ({})", d.as_str()));
             }
             s.push('\n');
+            if let Some(approvers) = &a.approvers {
+                let names: Vec<String> =
+                    approvers.iter().map(|p| one_line(p).into_owned()).collect();
+                s.push_str(&format!("  approvers: {}\n", names.join(", ")));
+            }
             for item in &a.answer.answers {
                 let mut parts: Vec<String> = item
                     .selected

@@ -84,6 +84,7 @@ pub const ORIGIN_FILE: &str = "origin";
 pub struct Root {
     dir: PathBuf,
     backend: Backend,
+    quorum: std::sync::Arc<crate::core::quorum::Policy>,
 }
 
 impl Root {
@@ -92,12 +93,20 @@ impl Root {
         Root {
             dir: dir.into(),
             backend: Backend::Sqlite,
+            quorum: Default::default(),
         }
     }
 
     /// The same root with its store elsewhere.
     pub fn with_backend(mut self, backend: Backend) -> Root {
         self.backend = backend;
+        self
+    }
+
+    /// The same root with the config file's quorum policy (issue 30): every store it
+    /// opens holds asks to it.
+    pub fn with_quorum_policy(mut self, policy: crate::core::quorum::Policy) -> Root {
+        self.quorum = std::sync::Arc::new(policy);
         self
     }
 
@@ -273,12 +282,12 @@ impl Root {
     /// chosen (SQLite, `dshq.db` in the root).
     pub fn open_store(&self) -> Result<Box<dyn crate::store::Store>> {
         self.ensure_layout()?;
-        match &self.backend {
-            Backend::Sqlite => Ok(Box::new(crate::store::sqlite::SqliteStore::open(
-                &self.db(),
-            )?)),
-            Backend::Postgres(url) => self.open_postgres(url),
-        }
+        let mut store: Box<dyn crate::store::Store> = match &self.backend {
+            Backend::Sqlite => Box::new(crate::store::sqlite::SqliteStore::open(&self.db())?),
+            Backend::Postgres(url) => self.open_postgres(url)?,
+        };
+        store.set_quorum_policy(self.quorum.clone());
+        Ok(store)
     }
 
     fn open_postgres(&self, url: &str) -> Result<Box<dyn crate::store::Store>> {

@@ -132,6 +132,10 @@ pub struct RequestView {
     /// For a rejection: the raw input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// dshq extension (issue 30): the quorum the request is held to and its votes so far;
+    /// absent for a request without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<crate::core::quorum::QuorumView>,
     /// Who answered or cancelled it (human text only; the outcome carries it for JSON).
     #[serde(skip)]
     pub provider: Option<String>,
@@ -181,6 +185,7 @@ impl RequestView {
             meta: req.and_then(|q| q.meta),
             outcome: r.outcome(),
             raw: (r.status == Status::Rejected).then(|| r.body.clone()),
+            quorum: r.quorum_view(),
             provider: r.provider.clone(),
         }
     }

@@ -158,9 +158,19 @@ export class TooLarge extends DshqError {}
 export class NoRoot extends DshqError {}
 export class BadReviewState extends DshqError {}
 export class EditNotAllowed extends DshqError {}
+/** OWN_REQUEST: the asker's own vote on a request with a quorum (never counts). */
+export class OwnRequest extends DshqError {}
+/** NOT_IN_GROUP: a vote from outside a request's quorum group. */
+export class NotInGroup extends DshqError {}
+/** ALREADY_VOTED: a reviewer's second vote, for another answer (a vote never changes). */
+export class AlreadyVoted extends DshqError {}
+/** REQUEST_OPEN: a receipt asked of a request that is not final yet. */
 export class RequestOpen extends DshqError {}
+/** RECEIPT_INVALID: not an intact receipt. */
 export class ReceiptInvalid extends DshqError {}
+/** RECEIPT_UNTRUSTED_KEY: an intact receipt signed by a key the verifier does not trust. */
 export class ReceiptUntrustedKey extends DshqError {}
+/** RECEIPT_MISMATCH: an intact receipt of another request. */
 export class ReceiptMismatch extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}

@@ -32,7 +32,7 @@ export const CODES = Object.freeze([
   "DUPLICATE_PROVIDER", "LEASE_EXPIRED", "NOT_FOUND", "REQUEST_FINAL", "CLAIMED_ELSEWHERE",
   "WRONG_CONTEXT", "WAIT_TIMEOUT", "AUDIT_BROKEN", "DAEMON_RUNNING", "UNSAFE_ROOT", "USAGE",
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
-  "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED",
+  "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
 ]);
 
@@ -73,6 +73,12 @@ export class TooLarge extends define("TOO_LARGE") {}
 export class NoRoot extends define("NO_ROOT") {}
 export class BadReviewState extends define("BAD_REVIEW_STATE") {}
 export class EditNotAllowed extends define("EDIT_NOT_ALLOWED") {}
+/** OWN_REQUEST: the asker's own vote on a request with a quorum (never counts). */
+export class OwnRequest extends define("OWN_REQUEST") {}
+/** NOT_IN_GROUP: a vote from outside a request's quorum group. */
+export class NotInGroup extends define("NOT_IN_GROUP") {}
+/** ALREADY_VOTED: a reviewer's second vote, for another answer. */
+export class AlreadyVoted extends define("ALREADY_VOTED") {}
 export class RequestOpen extends define("REQUEST_OPEN") {}
 export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
 export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
@@ -97,7 +103,7 @@ const BY_CODE = new Map(
     NoProvider, DuplicateId, BadAnswer, AskCancelled, AskExpired, DuplicateProvider, LeaseExpired,
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
-    BadReviewState, EditNotAllowed, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
+    BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch,
   ].map((c) => [c.code, c]),
 );

@@ -8,7 +8,7 @@ use super::{publish, Finished};
 use crate::error::Result;
 use crate::protocol::{Answer, Outcome};
 use crate::root::Root;
-use crate::store::{LeaseRef, Provided, ProviderAct, RequestRow, Store};
+use crate::store::{LeaseRef, Provided, ProviderAct, RequestRow, Store, Voted};
 
 /// How long a transient lease (taken for one command) lives at most.
 pub const TRANSIENT_TTL: Duration = Duration::from_secs(60);
@@ -52,14 +52,38 @@ impl Acting {
 fn finished(p: Provided) -> Outcome {
     match p {
         Provided::Finished(o) => o,
-        Provided::Claimed(_) => unreachable!("an answer or cancel finishes the request"),
+        Provided::Claimed(_) | Provided::Voted(_) => {
+            unreachable!("a cancel finishes the request")
+        }
     }
 }
 
 fn claimed(p: Provided) -> RequestRow {
     match p {
         Provided::Claimed(r) => *r,
-        Provided::Finished(_) => unreachable!("a claim does not finish the request"),
+        Provided::Finished(_) | Provided::Voted(_) => {
+            unreachable!("a claim does not finish the request")
+        }
+    }
+}
+
+/// What an answer did: finished the request, or (on a request with a quorum) recorded a
+/// vote that left it open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answering {
+    /// The request is answered (or was vetoed): its outcome.
+    Finished(Finished),
+    /// The vote was recorded; the quorum is not met yet.
+    Voted(Voted),
+}
+
+impl Answering {
+    /// The outcome, when the answer finished the request.
+    pub fn finished(&self) -> Option<&Finished> {
+        match self {
+            Answering::Finished(f) => Some(f),
+            Answering::Voted(_) => None,
+        }
     }
 }
 
@@ -85,17 +109,21 @@ pub fn claim_next(store: &mut dyn Store, token: &str) -> Result<RequestRow> {
     Ok(claimed(store.provide(&lease, ProviderAct::ClaimNext)?))
 }
 
-/// Answer `id`, then publish the outcome (when `root` is given).
+/// Answer `id`, then publish the outcome (when `root` is given). On a request with a
+/// quorum the answer is `who`'s vote, and it may leave the request open.
 pub fn answer(
     store: &mut dyn Store,
     root: Option<&Root>,
     id: &str,
     who: &Acting,
     answer: &Answer,
-) -> Result<Finished> {
+) -> Result<Answering> {
     let act = ProviderAct::Answer(id.to_string(), answer.clone());
-    let outcome = finished(store.provide(&who.lease_ref(), act)?);
-    Ok(publish(store, root, outcome))
+    Ok(match store.provide(&who.lease_ref(), act)? {
+        Provided::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
+        Provided::Voted(v) => Answering::Voted(*v),
+        Provided::Claimed(_) => unreachable!("an answer does not claim"),
+    })
 }
 
 /// Cancel `id` (`ASK_CANCELLED`), then publish the outcome (when `root` is given).

@@ -410,6 +410,11 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Err(_) if offline => Root::new("."),
         Err(e) => return Err(e),
     };
+    // The config file's quorum policy (issue 30) holds every ask this process makes.
+    let root = match crate::config::locate(cli.config.as_deref()) {
+        Some(path) if !offline => root.with_quorum_policy(crate::config::load(&path)?.quorum),
+        _ => root,
+    };
     let ctx = Ctx {
         root,
         json: cli.json,

@@ -17,6 +17,8 @@ pub enum EventKind {
     Released,
     /// A provider answered.
     Answered,
+    /// A reviewer voted on a request with a quorum (issue 30): the voter and the answer.
+    Voted,
     /// A provider cancelled (`ASK_CANCELLED`).
     Cancelled,
     /// The asker or a deadline aborted (`ASK_ABORTED`).
@@ -61,6 +63,7 @@ impl EventKind {
             EventKind::Claimed => "claimed",
             EventKind::Released => "released",
             EventKind::Answered => "answered",
+            EventKind::Voted => "voted",
             EventKind::Cancelled => "cancelled",
             EventKind::Aborted => "aborted",
             EventKind::LeaseRegistered => "lease-registered",

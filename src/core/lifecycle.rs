@@ -117,6 +117,14 @@ pub struct RequestRow {
     pub error_code: Option<String>,
     /// Its message.
     pub error_message: Option<String>,
+    /// The quorum it is held to ([`crate::core::quorum::Required`] as JSON), fixed at
+    /// acceptance; `None` for a request without one.
+    pub quorum: Option<String>,
+    /// The approvers of its answer (a JSON array), once a request with a quorum is answered.
+    pub approvers: Option<String>,
+    /// Its votes so far (a JSON array of [`crate::core::quorum::Vote`]), for a request with
+    /// a quorum; `None` for any other.
+    pub votes: Option<String>,
     /// The edits the answer made (edit-then-approve), as the JSON of
     /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
     pub edits: Option<String>,
@@ -165,6 +173,37 @@ impl RequestRow {
             .map(crate::protocol::digest::request_digest)
     }
 
+    /// The quorum it is held to, if any.
+    pub fn required_quorum(&self) -> Option<crate::core::quorum::Required> {
+        self.quorum
+            .as_deref()
+            .and_then(crate::core::quorum::Required::parse)
+    }
+
+    /// Its votes so far, in the order they were cast (empty without a quorum).
+    pub fn parsed_votes(&self) -> Vec<crate::core::quorum::Vote> {
+        self.votes
+            .as_deref()
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// Its quorum and votes as faces show them (`None` without a quorum).
+    pub fn quorum_view(&self) -> Option<crate::core::quorum::QuorumView> {
+        let q = self.required_quorum()?;
+        Some(crate::core::quorum::QuorumView::of(
+            &q,
+            &self.parsed_votes(),
+        ))
+    }
+
+    /// The approvers of its answer, once a request with a quorum is answered.
+    pub fn parsed_approvers(&self) -> Option<Vec<String>> {
+        self.approvers
+            .as_deref()
+            .and_then(|a| serde_json::from_str(a).ok())
+    }
+
     /// The outcome document, once final.
     pub fn outcome(&self) -> Option<Outcome> {
         let id = self.id.clone()?;
@@ -178,6 +217,7 @@ impl RequestRow {
                 answer: self.parsed_answer()?,
                 decision: self.decision,
                 provider: self.provider.clone(),
+                approvers: self.parsed_approvers(),
                 created_at: rfc3339(self.created_ms),
                 finished_at: rfc3339(finished),
                 edited: self.parsed_edits(),

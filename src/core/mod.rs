@@ -9,3 +9,4 @@
 pub mod access;
 pub mod audit;
 pub mod lifecycle;
+pub mod quorum;

@@ -243,6 +243,11 @@ pub fn process(
                         Parsed::Cancel(id, ..) => (id.clone(), false),
                     };
                     match applied.next().expect("one result per file") {
+                        // A vote on a request with a quorum that left it open (issue 30).
+                        Ok(None) if answered => {
+                            tracing::info!(id = %id, "voted by answer file; the request's quorum is not met yet");
+                            Ok((id, answered))
+                        }
                         Ok(_) => Ok((id, answered)),
                         Err(e) => Err(e.to_user_error()),
                     }

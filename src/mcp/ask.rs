@@ -320,22 +320,47 @@ pub async fn collect(
 ) -> CallToolResult {
     match backend.wait_outcome(id, wait).await {
         Ok(Some(o)) => outcome_result(&o),
-        Ok(None) => pending_result(id, digest),
+        Ok(None) => {
+            // A request with a quorum shows its votes so far.
+            let id2 = id.to_string();
+            let quorum = backend
+                .read(move |store| crate::app::feed::get(store, &id2))
+                .await
+                .ok()
+                .flatten()
+                .and_then(|r| r.quorum_view());
+            pending_result_with(id, digest, quorum)
+        }
         Err(e) => from_error(&e, Some(id)),
     }
 }
 
 /// A pending result.
 pub fn pending_result(id: &str, digest: Option<String>) -> CallToolResult {
+    pending_result_with(id, digest, None)
+}
+
+/// A pending result, with the votes so far of a request with a quorum.
+pub fn pending_result_with(
+    id: &str,
+    digest: Option<String>,
+    quorum: Option<crate::core::quorum::QuorumView>,
+) -> CallToolResult {
     let next = format!(
         "Call get_answer with {{\"id\": \"{id}\"}} (optionally \"waitSeconds\") to collect the answer, \
          or abort_question to withdraw the question."
     );
-    let text = format!(
+    let mut text = format!(
         "The question is pending: nobody has answered request {id} yet. It stays queued durably \
          (it survives this session). {next} Meanwhile continue with work that does not depend on the \
          answer, or end your turn saying you are waiting for it."
     );
+    if let Some(q) = &quorum {
+        text.push_str(&format!(
+            " It needs a quorum: {}.",
+            crate::text::one_line(&q.summary())
+        ));
+    }
     let r = QuestionResult {
         id: id.to_string(),
         status: QuestionState::Pending,
@@ -344,6 +369,8 @@ pub fn pending_result(id: &str, digest: Option<String>) -> CallToolResult {
         decision: None,
         answered_by: None,
         next: Some(next),
+        quorum,
+        approvers: None,
     };
     structured(text, &r)
 }
@@ -356,6 +383,13 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
             let mut text = format!("The human answered request {}.", a.id);
             if let Some(d) = a.decision {
                 text.push_str(&format!(" Plan-review decision: {}.", d.as_str()));
+            }
+            if let Some(approvers) = &a.approvers {
+                let names: Vec<String> = approvers
+                    .iter()
+                    .map(|p| crate::text::one_line(p).into_owned())
+                    .collect();
+                text.push_str(&format!(" Approved by {}.", names.join(", ")));
             }
             for item in &a.answer.answers {
                 let q = |s: &str| serde_json::to_string(s).expect("a string serializes");
@@ -380,6 +414,8 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
                 decision: a.decision,
                 answered_by: a.provider.clone(),
                 next: None,
+                quorum: None,
+                approvers: a.approvers.clone(),
             };
             structured(text, &r)
         }

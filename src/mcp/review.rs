@@ -601,13 +601,16 @@ async fn walk(
                     })
                     .await
                     .map_err(|e| from_error(&e, Some(&id)))?;
-                let decision = match &finished.outcome {
-                    crate::protocol::Outcome::Answered(a) => a.decision,
-                    crate::protocol::Outcome::Error(_) => None,
+                let (outcome, decision) = match &finished {
+                    app::provide::Answering::Finished(f) => match &f.outcome {
+                        crate::protocol::Outcome::Answered(a) => (Reviewed::Answered, a.decision),
+                        crate::protocol::Outcome::Error(_) => (Reviewed::Answered, None),
+                    },
+                    app::provide::Answering::Voted(_) => (Reviewed::Voted, None),
                 };
                 reviewed.push(ReviewedRequest {
                     id,
-                    outcome: Reviewed::Answered,
+                    outcome,
                     decision,
                 });
             }

@@ -524,14 +524,17 @@ impl Step<'_> {
             .await;
         state::end(self.backend, live).await;
         match finished {
-            Ok(f) => {
-                let decision = match &f.outcome {
-                    Outcome::Answered(a) => a.decision,
-                    Outcome::Error(_) => None,
+            Ok(done) => {
+                let (outcome, decision) = match &done {
+                    app::provide::Answering::Finished(f) => match &f.outcome {
+                        Outcome::Answered(a) => (Reviewed::Answered, a.decision),
+                        Outcome::Error(_) => (Reviewed::Answered, None),
+                    },
+                    app::provide::Answering::Voted(_) => (Reviewed::Voted, None),
                 };
                 let reviewed = vec![ReviewedRequest {
                     id,
-                    outcome: Reviewed::Answered,
+                    outcome,
                     decision,
                 }];
                 self.done(reviewed, false).await

@@ -100,9 +100,12 @@ pub struct Normalized {
     pub ladder: Option<super::ladder::Rungs>,
 }
 
+/// The most approvals a quorum may ask for.
+pub const MAX_APPROVALS: u32 = 64;
+
 /// Order 0: everything `BAD_REQUEST` covers that serde cannot see: ids, duplicates, empty
-/// labels, the deadline and timeout syntax. `fallback_id` is the file name when the JSON
-/// has no `id`; `now` resolves a relative `timeout`.
+/// labels, the deadline and timeout syntax, a quorum's bounds. `fallback_id` is the file
+/// name when the JSON has no `id`; `now` resolves a relative `timeout`.
 pub fn check_structure(
     mut request: Request,
     fallback_id: Option<&str>,
@@ -125,6 +128,20 @@ pub fn check_structure(
     if let Some(agent) = &request.agent {
         check_id("agent id", &agent.id)?;
         check_id("agent instance", &agent.instance)?;
+    }
+    if let Some(q) = &request.quorum {
+        if !(1..=MAX_APPROVALS).contains(&q.approvals) {
+            return Err(err(
+                Code::BadRequest,
+                format!(
+                    "quorum.approvals is {}: give 1 to {MAX_APPROVALS} distinct reviewers",
+                    q.approvals
+                ),
+            ));
+        }
+        if let Some(g) = &q.group {
+            check_id("quorum group", g)?;
+        }
     }
     let mut seen = HashSet::new();
     for q in &request.questions {

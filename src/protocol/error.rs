@@ -84,6 +84,14 @@ pub enum Code {
     /// question that is neither a plan review nor `editable: true` (or a plan review the
     /// asker made `editable: false`), or with a plan review's decline.
     EditNotAllowed,
+    /// A reviewer voted on a request with a quorum that they asked themselves (by name,
+    /// on any face): the asker's own vote never counts.
+    OwnRequest,
+    /// A reviewer outside a request's quorum group voted on it.
+    NotInGroup,
+    /// A reviewer voted again on a request with a quorum, for another answer: a vote
+    /// cannot change (the same answer again is counted once).
+    AlreadyVoted,
     /// A receipt was asked of a request that is still open (pending or claimed): it has
     /// one once it is final.
     RequestOpen,
@@ -131,6 +139,9 @@ impl Code {
             Code::NoRoot => "NO_ROOT",
             Code::BadReviewState => "BAD_REVIEW_STATE",
             Code::EditNotAllowed => "EDIT_NOT_ALLOWED",
+            Code::OwnRequest => "OWN_REQUEST",
+            Code::NotInGroup => "NOT_IN_GROUP",
+            Code::AlreadyVoted => "ALREADY_VOTED",
             Code::RequestOpen => "REQUEST_OPEN",
             Code::ReceiptInvalid => "RECEIPT_INVALID",
             Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
@@ -171,7 +182,8 @@ impl Code {
             Code::DaemonRunning => 11,
             Code::UnsafeRoot => 12,
             Code::Unauthorized => 13,
-            Code::Forbidden | Code::TooLarge => 14,
+            Code::Forbidden | Code::TooLarge | Code::OwnRequest | Code::NotInGroup => 14,
+            Code::AlreadyVoted => 6,
             Code::NoRoot => 15,
             Code::RequestOpen => 16,
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,

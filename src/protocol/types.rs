@@ -180,6 +180,50 @@ pub struct Request {
     /// ([`super::ladder`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Box<super::ladder::Ladder>>,
+    /// dshq extension: the request is answered only when this many distinct reviewers
+    /// agree ([`Quorum`]); a context's policy in the config file wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Box<Quorum>>,
+}
+
+/// dshq extension: M-of-N approval of a request. Each reviewer's answer is a vote; the
+/// request is answered when `approvals` distinct reviewers (never the asker, and only
+/// members of `group` when one is named) gave the same answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Quorum {
+    /// How many distinct reviewers must give the same answer (1 to 64).
+    #[schemars(range(min = 1, max = 64))]
+    pub approvals: u32,
+    /// A group of reviewers named in the config file (`[groups]`); only its members vote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub group: Option<String>,
+    /// What a vote that declines a plan-review does (default `veto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decline: Option<DeclineRule>,
+}
+
+/// What a reviewer's decline (a plan-review answer whose decision is `declined`) does under
+/// a quorum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeclineRule {
+    /// One decline ends the request at once, answered with that decline.
+    #[default]
+    Veto,
+    /// A decline is a vote like any other: it needs `approvals` reviewers giving it.
+    Vote,
+}
+
+impl DeclineRule {
+    /// `veto` / `vote`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeclineRule::Veto => "veto",
+            DeclineRule::Vote => "vote",
+        }
+    }
 }
 
 /// The default provider context.
@@ -304,6 +348,10 @@ pub struct AnsweredOutcome {
     pub decision: Option<Decision>,
     /// The name of the provider that answered.
     pub provider: Option<String>,
+    /// dshq extension, only for a request with a quorum: every reviewer whose vote made
+    /// this answer (`web:NAME`, `provider:NAME`, `mcp:CLIENT`), in the order they voted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Vec<String>>,
     /// When the request was accepted (RFC 3339).
     pub created_at: String,
     /// When it was answered (RFC 3339).

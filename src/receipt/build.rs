@@ -173,9 +173,12 @@ pub fn unsigned(row: &RequestRow, events: &[Event]) -> Result<Receipt, Unatteste
         .ok_or_else(|| Unattested(format!("it is {}, not final", row.status)))?;
     let (_, fin) = attest(row, events)?;
     let request = row.request();
-    // A default the ladder used was approved by nobody: the outcome's `decidedBy` says so.
-    let approvers = match row.status {
-        Status::Answered if row.decided_by.is_none() => vec![fin.actor.clone()],
+    // A default the ladder used was approved by nobody (the outcome's `decidedBy` says
+    // so); a request with a quorum names every approver of its answer (issue 30).
+    let approvers = match (row.status, row.parsed_approvers()) {
+        (Status::Answered, _) if row.decided_by.is_some() => Vec::new(),
+        (Status::Answered, Some(a)) => a,
+        (Status::Answered, None) => vec![fin.actor.clone()],
         _ => Vec::new(),
     };
     Ok(Receipt {
@@ -194,7 +197,10 @@ pub fn unsigned(row: &RequestRow, events: &[Event]) -> Result<Receipt, Unatteste
             deadline: row.deadline_ms.map(rfc3339),
             timeout: request.as_ref().and_then(|r| r.timeout.clone()),
             require_provider: request.as_ref().and_then(|r| r.require_provider),
-            quorum: None,
+            quorum: row
+                .quorum
+                .as_deref()
+                .and_then(|q| serde_json::from_str(q).ok()),
             ladder: None,
         },
         times: Times {

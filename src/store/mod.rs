@@ -46,7 +46,7 @@ pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Delivery, DeliveryCounts, Entered, Event, HistoryFilter,
     HistoryQuestion, HistoryRow, HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts,
-    Pruned, Registered, Revoked, Stats, Swept, TokenCredential, WaitStats, WebToken,
+    Pruned, Registered, Revoked, Stats, Swept, TokenCredential, Voted, WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -230,6 +230,8 @@ pub enum Provided {
     Claimed(Box<RequestRow>),
     /// The outcome of an answer or a cancel.
     Finished(Outcome),
+    /// A vote on a request with a quorum that left it open (issue 30).
+    Voted(Box<Voted>),
 }
 
 /// Where [`Store::export`] sends each record: its type (`request`, `question`, `lease`,
@@ -312,6 +314,10 @@ pub trait Store: Send {
     /// Accept a request, or record its rejection (with `input.actor`), in one transaction.
     fn ask(&mut self, input: AskInput) -> Result<Asked>;
 
+    /// Hold the requests asked from now on to the quorum policy of the config file
+    /// (issue 30: a context's policy wins over the asker's `quorum`); none until set.
+    fn set_quorum_policy(&mut self, policy: std::sync::Arc<crate::core::quorum::Policy>);
+
     /// Ingest an inbox batch in one transaction: each input accepted, aborted or rejected
     /// on its own (one input's refusal never rolls back another's verdict). The verdicts
     /// come in input order; the files may be removed only after this returns.
@@ -329,10 +335,11 @@ pub trait Store: Send {
     /// Apply a batch of answer and cancel files in one transaction, each on its own: an
     /// identical answer (or cancel) the same lease already made is a replay and applies
     /// once. Per file: the outcome and whether it was an answer, or its error.
+    /// A file's vote on a request with a quorum that left it open is `Ok(None)`.
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],
-    ) -> Result<Vec<std::result::Result<Outcome, crate::Error>>>;
+    ) -> Result<Vec<std::result::Result<Option<Outcome>, crate::Error>>>;
 
     /// The next request of `context` after `after` that is pending, or already claimed by
     /// `lease_id` (the reviewer's screen walks the queue with it).

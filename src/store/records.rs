@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 
 use crate::core::audit::EventKind;
 use crate::core::lifecycle::{RequestRow, Status};
+use crate::core::quorum::Vote;
 use crate::protocol::answer::{check_answer, request_decision};
 use crate::protocol::digest::{hex, request_digest};
 use crate::protocol::types::{Answer, Decision, Edits, Request};
@@ -106,6 +107,7 @@ pub fn check_rows(
     all: &[Event],
     mut questions: HashMap<i64, Vec<QuestionRow>>,
     require_provider: &HashMap<i64, bool>,
+    mut votes: HashMap<i64, Vec<Vote>>,
 ) -> (i64, Option<RecordBreak>) {
     let creations: Vec<&Event> = all
         .iter()
@@ -138,6 +140,7 @@ pub fn check_rows(
                 EventKind::Claimed
                     | EventKind::Released
                     | EventKind::Answered
+                    | EventKind::Voted
                     | EventKind::Cancelled
                     | EventKind::Aborted
                     | EventKind::Reminded
@@ -192,12 +195,15 @@ pub fn check_rows(
         }
         if problem.is_none() {
             let q = questions.remove(&row.seq).unwrap_or_default();
+            let v = votes.remove(&row.seq).unwrap_or_default();
             problem = if ev.event_kind() == Some(EventKind::Rejected) {
-                check_rejected(row, ev, &q)
+                check_rejected(row, ev, &q).or_else(|| {
+                    (!v.is_empty()).then(|| "a rejected input has votes rows".to_string())
+                })
             } else {
                 let id = row.id.as_deref().unwrap_or_default();
                 let evs = lifecycle.remove(id).unwrap_or_default();
-                match check_accepted(row, ev, &evs, &q) {
+                match check_accepted(row, ev, &evs, &q, &v) {
                     Some((seq, p)) => {
                         return (checked, Some(brk(Some(seq), p)));
                     }
@@ -252,6 +258,17 @@ pub fn check_rows(
                 row: Some(*seq),
                 event: None,
                 problem: "questions rows belong to no request".into(),
+            }),
+        );
+    }
+    if let Some(seq) = votes.keys().min() {
+        return (
+            checked,
+            Some(RecordBreak {
+                request: None,
+                row: Some(*seq),
+                event: None,
+                problem: "votes rows belong to no request".into(),
             }),
         );
     }
@@ -378,6 +395,7 @@ fn check_accepted(
     accepted: &Event,
     evs: &[&Event],
     q: &[QuestionRow],
+    votes: &[Vote],
 ) -> Option<(i64, String)> {
     let at = |p: Option<String>| p.map(|p| (accepted.seq, p));
     if row.status == Status::Rejected {
@@ -409,6 +427,18 @@ fn check_accepted(
         .or_else(|| {
             let l = accepted.data.get("lineage")?;
             differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
+        })
+        .or_else(|| {
+            // The quorum the request is held to (issue 30): the row's is the log's.
+            let row_q = row
+                .quorum
+                .as_deref()
+                .map(|q| serde_json::from_str::<Value>(q).unwrap_or(Value::String(q.into())));
+            differs(
+                "quorum",
+                &row_q.as_ref().map(Value::to_string),
+                &accepted.data.get("quorum").map(Value::to_string),
+            )
         });
     if p.is_some() {
         return at(p);
@@ -448,6 +478,7 @@ fn check_accepted(
         context: str_field(accepted, "context"),
         ..Default::default()
     };
+    let mut voted: Vec<&Event> = Vec::new();
     for e in evs {
         if e.seq < accepted.seq {
             return Some((e.seq, format!("a {} event precedes the acceptance", e.kind)));
@@ -477,6 +508,11 @@ fn check_accepted(
                 st.claimed_lease = e.lease_id;
                 st.claimed_ms = st.claimed_ms.or(Some(e.at_ms));
                 st.finished_ms = Some(e.at_ms);
+            }
+            Some(EventKind::Voted) => {
+                // A vote changes no state; it is cast while the request is open.
+                voted.push(e);
+                continue;
             }
             Some(kind @ (EventKind::Cancelled | EventKind::Aborted)) => {
                 st.status = Some(if kind == EventKind::Cancelled {
@@ -514,6 +550,9 @@ fn check_accepted(
         st.last = Some(e);
     }
     let last_seq = st.last.map_or(accepted.seq, |e| e.seq);
+    if let Some(p) = check_votes(row, &voted, votes) {
+        return Some(p);
+    }
     let here = |p: Option<String>| p.map(|p| (last_seq, p));
     let p = differs(
         "status",
@@ -590,9 +629,59 @@ fn check_ladder_column(row: &RequestRow, accepted: &Event) -> Option<String> {
     (stored != logged).then(|| "the row's ladder is not the ladder the log recorded".into())
 }
 
+/// The votes rows of a request are its `voted` events (issue 30): the same voters, each
+/// with the answer and decision its event recorded, and votes only under a quorum.
+fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i64, String)> {
+    let at_last = voted.last().map_or(0, |e| e.seq);
+    if row.quorum.is_none() && (!voted.is_empty() || !votes.is_empty()) {
+        return Some((at_last, "the request has no quorum but has votes".into()));
+    }
+    let mut by_voter: HashMap<&str, &Vote> = votes.iter().map(|v| (v.voter.as_str(), v)).collect();
+    for e in voted {
+        let voter = str_field(e, "voter").unwrap_or_default();
+        let Some(v) = by_voter.remove(voter) else {
+            return Some((
+                e.seq,
+                format!("the vote of {voter:?} in the log has no votes row"),
+            ));
+        };
+        let row_answer = serde_json::from_str::<Value>(&v.answer).ok();
+        let p = differs(
+            &format!("the answer of {voter:?}'s vote"),
+            &row_answer.as_ref().map(Value::to_string),
+            &e.data.get("answer").map(Value::to_string),
+        )
+        .or_else(|| {
+            differs(
+                &format!("the decision of {voter:?}'s vote"),
+                &v.decision.map(Decision::as_str),
+                &str_field(e, "decision"),
+            )
+        })
+        .or_else(|| {
+            differs(
+                &format!("the time of {voter:?}'s vote"),
+                &Some(v.at_ms),
+                &Some(e.at_ms),
+            )
+        });
+        if let Some(p) = p {
+            return Some((e.seq, p));
+        }
+    }
+    if let Some(voter) = by_voter.keys().min() {
+        return Some((
+            at_last,
+            format!("the votes row of {voter:?} has no voted event: it was inserted outside dshq"),
+        ));
+    }
+    None
+}
+
 /// The row and its questions carry no answer.
 fn unanswered(row: &RequestRow, q: &[QuestionRow]) -> Option<String> {
     differs("answer", &row.answer.as_deref(), &None)
+        .or_else(|| differs("approvers", &row.approvers.as_deref(), &None))
         .or_else(|| differs("edits", &row.edits.as_deref(), &None))
         .or_else(|| differs("decision", &row.decision.map(Decision::as_str), &None))
         .or_else(|| {
@@ -625,7 +714,19 @@ fn check_answered(
                 &str_field(e, "decision"),
             )
         })
-        .or_else(|| differs("error code", &row.error_code.as_deref(), &None));
+        .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
+        .or_else(|| {
+            // The approvers of a request with a quorum (issue 30): the row's are the log's.
+            let row_a = row
+                .approvers
+                .as_deref()
+                .map(|a| serde_json::from_str::<Value>(a).unwrap_or(Value::String(a.into())));
+            differs(
+                "approvers",
+                &row_a.as_ref().map(Value::to_string),
+                &e.data.get("approvers").map(Value::to_string),
+            )
+        });
     if p.is_some() {
         return p;
     }

@@ -114,6 +114,21 @@ pub struct HostMark {
     pub idle_ms: Millis,
 }
 
+/// A vote recorded on a request with a quorum that it did not decide (issue 30): the
+/// request stays open.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Voted {
+    /// The request id.
+    pub id: String,
+    /// Always `"voted"`.
+    pub status: String,
+    /// Who voted.
+    pub voter: String,
+    /// The request's quorum and every vote so far.
+    pub quorum: crate::core::quorum::QuorumView,
+}
+
 /// What `register` returns: the token is shown once and never stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

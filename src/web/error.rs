@@ -40,7 +40,7 @@ impl ApiError {
     pub fn status(code: Code) -> StatusCode {
         match code {
             Code::Unauthorized => StatusCode::UNAUTHORIZED,
-            Code::Forbidden => StatusCode::FORBIDDEN,
+            Code::Forbidden | Code::OwnRequest | Code::NotInGroup => StatusCode::FORBIDDEN,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::BadRequest
@@ -61,6 +61,7 @@ impl ApiError {
             | Code::LeaseExpired
             | Code::RequestFinal
             | Code::ClaimedElsewhere
+            | Code::AlreadyVoted
             | Code::WrongContext
             | Code::RequestOpen => StatusCode::CONFLICT,
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => {

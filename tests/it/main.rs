@@ -35,6 +35,7 @@ mod operate;
 mod outcome;
 mod page;
 mod prune;
+mod quorum;
 mod receipts;
 mod screens;
 mod seam;

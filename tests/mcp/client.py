@@ -187,6 +187,14 @@ async def pending() -> None:
         emit("get", **result_view(got))
 
 
+async def quorum_get() -> None:
+    """get_answer on a request with a quorum (issue 30): its votes while pending."""
+    rid = os.environ["MCP_RID"]
+    async with connect() as s:
+        got = await s.call_tool("get_answer", {"id": rid})
+        emit("get", **result_view(got))
+
+
 async def abort() -> None:
     rid = os.environ["MCP_RID"]
     async with connect() as s:
@@ -648,6 +656,7 @@ SCENARIOS = {
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,
+    "quorum_get": quorum_get,
     "abort": abort,
     "delegated": delegated,
     "task-start": task_start,

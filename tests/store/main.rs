@@ -25,6 +25,7 @@ mod pg_audit;
 mod pg_prune;
 mod pg_queue;
 mod pg_tls;
+mod quorum;
 mod rules;
 mod scenarios;
 mod sqlite_driver;
@@ -58,6 +59,9 @@ macro_rules! conformance {
 }
 
 conformance!(
+    quorum::quorum_two_of_three_is_met_once_by_distinct_reviewers,
+    quorum::quorum_a_decline_vetoes_unless_it_is_a_vote,
+    quorum::quorum_the_policy_wins_and_a_group_restricts_the_voters,
     scenarios::ask_claim_answer_outcome,
     scenarios::lease_expiry_returns_the_claim,
     scenarios::a_stale_lease_cannot_act,

@@ -147,6 +147,27 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
     clock.advance(3);
     s.abort("needs", Some("changed my mind"), &Actor::Asker)
         .unwrap();
+    // A request with a quorum (issue 30): two votes, the second meets it.
+    let mut q = two_questions("quorum");
+    q["quorum"] = json!({"approvals": 2});
+    assert!(matches!(ask(s, q), Asked::Accepted(_)));
+    clock.advance(3);
+    let bob_token = match &bob {
+        LeaseRef::Token(t) => t.clone(),
+        _ => unreachable!(),
+    };
+    let carol = LeaseRef::OnBehalf {
+        token: bob_token,
+        actor: Actor::Web("carol".into()),
+    };
+    for who in [&bob, &carol] {
+        s.provide(
+            who,
+            ProviderAct::Answer("quorum".into(), answer("SQLite", "Approve")),
+        )
+        .unwrap();
+        clock.advance(3);
+    }
     if agents {
         let e = s
             .agent_enter("agent-1", None, Some("ci/run-7"), None)
@@ -512,7 +533,8 @@ fn history_and_stats_read_as_sqlites() {
         assert_eq!(got, want, "{since:?}");
     }
     let st = history::stats(&mut PgRead(&mut c), None, now).unwrap();
-    assert_eq!((st.approved, st.declined), (1, 1));
+    // "a" and "quorum" approved, "d" declined.
+    assert_eq!((st.approved, st.declined), (2, 1));
     assert!(st.open > 0 && st.oldest_open.is_some());
 }
 

@@ -1151,6 +1151,7 @@ fn a_held_row_with_a_taken_id_fails_its_whole_write() {
         created_ms: 1,
         ladder: None,
         ladder_due_ms: None,
+        quorum: None,
     };
     let e = {
         let mut t = Tx::begin(c.transaction().unwrap(), None, None);
@@ -1166,4 +1167,74 @@ fn a_held_row_with_a_taken_id_fails_its_whole_write() {
         .unwrap()
         .get(0);
     assert_eq!(n, 1, "only the first ask's row");
+}
+
+/// Quorum (issue 30) on PostgreSQL, where writers run side by side: three reviewers on
+/// three connections vote on each of N requests needing two approvals at once. Every
+/// request ends answered exactly once (one `answered` event, two approvers, two `voted`
+/// rows counted before it); the third vote meets a final request, or (when it was
+/// counted first) is one of the approvers. Without the request's row lock two votes
+/// counted side by side would each see one vote and leave a met quorum open.
+#[test]
+fn racing_votes_on_three_connections_answer_each_request_exactly_once() {
+    let url = fresh();
+    let mut setup = open(&url);
+    const N: usize = 12;
+    for i in 0..N {
+        let mut v = serde_json::to_value(request(&format!("v{i}"), "ctx")).unwrap();
+        v["quorum"] = json!({"approvals": 2});
+        let input = AskInput {
+            request: Ok(serde_json::from_value(v).unwrap()),
+            fallback_id: None,
+            salvaged: (None, None),
+            raw: String::new(),
+            source: Source::WebToken("asker".into()),
+            actor: Actor::Web("asker".into()),
+        };
+        assert!(matches!(setup.ask(input).unwrap(), Asked::Accepted(_)));
+    }
+    let (reg, _) = setup.register("ctx", "host", 600_000).unwrap();
+    let barrier = Arc::new(Barrier::new(3));
+    let workers: Vec<_> = ["r0", "r1", "r2"]
+        .into_iter()
+        .map(|who| {
+            let (url, token, barrier) = (url.clone(), reg.lease.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut store = open(&url);
+                let lease = LeaseRef::OnBehalf {
+                    token,
+                    actor: Actor::Web(who.into()),
+                };
+                (0..N)
+                    .map(|i| {
+                        barrier.wait();
+                        match store.provide(
+                            &lease,
+                            ProviderAct::Answer(format!("v{i}"), pick("Postgres")),
+                        ) {
+                            Ok(Provided::Finished(_)) => "finished",
+                            Ok(Provided::Voted(_)) => "voted",
+                            Ok(other) => panic!("{other:?}"),
+                            Err(e) if code(&e) == Code::RequestFinal => "final",
+                            Err(e) => panic!("{e}"),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<Vec<&str>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    for i in 0..N {
+        let mut got: Vec<&str> = results.iter().map(|r| r[i]).collect();
+        got.sort();
+        assert_eq!(got, ["final", "finished", "voted"], "v{i}: {results:?}");
+        let row = setup.get(&format!("v{i}")).unwrap().unwrap();
+        assert_eq!(row.status, Status::Answered);
+        assert_eq!(row.parsed_approvers().unwrap().len(), 2, "v{i}");
+        assert_eq!(row.parsed_votes().len(), 2, "v{i}");
+        let evs = setup.events(&format!("v{i}")).unwrap();
+        let count = |k: &str| evs.iter().filter(|e| e.kind == k).count();
+        assert_eq!((count("voted"), count("answered")), (2, 1), "v{i}");
+    }
+    assert_eq!(setup.verify(&[]).unwrap().broken, None);
 }

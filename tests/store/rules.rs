@@ -516,7 +516,7 @@ pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease<S:
     clock.advance(7);
     assert_eq!(
         apply(&mut store, file(&reg.lease, "r1", "Postgres")).unwrap(),
-        first
+        Some(first)
     );
     assert_eq!(
         apply(&mut store, file(&reg.lease, "r1", "SQLite"))
@@ -538,7 +538,9 @@ pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease<S:
     assert_eq!(kinds(&mut store, "r1"), ["accepted", "answered"]);
     clock.advance(1);
     ask(&mut store, simple("r2", "default")).unwrap();
-    let o = apply(&mut store, file(&other.lease, "r2", "SQLite")).unwrap();
+    let o = apply(&mut store, file(&other.lease, "r2", "SQLite"))
+        .unwrap()
+        .unwrap();
     let Outcome::Answered(a) = &o else {
         panic!("{o:?}")
     };

@@ -274,6 +274,7 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
         &pick("Postgres"),
     )
     .unwrap();
+    let outcome = outcome.finished().unwrap();
     assert_eq!(outcome.outcome.id(), "q4");
     assert_eq!(outcome.file_pending, None);
     // The transient lease is gone: no live lease in the context.

@@ -183,6 +183,7 @@ fn migration_version_is_recorded() {
             (7, "0007_fewer_index_writes".to_string()),
             (8, "0008_record_triggers_by_column".to_string()),
             (9, "0009_host_leases".to_string()),
+            (10, "0010_quorum".to_string()),
             (11, "0011_ladder".to_string()),
             (12, "0012_edits".to_string())
         ]

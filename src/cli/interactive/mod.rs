@@ -763,7 +763,16 @@ fn handle_request(
     };
     let token = session.token();
     let result = match &end {
-        RequestEnd::Answer(answer) => Some(submit(ctx, store, &token, &id, answer)),
+        RequestEnd::Answer(answer) => match submit(ctx, store, &token, &id, answer) {
+            Ok(app::provide::Answering::Finished(f)) => Some(Ok(f)),
+            // A vote on a request with a quorum that left it open: said, and on to the next.
+            Ok(app::provide::Answering::Voted(v)) => {
+                tally.answered += 1;
+                term.say(&style.dim(&style::one_line(&crate::output::voted_text(&v))));
+                return Ok(Next::Continue);
+            }
+            Err(e) => Some(Err(e)),
+        },
         RequestEnd::Cancel(reason) => Some(app::provide::cancel(
             store,
             Some(&ctx.root),
@@ -836,7 +845,7 @@ fn submit(
     token: &str,
     id: &str,
     answer: &Answer,
-) -> Result<app::Finished> {
+) -> Result<app::provide::Answering> {
     let who = Acting::Lease(token.to_string());
     app::provide::answer(store, Some(&ctx.root), id, &who, answer)
 }

@@ -28,9 +28,26 @@ pub struct AnsweredRow<'a> {
     pub decision: Option<&'a str>,
     /// Who answered (the lease's provider name).
     pub provider: &'a str,
+    /// The approvers of a request with a quorum (a JSON array); `None` for any other.
+    pub approvers: Option<&'a str>,
     /// The edits the answer made (edit-then-approve), as the JSON of
     /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
     pub edits_json: Option<&'a str>,
+}
+
+/// A reviewer's vote on a request with a quorum (issue 30), for the `votes` table.
+#[derive(Debug, Clone, Copy)]
+pub struct NewVote<'a> {
+    /// The request's seq.
+    pub request_seq: i64,
+    /// Who votes (an actor string: `web:NAME`, `provider:NAME`, `mcp:CLIENT`).
+    pub voter: &'a str,
+    /// The answer voted for, in question order, as JSON.
+    pub answer_json: &'a str,
+    /// The request-level decision that answer makes, if any.
+    pub decision: Option<&'a str>,
+    /// The lease the vote was made through.
+    pub lease_id: i64,
 }
 
 /// What an answer writes on one question row.
@@ -104,6 +121,19 @@ pub trait AnswerStatements {
         fence: Fence,
         now: Millis,
     ) -> Result<bool>;
+
+    /// Lock the row of request `seq` for a vote if it is still open (PostgreSQL: `FOR
+    /// UPDATE`, so the votes of one request are counted one writer at a time and the
+    /// writer that meets the quorum sees every vote before it; SQLite's one writer needs
+    /// no lock); whether it is open.
+    fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool>;
+
+    /// Insert `vote` at `now` unless this voter already voted on the request (the unique
+    /// key on `(request_seq, voter)`, `ON CONFLICT DO NOTHING`); whether it was inserted.
+    fn insert_vote_if_voter_new(&mut self, vote: NewVote<'_>, now: Millis) -> Result<bool>;
+
+    /// The votes of request `seq`, in the order they were cast (time, then voter).
+    fn votes_of_request(&mut self, seq: i64) -> Result<Vec<crate::core::quorum::Vote>>;
 
     /// Record the answer of one question.
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()>;

@@ -88,6 +88,9 @@ pub trait PruneStatements {
     /// Delete the questions of request rows `<= upto`; how many.
     fn delete_questions_upto(&mut self, upto: i64) -> Result<u64>;
 
+    /// Delete the votes of the request rows up to `upto` (issue 30); how many.
+    fn delete_votes_upto(&mut self, upto: i64) -> Result<u64>;
+
     /// Delete the request rows with `seq <= upto`; how many.
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64>;
 

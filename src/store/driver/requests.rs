@@ -44,6 +44,8 @@ pub struct NewRequest<'a> {
     pub ladder: Option<&'a str>,
     /// The `ladder_due_ms` column: when its first rung falls due.
     pub ladder_due_ms: Option<Millis>,
+    /// The `quorum` column: the quorum the request is held to, as JSON (issue 30).
+    pub quorum: Option<&'a str>,
 }
 
 /// A new row of `questions`, of the request at `request_seq`.

@@ -151,4 +151,29 @@ impl<C: GenericClient> AuditReads for PgRead<'_, C> {
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect()
     }
+
+    fn all_votes(&mut self) -> Result<Vec<(i64, crate::core::quorum::Vote)>> {
+        self.0
+            .query(
+                "SELECT request_seq, voter, answer, decision, created_ms FROM votes
+                 ORDER BY request_seq, created_ms, voter",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                let decision: Option<String> = r.try_get(3)?;
+                Ok((
+                    r.try_get(0)?,
+                    crate::core::quorum::Vote {
+                        voter: r.try_get(1)?,
+                        answer: r.try_get(2)?,
+                        decision: decision
+                            .as_deref()
+                            .and_then(crate::protocol::Decision::parse),
+                        at_ms: r.try_get(3 + 1)?,
+                    },
+                ))
+            })
+            .collect()
+    }
 }

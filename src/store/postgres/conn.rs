@@ -67,6 +67,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/postgres/0003_host_leases.sql"),
     ),
     (
+        4,
+        "0004_quorum",
+        include_str!("../../../migrations/postgres/0004_quorum.sql"),
+    ),
+    (
         5,
         "0005_ladder",
         include_str!("../../../migrations/postgres/0005_ladder.sql"),

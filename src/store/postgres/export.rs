@@ -78,6 +78,8 @@ const TABLES: &[Table] = &[
             ("error_code", Text),
             ("error_message", Text),
             ("outbox_pending", Flag),
+            ("quorum", Text),
+            ("approvers", Text),
             ("ladder", Text),
             ("ladder_done", Int),
             ("ladder_due_ms", Int),
@@ -143,6 +145,19 @@ const TABLES: &[Table] = &[
         order: "entered_ms, agent_id COLLATE \"C\", instance COLLATE \"C\"",
     },
     Table {
+        kind: "vote",
+        table: "votes",
+        columns: &[
+            ("request_seq", Int),
+            ("voter", Text),
+            ("answer", Text),
+            ("decision", Text),
+            ("lease_id", Int),
+            ("created_ms", Int),
+        ],
+        order: "request_seq, created_ms, voter COLLATE \"C\"",
+    },
+    Table {
         kind: "event",
         table: "events",
         columns: &[
@@ -163,7 +178,11 @@ const TABLES: &[Table] = &[
 
 /// The columns (table, column) that an export written before their migration lacks:
 /// such a record loads them as NULL (what the migration gave every existing row).
-const ADDED_LATER: &[(&str, &str)] = &[("requests", "edits")];
+const ADDED_LATER: &[(&str, &str)] = &[
+    ("requests", "edits"),
+    ("requests", "quorum"),
+    ("requests", "approvers"),
+];
 
 fn column_list(t: &Table) -> String {
     t.columns

@@ -125,6 +125,8 @@ pub struct RequestColumns {
     pub ladder: Vec<Option<String>>,
     /// `ladder_due_ms` (when its first rung falls due).
     pub ladder_due_ms: Vec<Option<i64>>,
+    /// `quorum` (the quorum the request is held to, JSON).
+    pub quorum: Vec<Option<String>>,
 }
 
 impl RequestColumns {
@@ -159,6 +161,7 @@ impl RequestColumns {
         self.origin.truncate(n);
         self.ladder.truncate(n);
         self.ladder_due_ms.truncate(n);
+        self.quorum.truncate(n);
     }
 }
 
@@ -237,15 +240,15 @@ impl<'c> Session<'c> {
                INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage,
                                      body, source, require_provider, deadline_ms, created_ms, finished_ms,
                                      error_code, error_message, outbox_pending, origin, ladder,
-                                     ladder_due_ms)
+                                     ladder_due_ms, quorum)
                SELECT * FROM UNNEST($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
                                     $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[],
                                     $11::int8[], $12::int8[], $13::int8[], $14::text[], $15::text[],
-                                    $16::bool[], $17::text[], $18::text[], $19::int8[]))
+                                    $16::bool[], $17::text[], $18::text[], $19::int8[], $20::text[]))
              INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
                                     intent_kind, intent_approve, options)
-             SELECT * FROM UNNEST($20::int8[], $21::int8[], $22::text[], $23::text[], $24::text[],
-                                  $25::text[], $26::bool[], $27::text[], $28::text[], $29::text[])",
+             SELECT * FROM UNNEST($21::int8[], $22::int8[], $23::text[], $24::text[], $25::text[],
+                                  $26::text[], $27::bool[], $28::text[], $29::text[], $30::text[])",
             &[
                 (&r.seq, Type::INT8_ARRAY),
                 (&r.id, Type::TEXT_ARRAY),
@@ -266,6 +269,7 @@ impl<'c> Session<'c> {
                 (&r.origin, Type::TEXT_ARRAY),
                 (&r.ladder, Type::TEXT_ARRAY),
                 (&r.ladder_due_ms, Type::INT8_ARRAY),
+                (&r.quorum, Type::TEXT_ARRAY),
                 (&q.request_seq, Type::INT8_ARRAY),
                 (&q.idx, Type::INT8_ARRAY),
                 (&q.qid, Type::TEXT_ARRAY),

@@ -16,18 +16,19 @@
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::{RequestRow, Status};
+use crate::core::quorum::{asker_names, QuorumView, Refusal, Required, Verdict};
 use crate::error::{Error, Result};
 use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::edit;
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
 use crate::store::chain::NewEvent;
-use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence};
+use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, Statements};
 use crate::store::queue::leases;
 use crate::store::types::Lease;
 use crate::store::LeaseRef;
-use crate::store::{Provided, ProviderAct, ProviderFile};
+use crate::store::{Provided, ProviderAct, ProviderFile, Voted};
 
 fn changed(id: &str) -> Error {
     Error::RequestFinal {
@@ -111,7 +112,7 @@ fn provide_with(
     Ok(match act {
         ProviderAct::Claim(id) => Provided::Claimed(Box::new(claim(db, now, lease, id)?)),
         ProviderAct::ClaimNext => Provided::Claimed(Box::new(claim_next(db, now, lease)?)),
-        ProviderAct::Answer(id, a) => Provided::Finished(answer(db, now, lease, id, a)?),
+        ProviderAct::Answer(id, a) => answer(db, now, lease, id, a)?,
         ProviderAct::Cancel(id, reason) => {
             Provided::Finished(cancel(db, now, lease, id, reason.as_deref())?)
         }
@@ -160,21 +161,49 @@ pub fn claim_next(db: &mut dyn Statements, now: Millis, lease: &Lease) -> Result
 /// Answer a request with the live lease (claiming it implicitly when pending). An answer
 /// that breaks a rule is `BAD_ANSWER` and nothing changes; a final request is
 /// `REQUEST_FINAL`, so of several racing answers exactly one wins.
+///
+/// On a request with a quorum (issue 30) the answer is the reviewer's vote ([`vote`]):
+/// [`Provided::Voted`] while the quorum is not met, [`Provided::Finished`] by the vote
+/// that meets it (or vetoes it).
 pub fn answer(
     db: &mut dyn Statements,
     now: Millis,
     lease: &Lease,
     id: &str,
     answer: &Answer,
-) -> Result<Outcome> {
+) -> Result<Provided> {
     let r = load_open(db, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;
     // Stored (and published) in question order, whatever order the items came in.
-    let answer = &in_question_order(&request.questions, answer);
+    let answer = in_question_order(&request.questions, answer);
+    if let Some(q) = r.required_quorum() {
+        return vote(db, now, lease, &r, &q, &answer, &decisions);
+    }
+    finish_answer(db, now, lease, &r, &answer, &decisions, None).map(Provided::Finished)
+}
+
+/// Answer open request `r` with `answer` (in question order, already checked: its
+/// `decisions`) through the live `lease`, with its `approvers` when it has a quorum; the
+/// outcome. One guarded update: of several racing writers exactly one finishes it.
+fn finish_answer(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    r: &RequestRow,
+    answer: &Answer,
+    decisions: &[Option<Decision>],
+    approvers: Option<&[String]>,
+) -> Result<Outcome> {
+    let id = r.id.as_deref().unwrap_or_default();
+    let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let answer_json = answer.to_json();
-    let decision = request_decision(&decisions).map(Decision::as_str);
+    let decision = request_decision(decisions).map(Decision::as_str);
     let provider = lease.provider_name();
+    let approvers_json = approvers
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| Error::Invalid(format!("the approvers do not serialize: {e}")))?;
     // Edit-then-approve: each edited proposal with the approved text and their diff,
     // kept on the row and recorded in the `answered` event (the record check compares
     // the two).
@@ -189,6 +218,7 @@ pub fn answer(
         answer_json: &answer_json,
         decision,
         provider: &provider,
+        approvers: approvers_json.as_deref(),
         edits_json: edits_json.as_deref(),
     };
     if !db.set_answered_if_open_claimed_by_and_lease_live(row, fence(lease), now)? {
@@ -215,13 +245,17 @@ pub fn answer(
     let mut data = serde_json::json!({
         "implicitClaim": r.status == Status::Pending,
         "decision": decision,
-        "decisions": request.questions.iter().zip(&decisions)
+        "decisions": request.questions.iter().zip(decisions)
             .filter_map(|(q, d)| d.map(|d| (q.id.clone(), serde_json::Value::from(d.as_str()))))
             .collect::<serde_json::Map<_, _>>(),
         // What was answered, and by whom: the row must agree with these.
         "answer": answer_value,
         "provider": provider,
     });
+    if let Some(a) = approvers {
+        // Only for a request with a quorum: every other answer is recorded as before.
+        data["approvers"] = serde_json::Value::from(a.to_vec());
+    }
     if let (Some(v), Some(o)) = (edits_value, data.as_object_mut()) {
         // Only when something was edited: every other answer's event keeps its shape.
         o.insert("edits".into(), v);
@@ -246,6 +280,114 @@ pub fn answer(
         serde_json::json!({ "decision": decision, "provider": provider }),
     )?;
     outcome_of(db, id)
+}
+
+/// A reviewer's vote on open request `r` with quorum `q` (issue 30): who votes is the
+/// lease's actor (`provider:NAME`, `web:NAME`, `mcp:CLIENT`); the asker (by name) and,
+/// with a group, anyone outside it are refused. The vote is recorded once per reviewer
+/// (the same answer again is accepted and counted once; another answer is
+/// `ALREADY_VOTED`) with a `voted` event, and does not claim the request. The votes are
+/// then counted under the request's row lock: the vote that meets the quorum answers the
+/// request with its approvers (or, under the veto rule, the first decline answers it with
+/// that decline) through the same guarded update as any answer.
+pub fn vote(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    r: &RequestRow,
+    q: &Required,
+    answer: &Answer,
+    decisions: &[Option<Decision>],
+) -> Result<Provided> {
+    let id = r.id.as_deref().unwrap_or_default();
+    let voter = lease.actor();
+    let voter_id = voter.as_str().into_owned();
+    match q.may_vote(&voter, &asker_names(r.agent_id.as_deref(), &r.source)) {
+        Ok(()) => {}
+        Err(Refusal::OwnRequest) => {
+            return Err(Error::OwnRequest {
+                id: id.into(),
+                voter: voter_id,
+            })
+        }
+        Err(Refusal::NotInGroup(group)) => {
+            return Err(Error::NotInGroup {
+                id: id.into(),
+                group,
+                voter: voter_id,
+            })
+        }
+        Err(Refusal::Unauthenticated) => return Err(Error::Forbidden),
+    }
+    // Lock order: the lease row (shared), then the request row.
+    if !db.is_fence_live(fence(lease), now)? {
+        return Err(Error::LeaseExpired("it is no longer live".into()));
+    }
+    if !db.lock_request_if_open_for_vote(r.seq)? {
+        // Finished by another writer since it was read.
+        return Err(changed(id));
+    }
+    let answer_json = answer.to_json();
+    let decision = request_decision(decisions);
+    let new = db.insert_vote_if_voter_new(
+        NewVote {
+            request_seq: r.seq,
+            voter: &voter_id,
+            answer_json: &answer_json,
+            decision: decision.map(Decision::as_str),
+            lease_id: lease.lease_id,
+        },
+        now,
+    )?;
+    let votes = db.votes_of_request(r.seq)?;
+    if new {
+        let answer_value = serde_json::to_value(answer)
+            .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
+        db.append_event(
+            now,
+            NewEvent {
+                kind: EventKind::Voted,
+                request_id: Some(id),
+                lease_id: Some(lease.lease_id),
+                actor: voter.clone(),
+                data: serde_json::json!({
+                    "voter": voter_id,
+                    "answer": answer_value,
+                    "decision": decision.map(Decision::as_str),
+                    "approvals": q.approvals,
+                }),
+                agent_id: None,
+            },
+        )?;
+    } else if votes
+        .iter()
+        .any(|v| v.voter == voter_id && v.answer != answer_json)
+    {
+        return Err(Error::AlreadyVoted {
+            id: id.into(),
+            voter: voter_id,
+        });
+    }
+    let (winning, approvers) = match q.verdict(&votes) {
+        Verdict::Open => {
+            return Ok(Provided::Voted(Box::new(Voted {
+                id: id.into(),
+                status: "voted".into(),
+                voter: voter_id,
+                quorum: QuorumView::of(q, &votes),
+            })))
+        }
+        Verdict::Met { answer, approvers } => (answer, approvers),
+        Verdict::Vetoed { answer, voter } => (answer, vec![voter]),
+    };
+    let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
+    let winning: Answer = serde_json::from_str(&winning)
+        .map_err(|e| Error::Invalid(format!("a recorded vote does not parse: {e}")))?;
+    let decisions = check_answer(&request.questions, &winning)?;
+    // Reread: the row is locked, and this is the state the guarded update will see.
+    let r = reread(db, id)?;
+    finish_answer(db, now, lease, &r, &winning, &decisions, Some(&approvers))
+        .map(Provided::Finished)
 }
 
 /// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
@@ -421,7 +563,7 @@ pub fn apply_answer_file(
     db: &mut dyn Statements,
     now: Millis,
     file: &ProviderFile,
-) -> Result<(Outcome, bool)> {
+) -> Result<(Option<Outcome>, bool)> {
     let token = match file {
         ProviderFile::Answer { token, .. } | ProviderFile::Cancel { token, .. } => token,
     };
@@ -431,13 +573,20 @@ pub fn apply_answer_file(
             ProviderFile::Cancel { id, .. } => replayed_cancel(db, id, lease_id)?,
         };
         if let Some(o) = replayed {
-            return Ok((o, true));
+            return Ok((Some(o), true));
         }
     }
     let lease = leases::authenticate(db, token, now)?;
     let done = match file {
-        ProviderFile::Answer { id, answer, .. } => self::answer(db, now, &lease, id, answer)?,
-        ProviderFile::Cancel { id, reason, .. } => cancel(db, now, &lease, id, reason.as_deref())?,
+        ProviderFile::Answer { id, answer, .. } => match self::answer(db, now, &lease, id, answer)?
+        {
+            Provided::Finished(o) => Some(o),
+            // A vote that left its request open (a quorum): nothing to publish yet.
+            _ => None,
+        },
+        ProviderFile::Cancel { id, reason, .. } => {
+            Some(cancel(db, now, &lease, id, reason.as_deref())?)
+        }
     };
     Ok((done, false))
 }
@@ -449,7 +598,7 @@ pub fn apply_answer_files(
     db: &mut dyn Statements,
     now: Millis,
     files: &[ProviderFile],
-) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
     let mut results = Vec::with_capacity(files.len());
     for file in files {
         db.savepoint_answer_file()?;

@@ -77,7 +77,11 @@ pub fn check_records(db: &mut dyn AuditReads, all: &[Event]) -> Result<(i64, Opt
     // `require_provider` is not in `RequestRow` (nothing but export reads it), yet it is
     // part of what was asked: it must be what the body the digest pins says.
     let require_provider = db.require_provider_by_row()?;
-    Ok(check_rows(&rows, all, questions, &require_provider))
+    let mut votes: HashMap<i64, Vec<crate::core::quorum::Vote>> = HashMap::new();
+    for (seq, v) in db.all_votes()? {
+        votes.entry(seq).or_default().push(v);
+    }
+    Ok(check_rows(&rows, all, questions, &require_provider, votes))
 }
 
 /// Verify the record read through `db` (one snapshot): the checks of the module docs, the

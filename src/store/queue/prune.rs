@@ -245,6 +245,8 @@ pub fn prune(
     )?;
     db.insert_prune_guard(plan.upto_seq, before)?;
     pruned.questions = db.delete_questions_upto(plan.rows_upto)?;
+    // A vote goes with its request (issue 30); the votes are in the export's events.
+    db.delete_votes_upto(plan.rows_upto)?;
     pruned.requests = db.delete_requests_upto(plan.rows_upto)?;
     pruned.events = db.delete_events_upto(plan.upto_seq)?;
     db.delete_prune_guard()?;

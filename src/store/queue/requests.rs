@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind, Source};
 use crate::core::lifecycle::Status;
+use crate::core::quorum::{Policy, Required};
 use crate::error::{Error, Result};
 use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, CallerStatus};
 use crate::protocol::error::{Code, UserQuestionError};
@@ -77,6 +78,7 @@ pub fn accept(
     request: Request,
     fallback_id: Option<&str>,
     source: &str,
+    policy: &Policy,
 ) -> Result<Accepted> {
     let mut n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
     // Re-delivery of the same request is accepted once; other content under the same id
@@ -114,6 +116,11 @@ pub fn accept(
         return Err(e);
     }
     checked?;
+    // The quorum it is held to, fixed now (the context's policy wins over the asker's).
+    let required = policy
+        .required(&n.context, n.request.quorum.as_deref())
+        .map_err(|e| Error::question(Code::BadRequest, e.to_string()))?;
+    let quorum_json = required.as_ref().map(Required::to_json);
     let lineage = env.lineage.into_inner();
     // The operator's ladder policy of the context, under the asker's own (issue 29).
     if let Some(policy) = db.context_ladder_policy(&n.context)? {
@@ -157,6 +164,7 @@ pub fn accept(
             created_ms: now,
             ladder: ladder.as_deref(),
             ladder_due_ms,
+            quorum: quorum_json.as_deref(),
         })?
         // Unreachable under the write lock (the id was looked up above); the index has
         // the last word all the same.
@@ -206,6 +214,12 @@ pub fn accept(
         let v = serde_json::to_value(l)
             .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
         map.insert("ladder".into(), v);
+    }
+    // The quorum the row holds (issue 30; only when there is one: a request without one
+    // is recorded exactly as before).
+    if let Some(q) = &required {
+        data["quorum"] = serde_json::to_value(q)
+            .map_err(|e| Error::Invalid(format!("the quorum does not serialize: {e}")))?;
     }
     db.append_event(
         now,
@@ -340,11 +354,23 @@ pub fn earlier_rejection(
 
 /// Accept a request, or record its rejection with the input's actor (one step of a
 /// transaction: `ask` is one, an inbox batch runs it per request file).
-pub fn accept_or_reject(db: &mut dyn Statements, now: Millis, input: AskInput) -> Result<Asked> {
+pub fn accept_or_reject(
+    db: &mut dyn Statements,
+    now: Millis,
+    input: AskInput,
+    policy: &Policy,
+) -> Result<Asked> {
     db.lock_row_numbers()?;
     let source = input.source.as_str();
     let refused = match input.request {
-        Ok(request) => match accept(db, now, request, input.fallback_id.as_deref(), &source) {
+        Ok(request) => match accept(
+            db,
+            now,
+            request,
+            input.fallback_id.as_deref(),
+            &source,
+            policy,
+        ) {
             Ok(a) => return Ok(Asked::Accepted(a)),
             Err(Error::Question(e)) => e,
             Err(other) => return Err(other),
@@ -371,6 +397,7 @@ pub fn ingest(
     db: &mut dyn Statements,
     now: Millis,
     inputs: Vec<InboxInput>,
+    policy: &Policy,
 ) -> Result<Vec<InboxVerdict>> {
     db.lock_row_numbers()?;
     // The ids each input will look up (the request's own, else its file's stem), at once.
@@ -388,13 +415,18 @@ pub fn ingest(
     }
     let mut out = Vec::with_capacity(inputs.len());
     for input in inputs {
-        out.push(ingest_one(db, now, input)?);
+        out.push(ingest_one(db, now, input, policy)?);
     }
     Ok(out)
 }
 
 /// One inbox input, inside the batch's transaction.
-pub fn ingest_one(db: &mut dyn Statements, now: Millis, input: InboxInput) -> Result<InboxVerdict> {
+pub fn ingest_one(
+    db: &mut dyn Statements,
+    now: Millis,
+    input: InboxInput,
+    policy: &Policy,
+) -> Result<InboxVerdict> {
     Ok(match input {
         InboxInput::Request {
             name,
@@ -424,7 +456,7 @@ pub fn ingest_one(db: &mut dyn Statements, now: Millis, input: InboxInput) -> Re
                 source: from,
                 actor: Actor::Daemon,
             };
-            accept_or_reject(db, now, input)?.into()
+            accept_or_reject(db, now, input, policy)?.into()
         }
         InboxInput::Abort { name, id, reason } => {
             let source = Source::Inbox(name.clone()).as_str().into_owned();

@@ -28,12 +28,17 @@ use crate::store::{
 #[derive(Debug)]
 pub struct Queue<D> {
     driver: D,
+    /// The config file's quorum policy (issue 30), applied to every ask.
+    policy: std::sync::Arc<crate::core::quorum::Policy>,
 }
 
 impl<D: Driver> Queue<D> {
     /// The queue over `driver`.
     pub fn new(driver: D) -> Queue<D> {
-        Queue { driver }
+        Queue {
+            driver,
+            policy: Default::default(),
+        }
     }
 
     /// The driver, for its own tools and tests (a connection, a client).
@@ -53,14 +58,20 @@ impl<D: Driver> Queue<D> {
 }
 
 impl<D: Driver> Store for Queue<D> {
+    fn set_quorum_policy(&mut self, policy: std::sync::Arc<crate::core::quorum::Policy>) {
+        self.policy = policy;
+    }
+
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
+        let policy = self.policy.clone();
         self.driver
-            .write(|db, now| requests::accept_or_reject(db, now, input))
+            .write(|db, now| requests::accept_or_reject(db, now, input, &policy))
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
+        let policy = self.policy.clone();
         self.driver
-            .write(|db, now| requests::ingest(db, now, inputs))
+            .write(|db, now| requests::ingest(db, now, inputs, &policy))
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
@@ -76,7 +87,7 @@ impl<D: Driver> Store for Queue<D> {
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],
-    ) -> Result<Vec<std::result::Result<Outcome, Error>>> {
+    ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
         self.driver
             .write(|db, now| answers::apply_answer_files(db, now, files))
     }

@@ -149,4 +149,28 @@ impl AuditReads for SqlRead<'_> {
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?)
     }
+
+    fn all_votes(&mut self) -> Result<Vec<(i64, crate::core::quorum::Vote)>> {
+        Ok(self
+            .0
+            .prepare(
+                "SELECT request_seq, voter, answer, decision, created_ms FROM votes
+                 ORDER BY request_seq, created_ms, voter",
+            )?
+            .query_map([], |r| {
+                let decision: Option<String> = r.get(3)?;
+                Ok((
+                    r.get(0)?,
+                    crate::core::quorum::Vote {
+                        voter: r.get(1)?,
+                        answer: r.get(2)?,
+                        decision: decision
+                            .as_deref()
+                            .and_then(crate::protocol::Decision::parse),
+                        at_ms: r.get(4)?,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?)
+    }
 }

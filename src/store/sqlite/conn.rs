@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0009_host_leases.sql"),
     ),
     (
+        10,
+        "0010_quorum",
+        include_str!("../../../migrations/sqlite/0010_quorum.sql"),
+    ),
+    (
         11,
         "0011_ladder",
         include_str!("../../../migrations/sqlite/0011_ladder.sql"),

@@ -141,6 +141,10 @@ impl PruneStatements for Sql<'_, '_> {
         self.delete_upto("DELETE FROM questions WHERE request_seq <= ?1", upto)
     }
 
+    fn delete_votes_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto("DELETE FROM votes WHERE request_seq <= ?1", upto)
+    }
+
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64> {
         self.delete_upto("DELETE FROM requests WHERE seq <= ?1", upto)
     }

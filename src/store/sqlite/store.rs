@@ -210,6 +210,10 @@ impl Driver for SqliteDriver {
                 "SELECT lease_id, context, name, generation, ttl_ms, created_ms, heartbeat_ms, expires_ms, ended_ms, end_reason FROM leases ORDER BY lease_id",
             ),
             ("agent", "SELECT * FROM agents ORDER BY entered_ms"),
+            (
+                "vote",
+                "SELECT * FROM votes ORDER BY request_seq, created_ms, voter",
+            ),
             ("event", "SELECT * FROM events ORDER BY seq"),
         ] {
             dump(&tx, kind, sql, sink)?;

@@ -192,6 +192,7 @@ pub fn document() -> Value {
     let summaries = d.response::<Vec<RequestSummary>>();
     let view = d.response::<RequestView>();
     let outcome = d.response::<Outcome>();
+    let voted = d.response::<crate::store::Voted>();
     let history = d.response::<Vec<HistoryRow>>();
     let events = d.response::<Vec<Event>>();
     let stats = d.response::<Stats>();
@@ -231,8 +232,10 @@ pub fn document() -> Value {
                 vec![(200, "The claimed request", Some(view))], &[401, 403, 404, 409]),
         },
         "/api/v1/requests/{id}/answer": {
-            "post": op("Answer with an Answer document", vec![id_param()], Some((answer, true)),
-                vec![(200, "The outcome", Some(outcome.clone()))], &[400, 401, 403, 404, 409, 413]),
+            "post": op("Answer with an Answer document (on a request with a quorum: the caller's vote)", vec![id_param()], Some((answer, true)),
+                vec![(200, "The outcome", Some(outcome.clone())),
+                     (202, "The vote was recorded and the request's quorum is not met yet (it stays open)", Some(voted))],
+                &[400, 401, 403, 404, 409, 413]),
         },
         "/api/v1/requests/{id}/cancel": {
             "post": op("Cancel as the human (ASK_CANCELLED)", vec![id_param()], Some((reason.clone(), false)),

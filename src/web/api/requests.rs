@@ -307,21 +307,29 @@ pub async fn claim(
     Ok(Json(RequestView::from_row(&claimed)))
 }
 
-/// `POST /api/v1/requests/{id}/answer`: answer with an Answer document.
+/// `POST /api/v1/requests/{id}/answer`: answer with an Answer document. On a request
+/// with a quorum the answer is the caller's vote: `202 Accepted` with the vote and the
+/// votes so far while the quorum is not met, the outcome once it is.
 pub async fn answer(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     Body(bytes): Body,
-) -> ApiResult<Json<Outcome>> {
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
     let reach = caller.require(Action::Answer)?;
     let doc = crate::protocol::answer::parse_answer(&bytes)?;
     let row = visible(&st, &caller, &id, reach).await?;
-    let finished = provide(&st, &caller, &row, move |store, root, acting| {
+    let done = provide(&st, &caller, &row, move |store, root, acting| {
         app::provide::answer(store, Some(root), &id, acting, &doc)
     })
     .await?;
-    Ok(Json(finished.outcome))
+    Ok(match done {
+        app::provide::Answering::Finished(f) => Json(f.outcome).into_response(),
+        app::provide::Answering::Voted(v) => {
+            (axum::http::StatusCode::ACCEPTED, Json(v)).into_response()
+        }
+    })
 }
 
 /// `POST /api/v1/requests/{id}/cancel`: cancel as the human (`ASK_CANCELLED`).

@@ -164,6 +164,61 @@ fn meta_html(row: &RequestRow, req: &Request) -> String {
     h
 }
 
+/// A request with a quorum (issue 30): the rule, every vote so far (each voter's answer,
+/// escaped like any asker or reviewer text) and, once answered, its approvers.
+fn quorum_html(row: &RequestRow, req: &Request) -> String {
+    let Some(q) = row.quorum_view() else {
+        return String::new();
+    };
+    let mut h = format!(
+        "<section id=\"quorum\" class=\"quorum\"><p>Needs <strong>{}</strong> matching vote(s) from distinct reviewers{}; a decline {} (set by the {}). The asker's own vote never counts.</p>",
+        q.approvals,
+        q.group
+            .as_deref()
+            .map(|g| format!(" of group <code>{}</code>", text(g)))
+            .unwrap_or_default(),
+        if q.decline == "veto" { "vetoes" } else { "is a vote" },
+        text(&q.by)
+    );
+    if q.votes.is_empty() {
+        h.push_str("<p class=\"dim\">No votes yet.</p>");
+    } else {
+        h.push_str("<ol class=\"votes\">");
+        for v in &q.votes {
+            let answer = serde_json::from_value::<Answer>(v.answer.clone()).ok();
+            let summary = answer
+                .map(|a| {
+                    req.questions
+                        .iter()
+                        .zip(&a.answers)
+                        .map(|(q, item)| summary_item(q, item))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            h.push_str(&format!(
+                "<li class=\"vote\"><strong>{}</strong>: {}{} <span class=\"dim\">{}</span></li>",
+                text(&v.voter),
+                summary,
+                v.decision
+                    .map(|d| format!(" ({})", d.as_str()))
+                    .unwrap_or_default(),
+                text(&v.at)
+            ));
+        }
+        h.push_str("</ol>");
+    }
+    if let Some(approvers) = row.parsed_approvers() {
+        let names: Vec<String> = approvers.iter().map(|a| text(a)).collect();
+        h.push_str(&format!(
+            "<p class=\"approvers\">Approved by {}</p>",
+            names.join(", ")
+        ));
+    }
+    h.push_str("</section>");
+    h
+}
+
 /// What a final request ended with: the answer given, or the error.
 fn outcome_html(row: &RequestRow, req: &Request) -> String {
     if let Some(a) = row.parsed_answer() {
@@ -469,6 +524,7 @@ async fn request_page(
         text(id)
     );
     body.push_str(&meta_html(row, req));
+    body.push_str(&quorum_html(row, req));
     body.push_str(&outcome_html(row, req));
     if let Answerable::No(why) = &can {
         body.push_str(&format!(
@@ -830,7 +886,13 @@ pub async fn send(
         match r {
             Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
             Err(e) => return viewer.error(e),
-            Ok(_) => {
+            Ok(app::provide::Answering::Voted(_)) => {
+                // A vote on a request with a quorum that left it open: back to the
+                // request, which lists the votes so far.
+                tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "voted on the page");
+                return layout::see_other(&format!("/r/{}", urlencode(&id)));
+            }
+            Ok(app::provide::Answering::Finished(_)) => {
                 tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
                 return layout::see_other(&format!("/?done={}", urlencode(&id)));
             }
@@ -845,6 +907,69 @@ mod tests {
 
     fn req(json: serde_json::Value) -> Request {
         serde_json::from_value(json).unwrap()
+    }
+
+    /// The votes section escapes what the asker wrote (labels, custom text) and what a
+    /// reviewer's name is, and lists every vote and the approvers.
+    #[test]
+    fn the_votes_are_shown_escaped() {
+        let r = req(serde_json::json!({"questions": [
+            {"id": "q", "question": "pick", "options": [{"label": "<script>x</script>"}]}
+        ], "quorum": {"approvals": 2}}));
+        let q = crate::core::quorum::Policy::default()
+            .required("default", r.quorum.as_deref())
+            .unwrap()
+            .unwrap();
+        let answer = serde_json::json!({"answers": [{"id": "q", "selected": ["<script>x</script>"],
+                                                     "custom": "<img src=x onerror=1>"}]});
+        let votes = serde_json::json!([
+            {"voter": "web:<b>bob</b>", "answer": answer.to_string(), "decision": null, "atMs": 0},
+            {"voter": "provider:carol", "answer": answer.to_string(), "decision": null, "atMs": 1}
+        ]);
+        let row = RequestRow {
+            seq: 1,
+            id: Some("x".into()),
+            context: "default".into(),
+            status: Status::Answered,
+            agent_id: None,
+            agent_instance: None,
+            agent_lineage: None,
+            body: r.to_json(),
+            source: "cli".into(),
+            deadline_ms: None,
+            created_ms: 0,
+            claimed_lease: None,
+            claimed_by: None,
+            claimed_ms: None,
+            finished_ms: Some(2),
+            answer: Some(answer.to_string()),
+            decision: None,
+            provider: None,
+            error_code: None,
+            error_message: None,
+            ladder: None,
+            ladder_done: 0,
+            decided_by: None,
+            edits: None,
+            quorum: Some(q.to_json()),
+            approvers: Some(r#"["web:<b>bob</b>","provider:carol"]"#.into()),
+            votes: Some(votes.to_string()),
+        };
+        let h = quorum_html(&row, &r);
+        assert!(
+            !h.contains("<script>") && !h.contains("<img") && !h.contains("<b>"),
+            "{h}"
+        );
+        assert!(h.contains("&lt;script&gt;"), "{h}");
+        assert_eq!(h.matches("<li class=\"vote\">").count(), 2, "{h}");
+        assert!(
+            h.contains("Approved by web:&lt;b&gt;bob&lt;/b&gt;, provider:carol"),
+            "{h}"
+        );
+        assert!(h.contains("Needs <strong>2</strong>"), "{h}");
+        let mut plain = row.clone();
+        plain.quorum = None;
+        assert_eq!(quorum_html(&plain, &r), "");
     }
 
     fn f(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -49,6 +49,9 @@ __all__ = [
     "NoRoot",
     "BadReviewState",
     "EditNotAllowed",
+    "OwnRequest",
+    "NotInGroup",
+    "AlreadyVoted",
     "RequestOpen",
     "ReceiptInvalid",
     "ReceiptUntrustedKey",
@@ -261,6 +264,24 @@ class BadReviewState(DshqError):
     code = "BAD_REVIEW_STATE"
 
 
+class OwnRequest(DshqError):
+    """``OWN_REQUEST``: The asker's own vote on a request with a quorum (never counts)."""
+
+    code = "OWN_REQUEST"
+
+
+class NotInGroup(DshqError):
+    """``NOT_IN_GROUP``: A vote from outside a request's quorum group."""
+
+    code = "NOT_IN_GROUP"
+
+
+class AlreadyVoted(DshqError):
+    """``ALREADY_VOTED``: A reviewer's second vote, for another answer."""
+
+    code = "ALREADY_VOTED"
+
+
 class EditNotAllowed(DshqError):
     """``EDIT_NOT_ALLOWED``: An answer gives an edited text where no edit is allowed (a
     decline, or a question that is not editable)."""
@@ -327,6 +348,9 @@ _ALL: Tuple[Type[DshqError], ...] = (
     NoRoot,
     BadReviewState,
     EditNotAllowed,
+    OwnRequest,
+    NotInGroup,
+    AlreadyVoted,
     RequestOpen,
     ReceiptInvalid,
     ReceiptUntrustedKey,

@@ -120,6 +120,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         c.origin.push(origin);
         c.ladder.push(r.ladder.map(str::to_string));
         c.ladder_due_ms.push(r.ladder_due_ms);
+        c.quorum.push(r.quorum.map(str::to_string));
         if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(r.id)) {
             copy.rows.push(IdRowCopy {
                 seq,
@@ -217,6 +218,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         c.origin.push(origin);
         c.ladder.push(None);
         c.ladder_due_ms.push(None);
+        c.quorum.push(None);
         if let Some(id) = r.id {
             if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(id)) {
                 copy.rows.push(IdRowCopy {

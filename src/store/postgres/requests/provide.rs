@@ -14,9 +14,11 @@ use super::reads::get;
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
+use crate::core::quorum::Vote;
 use crate::error::Result;
+use crate::protocol::types::Decision;
 use crate::protocol::types::Outcome;
-use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence};
+use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, AnswerStatements};
 use crate::store::postgres::tx::{PgRead, Tx};
 use crate::store::queue;
@@ -114,7 +116,7 @@ impl AnswerStatements for Tx<'_> {
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
                     finished_ms = $2, answer = $3, decision = $4, provider = $5, edits = $8,
-                    outbox_pending = TRUE
+                    outbox_pending = TRUE, approvers = $9
              WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
                            AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)
@@ -128,9 +130,57 @@ impl AnswerStatements for Tx<'_> {
                 (&row.seq, Type::INT8),
                 (&fence.generation, Type::INT8),
                 (&row.edits_json, Type::TEXT),
+                (&row.approvers, Type::TEXT),
             ],
         )?;
         self.outcome_of_row_due(done)
+    }
+
+    fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool> {
+        Ok(self
+            .tx
+            .query_opt(
+                "SELECT 1 FROM requests WHERE seq = $1 AND status IN ('pending', 'claimed')
+                 FOR UPDATE",
+                &[&seq],
+            )?
+            .is_some())
+    }
+
+    fn insert_vote_if_voter_new(&mut self, v: NewVote<'_>, now: Millis) -> Result<bool> {
+        let n = self.tx.execute_typed(
+            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (request_seq, voter) DO NOTHING",
+            &[
+                (&v.request_seq, Type::INT8),
+                (&v.voter, Type::TEXT),
+                (&v.answer_json, Type::TEXT),
+                (&v.decision, Type::TEXT),
+                (&v.lease_id, Type::INT8),
+                (&now, Type::INT8),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
+        self.tx
+            .query(
+                "SELECT voter, answer, decision, created_ms FROM votes WHERE request_seq = $1
+                 ORDER BY created_ms, voter",
+                &[&seq],
+            )?
+            .iter()
+            .map(|r| {
+                let decision: Option<String> = r.try_get(2)?;
+                Ok(Vote {
+                    voter: r.try_get(0)?,
+                    answer: r.try_get(1)?,
+                    decision: decision.as_deref().and_then(Decision::parse),
+                    at_ms: r.try_get(3)?,
+                })
+            })
+            .collect()
     }
 
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()> {

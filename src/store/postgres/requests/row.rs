@@ -9,11 +9,16 @@ use crate::protocol::types::Decision;
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
-    r.edits";
+    r.edits, r.quorum, r.approvers,
+    CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+        SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'answer', v.answer,
+                                                   'decision', v.decision, 'atMs', v.created_ms)
+                                 ORDER BY v.created_ms, v.voter), '[]')::text
+        FROM votes v WHERE v.request_seq = r.seq) END";
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 24;
+pub(super) const WIDTH: usize = 27;
 
 pub(super) fn row(r: &Row) -> Result<RequestRow> {
     let status: String = r.try_get(3)?;
@@ -45,6 +50,9 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
         ladder_done: r.try_get(21)?,
         decided_by: r.try_get(22)?,
         edits: r.try_get(23)?,
+        quorum: r.try_get(24)?,
+        approvers: r.try_get(25)?,
+        votes: r.try_get(26)?,
     })
 }
 

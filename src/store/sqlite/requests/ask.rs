@@ -25,7 +25,14 @@ pub fn accept(
     source: &str,
     now: Millis,
 ) -> Result<Accepted> {
-    queue::requests::accept(tx, now, request, fallback_id, source)
+    queue::requests::accept(
+        tx,
+        now,
+        request,
+        fallback_id,
+        source,
+        &crate::core::quorum::Policy::default(),
+    )
 }
 
 /// Record a rejected input for the audit ([`queue::requests::record_rejection`]) in `tx`.
@@ -88,8 +95,9 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
         self.0
             .prepare_cached(
                 "INSERT INTO requests (id, context, status, agent_id, agent_instance, agent_lineage, body, source,
-                                       require_provider, deadline_ms, created_ms, ladder, ladder_due_ms)
-                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                       require_provider, deadline_ms, created_ms, ladder, ladder_due_ms,
+                                       quorum)
+                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 r.id,
@@ -103,7 +111,8 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
                 r.deadline_ms,
                 r.created_ms,
                 r.ladder,
-                r.ladder_due_ms
+                r.ladder_due_ms,
+                r.quorum
             ])?;
         Ok(Some(self.0.last_insert_rowid()))
     }

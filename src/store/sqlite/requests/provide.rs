@@ -9,14 +9,16 @@ use super::row::LEASE_LIVE;
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
+use crate::core::quorum::Vote;
 use crate::error::Result;
+use crate::protocol::types::Decision;
 use crate::protocol::types::{Answer, Outcome};
-use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence};
+use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, AnswerStatements};
 use crate::store::queue;
 use crate::store::sqlite::sql::{Sql, SqlRead};
 use crate::store::types::Lease;
-use crate::store::ProviderFile;
+use crate::store::{Provided, ProviderFile};
 
 // The entry points this backend's callers (the inbox's aborts, its own tests) still name:
 // each is the queue's rule on this transaction, nothing more.
@@ -26,7 +28,14 @@ pub fn claim(tx: &mut Sql<'_, '_>, lease: &Lease, id: &str, now: Millis) -> Resu
     queue::answers::claim(tx, now, lease, id)
 }
 
-/// [`queue::answers::answer`] on `tx`.
+fn voted(id: &str) -> crate::error::Error {
+    crate::error::Error::Invalid(format!(
+        "request {id:?} has a quorum: the answer was recorded as a vote and it is still open"
+    ))
+}
+
+/// [`queue::answers::answer`] on `tx`, for a request without a quorum (a vote that
+/// leaves its request open is an error here).
 pub fn answer(
     tx: &mut Sql<'_, '_>,
     lease: &Lease,
@@ -34,7 +43,10 @@ pub fn answer(
     answer: &Answer,
     now: Millis,
 ) -> Result<Outcome> {
-    queue::answers::answer(tx, now, lease, id, answer)
+    match queue::answers::answer(tx, now, lease, id, answer)? {
+        Provided::Finished(o) => Ok(o),
+        _ => Err(voted(id)),
+    }
 }
 
 /// [`queue::answers::cancel`] on `tx`.
@@ -73,7 +85,8 @@ pub fn answer_replayable(
         token: token.into(),
         answer: answer.clone(),
     };
-    queue::answers::apply_answer_file(tx, now, &file)
+    let (o, replay) = queue::answers::apply_answer_file(tx, now, &file)?;
+    Ok((o.ok_or_else(|| voted(id))?, replay))
 }
 
 impl AnswerReads for SqlRead<'_> {
@@ -136,7 +149,7 @@ impl AnswerStatements for Sql<'_, '_> {
         let n = self.0.execute(
             "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
                     finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, edits = ?8,
-                    outbox_pending = 1
+                    outbox_pending = 1, approvers = ?9
              WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?7
                            AND ended_ms IS NULL AND expires_ms >= ?2)",
@@ -148,10 +161,58 @@ impl AnswerStatements for Sql<'_, '_> {
                 row.provider,
                 row.seq,
                 fence.generation,
-                row.edits_json
+                row.edits_json,
+                row.approvers
             ],
         )?;
         Ok(n == 1)
+    }
+
+    fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool> {
+        // The transaction holds SQLite's one write lock: nothing to lock.
+        Ok(self
+            .0
+            .prepare_cached(
+                "SELECT 1 FROM requests WHERE seq = ?1 AND status IN ('pending', 'claimed')",
+            )?
+            .query_row([seq], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    fn insert_vote_if_voter_new(&mut self, v: NewVote<'_>, now: Millis) -> Result<bool> {
+        let n = self
+            .0
+            .prepare_cached(
+                "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (request_seq, voter) DO NOTHING",
+            )?
+            .execute(params![
+                v.request_seq,
+                v.voter,
+                v.answer_json,
+                v.decision,
+                v.lease_id,
+                now
+            ])?;
+        Ok(n == 1)
+    }
+
+    fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT voter, answer, decision, created_ms FROM votes WHERE request_seq = ?1
+             ORDER BY created_ms, voter",
+        )?;
+        let rows = stmt.query_map([seq], |r| {
+            let decision: Option<String> = r.get(2)?;
+            Ok(Vote {
+                voter: r.get(0)?,
+                answer: r.get(1)?,
+                decision: decision.as_deref().and_then(Decision::parse),
+                at_ms: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn set_question_answer(&mut self, q: AnsweredQuestion<'_>) -> Result<()> {

@@ -75,7 +75,7 @@ pub fn event_requests(
             kinds,
             f.source
         ],
-        |r| Ok((r.get(24)?, row(r)?)),
+        |r| Ok((r.get(super::row::WIDTH)?, row(r)?)),
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

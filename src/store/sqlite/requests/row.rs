@@ -13,7 +13,14 @@ pub(super) const LEASE_LIVE: &str =
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
-    r.edits";
+    r.edits, r.quorum, r.approvers,
+    CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+        SELECT json_group_array(json_object('voter', v.voter, 'answer', v.answer,
+                                            'decision', v.decision, 'atMs', v.created_ms))
+        FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
+/// How many columns [`COLUMNS`] has (a query may select more after them).
+pub(super) const WIDTH: usize = 27;
+
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
@@ -44,5 +51,8 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         ladder_done: r.get(21)?,
         decided_by: r.get(22)?,
         edits: r.get(23)?,
+        quorum: r.get(24)?,
+        approvers: r.get(25)?,
+        votes: r.get(26)?,
     })
 }
