@@ -19,7 +19,7 @@ use super::types::{Answer, AnswerItem, Decision, Question};
 
 /// Parse an Answer document; serde failures are `BAD_ANSWER` with serde's message.
 pub fn parse_answer(bytes: &[u8]) -> Result<Answer, UserQuestionError> {
-    super::check::parse_json::<Answer>(bytes)
+    super::syntax::parse_json::<Answer>(bytes)
         .map_err(|e| err(Code::BadAnswer, format!("invalid answer: {e}")))
 }
 

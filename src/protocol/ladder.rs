@@ -15,51 +15,14 @@
 //! so such a ladder is refused at acceptance (`BAD_REQUEST`) rather than silently ignored.
 
 use jiff::{SignedDuration, Timestamp};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::answer::check_answer;
-use super::check::check_id;
 use super::error::{err, Code, UserQuestionError};
+use super::syntax::check_id;
 use super::types::{Answer, Question};
 
-/// What expiry does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum OnExpire {
-    /// End the request with `ASK_EXPIRED` and no answer (the default).
-    #[default]
-    Fail,
-    /// Answer it with the declared `default`, attributed to policy (`decidedBy: "policy"`).
-    Default,
-}
-
-/// The asker's `ladder` extension object, as written in the request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Ladder {
-    /// After this long unanswered (humantime, from acceptance), a `reminded` event.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remind_after: Option<String>,
-    /// After this long unanswered, an `escalated` event (and the move to `escalateTo`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub escalate_after: Option<String>,
-    /// The context the request moves to when it escalates (its claim, of a lease of the
-    /// old context, is released).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
-    pub escalate_to: Option<String>,
-    /// After this long unanswered, the request expires (`ASK_EXPIRED`, or the default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expire_after: Option<String>,
-    /// `"fail"` (the default) or `"default"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_expire: Option<OnExpire>,
-    /// The answer used on expiry when `onExpire` is `"default"`; checked against the
-    /// questions by the answer rules at acceptance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<Answer>,
-}
+pub use super::types::{Ladder, OnExpire};
 
 /// One rung of a ladder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,7 +353,7 @@ pub fn parse_policy_item(
     let (field, value) = rest
         .split_once('=')
         .ok_or_else(|| format!("{item:?}: give CONTEXT:FIELD=VALUE, such as ops:remindAfter=1h"))?;
-    if !super::check::is_valid_id(context) {
+    if !super::syntax::is_valid_id(context) {
         return Err(format!("{context:?} is not a context id"));
     }
     let l = policies.entry(context.to_string()).or_insert(Ladder {
@@ -411,7 +374,7 @@ pub fn parse_policy_item(
         "escalateAfter" => l.escalate_after = duration(value)?,
         "expireAfter" => l.expire_after = duration(value)?,
         "escalateTo" => {
-            if !super::check::is_valid_id(value) {
+            if !super::syntax::is_valid_id(value) {
                 return Err(format!("{item:?}: {value:?} is not a context id"));
             }
             l.escalate_to = Some(value.to_string());

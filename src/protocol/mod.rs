@@ -14,6 +14,7 @@ pub mod error;
 pub mod ladder;
 pub mod receipt;
 pub mod review;
+pub mod syntax;
 pub mod types;
 
 pub use error::{Code, UserQuestionError};

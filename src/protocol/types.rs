@@ -177,9 +177,9 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Extension (issue 29): the deadline ladder, what happens while nobody answers
-    /// ([`super::ladder`]).
+    /// ([`super::ladder`] resolves it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ladder: Option<Box<super::ladder::Ladder>>,
+    pub ladder: Option<Box<Ladder>>,
     /// dshq extension: the request is answered only when this many distinct reviewers
     /// agree ([`Quorum`]); a context's policy in the config file wins over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -556,4 +556,42 @@ pub struct ChainPosition {
     pub kind: String,
     /// Its hash (lowercase hex).
     pub hash: String,
+}
+
+/// What expiry does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpire {
+    /// End the request with `ASK_EXPIRED` and no answer (the default).
+    #[default]
+    Fail,
+    /// Answer it with the declared `default`, attributed to policy (`decidedBy: "policy"`).
+    Default,
+}
+
+/// The asker's `ladder` extension object, as written in the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Ladder {
+    /// After this long unanswered (humantime, from acceptance), a `reminded` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_after: Option<String>,
+    /// After this long unanswered, an `escalated` event (and the move to `escalateTo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_after: Option<String>,
+    /// The context the request moves to when it escalates (its claim, of a lease of the
+    /// old context, is released).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
+    pub escalate_to: Option<String>,
+    /// After this long unanswered, the request expires (`ASK_EXPIRED`, or the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after: Option<String>,
+    /// `"fail"` (the default) or `"default"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_expire: Option<OnExpire>,
+    /// The answer used on expiry when `onExpire` is `"default"`; checked against the
+    /// questions by the answer rules at acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Answer>,
 }

@@ -15,7 +15,8 @@
 //!
 //! One type implements it: [`queue::Queue`], the queue's rules ([`queue`]) composed into
 //! transactions once, over a [`driver::Driver`]. Two drivers exist: [`sqlite`] (one host,
-//! [`sqlite::SqliteStore`]) and [`postgres`] (many hosts, [`postgres::PgStore`]). Their
+//! [`crate::store::sqlite::SqliteStore`]) and [`postgres`] (many hosts,
+//! [`crate::store::postgres::PgStore`]). Their
 //! tests live outside the library, in the `store` test target (`tests/store/`): one
 //! conformance suite of the queue's behaviour, written once over this trait and run
 //! unchanged on both drivers (one test per scenario in each of the target's `sqlite` and
