@@ -241,7 +241,8 @@ impl Required {
 pub struct VoteView {
     /// Who voted (`web:NAME`, `provider:NAME`, `mcp:CLIENT`).
     pub voter: String,
-    /// The answer voted for.
+    /// The answer voted for (an answer as the dsh vocabulary writes it).
+    #[schemars(with = "crate::protocol::types::Answer")]
     pub answer: serde_json::Value,
     /// The request-level decision of that answer, if it makes one.
     #[serde(skip_serializing_if = "Option::is_none")]
