@@ -15,6 +15,26 @@ use crate::store::types::{Delivery, DeliveryCounts};
 
 impl DeliveryStatements for Tx<'_> {
     fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
+        // The contexts that send are read once a write, beside the held rows: an event of
+        // a context no daemon sends for (every event, on a store without webhooks) costs
+        // no statement. The insert keeps its own guard.
+        if self.sending_contexts.is_none() {
+            let sending = self
+                .tx
+                .beside_held()
+                .query("SELECT context FROM delivery_contexts", &[])?
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<std::result::Result<_, _>>()?;
+            self.sending_contexts = Some(sending);
+        }
+        if !self
+            .sending_contexts
+            .as_ref()
+            .is_some_and(|s| s.contains(d.context))
+        {
+            return Ok(());
+        }
         self.tx.execute_typed(
             "INSERT INTO deliveries (id, request_id, context, kind, body, created_ms, next_ms)
              SELECT $1, $2, $3, $4, $5, $6, $6

@@ -124,6 +124,12 @@ pub struct Tx<'c> {
     rows_locked: bool,
     /// What was unsent at the answer file's savepoint (see `savepoint_answer_file`).
     pub(super) answer_file_mark: Mark,
+    /// The operator's ladder policy of each context this write looked up (issue 29): read
+    /// once a write, beside the held rows, not once a file.
+    pub(super) ladder_policies: std::collections::HashMap<String, Option<String>>,
+    /// The contexts some daemon sends deliveries for, read once a write (issue 29): a
+    /// notified event of any other context costs no statement.
+    pub(super) sending_contexts: Option<std::collections::HashSet<String>>,
 }
 
 impl<'c> Tx<'c> {
@@ -143,6 +149,8 @@ impl<'c> Tx<'c> {
             chain_locked: false,
             rows_locked: false,
             answer_file_mark: Mark::default(),
+            ladder_policies: std::collections::HashMap::new(),
+            sending_contexts: None,
         }
     }
 

@@ -13,15 +13,22 @@ use crate::store::postgres::tx::Tx;
 
 impl LadderStatements for Tx<'_> {
     fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>> {
-        Ok(
-            match self.tx.query_typed_opt(
-                "SELECT ladder FROM context_ladders WHERE context = $1",
-                &[(&context, Type::TEXT)],
-            )? {
-                Some(r) => Some(r.try_get(0)?),
-                None => None,
-            },
-        )
+        // Once a write per context, beside the held rows (no held row touches the
+        // policies): a batch's files would otherwise each cost this round trip and the
+        // send of the rows held before it.
+        if let Some(policy) = self.ladder_policies.get(context) {
+            return Ok(policy.clone());
+        }
+        let policy = match self.tx.beside_held().query_typed_opt(
+            "SELECT ladder FROM context_ladders WHERE context = $1",
+            &[(&context, Type::TEXT)],
+        )? {
+            Some(r) => Some(r.try_get(0)?),
+            None => None,
+        };
+        self.ladder_policies
+            .insert(context.to_string(), policy.clone());
+        Ok(policy)
     }
 
     fn open_requests_with_rung_due_before(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
