@@ -9,8 +9,6 @@
 
 use std::fmt;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -174,32 +172,10 @@ pub fn load_or_create(dir: &Path) -> Result<Arc<ReceiptKey>> {
     Ok(key)
 }
 
+/// Create `dir/receipt.key` (0600, written whole and fsynced, linked into place so an
+/// existing key is never replaced: a racing creator's file wins).
 fn create_file(dir: &Path, key: &ReceiptKey) -> Result<()> {
-    let path = dir.join(KEY_FILE);
-    let tmp = dir.join(format!(".{KEY_FILE}.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(key.to_file().as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| Error::io(&tmp, e))?;
-    drop(f);
-    // Linked into place so an existing key is never replaced (a racing creator's file
-    // wins and this one is dropped).
-    let linked = fs::hard_link(&tmp, &path);
-    let _ = fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(&path, e)),
-    }
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+    crate::files::atomic::write_new(dir, KEY_FILE, key.to_file().as_bytes()).map(|_| ())
 }
 
 #[cfg(test)]

@@ -224,22 +224,7 @@ fn finish_answer(
     if !db.set_answered_if_open_claimed_by_and_lease_live(row, fence(lease), now)? {
         return Err(changed(id));
     }
-    for (idx, q) in request.questions.iter().enumerate() {
-        let item = answer
-            .answers
-            .iter()
-            .find(|a| a.id == q.id)
-            .ok_or_else(|| Error::Invalid(format!("question {:?} has no answer", q.id)))?;
-        let selected = serde_json::to_string(&item.selected)
-            .map_err(|e| Error::Invalid(format!("the labels do not serialize: {e}")))?;
-        db.set_question_answer(AnsweredQuestion {
-            request_seq: r.seq,
-            idx: idx as i64,
-            selected_json: &selected,
-            custom: item.custom.as_deref(),
-            decision: decisions.get(idx).copied().flatten().map(Decision::as_str),
-        })?;
-    }
+    set_question_answers(db, r.seq, &request.questions, answer, decisions)?;
     let answer_value = serde_json::to_value(answer)
         .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
     let mut data = serde_json::json!({
@@ -626,4 +611,33 @@ pub fn next_for_lease(
     after: i64,
 ) -> Result<Option<String>> {
     db.first_open_for_lease_after(context, lease_id, after)
+}
+
+/// Record each question's part of `answer` on its question row (the labels, the custom
+/// text, its decision): what a person's answer and a ladder's declared default both do
+/// once the request row is answered.
+pub fn set_question_answers(
+    db: &mut dyn Statements,
+    request_seq: i64,
+    questions: &[crate::protocol::types::Question],
+    answer: &Answer,
+    decisions: &[Option<Decision>],
+) -> Result<()> {
+    for (idx, q) in questions.iter().enumerate() {
+        let item = answer
+            .answers
+            .iter()
+            .find(|a| a.id == q.id)
+            .ok_or_else(|| Error::Invalid(format!("question {:?} has no answer", q.id)))?;
+        let selected = serde_json::to_string(&item.selected)
+            .map_err(|e| Error::Invalid(format!("the labels do not serialize: {e}")))?;
+        db.set_question_answer(AnsweredQuestion {
+            request_seq,
+            idx: idx as i64,
+            selected_json: &selected,
+            custom: item.custom.as_deref(),
+            decision: decisions.get(idx).copied().flatten().map(Decision::as_str),
+        })?;
+    }
+    Ok(())
 }

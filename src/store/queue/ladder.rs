@@ -22,7 +22,7 @@ use crate::protocol::error::Code;
 use crate::protocol::ladder::{OnExpire, Rung, Rungs};
 use crate::protocol::types::Decision;
 use crate::store::chain::NewEvent;
-use crate::store::driver::answers::{AnsweredQuestion, ErrorEnd};
+use crate::store::driver::answers::ErrorEnd;
 use crate::store::driver::Statements;
 use crate::store::queue::{answers, deliveries};
 
@@ -217,22 +217,7 @@ fn answer_by_policy(
             status: "changed".into(),
         });
     }
-    for (idx, q) in request.questions.iter().enumerate() {
-        let item = answer
-            .answers
-            .iter()
-            .find(|a| a.id == q.id)
-            .ok_or_else(|| Error::Invalid(format!("question {:?} has no answer", q.id)))?;
-        let selected = serde_json::to_string(&item.selected)
-            .map_err(|e| Error::Invalid(format!("the labels do not serialize: {e}")))?;
-        db.set_question_answer(AnsweredQuestion {
-            request_seq: r.seq,
-            idx: idx as i64,
-            selected_json: &selected,
-            custom: item.custom.as_deref(),
-            decision: decisions.get(idx).copied().flatten().map(Decision::as_str),
-        })?;
-    }
+    answers::set_question_answers(db, r.seq, &request.questions, &answer, &decisions)?;
     let answer_value = serde_json::to_value(&answer)
         .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
     db.append_event(
