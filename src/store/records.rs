@@ -287,6 +287,17 @@ fn show<T: std::fmt::Debug>(v: &Option<T>) -> String {
     }
 }
 
+/// [`differs`] for a JSON column and the value its event logged, compared as JSON (a
+/// column that does not parse is compared as the string it holds, and so differs).
+fn differs_json(what: &str, row: Option<&str>, log: Option<&Value>) -> Option<String> {
+    let row = row.map(|c| serde_json::from_str::<Value>(c).unwrap_or(Value::String(c.into())));
+    differs(
+        what,
+        &row.as_ref().map(Value::to_string),
+        &log.map(Value::to_string),
+    )
+}
+
 fn differs<T: PartialEq + std::fmt::Debug>(
     what: &str,
     row: &Option<T>,
@@ -428,18 +439,8 @@ fn check_accepted(
             let l = accepted.data.get("lineage")?;
             differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
         })
-        .or_else(|| {
-            // The quorum the request is held to (issue 30): the row's is the log's.
-            let row_q = row
-                .quorum
-                .as_deref()
-                .map(|q| serde_json::from_str::<Value>(q).unwrap_or(Value::String(q.into())));
-            differs(
-                "quorum",
-                &row_q.as_ref().map(Value::to_string),
-                &accepted.data.get("quorum").map(Value::to_string),
-            )
-        });
+        // The quorum the request is held to (issue 30): the row's is the log's.
+        .or_else(|| differs_json("quorum", row.quorum.as_deref(), accepted.data.get("quorum")));
     if p.is_some() {
         return at(p);
     }
@@ -715,16 +716,12 @@ fn check_answered(
             )
         })
         .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
+        // The approvers of a request with a quorum (issue 30): the row's are the log's.
         .or_else(|| {
-            // The approvers of a request with a quorum (issue 30): the row's are the log's.
-            let row_a = row
-                .approvers
-                .as_deref()
-                .map(|a| serde_json::from_str::<Value>(a).unwrap_or(Value::String(a.into())));
-            differs(
+            differs_json(
                 "approvers",
-                &row_a.as_ref().map(Value::to_string),
-                &e.data.get("approvers").map(Value::to_string),
+                row.approvers.as_deref(),
+                e.data.get("approvers"),
             )
         });
     if p.is_some() {
