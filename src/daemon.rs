@@ -47,8 +47,8 @@ pub struct Config {
     pub on_question: Option<HookConfig>,
     /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
     pub prune: Option<PruneSchedule>,
-    /// `--webhook`: the deliveries' channels (see [`crate::host::deliveries`]).
-    pub webhooks: Option<crate::host::deliveries::Webhooks>,
+    /// The deliveries' channels (`--webhook`, …; see [`crate::host::deliveries`]).
+    pub channels: Option<crate::host::deliveries::Channels>,
     /// `--context-ladder`: the operator's ladder policies (context, the policy as JSON),
     /// written into the store at start; `None` leaves the store's as they are.
     pub context_ladders: Option<Vec<(String, String)>>,
@@ -75,7 +75,7 @@ impl Default for Config {
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
             prune: None,
-            webhooks: None,
+            channels: None,
             context_ladders: None,
         }
     }
@@ -227,10 +227,10 @@ pub fn run_linked(
         tracing::info!(contexts = policies.len(), "ladder policies set");
     }
     // The deliveries are sent from a thread of their own, never from this loop.
-    let _sender = match &config.webhooks {
-        Some(w) => Some(crate::host::deliveries::spawn(
+    let _sender = match &config.channels {
+        Some(c) => Some(crate::host::deliveries::spawn(
             root,
-            w.clone(),
+            c.clone(),
             stop.clone(),
         )?),
         None => None,

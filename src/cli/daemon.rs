@@ -86,10 +86,10 @@ pub struct Args {
     /// start); CONTEXT=URL, repeat (or separate with commas) for several contexts.
     #[arg(long, value_name = "CONTEXT=URL", value_delimiter = ',', value_parser = crate::host::deliveries::parse_webhook)]
     pub webhook: Vec<(String, hyper::Uri)>,
-    /// With --webhook: the wait after a delivery's first failed attempt (doubling after
-    /// each, at most 10m).
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = super::parse_duration)]
-    pub webhook_retry_min: Duration,
+    /// With a channel (--webhook, ...): the wait after a delivery's first failed attempt
+    /// (doubling after each, at most 10m). Its earlier name, --webhook-retry-min, is kept.
+    #[arg(long, visible_alias = "webhook-retry-min", value_name = "DUR", default_value = "1s", value_parser = super::parse_duration)]
+    pub delivery_retry_min: Duration,
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
@@ -163,11 +163,16 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
             }),
             _ => None,
         },
-        webhooks: (!a.webhook.is_empty()).then(|| crate::host::deliveries::Webhooks {
-            urls: a.webhook.into_iter().collect(),
-            retry_min: a.webhook_retry_min.max(Duration::from_millis(10)),
-            timeout: a.webhook_timeout.max(Duration::from_millis(100)),
-        }),
+        channels: {
+            let channels = crate::host::deliveries::Channels {
+                webhooks: (!a.webhook.is_empty()).then(|| crate::host::deliveries::Webhooks {
+                    urls: a.webhook.into_iter().collect(),
+                    timeout: a.webhook_timeout.max(Duration::from_millis(100)),
+                }),
+                retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
+            };
+            (!channels.is_empty()).then_some(channels)
+        },
         context_ladders,
     };
     match a.listen {

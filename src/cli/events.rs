@@ -12,8 +12,8 @@ use crate::output::{emit, table};
 pub struct Args {
     /// The request id.
     pub id: String,
-    /// Show the request's deliveries (webhooks) instead: their ids, events, attempts,
-    /// state and last error.
+    /// Show the request's deliveries (webhooks, mails, Slack messages) instead: their ids,
+    /// events, channels, attempts, state and last error.
     #[arg(long)]
     pub deliveries: bool,
 }
@@ -29,6 +29,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                     "DELIVERY",
                     "EVENT",
                     "CONTEXT",
+                    "CHANNEL",
                     "ATTEMPTS",
                     "STATE",
                     "LAST ERROR",
@@ -39,6 +40,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
                             d.id.clone(),
                             d.kind.clone(),
                             d.context.clone(),
+                            d.channel.as_str().to_string(),
                             d.attempts.to_string(),
                             match d.delivered_ms {
                                 Some(t) => format!("delivered {}", rfc3339(t)),

@@ -8,5 +8,6 @@
 
 pub mod access;
 pub mod audit;
+pub mod channel;
 pub mod lifecycle;
 pub mod quorum;

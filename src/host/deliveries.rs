@@ -1,30 +1,33 @@
 //! The deliveries sender (issue 29): a thread of its own, with its own tokio runtime and
-//! its own store connection, started by the daemon when `--webhook` names a channel. It
-//! never blocks the file loop: it reads the outbox's due rows
-//! ([`crate::store::queue::deliveries`]) after their commit, POSTs each to its context's
-//! webhook signed as Standard Webhooks describes ([`super::webhook`]), marks it delivered
-//! after a 2xx, and otherwise records the failed attempt and tries again after an
-//! exponential backoff (`--webhook-retry-min`, doubling, at most [`RETRY_MAX`]).
+//! its own store connection, started by the daemon when it has channels (`--webhook`, and
+//! the other channels' flags). It never blocks the file loop: it reads the outbox's due
+//! rows ([`crate::store::queue::deliveries`]) after their commit, hands each to its
+//! channel's [`Sender`] (a webhook signed as Standard Webhooks describes:
+//! [`super::webhook`]), marks it delivered once the channel took it, and otherwise records
+//! the failed attempt and tries again after an exponential backoff
+//! (`--delivery-retry-min`, doubling, at most [`RETRY_MAX`]).
 //!
-//! What survives a crash: a row is marked delivered only after its 2xx came back, so a
+//! The loop is written once for every channel; a channel is only its [`Sender`]: where its
+//! contexts' messages go and one attempt. Each row has its own retry state, so a channel
+//! that is down holds back no other.
+//!
+//! What survives a crash: a row is marked delivered only after its channel took it, so a
 //! daemon killed mid-delivery sends it again at its next start, with the same delivery id
 //! (`webhook-id`): a receiver may see a delivery twice, never lose one.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use futures_util::future::LocalBoxFuture;
 
-use super::webhook::Secret;
 use crate::clock::Millis;
+use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
-use crate::store::{Delivery, Store};
+use crate::store::{Delivery, Route, Store};
+
+pub use super::webhook::{parse_webhook, Webhooks};
 
 /// The longest wait between two attempts of one delivery.
 pub const RETRY_MAX: Duration = Duration::from_secs(600);
@@ -35,35 +38,39 @@ const POLL: Duration = Duration::from_millis(50);
 /// How many due rows one look takes.
 const BATCH: usize = 64;
 
-/// The webhook channels of a daemon: one URL per context.
+/// The channels of a daemon, as configured (each channel's sender is built from its part
+/// at start, by [`spawn`]).
 #[derive(Debug, Clone)]
-pub struct Webhooks {
-    /// Context → its webhook URL (`http://`).
-    pub urls: BTreeMap<String, hyper::Uri>,
+pub struct Channels {
+    /// `--webhook`: one URL per context.
+    pub webhooks: Option<Webhooks>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
-    /// How long one attempt may take.
-    pub timeout: Duration,
 }
 
-/// Parse `CONTEXT=URL`: a valid context id and an absolute `http://` URL.
-pub fn parse_webhook(s: &str) -> std::result::Result<(String, hyper::Uri), String> {
-    let (context, url) = s.split_once('=').ok_or_else(|| {
-        format!("{s:?}: give CONTEXT=URL, such as default=http://127.0.0.1:9000/hook")
-    })?;
-    if !crate::protocol::check::is_valid_id(context) {
-        return Err(format!("{context:?} is not a context id"));
+impl Channels {
+    /// Whether no channel is configured (the daemon then starts no sender).
+    pub fn is_empty(&self) -> bool {
+        self.webhooks.is_none()
     }
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none() {
-        return Err(format!(
-            "{url:?}: give an http:// URL (to reach an https:// receiver, send through a \
-             local TLS proxy)"
-        ));
-    }
-    Ok((context.to_string(), uri))
+}
+
+/// What one attempt met: `Ok` once the channel took the message (a 2xx, a mail server's
+/// acceptance), `Err` with why not (the row is tried again after the backoff).
+pub type Attempt = std::result::Result<(), String>;
+
+/// One channel: where its contexts' messages go, and one attempt of a delivery.
+pub trait Sender: Send {
+    /// The channel it sends on.
+    fn channel(&self) -> Channel;
+
+    /// The contexts it sends for.
+    fn contexts(&self) -> Vec<String>;
+
+    /// Try to send `d` once. `store` is the sender's own connection, for what a channel
+    /// must read or record beside the outbox.
+    fn send<'a>(&'a self, store: &'a mut dyn Store, d: &'a Delivery)
+        -> LocalBoxFuture<'a, Attempt>;
 }
 
 /// The wait before the attempt after `failed` failed attempts.
@@ -74,19 +81,34 @@ pub fn backoff(retry_min: Duration, failed: i64) -> Duration {
         .min(RETRY_MAX)
 }
 
-/// Start the sender for `hooks` on its own thread; it ends soon after `stop` is set.
-/// Records the channels' contexts first, so their events write delivery rows from now on.
+/// Start the sender of `channels` on its own thread; it ends soon after `stop` is set.
+/// Records the channels' routes first, so their events write delivery rows from now on.
 pub fn spawn(
     root: &Root,
-    hooks: Webhooks,
+    channels: Channels,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>> {
-    let secret = Secret::load_or_create(root.dir())?;
+    let mut senders: Vec<Box<dyn Sender>> = Vec::new();
+    if let Some(w) = &channels.webhooks {
+        senders.push(Box::new(super::webhook::WebhookSender::new(
+            root,
+            w.clone(),
+        )?));
+    }
+    let routes: Vec<Route> = senders
+        .iter()
+        .flat_map(|s| {
+            let channel = s.channel();
+            s.contexts()
+                .into_iter()
+                .map(move |context| Route { context, channel })
+        })
+        .collect();
     let mut store = root.open_store()?;
-    let contexts: Vec<String> = hooks.urls.keys().cloned().collect();
-    store.add_delivery_contexts(&contexts)?;
-    tracing::info!(contexts = ?contexts, "webhook deliveries on");
+    store.add_delivery_routes(&routes)?;
+    tracing::info!(routes = ?routes.iter().map(|r| format!("{}:{}", r.context, r.channel)).collect::<Vec<_>>(), "deliveries on");
     let root = root.clone();
+    let retry_min = channels.retry_min;
     std::thread::Builder::new()
         .name("dshq-deliveries".into())
         .spawn(move || {
@@ -101,14 +123,18 @@ pub fn spawn(
                     return;
                 }
             };
-            rt.block_on(run(root, hooks, secret, stop));
+            rt.block_on(run(root, senders, routes, retry_min, stop));
         })
         .map_err(|e| Error::io("deliveries thread", e))
 }
 
-async fn run(root: Root, hooks: Webhooks, secret: Secret, stop: Arc<AtomicBool>) {
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let contexts: Vec<String> = hooks.urls.keys().cloned().collect();
+async fn run(
+    root: Root,
+    senders: Vec<Box<dyn Sender>>,
+    routes: Vec<Route>,
+    retry_min: Duration,
+    stop: Arc<AtomicBool>,
+) {
     let mut store: Option<Box<dyn Store>> = None;
     while !stop.load(Ordering::SeqCst) {
         if store.is_none() {
@@ -119,13 +145,18 @@ async fn run(root: Root, hooks: Webhooks, secret: Secret, stop: Arc<AtomicBool>)
         }
         if let Some(s) = store.as_mut() {
             let now = s.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
-            match s.deliveries_due(&contexts, now, BATCH) {
+            match s.deliveries_due(&routes, now, BATCH) {
                 Ok(due) => {
                     for d in due {
                         if stop.load(Ordering::SeqCst) {
                             return;
                         }
-                        attempt(&client, &mut **s, &hooks, &secret, d).await;
+                        let Some(sender) = senders.iter().find(|x| {
+                            x.channel() == d.channel && x.contexts().contains(&d.context)
+                        }) else {
+                            continue;
+                        };
+                        attempt(&**sender, &mut **s, retry_min, d).await;
                     }
                 }
                 Err(e) => {
@@ -138,71 +169,29 @@ async fn run(root: Root, hooks: Webhooks, secret: Secret, stop: Arc<AtomicBool>)
     }
 }
 
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-async fn attempt(
-    client: &HttpClient,
-    store: &mut dyn Store,
-    hooks: &Webhooks,
-    secret: &Secret,
-    d: Delivery,
-) {
-    let Some(uri) = hooks.urls.get(&d.context) else {
-        return;
-    };
-    let sent_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |t| t.as_secs() as i64);
-    let signature = secret.sign(&d.id, sent_at, d.body.as_bytes());
-    let request = hyper::Request::post(uri.clone())
-        .header("content-type", "application/json")
-        .header("user-agent", concat!("dshq/", env!("CARGO_PKG_VERSION")))
-        .header("webhook-id", &d.id)
-        .header("webhook-timestamp", sent_at.to_string())
-        .header("webhook-signature", signature)
-        .body(Full::new(Bytes::from(d.body.clone())));
-    let request = match request {
-        Ok(r) => r,
-        Err(e) => {
-            fail(
-                store,
-                hooks,
-                &d,
-                &format!("the request cannot be built: {e}"),
-            );
-            return;
-        }
-    };
-    let outcome = tokio::time::timeout(hooks.timeout, client.request(request)).await;
+/// One attempt of `d` on `sender`, and its bookkeeping.
+async fn attempt(sender: &dyn Sender, store: &mut dyn Store, retry_min: Duration, d: Delivery) {
+    let outcome = sender.send(store, &d).await;
     let now: Millis = store.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
     match outcome {
-        Ok(Ok(resp)) if resp.status().is_success() => {
+        Ok(()) => {
             if let Err(e) = store.mark_delivered(&d.id, now) {
                 // Sent again later, with the same id: the receiver drops the duplicate.
                 tracing::warn!(id = %d.id, error = %e, "deliveries: cannot mark delivered");
             } else {
-                tracing::info!(id = %d.id, request = %d.request_id, kind = %d.kind, "delivered");
+                tracing::info!(id = %d.id, request = %d.request_id, kind = %d.kind, channel = %d.channel, "delivered");
             }
         }
-        Ok(Ok(resp)) => fail(
-            store,
-            hooks,
-            &d,
-            &format!("HTTP {}", resp.status().as_u16()),
-        ),
-        Ok(Err(e)) => fail(store, hooks, &d, &format!("not sent: {e}")),
-        Err(_) => fail(store, hooks, &d, "timed out"),
-    }
-}
-
-fn fail(store: &mut dyn Store, hooks: &Webhooks, d: &Delivery, why: &str) {
-    let now = store.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
-    let wait = backoff(hooks.retry_min, d.attempts + 1);
-    let next = now + wait.as_millis() as Millis;
-    // The URL is not logged (it may carry a token in its path); the context names it.
-    tracing::warn!(id = %d.id, context = %d.context, attempt = d.attempts + 1, retry_in = ?wait, error = %why, "delivery failed");
-    if let Err(e) = store.mark_delivery_failed(&d.id, next, why) {
-        tracing::warn!(id = %d.id, error = %e, "deliveries: cannot record the failed attempt");
+        Err(why) => {
+            let wait = backoff(retry_min, d.attempts + 1);
+            let next = now + wait.as_millis() as Millis;
+            // Where it went (a URL, an address) is not logged: the context and the
+            // channel name it.
+            tracing::warn!(id = %d.id, context = %d.context, channel = %d.channel, attempt = d.attempts + 1, retry_in = ?wait, error = %why, "delivery failed");
+            if let Err(e) = store.mark_delivery_failed(&d.id, next, &why) {
+                tracing::warn!(id = %d.id, error = %e, "deliveries: cannot record the failed attempt");
+            }
+        }
     }
 }
 
@@ -217,17 +206,5 @@ mod tests {
         assert_eq!(backoff(m, 2), Duration::from_secs(2));
         assert_eq!(backoff(m, 4), Duration::from_secs(8));
         assert_eq!(backoff(m, 40), RETRY_MAX);
-    }
-
-    #[test]
-    fn a_webhook_is_context_equals_http_url() {
-        let (c, u) = parse_webhook("ops=http://127.0.0.1:9/hook").unwrap();
-        assert_eq!((c.as_str(), u.path()), ("ops", "/hook"));
-        assert!(parse_webhook("ops").is_err());
-        assert!(parse_webhook("../x=http://h/").is_err());
-        assert!(parse_webhook("ops=https://h/")
-            .unwrap_err()
-            .contains("http://"));
-        assert!(parse_webhook("ops=h/").is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! Webhooks signed as the Standard Webhooks specification describes (issue 29): the
-//! headers `webhook-id` (the delivery id), `webhook-timestamp` (unix seconds) and
+//! The webhook channel (issue 29): a delivery POSTed to its context's URL, signed as the
+//! Standard Webhooks specification describes: the headers `webhook-id` (the delivery id), `webhook-timestamp` (unix seconds) and
 //! `webhook-signature` (`v1,` and the base64 of HMAC-SHA256 over `id.timestamp.body`,
 //! keyed by the secret: `whsec_` and the base64 of its bytes).
 //!
@@ -8,17 +8,121 @@
 //! own `whsec_…` there instead). It is read from that file only: never an argument, an
 //! environment variable, a log line or an event. A receiver is given the file's content.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use futures_util::future::LocalBoxFuture;
 use hmac::{Hmac, Mac};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use sha2::Sha256;
 
+use super::deliveries::{Attempt, Sender};
+use crate::core::channel::Channel;
 use crate::error::{Error, Result};
+use crate::root::Root;
+use crate::store::{Delivery, Store};
+
+/// The webhook channels of a daemon: one URL per context.
+#[derive(Debug, Clone)]
+pub struct Webhooks {
+    /// Context → its webhook URL (`http://`).
+    pub urls: BTreeMap<String, hyper::Uri>,
+    /// How long one attempt may take.
+    pub timeout: Duration,
+}
+
+/// Parse `CONTEXT=URL`: a valid context id and an absolute `http://` URL.
+pub fn parse_webhook(s: &str) -> std::result::Result<(String, hyper::Uri), String> {
+    let (context, url) = s.split_once('=').ok_or_else(|| {
+        format!("{s:?}: give CONTEXT=URL, such as default=http://127.0.0.1:9000/hook")
+    })?;
+    if !crate::protocol::check::is_valid_id(context) {
+        return Err(format!("{context:?} is not a context id"));
+    }
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        return Err(format!(
+            "{url:?}: give an http:// URL (to reach an https:// receiver, send through a \
+             local TLS proxy)"
+        ));
+    }
+    Ok((context.to_string(), uri))
+}
+
+/// The webhook channel's sender: the URLs, the root's secret, an HTTP client.
+pub struct WebhookSender {
+    hooks: Webhooks,
+    secret: Secret,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl WebhookSender {
+    /// The sender of `hooks`, signing with the root's `webhook.key` (created at the first
+    /// start).
+    pub fn new(root: &Root, hooks: Webhooks) -> Result<WebhookSender> {
+        Ok(WebhookSender {
+            hooks,
+            secret: Secret::load_or_create(root.dir())?,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        })
+    }
+
+    async fn post(&self, d: &Delivery) -> Attempt {
+        let uri = self
+            .hooks
+            .urls
+            .get(&d.context)
+            .ok_or_else(|| format!("no webhook for context {:?}", d.context))?;
+        let sent_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.as_secs() as i64);
+        let signature = self.secret.sign(&d.id, sent_at, d.body.as_bytes());
+        let request = hyper::Request::post(uri.clone())
+            .header("content-type", "application/json")
+            .header("user-agent", concat!("dshq/", env!("CARGO_PKG_VERSION")))
+            .header("webhook-id", &d.id)
+            .header("webhook-timestamp", sent_at.to_string())
+            .header("webhook-signature", signature)
+            .body(Full::new(Bytes::from(d.body.clone())))
+            .map_err(|e| format!("the request cannot be built: {e}"))?;
+        match tokio::time::timeout(self.hooks.timeout, self.client.request(request)).await {
+            Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
+            Ok(Ok(resp)) => Err(format!("HTTP {}", resp.status().as_u16())),
+            Ok(Err(e)) => Err(format!("not sent: {e}")),
+            Err(_) => Err("timed out".into()),
+        }
+    }
+}
+
+impl Sender for WebhookSender {
+    fn channel(&self) -> Channel {
+        Channel::Webhook
+    }
+
+    fn contexts(&self) -> Vec<String> {
+        self.hooks.urls.keys().cloned().collect()
+    }
+
+    fn send<'a>(
+        &'a self,
+        _store: &'a mut dyn Store,
+        d: &'a Delivery,
+    ) -> LocalBoxFuture<'a, Attempt> {
+        Box::pin(self.post(d))
+    }
+}
 
 /// The secret's file in the root.
 pub const KEY_FILE: &str = "webhook.key";
@@ -96,6 +200,18 @@ impl Secret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_webhook_is_context_equals_http_url() {
+        let (c, u) = parse_webhook("ops=http://127.0.0.1:9/hook").unwrap();
+        assert_eq!((c.as_str(), u.path()), ("ops", "/hook"));
+        assert!(parse_webhook("ops").is_err());
+        assert!(parse_webhook("../x=http://h/").is_err());
+        assert!(parse_webhook("ops=https://h/")
+            .unwrap_err()
+            .contains("http://"));
+        assert!(parse_webhook("ops=h/").is_err());
+    }
 
     #[test]
     fn the_secret_round_trips_and_signs_id_timestamp_body() {

@@ -47,7 +47,7 @@ pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Delivery, DeliveryCounts, Entered, Event, HistoryFilter,
     HistoryQuestion, HistoryRow, HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts,
-    Pruned, Registered, Revoked, Stats, Swept, TokenCredential, Voted, WaitStats, WebToken,
+    Pruned, Registered, Revoked, Route, Stats, Swept, TokenCredential, Voted, WaitStats, WebToken,
 };
 
 /// A request given to [`Store::ask`]: parsed, or already refused by the pure checks
@@ -432,20 +432,20 @@ pub trait Store: Send {
 
     // ---- the deliveries outbox (issue 29) ----------------------------------------------
 
-    /// Record that a daemon sends the deliveries of these contexts: from now on their
-    /// notified events write delivery rows ([`queue::deliveries`]).
-    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()>;
+    /// Record that a daemon sends the deliveries of these contexts on these channels: from
+    /// now on their events write delivery rows ([`queue::deliveries`]).
+    fn add_delivery_routes(&mut self, routes: &[Route]) -> Result<()>;
 
-    /// The undelivered rows of `contexts` due at `now`, oldest first, at most `limit`.
+    /// The undelivered rows of `routes` due at `now`, oldest first, at most `limit`.
     fn deliveries_due(
         &mut self,
-        contexts: &[String],
+        routes: &[Route],
         now: Millis,
         limit: usize,
     ) -> Result<Vec<Delivery>>;
 
-    /// When the next undelivered row of `contexts` falls due.
-    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>>;
+    /// When the next undelivered row of `routes` falls due.
+    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>>;
 
     /// Mark delivery `id` delivered at `now` (a 2xx came back).
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()>;

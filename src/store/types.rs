@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::clock::Millis;
+use crate::core::channel::Channel;
 use crate::core::lifecycle::Status;
 use crate::protocol::Decision;
 
@@ -488,6 +489,9 @@ pub struct Delivery {
     pub request_id: String,
     /// The context whose channels receive it.
     pub context: String,
+    /// The channel it goes out on.
+    #[serde(serialize_with = "channel_name")]
+    pub channel: Channel,
     /// The event kind that caused it.
     pub kind: String,
     /// The JSON body sent.
@@ -503,6 +507,20 @@ pub struct Delivery {
     pub delivered_ms: Option<Millis>,
     /// What the last failed attempt met.
     pub last_error: Option<String>,
+}
+
+fn channel_name<S: serde::Serializer>(c: &Channel, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(c.as_str())
+}
+
+/// A context and a channel its deliveries go out on: what a daemon with channels records
+/// at start ([`crate::store::Store::add_delivery_routes`]) and reads the outbox by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Route {
+    /// The context.
+    pub context: String,
+    /// The channel.
+    pub channel: Channel,
 }
 
 /// The outbox's counts, for the metrics.

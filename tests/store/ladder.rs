@@ -7,9 +7,10 @@
 use serde_json::{json, Value};
 
 use dshq::core::audit::{Actor, Source};
+use dshq::core::channel::Channel;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{AskInput, Asked, Provided, ProviderAct, Status, Store};
+use dshq::store::{AskInput, Asked, Provided, ProviderAct, Route, Status, Store};
 
 use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
@@ -307,9 +308,9 @@ fn sqlite_verify_catches_an_edited_ladder() {
 pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestClock) -> S) {
     let clock = TestClock::new();
     let mut store = new(&clock);
-    let ctx = vec!["default".to_string()];
-    store.add_delivery_contexts(&ctx).unwrap();
-    store.add_delivery_contexts(&ctx).unwrap(); // twice is once
+    let ctx = routes(&[("default", Channel::Webhook)]);
+    store.add_delivery_routes(&ctx).unwrap();
+    store.add_delivery_routes(&ctx).unwrap(); // twice is once
     ask(&mut store, request("w", json!({"remindAfter": "1m"}))).unwrap();
     let mut quiet = request("q", json!(null));
     quiet["context"] = json!("elsewhere");
@@ -357,7 +358,7 @@ pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestCloc
     let due = store.deliveries_due(&ctx, now, 100).unwrap();
     assert_eq!(due.len(), 4);
     assert!(store
-        .deliveries_due(&["elsewhere".into()], now, 100)
+        .deliveries_due(&routes(&[("elsewhere", Channel::Webhook)]), now, 100)
         .unwrap()
         .is_empty());
     store
@@ -382,6 +383,83 @@ pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestCloc
         (failed.attempts, failed.last_error.as_deref()),
         (1, Some("HTTP 500"))
     );
+    verifies(&mut store);
+}
+
+fn routes(r: &[(&str, Channel)]) -> Vec<Route> {
+    r.iter()
+        .map(|(context, channel)| Route {
+            context: context.to_string(),
+            channel: *channel,
+        })
+        .collect()
+}
+
+/// Channels: an event goes out once per channel of its context that takes its kind (a
+/// mail only when a person is needed), each row with its own id and retry state, read
+/// back by route; a channel that fails holds back no other.
+pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let both = routes(&[("default", Channel::Webhook), ("default", Channel::Email)]);
+    store.add_delivery_routes(&both).unwrap();
+    ask(&mut store, request("c", json!({"remindAfter": "1m"}))).unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    store
+        .provide(&lease(&reg.lease), ProviderAct::Claim("c".into()))
+        .unwrap();
+    clock.advance(MIN + 1);
+    store.sweep().unwrap();
+    store
+        .provide(
+            &lease(&reg.lease),
+            ProviderAct::Answer("c".into(), pick("SQLite")),
+        )
+        .unwrap();
+    let d = store.deliveries("c").unwrap();
+    let of = |channel: Channel| -> Vec<&str> {
+        d.iter()
+            .filter(|d| d.channel == channel)
+            .map(|d| d.kind.as_str())
+            .collect()
+    };
+    assert_eq!(
+        of(Channel::Webhook),
+        ["accepted", "claimed", "reminded", "answered"]
+    );
+    assert_eq!(of(Channel::Email), ["accepted", "reminded"]);
+    assert_eq!(of(Channel::Slack), Vec::<&str>::new());
+    let mut ids: Vec<&str> = d.iter().map(|d| d.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "every row has its own id");
+    let (mail, hook) = (&d[0], &d[1]);
+    assert_eq!(
+        mail.body, hook.body,
+        "one event, one body, whatever the channel"
+    );
+
+    let now = clock.now();
+    let mails = routes(&[("default", Channel::Email)]);
+    let due = store.deliveries_due(&mails, now, 100).unwrap();
+    assert_eq!(due.len(), 2);
+    assert!(due.iter().all(|d| d.channel == Channel::Email));
+    // The mail server is down: the mails wait, the webhooks do not.
+    for m in &due {
+        store
+            .mark_delivery_failed(&m.id, now + 60_000, "421")
+            .unwrap();
+    }
+    assert!(store.deliveries_due(&mails, now, 100).unwrap().is_empty());
+    let hooks = routes(&[("default", Channel::Webhook)]);
+    assert_eq!(store.deliveries_due(&hooks, now, 100).unwrap().len(), 4);
+    assert_eq!(store.next_delivery_due(&mails).unwrap(), Some(now + 60_000));
+    let first_hook = d
+        .iter()
+        .filter(|d| d.channel == Channel::Webhook)
+        .map(|d| d.next_ms)
+        .min();
+    assert_eq!(store.next_delivery_due(&both).unwrap(), first_hook);
     verifies(&mut store);
 }
 

@@ -107,5 +107,6 @@ conformance!(
     ladder::a_declared_default_is_used_on_expiry_and_attributed_to_policy,
     ladder::a_ladder_never_decides_unless_declared,
     ladder::deliveries_are_written_with_their_events,
+    ladder::each_channel_has_its_own_rows,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
 );

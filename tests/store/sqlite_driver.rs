@@ -185,10 +185,11 @@ fn migration_version_is_recorded() {
             (9, "0009_host_leases".to_string()),
             (10, "0010_quorum".to_string()),
             (11, "0011_ladder".to_string()),
-            (12, "0012_edits".to_string())
+            (12, "0012_edits".to_string()),
+            (13, "0013_channels".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 12);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 13);
 }
 
 #[test]

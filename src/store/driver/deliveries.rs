@@ -5,6 +5,7 @@
 //! [`crate::store::queue::deliveries`].
 
 use crate::clock::Millis;
+use crate::core::channel::Channel;
 use crate::error::Result;
 
 /// A new row of `deliveries`.
@@ -16,6 +17,8 @@ pub struct NewDelivery<'a> {
     pub request_id: &'a str,
     /// The context whose channels receive it.
     pub context: &'a str,
+    /// The channel it goes out on.
+    pub channel: Channel,
     /// The event kind that caused it.
     pub kind: &'a str,
     /// The JSON body sent.
@@ -26,7 +29,10 @@ pub struct NewDelivery<'a> {
 
 /// The statements the outbox's rule needs from a write transaction.
 pub trait DeliveryStatements {
-    /// Insert `d` if some daemon sends deliveries for its context (`delivery_contexts`);
-    /// nothing otherwise.
-    fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()>;
+    /// The channels some daemon sends `context`'s deliveries on (`delivery_channels`);
+    /// none on a store without channels.
+    fn sending_channels_of_context(&mut self, context: &str) -> Result<Vec<Channel>>;
+
+    /// Insert `d`.
+    fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()>;
 }

@@ -20,8 +20,8 @@ use crate::clock::Millis;
 use crate::error::Result;
 use crate::protocol::Outcome;
 use crate::store::{
-    Anchor, Delivery, DeliveryCounts, Event, ExportSink, ListFilter, Record, RequestRow, Swept,
-    Verified, Wakeups,
+    Anchor, Delivery, DeliveryCounts, Event, ExportSink, ListFilter, Record, RequestRow, Route,
+    Swept, Verified, Wakeups,
 };
 
 /// Every read a rule outside a write may make: what a driver's read type implements.
@@ -82,19 +82,19 @@ pub trait Driver: Send {
 
     // ---- the deliveries outbox: bookkeeping of the sender ([`crate::store::Store`]) ----
 
-    /// See [`crate::store::Store::add_delivery_contexts`].
-    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()>;
+    /// See [`crate::store::Store::add_delivery_routes`].
+    fn add_delivery_routes(&mut self, routes: &[Route]) -> Result<()>;
 
     /// See [`crate::store::Store::deliveries_due`].
     fn deliveries_due(
         &mut self,
-        contexts: &[String],
+        routes: &[Route],
         now: Millis,
         limit: usize,
     ) -> Result<Vec<Delivery>>;
 
     /// See [`crate::store::Store::next_delivery_due`].
-    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>>;
+    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>>;
 
     /// See [`crate::store::Store::mark_delivered`].
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()>;

@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0006_edits",
         include_str!("../../../migrations/postgres/0006_edits.sql"),
     ),
+    (
+        7,
+        "0007_channels",
+        include_str!("../../../migrations/postgres/0007_channels.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -7,42 +7,52 @@ use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::core::channel::Channel;
+use crate::error::{Error, Result};
 use crate::store::driver::deliveries::NewDelivery;
 use crate::store::driver::DeliveryStatements;
 use crate::store::postgres::tx::Tx;
-use crate::store::types::{Delivery, DeliveryCounts};
+use crate::store::types::{Delivery, DeliveryCounts, Route};
 
 impl DeliveryStatements for Tx<'_> {
-    fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
-        // The contexts that send are read once a write, beside the held rows: an event of
-        // a context no daemon sends for (every event, on a store without webhooks) costs
-        // no statement. The insert keeps its own guard.
-        if self.sending_contexts.is_none() {
-            let sending = self
+    fn sending_channels_of_context(&mut self, context: &str) -> Result<Vec<Channel>> {
+        // The channels of every context are read once a write, beside the held rows: an
+        // event of a context no daemon sends for (every event, on a store without
+        // channels) costs no statement.
+        if self.sending_channels.is_none() {
+            let mut by_context: std::collections::HashMap<String, Vec<Channel>> =
+                std::collections::HashMap::new();
+            for r in self
                 .tx
                 .beside_held()
-                .query("SELECT context FROM delivery_contexts", &[])?
-                .iter()
-                .map(|r| r.try_get(0))
-                .collect::<std::result::Result<_, _>>()?;
-            self.sending_contexts = Some(sending);
+                .query("SELECT context, channel FROM delivery_channels", &[])?
+            {
+                let name: String = r.try_get(1)?;
+                by_context
+                    .entry(r.try_get(0)?)
+                    .or_default()
+                    .push(channel(&name)?);
+            }
+            self.sending_channels = Some(by_context);
         }
-        if !self
-            .sending_contexts
+        Ok(self
+            .sending_channels
             .as_ref()
-            .is_some_and(|s| s.contains(d.context))
-        {
-            return Ok(());
-        }
+            .and_then(|m| m.get(context))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
         self.tx.execute_typed(
-            "INSERT INTO deliveries (id, request_id, context, kind, body, created_ms, next_ms)
-             SELECT $1, $2, $3, $4, $5, $6, $6
-              WHERE EXISTS (SELECT 1 FROM delivery_contexts WHERE context = $3)",
+            "INSERT INTO deliveries
+                    (id, request_id, context, channel, kind, body, created_ms, next_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
             &[
                 (&d.id, Type::TEXT),
                 (&d.request_id, Type::TEXT),
                 (&d.context, Type::TEXT),
+                (&d.channel.as_str(), Type::TEXT),
                 (&d.kind, Type::TEXT),
                 (&d.body, Type::TEXT),
                 (&d.now, Type::INT8),
@@ -52,59 +62,84 @@ impl DeliveryStatements for Tx<'_> {
     }
 }
 
-const COLUMNS: &str =
-    "id, request_id, context, kind, body, created_ms, attempts, next_ms, delivered_ms, last_error";
+/// The channel a stored name names (the table's CHECK admits no other).
+fn channel(name: &str) -> Result<Channel> {
+    Channel::parse(name).ok_or_else(|| {
+        Error::Invalid(format!(
+            "the store holds an unknown delivery channel {name:?}"
+        ))
+    })
+}
+
+const COLUMNS: &str = "id, request_id, context, channel, kind, body, created_ms, attempts, \
+                       next_ms, delivered_ms, last_error";
 
 fn delivery(r: &postgres::Row) -> Result<Delivery> {
     Ok(Delivery {
         id: r.try_get(0)?,
         request_id: r.try_get(1)?,
         context: r.try_get(2)?,
-        kind: r.try_get(3)?,
-        body: r.try_get(4)?,
-        created_ms: r.try_get(5)?,
-        attempts: r.try_get(6)?,
-        next_ms: r.try_get(7)?,
-        delivered_ms: r.try_get(8)?,
-        last_error: r.try_get(9)?,
+        channel: channel(r.try_get(3)?)?,
+        kind: r.try_get(4)?,
+        body: r.try_get(5)?,
+        created_ms: r.try_get(6)?,
+        attempts: r.try_get(7)?,
+        next_ms: r.try_get(8)?,
+        delivered_ms: r.try_get(9)?,
+        last_error: r.try_get(10)?,
     })
 }
 
-/// Record that these contexts have channels (a daemon with channels, at start).
-pub fn add_contexts(c: &mut impl GenericClient, contexts: &[String]) -> Result<()> {
+/// `routes` as two arrays of the same length: the contexts and their channels.
+fn routes_arrays(routes: &[Route]) -> (Vec<&str>, Vec<&str>) {
+    routes
+        .iter()
+        .map(|r| (r.context.as_str(), r.channel.as_str()))
+        .unzip()
+}
+
+/// Record that these contexts send on these channels (a daemon with channels, at start).
+pub fn add_routes(c: &mut impl GenericClient, routes: &[Route]) -> Result<()> {
+    let (contexts, channels) = routes_arrays(routes);
     c.execute(
-        "INSERT INTO delivery_contexts (context) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-        &[&contexts],
+        "INSERT INTO delivery_channels (context, channel)
+         SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING",
+        &[&contexts, &channels],
     )?;
     Ok(())
 }
 
-/// The undelivered rows of `contexts` due at `now`, oldest first.
+/// The undelivered rows of `routes` due at `now`, oldest first.
 pub fn due(
     c: &mut impl GenericClient,
-    contexts: &[String],
+    routes: &[Route],
     now: Millis,
     limit: usize,
 ) -> Result<Vec<Delivery>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (contexts, channels) = routes_arrays(routes);
     c.query(
         &format!(
             "SELECT {COLUMNS} FROM deliveries
-              WHERE delivered_ms IS NULL AND next_ms <= $1 AND context = ANY($2)
-              ORDER BY next_ms, seq LIMIT $3"
+              WHERE delivered_ms IS NULL AND next_ms <= $1
+                AND (context, channel) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+              ORDER BY next_ms, seq LIMIT $4"
         ),
-        &[&now, &contexts, &limit],
+        &[&now, &contexts, &channels, &limit],
     )?
     .iter()
     .map(delivery)
     .collect()
 }
 
-/// When the next undelivered row of `contexts` falls due.
-pub fn next_due(c: &mut impl GenericClient, contexts: &[String]) -> Result<Option<Millis>> {
+/// When the next undelivered row of `routes` falls due.
+pub fn next_due(c: &mut impl GenericClient, routes: &[Route]) -> Result<Option<Millis>> {
+    let (contexts, channels) = routes_arrays(routes);
     Ok(c.query_one(
-        "SELECT MIN(next_ms) FROM deliveries WHERE delivered_ms IS NULL AND context = ANY($1)",
-        &[&contexts],
+        "SELECT MIN(next_ms) FROM deliveries
+          WHERE delivered_ms IS NULL
+            AND (context, channel) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+        &[&contexts, &channels],
     )?
     .try_get(0)?)
 }

@@ -145,23 +145,22 @@ impl Driver for PgDriver {
             .read(|c| requests::ladder::set_context_ladders(c, policies))
     }
 
-    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
-        self.db
-            .read(|c| super::deliveries::add_contexts(c, contexts))
+    fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {
+        self.db.read(|c| super::deliveries::add_routes(c, routes))
     }
 
     fn deliveries_due(
         &mut self,
-        contexts: &[String],
+        routes: &[crate::store::Route],
         now: Millis,
         limit: usize,
     ) -> Result<Vec<crate::store::Delivery>> {
         self.db
-            .read(|c| super::deliveries::due(c, contexts, now, limit))
+            .read(|c| super::deliveries::due(c, routes, now, limit))
     }
 
-    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
-        self.db.read(|c| super::deliveries::next_due(c, contexts))
+    fn next_delivery_due(&mut self, routes: &[crate::store::Route]) -> Result<Option<Millis>> {
+        self.db.read(|c| super::deliveries::next_due(c, routes))
     }
 
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {

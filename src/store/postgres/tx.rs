@@ -127,9 +127,10 @@ pub struct Tx<'c> {
     /// The operator's ladder policy of each context this write looked up (issue 29): read
     /// once a write, beside the held rows, not once a file.
     pub(super) ladder_policies: std::collections::HashMap<String, Option<String>>,
-    /// The contexts some daemon sends deliveries for, read once a write (issue 29): a
-    /// notified event of any other context costs no statement.
-    pub(super) sending_contexts: Option<std::collections::HashSet<String>>,
+    /// The channels each context's deliveries go out on, read once a write (issue 29): an
+    /// event of a context without channels costs no statement.
+    pub(super) sending_channels:
+        Option<std::collections::HashMap<String, Vec<crate::core::channel::Channel>>>,
 }
 
 impl<'c> Tx<'c> {
@@ -150,7 +151,7 @@ impl<'c> Tx<'c> {
             rows_locked: false,
             answer_file_mark: Mark::default(),
             ladder_policies: std::collections::HashMap::new(),
-            sending_contexts: None,
+            sending_channels: None,
         }
     }
 

@@ -3,31 +3,22 @@
 //! rolled-back one has none; the host sends the rows after the commit
 //! ([`crate::host::deliveries`]), retries them, and marks them delivered after a 2xx.
 //!
-//! One row per event, whatever the number of channels: a context's channels are the
-//! sending host's configuration, not the record's, and are met at send time (today one
-//! webhook per context). Rows are written only for a context some daemon sends for
-//! (`delivery_contexts`, filled by a daemon with channels at start), so a store without
-//! channels writes none. The delivery id (`msg_` and 32 random hex digits) is fixed when
-//! the row is written: every attempt, and every resend after a crash, carries the same id,
-//! which a receiver uses to drop duplicates.
+//! One row per event and channel ([`Channel`]: webhook, email, Slack), for the channels
+//! some daemon sends the context's deliveries on (`delivery_channels`, filled by a daemon
+//! with channels at start) and that take the event's kind ([`Channel::takes`]); a store
+//! without channels writes none. Each row has its own id and retry state, so one channel
+//! that is down holds back no other. The delivery id (`msg_` and 32 random hex digits) is
+//! fixed when the row is written: every attempt, and every resend after a crash, carries
+//! the same id, which a receiver uses to drop duplicates. Where a channel's message goes
+//! (a URL, mail addresses, a Slack channel) is the sending host's configuration, met at
+//! send time.
 
 use crate::clock::{rfc3339, Millis};
 use crate::core::audit::EventKind;
+use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::store::driver::deliveries::NewDelivery;
 use crate::store::driver::Statements;
-
-/// The event kinds that are notified.
-pub const NOTIFIED: &[EventKind] = &[
-    EventKind::Accepted,
-    EventKind::Claimed,
-    EventKind::Reminded,
-    EventKind::Escalated,
-    EventKind::Answered,
-    EventKind::Expired,
-    EventKind::Cancelled,
-    EventKind::Aborted,
-];
 
 /// A fresh delivery id.
 pub fn new_id() -> Result<String> {
@@ -37,8 +28,9 @@ pub fn new_id() -> Result<String> {
     Ok(format!("msg_{}", crate::store::chain::hex(&b)))
 }
 
-/// Write the delivery of event `kind` about request `id` of `context` (its `data` is the
-/// body's `data` beside `id`, `context` and `event`), in the caller's transaction.
+/// Write the deliveries of event `kind` about request `id` of `context`, one per channel
+/// that sends it (its `data` is the body's `data` beside `id`, `context` and `event`), in
+/// the caller's transaction.
 pub fn notify(
     db: &mut dyn Statements,
     now: Millis,
@@ -47,7 +39,15 @@ pub fn notify(
     context: &str,
     mut data: serde_json::Value,
 ) -> Result<()> {
-    if !NOTIFIED.contains(&kind) {
+    if !Channel::ALL.iter().any(|c| c.takes(kind)) {
+        return Ok(());
+    }
+    let channels: Vec<Channel> = db
+        .sending_channels_of_context(context)?
+        .into_iter()
+        .filter(|c| c.takes(kind))
+        .collect();
+    if channels.is_empty() {
         return Ok(());
     }
     if let Some(m) = data.as_object_mut() {
@@ -61,13 +61,17 @@ pub fn notify(
         "data": data,
     })
     .to_string();
-    let delivery_id = new_id()?;
-    db.insert_delivery_if_context_sends(&NewDelivery {
-        id: &delivery_id,
-        request_id: id,
-        context,
-        kind: kind.as_str(),
-        body: &body,
-        now,
-    })
+    for channel in channels {
+        let delivery_id = new_id()?;
+        db.insert_delivery(&NewDelivery {
+            id: &delivery_id,
+            request_id: id,
+            context,
+            channel,
+            kind: kind.as_str(),
+            body: &body,
+            now,
+        })?;
+    }
+    Ok(())
 }

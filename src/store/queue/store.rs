@@ -19,7 +19,7 @@ use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event, EventPage,
     ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict,
     Lease, LeaseInfo, LeaseRef, ListFilter, OpenCounts, Provided, ProviderAct, ProviderFile,
-    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Stats, Store, Swept,
+    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Route, Stats, Store, Swept,
     TokenCredential, Verified, Wakeups, WebToken,
 };
 
@@ -192,21 +192,21 @@ impl<D: Driver> Store for Queue<D> {
         self.driver.set_context_ladders(policies)
     }
 
-    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
-        self.driver.add_delivery_contexts(contexts)
+    fn add_delivery_routes(&mut self, routes: &[Route]) -> Result<()> {
+        self.driver.add_delivery_routes(routes)
     }
 
     fn deliveries_due(
         &mut self,
-        contexts: &[String],
+        routes: &[Route],
         now: Millis,
         limit: usize,
     ) -> Result<Vec<Delivery>> {
-        self.driver.deliveries_due(contexts, now, limit)
+        self.driver.deliveries_due(routes, now, limit)
     }
 
-    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
-        self.driver.next_delivery_due(contexts)
+    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>> {
+        self.driver.next_delivery_due(routes)
     }
 
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {

@@ -84,6 +84,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0012_edits",
         include_str!("../../../migrations/sqlite/0012_edits.sql"),
     ),
+    (
+        13,
+        "0013_channels",
+        include_str!("../../../migrations/sqlite/0013_channels.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -6,24 +6,36 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::clock::Millis;
-use crate::error::Result;
+use crate::core::channel::Channel;
+use crate::error::{Error, Result};
 use crate::store::driver::deliveries::NewDelivery;
 use crate::store::driver::DeliveryStatements;
 use crate::store::sqlite::sql::Sql;
-use crate::store::types::{Delivery, DeliveryCounts};
+use crate::store::types::{Delivery, DeliveryCounts, Route};
 
 impl DeliveryStatements for Sql<'_, '_> {
-    fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
+    fn sending_channels_of_context(&mut self, context: &str) -> Result<Vec<Channel>> {
+        let mut stmt = self
+            .0
+            .prepare_cached("SELECT channel FROM delivery_channels WHERE context = ?1")?;
+        let names = stmt.query_map([context], |r| r.get::<_, String>(0))?;
+        names
+            .map(|n| channel(&n?))
+            .collect::<Result<Vec<Channel>>>()
+    }
+
+    fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
         self.0
             .prepare_cached(
-                "INSERT INTO deliveries (id, request_id, context, kind, body, created_ms, next_ms)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6
-                  WHERE EXISTS (SELECT 1 FROM delivery_contexts WHERE context = ?3)",
+                "INSERT INTO deliveries
+                        (id, request_id, context, channel, kind, body, created_ms, next_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
             )?
             .execute(params![
                 d.id,
                 d.request_id,
                 d.context,
+                d.channel.as_str(),
                 d.kind,
                 d.body,
                 d.now
@@ -32,64 +44,95 @@ impl DeliveryStatements for Sql<'_, '_> {
     }
 }
 
-const COLUMNS: &str =
-    "id, request_id, context, kind, body, created_ms, attempts, next_ms, delivered_ms, last_error";
+/// The channel a stored name names (the table's CHECK admits no other).
+fn channel(name: &str) -> Result<Channel> {
+    Channel::parse(name).ok_or_else(|| {
+        Error::Invalid(format!(
+            "the store holds an unknown delivery channel {name:?}"
+        ))
+    })
+}
 
-fn delivery(r: &rusqlite::Row<'_>) -> rusqlite::Result<Delivery> {
+const COLUMNS: &str = "id, request_id, context, channel, kind, body, created_ms, attempts, \
+                       next_ms, delivered_ms, last_error";
+
+fn delivery(r: &rusqlite::Row<'_>) -> Result<Delivery> {
     Ok(Delivery {
         id: r.get(0)?,
         request_id: r.get(1)?,
         context: r.get(2)?,
-        kind: r.get(3)?,
-        body: r.get(4)?,
-        created_ms: r.get(5)?,
-        attempts: r.get(6)?,
-        next_ms: r.get(7)?,
-        delivered_ms: r.get(8)?,
-        last_error: r.get(9)?,
+        channel: channel(&r.get::<_, String>(3)?)?,
+        kind: r.get(4)?,
+        body: r.get(5)?,
+        created_ms: r.get(6)?,
+        attempts: r.get(7)?,
+        next_ms: r.get(8)?,
+        delivered_ms: r.get(9)?,
+        last_error: r.get(10)?,
     })
 }
 
-/// Record that these contexts have channels (a daemon with channels, at start).
-pub fn add_contexts(conn: &mut Connection, contexts: &[String]) -> Result<()> {
+/// `routes` as the JSON array of `[context, channel]` pairs the statements read.
+fn routes_json(routes: &[Route]) -> String {
+    serde_json::Value::Array(
+        routes
+            .iter()
+            .map(|r| serde_json::json!([r.context, r.channel.as_str()]))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// Record that these contexts send on these channels (a daemon with channels, at start).
+pub fn add_routes(conn: &mut Connection, routes: &[Route]) -> Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    for c in contexts {
+    for r in routes {
         tx.execute(
-            "INSERT INTO delivery_contexts (context) VALUES (?1) ON CONFLICT DO NOTHING",
-            [c],
+            "INSERT INTO delivery_channels (context, channel) VALUES (?1, ?2)
+             ON CONFLICT DO NOTHING",
+            [&r.context, r.channel.as_str()],
         )?;
     }
     tx.commit()?;
     Ok(())
 }
 
-/// The undelivered rows of `contexts` due at `now`, oldest first.
+/// The rows (context, channel) of the routes in the statement's JSON parameter `param`.
+fn routes_rows(param: &str) -> String {
+    format!("SELECT value ->> 0, value ->> 1 FROM json_each({param})")
+}
+
+/// The undelivered rows of `routes` due at `now`, oldest first.
 pub fn due(
     conn: &Connection,
-    contexts: &[String],
+    routes: &[Route],
     now: Millis,
     limit: usize,
 ) -> Result<Vec<Delivery>> {
-    let ctx = serde_json::to_string(contexts).unwrap_or_else(|_| "[]".into());
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM deliveries
           WHERE delivered_ms IS NULL AND next_ms <= ?1
-            AND context IN (SELECT value FROM json_each(?2))
-          ORDER BY next_ms, rowid LIMIT ?3"
+            AND (context, channel) IN ({})
+          ORDER BY next_ms, rowid LIMIT ?3",
+        routes_rows("?2")
     ))?;
-    let rows = stmt.query_map(params![now, ctx, limit as i64], delivery)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query(params![now, routes_json(routes), limit as i64])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(delivery(r)?);
+    }
+    Ok(out)
 }
 
-/// When the next undelivered row of `contexts` falls due.
-pub fn next_due(conn: &Connection, contexts: &[String]) -> Result<Option<Millis>> {
-    let ctx = serde_json::to_string(contexts).unwrap_or_else(|_| "[]".into());
+/// When the next undelivered row of `routes` falls due.
+pub fn next_due(conn: &Connection, routes: &[Route]) -> Result<Option<Millis>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT MIN(next_ms) FROM deliveries
-              WHERE delivered_ms IS NULL AND context IN (SELECT value FROM json_each(?1))",
-        )?
-        .query_row([ctx], |r| r.get(0))
+              WHERE delivered_ms IS NULL AND (context, channel) IN ({})",
+            routes_rows("?1")
+        ))?
+        .query_row([routes_json(routes)], |r| r.get(0))
         .optional()?
         .flatten())
 }
@@ -119,8 +162,12 @@ pub fn of_request(conn: &Connection, id: &str) -> Result<Vec<Delivery>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM deliveries WHERE request_id = ?1 ORDER BY rowid"
     ))?;
-    let rows = stmt.query_map([id], delivery)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query([id])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(delivery(r)?);
+    }
+    Ok(out)
 }
 
 /// The outbox's counts, for the metrics.

@@ -118,21 +118,21 @@ impl Driver for SqliteDriver {
         requests::ladder::set_context_ladders(&mut self.conn, policies)
     }
 
-    fn add_delivery_contexts(&mut self, contexts: &[String]) -> Result<()> {
-        super::deliveries::add_contexts(&mut self.conn, contexts)
+    fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {
+        super::deliveries::add_routes(&mut self.conn, routes)
     }
 
     fn deliveries_due(
         &mut self,
-        contexts: &[String],
+        routes: &[crate::store::Route],
         now: Millis,
         limit: usize,
     ) -> Result<Vec<crate::store::Delivery>> {
-        super::deliveries::due(&self.conn, contexts, now, limit)
+        super::deliveries::due(&self.conn, routes, now, limit)
     }
 
-    fn next_delivery_due(&mut self, contexts: &[String]) -> Result<Option<Millis>> {
-        super::deliveries::next_due(&self.conn, contexts)
+    fn next_delivery_due(&mut self, routes: &[crate::store::Route]) -> Result<Option<Millis>> {
+        super::deliveries::next_due(&self.conn, routes)
     }
 
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {

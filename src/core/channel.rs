@@ -1,0 +1,97 @@
+//! The channels a delivery goes out on (issue 29): a webhook, a mail, a Slack message.
+//!
+//! Why a closed set in the core: a delivery row names its channel, so the outbox holds one
+//! row per channel of an event and each row has its own id, attempts and retry state (a
+//! mail server that is down does not hold back the webhook, and a webhook receiver that
+//! drops duplicates by `webhook-id` never sees a mail's retry). Which events a channel
+//! takes is a rule of the channel, written here once and applied when the rows are
+//! written ([`crate::store::queue::deliveries`]): a mail goes out when a person is needed
+//! (a new request, a reminder, an escalation), not for every step of the trail.
+
+use crate::core::audit::EventKind;
+
+/// A channel a delivery goes out on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Channel {
+    /// An HTTP POST signed as Standard Webhooks describes.
+    Webhook,
+    /// A mail over SMTP, with a signed expiring link to the request on the page.
+    Email,
+    /// A Slack message with buttons, updated when the request ends.
+    Slack,
+}
+
+impl Channel {
+    /// Every channel.
+    pub const ALL: [Channel; 3] = [Channel::Webhook, Channel::Email, Channel::Slack];
+
+    /// The name stored in the outbox and shown in `dshq events --deliveries`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Webhook => "webhook",
+            Channel::Email => "email",
+            Channel::Slack => "slack",
+        }
+    }
+
+    /// The channel named `s`.
+    pub fn parse(s: &str) -> Option<Channel> {
+        Channel::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// Whether an event of `kind` goes out on this channel.
+    pub fn takes(self, kind: EventKind) -> bool {
+        use EventKind::*;
+        match self {
+            Channel::Webhook => matches!(
+                kind,
+                Accepted
+                    | Claimed
+                    | Reminded
+                    | Escalated
+                    | Answered
+                    | Expired
+                    | Cancelled
+                    | Aborted
+            ),
+            // A mail asks a person to act: the request is new, or nobody answered yet.
+            Channel::Email => matches!(kind, Accepted | Reminded | Escalated),
+            // A message is posted when a person is needed and updated when the request
+            // ends, so the buttons never stay live on a request that is over.
+            Channel::Slack => matches!(
+                kind,
+                Accepted | Reminded | Escalated | Answered | Expired | Cancelled | Aborted
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_round_trips_its_name() {
+        for c in Channel::ALL {
+            assert_eq!(Channel::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(Channel::parse("pager"), None);
+    }
+
+    #[test]
+    fn a_mail_is_sent_only_when_a_person_is_needed() {
+        assert!(Channel::Email.takes(EventKind::Accepted));
+        assert!(Channel::Email.takes(EventKind::Escalated));
+        assert!(!Channel::Email.takes(EventKind::Claimed));
+        assert!(!Channel::Email.takes(EventKind::Answered));
+        assert!(Channel::Webhook.takes(EventKind::Claimed));
+        assert!(Channel::Slack.takes(EventKind::Answered));
+        assert!(!Channel::Slack.takes(EventKind::Claimed));
+    }
+}
