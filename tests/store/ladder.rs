@@ -463,6 +463,48 @@ pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
     verifies(&mut store);
 }
 
+/// Prune takes a final request's delivered rows with it and leaves its undelivered ones,
+/// which are still to be sent.
+pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    store
+        .add_delivery_routes(&routes(&[("default", Channel::Webhook)]))
+        .unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    for id in ["old", "newest"] {
+        ask(&mut store, request(id, json!(null))).unwrap();
+        store
+            .provide(
+                &lease(&reg.lease),
+                ProviderAct::Answer(id.into(), pick("SQLite")),
+            )
+            .unwrap();
+    }
+    let old = store.deliveries("old").unwrap();
+    assert_eq!(old.len(), 2, "accepted and answered");
+    store.mark_delivered(&old[0].id, clock.now()).unwrap();
+    crate::scenarios::mark_outcomes_written(&mut store);
+    clock.advance(10);
+    let pruned = store
+        .prune(
+            clock.now(),
+            None,
+            &Actor::Cli,
+            &mut crate::scenarios::MemoryExport::default(),
+        )
+        .unwrap();
+    assert_eq!(pruned.requests, 1);
+    let left = store.deliveries("old").unwrap();
+    assert_eq!(
+        left.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+        [old[1].id.as_str()],
+        "the delivered row went with its request, the undelivered one stays"
+    );
+    assert_eq!(store.deliveries("newest").unwrap().len(), 2);
+    verifies(&mut store);
+}
+
 /// The operator's ladder policy of a context: applied to a request without its own
 /// ladder, under the asker's own (field by field, the asker's wins), left out where the
 /// deadline ends the request first (never a refusal), and not applied to other contexts;

@@ -91,6 +91,10 @@ pub trait PruneStatements {
     /// Delete the votes of the request rows up to `upto` (issue 30); how many.
     fn delete_votes_upto(&mut self, upto: i64) -> Result<u64>;
 
+    /// Delete the delivered rows of the deliveries outbox whose request is among the
+    /// request rows up to `upto` (issue 29); how many. Undelivered rows stay, to be sent.
+    fn delete_delivered_deliveries_upto(&mut self, upto: i64) -> Result<u64>;
+
     /// Delete the request rows with `seq <= upto`; how many.
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64>;
 

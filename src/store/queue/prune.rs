@@ -247,6 +247,9 @@ pub fn prune(
     pruned.questions = db.delete_questions_upto(plan.rows_upto)?;
     // A vote goes with its request (issue 30); the votes are in the export's events.
     db.delete_votes_upto(plan.rows_upto)?;
+    // A delivered notification goes with its request (issue 29): it is transport state,
+    // not the record. One not yet delivered stays, to be sent (its body says it all).
+    db.delete_delivered_deliveries_upto(plan.rows_upto)?;
     pruned.requests = db.delete_requests_upto(plan.rows_upto)?;
     pruned.events = db.delete_events_upto(plan.upto_seq)?;
     db.delete_prune_guard()?;

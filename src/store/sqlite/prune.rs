@@ -145,6 +145,14 @@ impl PruneStatements for Sql<'_, '_> {
         self.delete_upto("DELETE FROM votes WHERE request_seq <= ?1", upto)
     }
 
+    fn delete_delivered_deliveries_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto(
+            "DELETE FROM deliveries WHERE delivered_ms IS NOT NULL
+                AND request_id IN (SELECT id FROM requests WHERE seq <= ?1)",
+            upto,
+        )
+    }
+
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64> {
         self.delete_upto("DELETE FROM requests WHERE seq <= ?1", upto)
     }
