@@ -1,5 +1,5 @@
-//! The deliveries sender (issue 29): a thread of its own, with its own tokio runtime and
-//! its own store connection, started by the daemon when it has channels (`--webhook`, and
+//! The deliveries sender (issue 29): a thread of its own, with its own store connection
+//! and a tokio runtime for the channels' network I/O, started by the daemon when it has channels (`--webhook`, and
 //! the other channels' flags). It never blocks the file loop: it reads the outbox's due
 //! rows ([`crate::store::queue::deliveries`]) after their commit, hands each to its
 //! channel's [`Sender`] (a webhook signed as Standard Webhooks describes:
@@ -11,6 +11,18 @@
 //! contexts' messages go and one attempt. Each row has its own retry state, so a channel
 //! that is down holds back no other.
 //!
+//! The loop itself is synchronous, and the store is never called inside the runtime: the
+//! PostgreSQL client runs a runtime of its own for each call and cannot be entered from
+//! another's (it panics). A channel blocks on the runtime for its I/O alone.
+//!
+//! When it looks: right after a commit, whoever made it, and when the next retry falls
+//! due; at most [`IDLE`] apart otherwise. A commit is heard as a hint, never trusted as
+//! the truth (the outbox is): on SQLite, a change to the database's files in the root
+//! (every commit of any process writes its write-ahead log), seen by a file watch; on
+//! PostgreSQL, the feed's notifications ([`crate::store::Wakeups`]). So an idle daemon
+//! with channels makes one small read a second, and a new row goes out within a
+//! millisecond or so of its commit, not at the next poll.
+//!
 //! What survives a crash: a row is marked delivered only after its channel took it, so a
 //! daemon killed mid-delivery sends it again at its next start, with the same delivery id
 //! (`webhook-id`): a receiver may see a delivery twice, never lose one.
@@ -18,8 +30,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-use futures_util::future::LocalBoxFuture;
 
 use crate::clock::Millis;
 use crate::core::channel::Channel;
@@ -32,8 +42,19 @@ pub use super::webhook::{parse_webhook, Webhooks};
 /// The longest wait between two attempts of one delivery.
 pub const RETRY_MAX: Duration = Duration::from_secs(600);
 
-/// How often the sender looks for rows committed by others (the CLI, another host).
-const POLL: Duration = Duration::from_millis(50);
+/// The longest the sender waits without a hint of a commit (a missed hint costs this
+/// much latency, never a delivery).
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The looks after a hint. A hint may come before its commit is visible (a write-ahead
+/// log is written frame by frame, the commit's frame last, and a reader sees it only
+/// once the log's index is updated after that write), so a hint is followed by a few
+/// looks a little later, not trusted to come after the commit.
+const SETTLE: [Duration; 3] = [
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+    Duration::from_millis(50),
+];
 
 /// How many due rows one look takes.
 const BATCH: usize = 64;
@@ -67,10 +88,10 @@ pub trait Sender: Send {
     /// The contexts it sends for.
     fn contexts(&self) -> Vec<String>;
 
-    /// Try to send `d` once. `store` is the sender's own connection, for what a channel
-    /// must read or record beside the outbox.
-    fn send<'a>(&'a self, store: &'a mut dyn Store, d: &'a Delivery)
-        -> LocalBoxFuture<'a, Attempt>;
+    /// Try to send `d` once. Network I/O runs on `rt` (`rt.block_on(…)`); `store` is the
+    /// sender's own connection, for what a channel must read or record beside the
+    /// outbox, and is called outside `rt` only (see the module's doc).
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt;
 }
 
 /// The wait before the attempt after `failed` failed attempts.
@@ -123,20 +144,31 @@ pub fn spawn(
                     return;
                 }
             };
-            rt.block_on(run(root, senders, routes, retry_min, stop));
+            run(&rt, root, senders, routes, retry_min, stop);
         })
         .map_err(|e| Error::io("deliveries thread", e))
 }
 
-async fn run(
+fn run(
+    rt: &tokio::runtime::Runtime,
     root: Root,
     senders: Vec<Box<dyn Sender>>,
     routes: Vec<Route>,
     retry_min: Duration,
     stop: Arc<AtomicBool>,
 ) {
+    let (hint, commits) = std::sync::mpsc::channel::<()>();
+    let _hints = hear_commits(&root, hint, stop.clone());
     let mut store: Option<Box<dyn Store>> = None;
+    let mut settle: &[Duration] = &[];
     while !stop.load(Ordering::SeqCst) {
+        let mut wait = match settle.split_first() {
+            Some((first, rest)) => {
+                settle = rest;
+                *first
+            }
+            None => IDLE,
+        };
         if store.is_none() {
             match root.open_store() {
                 Ok(s) => store = Some(s),
@@ -147,6 +179,9 @@ async fn run(
             let now = s.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
             match s.deliveries_due(&routes, now, BATCH) {
                 Ok(due) => {
+                    if due.len() == BATCH {
+                        wait = Duration::ZERO; // more are due: look again at once
+                    }
                     for d in due {
                         if stop.load(Ordering::SeqCst) {
                             return;
@@ -156,7 +191,7 @@ async fn run(
                         }) else {
                             continue;
                         };
-                        attempt(&**sender, &mut **s, retry_min, d).await;
+                        attempt(rt, &**sender, &mut **s, retry_min, d);
                     }
                 }
                 Err(e) => {
@@ -165,13 +200,127 @@ async fn run(
                 }
             }
         }
-        tokio::time::sleep(POLL).await;
+        if let Some(s) = store.as_mut() {
+            // The next retry's time bounds the wait; a row failed just now counts.
+            if let (Ok(Some(next)), Ok(now)) = (s.next_delivery_due(&routes), s.clock_now()) {
+                wait = wait.min(Duration::from_millis(next.saturating_sub(now).max(0) as u64));
+            }
+        }
+        if wait > Duration::ZERO {
+            match commits.recv_timeout(wait) {
+                Ok(()) => {
+                    while commits.try_recv().is_ok() {}
+                    settle = &SETTLE;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                // No hints any more: look every IDLE.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+}
+
+/// What keeps the hints of commits coming until the sender ends.
+enum Hints {
+    /// SQLite: the watch on the root's database files.
+    Files(#[allow(dead_code)] notify::RecommendedWatcher),
+    /// PostgreSQL: the thread waiting on the feed's notifications.
+    Feed(#[allow(dead_code)] std::thread::JoinHandle<()>),
+    /// Neither could start: the sender looks every [`IDLE`].
+    None,
+}
+
+/// Wake `commits` on every commit to the store, from any process or host (see the
+/// module's doc); hints only, so a failure to set them up is logged and the sender falls
+/// back to its [`IDLE`] look.
+fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Hints {
+    let wakeups = match root.open_store().and_then(|mut s| s.wakeups(true)) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, "deliveries: cannot listen for commits; looking every second");
+            return Hints::None;
+        }
+    };
+    if let Some(mut wakeups) = wakeups {
+        let thread = std::thread::Builder::new()
+            .name("dshq-deliveries-feed".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match wakeups.wait(IDLE) {
+                        Ok(true) => {
+                            let _ = commits.send(());
+                        }
+                        Ok(false) => {}
+                        Err(_) => {
+                            // Reconnected at the next call; a commit meanwhile is found by
+                            // the sender's own look.
+                            let _ = commits.send(());
+                            std::thread::sleep(IDLE);
+                        }
+                    }
+                }
+            });
+        return match thread {
+            Ok(t) => Hints::Feed(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "deliveries: cannot listen for commits; looking every second");
+                Hints::None
+            }
+        };
+    }
+    let db = root.db();
+    let name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let Ok(ev) = res else {
+            let _ = commits.send(());
+            return;
+        };
+        // A write (`Modify`) or the end of one (`Close(Write)`: a command that committed and
+        // exited); an open or a read is no commit.
+        if matches!(
+            ev.kind,
+            notify::EventKind::Access(a) if a != notify::event::AccessKind::Close(notify::event::AccessMode::Write)
+        ) {
+            return;
+        }
+        // `dshq.db`, `dshq.db-wal`: a commit of any process writes one of them.
+        let ours = ev.paths.iter().any(|p| {
+            p.file_name()
+                .is_some_and(|f| f.as_encoded_bytes().starts_with(name.as_encoded_bytes()))
+        });
+        if ours {
+            let _ = commits.send(());
+        }
+    });
+    match watcher {
+        Ok(mut w) => {
+            use notify::Watcher;
+            match w.watch(root.dir(), notify::RecursiveMode::NonRecursive) {
+                Ok(()) => Hints::Files(w),
+                Err(e) => {
+                    tracing::warn!(error = %e, "deliveries: cannot watch the store's files; looking every second");
+                    Hints::None
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "deliveries: cannot watch the store's files; looking every second");
+            Hints::None
+        }
     }
 }
 
 /// One attempt of `d` on `sender`, and its bookkeeping.
-async fn attempt(sender: &dyn Sender, store: &mut dyn Store, retry_min: Duration, d: Delivery) {
-    let outcome = sender.send(store, &d).await;
+fn attempt(
+    rt: &tokio::runtime::Runtime,
+    sender: &dyn Sender,
+    store: &mut dyn Store,
+    retry_min: Duration,
+    d: Delivery,
+) {
+    let outcome = sender.send(rt, store, &d);
     let now: Millis = store.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
     match outcome {
         Ok(()) => {

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use futures_util::future::LocalBoxFuture;
 use hmac::{Hmac, Mac};
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -115,12 +114,8 @@ impl Sender for WebhookSender {
         self.hooks.urls.keys().cloned().collect()
     }
 
-    fn send<'a>(
-        &'a self,
-        _store: &'a mut dyn Store,
-        d: &'a Delivery,
-    ) -> LocalBoxFuture<'a, Attempt> {
-        Box::pin(self.post(d))
+    fn send(&self, rt: &tokio::runtime::Runtime, _store: &mut dyn Store, d: &Delivery) -> Attempt {
+        rt.block_on(self.post(d))
     }
 }
 

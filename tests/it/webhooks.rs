@@ -3,7 +3,8 @@
 //! as Standard Webhooks describes (checked here with the spec's algorithm, computed
 //! independently of dshq's code: HMAC-SHA256 keyed by the base64 after `whsec_`, over
 //! `id.timestamp.body`), retried after the receiver fails, sent again with the same id
-//! after the daemon is SIGKILLed mid-delivery, and never lost across repeated kills.
+//! after the daemon is SIGKILLed mid-delivery, and never lost across repeated kills; on a
+//! shared PostgreSQL store, one host's daemon sends what another host's CLI asked.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -319,21 +320,71 @@ fn no_delivery_is_lost_across_repeated_kills() {
     );
 }
 
+/// Two hosts on one PostgreSQL store: host A's daemon sends the webhooks; host B's CLI
+/// asks and answers. Every delivery reaches A's receiver once its commit is made on B,
+/// signed with A's secret, and the delivery rows are the store's (B lists them too).
+#[test]
+fn a_daemon_on_a_shared_store_sends_what_another_host_asked() {
+    let url = crate::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh PostgreSQL database");
+    let a = Env::on_store(&url);
+    let b = Env::on_store(&url);
+    let r = Receiver::start();
+    let d = webhook_daemon(&a, &r);
+    let secret = std::fs::read_to_string(a.root().join("webhook.key")).unwrap();
+    b.ask(&simple_request("far")).ok();
+    assert!(
+        wait_until(DEADLINE, || !r.of("far", "accepted").is_empty()),
+        "{:?}\n{}",
+        r.got(),
+        d.log_text()
+    );
+    let lease = b.register("bob", "default", "1m");
+    b.json(&["answer", "far", "--select", "SQLite", "--lease", &lease])
+        .ok();
+    assert!(wait_until(DEADLINE, || !r.of("far", "answered").is_empty()));
+    for g in r
+        .of("far", "accepted")
+        .iter()
+        .chain(&r.of("far", "answered"))
+    {
+        assert!(verify(&secret, g), "{g:?}");
+    }
+    assert!(wait_until(DEADLINE, || {
+        let rows = deliveries(&b, "far");
+        rows.len() == 2 && rows.iter().all(|d| d["deliveredMs"].is_i64())
+    }));
+    assert!(deliveries(&b, "far")
+        .iter()
+        .all(|d| d["channel"] == "webhook"));
+}
+
 /// "Time to a person" (PERFORMANCE.md): from the start of `dshq ask` to the receiver
 /// holding the signed `accepted` webhook, at idle, one request at a time. A measurement,
 /// not a check: `cargo test --test it time_to_a_person -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn time_to_a_person() {
-    const N: usize = 200;
     let env = Env::new();
+    measure_time_to_a_person("SQLite, the same root", &env, &env);
+    let url = crate::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh PostgreSQL database");
+    let (a, b) = (Env::on_store(&url), Env::on_store(&url));
+    measure_time_to_a_person("PostgreSQL, asked on another host", &a, &b);
+}
+
+/// Ask on `asker`, one request at a time, with `sender`'s daemon sending the webhooks.
+fn measure_time_to_a_person(label: &str, sender: &Env, asker: &Env) {
+    const N: usize = 200;
     let r = Receiver::start();
-    let _d = env.daemon_with(&["--webhook", &r.url(), "--webhook-retry-min", "50ms"], &[]);
+    let _d = sender.daemon_with(&["--webhook", &r.url(), "--webhook-retry-min", "50ms"], &[]);
     let mut took = Vec::with_capacity(N);
     for i in 0..N {
         let id = format!("t{i}");
         let began = Instant::now();
-        env.ask(&simple_request(&id)).ok();
+        asker.ask(&simple_request(&id)).ok();
         assert!(wait_until(DEADLINE, || !r.of(&id, "accepted").is_empty()));
         took.push(r.of(&id, "accepted")[0].at - began);
         // Idle between asks.
@@ -342,7 +393,7 @@ fn time_to_a_person() {
     took.sort();
     let pct = |p: usize| took[(took.len() * p / 100).min(took.len() - 1)];
     eprintln!(
-        "time to a person (ask -> webhook received), n={N}: p50 {:?}, p99 {:?}, max {:?}",
+        "time to a person (ask -> webhook received), {label}, n={N}: p50 {:?}, p99 {:?}, max {:?}",
         pct(50),
         pct(99),
         took[took.len() - 1]
