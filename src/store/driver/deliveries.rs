@@ -6,7 +6,17 @@
 
 use crate::clock::Millis;
 use crate::core::channel::Channel;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// The channel a stored name names (the tables' CHECK admits no other); what both
+/// drivers map a row's `channel` with.
+pub fn stored_channel(name: &str) -> Result<Channel> {
+    Channel::parse(name).ok_or_else(|| {
+        Error::Invalid(format!(
+            "the store holds an unknown delivery channel {name:?}"
+        ))
+    })
+}
 
 /// A new row of `deliveries`.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use postgres::GenericClient;
 
 use crate::clock::Millis;
 use crate::core::channel::Channel;
-use crate::error::{Error, Result};
-use crate::store::driver::deliveries::NewDelivery;
+use crate::error::Result;
+use crate::store::driver::deliveries::{stored_channel as channel, NewDelivery};
 use crate::store::driver::DeliveryStatements;
 use crate::store::postgres::tx::Tx;
 use crate::store::types::{Delivery, DeliveryCounts, Route};
@@ -60,15 +60,6 @@ impl DeliveryStatements for Tx<'_> {
         )?;
         Ok(())
     }
-}
-
-/// The channel a stored name names (the table's CHECK admits no other).
-fn channel(name: &str) -> Result<Channel> {
-    Channel::parse(name).ok_or_else(|| {
-        Error::Invalid(format!(
-            "the store holds an unknown delivery channel {name:?}"
-        ))
-    })
 }
 
 const COLUMNS: &str = "id, request_id, context, channel, kind, body, created_ms, attempts, \

@@ -7,8 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::clock::Millis;
 use crate::core::channel::Channel;
-use crate::error::{Error, Result};
-use crate::store::driver::deliveries::NewDelivery;
+use crate::error::Result;
+use crate::store::driver::deliveries::{stored_channel as channel, NewDelivery};
 use crate::store::driver::DeliveryStatements;
 use crate::store::sqlite::sql::Sql;
 use crate::store::types::{Delivery, DeliveryCounts, Route};
@@ -42,15 +42,6 @@ impl DeliveryStatements for Sql<'_, '_> {
             ])?;
         Ok(())
     }
-}
-
-/// The channel a stored name names (the table's CHECK admits no other).
-fn channel(name: &str) -> Result<Channel> {
-    Channel::parse(name).ok_or_else(|| {
-        Error::Invalid(format!(
-            "the store holds an unknown delivery channel {name:?}"
-        ))
-    })
 }
 
 const COLUMNS: &str = "id, request_id, context, channel, kind, body, created_ms, attempts, \
