@@ -32,10 +32,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Millis;
-use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::{Delivery, Route, Store};
+
+pub use super::channel::{Attempt, Sender};
 
 pub use super::webhook::{parse_webhook, Webhooks};
 
@@ -74,24 +75,6 @@ impl Channels {
     pub fn is_empty(&self) -> bool {
         self.webhooks.is_none()
     }
-}
-
-/// What one attempt met: `Ok` once the channel took the message (a 2xx, a mail server's
-/// acceptance), `Err` with why not (the row is tried again after the backoff).
-pub type Attempt = std::result::Result<(), String>;
-
-/// One channel: where its contexts' messages go, and one attempt of a delivery.
-pub trait Sender: Send {
-    /// The channel it sends on.
-    fn channel(&self) -> Channel;
-
-    /// The contexts it sends for.
-    fn contexts(&self) -> Vec<String>;
-
-    /// Try to send `d` once. Network I/O runs on `rt` (`rt.block_on(…)`); `store` is the
-    /// sender's own connection, for what a channel must read or record beside the
-    /// outbox, and is called outside `rt` only (see the module's doc).
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt;
 }
 
 /// The wait before the attempt after `failed` failed attempts.

@@ -19,6 +19,7 @@
 //!   reserve of descriptors), so no client can starve the file loop of descriptors.
 
 pub mod changes;
+pub mod channel;
 pub mod db;
 pub mod deliveries;
 pub mod ends;
