@@ -61,9 +61,12 @@ pub struct KindLabel {
     pub kind: &'static str,
 }
 
-/// One label `state` of the deliveries gauge (`pending`, `delivered`, `failed_attempts`).
+/// The labels of the deliveries gauge: `channel` (`webhook`, `email`, `slack`) and
+/// `state` (`pending`, `delivered`, `failed_attempts`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DeliveryLabel {
+    /// The channel.
+    pub channel: &'static str,
     /// The state.
     pub state: &'static str,
 }
@@ -284,14 +287,21 @@ impl Metrics {
         self.lease_expiry
             .set(g.next_lease_expiry.map_or(0.0, |d| d.as_secs_f64()));
         self.outcomes_pending.set(g.outcome_files_pending);
-        for (state, n) in [
-            ("pending", g.deliveries.pending),
-            ("delivered", g.deliveries.delivered),
-            ("failed_attempts", g.deliveries.failed_attempts),
-        ] {
-            self.deliveries
-                .get_or_create(&DeliveryLabel { state })
-                .set(n);
+        // Every channel's series, zero where it has no rows, so none vanishes.
+        for channel in crate::core::channel::Channel::ALL {
+            let c = g.deliveries.iter().find(|c| c.channel == channel);
+            for (state, n) in [
+                ("pending", c.map_or(0, |c| c.pending)),
+                ("delivered", c.map_or(0, |c| c.delivered)),
+                ("failed_attempts", c.map_or(0, |c| c.failed_attempts)),
+            ] {
+                self.deliveries
+                    .get_or_create(&DeliveryLabel {
+                        channel: channel.as_str(),
+                        state,
+                    })
+                    .set(n);
+            }
         }
     }
 

@@ -456,8 +456,9 @@ pub trait Store: Send {
     /// The deliveries of request `id`, oldest first.
     fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>>;
 
-    /// The outbox's counts (pending, delivered, failed attempts).
-    fn delivery_counts(&mut self) -> Result<DeliveryCounts>;
+    /// The outbox's counts (pending, delivered, failed attempts), one entry per channel
+    /// that has rows.
+    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>>;
 
     /// The time now on the clock the store judges by (the database's, for a shared store):
     /// what [`Store::next_due`] is compared with, so a host whose own clock is wrong

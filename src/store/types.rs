@@ -523,9 +523,11 @@ pub struct Route {
     pub channel: Channel,
 }
 
-/// The outbox's counts, for the metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The outbox's counts of one channel, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeliveryCounts {
+    /// The channel counted.
+    pub channel: Channel,
     /// Rows not yet delivered.
     pub pending: i64,
     /// Rows delivered.

@@ -149,7 +149,13 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
     let env = Env::new();
     let asker = token(&env, "asker", "ann", None);
     let rita = token(&env, "reviewer", "rita", None);
-    let (h, m) = metered(&env, &[]);
+    // A webhook receiver that is not there: its deliveries stay pending.
+    let nowhere = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let hook = format!("default=http://{nowhere}/hook");
+    let (h, m) = metered(&env, &["--webhook", &hook]);
     let before = scrape(&m);
     assert_eq!(sample(&before, "dshq_requests_open", &json!({})), 0.0);
 
@@ -234,6 +240,21 @@ fn metrics_parse_as_openmetrics_and_move_after_asks_and_answers() {
             &json!({"kind": "web"})
         ) >= 4.0
     );
+    // The outbox by channel: the webhook's rows wait, and every channel has its series.
+    let hooks = |state: &str| {
+        sample(
+            &after,
+            "dshq_deliveries",
+            &json!({"channel": "webhook", "state": state}),
+        )
+    };
+    assert!(hooks("pending") >= 4.0, "3 accepted, 1 answered");
+    assert_eq!(hooks("delivered"), 0.0);
+    for channel in ["email", "slack"] {
+        assert!(after
+            .iter()
+            .any(|(n, l, v)| n == "dshq_deliveries" && l["channel"] == channel && *v == 0.0));
+    }
     // The host holds the context's lease for the answer it gave.
     assert_eq!(sample(&after, "dshq_leases_held", &json!({})), 1.0);
     assert!(sample(&after, "dshq_lease_next_expiry_seconds", &json!({})) > 0.0);

@@ -369,7 +369,16 @@ pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestCloc
     assert_eq!(left.len(), 2);
     assert_eq!(store.next_delivery_due(&ctx).unwrap(), Some(now));
     let c = store.delivery_counts().unwrap();
-    assert_eq!((c.pending, c.delivered, c.failed_attempts), (3, 1, 1));
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        (
+            c[0].channel,
+            c[0].pending,
+            c[0].delivered,
+            c[0].failed_attempts
+        ),
+        (Channel::Webhook, 3, 1, 1)
+    );
     for d in &left {
         store.mark_delivered(&d.id, now).unwrap();
     }
@@ -454,6 +463,17 @@ pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
     let hooks = routes(&[("default", Channel::Webhook)]);
     assert_eq!(store.deliveries_due(&hooks, now, 100).unwrap().len(), 4);
     assert_eq!(store.next_delivery_due(&mails).unwrap(), Some(now + 60_000));
+    let counts: Vec<_> = store
+        .delivery_counts()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.channel, c.pending, c.delivered, c.failed_attempts))
+        .collect();
+    // By channel name; each channel's own.
+    assert_eq!(
+        counts,
+        [(Channel::Email, 2, 0, 2), (Channel::Webhook, 4, 0, 0)]
+    );
     let first_hook = d
         .iter()
         .filter(|d| d.channel == Channel::Webhook)

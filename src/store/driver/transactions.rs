@@ -106,7 +106,7 @@ pub trait Driver: Send {
     fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>>;
 
     /// See [`crate::store::Store::delivery_counts`].
-    fn delivery_counts(&mut self) -> Result<DeliveryCounts>;
+    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>>;
 
     /// See [`crate::store::Store::outbox_pending`] (a driver's origin filter applies).
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>>;

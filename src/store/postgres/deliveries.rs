@@ -171,18 +171,24 @@ pub fn of_request(c: &mut impl GenericClient, id: &str) -> Result<Vec<Delivery>>
     .collect()
 }
 
-/// The outbox's counts, for the metrics.
-pub fn counts(c: &mut impl GenericClient) -> Result<DeliveryCounts> {
-    let r = c.query_one(
-        "SELECT COUNT(*) FILTER (WHERE delivered_ms IS NULL),
+/// The outbox's counts by channel, for the metrics.
+pub fn counts(c: &mut impl GenericClient) -> Result<Vec<DeliveryCounts>> {
+    c.query(
+        "SELECT channel,
+                COUNT(*) FILTER (WHERE delivered_ms IS NULL),
                 COUNT(*) FILTER (WHERE delivered_ms IS NOT NULL),
                 COALESCE(SUM(attempts - CASE WHEN delivered_ms IS NULL THEN 0 ELSE 1 END), 0)::BIGINT
-           FROM deliveries",
+           FROM deliveries GROUP BY channel ORDER BY channel",
         &[],
-    )?;
-    Ok(DeliveryCounts {
-        pending: r.try_get(0)?,
-        delivered: r.try_get(1)?,
-        failed_attempts: r.try_get(2)?,
+    )?
+    .iter()
+    .map(|r| {
+        Ok(DeliveryCounts {
+            channel: channel(r.try_get(0)?)?,
+            pending: r.try_get(1)?,
+            delivered: r.try_get(2)?,
+            failed_attempts: r.try_get(3)?,
+        })
     })
+    .collect()
 }

@@ -178,7 +178,7 @@ impl Driver for PgDriver {
             .read(|c| super::deliveries::of_request(c, request_id))
     }
 
-    fn delivery_counts(&mut self) -> Result<crate::store::DeliveryCounts> {
+    fn delivery_counts(&mut self) -> Result<Vec<crate::store::DeliveryCounts>> {
         self.db.read(super::deliveries::counts)
     }
 

@@ -221,7 +221,7 @@ impl<D: Driver> Store for Queue<D> {
         self.driver.deliveries(request_id)
     }
 
-    fn delivery_counts(&mut self) -> Result<DeliveryCounts> {
+    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>> {
         self.driver.delivery_counts()
     }
 

@@ -161,20 +161,24 @@ pub fn of_request(conn: &Connection, id: &str) -> Result<Vec<Delivery>> {
     Ok(out)
 }
 
-/// The outbox's counts, for the metrics.
-pub fn counts(conn: &Connection) -> Result<DeliveryCounts> {
-    Ok(conn.query_row(
-        "SELECT COUNT(*) FILTER (WHERE delivered_ms IS NULL),
+/// The outbox's counts by channel, for the metrics.
+pub fn counts(conn: &Connection) -> Result<Vec<DeliveryCounts>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT channel,
+                COUNT(*) FILTER (WHERE delivered_ms IS NULL),
                 COUNT(*) FILTER (WHERE delivered_ms IS NOT NULL),
                 COALESCE(SUM(attempts - (delivered_ms IS NOT NULL)), 0)
-           FROM deliveries",
-        [],
-        |r| {
-            Ok(DeliveryCounts {
-                pending: r.get(0)?,
-                delivered: r.get(1)?,
-                failed_attempts: r.get(2)?,
-            })
-        },
-    )?)
+           FROM deliveries GROUP BY channel ORDER BY channel",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(DeliveryCounts {
+            channel: channel(&r.get::<_, String>(0)?)?,
+            pending: r.get(1)?,
+            delivered: r.get(2)?,
+            failed_attempts: r.get(3)?,
+        });
+    }
+    Ok(out)
 }

@@ -147,7 +147,7 @@ impl Driver for SqliteDriver {
         super::deliveries::of_request(&self.conn, request_id)
     }
 
-    fn delivery_counts(&mut self) -> Result<crate::store::DeliveryCounts> {
+    fn delivery_counts(&mut self) -> Result<Vec<crate::store::DeliveryCounts>> {
         super::deliveries::counts(&self.conn)
     }
 
