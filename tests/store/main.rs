@@ -28,6 +28,7 @@ mod pg_tls;
 mod quorum;
 mod rules;
 mod scenarios;
+mod slack;
 mod sqlite_driver;
 mod throwaway_server;
 
@@ -108,5 +109,6 @@ conformance!(
     ladder::a_ladder_never_decides_unless_declared,
     ladder::deliveries_are_written_with_their_events,
     ladder::each_channel_has_its_own_rows,
+    slack::slack_messages_are_recorded_once_per_delivery,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
 );
