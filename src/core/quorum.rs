@@ -180,6 +180,7 @@ pub fn asker_names(agent_id: Option<&str>, source: &str) -> Vec<String> {
 fn voter_name(voter: &Actor) -> Option<&str> {
     match voter {
         Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) => Some(n),
+        Actor::Slack { reviewer, .. } => Some(reviewer),
         _ => None,
     }
 }
@@ -192,7 +193,7 @@ impl Required {
             return Err(Refusal::OwnRequest);
         }
         if let (Some(group), Some(members)) = (&self.group, &self.members) {
-            let id = voter.as_str();
+            let id = voter.identity();
             if !members.iter().any(|m| *m == id) {
                 return Err(Refusal::NotInGroup(group.clone()));
             }
