@@ -512,4 +512,25 @@ mod tests {
         let e = parse(Path::new("c.toml"), "a = [1]\n").unwrap_err();
         assert!(e.to_string().contains(":1:"), "{e}");
     }
+
+    #[test]
+    fn slack_users_and_slack_reviewers_in_groups_are_read() {
+        let f = parse(
+            Path::new("c.toml"),
+            "[groups]\nops = [\"slack:alice\", \"web:bob\"]\n\n[slack.users]\nU0123ABCD = \"alice\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.slack_users.get("U0123ABCD").map(String::as_str),
+            Some("alice")
+        );
+        assert_eq!(f.quorum.groups["ops"], ["slack:alice", "web:bob"]);
+        let e = parse(Path::new("c.toml"), "[groups]\nops = [\"slack:\"]\n").unwrap_err();
+        assert!(e.to_string().contains("no reviewer identity"), "{e}");
+        let e = parse(Path::new("c.toml"), "\n[slack.users]\nalice = \"alice\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains(":3:") && e.to_string().contains("Slack user id"),
+            "{e}"
+        );
+    }
 }

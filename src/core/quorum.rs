@@ -399,6 +399,29 @@ mod tests {
             g.may_vote(&Actor::Provider("bob".into()), &[]),
             Err(Refusal::NotInGroup("ops".into()))
         );
+        // A Slack reviewer is a member as `slack:NAME`, from any Slack account mapped to
+        // them; the asker's name refuses them as it does on every face.
+        let mut p = Policy::default();
+        p.groups.insert("ops".into(), vec!["slack:carol".into()]);
+        let g = p
+            .required("x", Some(&q(1, Some("ops"), None)))
+            .unwrap()
+            .unwrap();
+        let carol = |user: &str| Actor::Slack {
+            reviewer: "carol".into(),
+            user: user.into(),
+        };
+        assert_eq!(g.may_vote(&carol("U1"), &[]), Ok(()));
+        assert_eq!(g.may_vote(&carol("U2"), &[]), Ok(()));
+        assert_eq!(carol("U1").identity(), carol("U2").identity());
+        assert_eq!(
+            g.may_vote(&Actor::Web("carol".into()), &[]),
+            Err(Refusal::NotInGroup("ops".into()))
+        );
+        assert_eq!(
+            g.may_vote(&carol("U1"), &["carol".into()]),
+            Err(Refusal::OwnRequest)
+        );
     }
 
     #[test]

@@ -598,3 +598,60 @@ fn a_request_without_buttons_links_the_page_and_its_expiry_updates_the_message()
     assert_eq!(status, 401, "{resp}");
     assert_eq!(resp["error"]["code"], "SLACK_STALE_REQUEST", "{resp}");
 }
+
+#[test]
+fn a_plan_review_is_approved_from_its_primary_button() {
+    let s = setup();
+    let host = s.daemon(&[]);
+    s.env
+        .ask(&json!({
+            "id": "plan",
+            "questions": [{"id": "p", "question": "Approve the migration plan?",
+                           "detail": "1. copy\n2. switch <!here>",
+                           "options": [{"label": "Revise"}, {"label": "Ship it"}],
+                           "intent": {"kind": "plan-review", "approve": "Ship it"}}]
+        }))
+        .ok();
+    assert!(
+        wait_until(DEADLINE, || !s.fake.posts_of("plan").is_empty()),
+        "{}",
+        host.daemon.log_text()
+    );
+    let post = s.fake.posts_of("plan").remove(0);
+    let actions = post.body["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "actions")
+        .cloned()
+        .expect("buttons");
+    let buttons = actions["elements"].as_array().unwrap();
+    let labels: Vec<&str> = buttons
+        .iter()
+        .map(|b| b["text"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Revise", "Ship it"]);
+    assert_eq!(buttons[1]["style"], "primary");
+    assert!(buttons[0].get("style").is_none());
+    let text = post.body.to_string();
+    assert!(text.contains("|Decline with feedback"), "{text}");
+    assert!(
+        text.contains("&lt;!here&gt;") && !text.contains("<!here>"),
+        "{text}"
+    );
+
+    let body = press_body("U0BOB", &post, "1800000000.000100", &buttons[1]);
+    let (status, resp) = send_press(&host.base, &body, unix_now(), SIGNING_SECRET);
+    assert_eq!(status, 200, "{resp}");
+    let out = s.env.wait_outcome("plan");
+    assert_eq!(out["decision"], "approved", "{out}");
+    assert_eq!(out["provider"], "slack:bob@U0BOB", "{out}");
+    assert!(wait_until(DEADLINE, || s
+        .fake
+        .calls("chat.update")
+        .iter()
+        .any(|c| c
+            .body
+            .to_string()
+            .contains("*Answered* by bob (<@U0BOB> on Slack)"))));
+}
