@@ -655,3 +655,51 @@ fn a_plan_review_is_approved_from_its_primary_button() {
             .to_string()
             .contains("*Answered* by bob (<@U0BOB> on Slack)"))));
 }
+
+/// A delivery sent again after its message was recorded (the daemon died before marking
+/// it delivered: simulated here by clearing the mark while it is stopped) posts no second
+/// message.
+#[test]
+fn a_delivery_sent_again_after_a_crash_posts_no_second_message() {
+    let s = setup();
+    let host = s.daemon(&[]);
+    s.env
+        .ask(
+            &json!({"id": "once", "questions": [{"id": "q", "question": "Go?",
+                     "options": [{"label": "Yes"}, {"label": "No"}]}]}),
+        )
+        .ok();
+    let row = |s: &Setup| -> Value {
+        s.env
+            .json(&["events", "once", "--deliveries"])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["channel"] == "slack" && r["kind"] == "accepted")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert!(wait_until(DEADLINE, || !row(&s)["deliveredMs"].is_null()));
+    assert_eq!(host.daemon.stop(), 0);
+    let db = rusqlite::Connection::open(s.env.root().join("dshq.db")).unwrap();
+    let n = db
+        .execute(
+            "UPDATE deliveries SET delivered_ms = NULL, next_ms = 0
+              WHERE request_id = 'once' AND channel = 'slack'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let again = s.daemon(&[]);
+    assert!(
+        wait_until(DEADLINE, || row(&s)["attempts"] == 2
+            && !row(&s)["deliveredMs"].is_null()),
+        "{}\n{}",
+        row(&s),
+        again.daemon.log_text()
+    );
+    assert_eq!(s.fake.posts_of("once").len(), 1, "posted once");
+}
