@@ -182,58 +182,38 @@ pub async fn interact(
     };
     let id = press.value.request.clone();
     // Already over: say who ended it and when, and change nothing.
+    // The request as it is now: its context (whose host lease answers), and how it
+    // ended if it is over (then the presser is told who ended it and when, and nothing
+    // changes).
     let id2 = id.clone();
-    let ended = st
+    let now = st
         .db
         .read(move |store| {
             let Some(row) = store.get(&id2)? else {
                 return Ok(None);
             };
             let end = crate::host::slack::end_of(store, &row)?;
-            Ok(Some(end))
+            Ok(Some((row.context, end)))
         })
         .await;
-    match ended {
+    let context = match now {
         Ok(None) => {
-            return refuse_shown(
-                &inter,
-                &press,
-                Code::NotFound,
-                format!(
+            let message = format!(
                 "Request {id} is not in this dshq (pruned, or never here): nothing was recorded."
-            ),
-            )
+            );
+            return refuse_shown(&inter, &press, Code::NotFound, message);
         }
-        Ok(Some(Some(end))) => {
+        Ok(Some((_, Some(end)))) => {
             return refuse_shown(&inter, &press, Code::RequestFinal, already_over(&id, &end))
         }
-        Ok(Some(None)) => {}
+        Ok(Some((context, None))) => context,
         Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
-    }
+    };
     let actor = Actor::Slack {
         reviewer: reviewer.clone(),
         user: press.user.clone(),
     };
     let answer = press.value.answer();
-    let context = match st
-        .db
-        .read({
-            let id = id.clone();
-            move |store| Ok(store.get(&id)?.map(|r| r.context))
-        })
-        .await
-    {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            return refuse_shown(
-                &inter,
-                &press,
-                Code::NotFound,
-                format!("Request {id} is not in this dshq."),
-            )
-        }
-        Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
-    };
     for attempt in 0..2 {
         let acting = match st.providers.acting(&context, actor.clone()).await {
             Ok(a) => a,
