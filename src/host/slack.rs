@@ -245,7 +245,7 @@ impl Api {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| format!("not sent: {e}"))?;
+                .map_err(|e| format!("not sent: {}", causes(&e)))?;
             let status = resp.status();
             let retry_after = resp
                 .headers()
@@ -281,6 +281,18 @@ impl Api {
             Err(_) => Err("timed out".into()),
         }
     }
+}
+
+/// An error with its causes (a TLS failure is the cause of a connect error), on one line.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(c) = next {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        next = c.source();
+    }
+    crate::text::for_log(&out).into_owned()
 }
 
 /// How request `row` ended, from its row and its events, for the updated message; `None`

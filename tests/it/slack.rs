@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -72,8 +72,55 @@ impl FakeSlack {
         format!("http://127.0.0.1:{}/api", self.port)
     }
 
-    fn serve(&self, conn: TcpStream) {
-        let mut reader = BufReader::new(conn.try_clone().unwrap());
+    /// The same stand-in behind TLS, with a certificate for `localhost` signed by a CA
+    /// made here: the CA's PEM is returned, for the daemon's trust store.
+    fn start_tls() -> (FakeSlack, String) {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "slack stand-in CA");
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .unwrap();
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = FakeSlack {
+            port: listener.local_addr().unwrap().port(),
+            calls: Default::default(),
+            rate_limit_posts: Default::default(),
+            ts: Arc::new(AtomicU64::new(100)),
+        };
+        let me = s.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (me, config) = (me.clone(), config.clone());
+                std::thread::spawn(move || {
+                    let tls = rustls::ServerConnection::new(config).unwrap();
+                    me.serve(rustls::StreamOwned::new(tls, conn));
+                });
+            }
+        });
+        (s, ca.pem())
+    }
+
+    fn serve(&self, conn: impl Read + Write) {
+        let mut reader = BufReader::new(conn);
         loop {
             let mut line = String::new();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -144,9 +191,8 @@ impl FakeSlack {
                 ),
             };
             let text = answer.to_string();
-            let mut w = &conn;
             if write!(
-                w,
+                reader.get_mut(),
                 "HTTP/1.1 {status}\r\ncontent-type: application/json; charset=utf-8\r\n{extra}content-length: {}\r\n\r\n{text}",
                 text.len()
             )
@@ -702,4 +748,91 @@ fn a_delivery_sent_again_after_a_crash_posts_no_second_message() {
         again.daemon.log_text()
     );
     assert_eq!(s.fake.posts_of("once").len(), 1, "posted once");
+}
+
+/// The Web API over HTTPS, as Slack's is: the stand-in behind TLS with a certificate of a
+/// CA the daemon trusts through the system store's `SSL_CERT_FILE` gets the message; a
+/// daemon that does not trust it sends nothing (the attempt fails on the certificate and
+/// is retried).
+#[test]
+fn the_web_api_is_reached_over_https_and_an_untrusted_certificate_is_refused() {
+    let s = setup();
+    let (tls, ca_pem) = FakeSlack::start_tls();
+    let ca_file = s.files.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca_pem).unwrap();
+    let token = s.files.path().join("token");
+    let signing = s.files.path().join("signing");
+    let url = format!("https://localhost:{}/api", tls.port);
+    let args = |url: &str| -> Vec<String> {
+        [
+            "--listen",
+            "0",
+            "--slack",
+            &format!("default={CHANNEL}"),
+            "--slack-api-url",
+            url,
+            "--slack-token-file",
+            token.to_str().unwrap(),
+            "--slack-signing-secret-file",
+            signing.to_str().unwrap(),
+            "--delivery-retry-min",
+            "50ms",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let a = args(&url);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    // Not trusted: an empty store of roots (a file with no certificate).
+    let empty = s.files.path().join("none.pem");
+    std::fs::write(&empty, "").unwrap();
+    let d = s
+        .env
+        .daemon_with(&a, &[("SSL_CERT_FILE", empty.to_str().unwrap())]);
+    s.env
+        .ask(
+            &json!({"id": "tls1", "questions": [{"id": "q", "question": "Go?",
+                     "options": [{"label": "Yes"}]}]}),
+        )
+        .ok();
+    let failed = || -> Value {
+        s.env
+            .json(&["events", "tls1", "--deliveries"])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["channel"] == "slack")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert!(
+        wait_until(DEADLINE, || failed()["attempts"].as_i64().unwrap_or(0) >= 2),
+        "{}\n{}",
+        failed(),
+        d.log_text()
+    );
+    assert!(failed()["deliveredMs"].is_null(), "{}", failed());
+    let why = failed()["lastError"].as_str().unwrap_or("").to_lowercase();
+    assert!(why.contains("certificate"), "{why}");
+    assert!(
+        tls.calls("chat.postMessage").is_empty(),
+        "nothing reached the server"
+    );
+    assert_eq!(d.stop(), 0);
+
+    // Trusted: the same delivery goes out over TLS, with the token.
+    let d = s
+        .env
+        .daemon_with(&a, &[("SSL_CERT_FILE", ca_file.to_str().unwrap())]);
+    assert!(
+        wait_until(DEADLINE, || !tls.posts_of("tls1").is_empty()),
+        "{}\n{}",
+        failed(),
+        d.log_text()
+    );
+    assert_eq!(tls.posts_of("tls1")[0].auth, format!("Bearer {TOKEN}"));
+    assert!(wait_until(DEADLINE, || !failed()["deliveredMs"].is_null()));
 }
