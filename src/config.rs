@@ -49,6 +49,9 @@ pub struct File {
     pub settings: Vec<Setting>,
     /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables (issue 30).
     pub quorum: crate::core::quorum::Policy,
+    /// Its `[slack.users]` table (issue 29): Slack user id → the dshq reviewer a press of
+    /// that user answers as. A Slack user not named here is refused.
+    pub slack_users: std::collections::BTreeMap<String, String>,
 }
 
 /// The table of named reviewer groups (`name = ["web:alice", "provider:bob"]`).
@@ -57,6 +60,9 @@ pub const GROUPS: &str = "groups";
 /// The table of the quorum each context requires (`[quorum.CONTEXT]`: `approvals`,
 /// `group`, `decline`).
 pub const QUORUM: &str = "quorum";
+
+/// The Slack channel's table (issue 29): `[slack.users]`, `SLACKUSERID = "reviewer"`.
+pub const SLACK: &str = "slack";
 
 /// The default path: `$XDG_CONFIG_HOME/dshq/config.toml`, else `~/.config/dshq/config.toml`.
 pub fn default_path() -> Option<PathBuf> {
@@ -106,6 +112,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
     })?;
     let mut settings = Vec::new();
     let mut quorum = crate::core::quorum::Policy::default();
+    let mut slack_users = std::collections::BTreeMap::new();
     let scalar = |key: &str, v: &toml::Spanned<DeValue>| -> Result<String> {
         let line = line_of(text, v.span().start);
         Ok(match v.get_ref() {
@@ -176,12 +183,17 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     quorum.contexts.insert(context, q);
                 }
             }
+            DeValue::Table(t) if key == SLACK => {
+                slack_users = crate::slack::users::parse_table(t).map_err(|(at, key2, why)| {
+                    config_error(path, line_of(text, at), &key2, why)
+                })?;
+            }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}] and [{QUORUM}.CONTEXT]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT] and [{SLACK}.users]"),
                 ))
             }
             _ => {
@@ -213,6 +225,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         path: path.to_path_buf(),
         settings,
         quorum,
+        slack_users,
     })
 }
 
@@ -223,8 +236,15 @@ fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
         Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n)) if !n.trim().is_empty() => {
             Ok(m.to_string())
         }
+        // A Slack reviewer is named by the reviewer a Slack user maps to ([slack.users]).
+        None if m.strip_prefix("slack:").is_some_and(|n| {
+            crate::protocol::check::is_valid_id(n)
+        }) =>
+        {
+            Ok(m.to_string())
+        }
         _ => Err(format!(
-            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token) or mcp:CLIENT"
+            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token), mcp:CLIENT or slack:REVIEWER"
         )),
     }
 }
@@ -491,5 +511,26 @@ mod tests {
         assert!(e.to_string().contains("unknown table [web]"), "{e}");
         let e = parse(Path::new("c.toml"), "a = [1]\n").unwrap_err();
         assert!(e.to_string().contains(":1:"), "{e}");
+    }
+
+    #[test]
+    fn slack_users_and_slack_reviewers_in_groups_are_read() {
+        let f = parse(
+            Path::new("c.toml"),
+            "[groups]\nops = [\"slack:alice\", \"web:bob\"]\n\n[slack.users]\nU0123ABCD = \"alice\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.slack_users.get("U0123ABCD").map(String::as_str),
+            Some("alice")
+        );
+        assert_eq!(f.quorum.groups["ops"], ["slack:alice", "web:bob"]);
+        let e = parse(Path::new("c.toml"), "[groups]\nops = [\"slack:\"]\n").unwrap_err();
+        assert!(e.to_string().contains("no reviewer identity"), "{e}");
+        let e = parse(Path::new("c.toml"), "\n[slack.users]\nalice = \"alice\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains(":3:") && e.to_string().contains("Slack user id"),
+            "{e}"
+        );
     }
 }

@@ -53,6 +53,7 @@ pub mod protocol;
 pub mod receipt;
 pub mod root;
 pub mod shutdown;
+pub mod slack;
 pub mod store;
 pub mod text;
 pub mod views;

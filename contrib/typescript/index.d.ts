@@ -172,6 +172,12 @@ export class ReceiptInvalid extends DshqError {}
 export class ReceiptUntrustedKey extends DshqError {}
 /** RECEIPT_MISMATCH: an intact receipt of another request. */
 export class ReceiptMismatch extends DshqError {}
+/** SLACK_BAD_SIGNATURE: a Slack interaction whose signature is missing or wrong. */
+export class SlackBadSignature extends DshqError {}
+/** SLACK_STALE_REQUEST: a signed Slack interaction outside the five-minute window. */
+export class SlackStaleRequest extends DshqError {}
+/** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
+export class SlackUnknownUser extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -34,6 +34,7 @@ export const CODES = Object.freeze([
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
+  "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
 ]);
 
 const define = (code) => {
@@ -83,6 +84,12 @@ export class RequestOpen extends define("REQUEST_OPEN") {}
 export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
 export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
 export class ReceiptMismatch extends define("RECEIPT_MISMATCH") {}
+/** SLACK_BAD_SIGNATURE: a Slack interaction whose signature is missing or wrong. */
+export class SlackBadSignature extends define("SLACK_BAD_SIGNATURE") {}
+/** SLACK_STALE_REQUEST: a signed Slack interaction outside the five-minute window. */
+export class SlackStaleRequest extends define("SLACK_STALE_REQUEST") {}
+/** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
+export class SlackUnknownUser extends define("SLACK_UNKNOWN_USER") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -104,7 +111,7 @@ const BY_CODE = new Map(
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
-    ReceiptMismatch,
+    ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
   ].map((c) => [c.code, c]),
 );
 

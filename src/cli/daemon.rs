@@ -90,6 +90,32 @@ pub struct Args {
     /// (doubling after each, at most 10m). Its earlier name, --webhook-retry-min, is kept.
     #[arg(long, visible_alias = "webhook-retry-min", value_name = "DUR", default_value = "1s", value_parser = super::parse_duration)]
     pub delivery_retry_min: Duration,
+    /// Post the requests of CONTEXT to the Slack channel CHANNEL (its id, such as
+    /// C0123ABCD) as Block Kit messages with buttons, updated when they end; CONTEXT=CHANNEL,
+    /// repeat (or separate with commas). Needs --listen (the interactions endpoint,
+    /// POST /slack/interactions), the bot token in the root's slack.token and the signing
+    /// secret in the root's slack-signing-secret (both mode 0600), and the config file's
+    /// [slack.users] mapping Slack users to reviewers.
+    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', requires = "listen", value_parser = crate::host::slack::parse_slack)]
+    pub slack: Vec<(String, String)>,
+    /// With --slack: the file holding the bot token (xoxb-…; mode 0600), instead of the
+    /// root's slack.token.
+    #[arg(long, value_name = "FILE")]
+    pub slack_token_file: Option<std::path::PathBuf>,
+    /// With --slack: the file holding the app's signing secret (mode 0600), instead of
+    /// the root's slack-signing-secret.
+    #[arg(long, value_name = "FILE")]
+    pub slack_signing_secret_file: Option<std::path::PathBuf>,
+    /// With --slack: Slack's Web API base URL (https://, or http:// to a loopback address).
+    #[arg(long, value_name = "URL", default_value = crate::host::slack::DEFAULT_API, value_parser = crate::host::slack::parse_api_url)]
+    pub slack_api_url: String,
+    /// With --slack: the page's URL as reviewers reach it (behind your TLS proxy), for the
+    /// links in the messages; default http://ADDR of --listen.
+    #[arg(long, value_name = "URL", value_parser = crate::host::slack::parse_page_url)]
+    pub slack_page_url: Option<String>,
+    /// With --slack: how long one Web API call may take.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
+    pub slack_timeout: Duration,
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
@@ -105,6 +131,38 @@ pub struct Args {
     pub shutdown_grace: Duration,
 }
 
+/// The Slack channel of `--slack` and its flags, with the config file's `[slack.users]`.
+fn slack_of(
+    channels: &[(String, String)],
+    a: &Args,
+    config_file: Option<&std::path::Path>,
+) -> Result<Option<crate::host::slack::Slack>> {
+    if channels.is_empty() {
+        return Ok(None);
+    }
+    let users = match crate::config::locate(config_file) {
+        Some(path) => crate::config::load(&path)?.slack_users,
+        None => Default::default(),
+    };
+    if users.is_empty() {
+        tracing::warn!("--slack: the config file maps no Slack user to a reviewer ([slack.users]): every press will be refused");
+    }
+    let page_url = match (&a.slack_page_url, a.listen) {
+        (Some(u), _) => u.clone(),
+        (None, Some(l)) => format!("http://{l}"),
+        (None, None) => return Err(crate::Error::Usage("--slack needs --listen".into())),
+    };
+    Ok(Some(crate::host::slack::Slack {
+        channels: channels.iter().cloned().collect(),
+        api: a.slack_api_url.clone(),
+        token_file: a.slack_token_file.clone(),
+        signing_secret_file: a.slack_signing_secret_file.clone(),
+        page_url,
+        users,
+        timeout: a.slack_timeout.max(Duration::from_millis(100)),
+    }))
+}
+
 /// `--web-session-idle`: 1s to 30 days.
 fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
     let d = super::parse_duration(s)?;
@@ -115,7 +173,12 @@ fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
 }
 
 /// Run it, stopping on `stop` (installed before anything else: see [`crate::shutdown`]).
-pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
+pub fn run(
+    ctx: &Ctx,
+    a: Args,
+    stop: Arc<Stop>,
+    config_file: Option<&std::path::Path>,
+) -> Result<()> {
     if a.metrics.is_some() {
         if a.listen.is_none() {
             return Err(crate::Error::Usage(
@@ -146,6 +209,7 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
         }
         Some(out)
     };
+    let slack = slack_of(&a.slack, &a, config_file)?;
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -169,6 +233,7 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
                     urls: a.webhook.into_iter().collect(),
                     timeout: a.webhook_timeout.max(Duration::from_millis(100)),
                 }),
+                slack,
                 retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
             };
             (!channels.is_empty()).then_some(channels)

@@ -422,7 +422,12 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
     };
     let cli_config = cli.config.clone();
     match cli.command {
-        Command::Daemon(a) => daemon::run(&ctx, a, stop.expect("installed for the daemon")),
+        Command::Daemon(a) => daemon::run(
+            &ctx,
+            a,
+            stop.expect("installed for the daemon"),
+            cli_config.as_deref(),
+        ),
         Command::Store(c) => store::run(&ctx, c),
         Command::Ask(a) => ask::run(&ctx, a),
         Command::Wait(a) => wait::run(&ctx, a),

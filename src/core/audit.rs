@@ -110,11 +110,20 @@ pub enum Actor {
     Web(String),
     /// An MCP client, by its name (a later face).
     Mcp(String),
+    /// A reviewer who pressed a button of a Slack message (issue 29): the dshq reviewer
+    /// the Slack user maps to in the config file (`[slack.users]`) and the Slack user id,
+    /// both recorded so the audit shows who acted and from which Slack account.
+    Slack {
+        /// The dshq reviewer (`alice`).
+        reviewer: String,
+        /// The Slack user id (`U0123ABCD`).
+        user: String,
+    },
 }
 
 impl Actor {
     /// The actor as stored and shown: `daemon`, `cli`, `asker`, `provider:NAME`,
-    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`.
+    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`, `slack:REVIEWER@SLACKUSER`.
     pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         use std::borrow::Cow;
         match self {
@@ -125,6 +134,16 @@ impl Actor {
             Actor::Agent(n) => Cow::Owned(format!("agent:{n}")),
             Actor::Web(n) => Cow::Owned(format!("web:{n}")),
             Actor::Mcp(n) => Cow::Owned(format!("mcp:{n}")),
+            Actor::Slack { reviewer, user } => Cow::Owned(format!("slack:{reviewer}@{user}")),
+        }
+    }
+
+    /// The identity a reviewer group names (`[groups]`): the actor as shown, but for a
+    /// Slack reviewer `slack:REVIEWER` (whichever Slack account maps to them).
+    pub fn identity(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Actor::Slack { reviewer, .. } => std::borrow::Cow::Owned(format!("slack:{reviewer}")),
+            other => other.as_str(),
         }
     }
 
@@ -142,6 +161,16 @@ impl Actor {
                     "agent" => Actor::Agent(name),
                     "web" => Actor::Web(name),
                     "mcp" => Actor::Mcp(name),
+                    "slack" => {
+                        let (reviewer, user) = name.rsplit_once('@')?;
+                        if reviewer.is_empty() || user.is_empty() {
+                            return None;
+                        }
+                        Actor::Slack {
+                            reviewer: reviewer.to_string(),
+                            user: user.to_string(),
+                        }
+                    }
                     _ => return None,
                 }
             }
@@ -253,6 +282,10 @@ mod tests {
             Actor::Agent("agent-1".into()),
             Actor::Web("bob".into()),
             Actor::Mcp("claude:desktop".into()),
+            Actor::Slack {
+                reviewer: "alice".into(),
+                user: "U0123ABCD".into(),
+            },
         ];
         for a in &all {
             match a {
@@ -262,7 +295,8 @@ mod tests {
                 | Actor::Provider(_)
                 | Actor::Agent(_)
                 | Actor::Web(_)
-                | Actor::Mcp(_) => {}
+                | Actor::Mcp(_)
+                | Actor::Slack { .. } => {}
             }
         }
         all
@@ -279,6 +313,8 @@ mod tests {
             Some(Actor::Provider(String::new()))
         );
         assert_eq!(Actor::parse("stranger"), None);
+        assert_eq!(Actor::parse("slack:alice"), None);
+        assert_eq!(Actor::parse("slack:@U1"), None);
         assert_eq!(Actor::parse("root:x"), None);
     }
 

@@ -180,6 +180,7 @@ pub fn asker_names(agent_id: Option<&str>, source: &str) -> Vec<String> {
 fn voter_name(voter: &Actor) -> Option<&str> {
     match voter {
         Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) => Some(n),
+        Actor::Slack { reviewer, .. } => Some(reviewer),
         _ => None,
     }
 }
@@ -192,7 +193,7 @@ impl Required {
             return Err(Refusal::OwnRequest);
         }
         if let (Some(group), Some(members)) = (&self.group, &self.members) {
-            let id = voter.as_str();
+            let id = voter.identity();
             if !members.iter().any(|m| *m == id) {
                 return Err(Refusal::NotInGroup(group.clone()));
             }
@@ -397,6 +398,29 @@ mod tests {
         assert_eq!(
             g.may_vote(&Actor::Provider("bob".into()), &[]),
             Err(Refusal::NotInGroup("ops".into()))
+        );
+        // A Slack reviewer is a member as `slack:NAME`, from any Slack account mapped to
+        // them; the asker's name refuses them as it does on every face.
+        let mut p = Policy::default();
+        p.groups.insert("ops".into(), vec!["slack:carol".into()]);
+        let g = p
+            .required("x", Some(&q(1, Some("ops"), None)))
+            .unwrap()
+            .unwrap();
+        let carol = |user: &str| Actor::Slack {
+            reviewer: "carol".into(),
+            user: user.into(),
+        };
+        assert_eq!(g.may_vote(&carol("U1"), &[]), Ok(()));
+        assert_eq!(g.may_vote(&carol("U2"), &[]), Ok(()));
+        assert_eq!(carol("U1").identity(), carol("U2").identity());
+        assert_eq!(
+            g.may_vote(&Actor::Web("carol".into()), &[]),
+            Err(Refusal::NotInGroup("ops".into()))
+        );
+        assert_eq!(
+            g.may_vote(&carol("U1"), &["carol".into()]),
+            Err(Refusal::OwnRequest)
         );
     }
 

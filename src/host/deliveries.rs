@@ -66,6 +66,8 @@ const BATCH: usize = 64;
 pub struct Channels {
     /// `--webhook`: one URL per context.
     pub webhooks: Option<Webhooks>,
+    /// `--slack`: one Slack channel per context ([`super::slack`]).
+    pub slack: Option<super::slack::Slack>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
 }
@@ -73,7 +75,7 @@ pub struct Channels {
 impl Channels {
     /// Whether no channel is configured (the daemon then starts no sender).
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none()
+        self.webhooks.is_none() && self.slack.is_none()
     }
 }
 
@@ -98,6 +100,9 @@ pub fn spawn(
             root,
             w.clone(),
         )?));
+    }
+    if let Some(s) = &channels.slack {
+        senders.push(Box::new(super::slack::SlackSender::new(root, s.clone())?));
     }
     let routes: Vec<Route> = senders
         .iter()

@@ -27,6 +27,7 @@ pub mod health;
 pub mod listen;
 pub mod nofile;
 pub mod provider;
+pub mod slack;
 pub mod waits;
 pub mod webhook;
 
@@ -100,7 +101,8 @@ pub fn run(root: &Root, config: &daemon::Config, web: WebConfig, stop: Arc<Stop>
     let Ok(waker) = started_rx.recv() else {
         return join(file_loop);
     };
-    let served = serve(root, changes, waker.clone(), web, done_rx, &stop);
+    let slack = config.channels.as_ref().and_then(|c| c.slack.clone());
+    let served = serve(root, changes, waker.clone(), web, slack, done_rx, &stop);
     // However the web ended, the loop stops too (it may be stopping already).
     waker.shutdown();
     let looped = join(file_loop);
@@ -116,6 +118,7 @@ fn serve(
     changes: Arc<changes::Changes>,
     waker: daemon::Waker,
     web: WebConfig,
+    slack: Option<slack::Slack>,
     mut loop_done: tokio::sync::oneshot::Receiver<()>,
     stop: &Stop,
 ) -> Result<()> {
@@ -174,8 +177,10 @@ fn serve(
             ends: ends.clone(),
         };
         let mcp = crate::mcp::http::routes(&state, &web.mcp);
+        let slack = crate::web::slack::routes(&state, root, slack.as_ref())?;
         let app = crate::web::app(state)
             .merge(mcp)
+            .merge(slack)
             .merge(health::probes(probe))
             .layer(axum::middleware::from_fn(health::count_requests));
         let mut stop_wait = stop_tx.subscribe();

@@ -103,6 +103,15 @@ pub enum Code {
     /// An intact receipt of another request than the one named (or in an outcome file
     /// that says something else than the receipt signed).
     ReceiptMismatch,
+    /// A request to the Slack interactions endpoint whose `X-Slack-Signature` is missing
+    /// or does not match (not signed with the app's signing secret; issue 29).
+    SlackBadSignature,
+    /// A request to the Slack interactions endpoint signed, but with a timestamp outside
+    /// Slack's five-minute window (a replay).
+    SlackStaleRequest,
+    /// A Slack user that the config file's `[slack.users]` maps to no dshq reviewer
+    /// pressed a button: refused, nothing recorded.
+    SlackUnknownUser,
 }
 
 impl Code {
@@ -146,6 +155,9 @@ impl Code {
             Code::ReceiptInvalid => "RECEIPT_INVALID",
             Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
             Code::ReceiptMismatch => "RECEIPT_MISMATCH",
+            Code::SlackBadSignature => "SLACK_BAD_SIGNATURE",
+            Code::SlackStaleRequest => "SLACK_STALE_REQUEST",
+            Code::SlackUnknownUser => "SLACK_UNKNOWN_USER",
         }
     }
 
@@ -187,6 +199,8 @@ impl Code {
             Code::NoRoot => 15,
             Code::RequestOpen => 16,
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
+            Code::SlackBadSignature | Code::SlackStaleRequest => 13,
+            Code::SlackUnknownUser => 14,
         }
     }
 }

@@ -44,6 +44,7 @@ use crate::protocol::{Answer, Outcome, Request};
 
 pub use crate::core::lifecycle::{RequestRow, Status};
 pub use anchor::{read_anchor, write_anchor, Anchor, ANCHOR_FILE};
+pub use driver::slack::SlackMessage;
 pub use types::{
     Accepted, AgentInfo, ChainBreak, Delivery, DeliveryCounts, Entered, Event, HistoryFilter,
     HistoryQuestion, HistoryRow, HostMark, Lease, LeaseInfo, ListFilter, OldestOpen, OpenCounts,
@@ -459,6 +460,23 @@ pub trait Store: Send {
     /// The outbox's counts (pending, delivered, failed attempts), one entry per channel
     /// that has rows.
     fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>>;
+
+    /// Record the Slack message delivery `delivery_id` posted for request `request_id`
+    /// (its Slack `channel` and `ts`), unless the delivery recorded one already: whether
+    /// this call recorded it ([`queue::slack`]).
+    fn record_slack_message(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<bool>;
+
+    /// The Slack messages posted for request `request_id`, oldest first.
+    fn slack_messages(&mut self, request_id: &str) -> Result<Vec<SlackMessage>>;
+
+    /// The Slack message delivery `delivery_id` posted, if one is recorded.
+    fn slack_message_of_delivery(&mut self, delivery_id: &str) -> Result<Option<SlackMessage>>;
 
     /// The time now on the clock the store judges by (the database's, for a shared store):
     /// what [`Store::next_due`] is compared with, so a host whose own clock is wrong

@@ -39,8 +39,12 @@ impl ApiError {
     /// The HTTP status of a code.
     pub fn status(code: Code) -> StatusCode {
         match code {
-            Code::Unauthorized => StatusCode::UNAUTHORIZED,
-            Code::Forbidden | Code::OwnRequest | Code::NotInGroup => StatusCode::FORBIDDEN,
+            Code::Unauthorized | Code::SlackBadSignature | Code::SlackStaleRequest => {
+                StatusCode::UNAUTHORIZED
+            }
+            Code::Forbidden | Code::OwnRequest | Code::NotInGroup | Code::SlackUnknownUser => {
+                StatusCode::FORBIDDEN
+            }
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::BadRequest

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod body;
 pub mod error;
 pub mod page;
+pub mod slack;
 pub mod stream;
 
 use std::sync::Arc;

@@ -40,6 +40,7 @@ mod receipts;
 mod screens;
 mod seam;
 mod sessions;
+mod slack;
 mod tables;
 mod terminal;
 #[path = "../support/throwaway.rs"]

@@ -28,6 +28,7 @@ mod pg_tls;
 mod quorum;
 mod rules;
 mod scenarios;
+mod slack;
 mod sqlite_driver;
 mod throwaway_server;
 
@@ -62,6 +63,7 @@ conformance!(
     quorum::quorum_two_of_three_is_met_once_by_distinct_reviewers,
     quorum::quorum_a_decline_vetoes_unless_it_is_a_vote,
     quorum::quorum_the_policy_wins_and_a_group_restricts_the_voters,
+    quorum::quorum_counts_a_slack_reviewer_once_whichever_account,
     scenarios::ask_claim_answer_outcome,
     scenarios::lease_expiry_returns_the_claim,
     scenarios::a_stale_lease_cannot_act,
@@ -109,5 +111,6 @@ conformance!(
     ladder::deliveries_are_written_with_their_events,
     ladder::each_channel_has_its_own_rows,
     ladder::prune_takes_delivered_rows_with_their_request,
+    slack::slack_messages_are_recorded_once_per_delivery,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
 );

@@ -426,3 +426,45 @@ fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
         );
     }
 }
+
+/// A Slack reviewer votes as the reviewer, not the Slack account (issue 29): the same
+/// reviewer pressing from two Slack accounts mapped to them is one voter; another reviewer
+/// meets the quorum, the approvers name the reviewers (`slack:NAME`), the events the
+/// accounts; `audit verify` passes.
+pub fn quorum_counts_a_slack_reviewer_once_whichever_account<S: Store>(
+    new: impl Fn(&TestClock) -> S,
+) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    ask_with(&mut store, "s", json!({"approvals": 2}), "asker").unwrap();
+    let (host, _) = store.register("ctx", "host", TTL).unwrap();
+    let slack = |reviewer: &str, user: &str| LeaseRef::OnBehalf {
+        token: host.lease.clone(),
+        actor: Actor::Slack {
+            reviewer: reviewer.into(),
+            user: user.into(),
+        },
+    };
+    clock.advance(1);
+    let v = voted(vote(&mut store, &slack("carol", "U0C1"), "s", &pick("SQLite")).unwrap());
+    assert_eq!(v.voter, "slack:carol");
+    clock.advance(1);
+    let again = voted(vote(&mut store, &slack("carol", "U0C2"), "s", &pick("SQLite")).unwrap());
+    assert_eq!(again.quorum.votes.len(), 1, "one reviewer, one vote");
+    clock.advance(1);
+    let a = finished(vote(&mut store, &slack("dave", "U0D1"), "s", &pick("SQLite")).unwrap());
+    assert_eq!(
+        a.approvers.as_deref(),
+        Some(&["slack:carol".to_string(), "slack:dave".to_string()][..])
+    );
+    let actors: Vec<String> = store
+        .events("s")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "voted")
+        .map(|e| e.actor)
+        .collect();
+    assert_eq!(actors, ["slack:carol@U0C1", "slack:dave@U0D1"]);
+    let v = store.verify(&[]).unwrap();
+    assert_eq!(v.broken, None, "{v:?}");
+}

@@ -27,6 +27,7 @@ pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod slack;
 pub mod tokens;
 pub mod transactions;
 
@@ -41,6 +42,7 @@ pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
+pub use slack::{SlackReads, SlackStatements};
 pub use tokens::{TokenReads, TokenStatements};
 pub use transactions::{Driver, Reads};
 
@@ -57,6 +59,7 @@ pub trait Statements:
     + EventStatements
     + LadderStatements
     + DeliveryStatements
+    + SlackStatements
 {
 }
 
@@ -71,6 +74,7 @@ impl<T> Statements for T where
         + EventStatements
         + LadderStatements
         + DeliveryStatements
+        + SlackStatements
         + ?Sized
 {
 }

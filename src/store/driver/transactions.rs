@@ -15,7 +15,10 @@
 
 use std::path::PathBuf;
 
-use super::{AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, Statements, TokenReads};
+use super::{
+    AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, SlackReads, Statements,
+    TokenReads,
+};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::protocol::Outcome;
@@ -26,12 +29,19 @@ use crate::store::{
 
 /// Every read a rule outside a write may make: what a driver's read type implements.
 pub trait Reads:
-    LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads
+    LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads + SlackReads
 {
 }
 
 impl<T> Reads for T where
-    T: LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads + ?Sized
+    T: LeaseReads
+        + AgentReads
+        + AnswerReads
+        + FeedReads
+        + HistoryReads
+        + TokenReads
+        + SlackReads
+        + ?Sized
 {
 }
 

@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0007_channels",
         include_str!("../../../migrations/postgres/0007_channels.sql"),
     ),
+    (
+        9,
+        "0009_slack",
+        include_str!("../../../migrations/postgres/0009_slack.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

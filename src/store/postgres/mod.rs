@@ -38,6 +38,7 @@ mod feed;
 pub mod leases;
 pub mod requests;
 pub mod session;
+pub mod slack;
 mod store;
 pub mod tls;
 pub mod tx;

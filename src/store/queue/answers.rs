@@ -286,7 +286,9 @@ pub fn vote(
 ) -> Result<Provided> {
     let id = r.id.as_deref().unwrap_or_default();
     let voter = lease.actor();
-    let voter_id = voter.as_str().into_owned();
+    // The reviewer, not the account: one Slack reviewer pressing from two Slack accounts
+    // mapped to them is one voter (the event's actor still names the account).
+    let voter_id = voter.identity().into_owned();
     match q.may_vote(&voter, &asker_names(r.agent_id.as_deref(), &r.source)) {
         Ok(()) => {}
         Err(Refusal::OwnRequest) => {

@@ -18,6 +18,7 @@ pub mod ladder;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod slack;
 pub mod store;
 pub mod sweep;
 pub mod tokens;

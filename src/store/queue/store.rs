@@ -19,8 +19,8 @@ use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event, EventPage,
     ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict,
     Lease, LeaseInfo, LeaseRef, ListFilter, OpenCounts, Provided, ProviderAct, ProviderFile,
-    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Route, Stats, Store, Swept,
-    TokenCredential, Verified, Wakeups, WebToken,
+    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Route, SlackMessage, Stats,
+    Store, Swept, TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The queue over one driver: every [`Store`] method is a rule of [`super`] run in a
@@ -223,6 +223,29 @@ impl<D: Driver> Store for Queue<D> {
 
     fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>> {
         self.driver.delivery_counts()
+    }
+
+    fn record_slack_message(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<bool> {
+        let now = self.driver.now()?;
+        self.driver.write_no_sweep(|db| {
+            super::slack::record_message(db, now, delivery_id, request_id, channel, ts)
+        })
+    }
+
+    fn slack_messages(&mut self, request_id: &str) -> Result<Vec<SlackMessage>> {
+        self.driver
+            .read(|db| super::slack::messages(db, request_id))
+    }
+
+    fn slack_message_of_delivery(&mut self, delivery_id: &str) -> Result<Option<SlackMessage>> {
+        self.driver
+            .read(|db| super::slack::message_of_delivery(db, delivery_id))
     }
 
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {

@@ -89,6 +89,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0013_channels",
         include_str!("../../../migrations/sqlite/0013_channels.sql"),
     ),
+    (
+        15,
+        "0015_slack",
+        include_str!("../../../migrations/sqlite/0015_slack.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

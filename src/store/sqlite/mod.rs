@@ -22,6 +22,7 @@ pub mod history;
 pub mod leases;
 pub mod prune;
 pub mod requests;
+pub mod slack;
 pub mod sql;
 mod store;
 pub mod tokens;

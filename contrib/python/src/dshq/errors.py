@@ -56,6 +56,9 @@ __all__ = [
     "ReceiptInvalid",
     "ReceiptUntrustedKey",
     "ReceiptMismatch",
+    "SlackBadSignature",
+    "SlackStaleRequest",
+    "SlackUnknownUser",
 ]
 
 
@@ -317,6 +320,27 @@ class ReceiptMismatch(DshqError):
     code = "RECEIPT_MISMATCH"
 
 
+class SlackBadSignature(DshqError):
+    """``SLACK_BAD_SIGNATURE``: A request to the Slack interactions endpoint whose
+    ``X-Slack-Signature`` is missing or does not match."""
+
+    code = "SLACK_BAD_SIGNATURE"
+
+
+class SlackStaleRequest(DshqError):
+    """``SLACK_STALE_REQUEST``: A signed request to the Slack interactions endpoint whose
+    timestamp is outside Slack's five-minute window."""
+
+    code = "SLACK_STALE_REQUEST"
+
+
+class SlackUnknownUser(DshqError):
+    """``SLACK_UNKNOWN_USER``: A Slack user the config file maps to no dshq reviewer
+    pressed a button; nothing was recorded."""
+
+    code = "SLACK_UNKNOWN_USER"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -355,6 +379,9 @@ _ALL: Tuple[Type[DshqError], ...] = (
     ReceiptInvalid,
     ReceiptUntrustedKey,
     ReceiptMismatch,
+    SlackBadSignature,
+    SlackStaleRequest,
+    SlackUnknownUser,
 )
 
 #: Every stable code dshq reports, in its own order.

@@ -1,0 +1,541 @@
+//! The Slack channel's sender (issue 29): a delivery of a new request, a reminder or an
+//! escalation is posted with `chat.postMessage` to its context's Slack channel as a Block
+//! Kit message ([`crate::slack::blocks`]); a delivery of the request's end (answered,
+//! expired, cancelled, aborted) changes every message posted for it with `chat.update`,
+//! to say who answered and when, with no buttons left.
+//!
+//! Where each message went (the channel and the message's `ts`) is recorded in the store
+//! ([`crate::store::queue::slack`]) keyed by its delivery: a delivery sent again (a crash
+//! between the post and the "delivered" mark) finds its message and posts no second one.
+//! A message posted after the request ended (its post was retried past the end) shows the
+//! end at once.
+//!
+//! The Web API is reached over HTTPS (rustls, through `hyper-rustls`, trusting the
+//! system's CA store as the PostgreSQL connections do) at `--slack-api-url`, by default
+//! `https://slack.com/api`; a plain `http://` URL is taken only for a loopback address (a
+//! local stand-in or TLS proxy), so the bot token never crosses a network in the clear.
+//! An answer Slack gives as an error (`"ok": false`, HTTP 429 with its `Retry-After`, a
+//! 5xx) fails the attempt, which the deliveries loop tries again after its backoff.
+//!
+//! The bot token (`xoxb-…`) is read from a file: the root's `slack.token`, or
+//! `--slack-token-file`, which must not be readable by group or others (mode 0600); it is
+//! never an argument, an environment variable, a log line or an event.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+
+use super::channel::{Attempt, Sender};
+use crate::core::audit::EventKind;
+use crate::core::channel::Channel;
+use crate::error::{Error, Result};
+use crate::root::Root;
+use crate::slack::blocks::{self, Call, Ended, How, Shown};
+use crate::store::{Delivery, RequestRow, Status, Store};
+
+/// Slack's Web API, where the daemon reaches it by default.
+pub const DEFAULT_API: &str = "https://slack.com/api";
+
+/// The bot token's file in the root.
+pub const TOKEN_FILE: &str = "slack.token";
+
+/// The signing secret's file in the root.
+pub const SIGNING_SECRET_FILE: &str = "slack-signing-secret";
+
+/// The Slack channel of a daemon, as configured.
+#[derive(Debug, Clone)]
+pub struct Slack {
+    /// Context → the Slack channel id its messages are posted in (`--slack`).
+    pub channels: BTreeMap<String, String>,
+    /// The Web API's base URL (`--slack-api-url`), checked by [`parse_api_url`].
+    pub api: String,
+    /// `--slack-token-file`, else the root's [`TOKEN_FILE`].
+    pub token_file: Option<PathBuf>,
+    /// `--slack-signing-secret-file`, else the root's [`SIGNING_SECRET_FILE`].
+    pub signing_secret_file: Option<PathBuf>,
+    /// The page's base URL, for the links to a request (`--slack-page-url`).
+    pub page_url: String,
+    /// The config file's `[slack.users]`: Slack user id → dshq reviewer.
+    pub users: BTreeMap<String, String>,
+    /// How long one Web API call may take.
+    pub timeout: Duration,
+}
+
+impl Slack {
+    /// The link to request `id` on the page.
+    pub fn link(&self, id: &str) -> String {
+        format!("{}/r/{id}", self.page_url)
+    }
+}
+
+/// Parse `--slack CONTEXT=CHANNEL`: a context id and a Slack channel id (`C0123ABCD`).
+pub fn parse_slack(s: &str) -> std::result::Result<(String, String), String> {
+    let (context, channel) = s.split_once('=').ok_or_else(|| {
+        format!("{s:?}: give CONTEXT=CHANNEL, such as default=C0123ABCD (the channel's id, from its details in Slack)")
+    })?;
+    if !crate::protocol::check::is_valid_id(context) {
+        return Err(format!("{context:?} is not a context id"));
+    }
+    let b = channel.as_bytes();
+    let ok = (2..=32).contains(&b.len())
+        && matches!(b[0], b'C' | b'G' | b'D')
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if !ok {
+        return Err(format!(
+            "{channel:?} is not a Slack channel id: C, G or D and capitals and digits, such as C0123ABCD"
+        ));
+    }
+    Ok((context.to_string(), channel.to_string()))
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+}
+
+/// Parse `--slack-api-url`: `https://…`, or `http://` to a loopback address only.
+pub fn parse_api_url(s: &str) -> std::result::Result<String, String> {
+    let t = s.trim_end_matches('/');
+    let uri: hyper::Uri = t.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    let host = uri.host().ok_or_else(|| format!("{s:?} names no host"))?;
+    match uri.scheme_str() {
+        Some("https") => Ok(t.to_string()),
+        Some("http") if is_loopback(host) => Ok(t.to_string()),
+        _ => Err(format!(
+            "{s:?}: give an https:// URL (http:// only to a loopback address: the bot token must not cross a network in the clear)"
+        )),
+    }
+}
+
+/// Parse `--slack-page-url`: the page's base URL as people reach it (`https://dshq.example`),
+/// without `|`, `<`, `>` or spaces (it goes into a Slack link as it is).
+pub fn parse_page_url(s: &str) -> std::result::Result<String, String> {
+    let t = s.trim_end_matches('/');
+    let uri: hyper::Uri = t.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+        return Err(format!("{s:?}: give an http:// or https:// URL"));
+    }
+    if t.chars()
+        .any(|c| matches!(c, '|' | '<' | '>' | '&') || c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "{s:?}: a page URL cannot hold |, <, >, & or spaces"
+        ));
+    }
+    Ok(t.to_string())
+}
+
+/// Read a secret from `path`: refused when group or others may read it, or when empty.
+pub fn read_secret_file(path: &Path, what: &str) -> Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = crate::text::path_for_log(path);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::Usage(format!(
+                "{shown}: no {what} there; write it there (mode 0600) or name its file with the flag"
+            ))
+        } else {
+            Error::io(path, e)
+        }
+    })?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Error::Usage(format!(
+            "{shown} holds the {what} and is mode {mode:04o}: make it readable by its owner only (chmod 600)"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(Error::Usage(format!(
+            "{shown} is empty: it must hold the {what}"
+        )));
+    }
+    Ok(t.to_string())
+}
+
+/// A bot token. Its `Debug` shows nothing of it.
+#[derive(Clone)]
+pub struct BotToken(String);
+
+impl std::fmt::Debug for BotToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BotToken(..)")
+    }
+}
+
+type Https = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// A client of Slack's Web API: its base URL, the bot token, an HTTPS client.
+pub struct Api {
+    base: String,
+    token: BotToken,
+    client: Client<Https, Full<Bytes>>,
+    timeout: Duration,
+}
+
+/// The rustls config: the ring provider, TLS 1.2 and 1.3, the system's CA store.
+fn tls_config() -> Result<rustls::ClientConfig> {
+    let found = rustls_native_certs::load_native_certs();
+    for e in &found.errors {
+        tracing::debug!(error = %e, "a certificate of the system store could not be loaded");
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        tracing::warn!("no CA certificate in the system store: HTTPS to Slack will fail to verify");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Invalid(format!("TLS setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+impl Api {
+    /// The client of `slack`'s Web API, with the bot token read from its file.
+    pub fn new(root: &Root, slack: &Slack) -> Result<Api> {
+        let file = slack
+            .token_file
+            .clone()
+            .unwrap_or_else(|| root.dir().join(TOKEN_FILE));
+        let token = read_secret_file(&file, "Slack bot token")?;
+        if !token.starts_with("xox") || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::Usage(format!(
+                "{} does not hold a Slack bot token (xoxb-…)",
+                crate::text::path_for_log(&file)
+            )));
+        }
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config()?)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Api {
+            base: slack.api.clone(),
+            token: BotToken(token),
+            client: Client::builder(TokioExecutor::new()).build(https),
+            timeout: slack.timeout,
+        })
+    }
+
+    /// Call Web API `method` with the JSON `body`: Slack's answer when it says `ok`, else
+    /// why not (an HTTP error, a rate limit and its `Retry-After`, Slack's `error`).
+    pub async fn call(&self, method: &str, body: &Value) -> std::result::Result<Value, String> {
+        let request = hyper::Request::post(format!("{}/{method}", self.base))
+            .header("content-type", "application/json; charset=utf-8")
+            .header("authorization", format!("Bearer {}", self.token.0))
+            .header("user-agent", concat!("dshq/", env!("CARGO_PKG_VERSION")))
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| format!("the request cannot be built: {e}"))?;
+        let call = async {
+            let resp = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| format!("not sent: {}", causes(&e)))?;
+            let status = resp.status();
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(crate::text::for_log)
+                .map(|s| s.into_owned());
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| format!("the answer did not arrive: {e}"))?
+                .to_bytes();
+            if status.as_u16() == 429 {
+                return Err(format!(
+                    "rate limited by Slack (HTTP 429, Retry-After {})",
+                    retry_after.as_deref().unwrap_or("not given")
+                ));
+            }
+            if !status.is_success() {
+                return Err(format!("HTTP {}", status.as_u16()));
+            }
+            let v: Value = serde_json::from_slice(&bytes)
+                .map_err(|_| "Slack's answer is not JSON".to_string())?;
+            if v["ok"] != json!(true) {
+                let e = v["error"].as_str().unwrap_or("no error given");
+                return Err(format!("Slack said {}", crate::text::for_log(e)));
+            }
+            Ok(v)
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => Err("timed out".into()),
+        }
+    }
+}
+
+/// An error with its causes (a TLS failure is the cause of a connect error), on one line.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(c) = next {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        next = c.source();
+    }
+    crate::text::for_log(&out).into_owned()
+}
+
+/// How request `row` ended, from its row and its events, for the updated message; `None`
+/// while it is open.
+pub fn end_of(store: &mut dyn Store, row: &RequestRow) -> Result<Option<Ended>> {
+    let (how, kinds): (How, &[EventKind]) = match row.status {
+        Status::Pending | Status::Claimed | Status::Rejected => return Ok(None),
+        Status::Answered if row.decided_by.as_deref() == Some("policy") => (
+            How::Expired {
+                decided_by_policy: true,
+            },
+            &[EventKind::Expired],
+        ),
+        Status::Answered => (How::Answered(row.parsed_answer()), &[EventKind::Answered]),
+        Status::Expired => (
+            How::Expired {
+                decided_by_policy: false,
+            },
+            &[EventKind::Expired],
+        ),
+        Status::Cancelled => (How::Cancelled, &[EventKind::Cancelled]),
+        Status::Aborted => (How::Aborted, &[EventKind::Aborted]),
+    };
+    let id = row.id.clone().unwrap_or_default();
+    let last = store
+        .events(&id)?
+        .into_iter()
+        .rev()
+        .find(|e| e.event_kind().is_some_and(|k| kinds.contains(&k)));
+    let at_ms = last
+        .as_ref()
+        .map(|e| e.at_ms)
+        .or(row.finished_ms)
+        .unwrap_or(row.created_ms);
+    let by = last.map(|e| e.actor).filter(|a| a != "daemon");
+    // An abort by the daemon is the request's own deadline passing, not its asker.
+    let how = match (how, &by) {
+        (How::Aborted, None) => How::Deadline,
+        (h, _) => h,
+    };
+    Ok(Some(Ended { how, by, at_ms }))
+}
+
+/// The Slack channel's sender.
+pub struct SlackSender {
+    slack: Slack,
+    api: Api,
+}
+
+impl SlackSender {
+    /// The sender of `slack`, with the bot token read from its file.
+    pub fn new(root: &Root, slack: Slack) -> Result<SlackSender> {
+        let api = Api::new(root, &slack)?;
+        Ok(SlackSender { slack, api })
+    }
+
+    /// One attempt of `d`: the store is read and written here, outside `rt`; only the
+    /// Web API's calls run on it (see [`super::channel::Sender::send`]).
+    fn deliver(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        store: &mut dyn Store,
+        d: &Delivery,
+    ) -> Attempt {
+        let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
+        let call = match kind {
+            EventKind::Accepted => Call::New,
+            EventKind::Reminded => Call::Reminder,
+            EventKind::Escalated => {
+                let body: Value = serde_json::from_str(&d.body).unwrap_or(Value::Null);
+                Call::Escalated(body["data"]["from"].as_str().map(str::to_string))
+            }
+            EventKind::Answered
+            | EventKind::Expired
+            | EventKind::Cancelled
+            | EventKind::Aborted => return self.update(rt, store, d),
+            _ => return Ok(()),
+        };
+        self.post(rt, store, d, call)
+    }
+
+    /// The request of `d` and how it ended, read now.
+    fn read(
+        &self,
+        store: &mut dyn Store,
+        d: &Delivery,
+    ) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
+        let row = match store.get(&d.request_id) {
+            Ok(Some(r)) => r,
+            // Pruned since: nothing left to show.
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(format!("the store: {e}")),
+        };
+        let end = end_of(store, &row).map_err(|e| format!("the store: {e}"))?;
+        Ok(Some((row, end)))
+    }
+
+    fn post(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        store: &mut dyn Store,
+        d: &Delivery,
+        call: Call,
+    ) -> Attempt {
+        match store.slack_message_of_delivery(&d.id) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(e) => return Err(format!("the store: {e}")),
+        }
+        let channel = self
+            .slack
+            .channels
+            .get(&d.context)
+            .ok_or_else(|| format!("no Slack channel for context {:?}", d.context))?;
+        let Some((row, end)) = self.read(store, d)? else {
+            return Ok(());
+        };
+        let request = row
+            .request()
+            .ok_or_else(|| format!("request {} does not parse", d.request_id))?;
+        let link = self.slack.link(&d.request_id);
+        let shown = Shown {
+            id: &d.request_id,
+            context: &row.context,
+            request: &request,
+            link: &link,
+        };
+        let mut body = match &end {
+            None => blocks::message(&shown, &call),
+            Some(e) => blocks::ended(&shown, e),
+        };
+        body["channel"] = json!(channel);
+        body["unfurl_links"] = json!(false);
+        body["unfurl_media"] = json!(false);
+        let answer = rt.block_on(self.api.call("chat.postMessage", &body))?;
+        let (Some(posted_in), Some(ts)) = (answer["channel"].as_str(), answer["ts"].as_str())
+        else {
+            return Err("Slack's answer names no channel and ts".into());
+        };
+        match store.record_slack_message(&d.id, &d.request_id, posted_in, ts) {
+            Ok(_) => Ok(()),
+            // Posted, not recorded: tried again, it posts again (a duplicate message,
+            // never a lost one), and its end still updates the one recorded.
+            Err(e) => Err(format!("posted, but not recorded: {e}")),
+        }
+    }
+
+    fn update(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt {
+        let messages = store
+            .slack_messages(&d.request_id)
+            .map_err(|e| format!("the store: {e}"))?;
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let Some((row, Some(end))) = self.read(store, d)? else {
+            return Ok(());
+        };
+        let request = row
+            .request()
+            .ok_or_else(|| format!("request {} does not parse", d.request_id))?;
+        let link = self.slack.link(&d.request_id);
+        let shown = Shown {
+            id: &d.request_id,
+            context: &row.context,
+            request: &request,
+            link: &link,
+        };
+        let content = blocks::ended(&shown, &end);
+        let mut failed = Vec::new();
+        for m in &messages {
+            let mut body = content.clone();
+            body["channel"] = json!(m.channel);
+            body["ts"] = json!(m.ts);
+            match rt.block_on(self.api.call("chat.update", &body)) {
+                Ok(_) => {}
+                // Deleted in Slack: there is nothing left to change.
+                Err(e) if e.ends_with("message_not_found") => {
+                    tracing::info!(id = %d.id, ts = %m.ts, "the Slack message is gone: not updated");
+                }
+                Err(e) => failed.push(e),
+            }
+        }
+        match failed.first() {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "{} of {} messages not updated: {e}",
+                failed.len(),
+                messages.len()
+            )),
+        }
+    }
+}
+
+impl Sender for SlackSender {
+    fn channel(&self) -> Channel {
+        Channel::Slack
+    }
+
+    fn contexts(&self) -> Vec<String> {
+        self.slack.channels.keys().cloned().collect()
+    }
+
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt {
+        self.deliver(rt, store, d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_as_slack_names_them() {
+        assert_eq!(
+            parse_slack("ops=C0123ABCD").unwrap(),
+            ("ops".to_string(), "C0123ABCD".to_string())
+        );
+        assert!(parse_slack("ops=#general").is_err());
+        assert!(parse_slack("ops").is_err());
+        assert!(parse_slack("../x=C1").is_err());
+        assert!(parse_api_url("https://slack.com/api/").is_ok());
+        assert!(parse_api_url("http://127.0.0.1:9/api").is_ok());
+        assert!(parse_api_url("http://[::1]:9/api").is_ok());
+        assert!(parse_api_url("http://slack.example/api").is_err());
+        assert_eq!(
+            parse_page_url("https://dshq.example/").unwrap(),
+            "https://dshq.example"
+        );
+        assert!(parse_page_url("https://x/|evil").is_err());
+        assert!(parse_page_url("ftp://x").is_err());
+    }
+
+    #[test]
+    fn a_secret_file_readable_by_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        std::fs::write(&p, "xoxb-1\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_secret_file(&p, "token").unwrap_err().to_string();
+        assert!(e.contains("chmod 600") && !e.contains("xoxb"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_secret_file(&p, "token").unwrap(), "xoxb-1");
+        assert!(read_secret_file(&dir.path().join("none"), "token").is_err());
+        assert_eq!(format!("{:?}", BotToken("xoxb-1".into())), "BotToken(..)");
+    }
+}
