@@ -220,11 +220,13 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
 fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
     use crate::core::audit::Actor;
     match Actor::parse(m) {
-        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n)) if !n.trim().is_empty() => {
+        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) | Actor::Mail(n))
+            if !n.trim().is_empty() =>
+        {
             Ok(m.to_string())
         }
         _ => Err(format!(
-            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token) or mcp:CLIENT"
+            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token), mcp:CLIENT or mail:ADDRESS (a mail's recipient)"
         )),
     }
 }

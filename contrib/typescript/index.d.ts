@@ -172,6 +172,12 @@ export class ReceiptInvalid extends DshqError {}
 export class ReceiptUntrustedKey extends DshqError {}
 /** RECEIPT_MISMATCH: an intact receipt of another request. */
 export class ReceiptMismatch extends DshqError {}
+/** LINK_INVALID: a mail's link not signed by this root, or changed. */
+export class LinkInvalid extends DshqError {}
+/** LINK_EXPIRED: a mail's link past its expiry. */
+export class LinkExpired extends DshqError {}
+/** LINK_USED: a mail's link through which an answer was already sent. */
+export class LinkUsed extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -34,6 +34,7 @@ export const CODES = Object.freeze([
   "STORE", "IO", "UNAUTHORIZED", "FORBIDDEN", "TOO_LARGE", "NO_ROOT",
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
+  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED",
 ]);
 
 const define = (code) => {
@@ -83,6 +84,12 @@ export class RequestOpen extends define("REQUEST_OPEN") {}
 export class ReceiptInvalid extends define("RECEIPT_INVALID") {}
 export class ReceiptUntrustedKey extends define("RECEIPT_UNTRUSTED_KEY") {}
 export class ReceiptMismatch extends define("RECEIPT_MISMATCH") {}
+/** LINK_INVALID: a mail's link not signed by this root, or changed. */
+export class LinkInvalid extends define("LINK_INVALID") {}
+/** LINK_EXPIRED: a mail's link past its expiry. */
+export class LinkExpired extends define("LINK_EXPIRED") {}
+/** LINK_USED: a mail's link through which an answer was already sent. */
+export class LinkUsed extends define("LINK_USED") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -104,7 +111,7 @@ const BY_CODE = new Map(
     NotFound, RequestFinal, ClaimedElsewhere, WrongContext, WaitTimeout, AuditBroken,
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
-    ReceiptMismatch,
+    ReceiptMismatch, LinkInvalid, LinkExpired, LinkUsed,
   ].map((c) => [c.code, c]),
 );
 

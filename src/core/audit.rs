@@ -110,11 +110,13 @@ pub enum Actor {
     Web(String),
     /// An MCP client, by its name (a later face).
     Mcp(String),
+    /// A mail's recipient, answering through the link it was sent (issue 29).
+    Mail(String),
 }
 
 impl Actor {
     /// The actor as stored and shown: `daemon`, `cli`, `asker`, `provider:NAME`,
-    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`.
+    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`, `mail:ADDRESS`.
     pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         use std::borrow::Cow;
         match self {
@@ -125,6 +127,7 @@ impl Actor {
             Actor::Agent(n) => Cow::Owned(format!("agent:{n}")),
             Actor::Web(n) => Cow::Owned(format!("web:{n}")),
             Actor::Mcp(n) => Cow::Owned(format!("mcp:{n}")),
+            Actor::Mail(n) => Cow::Owned(format!("mail:{n}")),
         }
     }
 
@@ -142,6 +145,7 @@ impl Actor {
                     "agent" => Actor::Agent(name),
                     "web" => Actor::Web(name),
                     "mcp" => Actor::Mcp(name),
+                    "mail" => Actor::Mail(name),
                     _ => return None,
                 }
             }
@@ -253,6 +257,7 @@ mod tests {
             Actor::Agent("agent-1".into()),
             Actor::Web("bob".into()),
             Actor::Mcp("claude:desktop".into()),
+            Actor::Mail("alice@example.com".into()),
         ];
         for a in &all {
             match a {
@@ -262,7 +267,8 @@ mod tests {
                 | Actor::Provider(_)
                 | Actor::Agent(_)
                 | Actor::Web(_)
-                | Actor::Mcp(_) => {}
+                | Actor::Mcp(_)
+                | Actor::Mail(_) => {}
             }
         }
         all

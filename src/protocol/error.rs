@@ -103,6 +103,12 @@ pub enum Code {
     /// An intact receipt of another request than the one named (or in an outcome file
     /// that says something else than the receipt signed).
     ReceiptMismatch,
+    /// A mail's link that is not one this root signed, or that was changed (issue 29).
+    LinkInvalid,
+    /// A mail's link past its expiry.
+    LinkExpired,
+    /// A mail's link through which an answer was already sent.
+    LinkUsed,
 }
 
 impl Code {
@@ -146,6 +152,9 @@ impl Code {
             Code::ReceiptInvalid => "RECEIPT_INVALID",
             Code::ReceiptUntrustedKey => "RECEIPT_UNTRUSTED_KEY",
             Code::ReceiptMismatch => "RECEIPT_MISMATCH",
+            Code::LinkInvalid => "LINK_INVALID",
+            Code::LinkExpired => "LINK_EXPIRED",
+            Code::LinkUsed => "LINK_USED",
         }
     }
 
@@ -187,6 +196,7 @@ impl Code {
             Code::NoRoot => 15,
             Code::RequestOpen => 16,
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
+            Code::LinkInvalid | Code::LinkExpired | Code::LinkUsed => 18,
         }
     }
 }

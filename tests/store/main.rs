@@ -21,6 +21,7 @@ mod throwaway;
 mod drivers;
 mod ladder;
 mod lifecycle;
+mod links;
 mod pg_audit;
 mod pg_prune;
 mod pg_queue;
@@ -109,4 +110,5 @@ conformance!(
     ladder::deliveries_are_written_with_their_events,
     ladder::each_channel_has_its_own_rows,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
+    links::a_mail_link_answers_once,
 );

@@ -186,7 +186,8 @@ fn migration_version_is_recorded() {
             (10, "0010_quorum".to_string()),
             (11, "0011_ladder".to_string()),
             (12, "0012_edits".to_string()),
-            (13, "0013_channels".to_string())
+            (13, "0013_channels".to_string()),
+            (14, "0014_mail_links".to_string())
         ]
     );
     assert_eq!(MIGRATIONS.last().unwrap().0, 13);

@@ -25,6 +25,7 @@ pub mod feed;
 pub mod history;
 pub mod ladder;
 pub mod leases;
+pub mod links;
 pub mod prune;
 pub mod requests;
 pub mod tokens;
@@ -39,6 +40,7 @@ pub use feed::FeedReads;
 pub use history::HistoryReads;
 pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
+pub use links::{LinkReads, LinkStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
 pub use tokens::{TokenReads, TokenStatements};
@@ -57,6 +59,7 @@ pub trait Statements:
     + EventStatements
     + LadderStatements
     + DeliveryStatements
+    + LinkStatements
 {
 }
 
@@ -71,6 +74,7 @@ impl<T> Statements for T where
         + EventStatements
         + LadderStatements
         + DeliveryStatements
+        + LinkStatements
         + ?Sized
 {
 }

@@ -15,7 +15,9 @@
 
 use std::path::PathBuf;
 
-use super::{AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, Statements, TokenReads};
+use super::{
+    AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, LinkReads, Statements, TokenReads,
+};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::protocol::Outcome;
@@ -26,12 +28,19 @@ use crate::store::{
 
 /// Every read a rule outside a write may make: what a driver's read type implements.
 pub trait Reads:
-    LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads
+    LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads + LinkReads
 {
 }
 
 impl<T> Reads for T where
-    T: LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads + ?Sized
+    T: LeaseReads
+        + AgentReads
+        + AnswerReads
+        + FeedReads
+        + HistoryReads
+        + TokenReads
+        + LinkReads
+        + ?Sized
 {
 }
 

@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0007_channels",
         include_str!("../../../migrations/postgres/0007_channels.sql"),
     ),
+    (
+        8,
+        "0008_mail_links",
+        include_str!("../../../migrations/postgres/0008_mail_links.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

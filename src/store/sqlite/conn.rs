@@ -89,6 +89,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0013_channels",
         include_str!("../../../migrations/sqlite/0013_channels.sql"),
     ),
+    (
+        14,
+        "0014_mail_links",
+        include_str!("../../../migrations/sqlite/0014_mail_links.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

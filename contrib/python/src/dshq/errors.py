@@ -56,6 +56,9 @@ __all__ = [
     "ReceiptInvalid",
     "ReceiptUntrustedKey",
     "ReceiptMismatch",
+    "LinkInvalid",
+    "LinkExpired",
+    "LinkUsed",
 ]
 
 
@@ -317,6 +320,25 @@ class ReceiptMismatch(DshqError):
     code = "RECEIPT_MISMATCH"
 
 
+class LinkInvalid(DshqError):
+    """``LINK_INVALID``: A mail's link that is not one this root signed, or that was
+    changed."""
+
+    code = "LINK_INVALID"
+
+
+class LinkExpired(DshqError):
+    """``LINK_EXPIRED``: A mail's link past its expiry."""
+
+    code = "LINK_EXPIRED"
+
+
+class LinkUsed(DshqError):
+    """``LINK_USED``: A mail's link through which an answer was already sent."""
+
+    code = "LINK_USED"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -355,6 +377,9 @@ _ALL: Tuple[Type[DshqError], ...] = (
     ReceiptInvalid,
     ReceiptUntrustedKey,
     ReceiptMismatch,
+    LinkInvalid,
+    LinkExpired,
+    LinkUsed,
 )
 
 #: Every stable code dshq reports, in its own order.
