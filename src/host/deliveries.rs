@@ -44,6 +44,8 @@ const BATCH: usize = 64;
 pub struct Channels {
     /// `--webhook`: one URL per context.
     pub webhooks: Option<Webhooks>,
+    /// `--email`: mail over SMTP to each context's recipients ([`super::email`]).
+    pub email: Option<super::email::Email>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
 }
@@ -51,7 +53,7 @@ pub struct Channels {
 impl Channels {
     /// Whether no channel is configured (the daemon then starts no sender).
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none()
+        self.webhooks.is_none() && self.email.is_none()
     }
 }
 
@@ -94,6 +96,9 @@ pub fn spawn(
             root,
             w.clone(),
         )?));
+    }
+    if let Some(e) = &channels.email {
+        senders.push(Box::new(super::email::EmailSender::new(root, e.clone())?));
     }
     let routes: Vec<Route> = senders
         .iter()

@@ -21,9 +21,11 @@
 pub mod changes;
 pub mod db;
 pub mod deliveries;
+pub mod email;
 pub mod ends;
 pub mod health;
 pub mod listen;
+pub mod mail_key;
 pub mod nofile;
 pub mod provider;
 pub mod waits;
