@@ -190,7 +190,7 @@ fn migration_version_is_recorded() {
             (14, "0014_mail_links".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 13);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 14);
 }
 
 #[test]

@@ -1,0 +1,80 @@
+"""A real SMTP server for the email channel's tests (tests/it/email.rs): aiosmtpd's
+Controller on 127.0.0.1:PORT. Each mail it accepts is written to DIR as one JSON file
+(written under a temporary name, then renamed): the envelope, the raw message, its headers
+as parsed by Python's email package (RFC 2047 words decoded), and its text and HTML parts.
+
+--refuse N answers the first N mails with a temporary failure (451), so the test sees the
+sender retry. Prints "ready" once it listens; stops on SIGTERM or when stdin closes.
+"""
+
+import argparse
+import email
+import email.policy
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from aiosmtpd.controller import Controller
+
+
+class Sink:
+    def __init__(self, out, refuse):
+        self.out = out
+        self.refuse = refuse
+        self.n = 0
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server, session, envelope):
+        at = time.time()
+        with self.lock:
+            if self.refuse > 0:
+                self.refuse -= 1
+                return "451 4.3.0 Try again later (the test's sink refuses)"
+            self.n += 1
+            n = self.n
+        raw = envelope.original_content or envelope.content
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+        text = msg.get_body(preferencelist=("plain",))
+        html = msg.get_body(preferencelist=("html",))
+        doc = {
+            "at": at,
+            "mail_from": envelope.mail_from,
+            "rcpt_tos": envelope.rcpt_tos,
+            "raw": raw.decode("utf-8", "replace"),
+            "headers": [[k, str(v)] for k, v in msg.items()],
+            "subject": str(msg["subject"]),
+            "message_id": str(msg["message-id"]),
+            # SMTP's CRLF line ends, as the text the reader sees (LF).
+            "text": text.get_content().replace("\r\n", "\n") if text is not None else None,
+            "html": html.get_content().replace("\r\n", "\n") if html is not None else None,
+        }
+        tmp = os.path.join(self.out, f".{n:04}.json")
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, os.path.join(self.out, f"{n:04}.json"))
+        return "250 2.0.0 OK"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--dir", required=True)
+    p.add_argument("--refuse", type=int, default=0)
+    a = p.parse_args()
+    controller = Controller(Sink(a.dir, a.refuse), hostname="127.0.0.1", port=a.port)
+    controller.start()
+    print("ready", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    stop.wait()
+    controller.stop()
+
+
+if __name__ == "__main__":
+    main()
