@@ -269,6 +269,54 @@ impl Sender for EmailSender {
     }
 }
 
+/// The deadline ladder's rungs of `r` (issue 29), each with its time, "(done)" once it
+/// ran: what the reviewer has before the request is escalated or expires.
+fn ladder_facts(r: &RequestRow) -> Vec<(&'static str, String)> {
+    use crate::protocol::ladder::{Rung, Rungs};
+    let Some(rungs) = r
+        .ladder
+        .as_deref()
+        .and_then(|l| serde_json::from_str::<Rungs>(l).ok())
+    else {
+        return Vec::new();
+    };
+    rungs
+        .steps()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (rung, at))| {
+            let done = if (i as i64) < r.ladder_done {
+                " (done)"
+            } else {
+                ""
+            };
+            let (name, what) = match rung {
+                Rung::Remind => ("Reminder", String::new()),
+                Rung::Escalate => (
+                    "Escalates",
+                    rungs
+                        .escalate_to
+                        .as_deref()
+                        .map(|c| format!(" to context {c}"))
+                        .unwrap_or_default(),
+                ),
+                Rung::Expire => (
+                    "Expires",
+                    match rungs.on_expire {
+                        crate::protocol::OnExpire::Fail => {
+                            " (unanswered: ASK_EXPIRED, nothing is chosen)".to_string()
+                        }
+                        crate::protocol::OnExpire::Default => {
+                            " (unanswered: the asker's default, decided by policy)".to_string()
+                        }
+                    },
+                ),
+            };
+            (name, format!("{}{what}{done}", rfc3339(at)))
+        })
+        .collect()
+}
+
 /// What one mail says, before it is written as text or HTML.
 struct Content<'a> {
     kind: &'a str,
@@ -365,6 +413,7 @@ impl<'a> Content<'a> {
         if let Some(d) = r.deadline_ms {
             f.push(("Deadline", rfc3339(d)));
         }
+        f.extend(ladder_facts(r));
         f
     }
 

@@ -431,6 +431,62 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
 }
 
 #[test]
+fn a_reminder_and_an_escalation_say_so_with_the_ladder() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
+    let _h = mail_host(&env, smtp, web, &[]);
+    let mut r = simple_request("l1");
+    r["ladder"] = json!({"remindAfter": "1s", "escalateAfter": "2s", "expireAfter": "1h"});
+    env.ask(&r).ok();
+    let mails = sink.wait_for("l1", 3);
+    let subjects: Vec<&str> = mails
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "[dshq] default: Which database?",
+            "[dshq] Reminder: default: Which database?",
+            "[dshq] Escalated: default: Which database?"
+        ]
+    );
+    let text = |i: usize| mails[i]["text"].as_str().unwrap().to_string();
+    assert!(
+        text(0).contains("A request waits for your answer."),
+        "{}",
+        text(0)
+    );
+    assert!(
+        text(1).contains("this request is still waiting"),
+        "{}",
+        text(1)
+    );
+    assert!(
+        text(2).contains("nobody answered this request in time"),
+        "{}",
+        text(2)
+    );
+    for (i, line) in [
+        (0, "Reminder  "),
+        (0, "Escalates "),
+        (0, "(unanswered: ASK_EXPIRED, nothing is chosen)"),
+        (1, "Z (done)\nEscalates "),
+        (2, "Z (done)\nExpires   "),
+    ] {
+        assert!(
+            text(i).contains(line),
+            "mail {i} lacks {line:?}: {}",
+            text(i)
+        );
+    }
+    // Each mail its own link.
+    assert_ne!(link_of(&mails[0]), link_of(&mails[1]));
+}
+
+#[test]
 fn an_expired_link_is_refused_and_changes_nothing() {
     let env = Env::new();
     let tmp = tempfile::tempdir().unwrap();
