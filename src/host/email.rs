@@ -29,6 +29,7 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::deliveries::{Attempt, Sender};
@@ -162,7 +163,11 @@ pub fn parse_recipients(s: &str) -> std::result::Result<(String, Vec<Mailbox>), 
 pub struct EmailSender {
     email: Email,
     key: LinkKey,
-    transport: AsyncSmtpTransport<Tokio1Executor>,
+    /// The transport as configured (checked at start)...
+    builder: AsyncSmtpTransportBuilder,
+    /// ...and built at the first mail, on the sender's own runtime: its connection pool
+    /// (kept open between mails, closed after a minute unused) runs a task there.
+    transport: std::sync::OnceLock<AsyncSmtpTransport<Tokio1Executor>>,
 }
 
 impl EmailSender {
@@ -184,7 +189,8 @@ impl EmailSender {
             builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
         }
         Ok(EmailSender {
-            transport: builder.build(),
+            builder,
+            transport: std::sync::OnceLock::new(),
             email,
             key,
         })
@@ -207,9 +213,10 @@ impl EmailSender {
             return Err("the request's body does not parse".into());
         };
         let expires_ms = d.created_ms + crate::clock::duration_ms(self.email.link_ttl);
+        let transport = self.transport.get_or_init(|| self.builder.clone().build());
         for to in recipients {
             let mail = self.message(d, &row, &request, to, expires_ms)?;
-            self.transport
+            transport
                 .send(mail)
                 .await
                 .map_err(|e| format!("the SMTP server did not take the mail: {e}"))?;
