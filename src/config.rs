@@ -324,6 +324,11 @@ pub fn check(cmd: &Command, file: &File) -> Result<()> {
         if let Some(names) = arg.get_value_names() {
             alone = alone.value_names(names.to_vec());
         }
+        // A list flag's value holds several, as on the command line (`--webhook`,
+        // `--email`).
+        if let Some(d) = arg.get_value_delimiter() {
+            alone = alone.value_delimiter(d);
+        }
         let _ = owner;
         let parsed = Command::new("dshq")
             .no_binary_name(true)

@@ -95,7 +95,7 @@ pub struct Args {
     pub webhook_timeout: Duration,
     /// The email channel (issue 29): --email, --smtp, --email-from, ...
     #[command(flatten)]
-    pub email: super::email::EmailArgs,
+    pub email: Box<super::email::EmailArgs>,
     /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
     /// remindAfter, escalateAfter, escalateTo, expireAfter (e.g. ops:remindAfter=1h);
     /// repeat (or separate with commas). A request's own `ladder` wins field by field;
@@ -172,7 +172,7 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
                     urls: a.webhook.into_iter().collect(),
                     timeout: a.webhook_timeout.max(Duration::from_millis(100)),
                 }),
-                email: a.email.channel()?,
+                email: (*a.email).channel()?,
                 retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
             };
             (!channels.is_empty()).then_some(channels)

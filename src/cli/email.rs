@@ -14,8 +14,9 @@ use crate::host::email::{self, Email, Security, Smtp};
 pub struct EmailArgs {
     /// Send a mail for each new, reminded and escalated request of CONTEXT to these
     /// addresses, with a signed, expiring link to the request on the page (needs --smtp,
-    /// --email-from and --email-page-url); repeat for several contexts.
-    #[arg(long, value_name = "CONTEXT=ADDR[,ADDR...]", value_parser = email::parse_recipients)]
+    /// --email-from and --email-page-url); repeat (or separate with semicolons) for
+    /// several contexts.
+    #[arg(long, value_name = "CONTEXT=ADDR[,ADDR...]", value_delimiter = ';', value_parser = email::parse_recipients)]
     pub email: Vec<(String, Vec<lettre::message::Mailbox>)>,
     /// With --email: the SMTP server, smtps://HOST[:PORT] (TLS, port 465 by default) or
     /// smtp://HOST[:PORT] (STARTTLS required, 587 by default). No credentials in the URL.
