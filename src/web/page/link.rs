@@ -206,6 +206,54 @@ you open it as yourself.</p>\
 mod tests {
     use super::*;
 
+    fn parts(path: &str) -> Parts {
+        axum::http::Request::builder()
+            .uri(path)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    #[test]
+    fn a_link_session_ends_at_the_links_expiry_and_acts_as_the_recipient() {
+        let shared = Arc::new(Shared::default());
+        let mut claims = LinkClaims {
+            request_id: "r1".into(),
+            recipient: "alice@example.com".into(),
+            expires_ms: crate::clock::now_ms() + 60_000,
+            link_id: "00".into(),
+        };
+        let idle = std::time::Duration::from_secs(60);
+        let (id, csrf) = shared
+            .sessions
+            .create_for_link(claims.clone(), idle)
+            .unwrap();
+        let v = viewer(
+            &parts("/r/r1"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone(),
+        )
+        .unwrap_or_else(|_| panic!("a live link's session"));
+        assert_eq!(v.caller.actor().as_str(), "mail:alice@example.com");
+        assert!(v.caller.sees_id("r1") && !v.caller.sees_id("r2"));
+        assert!(viewer(
+            &parts("/"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone()
+        )
+        .is_err());
+        // Past its expiry: refused, and the session ends.
+        claims.expires_ms = crate::clock::now_ms() - 1;
+        let r = viewer(&parts("/r/r1"), shared.clone(), id.clone(), csrf, claims);
+        assert_eq!(r.err().unwrap().status(), StatusCode::GONE);
+        assert!(!shared.sessions.alive(&id, idle));
+    }
+
     #[test]
     fn a_link_session_reaches_its_request_only() {
         assert!(in_scope("/r/abc", "abc"));
