@@ -32,6 +32,10 @@ pub struct EmailArgs {
     /// others may read it).
     #[arg(long, value_name = "FILE", requires = "smtp_user")]
     pub smtp_password_file: Option<PathBuf>,
+    /// With --email: a CA certificate (PEM) to trust for the SMTP server's, beside the
+    /// system's (a relay with a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
     /// With --email: how long one SMTP connection and mail may take.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = super::parse_duration)]
     pub smtp_timeout: Duration,
@@ -133,12 +137,20 @@ impl EmailArgs {
                 .or_insert_with(Vec::new)
                 .extend(addrs);
         }
+        let ca_pem = match &self.smtp_ca_file {
+            Some(_) if security == Security::Plain => {
+                return Err(usage("--smtp-ca-file goes with TLS, not --smtp-plain"))
+            }
+            Some(f) => Some(std::fs::read(f).map_err(|e| Error::io(f, e))?),
+            None => None,
+        };
         Ok(Some(Email {
             smtp: Smtp {
                 host,
                 port,
                 security,
                 credentials,
+                ca_pem,
                 timeout: self.smtp_timeout.max(Duration::from_millis(100)),
             },
             from,

@@ -5,7 +5,8 @@
 //! - **Transport.** `smtps://HOST[:PORT]` is TLS from the first byte (port 465 by
 //!   default); `smtp://HOST[:PORT]` requires STARTTLS (587) and fails when the server does
 //!   not offer it; plain SMTP only with `--smtp-plain` (a relay on loopback). rustls with
-//!   the system's CA store. The password is read from `--smtp-password-file` (refused
+//!   the system's CA store, and the operator's CA (`--smtp-ca-file`) for a relay with a
+//!   private certificate. The password is read from `--smtp-password-file` (refused
 //!   when group or others may read it), never from argv or the URL.
 //! - **Retries.** A server that refuses or is down fails the attempt; the sender loop
 //!   ([`super::deliveries`]) tries the row again after its backoff. Nothing is lost: the
@@ -29,6 +30,7 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
@@ -65,6 +67,8 @@ pub struct Smtp {
     pub security: Security,
     /// The user and the password read from `--smtp-password-file`.
     pub credentials: Option<(String, String)>,
+    /// A CA certificate (PEM) trusted beside the system's (`--smtp-ca-file`).
+    pub ca_pem: Option<Vec<u8>>,
     /// How long one connection (and one mail) may take.
     pub timeout: Duration,
 }
@@ -176,12 +180,18 @@ impl EmailSender {
     pub fn new(root: &Root, email: Email) -> Result<EmailSender> {
         let key = super::mail_key::load_or_create(root.dir())?;
         let s = &email.smtp;
+        let tls = || -> std::result::Result<TlsParameters, lettre::transport::smtp::Error> {
+            let mut b = TlsParameters::builder(s.host.clone());
+            if let Some(pem) = &s.ca_pem {
+                b = b.add_root_certificate(Certificate::from_pem(pem)?);
+            }
+            b.build_rustls()
+        };
+        let plain = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&s.host);
         let builder = match s.security {
-            Security::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&s.host),
-            Security::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&s.host),
-            Security::Plain => Ok(AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(
-                &s.host,
-            )),
+            Security::Tls => tls().map(|p| plain.tls(Tls::Wrapper(p))),
+            Security::StartTls => tls().map(|p| plain.tls(Tls::Required(p))),
+            Security::Plain => Ok(plain),
         }
         .map_err(|e| Error::Usage(format!("--smtp: {e}")))?;
         let mut builder = builder.port(s.port).timeout(Some(s.timeout));

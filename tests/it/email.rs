@@ -39,12 +39,17 @@ impl Drop for Sink {
 
 impl Sink {
     fn start(port: u16, dir: &Path, refuse: usize) -> Sink {
+        Sink::start_with(port, dir, refuse, &[])
+    }
+
+    fn start_with(port: u16, dir: &Path, refuse: usize, extra: &[&str]) -> Sink {
         std::fs::create_dir_all(dir).unwrap();
         let mut child = Command::new("python3")
             .arg(SINK)
             .args(["--port", &port.to_string(), "--dir"])
             .arg(dir)
             .args(["--refuse", &refuse.to_string()])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -595,4 +600,132 @@ fn time_to_a_person_by_mail() {
         pct(99),
         took[took.len() - 1]
     );
+}
+
+/// A CA and a certificate for `localhost` signed by it (PEM files in `dir`): the CA's,
+/// the server's certificate and its key.
+fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "dshq mail test CA");
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let cert = params.signed_by(&key, &ca).unwrap();
+    let (c, s, k) = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
+    std::fs::write(&c, ca.pem()).unwrap();
+    std::fs::write(&s, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    (c, s, k)
+}
+
+/// A daemon mailing over TLS (`url`), trusting `ca` when given.
+fn tls_daemon(env: &Env, url: &str, ca: Option<&Path>) -> Daemon {
+    let web = free_port();
+    let page = format!("http://127.0.0.1:{web}");
+    let mut args = vec![
+        "--email".to_string(),
+        "default=alice@example.com".into(),
+        "--smtp".into(),
+        url.into(),
+        "--email-from".into(),
+        "dshq@example.com".into(),
+        "--email-page-url".into(),
+        page,
+        "--delivery-retry-min".into(),
+        "50ms".into(),
+    ];
+    if let Some(ca) = ca {
+        args.push("--smtp-ca-file".into());
+        args.push(ca.to_str().unwrap().into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.daemon_with(&args, &[])
+}
+
+#[test]
+fn mail_goes_over_starttls_or_tls_to_a_server_it_trusts_and_not_to_one_it_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = pki(tmp.path());
+    let tls_args = |mode: &'static str| {
+        vec![
+            "--tls".to_string(),
+            mode.to_string(),
+            "--cert".to_string(),
+            cert.to_str().unwrap().to_string(),
+            "--key".to_string(),
+            key.to_str().unwrap().to_string(),
+        ]
+    };
+    let (p1, p2) = (free_port(), free_port());
+    let a1 = tls_args("starttls");
+    let a2 = tls_args("implicit");
+    let starttls = Sink::start_with(
+        p1,
+        &tmp.path().join("starttls"),
+        0,
+        &a1.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let implicit = Sink::start_with(
+        p2,
+        &tmp.path().join("implicit"),
+        0,
+        &a2.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+
+    // smtp:// is STARTTLS, required; the operator's CA is trusted.
+    let env = Env::new();
+    let _d = tls_daemon(&env, &format!("smtp://localhost:{p1}"), Some(&ca));
+    env.ask(&simple_request("s1")).ok();
+    let m = starttls.wait_for("s1", 1);
+    assert_eq!(m[0]["tls"], true, "{:?}", m[0]);
+
+    // smtps:// is TLS from the first byte.
+    let env2 = Env::new();
+    let _d2 = tls_daemon(&env2, &format!("smtps://localhost:{p2}"), Some(&ca));
+    env2.ask(&simple_request("t1")).ok();
+    let m = implicit.wait_for("t1", 1);
+    assert_eq!(m[0]["tls"], true, "{:?}", m[0]);
+
+    // Without the CA the server's certificate is not trusted: no mail, the attempts
+    // fail and are kept for later.
+    let env3 = Env::new();
+    let _d3 = tls_daemon(&env3, &format!("smtp://localhost:{p1}"), None);
+    env3.ask(&simple_request("u1")).ok();
+    assert!(
+        wait_until(DEADLINE, || email_deliveries(&env3, "u1")
+            .first()
+            .is_some_and(|d| d["attempts"].as_i64() >= Some(2))),
+        "{:?}",
+        email_deliveries(&env3, "u1")
+    );
+    let d = email_deliveries(&env3, "u1");
+    assert!(d[0]["deliveredMs"].is_null(), "{d:?}");
+    assert!(
+        d[0]["lastError"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("certificate"),
+        "{d:?}"
+    );
+    assert!(starttls.of("u1").is_empty());
 }

@@ -4,7 +4,9 @@ Controller on 127.0.0.1:PORT. Each mail it accepts is written to DIR as one JSON
 as parsed by Python's email package (RFC 2047 words decoded), and its text and HTML parts.
 
 --refuse N answers the first N mails with a temporary failure (451), so the test sees the
-sender retry. Prints "ready" once it listens; stops on SIGTERM or when stdin closes.
+sender retry. --tls starttls (STARTTLS offered and required before MAIL) or --tls implicit
+(TLS from the first byte) with --cert/--key serve TLS; each mail records whether its session
+was encrypted. Prints "ready" once it listens; stops on SIGTERM or when stdin closes.
 """
 
 import argparse
@@ -13,6 +15,7 @@ import email.policy
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -41,6 +44,9 @@ class Sink:
         html = msg.get_body(preferencelist=("html",))
         doc = {
             "at": at,
+            # STARTTLS records its session's TLS; a TLS-only listener has it on the transport.
+            "tls": bool(getattr(session, "ssl", None))
+            or server.transport.get_extra_info("ssl_object") is not None,
             "mail_from": envelope.mail_from,
             "rcpt_tos": envelope.rcpt_tos,
             "raw": raw.decode("utf-8", "replace"),
@@ -65,8 +71,19 @@ def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--dir", required=True)
     p.add_argument("--refuse", type=int, default=0)
+    p.add_argument("--tls", choices=["starttls", "implicit"])
+    p.add_argument("--cert")
+    p.add_argument("--key")
     a = p.parse_args()
-    controller = Controller(Sink(a.dir, a.refuse), hostname="127.0.0.1", port=a.port)
+    kw = {}
+    if a.tls:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(a.cert, a.key)
+        if a.tls == "starttls":
+            kw = {"tls_context": ctx, "require_starttls": True}
+        else:
+            kw = {"ssl_context": ctx}
+    controller = Controller(Sink(a.dir, a.refuse), hostname="127.0.0.1", port=a.port, **kw)
     controller.start()
     print("ready", flush=True)
     stop = threading.Event()
