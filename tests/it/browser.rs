@@ -139,7 +139,7 @@ pub(crate) async fn click(c: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("click {css}: {e}"));
 }
 
-async fn type_into(c: &Client, css: &str, text: &str) {
+pub(crate) async fn type_into(c: &Client, css: &str, text: &str) {
     c.find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("no {css}: {e}"))

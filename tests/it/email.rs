@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::api::{listening, Host};
-use crate::browser::{body_text, browser, click, has, start_driver, until};
+use crate::browser::{body_text, browser, click, has, start_driver, type_into, until};
 use crate::helpers::*;
 
 const SINK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/smtp_sink.py");
@@ -489,6 +489,76 @@ fn a_reminder_and_an_escalation_say_so_with_the_ladder() {
     }
     // Each mail its own link.
     assert_ne!(link_of(&mails[0]), link_of(&mails[1]));
+}
+
+#[test]
+fn a_reviewer_logged_in_opens_the_link_as_themselves() {
+    let env = Env::new();
+    let rita = crate::api::token(&env, "reviewer", "rita", None);
+    let tmp = tempfile::tempdir().unwrap();
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
+    let h = mail_host(&env, smtp, web, &[]);
+    env.ask(&simple_request("r1")).ok();
+    let link = link_of(&sink.wait_for("r1", 1)[0]);
+    let (_driver, driver_url) = start_driver();
+    let profile = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver_url, profile.path(), false).await;
+        c.goto(&format!("{}/login", h.base)).await.unwrap();
+        type_into(&c, "#token", &rita).await;
+        click(&c, "section.login button[type=submit]").await;
+        until("the queue", || async {
+            c.title().await.is_ok_and(|t| t.starts_with("Queue"))
+        })
+        .await;
+        c.goto(&link).await.unwrap();
+        until("the link's page", || async {
+            has(&c, "#open-request").await
+        })
+        .await;
+        click(&c, "#open-request").await;
+        until("the request's form", || async {
+            has(&c, "form#answer").await
+        })
+        .await;
+        let t = body_text(&c).await;
+        assert!(
+            t.contains("rita") && !t.contains("mail:alice"),
+            "the login wins: {t}"
+        );
+        // The whole page stays theirs.
+        c.goto(&h.base).await.unwrap();
+        until("the queue", || async {
+            c.title().await.is_ok_and(|t| t.starts_with("Queue"))
+        })
+        .await;
+        c.goto(&format!("{}/r/r1", h.base)).await.unwrap();
+        until("the request's form", || async {
+            has(&c, "form#answer").await
+        })
+        .await;
+        click(&c, "input[name=q0][value=o1]").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the summary page", || async {
+            has(&c, "#send-button").await
+        })
+        .await;
+        click(&c, "#send-button").await;
+        until("the queue after sending", || async {
+            c.current_url()
+                .await
+                .is_ok_and(|u| u.as_str().ends_with("/?done=r1"))
+        })
+        .await;
+        c.close().await.unwrap();
+    });
+    assert_eq!(env.wait_outcome("r1")["provider"], "web:rita");
+    // The link was not what answered: it is not used, but its request is over.
+    let (st, body, _) = get(&link);
+    assert_eq!(st, 200, "{body}");
+    assert!(body.contains("answered"), "{body}");
 }
 
 #[test]
