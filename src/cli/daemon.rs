@@ -175,6 +175,9 @@ pub fn run(ctx: &Ctx, a: Args, stop: Arc<Stop>) -> Result<()> {
                 email: (*a.email).channel()?,
                 retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
             };
+            if channels.email.is_some() && a.listen.is_none() {
+                tracing::warn!("--email without --listen: the mails' links open the page, so a daemon with --listen must serve it at --email-page-url");
+            }
             (!channels.is_empty()).then_some(channels)
         },
         context_ladders,
