@@ -590,6 +590,51 @@ fn an_expired_link_is_refused_and_changes_nothing() {
 }
 
 #[test]
+fn a_mail_in_flight_when_the_daemon_is_killed_is_sent_again_as_the_same_mail() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mail");
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start_with(smtp, &dir, 0, &["--hold-first"]);
+    let h = mail_host(&env, smtp, web, &[]);
+    env.ask(&simple_request("k1")).ok();
+    // The server has the whole mail and has not answered: SIGKILL the daemon now.
+    let mut held = Value::Null;
+    assert!(
+        wait_until(DEADLINE, || {
+            held = std::fs::read(dir.join("held.txt"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null);
+            !held.is_null()
+        }),
+        "no mail reached the server: {}",
+        h.daemon.log_text()
+    );
+    h.daemon.kill9();
+    assert!(email_deliveries(&env, "k1")[0]["deliveredMs"].is_null());
+    // The next start sends it again: the same Message-ID, the same link.
+    let h2 = mail_host(&env, smtp, web, &[]);
+    let again = sink.wait_for("k1", 1).remove(0);
+    assert_eq!(again["message_id"], held["message_id"], "{again}");
+    let held_raw = held["raw"].as_str().unwrap();
+    let link = link_of(&again);
+    let token = link.rsplit_once("/mail/").unwrap().1;
+    // The held copy is quoted-printable: compare the link with its soft breaks removed.
+    assert!(
+        held_raw.replace("=\r\n", "").contains(token),
+        "the resent mail's link is the first one's"
+    );
+    assert!(
+        wait_until(DEADLINE, || email_deliveries(&env, "k1")[0]["deliveredMs"]
+            .is_i64()),
+        "{}",
+        h2.daemon.log_text()
+    );
+    assert_eq!(sink.of("k1").len(), 1);
+}
+
+#[test]
 fn a_mail_server_that_is_down_then_refuses_gets_the_mail_once_it_takes_it() {
     let env = Env::new();
     let tmp = tempfile::tempdir().unwrap();

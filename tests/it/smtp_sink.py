@@ -6,10 +6,12 @@ as parsed by Python's email package (RFC 2047 words decoded), and its text and H
 --refuse N answers the first N mails with a temporary failure (451), so the test sees the
 sender retry. --tls starttls (STARTTLS offered and required before MAIL) or --tls implicit
 (TLS from the first byte) with --cert/--key serve TLS; each mail records whether its session
-was encrypted. Prints "ready" once it listens; stops on SIGTERM or when stdin closes.
+was encrypted. --hold-first keeps the first mail's DATA unanswered for ever (a mail in
+flight when the sender is killed), after writing what it got to DIR/held.txt. Prints "ready" once it listens; stops on SIGTERM or when stdin closes.
 """
 
 import argparse
+import asyncio
 import email
 import email.policy
 import json
@@ -24,9 +26,10 @@ from aiosmtpd.controller import Controller
 
 
 class Sink:
-    def __init__(self, out, refuse):
+    def __init__(self, out, refuse, hold_first=False):
         self.out = out
         self.refuse = refuse
+        self.hold = hold_first
         self.n = 0
         self.lock = threading.Lock()
 
@@ -40,6 +43,13 @@ class Sink:
             n = self.n
         raw = envelope.original_content or envelope.content
         msg = email.message_from_bytes(raw, policy=email.policy.default)
+        if self.hold:
+            self.hold = False
+            held = {"message_id": str(msg["message-id"]), "raw": raw.decode("utf-8", "replace")}
+            with open(os.path.join(self.out, ".held.txt"), "w") as f:
+                json.dump(held, f)
+            os.rename(os.path.join(self.out, ".held.txt"), os.path.join(self.out, "held.txt"))
+            await asyncio.Event().wait()
         text = msg.get_body(preferencelist=("plain",))
         html = msg.get_body(preferencelist=("html",))
         doc = {
@@ -72,6 +82,7 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--refuse", type=int, default=0)
     p.add_argument("--tls", choices=["starttls", "implicit"])
+    p.add_argument("--hold-first", action="store_true")
     p.add_argument("--cert")
     p.add_argument("--key")
     a = p.parse_args()
@@ -83,7 +94,9 @@ def main():
             kw = {"tls_context": ctx, "require_starttls": True}
         else:
             kw = {"ssl_context": ctx}
-    controller = Controller(Sink(a.dir, a.refuse), hostname="127.0.0.1", port=a.port, **kw)
+    controller = Controller(
+        Sink(a.dir, a.refuse, a.hold_first), hostname="127.0.0.1", port=a.port, **kw
+    )
     controller.start()
     print("ready", flush=True)
     stop = threading.Event()
