@@ -233,7 +233,9 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
 fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
     use crate::core::audit::Actor;
     match Actor::parse(m) {
-        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n)) if !n.trim().is_empty() => {
+        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) | Actor::Mail(n))
+            if !n.trim().is_empty() =>
+        {
             Ok(m.to_string())
         }
         // A Slack reviewer is named by the reviewer a Slack user maps to ([slack.users]).
@@ -244,7 +246,7 @@ fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
             Ok(m.to_string())
         }
         _ => Err(format!(
-            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token), mcp:CLIENT or slack:REVIEWER"
+            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token), mcp:CLIENT, slack:REVIEWER or mail:ADDRESS (a mail's recipient)"
         )),
     }
 }
@@ -341,6 +343,11 @@ pub fn check(cmd: &Command, file: &File) -> Result<()> {
             .value_parser(arg.get_value_parser().clone());
         if let Some(names) = arg.get_value_names() {
             alone = alone.value_names(names.to_vec());
+        }
+        // A list flag's value holds several, as on the command line (`--webhook`,
+        // `--email`).
+        if let Some(d) = arg.get_value_delimiter() {
+            alone = alone.value_delimiter(d);
         }
         let _ = owner;
         let parsed = Command::new("dshq")

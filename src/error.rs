@@ -207,6 +207,9 @@ pub enum Error {
     /// A receipt that does not verify.
     #[error(transparent)]
     Receipt(#[from] crate::protocol::receipt::ReceiptError),
+    /// A mail's link refused (issue 29).
+    #[error(transparent)]
+    Link(#[from] crate::core::mail_link::Refused),
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -324,6 +327,7 @@ impl Error {
             Error::NoRoot { .. } => Code::NoRoot,
             Error::RequestOpen { .. } => Code::RequestOpen,
             Error::Receipt(e) => e.code(),
+            Error::Link(e) => e.code(),
         }
     }
 

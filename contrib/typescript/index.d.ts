@@ -178,6 +178,12 @@ export class SlackBadSignature extends DshqError {}
 export class SlackStaleRequest extends DshqError {}
 /** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
 export class SlackUnknownUser extends DshqError {}
+/** LINK_INVALID: a mail's link not signed by this root, or changed. */
+export class LinkInvalid extends DshqError {}
+/** LINK_EXPIRED: a mail's link past its expiry. */
+export class LinkExpired extends DshqError {}
+/** LINK_USED: a mail's link through which an answer was already sent. */
+export class LinkUsed extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

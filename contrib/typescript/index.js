@@ -35,6 +35,7 @@ export const CODES = Object.freeze([
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
   "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
+  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED",
 ]);
 
 const define = (code) => {
@@ -90,6 +91,12 @@ export class SlackBadSignature extends define("SLACK_BAD_SIGNATURE") {}
 export class SlackStaleRequest extends define("SLACK_STALE_REQUEST") {}
 /** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
 export class SlackUnknownUser extends define("SLACK_UNKNOWN_USER") {}
+/** LINK_INVALID: a mail's link not signed by this root, or changed. */
+export class LinkInvalid extends define("LINK_INVALID") {}
+/** LINK_EXPIRED: a mail's link past its expiry. */
+export class LinkExpired extends define("LINK_EXPIRED") {}
+/** LINK_USED: a mail's link through which an answer was already sent. */
+export class LinkUsed extends define("LINK_USED") {}
 
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
@@ -112,6 +119,7 @@ const BY_CODE = new Map(
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
+    LinkInvalid, LinkExpired, LinkUsed,
   ].map((c) => [c.code, c]),
 );
 

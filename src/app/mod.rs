@@ -18,6 +18,7 @@ pub mod backup;
 pub mod copy;
 pub mod feed;
 pub mod gauges;
+pub mod mail;
 pub mod provide;
 pub mod prune;
 pub mod receipts;

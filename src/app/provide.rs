@@ -34,7 +34,8 @@ pub enum Acting {
 }
 
 impl Acting {
-    fn lease_ref(&self) -> LeaseRef {
+    /// The lease this act is made through, as the store takes it.
+    pub fn lease_ref(&self) -> LeaseRef {
         match self {
             Acting::Lease(token) => LeaseRef::Token(token.clone()),
             Acting::Transient { name } => LeaseRef::Transient {

@@ -119,6 +119,9 @@ pub struct Args {
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
+    /// The email channel (issue 29): --email, --smtp, --email-from, ...
+    #[command(flatten)]
+    pub email: Box<super::email::EmailArgs>,
     /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
     /// remindAfter, escalateAfter, escalateTo, expireAfter (e.g. ops:remindAfter=1h);
     /// repeat (or separate with commas). A request's own `ladder` wins field by field;
@@ -234,8 +237,12 @@ pub fn run(
                     timeout: a.webhook_timeout.max(Duration::from_millis(100)),
                 }),
                 slack,
+                email: (*a.email).channel()?,
                 retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
             };
+            if channels.email.is_some() && a.listen.is_none() {
+                tracing::warn!("--email without --listen: the mails' links open the page, so a daemon with --listen must serve it at --email-page-url");
+            }
             (!channels.is_empty()).then_some(channels)
         },
         context_ladders,

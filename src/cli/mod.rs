@@ -15,6 +15,7 @@ pub mod claude_code;
 pub mod completions;
 pub mod config;
 pub mod daemon;
+pub mod email;
 pub mod events;
 pub mod export;
 pub mod filter;

@@ -119,11 +119,14 @@ pub enum Actor {
         /// The Slack user id (`U0123ABCD`).
         user: String,
     },
+    /// A mail's recipient, answering through the link it was sent (issue 29).
+    Mail(String),
 }
 
 impl Actor {
     /// The actor as stored and shown: `daemon`, `cli`, `asker`, `provider:NAME`,
     /// `agent:ID`, `web:NAME`, `mcp:CLIENT`, `slack:REVIEWER@SLACKUSER`.
+    /// `agent:ID`, `web:NAME`, `mcp:CLIENT`, `mail:ADDRESS`.
     pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         use std::borrow::Cow;
         match self {
@@ -135,6 +138,7 @@ impl Actor {
             Actor::Web(n) => Cow::Owned(format!("web:{n}")),
             Actor::Mcp(n) => Cow::Owned(format!("mcp:{n}")),
             Actor::Slack { reviewer, user } => Cow::Owned(format!("slack:{reviewer}@{user}")),
+            Actor::Mail(n) => Cow::Owned(format!("mail:{n}")),
         }
     }
 
@@ -171,6 +175,7 @@ impl Actor {
                             user: user.to_string(),
                         }
                     }
+                    "mail" => Actor::Mail(name),
                     _ => return None,
                 }
             }
@@ -286,6 +291,7 @@ mod tests {
                 reviewer: "alice".into(),
                 user: "U0123ABCD".into(),
             },
+            Actor::Mail("alice@example.com".into()),
         ];
         for a in &all {
             match a {
@@ -297,6 +303,7 @@ mod tests {
                 | Actor::Web(_)
                 | Actor::Mcp(_)
                 | Actor::Slack { .. } => {}
+                Actor::Mail(_) => {}
             }
         }
         all

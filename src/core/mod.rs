@@ -10,4 +10,5 @@ pub mod access;
 pub mod audit;
 pub mod channel;
 pub mod lifecycle;
+pub mod mail_link;
 pub mod quorum;

@@ -179,7 +179,7 @@ pub fn asker_names(agent_id: Option<&str>, source: &str) -> Vec<String> {
 /// The name part of a voter identity (`web:alice` → `alice`), for an authenticated kind.
 fn voter_name(voter: &Actor) -> Option<&str> {
     match voter {
-        Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) => Some(n),
+        Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) | Actor::Mail(n) => Some(n),
         Actor::Slack { reviewer, .. } => Some(reviewer),
         _ => None,
     }

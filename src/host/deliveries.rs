@@ -68,6 +68,8 @@ pub struct Channels {
     pub webhooks: Option<Webhooks>,
     /// `--slack`: one Slack channel per context ([`super::slack`]).
     pub slack: Option<super::slack::Slack>,
+    /// `--email`: mail over SMTP to each context's recipients ([`super::email`]).
+    pub email: Option<super::email::Email>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
 }
@@ -75,7 +77,7 @@ pub struct Channels {
 impl Channels {
     /// Whether no channel is configured (the daemon then starts no sender).
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && self.slack.is_none()
+        self.webhooks.is_none() && self.slack.is_none() && self.email.is_none()
     }
 }
 
@@ -103,6 +105,9 @@ pub fn spawn(
     }
     if let Some(s) = &channels.slack {
         senders.push(Box::new(super::slack::SlackSender::new(root, s.clone())?));
+    }
+    if let Some(e) = &channels.email {
+        senders.push(Box::new(super::email::EmailSender::new(root, e.clone())?));
     }
     let routes: Vec<Route> = senders
         .iter()

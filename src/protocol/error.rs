@@ -112,6 +112,12 @@ pub enum Code {
     /// A Slack user that the config file's `[slack.users]` maps to no dshq reviewer
     /// pressed a button: refused, nothing recorded.
     SlackUnknownUser,
+    /// A mail's link that is not one this root signed, or that was changed (issue 29).
+    LinkInvalid,
+    /// A mail's link past its expiry.
+    LinkExpired,
+    /// A mail's link through which an answer was already sent.
+    LinkUsed,
 }
 
 impl Code {
@@ -158,6 +164,9 @@ impl Code {
             Code::SlackBadSignature => "SLACK_BAD_SIGNATURE",
             Code::SlackStaleRequest => "SLACK_STALE_REQUEST",
             Code::SlackUnknownUser => "SLACK_UNKNOWN_USER",
+            Code::LinkInvalid => "LINK_INVALID",
+            Code::LinkExpired => "LINK_EXPIRED",
+            Code::LinkUsed => "LINK_USED",
         }
     }
 
@@ -201,6 +210,7 @@ impl Code {
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
             Code::SlackBadSignature | Code::SlackStaleRequest => 13,
             Code::SlackUnknownUser => 14,
+            Code::LinkInvalid | Code::LinkExpired | Code::LinkUsed => 18,
         }
     }
 }

@@ -334,6 +334,19 @@ pub trait Store: Send {
     /// transient lease registered and released inside the same transaction.
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided>;
 
+    /// Answer through a mail's link (issue 29): `act` (an answer of the link's request)
+    /// as [`Store::provide`] makes it, recording `link` as used in the same transaction;
+    /// `LINK_USED` when an answer was already sent through it (nothing changes).
+    fn provide_by_link(
+        &mut self,
+        link: &crate::store::driver::links::LinkUse,
+        lease: &LeaseRef,
+        act: ProviderAct,
+    ) -> Result<Provided>;
+
+    /// Whether an answer was sent through mail link `link_id`.
+    fn link_used(&mut self, link_id: &str) -> Result<bool>;
+
     /// Apply a batch of answer and cancel files in one transaction, each on its own: an
     /// identical answer (or cancel) the same lease already made is a replay and applies
     /// once. Per file: the outcome and whether it was an answer, or its error.

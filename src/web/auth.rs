@@ -25,6 +25,10 @@ use crate::store::{RequestRow, WebToken};
 pub struct Caller {
     /// The token (its name, role and context).
     pub token: WebToken,
+    /// For a mail link's session on the page (issue 29): the link's claims. Such a
+    /// caller sees that one request only and acts as `mail:ADDRESS`
+    /// ([`crate::web::page::link`]).
+    pub mail: Option<crate::core::mail_link::LinkClaims>,
 }
 
 impl Caller {
@@ -35,7 +39,7 @@ impl Caller {
             .db
             .read(move |store| app::tokens::authenticate(store, &presented))
             .await?;
-        Ok(Caller { token })
+        Ok(Caller { token, mail: None })
     }
 
     /// Authenticate the `Authorization: Bearer TOKEN` header of a request.
@@ -62,9 +66,19 @@ impl Caller {
             .ok_or(ApiError::from(Error::Forbidden))
     }
 
-    /// Who this caller is in the event log: `web:NAME`.
+    /// Who this caller is in the event log: `web:NAME` (`mail:ADDRESS` for a mail
+    /// link's session).
     pub fn actor(&self) -> Actor {
-        Actor::Web(self.token.name.clone())
+        match &self.mail {
+            Some(m) => Actor::Mail(m.recipient.clone()),
+            None => Actor::Web(self.token.name.clone()),
+        }
+    }
+
+    /// Whether the caller may see request `id` at all (a mail link's session: its one
+    /// request only).
+    pub fn sees_id(&self, id: &str) -> bool {
+        self.mail.as_ref().is_none_or(|m| m.request_id == id)
     }
 
     /// Where a request this caller asks comes from: `web:NAME`.
@@ -84,7 +98,7 @@ impl Caller {
             Reach::All => true,
             Reach::Own => row.source == self.source().as_str(),
         };
-        context_ok && own_ok
+        context_ok && own_ok && self.sees_id(row.id.as_deref().unwrap_or_default())
     }
 
     /// Whether the caller may act in `context` (a token bound to a context: only there).

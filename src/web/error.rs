@@ -71,6 +71,8 @@ impl ApiError {
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
+            Code::LinkInvalid => StatusCode::BAD_REQUEST,
+            Code::LinkExpired | Code::LinkUsed => StatusCode::GONE,
             Code::WaitTimeout => StatusCode::REQUEST_TIMEOUT,
             Code::AuditBroken
             | Code::DaemonRunning

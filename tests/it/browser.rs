@@ -26,7 +26,7 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The hostile payload put in every text field.
 const EVIL: &str = "<script>window.__pwned=1;document.title='PWNED'</script><img src=x onerror=\"window.__pwned=1\"><b id=pwned>bold</b>\u{1b}[31mred";
 
-struct Driver(Child);
+pub(crate) struct Driver(Child);
 
 impl Drop for Driver {
     fn drop(&mut self) {
@@ -44,7 +44,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn start_driver() -> (Driver, String) {
+pub(crate) fn start_driver() -> (Driver, String) {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         assert!(
             Path::new(tool).exists(),
@@ -74,7 +74,7 @@ fn start_driver() -> (Driver, String) {
 /// The phone the page is checked on: 390 CSS pixels wide (an iPhone 12 to 15).
 const PHONE: (u32, u32) = (390, 844);
 
-async fn browser(driver: &str, profile: &Path, phone: bool) -> Client {
+pub(crate) async fn browser(driver: &str, profile: &Path, phone: bool) -> Client {
     let mut caps = serde_json::Map::new();
     let mut options = json!({
         "binary": CHROMIUM,
@@ -104,7 +104,7 @@ async fn browser(driver: &str, profile: &Path, phone: bool) -> Client {
 }
 
 /// Wait (with the deadline) until `f` says yes.
-async fn until<F, Fut>(what: &str, mut f: F)
+pub(crate) async fn until<F, Fut>(what: &str, mut f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -119,18 +119,18 @@ where
     panic!("timed out waiting for {what}");
 }
 
-async fn has(c: &Client, css: &str) -> bool {
+pub(crate) async fn has(c: &Client, css: &str) -> bool {
     c.find_all(Locator::Css(css))
         .await
         .map(|v| !v.is_empty())
         .unwrap_or(false)
 }
 
-async fn js(c: &Client, script: &str) -> Value {
+pub(crate) async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("script runs")
 }
 
-async fn click(c: &Client, css: &str) {
+pub(crate) async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("no {css}: {e}"))
@@ -139,7 +139,7 @@ async fn click(c: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("click {css}: {e}"));
 }
 
-async fn type_into(c: &Client, css: &str, text: &str) {
+pub(crate) async fn type_into(c: &Client, css: &str, text: &str) {
     c.find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("no {css}: {e}"))
@@ -148,7 +148,7 @@ async fn type_into(c: &Client, css: &str, text: &str) {
         .unwrap();
 }
 
-async fn body_text(c: &Client) -> String {
+pub(crate) async fn body_text(c: &Client) -> String {
     c.find(Locator::Css("body"))
         .await
         .unwrap()

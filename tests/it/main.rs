@@ -13,6 +13,7 @@ mod clients;
 mod crash;
 mod daemon;
 mod edit;
+mod email;
 mod examples;
 mod flags;
 mod grace;

@@ -21,6 +21,7 @@ mod throwaway;
 mod drivers;
 mod ladder;
 mod lifecycle;
+mod links;
 mod pg_audit;
 mod pg_prune;
 mod pg_queue;
@@ -113,4 +114,5 @@ conformance!(
     ladder::prune_takes_delivered_rows_with_their_request,
     slack::slack_messages_are_recorded_once_per_delivery,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
+    links::a_mail_link_answers_once,
 );

@@ -187,6 +187,7 @@ fn migration_version_is_recorded() {
             (11, "0011_ladder".to_string()),
             (12, "0012_edits".to_string()),
             (13, "0013_channels".to_string()),
+            (14, "0014_mail_links".to_string()),
             (15, "0015_slack".to_string())
         ]
     );

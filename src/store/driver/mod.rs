@@ -25,6 +25,7 @@ pub mod feed;
 pub mod history;
 pub mod ladder;
 pub mod leases;
+pub mod links;
 pub mod prune;
 pub mod requests;
 pub mod slack;
@@ -40,6 +41,7 @@ pub use feed::FeedReads;
 pub use history::HistoryReads;
 pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
+pub use links::{LinkReads, LinkStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
 pub use slack::{SlackReads, SlackStatements};
@@ -60,6 +62,7 @@ pub trait Statements:
     + LadderStatements
     + DeliveryStatements
     + SlackStatements
+    + LinkStatements
 {
 }
 
@@ -75,6 +78,7 @@ impl<T> Statements for T where
         + LadderStatements
         + DeliveryStatements
         + SlackStatements
+        + LinkStatements
         + ?Sized
 {
 }

@@ -16,8 +16,8 @@
 use std::path::PathBuf;
 
 use super::{
-    AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, SlackReads, Statements,
-    TokenReads,
+    AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, LinkReads, SlackReads,
+    Statements, TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -29,7 +29,14 @@ use crate::store::{
 
 /// Every read a rule outside a write may make: what a driver's read type implements.
 pub trait Reads:
-    LeaseReads + AgentReads + AnswerReads + FeedReads + HistoryReads + TokenReads + SlackReads
+    LeaseReads
+    + AgentReads
+    + AnswerReads
+    + FeedReads
+    + HistoryReads
+    + TokenReads
+    + SlackReads
+    + LinkReads
 {
 }
 
@@ -41,6 +48,7 @@ impl<T> Reads for T where
         + HistoryReads
         + TokenReads
         + SlackReads
+        + LinkReads
         + ?Sized
 {
 }

@@ -87,6 +87,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/postgres/0007_channels.sql"),
     ),
     (
+        8,
+        "0008_mail_links",
+        include_str!("../../../migrations/postgres/0008_mail_links.sql"),
+    ),
+    (
         9,
         "0009_slack",
         include_str!("../../../migrations/postgres/0009_slack.sql"),

@@ -36,6 +36,7 @@ pub mod deliveries;
 pub mod events;
 mod feed;
 pub mod leases;
+pub mod links;
 pub mod requests;
 pub mod session;
 pub mod slack;

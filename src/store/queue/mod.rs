@@ -16,6 +16,7 @@ pub mod feed;
 pub mod history;
 pub mod ladder;
 pub mod leases;
+pub mod links;
 pub mod prune;
 pub mod requests;
 pub mod slack;

@@ -84,6 +84,20 @@ impl<D: Driver> Store for Queue<D> {
             .write(|db, now| answers::provide(db, now, lease, &act))
     }
 
+    fn provide_by_link(
+        &mut self,
+        link: &crate::store::driver::links::LinkUse,
+        lease: &LeaseRef,
+        act: ProviderAct,
+    ) -> Result<Provided> {
+        self.driver
+            .write(|db, now| super::links::provide_by_link(db, now, link, lease, &act))
+    }
+
+    fn link_used(&mut self, link_id: &str) -> Result<bool> {
+        self.driver.read(|db| super::links::used(db, link_id))
+    }
+
     fn apply_answer_files(
         &mut self,
         files: &[ProviderFile],

@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0013_channels.sql"),
     ),
     (
+        14,
+        "0014_mail_links",
+        include_str!("../../../migrations/sqlite/0014_mail_links.sql"),
+    ),
+    (
         15,
         "0015_slack",
         include_str!("../../../migrations/sqlite/0015_slack.sql"),

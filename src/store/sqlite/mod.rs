@@ -20,6 +20,7 @@ pub mod events;
 mod feed;
 pub mod history;
 pub mod leases;
+pub mod links;
 pub mod prune;
 pub mod requests;
 pub mod slack;

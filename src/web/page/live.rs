@@ -189,7 +189,7 @@ pub async fn stream(
                     }
                 };
                 let event = match ev {
-                    Ok(c) if !caller.in_context(&c.context) => continue,
+                    Ok(c) if !caller.in_context(&c.context) || !caller.sees_id(&c.id) => continue,
                     Ok(c) => Event::default().event("change").data(
                         serde_json::json!({
                             "kind": c.kind.as_str(),

@@ -6,7 +6,8 @@
 //! [`request`] (one request: the answer form, the summary to confirm, the send),
 //! [`markdown`] (a plan rendered so nothing in it can run or hide), [`history`] (the
 //! record with the CLI's filters) with [`charts`] (its two SVG pictures), [`live`] (the page's event stream,
-//! which also tells the host a reviewer is still there).
+//! which also tells the host a reviewer is still there), [`link`] (a mail's link and
+//! the one-request session it opens).
 //!
 //! The page works without its script: every answer is a form, confirmed on a
 //! server-rendered summary page before anything is sent. The script adds keyboard
@@ -20,6 +21,7 @@
 pub mod charts;
 pub mod history;
 pub mod layout;
+pub mod link;
 pub mod live;
 pub mod markdown;
 pub mod queue;
@@ -41,6 +43,8 @@ pub struct Shared {
     pub sessions: session::Sessions,
     /// Who has a page open on which context.
     pub viewers: live::Viewers,
+    /// The root's mail-link key, once read (issue 29).
+    pub mail_key: link::KeyCache,
 }
 
 async fn secure(mut r: Response) -> Response {
@@ -58,6 +62,7 @@ pub fn routes() -> Router<AppState> {
         .route("/r/{id}", get(request::view))
         .route("/r/{id}/confirm", post(request::confirm))
         .route("/r/{id}/answer", post(request::send))
+        .route("/mail/{token}", get(link::open))
         .route("/history", get(history::page))
         .route("/live", get(live::stream))
         .route("/live/active", post(live::active))

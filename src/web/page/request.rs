@@ -34,6 +34,7 @@ use crate::error::Error;
 use crate::protocol::{
     edit, review, Answer, AnswerItem, Code, Question, Request, UserQuestionError,
 };
+use crate::store::driver::links::LinkUse;
 use crate::store::{RequestRow, Status};
 use crate::web::body::Body;
 use crate::web::AppState;
@@ -879,9 +880,18 @@ pub async fn send(
             Err(e) => return viewer.error(e),
         };
         let (root, id2, doc2) = (st.root.clone(), id.clone(), doc.clone());
+        // Through a mail's link: the link is spent in the answer's transaction.
+        let link = viewer.caller.mail.as_ref().map(|m| LinkUse {
+            link_id: m.link_id.clone(),
+            request_id: m.request_id.clone(),
+            recipient: m.recipient.clone(),
+        });
         let r = st
             .db
-            .write(move |store| app::provide::answer(store, Some(&root), &id2, &acting, &doc2))
+            .write(move |store| match &link {
+                Some(l) => app::mail::answer_by_link(store, Some(&root), l, &acting, &doc2),
+                None => app::provide::answer(store, Some(&root), &id2, &acting, &doc2),
+            })
             .await;
         match r {
             Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
@@ -894,6 +904,10 @@ pub async fn send(
             }
             Ok(app::provide::Answering::Finished(_)) => {
                 tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
+                if viewer.caller.mail.is_some() {
+                    // A link's session reaches this request only: back to it, answered.
+                    return layout::see_other(&format!("/r/{}", urlencode(&id)));
+                }
                 return layout::see_other(&format!("/?done={}", urlencode(&id)));
             }
         }

@@ -14,6 +14,10 @@
 //!   The login form itself is protected by a double-submit cookie (`dshq_login`).
 //! - Only reviewer and auditor tokens may log in; an asker token is refused with the
 //!   FORBIDDEN code's message.
+//! - A mail's link (issue 29) opens a session of its own kind ([`super::link`]): the
+//!   `dshq_mail` cookie, the same store of sessions and the same CSRF rule, scoped to the
+//!   link's one request and acting as `mail:ADDRESS`. A reviewer's login, when the
+//!   browser has one, wins over it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +42,8 @@ use crate::web::AppState;
 pub const COOKIE: &str = "dshq_session";
 /// The login form's double-submit cookie.
 pub const LOGIN_COOKIE: &str = "dshq_login";
+/// The cookie of a mail link's session ([`super::link`]).
+pub const MAIL_COOKIE: &str = "dshq_mail";
 /// A session unused this long ends, by default (`dshq daemon --web-session-idle`).
 pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
 /// At most this many sessions are kept (the least recently used goes first).
@@ -46,8 +52,11 @@ pub const MAX_SESSIONS: usize = 10_000;
 /// One logged-in browser.
 #[derive(Clone)]
 struct Session {
-    /// The token as typed (kept in memory only, to authenticate each request again).
+    /// The token as typed (kept in memory only, to authenticate each request again);
+    /// empty for a mail link's session.
     token: String,
+    /// A mail link's claims, for a session its link opened.
+    mail: Option<crate::core::mail_link::LinkClaims>,
     csrf: String,
     used: Instant,
 }
@@ -72,7 +81,25 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 }
 
 impl Sessions {
+    /// A session for a mail link's `claims` (its id and CSRF token).
+    pub fn create_for_link(
+        &self,
+        claims: crate::core::mail_link::LinkClaims,
+        idle: Duration,
+    ) -> Result<(String, String), Error> {
+        self.create_session(String::new(), Some(claims), idle)
+    }
+
     fn create(&self, token: String, idle: Duration) -> Result<(String, String), Error> {
+        self.create_session(token, None, idle)
+    }
+
+    fn create_session(
+        &self,
+        token: String,
+        mail: Option<crate::core::mail_link::LinkClaims>,
+        idle: Duration,
+    ) -> Result<(String, String), Error> {
         let (id, csrf) = (random_hex()?, random_hex()?);
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, s| s.used.elapsed() < idle);
@@ -89,6 +116,7 @@ impl Sessions {
             id.clone(),
             Session {
                 token,
+                mail,
                 csrf: csrf.clone(),
                 used: Instant::now(),
             },
@@ -116,7 +144,8 @@ impl Sessions {
             .is_some_and(|s| s.used.elapsed() < idle)
     }
 
-    fn remove(&self, id: &str) {
+    /// End session `id`.
+    pub fn remove(&self, id: &str) {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -144,7 +173,13 @@ fn behind_tls(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
 }
 
-fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age: Option<u64>) -> HeaderValue {
+/// A `Set-Cookie` value: `HttpOnly; SameSite=Strict; Path=/`, `Secure` behind TLS.
+pub fn set_cookie(
+    headers: &HeaderMap,
+    name: &str,
+    value: &str,
+    max_age: Option<u64>,
+) -> HeaderValue {
     let mut c = format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/");
     if let Some(a) = max_age {
         c.push_str(&format!("; Max-Age={a}"));
@@ -219,11 +254,27 @@ impl FromRequestParts<AppState> for Viewer {
             .cloned()
             .expect("the page's routes carry their shared state");
         let to_login = || layout::see_other("/login");
-        let Some(id) = cookie(&parts.headers, COOKIE).map(str::to_string) else {
-            return Err(to_login());
-        };
-        let Some(s) = shared.sessions.get(&id, state.limits.session_idle) else {
-            return Err(to_login());
+        let idle = state.limits.session_idle;
+        let login = cookie(&parts.headers, COOKIE)
+            .map(str::to_string)
+            .and_then(|id| Some((shared.sessions.get(&id, idle)?, id)))
+            .filter(|(s, _)| s.mail.is_none());
+        let Some((s, id)) = login else {
+            // No reviewer logged in: a mail link's session, if the browser has one.
+            let link = cookie(&parts.headers, MAIL_COOKIE)
+                .map(str::to_string)
+                .and_then(|id| Some((shared.sessions.get(&id, idle)?, id)));
+            return match link {
+                Some((
+                    Session {
+                        mail: Some(claims),
+                        csrf,
+                        ..
+                    },
+                    id,
+                )) => super::link::viewer(parts, shared, id, csrf, claims),
+                _ => Err(to_login()),
+            };
         };
         match Caller::from_token(state, s.token.clone()).await {
             Ok(caller) => Ok(Viewer {
@@ -367,9 +418,14 @@ pub async fn logout(
     st.ends.end_session(&viewer.session);
     tracing::info!(token = %viewer.caller.token.name, "page logout");
     let mut r = layout::see_other("/login");
+    let cookie_name = if viewer.caller.mail.is_some() {
+        MAIL_COOKIE
+    } else {
+        COOKIE
+    };
     r.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(&headers, COOKIE, "", Some(0)),
+        set_cookie(&headers, cookie_name, "", Some(0)),
     );
     r.into_response()
 }

@@ -59,6 +59,9 @@ __all__ = [
     "SlackBadSignature",
     "SlackStaleRequest",
     "SlackUnknownUser",
+    "LinkInvalid",
+    "LinkExpired",
+    "LinkUsed",
 ]
 
 
@@ -339,6 +342,23 @@ class SlackUnknownUser(DshqError):
     pressed a button; nothing was recorded."""
 
     code = "SLACK_UNKNOWN_USER"
+class LinkInvalid(DshqError):
+    """``LINK_INVALID``: A mail's link that is not one this root signed, or that was
+    changed."""
+
+    code = "LINK_INVALID"
+
+
+class LinkExpired(DshqError):
+    """``LINK_EXPIRED``: A mail's link past its expiry."""
+
+    code = "LINK_EXPIRED"
+
+
+class LinkUsed(DshqError):
+    """``LINK_USED``: A mail's link through which an answer was already sent."""
+
+    code = "LINK_USED"
 
 
 _ALL: Tuple[Type[DshqError], ...] = (
@@ -382,6 +402,9 @@ _ALL: Tuple[Type[DshqError], ...] = (
     SlackBadSignature,
     SlackStaleRequest,
     SlackUnknownUser,
+    LinkInvalid,
+    LinkExpired,
+    LinkUsed,
 )
 
 #: Every stable code dshq reports, in its own order.

@@ -1,0 +1,34 @@
+//! Answering through a mail's link (issue 29): the page's answer
+//! ([`super::provide::answer`]) with the link recorded as used in the same transaction
+//! ([`crate::store::queue::links`]), so a link answers once. Recorded as the recipient
+//! (`mail:ADDRESS`, the `acting` the page built), then the outcome is published.
+
+use super::provide::{Acting, Answering};
+use super::publish;
+use crate::error::Result;
+use crate::protocol::Answer;
+use crate::root::Root;
+use crate::store::driver::links::LinkUse;
+use crate::store::{Provided, ProviderAct, Store};
+
+/// Answer `link.request_id` with `answer` as `who`, spending `link` (`LINK_USED` when an
+/// answer was already sent through it; nothing changes then).
+pub fn answer_by_link(
+    store: &mut dyn Store,
+    root: Option<&Root>,
+    link: &LinkUse,
+    who: &Acting,
+    answer: &Answer,
+) -> Result<Answering> {
+    let act = ProviderAct::Answer(link.request_id.clone(), answer.clone());
+    Ok(match store.provide_by_link(link, &who.lease_ref(), act)? {
+        Provided::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
+        Provided::Voted(v) => Answering::Voted(*v),
+        Provided::Claimed(_) => unreachable!("an answer does not claim"),
+    })
+}
+
+/// Whether an answer was sent through link `link_id`.
+pub fn link_used(store: &mut dyn Store, link_id: &str) -> Result<bool> {
+    store.link_used(link_id)
+}

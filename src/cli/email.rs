@@ -1,0 +1,162 @@
+//! The email channel's flags of `dshq daemon` (issue 29), flattened into its arguments
+//! (so each is also a `[daemon]` key of the config file and a `DSHQ_*` variable), and
+//! their check into [`crate::host::email::Email`].
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::host::email::{self, Email, Security, Smtp};
+
+/// The email channel's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmailArgs {
+    /// Send a mail for each new, reminded and escalated request of CONTEXT to these
+    /// addresses, with a signed, expiring link to the request on the page (needs --smtp,
+    /// --email-from and --email-page-url); repeat (or separate with semicolons) for
+    /// several contexts.
+    #[arg(long, value_name = "CONTEXT=ADDR[,ADDR...]", value_delimiter = ';', value_parser = email::parse_recipients)]
+    pub email: Vec<(String, Vec<lettre::message::Mailbox>)>,
+    /// With --email: the SMTP server, smtps://HOST[:PORT] (TLS, port 465 by default) or
+    /// smtp://HOST[:PORT] (STARTTLS required, 587 by default). No credentials in the URL.
+    #[arg(long, value_name = "URL")]
+    pub smtp: Option<String>,
+    /// With --email: send without TLS (only for a relay on loopback that offers none).
+    #[arg(long)]
+    pub smtp_plain: bool,
+    /// With --email: the user to log in to the SMTP server as (with --smtp-password-file).
+    #[arg(long, value_name = "NAME", requires = "smtp_password_file")]
+    pub smtp_user: Option<String>,
+    /// With --smtp-user: a file holding the SMTP password (one line; refused when group or
+    /// others may read it).
+    #[arg(long, value_name = "FILE", requires = "smtp_user")]
+    pub smtp_password_file: Option<PathBuf>,
+    /// With --email: a CA certificate (PEM) to trust for the SMTP server's, beside the
+    /// system's (a relay with a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
+    /// With --email: how long one SMTP connection and mail may take.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = super::parse_duration)]
+    pub smtp_timeout: Duration,
+    /// With --email: the From address of the mails.
+    #[arg(long, value_name = "ADDR")]
+    pub email_from: Option<String>,
+    /// With --email: the page's public base URL the links point to (http:// or https://,
+    /// e.g. https://dshq.example.com, the TLS proxy in front of --listen). The links need
+    /// a dshq daemon with --listen serving the page there.
+    #[arg(long, value_name = "URL")]
+    pub email_page_url: Option<String>,
+    /// With --email: how long a mail's link opens its request (1m to 30d).
+    #[arg(long, value_name = "DUR", default_value = "72h", value_parser = parse_link_ttl)]
+    pub email_link_ttl: Duration,
+}
+
+fn parse_link_ttl(s: &str) -> std::result::Result<Duration, String> {
+    let d = super::parse_duration(s)?;
+    if d < Duration::from_secs(60) || d > Duration::from_secs(30 * 86_400) {
+        return Err(format!("{s:?}: give 1m to 30d, such as 72h"));
+    }
+    Ok(d)
+}
+
+fn usage(m: impl Into<String>) -> Error {
+    Error::Usage(m.into())
+}
+
+/// The password in `path`: its first line, the file readable by its owner only.
+fn read_password(path: &std::path::Path) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(usage(format!(
+            "--smtp-password-file {}: group or others may read it; chmod 600 it",
+            crate::text::path_for_log(path)
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let line = text.lines().next().unwrap_or("").to_string();
+    if line.is_empty() {
+        return Err(usage(format!(
+            "--smtp-password-file {}: the file is empty",
+            crate::text::path_for_log(path)
+        )));
+    }
+    Ok(line)
+}
+
+impl EmailArgs {
+    /// The email channel these flags configure; `None` without `--email`.
+    pub fn channel(self) -> Result<Option<Email>> {
+        if self.email.is_empty() {
+            return Ok(None);
+        }
+        let url = self
+            .smtp
+            .ok_or_else(|| usage("--email needs --smtp URL (the SMTP server)"))?;
+        let (host, port, tls) =
+            email::parse_smtp_url(&url).map_err(|e| usage(format!("--smtp {e}")))?;
+        let security = match (tls, self.smtp_plain) {
+            (true, true) => return Err(usage("--smtp-plain goes with smtp://, not smtps://")),
+            (true, false) => Security::Tls,
+            (false, false) => Security::StartTls,
+            (false, true) => Security::Plain,
+        };
+        let port = port.unwrap_or(match security {
+            Security::Tls => 465,
+            Security::StartTls => 587,
+            Security::Plain => 25,
+        });
+        let credentials = match (self.smtp_user, self.smtp_password_file) {
+            (Some(u), Some(f)) => Some((u, read_password(&f)?)),
+            _ => None,
+        };
+        if security == Security::Plain && credentials.is_some() {
+            return Err(usage(
+                "--smtp-plain with --smtp-user would send the password in clear: use TLS",
+            ));
+        }
+        let from = self
+            .email_from
+            .ok_or_else(|| usage("--email needs --email-from ADDR"))?
+            .parse()
+            .map_err(|e| usage(format!("--email-from: {e}")))?;
+        let page = self.email_page_url.ok_or_else(|| {
+            usage("--email needs --email-page-url URL (where the links open the page)")
+        })?;
+        if !(page.starts_with("http://") || page.starts_with("https://"))
+            || page.contains(['?', '#', ' '])
+        {
+            return Err(usage(format!(
+                "--email-page-url {page:?}: give http(s)://HOST[:PORT][/PATH]"
+            )));
+        }
+        let mut recipients = std::collections::BTreeMap::new();
+        for (context, addrs) in self.email {
+            recipients
+                .entry(context)
+                .or_insert_with(Vec::new)
+                .extend(addrs);
+        }
+        let ca_pem = match &self.smtp_ca_file {
+            Some(_) if security == Security::Plain => {
+                return Err(usage("--smtp-ca-file goes with TLS, not --smtp-plain"))
+            }
+            Some(f) => Some(std::fs::read(f).map_err(|e| Error::io(f, e))?),
+            None => None,
+        };
+        Ok(Some(Email {
+            smtp: Smtp {
+                host,
+                port,
+                security,
+                credentials,
+                ca_pem,
+                timeout: self.smtp_timeout.max(Duration::from_millis(100)),
+            },
+            from,
+            recipients,
+            page_url: page.trim_end_matches('/').to_string(),
+            link_ttl: self.email_link_ttl,
+        }))
+    }
+}

@@ -1,0 +1,40 @@
+//! The queue rule of mail links (issue 29), over
+//! [`crate::store::driver::LinkStatements`]: an answer sent through a mail's link records
+//! the link as used in the answer's own transaction, so a link answers once: a second
+//! send through it is `LINK_USED` and changes nothing, and an answer that is refused
+//! (`BAD_ANSWER`, `REQUEST_FINAL`, ...) leaves the link unused (the transaction rolls
+//! back whole).
+
+use crate::clock::Millis;
+use crate::core::mail_link::Refused;
+use crate::error::{Error, Result};
+use crate::store::driver::links::{LinkReads, LinkUse};
+use crate::store::driver::Statements;
+use crate::store::{LeaseRef, Provided, ProviderAct};
+
+/// Answer (or vote on) `link.request_id` through `lease` as `act` says, spending `link`.
+pub fn provide_by_link(
+    db: &mut dyn Statements,
+    now: Millis,
+    link: &LinkUse,
+    lease: &LeaseRef,
+    act: &ProviderAct,
+) -> Result<Provided> {
+    match act {
+        ProviderAct::Answer(id, _) if *id == link.request_id => {}
+        // A link's session opens one request; anything else is not its to do.
+        _ => return Err(Error::Forbidden),
+    }
+    if !db.insert_link_use_if_unused(link, now)? {
+        return Err(Refused::Used {
+            request_id: link.request_id.clone(),
+        }
+        .into());
+    }
+    super::answers::provide(db, now, lease, act)
+}
+
+/// Whether an answer was sent through link `link_id`.
+pub fn used(db: &mut dyn LinkReads, link_id: &str) -> Result<bool> {
+    db.link_used(link_id)
+}

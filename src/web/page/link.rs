@@ -1,0 +1,269 @@
+//! A mail's link on the page (issue 29): `GET /mail/{token}`.
+//!
+//! Following a link never acts by itself (mail scanners open links): it checks the token
+//! ([`crate::core::mail_link`]: signed by the root's `mail.key`, not expired, and not used
+//! already: `LINK_INVALID`, `LINK_EXPIRED`, `LINK_USED`, each a page that changes
+//! nothing), then opens a session of the link's kind and shows a page with one button
+//! that opens the request. Answering is the page's own flow from there: the form, the
+//! summary to confirm, the send (POSTs with the session's CSRF token).
+//!
+//! The link's session is a page session ([`super::session`]) kept under its own cookie
+//! (`dshq_mail`), so it never replaces a reviewer's login: a browser that has one opens
+//! the request as that reviewer. It is scoped: its viewer sees the link's one request
+//! ([`crate::web::auth::Caller::sees_id`]), reaches only that request's routes and the
+//! page stream ([`viewer`]), ends at the link's expiry, and acts as `mail:ADDRESS`; the
+//! answer records the link as used in its own transaction ([`crate::app::mail`]).
+//!
+//! Why a page with a button rather than a redirect: the session cookies are
+//! `SameSite=Strict`, so a browser does not send them on a navigation that started in a
+//! mail client, redirects included; the click on the page is same-site and carries them.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Extension;
+
+use super::layout::{self, text};
+use super::queue::urlencode;
+use super::session::{set_cookie, Viewer, MAIL_COOKIE};
+use super::Shared;
+use crate::app;
+use crate::core::access::Role;
+use crate::core::mail_link::{LinkClaims, LinkKey, Refused};
+use crate::error::Error;
+use crate::store::WebToken;
+use crate::web::auth::Caller;
+use crate::web::AppState;
+
+/// The root's `mail.key`, read at the first link (a host that sends no mail has none, and
+/// refuses every link).
+#[derive(Default)]
+pub struct KeyCache(Mutex<Option<LinkKey>>);
+
+impl KeyCache {
+    fn get(&self, root: &crate::root::Root) -> Result<Option<LinkKey>, Error> {
+        let mut k = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if k.is_none() {
+            *k = crate::host::mail_key::load(root.dir())?;
+        }
+        Ok(k.clone())
+    }
+}
+
+/// The paths a link's session may reach: its request's view, confirm and send, the page
+/// stream, the logout.
+fn in_scope(path: &str, request_id: &str) -> bool {
+    let r = format!("/r/{}", urlencode(request_id));
+    path == r
+        || path.strip_prefix(&r) == Some("/confirm")
+        || path.strip_prefix(&r) == Some("/answer")
+        || matches!(path, "/live" | "/live/active" | "/logout")
+}
+
+/// The viewer of a link's session `id`: refused past the link's expiry (the session
+/// ends) and outside its scope.
+// The error is the page to show (built once, returned at once).
+#[allow(clippy::result_large_err)]
+pub fn viewer(
+    parts: &Parts,
+    shared: Arc<Shared>,
+    id: String,
+    csrf: String,
+    claims: LinkClaims,
+) -> Result<Viewer, Response> {
+    if crate::clock::now_ms() >= claims.expires_ms {
+        shared.sessions.remove(&id);
+        let e = Error::from(Refused::Expired {
+            at: crate::clock::rfc3339(claims.expires_ms),
+        });
+        return Err(layout::error_page(&e.to_user_error(), None));
+    }
+    if !in_scope(parts.uri.path(), &claims.request_id) {
+        return Err(layout::error_page(
+            &crate::protocol::UserQuestionError::new(
+                crate::protocol::Code::Forbidden,
+                format!(
+                    "this session was opened by a mail's link: it reaches request {} only \
+                     (at /r/{}); log in with a reviewer token for the rest of the page",
+                    crate::text::one_line(&claims.request_id),
+                    urlencode(&claims.request_id)
+                ),
+            ),
+            None,
+        ));
+    }
+    let caller = Caller {
+        token: WebToken {
+            name: format!("mail:{}", claims.recipient),
+            role: Role::Reviewer,
+            context: None,
+            created_ms: 0,
+            revoked_ms: None,
+        },
+        mail: Some(claims),
+    };
+    Ok(Viewer {
+        caller,
+        csrf,
+        shared,
+        session: id,
+    })
+}
+
+fn refused(e: impl Into<Error>) -> Response {
+    let e: Error = e.into();
+    tracing::info!(code = %e.code(), "mail link refused");
+    layout::error_page(&e.to_user_error(), None)
+}
+
+/// `GET /mail/{token}`: check the link, open its session, offer to open the request.
+pub async fn open(
+    State(st): State<AppState>,
+    Extension(shared): Extension<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let key = match shared.mail_key.get(&st.root) {
+        Ok(Some(k)) => k,
+        Ok(None) => return refused(Refused::Invalid),
+        Err(e) => return refused(e),
+    };
+    let claims = match key.verify(&token, crate::clock::now_ms()) {
+        Ok(c) => c,
+        Err(e) => return refused(e),
+    };
+    let link_id = claims.link_id.clone();
+    match st
+        .db
+        .read(move |store| app::mail::link_used(store, &link_id))
+        .await
+    {
+        Ok(false) => {}
+        Ok(true) => {
+            return refused(Refused::Used {
+                request_id: claims.request_id,
+            })
+        }
+        Err(e) => return refused(e),
+    }
+    let rid = claims.request_id.clone();
+    let row = match st.db.read(move |store| app::feed::get(store, &rid)).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return refused(Error::NotFound(claims.request_id)),
+        Err(e) => return refused(e),
+    };
+    let first = row
+        .request()
+        .and_then(|r| r.questions.first().map(|q| q.question.clone()))
+        .unwrap_or_default();
+    let (id, recipient, expires_ms) = (
+        claims.request_id.clone(),
+        claims.recipient.clone(),
+        claims.expires_ms,
+    );
+    let max_age = ((expires_ms - crate::clock::now_ms()) / 1000).max(1) as u64;
+    let (session, _) = match shared
+        .sessions
+        .create_for_link(claims, st.limits.session_idle)
+    {
+        Ok(x) => x,
+        Err(e) => return refused(e),
+    };
+    tracing::info!(request = %crate::text::for_log(&id), recipient = %crate::text::for_log(&recipient), "mail link opened");
+    let body = format!(
+        "<section class=\"mail-link\"><h1>A request for you</h1>\
+<dl class=\"meta\"><dt>Request</dt><dd><code>{id}</code></dd><dt>Context</dt><dd>{context}</dd>\
+<dt>From</dt><dd>{source}</dd><dt>Status</dt><dd><span class=\"status {status}\">{status}</span></dd></dl>\
+<p class=\"question\">{first}</p>\
+<p>This link was sent to <strong>{to}</strong>. It opens this request only, until {until}; \
+nothing is sent until you confirm an answer on the page. If you are logged in as a reviewer, \
+you open it as yourself.</p>\
+<p><a id=\"open-request\" class=\"button primary\" href=\"/r/{href}\">Open the request</a></p></section>",
+        id = text(&id),
+        context = text(&row.context),
+        source = text(&row.source),
+        status = row.status.as_str(),
+        first = layout::block(&first),
+        to = text(&recipient),
+        until = text(&crate::clock::rfc3339(expires_ms)),
+        href = urlencode(&id),
+    );
+    let mut r = layout::html(
+        StatusCode::OK,
+        layout::page("A request for you", None, None, &body),
+    );
+    r.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&headers, MAIL_COOKIE, &session, Some(max_age)),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(path: &str) -> Parts {
+        axum::http::Request::builder()
+            .uri(path)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    #[test]
+    fn a_link_session_ends_at_the_links_expiry_and_acts_as_the_recipient() {
+        let shared = Arc::new(Shared::default());
+        let mut claims = LinkClaims {
+            request_id: "r1".into(),
+            recipient: "alice@example.com".into(),
+            expires_ms: crate::clock::now_ms() + 60_000,
+            link_id: "00".into(),
+        };
+        let idle = std::time::Duration::from_secs(60);
+        let (id, csrf) = shared
+            .sessions
+            .create_for_link(claims.clone(), idle)
+            .unwrap();
+        let v = viewer(
+            &parts("/r/r1"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone(),
+        )
+        .unwrap_or_else(|_| panic!("a live link's session"));
+        assert_eq!(v.caller.actor().as_str(), "mail:alice@example.com");
+        assert!(v.caller.sees_id("r1") && !v.caller.sees_id("r2"));
+        assert!(viewer(
+            &parts("/"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone()
+        )
+        .is_err());
+        // Past its expiry: refused, and the session ends.
+        claims.expires_ms = crate::clock::now_ms() - 1;
+        let r = viewer(&parts("/r/r1"), shared.clone(), id.clone(), csrf, claims);
+        assert_eq!(r.err().unwrap().status(), StatusCode::GONE);
+        assert!(!shared.sessions.alive(&id, idle));
+    }
+
+    #[test]
+    fn a_link_session_reaches_its_request_only() {
+        assert!(in_scope("/r/abc", "abc"));
+        assert!(in_scope("/r/abc/confirm", "abc"));
+        assert!(in_scope("/r/abc/answer", "abc"));
+        assert!(in_scope("/live", "abc"));
+        assert!(!in_scope("/r/abcd", "abc"));
+        assert!(!in_scope("/r/abc/x", "abc"));
+        assert!(!in_scope("/", "abc"));
+        assert!(!in_scope("/history", "abc"));
+        assert!(!in_scope("/r/other", "abc"));
+    }
+}

@@ -1,0 +1,97 @@
+//! Mail links (issue 29) as a conformance scenario, through the [`Store`] trait only: an
+//! answer sent through a link records the link as used in the answer's transaction, so
+//! the link answers once (`LINK_USED` after, changing nothing); an answer that is refused
+//! leaves the link unused; a link answers its own request only; the answer is the
+//! recipient's (`mail:ADDRESS`) in the event chain, which still verifies.
+
+use dshq::core::audit::{Actor, Source};
+use dshq::protocol::error::Code;
+use dshq::protocol::Request;
+use dshq::store::driver::links::LinkUse;
+use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Store};
+
+use crate::lifecycle::{code, kinds, row};
+use crate::scenarios::{pick, TestClock};
+
+fn ask_simple<S: Store>(store: &mut S, id: &str) {
+    let v = serde_json::json!({
+        "id": id,
+        "questions": [{"id": "db", "question": "Which database?",
+                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+    });
+    let input = AskInput {
+        raw: v.to_string(),
+        request: Ok(serde_json::from_value::<Request>(v).unwrap()),
+        fallback_id: None,
+        salvaged: (None, None),
+        source: Source::Cli,
+        actor: Actor::Cli,
+    };
+    assert!(matches!(store.ask(input).unwrap(), Asked::Accepted(_)));
+}
+
+fn link(id: &str, request: &str) -> LinkUse {
+    LinkUse {
+        link_id: id.into(),
+        request_id: request.into(),
+        recipient: "alice@example.com".into(),
+    }
+}
+
+pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    for id in ["l1", "l2"] {
+        ask_simple(&mut store, id);
+    }
+    let (reg, _) = store.register("default", "host", 600_000).unwrap();
+    let by_mail = LeaseRef::OnBehalf {
+        token: reg.lease.clone(),
+        actor: Actor::Mail("alice@example.com".into()),
+    };
+    let answer = |label: &str, id: &str| ProviderAct::Answer(id.into(), pick(label));
+    assert!(!store.link_used("k1").unwrap());
+
+    // A refused answer leaves the link unused and changes nothing.
+    let before = kinds(&mut store, "l1");
+    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("MySQL", "l1"));
+    assert_eq!(code(e), Code::BadAnswer);
+    assert!(!store.link_used("k1").unwrap());
+    // A link answers its own request only.
+    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l2"));
+    assert_eq!(code(e), Code::Forbidden);
+    assert_eq!(row(&mut store, "l2").status, Status::Pending);
+    assert_eq!(kinds(&mut store, "l1"), before);
+
+    // The answer, as the recipient, spends the link.
+    match store
+        .provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l1"))
+        .unwrap()
+    {
+        Provided::Finished(o) => assert_eq!(o.id(), "l1"),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.link_used("k1").unwrap());
+    let answered = store
+        .events("l1")
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "answered")
+        .unwrap();
+    assert_eq!(answered.actor, "mail:alice@example.com");
+
+    // Used: refused, nothing changes, on this request or another.
+    let before = kinds(&mut store, "l1");
+    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l1"));
+    assert_eq!(code(e), Code::LinkUsed);
+    let e = store.provide_by_link(&link("k1", "l2"), &by_mail, answer("SQLite", "l2"));
+    assert_eq!(code(e), Code::LinkUsed);
+    assert_eq!(kinds(&mut store, "l1"), before);
+    assert_eq!(row(&mut store, "l2").status, Status::Pending);
+    // Another link of the answered request: REQUEST_FINAL, and it stays unused.
+    let e = store.provide_by_link(&link("k2", "l1"), &by_mail, answer("Postgres", "l1"));
+    assert_eq!(code(e), Code::RequestFinal);
+    assert!(!store.link_used("k2").unwrap());
+    let v = store.verify(&[]).unwrap();
+    assert_eq!(v.broken, None, "{v:?}");
+}
