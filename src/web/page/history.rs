@@ -7,8 +7,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::layout::urlencode;
 use super::layout::{self, coarse, escape, text};
-use super::queue::urlencode;
 use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;

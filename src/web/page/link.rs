@@ -11,7 +11,7 @@
 //! (`dshq_mail`), so it never replaces a reviewer's login: a browser that has one opens
 //! the request as that reviewer. It is scoped: its viewer sees the link's one request
 //! ([`crate::web::auth::Caller::sees_id`]), reaches only that request's routes and the
-//! page stream ([`viewer`]), ends at the link's expiry, and acts as `mail:ADDRESS`; the
+//! page stream ([`super::session`]'s `link_viewer`), ends at the link's expiry, and acts as `mail:ADDRESS`; the
 //! answer records the link as used in its own transaction ([`crate::app::mail`]).
 //!
 //! Why a page with a button rather than a redirect: the session cookies are
@@ -21,21 +21,17 @@
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
-use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Extension;
 
+use super::layout::urlencode;
 use super::layout::{self, text};
-use super::queue::urlencode;
-use super::session::{set_cookie, Viewer, MAIL_COOKIE};
+use super::session::{set_cookie, MAIL_COOKIE};
 use super::Shared;
 use crate::app;
-use crate::core::access::Role;
-use crate::core::mail_link::{LinkClaims, LinkKey, Refused};
+use crate::core::mail_link::{LinkKey, Refused};
 use crate::error::Error;
-use crate::store::WebToken;
-use crate::web::auth::Caller;
 use crate::web::AppState;
 
 /// The root's `mail.key`, read at the first link (a host that sends no mail has none, and
@@ -51,66 +47,6 @@ impl KeyCache {
         }
         Ok(k.clone())
     }
-}
-
-/// The paths a link's session may reach: its request's view, confirm and send, the page
-/// stream, the logout.
-fn in_scope(path: &str, request_id: &str) -> bool {
-    let r = format!("/r/{}", urlencode(request_id));
-    path == r
-        || path.strip_prefix(&r) == Some("/confirm")
-        || path.strip_prefix(&r) == Some("/answer")
-        || matches!(path, "/live" | "/live/active" | "/logout")
-}
-
-/// The viewer of a link's session `id`: refused past the link's expiry (the session
-/// ends) and outside its scope.
-// The error is the page to show (built once, returned at once).
-#[allow(clippy::result_large_err)]
-pub fn viewer(
-    parts: &Parts,
-    shared: Arc<Shared>,
-    id: String,
-    csrf: String,
-    claims: LinkClaims,
-) -> Result<Viewer, Response> {
-    if crate::clock::now_ms() >= claims.expires_ms {
-        shared.sessions.remove(&id);
-        let e = Error::from(Refused::Expired {
-            at: crate::clock::rfc3339(claims.expires_ms),
-        });
-        return Err(layout::error_page(&e.to_user_error(), None));
-    }
-    if !in_scope(parts.uri.path(), &claims.request_id) {
-        return Err(layout::error_page(
-            &crate::protocol::UserQuestionError::new(
-                crate::protocol::Code::Forbidden,
-                format!(
-                    "this session was opened by a mail's link: it reaches request {} only \
-                     (at /r/{}); log in with a reviewer token for the rest of the page",
-                    crate::text::one_line(&claims.request_id),
-                    urlencode(&claims.request_id)
-                ),
-            ),
-            None,
-        ));
-    }
-    let caller = Caller {
-        token: WebToken {
-            name: format!("mail:{}", claims.recipient),
-            role: Role::Reviewer,
-            context: None,
-            created_ms: 0,
-            revoked_ms: None,
-        },
-        mail: Some(claims),
-    };
-    Ok(Viewer {
-        caller,
-        csrf,
-        shared,
-        session: id,
-    })
 }
 
 fn refused(e: impl Into<Error>) -> Response {
@@ -200,70 +136,4 @@ you open it as yourself.</p>\
         set_cookie(&headers, MAIL_COOKIE, &session, Some(max_age)),
     );
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parts(path: &str) -> Parts {
-        axum::http::Request::builder()
-            .uri(path)
-            .body(())
-            .unwrap()
-            .into_parts()
-            .0
-    }
-
-    #[test]
-    fn a_link_session_ends_at_the_links_expiry_and_acts_as_the_recipient() {
-        let shared = Arc::new(Shared::default());
-        let mut claims = LinkClaims {
-            request_id: "r1".into(),
-            recipient: "alice@example.com".into(),
-            expires_ms: crate::clock::now_ms() + 60_000,
-            link_id: "00".into(),
-        };
-        let idle = std::time::Duration::from_secs(60);
-        let (id, csrf) = shared
-            .sessions
-            .create_for_link(claims.clone(), idle)
-            .unwrap();
-        let v = viewer(
-            &parts("/r/r1"),
-            shared.clone(),
-            id.clone(),
-            csrf.clone(),
-            claims.clone(),
-        )
-        .unwrap_or_else(|_| panic!("a live link's session"));
-        assert_eq!(v.caller.actor().as_str(), "mail:alice@example.com");
-        assert!(v.caller.sees_id("r1") && !v.caller.sees_id("r2"));
-        assert!(viewer(
-            &parts("/"),
-            shared.clone(),
-            id.clone(),
-            csrf.clone(),
-            claims.clone()
-        )
-        .is_err());
-        // Past its expiry: refused, and the session ends.
-        claims.expires_ms = crate::clock::now_ms() - 1;
-        let r = viewer(&parts("/r/r1"), shared.clone(), id.clone(), csrf, claims);
-        assert_eq!(r.err().unwrap().status(), StatusCode::GONE);
-        assert!(!shared.sessions.alive(&id, idle));
-    }
-
-    #[test]
-    fn a_link_session_reaches_its_request_only() {
-        assert!(in_scope("/r/abc", "abc"));
-        assert!(in_scope("/r/abc/confirm", "abc"));
-        assert!(in_scope("/r/abc/answer", "abc"));
-        assert!(in_scope("/live", "abc"));
-        assert!(!in_scope("/r/abcd", "abc"));
-        assert!(!in_scope("/r/abc/x", "abc"));
-        assert!(!in_scope("/", "abc"));
-        assert!(!in_scope("/history", "abc"));
-        assert!(!in_scope("/r/other", "abc"));
-    }
 }

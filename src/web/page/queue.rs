@@ -10,7 +10,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::layout::{self, coarse, escape, text};
+use super::layout::{self, coarse, escape, text, urlencode};
 use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;
@@ -242,19 +242,6 @@ since {}: read-only here until they leave.</p>",
     }
     h.push_str("</tbody></table></div>");
     h
-}
-
-/// A path segment, percent-encoded.
-pub fn urlencode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn filters_form(f: &Filter) -> String {

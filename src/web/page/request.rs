@@ -25,8 +25,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::layout::urlencode;
 use super::layout::{self, block, escape, text};
-use super::queue::urlencode;
 use super::session::{field, form_fields, Viewer};
 use crate::app;
 use crate::core::access::Action;

@@ -29,11 +29,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::layout::{self, escape, Nav};
+use super::layout::{self, escape, urlencode, Nav};
 use super::Shared;
 use crate::core::access::Role;
+use crate::core::mail_link::{LinkClaims, Refused};
 use crate::error::Error;
 use crate::protocol::{Code, UserQuestionError};
+use crate::store::WebToken;
 use crate::web::auth::Caller;
 use crate::web::body::Body;
 use crate::web::AppState;
@@ -272,7 +274,7 @@ impl FromRequestParts<AppState> for Viewer {
                         ..
                     },
                     id,
-                )) => super::link::viewer(parts, shared, id, csrf, claims),
+                )) => link_viewer(parts, shared, id, csrf, claims),
                 _ => Err(to_login()),
             };
         };
@@ -428,4 +430,130 @@ pub async fn logout(
         set_cookie(&headers, cookie_name, "", Some(0)),
     );
     r.into_response()
+}
+
+/// The paths a link's session may reach: its request's view, confirm and send, the page
+/// stream, the logout.
+fn in_scope(path: &str, request_id: &str) -> bool {
+    let r = format!("/r/{}", urlencode(request_id));
+    path == r
+        || path.strip_prefix(&r) == Some("/confirm")
+        || path.strip_prefix(&r) == Some("/answer")
+        || matches!(path, "/live" | "/live/active" | "/logout")
+}
+
+/// The viewer of a link's session `id`: refused past the link's expiry (the session
+/// ends) and outside its scope.
+// The error is the page to show (built once, returned at once).
+#[allow(clippy::result_large_err)]
+fn link_viewer(
+    parts: &Parts,
+    shared: Arc<Shared>,
+    id: String,
+    csrf: String,
+    claims: LinkClaims,
+) -> Result<Viewer, Response> {
+    if crate::clock::now_ms() >= claims.expires_ms {
+        shared.sessions.remove(&id);
+        let e = Error::from(Refused::Expired {
+            at: crate::clock::rfc3339(claims.expires_ms),
+        });
+        return Err(layout::error_page(&e.to_user_error(), None));
+    }
+    if !in_scope(parts.uri.path(), &claims.request_id) {
+        return Err(layout::error_page(
+            &crate::protocol::UserQuestionError::new(
+                crate::protocol::Code::Forbidden,
+                format!(
+                    "this session was opened by a mail's link: it reaches request {} only \
+                     (at /r/{}); log in with a reviewer token for the rest of the page",
+                    crate::text::one_line(&claims.request_id),
+                    urlencode(&claims.request_id)
+                ),
+            ),
+            None,
+        ));
+    }
+    let caller = Caller {
+        token: WebToken {
+            name: format!("mail:{}", claims.recipient),
+            role: Role::Reviewer,
+            context: None,
+            created_ms: 0,
+            revoked_ms: None,
+        },
+        mail: Some(claims),
+    };
+    Ok(Viewer {
+        caller,
+        csrf,
+        shared,
+        session: id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(path: &str) -> Parts {
+        axum::http::Request::builder()
+            .uri(path)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    #[test]
+    fn a_link_session_ends_at_the_links_expiry_and_acts_as_the_recipient() {
+        let shared = Arc::new(Shared::default());
+        let mut claims = LinkClaims {
+            request_id: "r1".into(),
+            recipient: "alice@example.com".into(),
+            expires_ms: crate::clock::now_ms() + 60_000,
+            link_id: "00".into(),
+        };
+        let idle = std::time::Duration::from_secs(60);
+        let (id, csrf) = shared
+            .sessions
+            .create_for_link(claims.clone(), idle)
+            .unwrap();
+        let v = link_viewer(
+            &parts("/r/r1"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone(),
+        )
+        .unwrap_or_else(|_| panic!("a live link's session"));
+        assert_eq!(v.caller.actor().as_str(), "mail:alice@example.com");
+        assert!(v.caller.sees_id("r1") && !v.caller.sees_id("r2"));
+        assert!(link_viewer(
+            &parts("/"),
+            shared.clone(),
+            id.clone(),
+            csrf.clone(),
+            claims.clone()
+        )
+        .is_err());
+        // Past its expiry: refused, and the session ends.
+        claims.expires_ms = crate::clock::now_ms() - 1;
+        let r = link_viewer(&parts("/r/r1"), shared.clone(), id.clone(), csrf, claims);
+        assert_eq!(r.err().unwrap().status(), StatusCode::GONE);
+        assert!(!shared.sessions.alive(&id, idle));
+    }
+
+    #[test]
+    fn a_link_session_reaches_its_request_only() {
+        assert!(in_scope("/r/abc", "abc"));
+        assert!(in_scope("/r/abc/confirm", "abc"));
+        assert!(in_scope("/r/abc/answer", "abc"));
+        assert!(in_scope("/live", "abc"));
+        assert!(!in_scope("/r/abcd", "abc"));
+        assert!(!in_scope("/r/abc/x", "abc"));
+        assert!(!in_scope("/", "abc"));
+        assert!(!in_scope("/history", "abc"));
+        assert!(!in_scope("/r/other", "abc"));
+    }
 }
