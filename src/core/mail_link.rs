@@ -41,6 +41,18 @@ pub struct LinkClaims {
     /// The link's id (32 hex digits), recorded once an answer was sent through it.
     #[serde(rename = "l")]
     pub link_id: String,
+    /// When it was made (ms since the epoch: its delivery's time). A request id is free
+    /// again once its request is pruned, so the link opens the request of that id asked
+    /// before it was made, never a later one ([`opens`]).
+    #[serde(rename = "iat")]
+    pub issued_ms: Millis,
+}
+
+/// Whether a link made at `issued_ms` opens a request asked at `asked_ms`: the one it was
+/// sent for was asked before the link was made; a request asked later under the same id
+/// (after the first was pruned) is another's, and the link opens nothing.
+pub fn opens(issued_ms: Millis, asked_ms: Millis) -> bool {
+    asked_ms <= issued_ms
 }
 
 /// Why a link is refused (each a stable code).
@@ -164,6 +176,7 @@ mod tests {
             recipient: "alice@example.com".into(),
             expires_ms: 2_000,
             link_id: "00ff".into(),
+            issued_ms: 1_000,
         }
     }
 

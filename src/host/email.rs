@@ -258,6 +258,7 @@ impl EmailSender {
             recipient: recipient.clone(),
             expires_ms,
             link_id: link_id.clone(),
+            issued_ms: d.created_ms,
         });
         let link = format!("{}/mail/{token}", self.email.page_url);
         let content = Content::of(d, row, request, &recipient, &link, expires_ms);

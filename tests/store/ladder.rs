@@ -484,7 +484,8 @@ pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
 }
 
 /// Prune takes a final request's delivered rows with it and leaves its undelivered ones,
-/// which are still to be sent.
+/// which are still to be sent; it takes the request's used mail links, and its Slack
+/// messages once no delivery is left to update them.
 pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&TestClock) -> S) {
     let clock = TestClock::new();
     let mut store = new(&clock);
@@ -492,8 +493,28 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
         .add_delivery_routes(&routes(&[("default", Channel::Webhook)]))
         .unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    for id in ["old", "newest"] {
+    for id in ["done", "old", "newest"] {
         ask(&mut store, request(id, json!(null))).unwrap();
+    }
+    // "done" is answered through a mail's link, and all its deliveries went out.
+    let by_mail = dshq::store::LeaseRef::OnBehalf {
+        token: reg.lease.clone(),
+        actor: Actor::Mail("alice@example.com".into()),
+    };
+    let link = dshq::store::driver::links::LinkUse {
+        link_id: "k-done".into(),
+        request_id: "done".into(),
+        recipient: "alice@example.com".into(),
+        issued_ms: clock.now(),
+    };
+    store
+        .provide_by_link(
+            &link,
+            &by_mail,
+            ProviderAct::Answer("done".into(), pick("SQLite")),
+        )
+        .unwrap();
+    for id in ["old", "newest"] {
         store
             .provide(
                 &lease(&reg.lease),
@@ -501,9 +522,19 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
             )
             .unwrap();
     }
+    for d in store.deliveries("done").unwrap() {
+        store.mark_delivered(&d.id, clock.now()).unwrap();
+    }
     let old = store.deliveries("old").unwrap();
     assert_eq!(old.len(), 2, "accepted and answered");
     store.mark_delivered(&old[0].id, clock.now()).unwrap();
+    for id in ["done", "old"] {
+        let first = &store.deliveries(id).unwrap()[0];
+        assert!(store
+            .record_slack_message(&first.id, id, "C0123", "1700000000.000100")
+            .unwrap());
+    }
+    assert!(store.link_used("k-done").unwrap());
     crate::scenarios::mark_outcomes_written(&mut store);
     clock.advance(10);
     let pruned = store
@@ -514,7 +545,8 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
             &mut crate::scenarios::MemoryExport::default(),
         )
         .unwrap();
-    assert_eq!(pruned.requests, 1);
+    assert_eq!(pruned.requests, 2);
+    assert!(store.deliveries("done").unwrap().is_empty());
     let left = store.deliveries("old").unwrap();
     assert_eq!(
         left.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
@@ -522,6 +554,13 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
         "the delivered row went with its request, the undelivered one stays"
     );
     assert_eq!(store.deliveries("newest").unwrap().len(), 2);
+    assert!(store.slack_messages("done").unwrap().is_empty());
+    assert_eq!(
+        store.slack_messages("old").unwrap().len(),
+        1,
+        "its answered delivery is still to update it"
+    );
+    assert!(!store.link_used("k-done").unwrap());
     verifies(&mut store);
 }
 

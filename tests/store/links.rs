@@ -30,11 +30,13 @@ fn ask_simple<S: Store>(store: &mut S, id: &str) {
     assert!(matches!(store.ask(input).unwrap(), Asked::Accepted(_)));
 }
 
+/// A link made now (after every request these tests ask before using it).
 fn link(id: &str, request: &str) -> LinkUse {
     LinkUse {
         link_id: id.into(),
         request_id: request.into(),
         recipient: "alice@example.com".into(),
+        issued_ms: dshq::clock::Millis::MAX,
     }
 }
 
@@ -92,6 +94,16 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
     let e = store.provide_by_link(&link("k2", "l1"), &by_mail, answer("Postgres", "l1"));
     assert_eq!(code(e), Code::RequestFinal);
     assert!(!store.link_used("k2").unwrap());
+    // A link made before its request id was asked (the one it was sent for was pruned,
+    // and the id asked again): the request is not the link's; nothing changes.
+    let early = LinkUse {
+        issued_ms: row(&mut store, "l2").created_ms - 1,
+        ..link("k3", "l2")
+    };
+    let e = store.provide_by_link(&early, &by_mail, answer("SQLite", "l2"));
+    assert_eq!(code(e), Code::NotFound);
+    assert!(!store.link_used("k3").unwrap());
+    assert_eq!(row(&mut store, "l2").status, Status::Pending);
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
 }

@@ -16,6 +16,8 @@ pub struct LinkUse {
     pub request_id: String,
     /// Who it was sent to.
     pub recipient: String,
+    /// When it was made ([`crate::core::mail_link::opens`]).
+    pub issued_ms: crate::clock::Millis,
 }
 
 /// The statement the link rule needs from a write transaction.

@@ -95,6 +95,13 @@ pub trait PruneStatements {
     /// request rows up to `upto` (issue 29); how many. Undelivered rows stay, to be sent.
     fn delete_delivered_deliveries_upto(&mut self, upto: i64) -> Result<u64>;
 
+    /// Delete the Slack messages recorded for the request rows up to `upto` (issue 29)
+    /// whose request has no undelivered delivery left; how many.
+    fn delete_slack_messages_upto(&mut self, upto: i64) -> Result<u64>;
+
+    /// Delete the used mail links of the request rows up to `upto` (issue 29); how many.
+    fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64>;
+
     /// Delete the request rows with `seq <= upto`; how many.
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64>;
 

@@ -166,6 +166,24 @@ impl PruneStatements for Tx<'_> {
         )
     }
 
+    fn delete_slack_messages_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto(
+            "DELETE FROM slack_messages AS m
+              WHERE m.request_id IN (SELECT id FROM requests WHERE seq <= $1)
+                AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                 WHERE d.request_id = m.request_id AND d.delivered_ms IS NULL)",
+            upto,
+        )
+    }
+
+    fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto(
+            "DELETE FROM mail_links_used
+              WHERE request_id IN (SELECT id FROM requests WHERE seq <= $1)",
+            upto,
+        )
+    }
+
     fn delete_requests_upto(&mut self, upto: i64) -> Result<u64> {
         self.delete_upto("DELETE FROM requests WHERE seq <= $1", upto)
     }

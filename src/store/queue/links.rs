@@ -25,6 +25,12 @@ pub fn provide_by_link(
         // A link's session opens one request; anything else is not its to do.
         _ => return Err(Error::Forbidden),
     }
+    // The request of this id asked after the link was made is not the link's (the one
+    // it was sent for was pruned, and the id asked again): not found, as it is gone.
+    match db.answer_target(&link.request_id)? {
+        Some(row) if crate::core::mail_link::opens(link.issued_ms, row.created_ms) => {}
+        _ => return Err(Error::NotFound(link.request_id.clone())),
+    }
     if !db.insert_link_use_if_unused(link, now)? {
         return Err(Refused::Used {
             request_id: link.request_id.clone(),

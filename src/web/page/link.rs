@@ -87,8 +87,9 @@ pub async fn open(
     }
     let rid = claims.request_id.clone();
     let row = match st.db.read(move |store| app::feed::get(store, &rid)).await {
-        Ok(Some(r)) => r,
-        Ok(None) => return refused(Error::NotFound(claims.request_id)),
+        // A request of that id asked after the link was made is another's.
+        Ok(Some(r)) if crate::core::mail_link::opens(claims.issued_ms, r.created_ms) => r,
+        Ok(_) => return refused(Error::NotFound(claims.request_id)),
         Err(e) => return refused(e),
     };
     let first = row

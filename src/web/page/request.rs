@@ -885,6 +885,7 @@ pub async fn send(
             link_id: m.link_id.clone(),
             request_id: m.request_id.clone(),
             recipient: m.recipient.clone(),
+            issued_ms: m.issued_ms,
         });
         let r = st
             .db

@@ -513,6 +513,7 @@ mod tests {
             recipient: "alice@example.com".into(),
             expires_ms: crate::clock::now_ms() + 60_000,
             link_id: "00".into(),
+            issued_ms: crate::clock::now_ms(),
         };
         let idle = std::time::Duration::from_secs(60);
         let (id, csrf) = shared
