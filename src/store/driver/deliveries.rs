@@ -26,6 +26,10 @@ pub struct NewDelivery<'a> {
 
 /// The statements the outbox's rule needs from a write transaction.
 pub trait DeliveryStatements {
+    /// Whether some daemon sends deliveries for `context` (`delivery_contexts`): the rule
+    /// asks first, so an event no one is sent costs no body, no id and no statement.
+    fn context_sends_deliveries(&mut self, context: &str) -> Result<bool>;
+
     /// Insert `d` if some daemon sends deliveries for its context (`delivery_contexts`);
     /// nothing otherwise.
     fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()>;

@@ -14,10 +14,10 @@ use crate::store::postgres::tx::Tx;
 use crate::store::types::{Delivery, DeliveryCounts};
 
 impl DeliveryStatements for Tx<'_> {
-    fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
+    fn context_sends_deliveries(&mut self, context: &str) -> Result<bool> {
         // The contexts that send are read once a write, beside the held rows: an event of
         // a context no daemon sends for (every event, on a store without webhooks) costs
-        // no statement. The insert keeps its own guard.
+        // no statement.
         if self.sending_contexts.is_none() {
             let sending = self
                 .tx
@@ -28,11 +28,15 @@ impl DeliveryStatements for Tx<'_> {
                 .collect::<std::result::Result<_, _>>()?;
             self.sending_contexts = Some(sending);
         }
-        if !self
+        Ok(self
             .sending_contexts
             .as_ref()
-            .is_some_and(|s| s.contains(d.context))
-        {
+            .is_some_and(|s| s.contains(context)))
+    }
+
+    fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
+        // The insert keeps its own guard.
+        if !self.context_sends_deliveries(d.context)? {
             return Ok(());
         }
         self.tx.execute_typed(

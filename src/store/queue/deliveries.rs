@@ -37,19 +37,23 @@ pub fn new_id() -> Result<String> {
     Ok(format!("msg_{}", crate::store::chain::hex(&b)))
 }
 
-/// Write the delivery of event `kind` about request `id` of `context` (its `data` is the
-/// body's `data` beside `id`, `context` and `event`), in the caller's transaction.
+/// Write the delivery of event `kind` about request `id` of `context` (its `data`, made
+/// only when the context sends, is the body's `data` beside `id`, `context` and `event`),
+/// in the caller's transaction. A context no daemon sends for costs nothing more than the
+/// driver's answer to that (every event of a store without webhooks: every file of an
+/// inbox batch made a body and drew a random id for nothing).
 pub fn notify(
     db: &mut dyn Statements,
     now: Millis,
     kind: EventKind,
     id: &str,
     context: &str,
-    mut data: serde_json::Value,
+    data: impl FnOnce() -> serde_json::Value,
 ) -> Result<()> {
-    if !NOTIFIED.contains(&kind) {
+    if !NOTIFIED.contains(&kind) || !db.context_sends_deliveries(context)? {
         return Ok(());
     }
+    let mut data = data();
     if let Some(m) = data.as_object_mut() {
         m.insert("id".into(), id.into());
         m.insert("context".into(), context.into());

@@ -238,7 +238,7 @@ pub fn accept(
         EventKind::Accepted,
         &n.id,
         &n.context,
-        serde_json::json!({ "questions": questions_text(&n.request) }),
+        || serde_json::json!({ "questions": questions_text(&n.request) }),
     )?;
     Ok(Accepted {
         id: n.id,

@@ -13,6 +13,13 @@ use crate::store::sqlite::sql::Sql;
 use crate::store::types::{Delivery, DeliveryCounts};
 
 impl DeliveryStatements for Sql<'_, '_> {
+    fn context_sends_deliveries(&mut self, context: &str) -> Result<bool> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT 1 FROM delivery_contexts WHERE context = ?1")?
+            .exists([context])?)
+    }
+
     fn insert_delivery_if_context_sends(&mut self, d: &NewDelivery<'_>) -> Result<()> {
         self.0
             .prepare_cached(
