@@ -20,6 +20,7 @@ use super::session::{Held, Session};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::chain::ChainHead;
+use crate::store::driver::ReadsInside;
 
 /// The lock a transaction holds from its chain section to its commit: the one that orders
 /// the log. Every transaction that appended takes it just before inserting its events
@@ -161,6 +162,21 @@ pub struct Tx<'c> {
     /// The contexts some daemon sends deliveries for, read once a write (issue 29): a
     /// notified event of any other context costs no statement.
     pub(super) sending_contexts: Option<std::collections::HashSet<String>>,
+}
+
+impl<'c> ReadsInside for Tx<'c> {
+    type Reads<'r>
+        = PgRead<'r, Transaction<'c>>
+    where
+        Self: 'r;
+
+    fn reads(&mut self) -> Result<PgRead<'_, Transaction<'c>>> {
+        Ok(PgRead(self.tx.client()?))
+    }
+
+    fn reads_beside_held(&mut self) -> PgRead<'_, Transaction<'c>> {
+        PgRead(self.tx.beside_held())
+    }
 }
 
 impl<'c> Tx<'c> {
