@@ -91,6 +91,11 @@ pub const RELIST_AFTER: Duration = Duration::from_millis(100);
 
 const TRIM_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The most files the first batch of a drain takes: the commits start once these are read,
+/// while the file thread reads the next, full batch (a burst's first full batch was read
+/// while nothing committed).
+const FIRST_BATCH: usize = 64;
+
 /// Give the heap's free memory back to the system (glibc keeps freed memory of large
 /// batches mapped otherwise, and the daemon would sit at its peak forever).
 fn trim_heap() {
@@ -557,19 +562,22 @@ fn drain_inbox(
             .name("dshq-inbox-io".into())
             .spawn_scoped(scope, move || {
                 let mut drain = Drain::default();
+                let mut take = batch.min(FIRST_BATCH);
                 loop {
                     // The removals of the batches committed so far go first.
                     while let Ok(r) = removal_rx.try_recv() {
                         r.run();
                     }
-                    let next = match drain.next(dir, batch, io_watcher) {
-                        Ok(Some((chosen, chosen_at))) => {
-                            let read = app::ask::read_inbox(root, &chosen, max_bytes, batch_bytes);
-                            drain.took(&chosen, &chosen_at, read.consumed);
-                            Ok(Some(read))
-                        }
-                        other => other.map(|_| None),
-                    };
+                    let next =
+                        match drain.next(dir, std::mem::replace(&mut take, batch), io_watcher) {
+                            Ok(Some((chosen, chosen_at))) => {
+                                let read =
+                                    app::ask::read_inbox(root, &chosen, max_bytes, batch_bytes);
+                                drain.took(&chosen, &chosen_at, read.consumed);
+                                Ok(Some(read))
+                            }
+                            other => other.map(|_| None),
+                        };
                     let last = !matches!(next, Ok(Some(_)));
                     // Fails once the committing side has stopped taking batches.
                     if batch_tx.send(next).is_err() || last {
@@ -588,6 +596,7 @@ fn drain_inbox(
             Err(e) => return (Err(e), false),
         };
         let worker_gone = || Error::io("inbox thread", std::io::Error::other("it ended"));
+        let mut published = Instant::now();
         let result = (|| loop {
             // A failure to choose (the listing, the watch) arrives after the batches read
             // before it, which are committed first all the same.
@@ -612,7 +621,17 @@ fn drain_inbox(
                 big = true;
                 trim_heap();
             }
-            app::ask::publish_pending(store, root)?;
+            // Outcomes between batches: at once after a batch that made some (a rejection
+            // with an id, an abort), else at most every RELIST_AFTER for the ones other
+            // writers made due (each look is a read of the store); the pass writes the rest
+            // when the drain ends.
+            if !r.rejected.is_empty()
+                || !r.aborted.is_empty()
+                || published.elapsed() >= RELIST_AFTER
+            {
+                app::ask::publish_pending(store, root)?;
+                published = Instant::now();
+            }
             if stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
