@@ -258,7 +258,7 @@ fn read_input_into(
         EntryKind::Request(stem) => match parsed.unwrap_or_else(|| parse_request(&bytes)) {
             Ok(mut request) => Some(Input::Request {
                 name: name.to_string(),
-                prepared: Prepared::of(&mut request, Some(&stem)),
+                prepared: Prepared::of(&mut request, Some(&stem)).map(Box::new),
                 stem,
                 request,
                 raw: into_text(bytes),

@@ -101,7 +101,7 @@ pub enum InboxInput {
         mtime: Millis,
         /// The request's stored forms, made by the file thread ahead of the batch's
         /// transaction (`None`: made in it).
-        prepared: Option<crate::protocol::prepared::Prepared>,
+        prepared: Option<Box<crate::protocol::prepared::Prepared>>,
     },
     /// An abort file.
     Abort {

@@ -654,7 +654,7 @@ fn inbox_file(name: &str, body: serde_json::Value, mtime: Millis) -> dshq::store
     let stem = name.trim_end_matches(".json").to_string();
     let raw = body.to_string();
     let mut request: dshq::protocol::Request = serde_json::from_value(body).unwrap();
-    let prepared = dshq::protocol::prepared::Prepared::of(&mut request, Some(&stem));
+    let prepared = dshq::protocol::prepared::Prepared::of(&mut request, Some(&stem)).map(Box::new);
     dshq::store::InboxInput::Request {
         name: name.into(),
         stem,

@@ -491,7 +491,7 @@ pub fn ingest_one(
                 source: from,
                 actor: Actor::Daemon,
             };
-            accept_or_reject_prepared(db, now, input, prepared, policy)?.into()
+            accept_or_reject_prepared(db, now, input, prepared.map(|p| *p), policy)?.into()
         }
         InboxInput::Abort { name, id, reason } => {
             let source = Source::Inbox(name.clone()).as_str().into_owned();
