@@ -37,6 +37,8 @@ struct Opts {
     files: usize,
     ops: usize,
     samples: usize,
+    /// Run only this workload (`burst`, `claims`, `latency`): to repeat one for its spread.
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -44,6 +46,7 @@ fn opts() -> Opts {
         files: 15_000,
         ops: 2_000,
         samples: 100,
+        only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -53,8 +56,9 @@ fn opts() -> Opts {
             "--files" => o.files = val().parse().expect("--files N"),
             "--ops" => o.ops = val().parse().expect("--ops N"),
             "--samples" => o.samples = val().parse().expect("--samples N"),
+            "--only" => o.only = Some(val()),
             "--help" => {
-                println!("multihost bench: --files N (15000) --ops N (2000) --samples N (100)");
+                println!("multihost bench: --files N (15000) --ops N (2000) --samples N (100) [--only burst|claims|latency]");
                 std::process::exit(0);
             }
             _ => {
@@ -447,37 +451,46 @@ fn main() {
         o.files, o.ops, o.samples
     );
 
+    let run = |w: &str| o.only.as_deref().is_none_or(|only| only == w);
+
     // 1. Burst ingest, and the raw baseline of the same rows.
-    let sqlite = burst(&[Host::new(None)], o.files);
-    let pg1 = pg_burst(&pg(), 1, o.files);
-    let pg2 = pg_burst(&pg(), 2, o.files);
-    let pg4 = pg_burst(&pg(), 4, o.files);
-    let bare = bare_batches(&pg(), o.files);
-    println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}");
-    println!(
+    if run("burst") {
+        let sqlite = burst(&[Host::new(None)], o.files);
+        let pg1 = pg_burst(&pg(), 1, o.files);
+        let pg2 = pg_burst(&pg(), 2, o.files);
+        let pg4 = pg_burst(&pg(), 4, o.files);
+        let bare = bare_batches(&pg(), o.files);
+        println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}");
+        println!(
         "  ratios: postgres 1 daemon / sqlite {:.3}; / bare batches {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
         pg1 / sqlite,
         pg1 / bare,
         pg2 / pg1,
         pg4 / pg1
     );
+    }
 
     // 2. Claim + answer, and the raw baseline.
-    let s = reviewers(None, 1, o.ops);
-    let p1 = reviewers(Some(&pg()), 1, o.ops);
-    let p4 = reviewers(Some(&pg()), 4, o.ops);
-    let url = pg();
-    let b1 = bare_claims(&url, 1, o.ops);
-    let b4 = bare_claims(&url, 4, o.ops);
-    println!("claim+answer pairs/s: sqlite {s:.0} | postgres, 1 host {p1:.0} | 4 hosts in 4 contexts {p4:.0} in all | bare SKIP LOCKED clients, 1 / 4 {b1:.0} / {b4:.0}");
-    println!(
-        "  ratios: postgres 1 host / sqlite {:.2}; 4 hosts / 1 host {:.2}; bare 4 / 1 {:.2}",
-        p1 / s,
-        p4 / p1,
-        b4 / b1
-    );
+    if run("claims") {
+        let s = reviewers(None, 1, o.ops);
+        let p1 = reviewers(Some(&pg()), 1, o.ops);
+        let p4 = reviewers(Some(&pg()), 4, o.ops);
+        let url = pg();
+        let b1 = bare_claims(&url, 1, o.ops);
+        let b4 = bare_claims(&url, 4, o.ops);
+        println!("claim+answer pairs/s: sqlite {s:.0} | postgres, 1 host {p1:.0} | 4 hosts in 4 contexts {p4:.0} in all | bare SKIP LOCKED clients, 1 / 4 {b1:.0} / {b4:.0}");
+        println!(
+            "  ratios: postgres 1 host / sqlite {:.2}; 4 hosts / 1 host {:.2}; bare 4 / 1 {:.2}",
+            p1 / s,
+            p4 / p1,
+            b4 / b1
+        );
+    }
 
     // 3. Answer → outcome file.
+    if !run("latency") {
+        return;
+    }
     let local = Host::new(None);
     let v = answer_latency(&local, &local, o.samples, "lat");
     println!(

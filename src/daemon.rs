@@ -91,6 +91,11 @@ pub const RELIST_AFTER: Duration = Duration::from_millis(100);
 
 const TRIM_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The most files the first batch of a drain takes: the commits start once these are read,
+/// while the file thread reads the next, full batch (a burst's first full batch was read
+/// while nothing committed).
+const FIRST_BATCH: usize = 64;
+
 /// Give the heap's free memory back to the system (glibc keeps freed memory of large
 /// batches mapped otherwise, and the daemon would sit at its peak forever).
 fn trim_heap() {
@@ -526,12 +531,16 @@ fn pass(
 /// overtakes its request. A file tried once in this drain and still there (unreadable, or
 /// its removal failed) is left for the next pass instead of being retried in a loop.
 ///
-/// The file work runs beside the store's: a second thread (`dshq-inbox-io`) reads and
-/// parses the next batch while this one commits, and removes a batch's files once its
-/// commit is done. The commits stay one at a time and in order, on this thread; a file is
-/// still removed only after the commit that handled it, and only if it is still the file
-/// that was read ([`inbox::Removals`]). Before this, the thread that committed also opened,
-/// read and removed every file, and a burst ran at the sum of the two.
+/// The file work runs beside the store's: a second thread (`dshq-inbox-io`) lists the
+/// directory, chooses each batch ([`Drain`]), reads and parses it while the batch before
+/// it commits, and removes a batch's files once its commit is done. The commits stay one
+/// at a time and in order, on this thread, which does nothing else between them but write
+/// the outcomes; a file is still removed only after the commit that handled it, and only
+/// if it is still the file that was read ([`inbox::Removals`]). The thread reads one batch
+/// ahead and no more (it hands each over and waits for it to be taken), so memory holds
+/// at most two batches. Before, the thread that committed also opened, read and removed
+/// every file, and a burst ran at the sum of the two; and until it also listed and chose,
+/// a listing of a large backlog (every [`RELIST_AFTER`]) stood between two commits.
 fn drain_inbox(
     root: &Root,
     store: &mut dyn Store,
@@ -540,55 +549,62 @@ fn drain_inbox(
     watcher: &mut notify::RecommendedWatcher,
 ) -> Result<()> {
     let dir = root.inbox_new();
-    let mut drain = Drain::default();
     let mut big = false;
-    let result = std::thread::scope(|scope| {
-        let (jobs, job_rx) = mpsc::channel::<InboxJob>();
-        let (read_tx, read) = mpsc::channel::<inbox::ReadBatch>();
+    let io_watcher = &mut *watcher;
+    let (result, unwatched) = std::thread::scope(|scope| {
+        // Rendezvous: a batch is handed over only when this thread takes it.
+        let (batch_tx, batches) = mpsc::sync_channel::<Result<Option<inbox::ReadBatch>>>(0);
+        let (removals, removal_rx) = mpsc::channel::<inbox::Removals>();
         let (max_bytes, batch_bytes) = (config.max_bytes, config.batch_bytes);
-        std::thread::Builder::new()
+        let batch = config.batch.max(1);
+        let dir = &dir;
+        let io = std::thread::Builder::new()
             .name("dshq-inbox-io".into())
             .spawn_scoped(scope, move || {
-                // Ends when the drain drops `jobs`, after the removals queued before it.
-                for job in job_rx {
-                    match job {
-                        InboxJob::Read(names) => {
-                            let batch = app::ask::read_inbox(root, &names, max_bytes, batch_bytes);
-                            let _ = read_tx.send(batch);
-                        }
-                        InboxJob::Remove(removals) => {
-                            removals.run();
-                        }
+                let mut drain = Drain::default();
+                let mut take = batch.min(FIRST_BATCH);
+                loop {
+                    // The removals of the batches committed so far go first.
+                    while let Ok(r) = removal_rx.try_recv() {
+                        r.run();
+                    }
+                    let next =
+                        match drain.next(dir, std::mem::replace(&mut take, batch), io_watcher) {
+                            Ok(Some((chosen, chosen_at))) => {
+                                let read =
+                                    app::ask::read_inbox(root, &chosen, max_bytes, batch_bytes);
+                                drain.took(&chosen, &chosen_at, read.consumed);
+                                Ok(Some(read))
+                            }
+                            other => other.map(|_| None),
+                        };
+                    let last = !matches!(next, Ok(Some(_)));
+                    // Fails once the committing side has stopped taking batches.
+                    if batch_tx.send(next).is_err() || last {
+                        break;
                     }
                 }
+                // Ends when the committing side drops `removals`, after its last commit.
+                for r in removal_rx {
+                    r.run();
+                }
+                drain.unwatched
             })
-            .map_err(|e| Error::io("inbox thread", e))?;
+            .map_err(|e| Error::io("inbox thread", e));
+        let io = match io {
+            Ok(io) => io,
+            Err(e) => return (Err(e), false),
+        };
         let worker_gone = || Error::io("inbox thread", std::io::Error::other("it ended"));
-        // The batch the thread is reading: (names, their positions in the plan).
-        let mut ahead: Option<(Vec<String>, Vec<usize>)> = None;
+        let mut published = Instant::now();
         let result = (|| loop {
-            let (chosen, chosen_at) = match ahead.take() {
-                Some(a) => a,
-                None => match drain.next(&dir, config.batch.max(1), watcher)? {
-                    Some(next) => {
-                        jobs.send(InboxJob::Read(next.0.clone()))
-                            .map_err(|_| worker_gone())?;
-                        next
-                    }
-                    None => return Ok(()),
-                },
+            // A failure to choose (the listing, the watch) arrives after the batches read
+            // before it, which are committed first all the same.
+            let Some(batch) = batches.recv().map_err(|_| worker_gone())?? else {
+                return Ok(());
             };
-            let batch = read.recv().map_err(|_| worker_gone())?;
-            drain.took(&chosen, &chosen_at, batch.consumed);
-            // The next batch is read while this one commits. Choosing it can fail (the
-            // listing, the watch): this batch is committed first all the same.
-            let next = drain.next(&dir, config.batch.max(1), watcher);
-            if let Ok(Some(n)) = &next {
-                jobs.send(InboxJob::Read(n.0.clone()))
-                    .map_err(|_| worker_gone())?;
-            }
             let began = Instant::now();
-            let (r, removals) = app::ask::commit_inbox(store, root, batch)?;
+            let (r, handled) = app::ask::commit_inbox(store, root, batch)?;
             if let Some(m) = crate::metrics::get() {
                 m.wrote("inbox", began.elapsed());
                 for _ in &r.accepted {
@@ -598,41 +614,47 @@ fn drain_inbox(
                     m.ingested(Some(code.as_str()));
                 }
             }
-            if !removals.is_empty() {
-                jobs.send(InboxJob::Remove(removals))
-                    .map_err(|_| worker_gone())?;
+            if !handled.is_empty() {
+                removals.send(handled).map_err(|_| worker_gone())?;
             }
-            ahead = next?;
             if r.bytes >= TRIM_AFTER_BYTES {
                 big = true;
                 trim_heap();
             }
-            app::ask::publish_pending(store, root)?;
+            // Outcomes between batches: at once after a batch that made some (a rejection
+            // with an id, an abort), else at most every RELIST_AFTER for the ones other
+            // writers made due (each look is a read of the store); the pass writes the rest
+            // when the drain ends.
+            if !r.rejected.is_empty()
+                || !r.aborted.is_empty()
+                || published.elapsed() >= RELIST_AFTER
+            {
+                app::ask::publish_pending(store, root)?;
+                published = Instant::now();
+            }
             if stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
         })();
-        drop(jobs);
-        result
+        // The thread, waiting to hand over a batch read ahead, stops; it removes what was
+        // committed, then ends.
+        drop(batches);
+        drop(removals);
+        match io.join() {
+            Ok(unwatched) => (result, unwatched),
+            Err(_) => (result.and(Err(worker_gone())), true),
+        }
     });
     if big {
         trim_heap();
     }
-    if drain.unwatched {
+    if unwatched {
         // An error or a stop left the watch off: put it back (the next tick rescans anyway).
         if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
             tracing::error!(error = %for_log(&e.to_string()), "cannot watch the inbox again; relying on the periodic rescan");
         }
     }
     result
-}
-
-/// What the inbox thread of a drain is asked to do, in order.
-enum InboxJob {
-    /// Read these files (a batch); the result goes back on the drain's channel.
-    Read(Vec<String>),
-    /// Remove the files a committed batch handled.
-    Remove(inbox::Removals),
 }
 
 /// The state of one drain of the inbox between batches: the current listing's plan and

@@ -24,6 +24,7 @@ use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
 use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::prepared::Prepared;
 use crate::root::Root;
 use crate::store::{InboxInput, InboxVerdict, Store};
 use crate::text::for_log;
@@ -213,9 +214,15 @@ fn read_input_into(
             return None;
         }
     };
-    // An abort file may well be empty (no reason given): only a request waits.
+    // A request is parsed once: a file that parses is whole, so only one that does not is
+    // asked whether it looks cut short (that check parses it again). An abort file may well
+    // be empty (no reason given): only a request waits.
+    let parsed = match &kind {
+        EntryKind::Request(_) => Some(parse_request(&bytes)),
+        EntryKind::Abort(_) | EntryKind::Unknown => None,
+    };
     if settle == Settle::Wait
-        && matches!(kind, EntryKind::Request(_))
+        && matches!(parsed, Some(Err(_)))
         && grace::unfinished(&bytes)
         && grace::settling(&path)
     {
@@ -248,9 +255,10 @@ fn read_input_into(
                 reason: (!reason.is_empty()).then(|| reason.chars().take(1000).collect()),
             })
         }
-        EntryKind::Request(stem) => match parse_request(&bytes) {
-            Ok(request) => Some(Input::Request {
+        EntryKind::Request(stem) => match parsed.unwrap_or_else(|| parse_request(&bytes)) {
+            Ok(mut request) => Some(Input::Request {
                 name: name.to_string(),
+                prepared: Prepared::of(&mut request, Some(&stem)).map(Box::new),
                 stem,
                 request,
                 raw: into_text(bytes),

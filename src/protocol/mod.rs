@@ -12,6 +12,7 @@ pub mod digest;
 pub mod edit;
 pub mod error;
 pub mod ladder;
+pub mod prepared;
 pub mod receipt;
 pub mod review;
 pub mod syntax;

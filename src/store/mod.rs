@@ -100,6 +100,9 @@ pub enum InboxInput {
         /// The file's modification time: an earlier rejection of this very file, no
         /// older than it, is its verdict.
         mtime: Millis,
+        /// The request's stored forms, made by the file thread ahead of the batch's
+        /// transaction (`None`: made in it).
+        prepared: Option<Box<crate::protocol::prepared::Prepared>>,
     },
     /// An abort file.
     Abort {

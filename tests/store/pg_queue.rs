@@ -650,6 +650,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
                 .unwrap(),
                 raw: "raw i1".into(),
                 mtime: clock.now() - 1,
+                prepared: None,
             },
             InboxInput::Abort {
                 name: "q1.abort".into(),
@@ -828,6 +829,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
         request: serde_json::from_value(json!({"questions": []})).unwrap(),
         raw: "{\"questions\": []}".into(),
         mtime: clock.now() - 10,
+        prepared: None,
     };
     step!("ingest empty", s.ingest(vec![empty(clock)])).ok();
     clock.advance(5);
@@ -1100,6 +1102,7 @@ fn a_batch_clears_the_outbox_flag_of_its_own_held_rejection() {
         raw: body.to_string(),
         request: serde_json::from_value(body).unwrap(),
         mtime: 0,
+        prepared: None,
     };
     store
         .ingest(vec![

@@ -648,15 +648,20 @@ pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&
     );
 }
 
-/// One inbox file as the daemon hands it to the store.
+/// One inbox file as the daemon hands it to the store (its stored forms prepared ahead, as
+/// the daemon's file thread prepares them).
 fn inbox_file(name: &str, body: serde_json::Value, mtime: Millis) -> dshq::store::InboxInput {
     let stem = name.trim_end_matches(".json").to_string();
+    let raw = body.to_string();
+    let mut request: dshq::protocol::Request = serde_json::from_value(body).unwrap();
+    let prepared = dshq::protocol::prepared::Prepared::of(&mut request, Some(&stem)).map(Box::new);
     dshq::store::InboxInput::Request {
         name: name.into(),
         stem,
-        raw: body.to_string(),
-        request: serde_json::from_value(body).unwrap(),
+        raw,
+        request,
         mtime,
+        prepared,
     }
 }
 

@@ -43,3 +43,54 @@ pub trait FeedReads {
     /// first, for `None`), by id.
     fn open_ids(&mut self, ids: Option<&[&str]>) -> Result<Vec<String>>;
 }
+
+/// Implements [`FeedReads`] for a driver's read type by the driver's functions of the
+/// same names (`EVENTS::{head, upto, range}` and `REQUESTS::{event_requests,
+/// open_requests, open_ids}`), each given the read's connection (`self.0`) first: the
+/// mapping of these statements to their SQL is written once, here, not once per driver.
+///
+/// `feed_reads_by!([GENERICS] TYPE, EVENTS, REQUESTS)`, e.g.
+/// `feed_reads_by!([C: GenericClient] PgRead<'_, C>, events, requests::reads)`.
+macro_rules! feed_reads_by {
+    ([$($generics:tt)*] $ty:ty, $($events:ident)::+, $($reads:ident)::+) => {
+        impl<$($generics)*> $crate::store::driver::FeedReads for $ty {
+            fn events_head(&mut self) -> $crate::error::Result<i64> {
+                $($events)::+::head(self.0)
+            }
+
+            fn events_upto(&mut self, after: i64, limit: usize) -> $crate::error::Result<i64> {
+                $($events)::+::upto(self.0, after, limit)
+            }
+
+            fn events_between(
+                &mut self,
+                after: i64,
+                upto: i64,
+            ) -> $crate::error::Result<Vec<$crate::store::types::Event>> {
+                $($events)::+::range(self.0, after, upto)
+            }
+
+            fn event_requests(
+                &mut self,
+                after: i64,
+                upto: i64,
+                kinds: &[&str],
+                filter: &$crate::store::types::ListFilter,
+            ) -> $crate::error::Result<Vec<(i64, $crate::core::lifecycle::RequestRow)>> {
+                $($reads)::+::event_requests(self.0, after, upto, kinds, filter)
+            }
+
+            fn open_requests(
+                &mut self,
+                context: Option<&str>,
+            ) -> $crate::error::Result<Vec<$crate::core::lifecycle::RequestRow>> {
+                $($reads)::+::open_requests(self.0, context)
+            }
+
+            fn open_ids(&mut self, ids: Option<&[&str]>) -> $crate::error::Result<Vec<String>> {
+                $($reads)::+::open_ids(self.0, ids)
+            }
+        }
+    };
+}
+pub(crate) use feed_reads_by;

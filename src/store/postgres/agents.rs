@@ -82,20 +82,6 @@ impl<C: GenericClient> AgentReads for PgRead<'_, C> {
     }
 }
 
-impl AgentReads for Tx<'_> {
-    fn live_agent_row(&mut self, id: &str, now: Millis) -> Result<Option<LiveAgentRow>> {
-        PgRead(self.tx.beside_held()).live_agent_row(id, now)
-    }
-
-    fn agent_instance_row(&mut self, id: &str, instance: &str) -> Result<Option<AgentRow>> {
-        PgRead(self.tx.beside_held()).agent_instance_row(id, instance)
-    }
-
-    fn agent_rows(&mut self, not_ended_only: bool) -> Result<Vec<AgentRow>> {
-        PgRead(self.tx.client()?).agent_rows(not_ended_only)
-    }
-}
-
 impl AgentStatements for Tx<'_> {
     fn supersede_not_ended_agent(&mut self, id: &str, now: Millis) -> Result<usize> {
         Ok(self.tx.execute(

@@ -100,24 +100,6 @@ impl<C: GenericClient> LeaseReads for PgRead<'_, C> {
     }
 }
 
-impl LeaseReads for Tx<'_> {
-    fn lease_by_id(&mut self, lease_id: i64) -> Result<Option<LeaseRow>> {
-        PgRead(self.tx.client()?).lease_by_id(lease_id)
-    }
-    fn lease_revoked_event_data(&mut self, lease_id: i64) -> Result<Option<String>> {
-        PgRead(self.tx.client()?).lease_revoked_event_data(lease_id)
-    }
-    fn live_lease_exists(&mut self, context: &str, now: Millis) -> Result<bool> {
-        PgRead(self.tx.beside_held()).live_lease_exists(context, now)
-    }
-    fn lease_info(&mut self, lease_id: i64) -> Result<Option<LeaseInfoRow>> {
-        PgRead(self.tx.client()?).lease_info(lease_id)
-    }
-    fn unended_lease_infos(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfoRow>> {
-        PgRead(self.tx.client()?).unended_lease_infos(context)
-    }
-}
-
 impl LeaseStatements for Tx<'_> {
     fn unended_lease_of_context(&mut self, context: &str) -> Result<Option<UnendedLease>> {
         let Some(r) = self.tx.query_opt(

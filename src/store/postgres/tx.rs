@@ -20,6 +20,7 @@ use super::session::{Held, Session};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::chain::ChainHead;
+use crate::store::driver::ReadsInside;
 
 /// The lock a transaction holds from its chain section to its commit: the one that orders
 /// the log. Every transaction that appended takes it just before inserting its events
@@ -58,21 +59,52 @@ pub struct Staged {
 /// date by the inserts that follow, so each input's lookups (the id taken, an earlier
 /// rejection of the same file) need no round trip. Any other statement that changes
 /// request rows drops it ([`Tx::forget_id_rows`]): the lookups then read the table.
+///
+/// Kept by id: a lookup reads the rows of its own id only. (A list of every row, searched
+/// whole per lookup, made a 512-file batch compare ids a few hundred thousand times.)
 #[derive(Debug, Default)]
 pub struct IdRows {
-    /// The ids whose rows are all here.
-    pub ids: std::collections::HashSet<String>,
-    /// Their rows, in `seq` order.
-    pub rows: Vec<IdRowCopy>,
+    /// Each id whose rows are all here, with its rows in `seq` order.
+    by_id: std::collections::HashMap<String, Vec<IdRowCopy>>,
 }
 
-/// One request row as [`IdRows`] keeps it.
+impl IdRows {
+    /// The copy for `ids`, holding none of their rows yet.
+    pub fn of_ids(ids: &[&str]) -> IdRows {
+        IdRows {
+            by_id: ids.iter().map(|i| (i.to_string(), Vec::new())).collect(),
+        }
+    }
+
+    /// The rows of `id`, oldest first; `None` when `id` is not one this copy follows
+    /// (then the table has the answer).
+    pub fn rows(&self, id: &str) -> Option<&[IdRowCopy]> {
+        self.by_id.get(id).map(Vec::as_slice)
+    }
+
+    /// Keep `row` of `id`, newer than the ones kept, when `id` is followed. Returns whether
+    /// it was.
+    pub fn push(&mut self, id: &str, row: IdRowCopy) -> bool {
+        match self.by_id.get_mut(id) {
+            Some(rows) => {
+                rows.push(row);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `id` is followed (its new rows are to be kept).
+    pub fn follows(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+}
+
+/// One request row as [`IdRows`] keeps it (under its id).
 #[derive(Debug, Clone)]
 pub struct IdRowCopy {
     /// `seq`.
     pub seq: i64,
-    /// `id`.
-    pub id: String,
     /// `status`.
     pub status: String,
     /// `context`.
@@ -131,6 +163,21 @@ pub struct Tx<'c> {
     /// event of a context without channels costs no statement.
     pub(super) sending_channels:
         Option<std::collections::HashMap<String, Vec<crate::core::channel::Channel>>>,
+}
+
+impl<'c> ReadsInside for Tx<'c> {
+    type Reads<'r>
+        = PgRead<'r, Transaction<'c>>
+    where
+        Self: 'r;
+
+    fn reads(&mut self) -> Result<PgRead<'_, Transaction<'c>>> {
+        Ok(PgRead(self.tx.client()?))
+    }
+
+    fn reads_beside_held(&mut self) -> PgRead<'_, Transaction<'c>> {
+        PgRead(self.tx.beside_held())
+    }
 }
 
 impl<'c> Tx<'c> {

@@ -145,7 +145,7 @@ pub fn claim(db: &mut dyn Statements, now: Millis, lease: &Lease, id: &str) -> R
         EventKind::Claimed,
         id,
         &r.context,
-        serde_json::json!({ "by": lease.actor().as_str() }),
+        || serde_json::json!({ "by": lease.actor().as_str() }),
     )?;
     reread(db, id)
 }
@@ -262,7 +262,7 @@ fn finish_answer(
         EventKind::Answered,
         id,
         &r.context,
-        serde_json::json!({ "decision": decision, "provider": provider }),
+        || serde_json::json!({ "decision": decision, "provider": provider }),
     )?;
     outcome_of(db, id)
 }
@@ -488,7 +488,7 @@ pub fn finish_error(
         kind,
         id,
         &r.context,
-        serde_json::json!({ "code": end.code.as_str(), "message": end.message }),
+        || serde_json::json!({ "code": end.code.as_str(), "message": end.message }),
     )?;
     outcome_of(db, id)
 }

@@ -29,15 +29,18 @@ pub fn new_id() -> Result<String> {
 }
 
 /// Write the deliveries of event `kind` about request `id` of `context`, one per channel
-/// that sends it (its `data` is the body's `data` beside `id`, `context` and `event`), in
-/// the caller's transaction.
+/// that sends it (its `data`, made only when some channel sends it, is the body's `data`
+/// beside `id`, `context` and `event`), in the caller's transaction. An event no channel
+/// sends costs nothing more than the driver's answer to that (every event of a store
+/// without channels: every file of an inbox batch had made a body and drawn a random id
+/// for nothing).
 pub fn notify(
     db: &mut dyn Statements,
     now: Millis,
     kind: EventKind,
     id: &str,
     context: &str,
-    mut data: serde_json::Value,
+    data: impl FnOnce() -> serde_json::Value,
 ) -> Result<()> {
     if !Channel::ALL.iter().any(|c| c.takes(kind)) {
         return Ok(());
@@ -50,6 +53,7 @@ pub fn notify(
     if channels.is_empty() {
         return Ok(());
     }
+    let mut data = data();
     if let Some(m) = data.as_object_mut() {
         m.insert("id".into(), id.into());
         m.insert("context".into(), context.into());

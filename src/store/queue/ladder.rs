@@ -116,7 +116,7 @@ fn remind(db: &mut dyn Statements, now: Millis, r: &RequestRow, id: &str, rung: 
         EventKind::Reminded,
         id,
         &r.context,
-        serde_json::json!({ "rung": rung, "questions": questions(r) }),
+        || serde_json::json!({ "rung": rung, "questions": questions(r) }),
     )
 }
 
@@ -159,7 +159,7 @@ fn escalate(
         EventKind::Escalated,
         id,
         to.unwrap_or(&r.context),
-        serde_json::json!({ "rung": rung, "from": r.context, "questions": questions(r) }),
+        || serde_json::json!({ "rung": rung, "from": r.context, "questions": questions(r) }),
     )
 }
 
@@ -244,6 +244,6 @@ fn answer_by_policy(
         EventKind::Expired,
         id,
         &r.context,
-        serde_json::json!({ "code": Code::AskExpired.as_str(), "decidedBy": "policy", "decision": decision }),
+        || serde_json::json!({ "code": Code::AskExpired.as_str(), "decidedBy": "policy", "decision": decision }),
     )
 }

@@ -15,6 +15,7 @@ use crate::core::quorum::{Policy, Required};
 use crate::error::{Error, Result};
 use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, CallerStatus};
 use crate::protocol::error::{Code, UserQuestionError};
+use crate::protocol::prepared::Prepared;
 use crate::protocol::types::{AgentRef, Request};
 use crate::store::chain::{hex, NewEvent};
 use crate::store::driver::answers::ErrorEnd;
@@ -76,6 +77,21 @@ pub fn accept(
     db: &mut dyn Statements,
     now: Millis,
     request: Request,
+    fallback_id: Option<&str>,
+    source: &str,
+    policy: &Policy,
+) -> Result<Accepted> {
+    accept_prepared(db, now, request, None, fallback_id, source, policy)
+}
+
+/// [`accept`], with the request's stored forms made ahead ([`Prepared`], the daemon's file
+/// thread): used when they were prepared under the id the checks give the request, else
+/// made here.
+pub fn accept_prepared(
+    db: &mut dyn Statements,
+    now: Millis,
+    request: Request,
+    prepared: Option<Prepared>,
     fallback_id: Option<&str>,
     source: &str,
     policy: &Policy,
@@ -145,7 +161,17 @@ pub fn accept(
         // request's (the file, if already written, is removed after the commit).
         db.unset_outbox_of_rejections_of_id(&n.id)?;
     }
-    let body = n.request.to_json();
+    let Some(Prepared {
+        body,
+        digest,
+        options,
+        ..
+    }) = prepared
+        .filter(|p| p.id == n.id)
+        .or_else(|| Prepared::of_named(&n.request))
+    else {
+        return Err(Error::Invalid("the request does not serialize".to_string()));
+    };
     let deadline = n.deadline.map(crate::clock::from_timestamp);
     let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
     let ladder = n.ladder.as_ref().map(|l| l.to_json());
@@ -169,11 +195,7 @@ pub fn accept(
         // Unreachable under the write lock (the id was looked up above); the index has
         // the last word all the same.
         .ok_or_else(|| duplicate_id(&n.id))?;
-    for (idx, q) in n.request.questions.iter().enumerate() {
-        // PostgreSQL's copy mapped a failure to serialize to an error where SQLite's
-        // panicked: the error is kept.
-        let options = serde_json::to_string(q.options())
-            .map_err(|e| Error::Invalid(format!("the options do not serialize: {e}")))?;
+    for ((idx, q), options) in n.request.questions.iter().enumerate().zip(&options) {
         db.insert_question(&NewQuestion {
             request_seq: seq,
             idx: idx as i64,
@@ -184,7 +206,7 @@ pub fn accept(
             multi_select: q.is_multi(),
             intent_kind: q.intent.as_ref().map(|i| i.kind.as_str()),
             intent_approve: q.intent.as_ref().map(|i| i.approve.as_str()),
-            options: &options,
+            options,
         })?;
     }
     let actor = match &n.request.agent {
@@ -204,7 +226,7 @@ pub fn accept(
         "source": source,
         "questions": n.request.questions.len(),
         "rowSeq": seq,
-        "digest": crate::protocol::digest::request_digest(&n.request),
+        "digest": digest,
         "deadlineMs": deadline,
         "lineage": lineage,
     });
@@ -238,7 +260,7 @@ pub fn accept(
         EventKind::Accepted,
         &n.id,
         &n.context,
-        serde_json::json!({ "questions": questions_text(&n.request) }),
+        || serde_json::json!({ "questions": questions_text(&n.request) }),
     )?;
     Ok(Accepted {
         id: n.id,
@@ -360,13 +382,25 @@ pub fn accept_or_reject(
     input: AskInput,
     policy: &Policy,
 ) -> Result<Asked> {
+    accept_or_reject_prepared(db, now, input, None, policy)
+}
+
+/// [`accept_or_reject`] with the request's stored forms made ahead ([`accept_prepared`]).
+pub fn accept_or_reject_prepared(
+    db: &mut dyn Statements,
+    now: Millis,
+    input: AskInput,
+    prepared: Option<Prepared>,
+    policy: &Policy,
+) -> Result<Asked> {
     db.lock_row_numbers()?;
     let source = input.source.as_str();
     let refused = match input.request {
-        Ok(request) => match accept(
+        Ok(request) => match accept_prepared(
             db,
             now,
             request,
+            prepared,
             input.fallback_id.as_deref(),
             &source,
             policy,
@@ -434,6 +468,7 @@ pub fn ingest_one(
             request,
             raw,
             mtime,
+            prepared,
         } => {
             let from = Source::Inbox(name);
             let source = from.as_str().into_owned();
@@ -456,7 +491,7 @@ pub fn ingest_one(
                 source: from,
                 actor: Actor::Daemon,
             };
-            accept_or_reject(db, now, input, policy)?.into()
+            accept_or_reject_prepared(db, now, input, prepared.map(|p| *p), policy)?.into()
         }
         InboxInput::Abort { name, id, reason } => {
             let source = Source::Inbox(name.clone()).as_str().into_owned();

@@ -98,20 +98,6 @@ impl AgentReads for SqlRead<'_> {
     }
 }
 
-impl AgentReads for Sql<'_, '_> {
-    fn live_agent_row(&mut self, id: &str, now: Millis) -> Result<Option<LiveAgentRow>> {
-        self.read().live_agent_row(id, now)
-    }
-
-    fn agent_instance_row(&mut self, id: &str, instance: &str) -> Result<Option<AgentRow>> {
-        self.read().agent_instance_row(id, instance)
-    }
-
-    fn agent_rows(&mut self, not_ended_only: bool) -> Result<Vec<AgentRow>> {
-        self.read().agent_rows(not_ended_only)
-    }
-}
-
 impl AgentStatements for Sql<'_, '_> {
     fn supersede_not_ended_agent(&mut self, id: &str, now: Millis) -> Result<usize> {
         Ok(self.0.execute(

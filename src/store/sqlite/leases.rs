@@ -100,24 +100,6 @@ impl LeaseReads for SqlRead<'_> {
     }
 }
 
-impl LeaseReads for Sql<'_, '_> {
-    fn lease_by_id(&mut self, lease_id: i64) -> Result<Option<LeaseRow>> {
-        self.read().lease_by_id(lease_id)
-    }
-    fn lease_revoked_event_data(&mut self, lease_id: i64) -> Result<Option<String>> {
-        self.read().lease_revoked_event_data(lease_id)
-    }
-    fn live_lease_exists(&mut self, context: &str, now: Millis) -> Result<bool> {
-        self.read().live_lease_exists(context, now)
-    }
-    fn lease_info(&mut self, lease_id: i64) -> Result<Option<LeaseInfoRow>> {
-        self.read().lease_info(lease_id)
-    }
-    fn unended_lease_infos(&mut self, context: Option<&str>) -> Result<Vec<LeaseInfoRow>> {
-        self.read().unended_lease_infos(context)
-    }
-}
-
 impl LeaseStatements for Sql<'_, '_> {
     fn unended_lease_of_context(&mut self, context: &str) -> Result<Option<UnendedLease>> {
         Ok(self

@@ -1,8 +1,9 @@
 //! This driver's statements ([`crate::store::driver`]): [`Sql`] on a write transaction,
 //! [`SqlRead`] on a connection for the rules that also run outside a write.
 //!
-//! Each concern's file implements its traits on them beside its SQL; a read trait is
-//! implemented on both (the write's through the read's).
+//! Each concern's file implements its traits on them beside its SQL; the reads a write
+//! makes are [`SqlRead`]'s on the write's transaction
+//! ([`crate::store::driver::ReadsInside`]).
 //!
 //! [`Sql`] is also the write's context: one per `BEGIN IMMEDIATE` transaction, made by the
 //! write helpers of [`super::conn`] and handed to the rule, it carries the chain's head as
@@ -19,7 +20,7 @@ use super::events;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::chain::{ChainHead, NewEvent};
-use crate::store::driver::EventStatements;
+use crate::store::driver::{EventStatements, ReadsInside};
 
 /// The statements of this driver inside one `BEGIN IMMEDIATE` transaction, and the chain
 /// head its appends staged.
@@ -48,6 +49,22 @@ impl<'a, 'c> Sql<'a, 'c> {
     /// read again from the log.
     pub fn savepoint_rolled_back(&mut self) -> Result<()> {
         events::savepoint_rolled_back(self.0, &mut self.1)
+    }
+}
+
+impl ReadsInside for Sql<'_, '_> {
+    type Reads<'r>
+        = SqlRead<'r>
+    where
+        Self: 'r;
+
+    fn reads(&mut self) -> Result<SqlRead<'_>> {
+        Ok(self.read())
+    }
+
+    // One writer, nothing held: every read sees the transaction as it is.
+    fn reads_beside_held(&mut self) -> SqlRead<'_> {
+        self.read()
     }
 }
 

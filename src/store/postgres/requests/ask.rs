@@ -34,33 +34,31 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
              FROM requests WHERE id = ANY($1) ORDER BY seq",
             &[(&ids, Type::TEXT_ARRAY)],
         )?;
-        let mut copy = IdRows {
-            ids: ids.iter().map(|i| i.to_string()).collect(),
-            rows: Vec::with_capacity(rows.len()),
-        };
+        let mut copy = IdRows::of_ids(ids);
         for r in &rows {
-            copy.rows.push(IdRowCopy {
-                seq: r.try_get(0)?,
-                id: r.try_get(1)?,
-                status: r.try_get(2)?,
-                context: r.try_get(3)?,
-                body: r.try_get(4)?,
-                source: r.try_get(5)?,
-                created_ms: r.try_get(6)?,
-                error_code: r.try_get(7)?,
-                error_message: r.try_get(8)?,
-            });
+            let id: &str = r.try_get(1)?;
+            copy.push(
+                id,
+                IdRowCopy {
+                    seq: r.try_get(0)?,
+                    status: r.try_get(2)?,
+                    context: r.try_get(3)?,
+                    body: r.try_get(4)?,
+                    source: r.try_get(5)?,
+                    created_ms: r.try_get(6)?,
+                    error_code: r.try_get(7)?,
+                    error_message: r.try_get(8)?,
+                },
+            );
         }
         self.id_rows = Some(copy);
         Ok(())
     }
 
     fn rows_with_id(&mut self, id: &str) -> Result<Vec<IdRow>> {
-        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
-            return Ok(copy
-                .rows
+        if let Some(rows) = self.id_rows.as_ref().and_then(|c| c.rows(id)) {
+            return Ok(rows
                 .iter()
-                .filter(|r| r.id == id)
                 .map(|r| IdRow {
                     status: r.status.clone(),
                     context: r.context.clone(),
@@ -121,18 +119,20 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         c.ladder.push(r.ladder.map(str::to_string));
         c.ladder_due_ms.push(r.ladder_due_ms);
         c.quorum.push(r.quorum.map(str::to_string));
-        if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(r.id)) {
-            copy.rows.push(IdRowCopy {
-                seq,
-                id: r.id.to_string(),
-                status: "pending".into(),
-                context: r.context.to_string(),
-                body: r.body.to_string(),
-                source: r.source.to_string(),
-                created_ms: r.created_ms,
-                error_code: None,
-                error_message: None,
-            });
+        if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(r.id)) {
+            copy.push(
+                r.id,
+                IdRowCopy {
+                    seq,
+                    status: "pending".into(),
+                    context: r.context.to_string(),
+                    body: r.body.to_string(),
+                    source: r.source.to_string(),
+                    created_ms: r.created_ms,
+                    error_code: None,
+                    error_message: None,
+                },
+            );
         }
         Ok(Some(seq))
     }
@@ -154,11 +154,8 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn accepted_request_exists(&mut self, id: &str) -> Result<bool> {
-        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
-            return Ok(copy
-                .rows
-                .iter()
-                .any(|r| r.id == id && r.status != "rejected"));
+        if let Some(rows) = self.id_rows.as_ref().and_then(|c| c.rows(id)) {
+            return Ok(rows.iter().any(|r| r.status != "rejected"));
         }
         Ok(get(self.tx.client()?, id)?.is_some())
     }
@@ -170,10 +167,9 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         body: &str,
         code: &str,
     ) -> Result<bool> {
-        if let Some(copy) = id.and_then(|i| self.id_rows.as_ref().filter(|c| c.ids.contains(i))) {
-            return Ok(copy.rows.iter().any(|r| {
-                Some(r.id.as_str()) == id
-                    && r.status == "rejected"
+        if let Some(rows) = id.and_then(|i| self.id_rows.as_ref().and_then(|c| c.rows(i))) {
+            return Ok(rows.iter().any(|r| {
+                r.status == "rejected"
                     && r.source == source
                     && r.body == body
                     && r.error_code.as_deref() == Some(code)
@@ -220,18 +216,20 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         c.ladder_due_ms.push(None);
         c.quorum.push(None);
         if let Some(id) = r.id {
-            if let Some(copy) = self.id_rows.as_mut().filter(|c| c.ids.contains(id)) {
-                copy.rows.push(IdRowCopy {
-                    seq,
-                    id: id.to_string(),
-                    status: "rejected".into(),
-                    context: r.context.to_string(),
-                    body: r.body.to_string(),
-                    source: r.source.to_string(),
-                    created_ms: r.now,
-                    error_code: Some(r.error_code.to_string()),
-                    error_message: Some(r.error_message.to_string()),
-                });
+            if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(id)) {
+                copy.push(
+                    id,
+                    IdRowCopy {
+                        seq,
+                        status: "rejected".into(),
+                        context: r.context.to_string(),
+                        body: r.body.to_string(),
+                        source: r.source.to_string(),
+                        created_ms: r.now,
+                        error_code: Some(r.error_code.to_string()),
+                        error_message: Some(r.error_message.to_string()),
+                    },
+                );
             }
         }
         Ok(seq)
@@ -244,14 +242,12 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         body: &str,
         since: Millis,
     ) -> Result<Option<(Option<String>, Option<String>)>> {
-        if let Some(copy) = self.id_rows.as_ref().filter(|c| c.ids.contains(id)) {
-            return Ok(copy
-                .rows
+        if let Some(rows) = self.id_rows.as_ref().and_then(|c| c.rows(id)) {
+            return Ok(rows
                 .iter()
                 .rev()
                 .find(|r| {
-                    r.id == id
-                        && r.status == "rejected"
+                    r.status == "rejected"
                         && r.source == source
                         && r.body == body
                         && r.created_ms >= since
