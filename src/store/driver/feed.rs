@@ -53,7 +53,7 @@ pub trait FeedReads {
 /// `feed_reads_by!([C: GenericClient] PgRead<'_, C>, events, requests::reads)`.
 macro_rules! feed_reads_by {
     ([$($generics:tt)*] $ty:ty, $($events:ident)::+, $($reads:ident)::+) => {
-        impl<$($generics)*> $crate::store::driver::FeedReads for $ty {
+        impl<$($generics)*> $crate::store::driver::feed::FeedReads for $ty {
             fn events_head(&mut self) -> $crate::error::Result<i64> {
                 $($events)::+::head(self.0)
             }
