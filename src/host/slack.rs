@@ -373,6 +373,25 @@ impl SlackSender {
         self.post(rt, store, d, call)
     }
 
+    /// The message `f` makes of `d`'s request as `row` holds it, with its link to the page.
+    fn render(
+        &self,
+        d: &Delivery,
+        row: &RequestRow,
+        f: impl FnOnce(&Shown<'_>) -> Value,
+    ) -> std::result::Result<Value, String> {
+        let request = row
+            .request()
+            .ok_or_else(|| format!("request {} does not parse", d.request_id))?;
+        let link = self.slack.link(&d.request_id);
+        Ok(f(&Shown {
+            id: &d.request_id,
+            context: &row.context,
+            request: &request,
+            link: &link,
+        }))
+    }
+
     /// The request of `d` and how it ended, read now.
     fn read(
         &self,
@@ -409,20 +428,10 @@ impl SlackSender {
         let Some((row, end)) = self.read(store, d)? else {
             return Ok(());
         };
-        let request = row
-            .request()
-            .ok_or_else(|| format!("request {} does not parse", d.request_id))?;
-        let link = self.slack.link(&d.request_id);
-        let shown = Shown {
-            id: &d.request_id,
-            context: &row.context,
-            request: &request,
-            link: &link,
-        };
-        let mut body = match &end {
-            None => blocks::message(&shown, &call),
-            Some(e) => blocks::ended(&shown, e),
-        };
+        let mut body = self.render(d, &row, |shown| match &end {
+            None => blocks::message(shown, &call),
+            Some(e) => blocks::ended(shown, e),
+        })?;
         body["channel"] = json!(channel);
         body["unfurl_links"] = json!(false);
         body["unfurl_media"] = json!(false);
@@ -449,17 +458,7 @@ impl SlackSender {
         let Some((row, Some(end))) = self.read(store, d)? else {
             return Ok(());
         };
-        let request = row
-            .request()
-            .ok_or_else(|| format!("request {} does not parse", d.request_id))?;
-        let link = self.slack.link(&d.request_id);
-        let shown = Shown {
-            id: &d.request_id,
-            context: &row.context,
-            request: &request,
-            link: &link,
-        };
-        let content = blocks::ended(&shown, &end);
+        let content = self.render(d, &row, |shown| blocks::ended(shown, &end))?;
         let mut failed = Vec::new();
         for m in &messages {
             let mut body = content.clone();

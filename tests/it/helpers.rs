@@ -390,3 +390,37 @@ pub fn node_major(version: &str) -> u32 {
         .and_then(|m| m.parse().ok())
         .unwrap_or(0)
 }
+
+/// One HTTP/1.1 request read from `reader` by the tests' small receivers (webhooks, the
+/// Slack stand-in): its request line, its headers (names lowercased) and its body (by
+/// `content-length`); `None` when the connection ends first.
+pub fn read_http_request(
+    reader: &mut impl std::io::BufRead,
+) -> Option<(String, std::collections::HashMap<String, String>, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let request_line = line.trim_end().to_string();
+    let mut headers = std::collections::HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).ok()?;
+    Some((request_line, headers, body))
+}

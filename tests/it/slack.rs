@@ -13,8 +13,7 @@
 //! signature, an old timestamp, an unknown user and a second press are refused and change
 //! nothing (the HTTP status, the outcome file, the event log).
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,33 +121,10 @@ impl FakeSlack {
     fn serve(&self, conn: impl Read + Write) {
         let mut reader = BufReader::new(conn);
         loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            let Some((line, headers, body)) = read_http_request(&mut reader) else {
                 return;
-            }
+            };
             let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-            let mut headers = HashMap::new();
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                    return;
-                }
-                let h = h.trim_end();
-                if h.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.split_once(':') {
-                    headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-                }
-            }
-            let len: usize = headers
-                .get("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let mut body = vec![0u8; len];
-            if reader.read_exact(&mut body).is_err() {
-                return;
-            }
             let method = path.trim_start_matches("/api/").to_string();
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             self.calls.lock().unwrap().push(Call {

@@ -6,8 +6,8 @@
 //! after the daemon is SIGKILLed mid-delivery, and never lost across repeated kills; on a
 //! shared PostgreSQL store, one host's daemon sends what another host's CLI asked.
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeSet;
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,32 +77,9 @@ impl Receiver {
 
     fn serve(&self, conn: TcpStream) {
         let mut reader = BufReader::new(conn.try_clone().unwrap());
-        let mut headers = HashMap::new();
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some((_, headers, body)) = read_http_request(&mut reader) else {
             return;
-        }
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            }
-        }
-        let len: usize = headers
-            .get("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0u8; len];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+        };
         let got = Got {
             id: headers.get("webhook-id").cloned().unwrap_or_default(),
             timestamp: headers
