@@ -239,7 +239,8 @@ fn hostile() -> Value {
          "options": [{"label": format!("Go {EVIL}")}], "intent": {"kind": "plan-review", "approve": format!("Go {EVIL}")}}]})
 }
 
-fn actors(env: &Env, id: &str) -> Vec<String> {
+/// The request's events as `kind:actor`, in order.
+pub(crate) fn actors(env: &Env, id: &str) -> Vec<String> {
     env.json(&["events", id])
         .ok()
         .json()

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::api::{listening, Host};
-use crate::browser::{body_text, browser, click, has, start_driver, type_into, until};
+use crate::browser::{actors, body_text, browser, click, has, start_driver, type_into, until};
 use crate::helpers::*;
 
 const SINK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/smtp_sink.py");
@@ -178,23 +178,6 @@ fn get(url: &str) -> (u16, String, bool) {
     (status, r.into_string().unwrap(), cookie)
 }
 
-fn events(env: &Env, id: &str) -> Vec<String> {
-    env.json(&["events", id])
-        .ok()
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            format!(
-                "{}:{}",
-                e["kind"].as_str().unwrap(),
-                e["actor"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
-
 fn email_deliveries(env: &Env, id: &str) -> Vec<Value> {
     env.json(&["events", id, "--deliveries"])
         .ok()
@@ -319,7 +302,7 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
     // m2's mail: an altered link is refused, sets no session and changes nothing; the
     // genuine one, followed by a "scanner" (a plain GET), changes nothing either.
     let m2 = link_of(&sink.wait_for("m2", 1)[0]);
-    let before = events(&env, "m2");
+    let before = actors(&env, "m2");
     let (st, body, cookie) = get(&altered(&m2));
     assert_eq!(st, 400, "{body}");
     assert!(body.contains("LINK_INVALID"), "{body}");
@@ -330,7 +313,7 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
     assert_eq!(st, 200, "{body}");
     assert!(cookie && body.contains("Open the request"), "{body}");
     assert_eq!(
-        events(&env, "m2"),
+        actors(&env, "m2"),
         before,
         "following a link acts on nothing"
     );
@@ -379,12 +362,7 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
             has(&c, "form#answer").await
         })
         .await;
-        click(&c, "input[name=q0][value=o1]").await;
-        click(&c, "form#answer button[type=submit]").await;
-        until("the summary page", || async {
-            has(&c, "#send-button").await
-        })
-        .await;
+        pick_first_option_to_the_summary(&c).await;
         let t = body_text(&c).await;
         assert!(t.contains("Send this answer?") && t.contains("Wait"), "{t}");
         assert_eq!(
@@ -419,17 +397,17 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
     );
     assert_eq!(outcome["provider"], "mail:alice@example.com", "{outcome}");
     assert!(
-        events(&env, "m1").contains(&"answered:mail:alice@example.com".to_string()),
+        actors(&env, "m1").contains(&"answered:mail:alice@example.com".to_string()),
         "{:?}",
-        events(&env, "m1")
+        actors(&env, "m1")
     );
 
     // Used: refused, and nothing changes.
-    let after = events(&env, "m1");
+    let after = actors(&env, "m1");
     let (st, body, cookie) = get(&link);
     assert_eq!(st, 410, "{body}");
     assert!(body.contains("LINK_USED") && !cookie, "{body}");
-    assert_eq!(events(&env, "m1"), after);
+    assert_eq!(actors(&env, "m1"), after);
     env.json(&["audit", "verify"]).ok();
     assert_eq!(sink.of("m1").len(), 1, "one mail per recipient and event");
     drop(h);
@@ -539,12 +517,7 @@ fn a_reviewer_logged_in_opens_the_link_as_themselves() {
             has(&c, "form#answer").await
         })
         .await;
-        click(&c, "input[name=q0][value=o1]").await;
-        click(&c, "form#answer button[type=submit]").await;
-        until("the summary page", || async {
-            has(&c, "#send-button").await
-        })
-        .await;
+        pick_first_option_to_the_summary(&c).await;
         click(&c, "#send-button").await;
         until("the queue after sending", || async {
             c.current_url()
@@ -580,11 +553,11 @@ fn an_expired_link_is_refused_and_changes_nothing() {
         &["--listen", &format!("127.0.0.1:{web}")],
         &[("DSHQ_CLOCK_SKEW", "+73h")],
     ));
-    let before = events(&env, "e1");
+    let before = actors(&env, "e1");
     let (st, body, cookie) = get(&link);
     assert_eq!(st, 410, "{body}");
     assert!(body.contains("LINK_EXPIRED") && !cookie, "{body}");
-    assert_eq!(events(&env, "e1"), before);
+    assert_eq!(actors(&env, "e1"), before);
     assert_eq!(status(&env, "e1"), "pending");
     drop(later);
 }
@@ -843,4 +816,15 @@ fn mail_goes_over_starttls_or_tls_to_a_server_it_trusts_and_not_to_one_it_does_n
         "{d:?}"
     );
     assert!(starttls.of("u1").is_empty());
+}
+
+/// On a request's form: pick the first option of the first question and submit, up to
+/// the summary page that asks to confirm.
+async fn pick_first_option_to_the_summary(c: &fantoccini::Client) {
+    click(c, "input[name=q0][value=o1]").await;
+    click(c, "form#answer button[type=submit]").await;
+    until("the summary page", || async {
+        has(c, "#send-button").await
+    })
+    .await;
 }

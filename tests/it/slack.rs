@@ -49,7 +49,8 @@ struct FakeSlack {
 }
 
 impl FakeSlack {
-    fn start() -> FakeSlack {
+    /// A stand-in with nothing recorded yet, on a new loopback listener.
+    fn bound() -> (FakeSlack, TcpListener) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let s = FakeSlack {
             port: listener.local_addr().unwrap().port(),
@@ -57,6 +58,11 @@ impl FakeSlack {
             rate_limit_posts: Default::default(),
             ts: Arc::new(AtomicU64::new(100)),
         };
+        (s, listener)
+    }
+
+    fn start() -> FakeSlack {
+        let (s, listener) = FakeSlack::bound();
         let me = s.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
@@ -98,13 +104,7 @@ impl FakeSlack {
         )
         .unwrap();
         let config = Arc::new(config);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let s = FakeSlack {
-            port: listener.local_addr().unwrap().port(),
-            calls: Default::default(),
-            rate_limit_posts: Default::default(),
-            ts: Arc::new(AtomicU64::new(100)),
-        };
+        let (s, listener) = FakeSlack::bound();
         let me = s.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
