@@ -130,6 +130,16 @@ pub(crate) async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("script runs")
 }
 
+/// On the login page: type `token`, submit, and wait for the queue.
+pub(crate) async fn log_in_on_this_page(c: &Client, token: &str) {
+    type_into(c, "#token", token).await;
+    click(c, "section.login button[type=submit]").await;
+    until("the queue", || async {
+        c.title().await.is_ok_and(|t| t.starts_with("Queue"))
+    })
+    .await;
+}
+
 pub(crate) async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css))
         .await
@@ -270,9 +280,7 @@ fn a_reviewer_answers_everything_in_a_real_browser_and_nothing_hostile_runs() {
 
         // Log in through the form.
         c.goto(&format!("{}/login", h.base)).await.unwrap();
-        type_into(&c, "#token", &rita).await;
-        click(&c, "section.login button[type=submit]").await;
-        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+        log_in_on_this_page(&c, &rita).await;
         assert!(!c.current_url().await.unwrap().as_str().contains(&rita), "the token is never in a URL");
 
         // Requests dropped into the inbox appear without a reload.
@@ -490,9 +498,7 @@ fn on_a_phone_the_queue_a_request_and_a_plan_review_fit_the_screen() {
         c.goto(&format!("{}/login", h.base)).await.unwrap();
         assert_eq!(js(&c, "return window.innerWidth;").await, PHONE.0, "the phone's width is emulated");
         assert_eq!(scrolls_sideways(&c).await, Value::Null, "the login page");
-        type_into(&c, "#token", &rita).await;
-        click(&c, "section.login button[type=submit]").await;
-        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+        log_in_on_this_page(&c, &rita).await;
         until("every request listed", || async {
             c.find_all(Locator::Css("#queue tr.row")).await.map(|v| v.len()).unwrap_or(0) == 6
         })
@@ -544,9 +550,7 @@ fn a_reviewer_edits_a_plan_and_sees_the_diff_before_sending() {
     rt.block_on(async {
         let c = browser(&driver_url, profile.path(), false).await;
         c.goto(&format!("{}/login", h.base)).await.unwrap();
-        type_into(&c, "#token", &rita).await;
-        click(&c, "section.login button[type=submit]").await;
-        until("the queue", || async { c.title().await.is_ok_and(|t| t.starts_with("Queue")) }).await;
+        log_in_on_this_page(&c, &rita).await;
 
         c.goto(&format!("{}/r/pe1", h.base)).await.unwrap();
         until("the form", || async { has(&c, "fieldset.q").await }).await;

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::api::{listening, Host};
-use crate::browser::{actors, body_text, browser, click, has, start_driver, type_into, until};
+use crate::browser::{actors, body_text, browser, click, has, start_driver, until};
 use crate::helpers::*;
 
 const SINK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/smtp_sink.py");
@@ -485,12 +485,7 @@ fn a_reviewer_logged_in_opens_the_link_as_themselves() {
     rt.block_on(async {
         let c = browser(&driver_url, profile.path(), false).await;
         c.goto(&format!("{}/login", h.base)).await.unwrap();
-        type_into(&c, "#token", &rita).await;
-        click(&c, "section.login button[type=submit]").await;
-        until("the queue", || async {
-            c.title().await.is_ok_and(|t| t.starts_with("Queue"))
-        })
-        .await;
+        crate::browser::log_in_on_this_page(&c, &rita).await;
         c.goto(&link).await.unwrap();
         until("the link's page", || async {
             has(&c, "#open-request").await
