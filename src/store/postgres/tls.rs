@@ -183,26 +183,34 @@ fn only_sockets(config: &Config) -> bool {
         && hosts.iter().all(|h| !matches!(h, Host::Tcp(_)))
 }
 
-/// Open a client for `config` with the process's [`connector`].
+/// Open a client for `config` with the process's [`connector`], which is built (the
+/// system's CA store read) only when a connection may use TLS: a Unix socket never does,
+/// and reading the store cost every command and daemon start on a socket about 150 files.
 pub fn connect(config: &Config) -> Result<Client> {
-    connect_with(config, connector())
+    match without_tls(config) {
+        Some(plain) => Ok(plain.connect(NoTls)?),
+        None => Ok(config.connect(connector().clone())?),
+    }
 }
 
 /// Open a client for `config` with `tls`: plaintext for `sslmode=disable` and for Unix
 /// sockets, else TLS as `sslmode` says (see the module docs).
 pub fn connect_with(config: &Config, tls: &Connector) -> Result<Client> {
+    match without_tls(config) {
+        Some(plain) => Ok(plain.connect(NoTls)?),
+        None => Ok(config.connect(tls.clone())?),
+    }
+}
+
+/// The config to connect with in plaintext when `config` never uses TLS (Unix sockets
+/// only, whatever `sslmode` says, or `sslmode=disable`); `None` when it may.
+fn without_tls(config: &Config) -> Option<Config> {
+    let mut plain = config.clone();
     if only_sockets(config) {
-        if config.get_ssl_mode() == SslMode::Disable {
-            return Ok(config.connect(NoTls)?);
-        }
-        let mut plain = config.clone();
         plain.ssl_mode(SslMode::Disable);
-        return Ok(plain.connect(NoTls)?);
+        return Some(plain);
     }
-    if config.get_ssl_mode() == SslMode::Disable {
-        return Ok(config.connect(NoTls)?);
-    }
-    Ok(config.connect(tls.clone())?)
+    (config.get_ssl_mode() == SslMode::Disable).then_some(plain)
 }
 
 impl<S> MakeTlsConnect<S> for Connector
