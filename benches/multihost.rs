@@ -9,7 +9,8 @@
 //!    every one is committed; SQLite (one root), PostgreSQL with one, two and four daemons
 //!    on as many roots (N/k files each, started together); and the raw baseline: the same
 //!    rows written by a bare client as multi-row statements, 512 files a transaction under
-//!    one advisory lock.
+//!    one advisory lock. Every configuration runs once a round, in turn, for `--rounds`
+//!    rounds (3), and the medians are reported beside each round's figures.
 //! 2. Claim + answer per second, through the `Store` seam in this process (no process
 //!    start per operation): one reviewer on SQLite, one on PostgreSQL, and four reviewers
 //!    in four contexts on four hosts (roots and connections) at once on PostgreSQL; and the
@@ -39,6 +40,9 @@ struct Opts {
     samples: usize,
     /// Run only this workload (`burst`, `claims`, `latency`): to repeat one for its spread.
     only: Option<String>,
+    /// Rounds of the burst workload, each measuring every configuration once, in turn: a
+    /// shared machine's noise moves one sample by a fifth, so the medians are reported.
+    rounds: usize,
 }
 
 fn opts() -> Opts {
@@ -47,6 +51,7 @@ fn opts() -> Opts {
         ops: 2_000,
         samples: 100,
         only: None,
+        rounds: 3,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -57,8 +62,9 @@ fn opts() -> Opts {
             "--ops" => o.ops = val().parse().expect("--ops N"),
             "--samples" => o.samples = val().parse().expect("--samples N"),
             "--only" => o.only = Some(val()),
+            "--rounds" => o.rounds = val().parse::<usize>().expect("--rounds N").max(1),
             "--help" => {
-                println!("multihost bench: --files N (15000) --ops N (2000) --samples N (100) [--only burst|claims|latency]");
+                println!("multihost bench: --files N (15000) --ops N (2000) --samples N (100) --rounds N (3) [--only burst|claims|latency]");
                 std::process::exit(0);
             }
             _ => {
@@ -453,21 +459,39 @@ fn main() {
 
     let run = |w: &str| o.only.as_deref().is_none_or(|only| only == w);
 
-    // 1. Burst ingest, and the raw baseline of the same rows.
+    // 1. Burst ingest, and the raw baseline of the same rows: every configuration once a
+    // round, in turn, so a slow minute of the machine falls on all of them alike.
     if run("burst") {
-        let sqlite = burst(&[Host::new(None)], o.files);
-        let pg1 = pg_burst(&pg(), 1, o.files);
-        let pg2 = pg_burst(&pg(), 2, o.files);
-        let pg4 = pg_burst(&pg(), 4, o.files);
-        let bare = bare_batches(&pg(), o.files);
-        println!("burst ingest, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}");
+        let mut rounds: Vec<[f64; 5]> = Vec::new();
+        for round in 1..=o.rounds {
+            let sqlite = burst(&[Host::new(None)], o.files);
+            let pg1 = pg_burst(&pg(), 1, o.files);
+            let pg2 = pg_burst(&pg(), 2, o.files);
+            let pg4 = pg_burst(&pg(), 4, o.files);
+            let bare = bare_batches(&pg(), o.files);
+            println!("burst round {round}, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0} | postgres 1 / sqlite {:.3}, / bare {:.3}", pg1 / sqlite, pg1 / bare);
+            rounds.push([sqlite, pg1, pg2, pg4, bare]);
+        }
+        let med = |f: &dyn Fn(&[f64; 5]) -> f64| {
+            let mut v: Vec<f64> = rounds.iter().map(f).collect();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        };
+        let (sqlite, pg1, pg2, pg4, bare) = (
+            med(&|r| r[0]),
+            med(&|r| r[1]),
+            med(&|r| r[2]),
+            med(&|r| r[3]),
+            med(&|r| r[4]),
+        );
+        println!("burst ingest, median of {} rounds, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}", rounds.len());
         println!(
-        "  ratios: postgres 1 daemon / sqlite {:.3}; / bare batches {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
-        pg1 / sqlite,
-        pg1 / bare,
-        pg2 / pg1,
-        pg4 / pg1
-    );
+            "  ratios (median of the rounds' ratios): postgres 1 daemon / sqlite {:.3}; / bare batches {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
+            med(&|r| r[1] / r[0]),
+            med(&|r| r[1] / r[4]),
+            med(&|r| r[2] / r[1]),
+            med(&|r| r[3] / r[1]),
+        );
     }
 
     // 2. Claim + answer, and the raw baseline.

@@ -113,10 +113,11 @@ pub enum LockMode {
 }
 
 impl LockMode {
-    fn sql(self) -> &'static str {
+    /// The call that takes the lock, its key the parameter `$1`.
+    fn call(self) -> &'static str {
         match self {
-            LockMode::Shared => "SELECT pg_advisory_xact_lock_shared($1)",
-            LockMode::Exclusive => "SELECT pg_advisory_xact_lock($1)",
+            LockMode::Shared => "pg_advisory_xact_lock_shared($1)",
+            LockMode::Exclusive => "pg_advisory_xact_lock($1)",
         }
     }
 }
@@ -124,8 +125,15 @@ impl LockMode {
 /// The advisory lock migrations run under, so two hosts starting at once do not race.
 pub const MIGRATE_LOCK: i64 = 0x6473_6871_0000_0002;
 
+/// The store's clock as an SQL expression: milliseconds since the epoch.
+macro_rules! now_expr {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
+
 /// The database clock in milliseconds since the epoch.
-pub const NOW_SQL: &str = "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub const NOW_SQL: &str = concat!("SELECT ", now_expr!());
 
 /// Parse a `postgres://` URL (or a key=value string) into a connection config. The error
 /// never repeats the input (it may hold a password). A password the URL does not carry is taken from `PGPASSWORD` (as libpq does), so it
@@ -448,8 +456,10 @@ impl Db {
         }
         self.client()?;
         let mut tx = Tx::begin(self.client.transaction()?, root, None);
-        tx.tx
-            .execute_typed(LockMode::Shared.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
+        tx.tx.execute_typed(
+            &format!("SELECT {}", LockMode::Shared.call()),
+            &[(&WRITE_LOCK, Type::INT8)],
+        )?;
         let now = match clock {
             Some(c) => c(),
             None => db_now(tx.tx.client()?)?,
@@ -489,22 +499,25 @@ fn run<T>(
     sweep_first: bool,
     f: impl FnOnce(&mut Tx<'_>, Millis) -> Result<T>,
 ) -> Result<T> {
-    tx.tx
-        .execute_typed(mode.sql(), &[(&WRITE_LOCK, Type::INT8)])?;
-    let now = match clock {
-        Some(c) => c(),
-        None => db_now(tx.tx.client()?)?,
+    let (db_now, due) = open_write(&mut tx, mode, clock.is_none(), sweep_first)?;
+    let now = match (clock, db_now) {
+        (Some(c), _) => c(),
+        (None, Some(now)) => now,
+        (None, None) => return Err(Error::Invalid("the store gave no time".into())),
     };
     let mut swept = false;
-    if sweep_first && is_due(tx.tx.client()?, now)? {
+    if due.is_some_and(|due| due < now) {
         swept = !sweep(&mut tx, now)?.is_empty();
     }
-    // Sends what the sweep held, so the mark holds none.
-    tx.tx.batch_execute("SAVEPOINT work")?;
+    // A savepoint only where a sweep is to be kept should the rule fail (it sends what the
+    // sweep held, so the mark holds none); otherwise a failure rolls the whole write back.
+    // None is released: the commit commits what an open savepoint holds.
+    if swept {
+        tx.tx.batch_execute("SAVEPOINT work")?;
+    }
     let mark = tx.mark();
     match f(&mut tx, now) {
         Ok(out) => {
-            tx.tx.batch_execute("RELEASE SAVEPOINT work")?;
             commit(tx)?;
             Ok(out)
         }
@@ -523,6 +536,36 @@ fn run<T>(
             Err(e)
         }
     }
+}
+
+/// Open a write: take the write lock in `mode` and, in the same statement, read the
+/// store's clock (`read_clock`) and when something next falls due (`look_due`; see
+/// [`super::requests::due::NEXT_DUE`]). One round trip where there were three: an inbox
+/// batch on PostgreSQL is bound by its round trips and the server's work, not its own.
+/// The due time is read from the statement's snapshot, which may predate the lock's
+/// grant (a wait behind prune or import): it only decides whether to sweep first, and a
+/// sweep missed is made by the next write.
+fn open_write(
+    tx: &mut Tx<'_>,
+    mode: LockMode,
+    read_clock: bool,
+    look_due: bool,
+) -> Result<(Option<Millis>, Option<Millis>)> {
+    let now = if read_clock {
+        now_expr!()
+    } else {
+        "NULL::bigint"
+    };
+    let due = if look_due {
+        super::requests::due::NEXT_DUE
+    } else {
+        "NULL::bigint"
+    };
+    let row = tx.tx.query_typed_one(
+        &format!("SELECT {}, {now}, {due}", mode.call()),
+        &[(&WRITE_LOCK, Type::INT8)],
+    )?;
+    Ok((row.try_get(1)?, row.try_get(2)?))
 }
 
 /// Chain the staged events, notify the hosts that need to wake (see

@@ -32,6 +32,7 @@
 
 pub mod agents;
 pub mod conn;
+mod copy;
 pub mod deliveries;
 pub mod events;
 mod feed;
