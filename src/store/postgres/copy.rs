@@ -2,9 +2,10 @@
 //!
 //! Why not the client's own binary writer: it takes every row through the client's
 //! runtime (a `block_on` a row), and in a PostgreSQL burst that was a tenth of the
-//! committing thread's time (a profile of the daemon, docs/PERFORMANCE.md). Here a table's
-//! rows are framed into one buffer, each value encoded by its own [`ToSql`] (the encoding
-//! the client would use), and the buffer goes to the server in one write.
+//! committing thread's time (a profile of the daemon, docs/PERFORMANCE.md). Here each row
+//! is framed into its table's buffer as it is held, each value encoded by its own
+//! [`ToSql`] (the encoding the client would use), so a held row is never copied into
+//! owned columns first; the buffer goes to the server in one write.
 //!
 //! The framing is PostgreSQL's binary copy format: a signature, a flags word and an empty
 //! header extension; per row the number of fields, then each field's length (-1 for NULL)
@@ -23,16 +24,48 @@ const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 
 /// One table's rows for a binary `COPY`, framed and encoded, not yet sent.
 pub struct CopyRows {
+    /// The header and the rows; empty (nothing allocated) until the first row.
     buf: BytesMut,
+    rows: usize,
     types: &'static [Type],
 }
 
+/// How many rows (and bytes) were held at some point, to return to ([`CopyRows::truncate`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mark {
+    rows: usize,
+    bytes: usize,
+}
+
 impl CopyRows {
-    /// Rows whose fields have these types, in the order of the `COPY`'s column list.
+    /// No rows yet, of fields with these types, in the order of the `COPY`'s column list.
     pub fn new(types: &'static [Type]) -> CopyRows {
-        let mut buf = BytesMut::with_capacity(64 * 1024);
-        buf.put_slice(HEADER);
-        CopyRows { buf, types }
+        CopyRows {
+            buf: BytesMut::new(),
+            rows: 0,
+            types,
+        }
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Where the rows end now.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            rows: self.rows,
+            bytes: self.buf.len(),
+        }
+    }
+
+    /// Forget the rows added after `mark`.
+    pub fn truncate(&mut self, mark: Mark) {
+        if mark.rows < self.rows {
+            self.rows = mark.rows;
+            self.buf.truncate(mark.bytes);
+        }
     }
 
     /// Add one row: a value per type given to [`CopyRows::new`], in order.
@@ -44,20 +77,31 @@ impl CopyRows {
                 self.types.len()
             )));
         }
+        let mark = self.mark();
+        if self.buf.is_empty() {
+            self.buf.reserve(64 * 1024);
+            self.buf.put_slice(HEADER);
+        }
         self.buf.put_i16(values.len() as i16);
         for (value, ty) in values.iter().zip(self.types) {
             let at = self.buf.len();
             self.buf.put_i32(0);
-            let written = value
-                .to_sql_checked(ty, &mut self.buf)
-                .map_err(|e| Error::Invalid(format!("a copied value ({ty}): {e}")))?;
-            let len = match written {
-                IsNull::Yes => -1,
-                IsNull::No => i32::try_from(self.buf.len() - at - 4)
-                    .map_err(|_| Error::Invalid("a copied value over 2 GiB".into()))?,
+            let len = match value.to_sql_checked(ty, &mut self.buf) {
+                Ok(IsNull::Yes) => Ok(-1),
+                Ok(IsNull::No) => i32::try_from(self.buf.len() - at - 4)
+                    .map_err(|_| Error::Invalid("a copied value over 2 GiB".into())),
+                Err(e) => Err(Error::Invalid(format!("a copied value ({ty}): {e}"))),
             };
-            self.buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+            match len {
+                Ok(len) => self.buf[at..at + 4].copy_from_slice(&len.to_be_bytes()),
+                Err(e) => {
+                    // A row is held whole or not at all.
+                    self.buf.truncate(mark.bytes);
+                    return Err(e);
+                }
+            }
         }
+        self.rows += 1;
         Ok(())
     }
 

@@ -32,7 +32,7 @@
 use postgres::types::{ToSql, Type};
 use postgres::{Row, ToStatement, Transaction};
 
-use super::copy::CopyRows;
+use super::copy::{CopyRows, Mark};
 use crate::error::Result;
 
 /// The types of the request columns a held row sets, in the order [`Session::flush`]
@@ -74,155 +74,101 @@ const QUESTION_TYPES: &[Type] = &[
     Type::TEXT,
 ];
 
-/// Question rows inserted by a transaction and not yet sent, as columns.
-#[derive(Debug, Default)]
-pub struct QuestionColumns {
-    /// `request_seq`.
-    pub request_seq: Vec<i64>,
-    /// `idx`.
-    pub idx: Vec<i64>,
-    /// `qid`.
-    pub qid: Vec<String>,
-    /// `question`.
-    pub question: Vec<String>,
-    /// `header`.
-    pub header: Vec<Option<String>>,
-    /// `detail`.
-    pub detail: Vec<Option<String>>,
-    /// `multi_select`.
-    pub multi_select: Vec<bool>,
-    /// `intent_kind`.
-    pub intent_kind: Vec<Option<String>>,
-    /// `intent_approve`.
-    pub intent_approve: Vec<Option<String>>,
-    /// `options` (JSON).
-    pub options: Vec<String>,
-}
-
-impl QuestionColumns {
-    /// How many rows are held.
-    pub fn len(&self) -> usize {
-        self.request_seq.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.request_seq.is_empty()
-    }
-
-    /// Forget the rows after the first `n`.
-    pub fn truncate(&mut self, n: usize) {
-        self.request_seq.truncate(n);
-        self.idx.truncate(n);
-        self.qid.truncate(n);
-        self.question.truncate(n);
-        self.header.truncate(n);
-        self.detail.truncate(n);
-        self.multi_select.truncate(n);
-        self.intent_kind.truncate(n);
-        self.intent_approve.truncate(n);
-        self.options.truncate(n);
-    }
-}
-
-/// Request rows (pending or rejected) inserted by a transaction and not yet sent, as
-/// columns. The columns a row of one kind does not set are NULL (or the column's default,
-/// `FALSE`, for the two flags).
-#[derive(Debug, Default)]
-pub struct RequestColumns {
+/// A request row to hold (pending or rejected). The columns a row of one kind does not
+/// set are NULL (or the column's default, `FALSE`, for the two flags).
+pub struct HeldRequest<'a> {
     /// `seq`.
-    pub seq: Vec<i64>,
+    pub seq: i64,
     /// `id`.
-    pub id: Vec<Option<String>>,
+    pub id: Option<&'a str>,
     /// `context`.
-    pub context: Vec<String>,
+    pub context: &'a str,
     /// `status` (`pending` or `rejected`).
-    pub status: Vec<&'static str>,
+    pub status: &'static str,
     /// `agent_id`.
-    pub agent_id: Vec<Option<String>>,
+    pub agent_id: Option<&'a str>,
     /// `agent_instance`.
-    pub agent_instance: Vec<Option<String>>,
+    pub agent_instance: Option<&'a str>,
     /// `agent_lineage`.
-    pub agent_lineage: Vec<Option<String>>,
+    pub agent_lineage: Option<&'a str>,
     /// `body`.
-    pub body: Vec<String>,
+    pub body: &'a str,
     /// `source`.
-    pub source: Vec<String>,
+    pub source: &'a str,
     /// `require_provider`.
-    pub require_provider: Vec<bool>,
+    pub require_provider: bool,
     /// `deadline_ms`.
-    pub deadline_ms: Vec<Option<i64>>,
+    pub deadline_ms: Option<i64>,
     /// `created_ms`.
-    pub created_ms: Vec<i64>,
+    pub created_ms: i64,
     /// `finished_ms` (a rejection's `created_ms`).
-    pub finished_ms: Vec<Option<i64>>,
+    pub finished_ms: Option<i64>,
     /// `error_code`.
-    pub error_code: Vec<Option<String>>,
+    pub error_code: Option<&'a str>,
     /// `error_message`.
-    pub error_message: Vec<Option<String>>,
+    pub error_message: Option<&'a str>,
     /// `outbox_pending`.
-    pub outbox_pending: Vec<bool>,
+    pub outbox_pending: bool,
     /// `origin`.
-    pub origin: Vec<Option<String>>,
+    pub origin: Option<&'a str>,
     /// `ladder` (the resolved deadline ladder, JSON).
-    pub ladder: Vec<Option<String>>,
+    pub ladder: Option<&'a str>,
     /// `ladder_due_ms` (when its first rung falls due).
-    pub ladder_due_ms: Vec<Option<i64>>,
+    pub ladder_due_ms: Option<i64>,
     /// `quorum` (the quorum the request is held to, JSON).
-    pub quorum: Vec<Option<String>>,
+    pub quorum: Option<&'a str>,
 }
 
-impl RequestColumns {
-    /// How many rows are held.
-    pub fn len(&self) -> usize {
-        self.seq.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.seq.is_empty()
-    }
-
-    /// Forget the rows after the first `n`.
-    pub fn truncate(&mut self, n: usize) {
-        self.seq.truncate(n);
-        self.id.truncate(n);
-        self.context.truncate(n);
-        self.status.truncate(n);
-        self.agent_id.truncate(n);
-        self.agent_instance.truncate(n);
-        self.agent_lineage.truncate(n);
-        self.body.truncate(n);
-        self.source.truncate(n);
-        self.require_provider.truncate(n);
-        self.deadline_ms.truncate(n);
-        self.created_ms.truncate(n);
-        self.finished_ms.truncate(n);
-        self.error_code.truncate(n);
-        self.error_message.truncate(n);
-        self.outbox_pending.truncate(n);
-        self.origin.truncate(n);
-        self.ladder.truncate(n);
-        self.ladder_due_ms.truncate(n);
-        self.quorum.truncate(n);
-    }
+/// A question row to hold.
+pub struct HeldQuestion<'a> {
+    /// `request_seq`.
+    pub request_seq: i64,
+    /// `idx`.
+    pub idx: i64,
+    /// `qid`.
+    pub qid: &'a str,
+    /// `question`.
+    pub question: &'a str,
+    /// `header`.
+    pub header: Option<&'a str>,
+    /// `detail`.
+    pub detail: Option<&'a str>,
+    /// `multi_select`.
+    pub multi_select: bool,
+    /// `intent_kind`.
+    pub intent_kind: Option<&'a str>,
+    /// `intent_approve`.
+    pub intent_approve: Option<&'a str>,
+    /// `options` (JSON).
+    pub options: &'a str,
 }
 
-/// How many rows a session holds, to return to when a savepoint is rolled back.
+/// The `COPY` of the held request rows: its columns are [`REQUEST_TYPES`]', in order.
+const COPY_REQUESTS: &str = "COPY requests (seq, id, context, status, agent_id, agent_instance,
+        agent_lineage, body, source, require_provider, deadline_ms, created_ms, finished_ms,
+        error_code, error_message, outbox_pending, origin, ladder, ladder_due_ms, quorum)
+    FROM STDIN (FORMAT binary)";
+
+/// The `COPY` of the held question rows: its columns are [`QUESTION_TYPES`]', in order.
+const COPY_QUESTIONS: &str = "COPY questions (request_seq, idx, qid, question, header, detail,
+        multi_select, intent_kind, intent_approve, options)
+    FROM STDIN (FORMAT binary)";
+
+/// How much a session holds, to return to when a savepoint is rolled back.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Held {
-    requests: usize,
-    questions: usize,
+    requests: Mark,
+    questions: Mark,
 }
 
 /// A write's transaction, with the rows it holds unsent (see the module doc). The
 /// statement methods are the transaction's own, each sending the held rows first.
 pub struct Session<'c> {
     tx: Transaction<'c>,
-    /// Request rows not yet sent.
-    pub(super) requests: RequestColumns,
-    /// Question rows not yet sent.
-    pub(super) questions: QuestionColumns,
+    /// Request rows not yet sent, encoded for their `COPY` as they are held.
+    requests: CopyRows,
+    /// Question rows not yet sent, likewise.
+    questions: CopyRows,
     /// The next request row number, once counted under the row-number lock.
     next_seq: Option<i64>,
 }
@@ -232,8 +178,8 @@ impl<'c> Session<'c> {
     pub fn new(tx: Transaction<'c>) -> Session<'c> {
         Session {
             tx,
-            requests: RequestColumns::default(),
-            questions: QuestionColumns::default(),
+            requests: CopyRows::new(REQUEST_TYPES),
+            questions: CopyRows::new(QUESTION_TYPES),
             next_seq: None,
         }
     }
@@ -241,8 +187,8 @@ impl<'c> Session<'c> {
     /// What is held now.
     pub fn held(&self) -> Held {
         Held {
-            requests: self.requests.len(),
-            questions: self.questions.len(),
+            requests: self.requests.mark(),
+            questions: self.questions.mark(),
         }
     }
 
@@ -275,65 +221,58 @@ impl<'c> Session<'c> {
         if self.requests.is_empty() && self.questions.is_empty() {
             return Ok(());
         }
-        let r = std::mem::take(&mut self.requests);
-        let q = std::mem::take(&mut self.questions);
+        let r = std::mem::replace(&mut self.requests, CopyRows::new(REQUEST_TYPES));
+        let q = std::mem::replace(&mut self.questions, CopyRows::new(QUESTION_TYPES));
         if !r.is_empty() {
-            let mut rows = CopyRows::new(REQUEST_TYPES);
-            for i in 0..r.len() {
-                rows.row(&[
-                    &r.seq[i],
-                    &r.id[i],
-                    &r.context[i],
-                    &r.status[i],
-                    &r.agent_id[i],
-                    &r.agent_instance[i],
-                    &r.agent_lineage[i],
-                    &r.body[i],
-                    &r.source[i],
-                    &r.require_provider[i],
-                    &r.deadline_ms[i],
-                    &r.created_ms[i],
-                    &r.finished_ms[i],
-                    &r.error_code[i],
-                    &r.error_message[i],
-                    &r.outbox_pending[i],
-                    &r.origin[i],
-                    &r.ladder[i],
-                    &r.ladder_due_ms[i],
-                    &r.quorum[i],
-                ])?;
-            }
-            rows.send(
-                &mut self.tx,
-                "COPY requests (seq, id, context, status, agent_id, agent_instance, agent_lineage,
-                                body, source, require_provider, deadline_ms, created_ms, finished_ms,
-                                error_code, error_message, outbox_pending, origin, ladder,
-                                ladder_due_ms, quorum) FROM STDIN (FORMAT binary)",
-            )?;
+            r.send(&mut self.tx, COPY_REQUESTS)?;
         }
         if !q.is_empty() {
-            let mut rows = CopyRows::new(QUESTION_TYPES);
-            for i in 0..q.len() {
-                rows.row(&[
-                    &q.request_seq[i],
-                    &q.idx[i],
-                    &q.qid[i],
-                    &q.question[i],
-                    &q.header[i],
-                    &q.detail[i],
-                    &q.multi_select[i],
-                    &q.intent_kind[i],
-                    &q.intent_approve[i],
-                    &q.options[i],
-                ])?;
-            }
-            rows.send(
-                &mut self.tx,
-                "COPY questions (request_seq, idx, qid, question, header, detail, multi_select,
-                                 intent_kind, intent_approve, options) FROM STDIN (FORMAT binary)",
-            )?;
+            q.send(&mut self.tx, COPY_QUESTIONS)?;
         }
         Ok(())
+    }
+
+    /// Hold a request row (sent at the next statement or the commit, see the module
+    /// doc), encoded now: nothing of it is copied but into the `COPY`'s buffer.
+    pub fn hold_request(&mut self, r: &HeldRequest<'_>) -> Result<()> {
+        self.requests.row(&[
+            &r.seq,
+            &r.id,
+            &r.context,
+            &r.status,
+            &r.agent_id,
+            &r.agent_instance,
+            &r.agent_lineage,
+            &r.body,
+            &r.source,
+            &r.require_provider,
+            &r.deadline_ms,
+            &r.created_ms,
+            &r.finished_ms,
+            &r.error_code,
+            &r.error_message,
+            &r.outbox_pending,
+            &r.origin,
+            &r.ladder,
+            &r.ladder_due_ms,
+            &r.quorum,
+        ])
+    }
+
+    /// Hold a question row, as [`Session::hold_request`] does.
+    pub fn hold_question(&mut self, q: &HeldQuestion<'_>) -> Result<()> {
+        self.questions.row(&[
+            &q.request_seq,
+            &q.idx,
+            &q.qid,
+            &q.question,
+            &q.header,
+            &q.detail,
+            &q.multi_select,
+            &q.intent_kind,
+            &q.intent_approve,
+            &q.options,
+        ])
     }
 
     /// The transaction, after sending what is held: for a read or a write that takes any

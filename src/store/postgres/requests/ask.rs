@@ -10,6 +10,7 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
+use crate::store::postgres::session::{HeldQuestion, HeldRequest};
 use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
 pub use crate::store::queue::requests::Rejection;
 
@@ -97,28 +98,28 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         // and the whole write with it.
         self.lock_rows()?;
         let seq = self.tx.next_request_seq()?;
-        let origin = self.origin.map(str::to_string);
-        let c = &mut self.tx.requests;
-        c.seq.push(seq);
-        c.id.push(Some(r.id.to_string()));
-        c.context.push(r.context.to_string());
-        c.status.push("pending");
-        c.agent_id.push(r.agent_id.map(str::to_string));
-        c.agent_instance.push(r.agent_instance.map(str::to_string));
-        c.agent_lineage.push(r.agent_lineage.map(str::to_string));
-        c.body.push(r.body.to_string());
-        c.source.push(r.source.to_string());
-        c.require_provider.push(r.require_provider);
-        c.deadline_ms.push(r.deadline_ms);
-        c.created_ms.push(r.created_ms);
-        c.finished_ms.push(None);
-        c.error_code.push(None);
-        c.error_message.push(None);
-        c.outbox_pending.push(false);
-        c.origin.push(origin);
-        c.ladder.push(r.ladder.map(str::to_string));
-        c.ladder_due_ms.push(r.ladder_due_ms);
-        c.quorum.push(r.quorum.map(str::to_string));
+        self.tx.hold_request(&HeldRequest {
+            seq,
+            id: Some(r.id),
+            context: r.context,
+            status: "pending",
+            agent_id: r.agent_id,
+            agent_instance: r.agent_instance,
+            agent_lineage: r.agent_lineage,
+            body: r.body,
+            source: r.source,
+            require_provider: r.require_provider,
+            deadline_ms: r.deadline_ms,
+            created_ms: r.created_ms,
+            finished_ms: None,
+            error_code: None,
+            error_message: None,
+            outbox_pending: false,
+            origin: self.origin,
+            ladder: r.ladder,
+            ladder_due_ms: r.ladder_due_ms,
+            quorum: r.quorum,
+        })?;
         if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(r.id)) {
             copy.push(
                 r.id,
@@ -139,18 +140,18 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
 
     fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
         // Held, and sent with the request rows in one statement (see above).
-        let c = &mut self.tx.questions;
-        c.request_seq.push(q.request_seq);
-        c.idx.push(q.idx);
-        c.qid.push(q.qid.to_string());
-        c.question.push(q.question.to_string());
-        c.header.push(q.header.map(str::to_string));
-        c.detail.push(q.detail.map(str::to_string));
-        c.multi_select.push(q.multi_select);
-        c.intent_kind.push(q.intent_kind.map(str::to_string));
-        c.intent_approve.push(q.intent_approve.map(str::to_string));
-        c.options.push(q.options.to_string());
-        Ok(())
+        self.tx.hold_question(&HeldQuestion {
+            request_seq: q.request_seq,
+            idx: q.idx,
+            qid: q.qid,
+            question: q.question,
+            header: q.header,
+            detail: q.detail,
+            multi_select: q.multi_select,
+            intent_kind: q.intent_kind,
+            intent_approve: q.intent_approve,
+            options: q.options,
+        })
     }
 
     fn accepted_request_exists(&mut self, id: &str) -> Result<bool> {
@@ -193,28 +194,28 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         // Held and numbered as a pending row is (see `insert_pending_request`).
         self.lock_rows()?;
         let seq = self.tx.next_request_seq()?;
-        let origin = self.origin.map(str::to_string);
-        let c = &mut self.tx.requests;
-        c.seq.push(seq);
-        c.id.push(r.id.map(str::to_string));
-        c.context.push(r.context.to_string());
-        c.status.push("rejected");
-        c.agent_id.push(None);
-        c.agent_instance.push(None);
-        c.agent_lineage.push(None);
-        c.body.push(r.body.to_string());
-        c.source.push(r.source.to_string());
-        c.require_provider.push(false);
-        c.deadline_ms.push(None);
-        c.created_ms.push(r.now);
-        c.finished_ms.push(Some(r.now));
-        c.error_code.push(Some(r.error_code.to_string()));
-        c.error_message.push(Some(r.error_message.to_string()));
-        c.outbox_pending.push(r.outbox_pending);
-        c.origin.push(origin);
-        c.ladder.push(None);
-        c.ladder_due_ms.push(None);
-        c.quorum.push(None);
+        self.tx.hold_request(&HeldRequest {
+            seq,
+            id: r.id,
+            context: r.context,
+            status: "rejected",
+            agent_id: None,
+            agent_instance: None,
+            agent_lineage: None,
+            body: r.body,
+            source: r.source,
+            require_provider: false,
+            deadline_ms: None,
+            created_ms: r.now,
+            finished_ms: Some(r.now),
+            error_code: Some(r.error_code),
+            error_message: Some(r.error_message),
+            outbox_pending: r.outbox_pending,
+            origin: self.origin,
+            ladder: None,
+            ladder_due_ms: None,
+            quorum: None,
+        })?;
         if let Some(id) = r.id {
             if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(id)) {
                 copy.push(
