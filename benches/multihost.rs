@@ -8,8 +8,10 @@
 //! 1. Burst ingest: N request files already in `inbox/new/` when the daemon starts, until
 //!    every one is committed; SQLite (one root), PostgreSQL with one, two and four daemons
 //!    on as many roots (N/k files each, started together); and the raw baseline: the same
-//!    rows written by a bare client as multi-row statements, 512 files a transaction under
-//!    one advisory lock. Every configuration runs once a round, in turn, for `--rounds`
+//!    batch written by a bare client as multi-row statements, 512 files a transaction under
+//!    one advisory lock: the very rows the one-daemon burst wrote, read back and replayed
+//!    into a fresh database; and, to compare with runs before that replay existed, lighter
+//!    constant rows (fewer columns set, events with empty data). Every configuration runs once a round, in turn, for `--rounds`
 //!    rounds (3), and the medians are reported beside each round's figures.
 //! 2. Claim + answer per second, through the `Store` seam in this process (no process
 //!    start per operation): one reviewer on SQLite, one on PostgreSQL, and four reviewers
@@ -317,8 +319,9 @@ fn answer_latency(asker: &Host, by: &Host, samples: usize, tag: &str) -> Vec<f64
     v
 }
 
-/// The raw baseline of a burst: the rows dshq writes for `n` files (a request, its
-/// question, its `accepted` event) sent by a bare client as three multi-row statements per
+/// A lighter raw baseline of a burst (the one measured before the replay above, kept to
+/// compare with earlier runs): rows like those dshq writes for `n` files (a request with
+/// fewer columns set, its question, an `accepted` event with empty data) sent by a bare client as three multi-row statements per
 /// batch of 512, each batch one transaction under one advisory lock, into a fresh dshq
 /// database (its indexes and triggers). Files per second.
 fn bare_batches(url: &str, n: usize) -> f64 {
@@ -364,6 +367,151 @@ fn bare_batches(url: &str, n: usize) -> f64 {
         tx.commit().unwrap();
     }
     n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// The raw baseline of a burst, faithful: the very rows one daemon's burst wrote into
+/// `written` (its requests, their questions, its events, every column dshq set), read
+/// back, then replayed into a fresh dshq database (its indexes and triggers) by a bare
+/// client, 512 requests a transaction under one advisory lock, each table as one
+/// multi-row statement; each request's events with it (the others, e.g. the chain's
+/// first, with the first batch). Only the replay is timed. Files per second.
+fn replayed_batches(written: &str, url: &str) -> f64 {
+    drop(Host::new(Some(url)).store());
+    let mut src = postgres::Client::connect(written, postgres::NoTls).unwrap();
+    let requests = src
+        .query(
+            "SELECT seq, id, context, status, agent_id, agent_instance, agent_lineage, body,
+                    source, require_provider, deadline_ms, created_ms, finished_ms, error_code,
+                    error_message, outbox_pending, origin, ladder, ladder_due_ms, quorum
+             FROM requests ORDER BY seq",
+            &[],
+        )
+        .unwrap();
+    let questions = src
+        .query(
+            "SELECT request_seq, idx, qid, question, header, detail, multi_select, intent_kind,
+                    intent_approve, options FROM questions ORDER BY request_seq, idx",
+            &[],
+        )
+        .unwrap();
+    let events = src
+        .query(
+            "SELECT seq, at_ms, kind, request_id, lease_id, agent_id, actor, data, prev_hash, hash
+             FROM events ORDER BY seq",
+            &[],
+        )
+        .unwrap();
+    let files = requests.len();
+    // Column `i` of `rows` as a vector.
+    fn col<'a, T: postgres::types::FromSql<'a>>(rows: &'a [postgres::Row], i: usize) -> Vec<T> {
+        rows.iter().map(|r| r.get(i)).collect()
+    }
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let start = Instant::now();
+    let (mut q_at, mut e_at) = (0, 0);
+    for (b, chunk) in requests.chunks(512).enumerate() {
+        let last_seq: i64 = chunk[chunk.len() - 1].get(0);
+        let q_end = q_at
+            + questions[q_at..]
+                .iter()
+                .take_while(|r| r.get::<_, i64>(0) <= last_seq)
+                .count();
+        let ids: std::collections::HashSet<String> = chunk
+            .iter()
+            .filter_map(|r| r.get::<_, Option<String>>(1))
+            .collect();
+        let mut e_end = e_at;
+        while e_end < events.len() {
+            let rid: Option<String> = events[e_end].get(3);
+            if rid.as_ref().is_some_and(|r| ids.contains(r)) || (b == 0 && rid.is_none()) {
+                e_end += 1;
+            } else {
+                break;
+            }
+        }
+        let (qs, es) = (&questions[q_at..q_end], &events[e_at..e_end]);
+        (q_at, e_at) = (q_end, e_end);
+        let mut tx = c.transaction().unwrap();
+        tx.execute("SELECT pg_advisory_xact_lock(42)", &[]).unwrap();
+        tx.execute(
+            "INSERT INTO requests (seq, id, context, status, agent_id, agent_instance, agent_lineage,
+                                   body, source, require_provider, deadline_ms, created_ms, finished_ms,
+                                   error_code, error_message, outbox_pending, origin, ladder,
+                                   ladder_due_ms, quorum)
+             SELECT * FROM UNNEST($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                  $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[],
+                                  $11::int8[], $12::int8[], $13::int8[], $14::text[], $15::text[],
+                                  $16::bool[], $17::text[], $18::text[], $19::int8[], $20::text[])",
+            &[
+                &col::<i64>(chunk, 0),
+                &col::<Option<String>>(chunk, 1),
+                &col::<String>(chunk, 2),
+                &col::<String>(chunk, 3),
+                &col::<Option<String>>(chunk, 4),
+                &col::<Option<String>>(chunk, 5),
+                &col::<Option<String>>(chunk, 6),
+                &col::<String>(chunk, 7),
+                &col::<String>(chunk, 8),
+                &col::<bool>(chunk, 9),
+                &col::<Option<i64>>(chunk, 10),
+                &col::<i64>(chunk, 11),
+                &col::<Option<i64>>(chunk, 12),
+                &col::<Option<String>>(chunk, 13),
+                &col::<Option<String>>(chunk, 14),
+                &col::<bool>(chunk, 15),
+                &col::<Option<String>>(chunk, 16),
+                &col::<Option<String>>(chunk, 17),
+                &col::<Option<i64>>(chunk, 18),
+                &col::<Option<String>>(chunk, 19),
+            ],
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO questions (request_seq, idx, qid, question, header, detail, multi_select,
+                                    intent_kind, intent_approve, options)
+             SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::text[], $4::text[], $5::text[],
+                                  $6::text[], $7::bool[], $8::text[], $9::text[], $10::text[])",
+            &[
+                &col::<i64>(qs, 0),
+                &col::<i64>(qs, 1),
+                &col::<String>(qs, 2),
+                &col::<String>(qs, 3),
+                &col::<Option<String>>(qs, 4),
+                &col::<Option<String>>(qs, 5),
+                &col::<bool>(qs, 6),
+                &col::<Option<String>>(qs, 7),
+                &col::<Option<String>>(qs, 8),
+                &col::<String>(qs, 9),
+            ],
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO events (seq, at_ms, kind, request_id, lease_id, agent_id, actor, data,
+                                 prev_hash, hash)
+             SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::text[], $4::text[], $5::int8[],
+                                  $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])",
+            &[
+                &col::<i64>(es, 0),
+                &col::<i64>(es, 1),
+                &col::<String>(es, 2),
+                &col::<Option<String>>(es, 3),
+                &col::<Option<i64>>(es, 4),
+                &col::<Option<String>>(es, 5),
+                &col::<String>(es, 6),
+                &col::<String>(es, 7),
+                &col::<String>(es, 8),
+                &col::<String>(es, 9),
+            ],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    assert_eq!(
+        (q_at, e_at),
+        (questions.len(), events.len()),
+        "every question and event of the burst replayed"
+    );
+    files as f64 / start.elapsed().as_secs_f64()
 }
 
 /// The raw baseline of claim + answer: `clients` bare clients, each in its own context on
@@ -439,7 +587,7 @@ fn reviewers(url: Option<&str>, n: usize, ops: usize) -> f64 {
     rates.iter().sum()
 }
 
-/// Burst ingest of `n` files in all on `hosts` daemons of one fresh PostgreSQL store.
+/// Burst ingest of `n` files in all on `hosts` daemons of the fresh PostgreSQL store `url`.
 fn pg_burst(url: &str, hosts: usize, n: usize) -> f64 {
     let hs: Vec<Host> = (0..hosts).map(|_| Host::new(Some(url))).collect();
     if hosts > 1 {
@@ -462,32 +610,36 @@ fn main() {
     // 1. Burst ingest, and the raw baseline of the same rows: every configuration once a
     // round, in turn, so a slow minute of the machine falls on all of them alike.
     if run("burst") {
-        let mut rounds: Vec<[f64; 5]> = Vec::new();
+        let mut rounds: Vec<[f64; 6]> = Vec::new();
         for round in 1..=o.rounds {
             let sqlite = burst(&[Host::new(None)], o.files);
-            let pg1 = pg_burst(&pg(), 1, o.files);
+            let one = pg();
+            let pg1 = pg_burst(&one, 1, o.files);
             let pg2 = pg_burst(&pg(), 2, o.files);
             let pg4 = pg_burst(&pg(), 4, o.files);
+            let replay = replayed_batches(&one, &pg());
             let bare = bare_batches(&pg(), o.files);
-            println!("burst round {round}, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0} | postgres 1 / sqlite {:.3}, / bare {:.3}", pg1 / sqlite, pg1 / bare);
-            rounds.push([sqlite, pg1, pg2, pg4, bare]);
+            println!("burst round {round}, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client: the 1-daemon burst's rows replayed {replay:.0}, constant rows {bare:.0} | postgres 1 / sqlite {:.3}, / replayed {:.3}, / constant {:.3}", pg1 / sqlite, pg1 / replay, pg1 / bare);
+            rounds.push([sqlite, pg1, pg2, pg4, bare, replay]);
         }
-        let med = |f: &dyn Fn(&[f64; 5]) -> f64| {
+        let med = |f: &dyn Fn(&[f64; 6]) -> f64| {
             let mut v: Vec<f64> = rounds.iter().map(f).collect();
             v.sort_by(|a, b| a.partial_cmp(b).unwrap());
             v[v.len() / 2]
         };
-        let (sqlite, pg1, pg2, pg4, bare) = (
+        let (sqlite, pg1, pg2, pg4, bare, replay) = (
             med(&|r| r[0]),
             med(&|r| r[1]),
             med(&|r| r[2]),
             med(&|r| r[3]),
             med(&|r| r[4]),
+            med(&|r| r[5]),
         );
-        println!("burst ingest, median of {} rounds, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock {bare:.0}", rounds.len());
+        println!("burst ingest, median of {} rounds, files/s: sqlite {sqlite:.0} | postgres, 1 / 2 / 4 daemons {pg1:.0} / {pg2:.0} / {pg4:.0} (in all) | bare client, multi-row batches under one lock: the burst's rows replayed {replay:.0}, constant rows {bare:.0}", rounds.len());
         println!(
-            "  ratios (median of the rounds' ratios): postgres 1 daemon / sqlite {:.3}; / bare batches {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
+            "  ratios (median of the rounds' ratios): postgres 1 daemon / sqlite {:.3}; / its rows replayed {:.3}; / constant rows {:.3}; 2 daemons / 1 {:.2}; 4 daemons / 1 {:.2}",
             med(&|r| r[1] / r[0]),
+            med(&|r| r[1] / r[5]),
             med(&|r| r[1] / r[4]),
             med(&|r| r[2] / r[1]),
             med(&|r| r[3] / r[1]),
