@@ -34,6 +34,7 @@ use postgres::{Row, ToStatement, Transaction};
 
 use super::copy::{CopyRows, Mark};
 use crate::error::Result;
+use crate::store::driver::requests::{NewQuestion, NewRejection, NewRequest};
 
 /// The types of the request columns a held row sets, in the order [`Session::flush`]
 /// copies them.
@@ -74,73 +75,14 @@ const QUESTION_TYPES: &[Type] = &[
     Type::TEXT,
 ];
 
-/// A request row to hold (pending or rejected). The columns a row of one kind does not
-/// set are NULL (or the column's default, `FALSE`, for the two flags).
-pub struct HeldRequest<'a> {
-    /// `seq`.
-    pub seq: i64,
-    /// `id`.
-    pub id: Option<&'a str>,
-    /// `context`.
-    pub context: &'a str,
-    /// `status` (`pending` or `rejected`).
-    pub status: &'static str,
-    /// `agent_id`.
-    pub agent_id: Option<&'a str>,
-    /// `agent_instance`.
-    pub agent_instance: Option<&'a str>,
-    /// `agent_lineage`.
-    pub agent_lineage: Option<&'a str>,
-    /// `body`.
-    pub body: &'a str,
-    /// `source`.
-    pub source: &'a str,
-    /// `require_provider`.
-    pub require_provider: bool,
-    /// `deadline_ms`.
-    pub deadline_ms: Option<i64>,
-    /// `created_ms`.
-    pub created_ms: i64,
-    /// `finished_ms` (a rejection's `created_ms`).
-    pub finished_ms: Option<i64>,
-    /// `error_code`.
-    pub error_code: Option<&'a str>,
-    /// `error_message`.
-    pub error_message: Option<&'a str>,
-    /// `outbox_pending`.
-    pub outbox_pending: bool,
-    /// `origin`.
-    pub origin: Option<&'a str>,
-    /// `ladder` (the resolved deadline ladder, JSON).
-    pub ladder: Option<&'a str>,
-    /// `ladder_due_ms` (when its first rung falls due).
-    pub ladder_due_ms: Option<i64>,
-    /// `quorum` (the quorum the request is held to, JSON).
-    pub quorum: Option<&'a str>,
-}
-
-/// A question row to hold.
-pub struct HeldQuestion<'a> {
-    /// `request_seq`.
-    pub request_seq: i64,
-    /// `idx`.
-    pub idx: i64,
-    /// `qid`.
-    pub qid: &'a str,
-    /// `question`.
-    pub question: &'a str,
-    /// `header`.
-    pub header: Option<&'a str>,
-    /// `detail`.
-    pub detail: Option<&'a str>,
-    /// `multi_select`.
-    pub multi_select: bool,
-    /// `intent_kind`.
-    pub intent_kind: Option<&'a str>,
-    /// `intent_approve`.
-    pub intent_approve: Option<&'a str>,
-    /// `options` (JSON).
-    pub options: &'a str,
+/// A request row to hold, with the number it was given: a pending request or a rejection
+/// (the columns a row of one kind does not set are NULL, or the column's default, `FALSE`,
+/// for the two flags).
+pub enum HeldRequest<'a> {
+    /// An accepted request, `pending`.
+    Pending(i64, &'a NewRequest<'a>),
+    /// A rejected input.
+    Rejected(i64, &'a NewRejection<'a>),
 }
 
 /// The `COPY` of the held request rows: its columns are [`REQUEST_TYPES`]', in order.
@@ -232,35 +174,60 @@ impl<'c> Session<'c> {
         Ok(())
     }
 
-    /// Hold a request row (sent at the next statement or the commit, see the module
-    /// doc), encoded now: nothing of it is copied but into the `COPY`'s buffer.
-    pub fn hold_request(&mut self, r: &HeldRequest<'_>) -> Result<()> {
-        self.requests.row(&[
-            &r.seq,
-            &r.id,
-            &r.context,
-            &r.status,
-            &r.agent_id,
-            &r.agent_instance,
-            &r.agent_lineage,
-            &r.body,
-            &r.source,
-            &r.require_provider,
-            &r.deadline_ms,
-            &r.created_ms,
-            &r.finished_ms,
-            &r.error_code,
-            &r.error_message,
-            &r.outbox_pending,
-            &r.origin,
-            &r.ladder,
-            &r.ladder_due_ms,
-            &r.quorum,
-        ])
+    /// Hold a request row recording `origin` (sent at the next statement or the commit,
+    /// see the module doc), encoded now: nothing of it is copied but into the `COPY`'s
+    /// buffer.
+    pub fn hold_request(&mut self, row: HeldRequest<'_>, origin: Option<&str>) -> Result<()> {
+        match row {
+            HeldRequest::Pending(seq, r) => self.requests.row(&[
+                &seq,
+                &Some(r.id),
+                &r.context,
+                &"pending",
+                &r.agent_id,
+                &r.agent_instance,
+                &r.agent_lineage,
+                &r.body,
+                &r.source,
+                &r.require_provider,
+                &r.deadline_ms,
+                &r.created_ms,
+                &None::<i64>,
+                &None::<&str>,
+                &None::<&str>,
+                &false,
+                &origin,
+                &r.ladder,
+                &r.ladder_due_ms,
+                &r.quorum,
+            ]),
+            HeldRequest::Rejected(seq, r) => self.requests.row(&[
+                &seq,
+                &r.id,
+                &r.context,
+                &"rejected",
+                &None::<&str>,
+                &None::<&str>,
+                &None::<&str>,
+                &r.body,
+                &r.source,
+                &false,
+                &None::<i64>,
+                &r.now,
+                &Some(r.now),
+                &Some(r.error_code),
+                &Some(r.error_message),
+                &r.outbox_pending,
+                &origin,
+                &None::<&str>,
+                &None::<i64>,
+                &None::<&str>,
+            ]),
+        }
     }
 
     /// Hold a question row, as [`Session::hold_request`] does.
-    pub fn hold_question(&mut self, q: &HeldQuestion<'_>) -> Result<()> {
+    pub fn hold_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
         self.questions.row(&[
             &q.request_seq,
             &q.idx,

@@ -10,7 +10,7 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
-use crate::store::postgres::session::{HeldQuestion, HeldRequest};
+use crate::store::postgres::session::HeldRequest;
 use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
 pub use crate::store::queue::requests::Rejection;
 
@@ -98,28 +98,8 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         // and the whole write with it.
         self.lock_rows()?;
         let seq = self.tx.next_request_seq()?;
-        self.tx.hold_request(&HeldRequest {
-            seq,
-            id: Some(r.id),
-            context: r.context,
-            status: "pending",
-            agent_id: r.agent_id,
-            agent_instance: r.agent_instance,
-            agent_lineage: r.agent_lineage,
-            body: r.body,
-            source: r.source,
-            require_provider: r.require_provider,
-            deadline_ms: r.deadline_ms,
-            created_ms: r.created_ms,
-            finished_ms: None,
-            error_code: None,
-            error_message: None,
-            outbox_pending: false,
-            origin: self.origin,
-            ladder: r.ladder,
-            ladder_due_ms: r.ladder_due_ms,
-            quorum: r.quorum,
-        })?;
+        self.tx
+            .hold_request(HeldRequest::Pending(seq, r), self.origin)?;
         if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(r.id)) {
             copy.push(
                 r.id,
@@ -140,18 +120,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
 
     fn insert_question(&mut self, q: &NewQuestion<'_>) -> Result<()> {
         // Held, and sent with the request rows in one statement (see above).
-        self.tx.hold_question(&HeldQuestion {
-            request_seq: q.request_seq,
-            idx: q.idx,
-            qid: q.qid,
-            question: q.question,
-            header: q.header,
-            detail: q.detail,
-            multi_select: q.multi_select,
-            intent_kind: q.intent_kind,
-            intent_approve: q.intent_approve,
-            options: q.options,
-        })
+        self.tx.hold_question(q)
     }
 
     fn accepted_request_exists(&mut self, id: &str) -> Result<bool> {
@@ -194,28 +163,8 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         // Held and numbered as a pending row is (see `insert_pending_request`).
         self.lock_rows()?;
         let seq = self.tx.next_request_seq()?;
-        self.tx.hold_request(&HeldRequest {
-            seq,
-            id: r.id,
-            context: r.context,
-            status: "rejected",
-            agent_id: None,
-            agent_instance: None,
-            agent_lineage: None,
-            body: r.body,
-            source: r.source,
-            require_provider: false,
-            deadline_ms: None,
-            created_ms: r.now,
-            finished_ms: Some(r.now),
-            error_code: Some(r.error_code),
-            error_message: Some(r.error_message),
-            outbox_pending: r.outbox_pending,
-            origin: self.origin,
-            ladder: None,
-            ladder_due_ms: None,
-            quorum: None,
-        })?;
+        self.tx
+            .hold_request(HeldRequest::Rejected(seq, r), self.origin)?;
         if let Some(id) = r.id {
             if let Some(copy) = self.id_rows.as_mut().filter(|c| c.follows(id)) {
                 copy.push(
