@@ -47,7 +47,7 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
         request,
         fallback_id: a.fallback_id,
         salvaged,
-        raw: String::from_utf8_lossy(a.bytes).into_owned(),
+        raw: crate::protocol::syntax::recorded_text(a.bytes.to_vec()),
         source: a.source,
         actor: a.actor,
     })?;

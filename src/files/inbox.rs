@@ -132,9 +132,10 @@ fn size(input: &Input) -> u64 {
     }
 }
 
-/// Lossy UTF-8 without a copy when the bytes are valid.
+/// The text recorded of an input: lossy UTF-8 (without a copy when the bytes are valid)
+/// and no U+0000 ([`crate::protocol::syntax::recorded_text`]).
 fn into_text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    crate::protocol::syntax::recorded_text(bytes)
 }
 
 /// Whether an input that cannot be judged yet waits out the grace ([`super::grace`]): the
@@ -247,7 +248,7 @@ fn read_input_into(
                     into_text(bytes),
                 ));
             }
-            let raw = String::from_utf8_lossy(&bytes);
+            let raw = into_text(bytes);
             let reason = raw.trim();
             Some(Input::Abort {
                 name: name.to_string(),

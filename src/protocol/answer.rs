@@ -85,6 +85,18 @@ pub fn in_question_order(questions: &[Question], answer: &Answer) -> Answer {
 
 /// The rules for one question's answer.
 pub fn check_item(q: &Question, item: &AnswerItem) -> Result<(), UserQuestionError> {
+    // Whatever surface built the answer (a file, a form, an MCP elicitation): no text in
+    // dshq may hold U+0000 (`syntax::writes_nul`).
+    let texts = [item.custom.as_deref(), item.edited.as_deref()];
+    if texts.iter().flatten().any(|t| t.contains('\0')) {
+        return Err(err(
+            Code::BadAnswer,
+            format!(
+                "question {:?}: the text holds U+0000, which no text in dshq may hold",
+                q.id
+            ),
+        ));
+    }
     let mut labels = HashSet::new();
     for label in &item.selected {
         if !labels.insert(label.as_str()) {

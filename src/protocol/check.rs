@@ -30,6 +30,8 @@ pub fn salvage_id_context(bytes: &[u8]) -> (Option<String>, Option<String>) {
         v.as_ref()
             .and_then(|v| v.get(k))
             .and_then(|x| x.as_str())
+            // Never a text holding U+0000 (see `syntax::writes_nul`).
+            .filter(|s| !s.contains('\0'))
             .map(str::to_string)
     };
     (field("id"), field("context"))

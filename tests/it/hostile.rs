@@ -344,3 +344,64 @@ fn one_unwritable_outcome_does_not_hold_back_the_others() {
     std::fs::remove_dir_all(&blocked).unwrap();
     assert_eq!(env.wait_outcome("o1")["status"], "answered");
 }
+
+/// U+0000 in any text an asker or a reviewer sends is refused with its code, and stops
+/// nothing, on SQLite and on PostgreSQL (whose `text` cannot hold it: before, one such
+/// question failed the write of every file batched with it, at every retry, and the inbox
+/// stood still). Each input gets its verdict beside a valid file: a question that writes
+/// `\u0000` is rejected `BAD_REQUEST`; a file with raw NUL bytes is rejected and kept
+/// (its text recorded with U+FFFD); an abort whose reason holds NUL bytes aborts; an
+/// answer whose free text writes `\u0000` is refused `BAD_ANSWER`.
+#[test]
+fn a_nul_in_any_text_is_refused_and_stops_nothing_on_either_store() {
+    let url = crate::throwaway::shared()
+        .fresh_database()
+        .expect("a fresh PostgreSQL database");
+    for env in [Env::new(), Env::on_store(&url)] {
+        let _d = env.daemon();
+        env.drop_file(
+            "nulq.json",
+            br#"{"id":"nulq","questions":[{"id":"q","question":"Which\u0000one?","options":[{"label":"a"},{"label":"b"}]}]}"#,
+        );
+        env.drop_file("nulraw.json", b"{\"id\":\"nulraw\",\0\0}");
+        env.drop_file(
+            "ok.json",
+            &serde_json::to_vec(&simple_request("ok")).unwrap(),
+        );
+        env.drop_file(
+            "gone.json",
+            &serde_json::to_vec(&simple_request("gone")).unwrap(),
+        );
+        assert!(
+            wait_until(DEADLINE, || env.json(&["show", "gone"]).code == 0),
+            "a valid request beside them is accepted"
+        );
+        env.drop_file("gone.abort", b"because\0\0of this");
+        assert!(wait_until(DEADLINE, || {
+            env.json(&["show", "gone"]).json()["status"] == "aborted"
+        }));
+        assert!(wait_until(DEADLINE, || env.names("inbox/new").is_empty()));
+        assert_eq!(env.json(&["show", "ok"]).json()["status"], "pending");
+        for id in ["nulq", "nulraw"] {
+            let outcome = env.outcome(id).expect("an error outcome");
+            assert_eq!(outcome["error"]["code"], "BAD_REQUEST", "{id}: {outcome}");
+        }
+        let reasons = reason_files(&env, "rejected");
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(
+            reasons
+                .iter()
+                .any(|(_, r)| r["message"].as_str().unwrap().contains("U+0000")),
+            "{reasons:?}"
+        );
+        // A reviewer's free text holding U+0000 is refused, and the request stays open.
+        let r = env.run_stdin(
+            &["--json", "answer", "ok", "--answers", "-"],
+            r#"{"answers":[{"id":"db","custom":"x\u0000y"}]}"#,
+        );
+        assert_ne!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.error_code(), "BAD_ANSWER", "{}", r.stderr);
+        assert_eq!(env.json(&["show", "ok"]).json()["status"], "pending");
+        assert_eq!(env.run(&["audit", "verify"]).code, 0);
+    }
+}

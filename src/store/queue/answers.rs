@@ -426,10 +426,12 @@ pub fn abort(
             status: r.status.as_str().into(),
         });
     }
-    let message = match reason {
+    // The reason is kept as given, but never with U+0000, which no text in dshq may hold
+    // (`protocol::syntax::writes_nul`): every surface's abort comes through here.
+    let message = crate::protocol::syntax::without_nul(match reason {
         Some(reason) => format!("aborted by the asker: {reason}"),
         None => "aborted by the asker".to_string(),
-    };
+    });
     finish_error(
         db,
         now,
