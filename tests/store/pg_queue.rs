@@ -35,6 +35,25 @@ fn request(id: &str, context: &str) -> Request {
     .unwrap()
 }
 
+/// A pending request row as a driver statement takes it: `id` in `context`, an empty body.
+fn pending_row<'a>(id: &'a str, context: &'a str) -> dshq::store::driver::requests::NewRequest<'a> {
+    dshq::store::driver::requests::NewRequest {
+        id,
+        context,
+        agent_id: None,
+        agent_instance: None,
+        agent_lineage: None,
+        body: "{}",
+        source: "cli",
+        require_provider: false,
+        deadline_ms: None,
+        created_ms: 1,
+        ladder: None,
+        ladder_due_ms: None,
+        quorum: None,
+    }
+}
+
 fn ask(store: &mut PgStore, id: &str, context: &str) {
     let input = AskInput {
         request: Ok(request(id, context)),
@@ -1134,28 +1153,13 @@ fn a_batch_clears_the_outbox_flag_of_its_own_held_rejection() {
 /// its questions, not the rows held beside it.
 #[test]
 fn a_held_row_with_a_taken_id_fails_its_whole_write() {
-    use dshq::store::driver::requests::NewRequest;
     use dshq::store::driver::RequestStatements;
     use dshq::store::postgres::tx::Tx;
     let url = fresh();
     let mut store = open(&url);
     ask(&mut store, "taken", "default");
     let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let row = |id: &'static str| NewRequest {
-        id,
-        context: "default",
-        agent_id: None,
-        agent_instance: None,
-        agent_lineage: None,
-        body: "{}",
-        source: "cli",
-        require_provider: false,
-        deadline_ms: None,
-        created_ms: 1,
-        ladder: None,
-        ladder_due_ms: None,
-        quorum: None,
-    };
+    let row = |id: &'static str| pending_row(id, "default");
     let e = {
         let mut t = Tx::begin(c.transaction().unwrap(), None, None);
         t.lock_row_numbers().unwrap();
@@ -1250,7 +1254,6 @@ fn racing_votes_on_three_connections_answer_each_request_exactly_once() {
 /// without a gap.
 #[test]
 fn rows_held_after_a_savepoint_rolled_back_are_never_sent() {
-    use dshq::store::driver::requests::NewRequest;
     use dshq::store::postgres::session::{HeldRequest, Session};
     let url = fresh();
     ask(&mut open(&url), "taken", "ctx");
@@ -1258,21 +1261,7 @@ fn rows_held_after_a_savepoint_rolled_back_are_never_sent() {
     let mut s = Session::new(client.transaction().unwrap());
     let hold = |s: &mut Session<'_>, id: &str| {
         let seq = s.next_request_seq().unwrap();
-        let row = NewRequest {
-            id,
-            context: "ctx",
-            agent_id: None,
-            agent_instance: None,
-            agent_lineage: None,
-            body: "{}",
-            source: "cli",
-            require_provider: false,
-            deadline_ms: None,
-            created_ms: 1,
-            ladder: None,
-            ladder_due_ms: None,
-            quorum: None,
-        };
+        let row = pending_row(id, "ctx");
         s.hold_request(HeldRequest::Pending(seq, &row), None)
             .unwrap();
     };
