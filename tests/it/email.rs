@@ -120,6 +120,19 @@ fn free_port() -> u16 {
     crate::browser::free_port()
 }
 
+/// A root whose daemon mails through a sink started for the test, and serves the page the
+/// mail links to (its port last): `(dir the sink writes into, root, sink, daemon, port)`.
+/// Bound in this order they drop in reverse: the daemon first, then the sink, the root, the
+/// directory.
+fn mailing() -> (tempfile::TempDir, Env, Sink, Host, u16) {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
+    let host = mail_host(&env, smtp, web, &[]);
+    (tmp, env, sink, host, web)
+}
+
 /// A daemon with the page on `web` and the email channel to the SMTP server on `smtp`.
 fn mail_host(env: &Env, smtp: u16, web: u16, vars: &[(&str, &str)]) -> Host {
     let listen = format!("127.0.0.1:{web}");
@@ -208,11 +221,7 @@ fn altered(link: &str) -> String {
 
 #[test]
 fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
-    let env = Env::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let (smtp, web) = (free_port(), free_port());
-    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
-    let h = mail_host(&env, smtp, web, &[]);
+    let (_tmp, env, sink, h, web) = mailing();
     let key = env.root().join("mail.key");
     let mode = {
         use std::os::unix::fs::PermissionsExt;
@@ -415,11 +424,7 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
 
 #[test]
 fn a_reminder_and_an_escalation_say_so_with_the_ladder() {
-    let env = Env::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let (smtp, web) = (free_port(), free_port());
-    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
-    let _h = mail_host(&env, smtp, web, &[]);
+    let (_tmp, env, sink, _h, _) = mailing();
     let mut r = simple_request("l1");
     r["ladder"] = json!({"remindAfter": "1s", "escalateAfter": "2s", "expireAfter": "1h"});
     env.ask(&r).ok();
@@ -531,11 +536,7 @@ fn a_reviewer_logged_in_opens_the_link_as_themselves() {
 
 #[test]
 fn an_expired_link_is_refused_and_changes_nothing() {
-    let env = Env::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let (smtp, web) = (free_port(), free_port());
-    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
-    let h = mail_host(&env, smtp, web, &[]);
+    let (_tmp, env, sink, h, web) = mailing();
     env.ask(&simple_request("e1")).ok();
     let link = link_of(&sink.wait_for("e1", 1)[0]);
     // Still valid now.
@@ -657,11 +658,7 @@ fn a_mail_server_that_is_down_then_refuses_gets_the_mail_once_it_takes_it() {
 #[ignore]
 fn time_to_a_person_by_mail() {
     const N: usize = 200;
-    let env = Env::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let (smtp, web) = (free_port(), free_port());
-    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
-    let _h = mail_host(&env, smtp, web, &[]);
+    let (_tmp, env, sink, _h, _) = mailing();
     let mut took = Vec::with_capacity(N);
     for i in 0..N {
         let id = format!("t{i}");
