@@ -133,6 +133,15 @@ fn mailing() -> (tempfile::TempDir, Env, Sink, Host, u16) {
     (tmp, env, sink, host, web)
 }
 
+/// On a mail link's page: open its request and wait for the answer form.
+async fn open_the_request(c: &fantoccini::Client) {
+    click(c, "#open-request").await;
+    until("the request's form", || async {
+        has(c, "form#answer").await
+    })
+    .await;
+}
+
 /// A daemon with the page on `web` and the email channel to the SMTP server on `smtp`.
 fn mail_host(env: &Env, smtp: u16, web: u16, vars: &[(&str, &str)]) -> Host {
     let listen = format!("127.0.0.1:{web}");
@@ -341,11 +350,7 @@ fn a_mail_arrives_and_its_link_answers_through_the_page_once() {
         .await;
         let t = body_text(&c).await;
         assert!(t.contains("alice@example.com") && t.contains("m1"), "{t}");
-        click(&c, "#open-request").await;
-        until("the request's form", || async {
-            has(&c, "form#answer").await
-        })
-        .await;
+        open_the_request(&c).await;
         let t = body_text(&c).await;
         assert!(
             t.contains("mail:alice@example.com"),
@@ -496,11 +501,7 @@ fn a_reviewer_logged_in_opens_the_link_as_themselves() {
             has(&c, "#open-request").await
         })
         .await;
-        click(&c, "#open-request").await;
-        until("the request's form", || async {
-            has(&c, "form#answer").await
-        })
-        .await;
+        open_the_request(&c).await;
         let t = body_text(&c).await;
         assert!(
             t.contains("rita") && !t.contains("mail:alice"),
