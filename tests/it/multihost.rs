@@ -550,12 +550,16 @@ fn a_host_stopped_inside_a_write_holds_up_nobody_and_is_fenced_when_it_resumes()
         da.log_text()
     );
     let lease_x = a.register("alice", "x", "10m");
+    // A is stopped while the answers are dropped, so that all of its answer writes happen
+    // inside the loop below: dropped while it ran, they were taken as they came, and with
+    // short writes it could be done before the loop had tried often enough.
+    da.signal(libc::SIGSTOP);
     for id in &ids {
         a.drop_answer(&format!("{id}.json"), &answer_file(&lease_x));
     }
     // Stop A inside one of those writes: stopped, its session idles in a transaction.
     let mut caught = false;
-    for _ in 0..500 {
+    for _ in 0..2000 {
         da.signal(libc::SIGSTOP);
         // A statement under way finishes; then the session is idle, in a write or not.
         assert!(wait_until(Duration::from_secs(5), || !busy_states(
