@@ -38,6 +38,7 @@ mod page;
 mod prune;
 mod quorum;
 mod receipts;
+mod release;
 mod screens;
 mod seam;
 mod sessions;
