@@ -166,7 +166,10 @@ fn archive_sums_and_sbom() {
         format!("dshq_{VERSION}-1_amd64.deb"),
         format!("dshq-{VERSION}-image.tar"),
     ] {
-        assert!(sums.contains(&format!("  {name}\n")), "SHA256SUMS lacks {name}:\n{sums}");
+        assert!(
+            sums.contains(&format!("  {name}\n")),
+            "SHA256SUMS lacks {name}:\n{sums}"
+        );
     }
 
     // The guide's commands: check the sums, unpack, run.
@@ -199,10 +202,9 @@ fn archive_sums_and_sbom() {
 
     // The SBOM: CycloneDX, this crate at this version, the binary's dependencies at
     // Cargo.lock's versions, no dev-dependency.
-    let sbom: Value = serde_json::from_slice(
-        &fs::read(a.file(&format!("dshq-{VERSION}.cdx.json"))).unwrap(),
-    )
-    .unwrap();
+    let sbom: Value =
+        serde_json::from_slice(&fs::read(a.file(&format!("dshq-{VERSION}.cdx.json"))).unwrap())
+            .unwrap();
     assert_eq!(sbom["bomFormat"], "CycloneDX");
     assert_eq!(sbom["metadata"]["component"]["name"], "dshq");
     assert_eq!(sbom["metadata"]["component"]["version"], VERSION);
@@ -222,7 +224,10 @@ fn archive_sums_and_sbom() {
         );
     }
     for dev in ["criterion", "proptest", "fantoccini", "rexpect"] {
-        assert!(find(dev).is_none(), "the SBOM lists the dev-dependency {dev}");
+        assert!(
+            find(dev).is_none(),
+            "the SBOM lists the dev-dependency {dev}"
+        );
     }
 
     // A binary of another version is refused, naming both.
@@ -278,10 +283,7 @@ fn pairs(line: &str) -> Vec<(String, String)> {
         } else {
             v.split_once(char::is_whitespace).unwrap_or((v, ""))
         };
-        out.push((
-            k.trim().to_string(),
-            value.replace("${VERSION}", VERSION),
-        ));
+        out.push((k.trim().to_string(), value.replace("${VERSION}", VERSION)));
         rest = next.trim();
     }
     out
@@ -293,7 +295,13 @@ struct NetNs(Child);
 impl NetNs {
     fn new() -> NetNs {
         let child = Command::new("unshare")
-            .args(["--net", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep 600"])
+            .args([
+                "--net",
+                "--",
+                "sh",
+                "-c",
+                "ip link set lo up && echo up && exec sleep 600",
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -330,7 +338,10 @@ fn contained(
     let mut c = Command::new("nsenter");
     c.arg(ns.path())
         .arg(format!("--root={}", root.display()))
-        .arg(format!("--wd={}", root.join(wd.trim_start_matches('/')).display()))
+        .arg(format!(
+            "--wd={}",
+            root.join(wd.trim_start_matches('/')).display()
+        ))
         .args(["-S", &uid.to_string(), "-G", &gid.to_string(), "--"])
         .args(argv)
         .env_clear()
@@ -352,9 +363,10 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
     need("umoci", "umoci");
     let a = artifacts();
     let archive = format!("docker-archive:{}", a.image().display());
-    let config: Value =
-        serde_json::from_str(&stdout(Command::new("skopeo").args(["inspect", "--config", "--raw", &archive])))
-            .unwrap();
+    let config: Value = serde_json::from_str(&stdout(
+        Command::new("skopeo").args(["inspect", "--config", "--raw", &archive]),
+    ))
+    .unwrap();
     let c = &config["config"];
 
     // The config is the Containerfile's last stage, instruction by instruction.
@@ -400,7 +412,9 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
             }
             "LABEL" => {
                 for (k, v) in pairs(v) {
-                    let got = labels[&k].as_str().unwrap_or_else(|| panic!("no label {k}"));
+                    let got = labels[&k]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("no label {k}"));
                     if v.contains("${") {
                         assert!(!got.is_empty() && !got.contains("${"), "{k}={got}");
                     } else {
@@ -411,8 +425,18 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
             other => panic!("the test does not know the instruction {other}: compare it"),
         }
     }
-    for k in ["USER", "ENTRYPOINT", "HEALTHCHECK", "VOLUME", "LABEL", "ENV"] {
-        assert!(seen.contains(k), "the Containerfile's last stage has no {k}");
+    for k in [
+        "USER",
+        "ENTRYPOINT",
+        "HEALTHCHECK",
+        "VOLUME",
+        "LABEL",
+        "ENV",
+    ] {
+        assert!(
+            seen.contains(k),
+            "the Containerfile's last stage has no {k}"
+        );
     }
     // What the issue asks of it, whatever the Containerfile says.
     assert_eq!(c["User"], "10001:10001");
@@ -420,7 +444,10 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
     assert!(env.contains(&"DSHQ_ROOT=/var/lib/dshq".to_string()));
     assert!(env.iter().any(|e| e.starts_with("DSHQ_LISTEN=")));
     assert!(c["Volumes"].get("/var/lib/dshq").is_some());
-    assert_eq!(strings(&c["Healthcheck"]["Test"]), ["CMD", "/usr/bin/dshq", "healthcheck"]);
+    assert_eq!(
+        strings(&c["Healthcheck"]["Test"]),
+        ["CMD", "/usr/bin/dshq", "healthcheck"]
+    );
     assert_eq!(labels["org.opencontainers.image.version"], VERSION);
     assert_eq!(labels["org.opencontainers.image.licenses"], "MIT");
     assert!(labels["org.opencontainers.image.source"].is_string());
@@ -467,7 +494,10 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
     assert!(files.contains("usr/share/zoneinfo/Europe/Paris"));
     assert!(!root.join("bin/sh").exists() && !root.join("usr/bin/sh").exists());
     let state = fs::metadata(root.join("var/lib/dshq")).unwrap();
-    assert_eq!((state.uid(), state.gid(), state.mode() & 0o7777), (10001, 10001, 0o700));
+    assert_eq!(
+        (state.uid(), state.gid(), state.mode() & 0o7777),
+        (10001, 10001, 0o700)
+    );
     assert!(fs::read_to_string(root.join("etc/passwd"))
         .unwrap()
         .contains("dshq:x:10001:10001:"));
@@ -495,7 +525,12 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
     assert_eq!(said, format!("dshq {VERSION}\n"));
     let log = work.path().join("daemon.log");
     let mut entry = strings(&c["Entrypoint"]);
-    entry.extend(c["Cmd"].as_array().map(|_| strings(&c["Cmd"])).unwrap_or_default());
+    entry.extend(
+        c["Cmd"]
+            .as_array()
+            .map(|_| strings(&c["Cmd"]))
+            .unwrap_or_default(),
+    );
     let daemon = contained(&ns, &root, wd, user, &image_env, &entry)
         .stdout(Stdio::null())
         .stderr(fs::File::create(&log).unwrap())
@@ -510,12 +545,17 @@ fn the_image_is_its_containerfile_and_serves_from_its_root() {
             .status
             .success()
     });
-    assert!(ready, "the image's health check never passed:\n{}", daemon.log_text());
-    let readyz = stdout(
-        Command::new("nsenter")
-            .arg(ns.path())
-            .args(["--", "curl", "-s", "http://127.0.0.1:7465/readyz"]),
+    assert!(
+        ready,
+        "the image's health check never passed:\n{}",
+        daemon.log_text()
     );
+    let readyz = stdout(Command::new("nsenter").arg(ns.path()).args([
+        "--",
+        "curl",
+        "-s",
+        "http://127.0.0.1:7465/readyz",
+    ]));
     assert_eq!(readyz.trim(), "ready");
 
     // A request dropped into the volume, as the image's user, is taken.
@@ -568,25 +608,35 @@ fn the_compose_file_validates_and_its_audit_key_serves_two_hosts() {
     // The compose file reads ./secrets beside it: a copy of it here, with the secrets
     // the guide's commands make.
     let here = dir.path();
-    fs::copy(repo().join("contrib/release/compose.yaml"), here.join("compose.yaml")).unwrap();
+    fs::copy(
+        repo().join("contrib/release/compose.yaml"),
+        here.join("compose.yaml"),
+    )
+    .unwrap();
     run_snippet("compose-secrets", here);
     let out = Command::new("podman-compose")
         .args(["-f", "compose.yaml", "config"])
         .current_dir(here)
         .output()
         .expect("podman-compose (pinned in contrib/test/requirements.txt)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json = run(Command::new("python3")
         .args([
             "-c",
             "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
         ])
-        .stdin(fs::File::open({
-            let p = here.join("resolved.yaml");
-            fs::write(&p, &out.stdout).unwrap();
-            p
-        })
-        .unwrap()))
+        .stdin(
+            fs::File::open({
+                let p = here.join("resolved.yaml");
+                fs::write(&p, &out.stdout).unwrap();
+                p
+            })
+            .unwrap(),
+        ))
     .stdout;
     let file: Value = serde_json::from_slice(&json).unwrap();
     let services = &file["services"];
@@ -615,7 +665,10 @@ fn the_compose_file_validates_and_its_audit_key_serves_two_hosts() {
         assert!(vol[0].ends_with(":/var/lib/dshq"), "{vol:?}");
         volumes.insert(vol[0].clone());
         for p in strings(&s["ports"]) {
-            assert!(p.starts_with("127.0.0.1:"), "{host} publishes {p} beyond loopback");
+            assert!(
+                p.starts_with("127.0.0.1:"),
+                "{host} publishes {p} beyond loopback"
+            );
         }
     }
     assert_eq!(volumes.len(), 2, "the two hosts share a root");
@@ -637,7 +690,11 @@ fn the_compose_file_validates_and_its_audit_key_serves_two_hosts() {
         .arg(&cfg)
         .output()
         .unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     for f in ["pg-password", "store.toml", "audit.key"] {
         let m = fs::metadata(secrets.join(f)).unwrap();
         assert_eq!(m.mode() & 0o077, 0, "{f} is readable by others");
@@ -660,26 +717,40 @@ fn the_compose_file_validates_and_its_audit_key_serves_two_hosts() {
     }
     let key = fs::read(secrets.join("audit.key")).unwrap();
     for h in &hosts {
-        assert_eq!(fs::read(h.root().join("audit.key")).unwrap(), key, "a host made its own key");
+        assert_eq!(
+            fs::read(h.root().join("audit.key")).unwrap(),
+            key,
+            "a host made its own key"
+        );
     }
 }
 
 /// A fresh Debian 12 root: made by mmdebstrap (minbase, with adduser, which the package
-/// needs) once per machine and kept as a tarball under the target directory.
+/// needs, and systemd and man-db, with which `systemd-analyze verify` checks the unit and its
+/// man page) once per target directory and kept there as a tarball.
 fn debian_12_root(into: &Path) {
     need("mmdebstrap", "mmdebstrap");
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("debian-12-minbase.tar");
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("debian-12-systemd.tar");
     if !cache.exists() {
-        let part = cache.with_extension("part");
+        let part = cache.with_extension("part.tar");
         let started = std::time::Instant::now();
         run(Command::new("mmdebstrap")
-            .args(["--quiet", "--variant=minbase", "--include=adduser", "bookworm"])
+            .args([
+                "--quiet",
+                "--variant=minbase",
+                "--include=adduser,systemd,man-db",
+                "bookworm",
+            ])
             .arg(&part));
         fs::rename(&part, &cache).unwrap();
         println!("mmdebstrap took {:?}", started.elapsed());
     }
     fs::create_dir_all(into).unwrap();
-    run(Command::new("tar").arg("-xf").arg(&cache).arg("-C").arg(into));
+    run(Command::new("tar")
+        .arg("-xf")
+        .arg(&cache)
+        .arg("-C")
+        .arg(into));
 }
 
 /// `chroot ROOT argv...`, as root.
@@ -711,7 +782,10 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
 
     // What the guide says an operator types (apt installs a local file by its path).
     let install = snippet("deb-install").replace("sudo ", "");
-    for line in install.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+    for line in install
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
         let argv: Vec<&str> = line.split('#').next().unwrap().split_whitespace().collect();
         let argv: Vec<String> = argv
             .iter()
@@ -721,11 +795,18 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
         in_root(&root, &argv);
     }
     let status = String::from_utf8(
-        in_root(&root, &["dpkg-query", "-W", "-f=${Status} ${Conffiles}", "dshq"]).stdout,
+        in_root(
+            &root,
+            &["dpkg-query", "-W", "-f=${Status} ${Conffiles}", "dshq"],
+        )
+        .stdout,
     )
     .unwrap();
     assert!(status.starts_with("install ok installed"), "{status}");
-    assert!(status.contains("/etc/dshq/config.toml"), "no conffile: {status}");
+    assert!(
+        status.contains("/etc/dshq/config.toml"),
+        "no conffile: {status}"
+    );
     for f in [
         "usr/bin/dshq",
         "usr/share/man/man1/dshq.1.gz",
@@ -761,10 +842,14 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
     ] {
         assert!(unit.lines().any(|l| l == want), "the unit lacks {want}");
     }
-    run(Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(format!("--root={}", root.display()))
-        .arg("/usr/lib/systemd/system/dshq.service"));
+    in_root(
+        &root,
+        &[
+            "systemd-analyze",
+            "verify",
+            "/usr/lib/systemd/system/dshq.service",
+        ],
+    );
 
     // The daemon as the unit's command lines and user: ExecStartPre, then ExecStart,
     // with its Environment, in a network namespace of its own.
@@ -775,10 +860,18 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
             (k.to_string(), v.to_string())
         })
         .collect();
-    let argv = |line: &str| -> Vec<String> { line.split_whitespace().map(str::to_string).collect() };
+    let argv =
+        |line: &str| -> Vec<String> { line.split_whitespace().map(str::to_string).collect() };
     let ns = NetNs::new();
     for pre in unit_values(&unit, "ExecStartPre") {
-        run(&mut contained(&ns, &root, "/", (uid, gid), &env, &argv(&pre)));
+        run(&mut contained(
+            &ns,
+            &root,
+            "/",
+            (uid, gid),
+            &env,
+            &argv(&pre),
+        ));
     }
     let start = unit_values(&unit, "ExecStart");
     assert_eq!(start.len(), 1);
@@ -791,17 +884,25 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
     let daemon = Daemon::started(child, log);
     let health = ["/usr/bin/dshq".to_string(), "healthcheck".to_string()];
     assert!(
-        wait_until(DEADLINE, || contained(&ns, &root, "/", (uid, gid), &env, &health)
-            .output()
-            .unwrap()
-            .status
-            .success()),
+        wait_until(DEADLINE, || contained(
+            &ns,
+            &root,
+            "/",
+            (uid, gid),
+            &env,
+            &health
+        )
+        .output()
+        .unwrap()
+        .status
+        .success()),
         "the packaged daemon never became ready:\n{}",
         daemon.log_text()
     );
     let status = fs::read_to_string(format!("/proc/{}/status", daemon.pid())).unwrap();
     assert!(
-        status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(uid.to_string().as_str())),
+        status.lines().any(|l| l.starts_with("Uid:")
+            && l.split_whitespace().nth(1) == Some(uid.to_string().as_str())),
         "the daemon does not run as dshq:\n{status}"
     );
     assert!(root.join("var/lib/dshq/dshq.db").exists());
@@ -809,17 +910,36 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
 
     // remove keeps the state root; purge removes it.
     let remove = snippet("deb-remove").replace("sudo ", "");
-    let mut lines = remove.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let mut lines = remove
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
     let words = |l: &str| -> Vec<String> {
-        l.split('#').next().unwrap().split_whitespace().map(str::to_string).collect()
+        l.split('#')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
     };
     let rm = words(lines.next().unwrap());
     in_root(&root, &rm.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(!root.join("usr/bin/dshq").exists());
-    assert!(root.join("var/lib/dshq/dshq.db").exists(), "remove took the state root");
-    assert!(root.join("etc/dshq/config.toml").exists(), "remove took the conffile");
+    assert!(
+        root.join("var/lib/dshq/dshq.db").exists(),
+        "remove took the state root"
+    );
+    assert!(
+        root.join("etc/dshq/config.toml").exists(),
+        "remove took the conffile"
+    );
     let purge = words(lines.next().unwrap());
     in_root(&root, &purge.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(!root.join("var/lib/dshq").exists(), "purge left the state root");
-    assert!(!root.join("etc/dshq/config.toml").exists(), "purge left the conffile");
+    assert!(
+        !root.join("var/lib/dshq").exists(),
+        "purge left the state root"
+    );
+    assert!(
+        !root.join("etc/dshq/config.toml").exists(),
+        "purge left the conffile"
+    );
 }
