@@ -5,8 +5,8 @@
 //! - `archive_sums_and_sbom`: SHA256SUMS checks, the archive holds exactly the binary,
 //!   README, LICENSE, man page and completions (the install guide's own commands unpack
 //!   it), its binary says this source's version, and the SBOM lists the Rust dependencies
-//!   of the binary (Cargo.lock's versions), not the dev-dependencies. A binary of another
-//!   version is refused.
+//!   of the binary (Cargo.lock's versions), not the dev-dependencies. The archive made
+//!   twice is the same bytes; a binary of another version is refused.
 //! - `the_image_is_its_containerfile_and_serves_from_its_root`: the image's config, read by
 //!   skopeo, is what the Containerfile's last stage says (user, entrypoint, environment,
 //!   health check, volume, port, labels with this version); unpacked by umoci, its root
@@ -229,6 +229,20 @@ fn archive_sums_and_sbom() {
             "the SBOM lists the dev-dependency {dev}"
         );
     }
+
+    // One commit, one archive: made again, it is the same bytes.
+    let again = here.path().join("again");
+    run(Command::new("bash")
+        .arg(repo().join("contrib/release/build"))
+        .arg("--binary")
+        .arg(bin())
+        .args(["--fast", "--only", "archive", "--out"])
+        .arg(&again));
+    let name = format!("dshq-{VERSION}-x86_64-linux-gnu.tar.gz");
+    assert!(
+        fs::read(again.join(&name)).unwrap() == fs::read(a.out.join(&name)).unwrap(),
+        "two builds of one commit made different archives"
+    );
 
     // A binary of another version is refused, naming both.
     let fake = here.path().join("dshq-other");
@@ -906,6 +920,35 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
         "the daemon does not run as dshq:\n{status}"
     );
     assert!(root.join("var/lib/dshq/dshq.db").exists());
+    // The guide's commands on the service's root, as its user, with the environment sudo
+    // gives (not the unit's).
+    let sudo_env: Vec<(String, String)> = [
+        ("HOME", "/var/lib/dshq"),
+        ("USER", "dshq"),
+        ("LOGNAME", "dshq"),
+        (
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for line in snippet("deb-use")
+        .lines()
+        .filter(|l| l.starts_with("sudo -u dshq "))
+    {
+        let words = argv(line.split('#').next().unwrap())[3..].to_vec();
+        let out = contained(&ns, &root, "/", (uid, gid), &sudo_env, &words)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     assert_eq!(daemon.stop(), 0);
 
     // remove keeps the state root; purge removes it.
