@@ -792,6 +792,14 @@ fn the_debian_package_installs_runs_and_purges_on_debian_12() {
     let root = work.path().join("root");
     debian_12_root(&root);
     let deb = format!("dshq_{VERSION}-1_amd64.deb");
+    // The packaging build packs its relocations: glibc 2.36, which dpkg-shlibdeps misses.
+    let depends = stdout(
+        Command::new("dpkg-deb")
+            .arg("--field")
+            .arg(a.deb())
+            .arg("Depends"),
+    );
+    assert!(depends.contains("libc6 (>= 2.36)"), "{depends}");
     fs::copy(a.deb(), root.join("tmp").join(&deb)).unwrap();
 
     // What the guide says an operator types (apt installs a local file by its path).
