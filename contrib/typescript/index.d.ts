@@ -117,6 +117,8 @@ export class Client {
   wait(ticket: TicketLike, options?: { timeout?: number }): Promise<Answered>;
   waitAny(tickets: Iterable<TicketLike>, options?: { timeout?: number }): Promise<[Ticket, Answered]>;
   abort(ticket: TicketLike, reason?: string): Promise<void>;
+  /** Take back a request no daemon has taken in yet: true when withdrawn (never asked). */
+  withdraw(ticket: TicketLike): Promise<boolean>;
 }
 
 /** A dshq error: a stable code and a message for people. */

@@ -8,7 +8,7 @@
 // request, so an agent that restarts and asks again re-attaches to its question.
 
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -345,6 +345,17 @@ class FileTransport {
     return null;
   }
 
+  async withdraw(t) {
+    if (!t.name) return false;
+    try {
+      await unlink(join(this.root, "inbox", "new", `${t.name}.json`));
+      return true;
+    } catch (e) {
+      if (e.code === "ENOENT") return false; // taken in (or refused) by the daemon
+      throw e;
+    }
+  }
+
   async abort(t, reason) {
     const inbox = join(this.root, "inbox");
     await mkdir(join(inbox, "tmp"), { recursive: true, mode: 0o700 });
@@ -411,6 +422,10 @@ class HttpTransport {
     const o = await this.call("GET", this.path(t, "outcome") + q, undefined, t.id);
     if (!o || (t.digest && o.requestDigest !== t.digest)) return null;
     return o;
+  }
+
+  async withdraw() {
+    return false; // the API answers a POST only once the request is accepted (or refused)
   }
 
   async abort(t, reason) {
@@ -493,6 +508,17 @@ export class Client {
       }
       await sleep(pause * 1000);
     }
+  }
+
+  /**
+   * Take back a request that no daemon has taken in yet (its file still waits in the
+   * inbox): true when it was withdrawn and so never asked, false when the daemon already
+   * has it (or refused it: the rejection shows in `outcome`). Over HTTP a submitted request
+   * is always taken in, so this is false. An asker uses it to tell "no daemon is running"
+   * from "nobody has answered yet" without leaving a request behind.
+   */
+  async withdraw(ticket) {
+    return this.transport.withdraw(ticketOf(ticket));
   }
 
   /** Abort the request as its asker (it ends ASK_ABORTED). */
