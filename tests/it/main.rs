@@ -12,6 +12,7 @@ mod cli;
 mod clients;
 mod crash;
 mod daemon;
+mod dsh;
 mod edit;
 mod email;
 mod examples;
