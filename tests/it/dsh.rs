@@ -57,7 +57,10 @@ impl Project {
         }
         let dir = tempfile::tempdir().unwrap();
         let contrib = dir.path().join("contrib");
-        copy_dir(&top().join("contrib/typescript"), &contrib.join("typescript"));
+        copy_dir(
+            &top().join("contrib/typescript"),
+            &contrib.join("typescript"),
+        );
         copy_dir(&top().join("contrib/dsh"), &contrib.join("dsh"));
         let modules = dir.path().join("node_modules");
         std::fs::create_dir(&modules).unwrap();
