@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::files::safe_read;
 use crate::output::emit;
 use crate::protocol::check::{parse_request, DEFAULT_MAX_REQUEST_BYTES};
+use crate::protocol::continued::{self, Pending};
 use crate::protocol::digest::request_digest;
 use crate::store::{self, Accepted};
 
@@ -30,7 +31,9 @@ pub struct Args {
     /// Wait for the outcome and print it (the id and how to answer it go to stderr first).
     #[arg(long)]
     pub wait: bool,
-    /// With --wait: give up after this long (WAIT_TIMEOUT).
+    /// With --wait: give up after this long (WAIT_TIMEOUT). For a request on a tool call
+    /// (`wait.callId`), the window is this, else the request's `wait.timeoutMs`, and its
+    /// closing prints the pending document (dsh 0.2's `{pending: true, callId}`) instead.
     #[arg(long, value_parser = parse_wait_timeout, requires = "wait")]
     pub timeout: Option<Duration>,
 }
@@ -98,8 +101,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         store::Asked::Accepted(a) => a,
         store::Asked::Rejected { error, .. } => return Err(Error::Question(error)),
     };
-    let digest = parse_request(&bytes).ok().as_ref().map(request_digest);
-    let digest = digest.expect("an accepted request was parsed");
+    let request = parse_request(&bytes).expect("an accepted request was parsed");
+    let digest = request_digest(&request);
     if !accepted.new {
         eprintln!(
             "request {} was already accepted (same content)",
@@ -113,7 +116,21 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
             "waiting for the answer to request {id} ({digest}); answer it with: dshq answer {id}",
             id = accepted.id
         );
-        return wait::wait_and_print(ctx, &accepted.id, a.timeout);
+        let Some(call) = &request.wait else {
+            return wait::wait_and_print(ctx, &accepted.id, a.timeout);
+        };
+        // A request on a tool call: the window's closing is pending, not a failure.
+        let window = a.timeout.or_else(|| continued::window(call));
+        return match wait::wait_and_print(ctx, &accepted.id, window) {
+            Err(Error::WaitTimeout { .. }) => {
+                let pending = Pending::new(&accepted.id, &call.call_id, Some(digest));
+                emit(ctx.json, &pending, || {
+                    format!("pending (call {})\n{}\n", pending.call_id, pending.message)
+                });
+                Ok(())
+            }
+            other => other,
+        };
     }
     let asked = Asked {
         accepted: &accepted,

@@ -173,6 +173,12 @@ impl RequestRow {
             .map(crate::protocol::digest::request_digest)
     }
 
+    /// The tool call of a request that came with a `wait` (dsh 0.2's continued
+    /// questions), if any.
+    pub fn call_id(&self) -> Option<String> {
+        self.request()?.wait.map(|w| w.call_id)
+    }
+
     /// The quorum it is held to, if any.
     pub fn required_quorum(&self) -> Option<crate::core::quorum::Required> {
         self.quorum
@@ -222,6 +228,7 @@ impl RequestRow {
                 finished_at: rfc3339(finished),
                 edited: self.parsed_edits(),
                 decided_by: self.decided_by.clone(),
+                call_id: self.call_id(),
                 receipt: None,
             })),
             Status::Cancelled | Status::Aborted | Status::Rejected | Status::Expired => {
@@ -245,6 +252,7 @@ impl RequestRow {
                     provider: self.provider.clone(),
                     created_at: rfc3339(self.created_ms),
                     finished_at: rfc3339(finished),
+                    call_id: self.call_id(),
                     receipt: None,
                 }))
             }

@@ -21,6 +21,7 @@ use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
 use crate::error::Error;
 use crate::protocol::check::{check_id, salvage_id_context};
+use crate::protocol::continued;
 use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
 use crate::root::Root;
@@ -73,6 +74,8 @@ pub struct Submitted {
     pub digest: String,
     /// How long the call may wait.
     pub wait: Duration,
+    /// The tool call of a request asked with a `wait`.
+    pub call_id: Option<String>,
 }
 
 fn bad_request(message: impl Into<String>) -> UserQuestionError {
@@ -113,6 +116,7 @@ where
     T: Send + 'static,
     F: FnOnce(&mut dyn Store, &Root, &str) -> crate::error::Result<T> + Send + 'static,
 {
+    let wait_given = args.get("waitSeconds").is_some_and(|v| !v.is_null());
     let wait = wait_arg(&mut args, cfg.wait, cfg).map_err(|e| tool_error(&e, None))?;
     who.require(Action::Ask).map_err(|e| tool_error(&e, None))?;
     // The arguments as the model sent them (so an error names its own fields), then the
@@ -130,6 +134,13 @@ where
     parsed
         .check_bounds()
         .map_err(|m| tool_error(&bad_request(m), parsed.id.as_deref()))?;
+    // A continued question waits its own window unless the call says otherwise.
+    let window = parsed.wait.as_ref().and_then(continued::window);
+    let wait = match window {
+        Some(w) if !wait_given => w.min(cfg.max_wait),
+        _ => wait,
+    };
+    let call_id = parsed.wait.as_ref().map(|w| w.call_id.clone());
     let doc = parsed.to_request(who.agent.as_ref());
     let bytes = serde_json::to_vec(&doc).expect("a JSON object serializes");
     // The inbox's limit, so a question is as large over MCP as in a file and no larger.
@@ -186,6 +197,7 @@ where
         id: accepted.id,
         digest,
         wait,
+        call_id,
     };
     Ok((submitted, after))
 }
@@ -207,7 +219,9 @@ pub async fn ask_user_question(
     };
     match first {
         Ok(Some(o)) => outcome_result(&o),
-        Ok(None) if s.wait.is_zero() => pending_result(&s.id, Some(s.digest)),
+        Ok(None) if s.wait.is_zero() => {
+            pending_result_with(&s.id, Some(s.digest), None, s.call_id.as_deref())
+        }
         Ok(None) => collect(backend, &s.id, Some(s.digest), s.wait).await,
         Err(e) => from_error(&e, Some(&s.id)),
     }
@@ -321,40 +335,46 @@ pub async fn collect(
     match backend.wait_outcome(id, wait).await {
         Ok(Some(o)) => outcome_result(&o),
         Ok(None) => {
-            // A request with a quorum shows its votes so far.
+            // A request with a quorum shows its votes so far; one on a tool call, its call.
             let id2 = id.to_string();
-            let quorum = backend
+            let row = backend
                 .read(move |store| crate::app::feed::get(store, &id2))
                 .await
                 .ok()
-                .flatten()
-                .and_then(|r| r.quorum_view());
-            pending_result_with(id, digest, quorum)
+                .flatten();
+            let quorum = row.as_ref().and_then(|r| r.quorum_view());
+            let call = row.as_ref().and_then(|r| r.call_id());
+            pending_result_with(id, digest, quorum, call.as_deref())
         }
         Err(e) => from_error(&e, Some(id)),
     }
 }
 
 /// A pending result.
-pub fn pending_result(id: &str, digest: Option<String>) -> CallToolResult {
-    pending_result_with(id, digest, None)
+pub fn pending_result(id: &str, digest: Option<String>, call: Option<&str>) -> CallToolResult {
+    pending_result_with(id, digest, None, call)
 }
 
-/// A pending result, with the votes so far of a request with a quorum.
+/// A pending result, with the votes so far of a request with a quorum, and the tool call
+/// of a continued question (whose pending result says what dsh 0.2's does).
 pub fn pending_result_with(
     id: &str,
     digest: Option<String>,
     quorum: Option<crate::core::quorum::QuorumView>,
+    call: Option<&str>,
 ) -> CallToolResult {
     let next = format!(
         "Call get_answer with {{\"id\": \"{id}\"}} (optionally \"waitSeconds\") to collect the answer, \
          or abort_question to withdraw the question."
     );
-    let mut text = format!(
-        "The question is pending: nobody has answered request {id} yet. It stays queued durably \
-         (it survives this session). {next} Meanwhile continue with work that does not depend on the \
-         answer, or end your turn saying you are waiting for it."
-    );
+    let mut text = match call {
+        Some(c) => continued::Pending::new(id, c, None).message,
+        None => format!(
+            "The question is pending: nobody has answered request {id} yet. It stays queued durably \
+             (it survives this session). {next} Meanwhile continue with work that does not depend on the \
+             answer, or end your turn saying you are waiting for it."
+        ),
+    };
     if let Some(q) = &quorum {
         text.push_str(&format!(
             " It needs a quorum: {}.",
@@ -371,6 +391,7 @@ pub fn pending_result_with(
         next: Some(next),
         quorum,
         approvers: None,
+        call_id: call.map(str::to_string),
     };
     structured(text, &r)
 }
@@ -416,6 +437,7 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
                 next: None,
                 quorum: None,
                 approvers: a.approvers.clone(),
+                call_id: a.call_id.clone(),
             };
             structured(text, &r)
         }

@@ -28,6 +28,14 @@ pub fn guidance(code: Code) -> &'static str {
             "The arguments do not form a valid question. Fix what the message names and call \
              again."
         }
+        Code::BadTimeout => {
+            "The wait window is not a whole number of milliseconds from 1 to 2147483647. Fix \
+             `wait.timeoutMs` (or leave it out to wait for the answer) and call again."
+        }
+        Code::DuplicateWait => {
+            "That tool call already has a question with other content. Collect its answer with \
+             get_answer (the id is the call's), or ask under a new call id."
+        }
         Code::DuplicateId => {
             "That request id was already used for a different question. Call again without `id` \
              (a fresh one is generated) or with another id."

@@ -61,7 +61,9 @@ pub async fn create(
         Ok(Some((row, outcome))) => {
             CallToolResponse::Task(CreateTaskResult::new(detailed(&row, outcome.as_ref()).task))
         }
-        Ok(None) => ask::pending_result(&id, Some(submitted.digest)).into(),
+        Ok(None) => {
+            ask::pending_result(&id, Some(submitted.digest), submitted.call_id.as_deref()).into()
+        }
         Err(e) => super::errors::from_error(&e, Some(&id)).into(),
     }
 }

@@ -157,6 +157,13 @@ pub struct AskArgs {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub wait_seconds: Option<u64>,
+    /// dsh 0.2's continued question: the tool call this question belongs to (`callId`;
+    /// the request's id is the call's, so asking again on the call re-attaches) and how
+    /// long to wait for the answer (`timeoutMs`, 1 to 2147483647, used when `waitSeconds`
+    /// is not given). When the window closes the result is pending with the `callId`,
+    /// and the answer stays deliverable to that call (`get_answer`).
+    #[serde(default)]
+    pub wait: Option<crate::protocol::Wait>,
 }
 
 impl AskArgs {
@@ -182,6 +189,12 @@ impl AskArgs {
         }
         if let Some(m) = &self.meta {
             o.insert("meta".into(), serde_json::Value::Object(m.clone()));
+        }
+        if let Some(w) = &self.wait {
+            o.insert(
+                "wait".into(),
+                serde_json::to_value(w).expect("a wait serializes"),
+            );
         }
         doc
     }
@@ -303,6 +316,11 @@ pub struct QuestionResult {
     /// reviewer whose vote made the answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Vec<String>>,
+    /// dsh 0.2's continued questions: the tool call of a request asked with a `wait`
+    /// (pending: the call whose question stays answerable; answered: the call the late
+    /// answer is delivered to).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// The result of `abort_question`.

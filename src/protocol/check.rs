@@ -64,7 +64,15 @@ pub fn check_structure(
     fallback_id: Option<&str>,
     now: Timestamp,
 ) -> Result<Normalized, UserQuestionError> {
+    if let Some(w) = &request.wait {
+        super::continued::check_wait(w)?;
+    }
     let id = match (&request.id, fallback_id) {
+        // A request on a tool call is the call's (dsh 0.2's continued questions).
+        _ if request.wait.is_some() => {
+            let w = request.wait.as_ref().expect("checked above");
+            super::continued::request_id(w, request.id.as_deref())?
+        }
         (Some(id), _) => id.clone(),
         (None, Some(f)) => f.to_string(),
         (None, None) => {

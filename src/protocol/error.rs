@@ -118,6 +118,12 @@ pub enum Code {
     LinkExpired,
     /// A mail's link through which an answer was already sent.
     LinkUsed,
+    /// dsh 0.2's name: a request's wait window (`wait.timeoutMs`) that is not a safe
+    /// integer from 1 to 2147483647 milliseconds.
+    BadTimeout,
+    /// dsh 0.2's name: a second request on a tool call that already has one (another
+    /// request under the call's id): one call, one question, one answer.
+    DuplicateWait,
 }
 
 impl Code {
@@ -167,6 +173,8 @@ impl Code {
             Code::LinkInvalid => "LINK_INVALID",
             Code::LinkExpired => "LINK_EXPIRED",
             Code::LinkUsed => "LINK_USED",
+            Code::BadTimeout => "BAD_TIMEOUT",
+            Code::DuplicateWait => "DUPLICATE_WAIT",
         }
     }
 
@@ -188,7 +196,9 @@ impl Code {
             | Code::DuplicateId
             | Code::BadAnswer
             | Code::BadReviewState
-            | Code::EditNotAllowed => 3,
+            | Code::EditNotAllowed
+            | Code::BadTimeout
+            | Code::DuplicateWait => 3,
             Code::NotFound => 4,
             Code::NoProvider
             | Code::DuplicateProvider

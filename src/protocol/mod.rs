@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod check;
+pub mod continued;
 pub mod digest;
 pub mod edit;
 pub mod error;

@@ -184,6 +184,26 @@ pub struct Request {
     /// agree ([`Quorum`]); a context's policy in the config file wins over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<Box<Quorum>>,
+    /// dsh 0.2's continued questions: the tool call the request belongs to, and how long
+    /// an asker face waits before it returns "pending" ([`super::continued`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Box<Wait>>,
+}
+
+/// The tool call a request belongs to and its wait window (dsh 0.2's `wait` and
+/// `askTimed`'s `timeoutMs`). The request's id is the call's ([`super::continued`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Wait {
+    /// The tool call (as the model's host names it: 1 to 256 characters, no control
+    /// characters). A second request on one call is `DUPLICATE_WAIT`.
+    pub call_id: String,
+    /// How long an asker face waits for the answer, in milliseconds (a safe integer,
+    /// 1 to 2147483647, else `BAD_TIMEOUT`), before it returns pending; the question stays
+    /// answerable. Absent: the face waits until the answer (or its own limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub timeout_ms: Option<serde_json::Number>,
 }
 
 /// dshq extension: M-of-N approval of a request. Each reviewer's answer is a vote; the
@@ -366,6 +386,10 @@ pub struct AnsweredOutcome {
     /// answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
+    /// Extension (dsh 0.2's continued questions): the tool call of a request that came
+    /// with a `wait`, so a late answer is delivered to its call. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
     /// `dshq receipt verify`). Absent where none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +433,10 @@ pub struct ErrorOutcome {
     pub created_at: String,
     /// When it ended (RFC 3339).
     pub finished_at: String,
+    /// Extension (dsh 0.2's continued questions): the tool call of a request that came
+    /// with a `wait`, so a late answer is delivered to its call. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// Extension: the signed decision receipt of this outcome (in `outbox/ID.json`; see
     /// `dshq receipt verify`). Absent where none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]

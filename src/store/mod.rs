@@ -85,6 +85,9 @@ pub enum Asked {
 }
 
 /// One input of an inbox batch ([`Store::ingest`]).
+// The request variant is the large one, and the common one: a batch is one Vec of these,
+// built once and consumed once, so boxing the request would only add an allocation a file.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum InboxInput {
     /// A request file.

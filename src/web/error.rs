@@ -53,8 +53,10 @@ impl ApiError {
             | Code::BadAnswer
             | Code::BadReviewState
             | Code::EditNotAllowed
+            | Code::BadTimeout
             | Code::Usage => StatusCode::BAD_REQUEST,
             Code::DuplicateId
+            | Code::DuplicateWait
             | Code::CallerNotLive
             | Code::DelegatedCaller
             | Code::NoProvider

@@ -187,6 +187,23 @@ async def pending() -> None:
         emit("get", **result_view(got))
 
 
+async def continued() -> None:
+    """dsh 0.2's continued question: ask on a tool call with a short window (pending, with
+    the call), answer from the CLI, collect the late answer, ask on the call again."""
+    call = os.environ["MCP_CALL"]
+    doc = question("unused", wait={"callId": call, "timeoutMs": 300})
+    del doc["id"]
+    async with connect() as s:
+        r = await s.call_tool("ask_user_question", doc)
+        emit("ask", **result_view(r))
+        rid = r.structured_content["id"]
+        answer_from_cli(rid, "--question", "color", "--select", "Red")
+        got = await s.call_tool("get_answer", {"id": rid, "waitSeconds": 30})
+        emit("get", **result_view(got))
+        again = await s.call_tool("ask_user_question", doc)
+        emit("again", **result_view(again))
+
+
 async def quorum_get() -> None:
     """get_answer on a request with a quorum (issue 30): its votes while pending."""
     rid = os.environ["MCP_RID"]
@@ -656,6 +673,7 @@ SCENARIOS = {
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,
+    "continued": continued,
     "quorum_get": quorum_get,
     "abort": abort,
     "delegated": delegated,

@@ -70,6 +70,16 @@ fn duplicate_id(id: &str) -> Error {
     )
 }
 
+fn duplicate_wait(id: &str, call_id: &str) -> Error {
+    Error::question(
+        Code::DuplicateWait,
+        format!(
+            "tool call {:?} already has a request ({id}) with other content: one call, one question; collect that one's answer, or ask on a new call",
+            crate::text::one_line(call_id)
+        ),
+    )
+}
+
 /// Check and accept a parsed request (spec §3). `fallback_id` is the file name for inbox
 /// files; `source` is recorded. A rejection is an `Err(Error::Question)` and writes nothing
 /// (call [`record_rejection`] to keep it for the audit).
@@ -119,7 +129,10 @@ pub fn accept_prepared(
                 replaced_rejection: false,
             });
         }
-        return Err(duplicate_id(&n.id));
+        return Err(match &n.request.wait {
+            Some(w) => duplicate_wait(&n.id, &w.call_id),
+            None => duplicate_id(&n.id),
+        });
     }
     let env = Env {
         db: RefCell::new(&mut *db),

@@ -180,6 +180,19 @@ fn filter_param(name: &str) -> Value {
     }
 }
 
+/// What the outcome long-poll answers 200 with: the outcome document, or, for a request
+/// on a tool call whose wait window closed first (dsh 0.2's continued questions), the
+/// pending document. (For the schema only.)
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum OutcomeOrPending {
+    /// The outcome document.
+    Outcome(Outcome),
+    /// `{pending: true, callId, ...}`.
+    Pending(crate::protocol::continued::Pending),
+}
+
 /// The document.
 pub fn document() -> Value {
     let mut d = Doc {
@@ -192,6 +205,7 @@ pub fn document() -> Value {
     let summaries = d.response::<Vec<RequestSummary>>();
     let view = d.response::<RequestView>();
     let outcome = d.response::<Outcome>();
+    let outcome_or_pending = d.response::<OutcomeOrPending>();
     let voted = d.response::<crate::store::Voted>();
     let history = d.response::<Vec<HistoryRow>>();
     let events = d.response::<Vec<Event>>();
@@ -224,7 +238,7 @@ pub fn document() -> Value {
         "/api/v1/requests/{id}/outcome": {
             "get": op("The outcome document, waiting for it up to `wait` (long-poll)",
                 vec![id_param(), filter_param("wait")], None,
-                vec![(200, "The outcome", Some(outcome.clone())), (204, "No outcome yet (the wait ended first)", None)],
+                vec![(200, "The outcome; for a request on a tool call whose window closed first, the pending document", Some(outcome_or_pending)), (204, "No outcome yet (the wait ended first)", None)],
                 &[400, 401, 403, 404]),
         },
         "/api/v1/requests/{id}/claim": {

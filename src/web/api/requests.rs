@@ -15,6 +15,7 @@ use super::query::Query;
 use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::error::Error;
+use crate::protocol::continued::Pending;
 use crate::protocol::{Code, Outcome, DEFAULT_CONTEXT};
 use crate::store::{ListFilter, RequestRow, Status};
 use crate::views::{RequestSummary, RequestView};
@@ -193,6 +194,11 @@ pub async fn show(
 
 /// `GET /api/v1/requests/{id}/outcome?wait=30s`: the outcome document, or 204 when the
 /// wait ends first. Woken by the request's own final change, never by polling.
+///
+/// For a request on a tool call (dsh 0.2's continued questions, `wait.callId`) the end
+/// of the wait without an outcome is 200 with the pending document (`{pending: true,
+/// callId, ...}`), not 204: the asker learns the question stays answerable, and where its
+/// answer will come. (An asker that waits the request's own window passes it as `?wait`.)
 pub async fn outcome(
     State(st): State<AppState>,
     caller: Caller,
@@ -212,7 +218,13 @@ pub async fn outcome(
             |v| humantime::parse_duration(v).ok().filter(|d| *d <= max),
         )?
         .unwrap_or(Duration::ZERO);
-    visible(&st, &caller, &id, reach).await?;
+    let row = visible(&st, &caller, &id, reach).await?;
+    let call = row.request().and_then(|r| r.wait);
+    // What the window's closing returns.
+    let closed = || match &call {
+        Some(w) => Json(Pending::new(&id, &w.call_id, row.request_digest())).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    };
     let mut shutdown = st.shutdown.clone();
     // A revoked token's wait ends at once, refused as its next request would be.
     let mut held = st.ends.hold(&caller.token.name, None);
@@ -230,16 +242,16 @@ pub async fn outcome(
             return Ok(Json(o).into_response());
         }
         if tokio::time::Instant::now() >= deadline {
-            return Ok(StatusCode::NO_CONTENT.into_response());
+            return Ok(closed());
         }
         tracing::debug!(id = %crate::text::for_log(&id), "long-poll waiting");
         // Until a final change of this request, the wait's end, or the host's.
         tokio::select! {
             woken = finished.finished() => if !woken {
-                return Ok(StatusCode::NO_CONTENT.into_response());
+                return Ok(closed());
             },
             _ = tokio::time::sleep_until(deadline) => {
-                return Ok(StatusCode::NO_CONTENT.into_response());
+                return Ok(closed());
             }
             // The host is stopping: no outcome yet, ask again in a moment.
             _ = shutdown.changed() => return Ok(retry_soon()),
