@@ -33,6 +33,15 @@ export interface Request {
   timeout?: string;
   requireProvider?: boolean;
   meta?: Record<string, unknown>;
+  /** dsh 0.2's continued question: the tool call and the wait window (the id is the call's). */
+  wait?: Wait;
+}
+
+/** The tool call a request belongs to, and how long an asker waits before it is pending. */
+export interface Wait {
+  callId: string;
+  /** 1 to 2147483647 (else BAD_TIMEOUT); absent: wait for the answer. */
+  timeoutMs?: number;
 }
 
 /** The fields `askNowait` and `ask` take beside the questions. */
@@ -49,6 +58,8 @@ export interface AskOptions {
   requireProvider?: boolean;
   meta?: Record<string, unknown>;
   agent?: { id: string; instance: string };
+  /** A request on a tool call (dsh 0.2): its id is the call's; `ask` may return Pending. */
+  wait?: Wait;
 }
 
 /** A request that was asked: its id and the digest of what was asked. */
@@ -84,6 +95,8 @@ export interface OutcomeDocument {
   provider?: string | null;
   createdAt: string;
   finishedAt: string;
+  /** Extension (dsh 0.2): the tool call of a request asked with `wait`. */
+  callId?: string;
   /** Extension: the signed decision receipt (outbox files only; check it with
    * `dshq receipt verify FILE --key PUB`; its shape is contrib/schema/outcome.schema.json's). */
   receipt?: Record<string, unknown>;
@@ -97,7 +110,18 @@ export interface Answered {
   approved: boolean;
   provider: string | null;
   digest: string | null;
+  /** The tool call of a request asked with `wait`. */
+  callId: string | null;
   outcome: OutcomeDocument;
+}
+
+/** dsh 0.2's `{pending: true, callId}`: the window closed; the answer comes to the call later. */
+export interface Pending {
+  readonly pending: true;
+  readonly callId: string;
+  readonly id: string;
+  readonly ticket: Ticket;
+  readonly message: string;
 }
 
 /** Where the client reaches dshq. */
@@ -112,7 +136,10 @@ export class Client {
   /** Seconds between looks for an outcome (files). */
   poll: number;
   askNowait(questions: Question[] | Request, options?: AskOptions): Promise<Ticket>;
+  ask(questions: Question[] | Request, options: AskOptions & { wait: Wait; waitTimeout?: number }): Promise<Answered | Pending>;
   ask(questions: Question[] | Request, options?: AskOptions & { waitTimeout?: number }): Promise<Answered>;
+  /** The answer to the question of tool call `callId` (asked with `wait`). */
+  waitForCall(callId: string, options?: { timeout?: number }): Promise<Answered>;
   outcome(ticket: TicketLike): Promise<OutcomeDocument | null>;
   wait(ticket: TicketLike, options?: { timeout?: number }): Promise<Answered>;
   waitAny(tickets: Iterable<TicketLike>, options?: { timeout?: number }): Promise<[Ticket, Answered]>;
@@ -186,6 +213,10 @@ export class LinkInvalid extends DshqError {}
 export class LinkExpired extends DshqError {}
 /** LINK_USED: a mail's link through which an answer was already sent. */
 export class LinkUsed extends DshqError {}
+/** BAD_TIMEOUT: a wait window that is not 1 to 2147483647 ms. */
+export class BadTimeout extends DshqError {}
+/** DUPLICATE_WAIT: a second request, with other content, on one tool call. */
+export class DuplicateWait extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 
@@ -202,6 +233,8 @@ export function errorClass(code: string): typeof DshqError;
 export function canonical(request: Request): string;
 export function requestDigest(request: Request): string;
 export function idForKey(key: string): string;
+/** The request id of a tool call: `call-` and 32 hex digits of its SHA-256. */
+export function idForCall(callId: string): string;
 export function question(
   id: string,
   text: string,

@@ -35,7 +35,7 @@ export const CODES = Object.freeze([
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
   "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
-  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED",
+  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED", "BAD_TIMEOUT", "DUPLICATE_WAIT",
 ]);
 
 const define = (code) => {
@@ -98,6 +98,11 @@ export class LinkExpired extends define("LINK_EXPIRED") {}
 /** LINK_USED: a mail's link through which an answer was already sent. */
 export class LinkUsed extends define("LINK_USED") {}
 
+/** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
+export class BadTimeout extends define("BAD_TIMEOUT") {}
+/** DUPLICATE_WAIT (dsh 0.2's name): a second request, with other content, on one tool call. */
+export class DuplicateWait extends define("DUPLICATE_WAIT") {}
+
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
 
@@ -119,7 +124,7 @@ const BY_CODE = new Map(
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
-    LinkInvalid, LinkExpired, LinkUsed,
+    LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait,
   ].map((c) => [c.code, c]),
 );
 
@@ -185,6 +190,14 @@ export function idForKey(key) {
   return "key-" + createHash("sha256").update(String(key), "utf8").digest("hex").slice(0, 32);
 }
 
+/**
+ * The request id of a tool call (a request with `wait`, dsh 0.2's continued question):
+ * `call-` and 32 hex digits of the call id's SHA-256, as dshq gives it.
+ */
+export function idForCall(callId) {
+  return "call-" + createHash("sha256").update(String(callId), "utf8").digest("hex").slice(0, 32);
+}
+
 // --- building requests ------------------------------------------------------------------
 
 const optionJson = (o) => (typeof o === "string" ? { label: o } : { ...o });
@@ -206,11 +219,19 @@ export function planReview(plan, { id = "plan", question: text = "Approve this p
 }
 
 /** The request document of `questions` (an array of questions, or a whole request). */
-export function buildRequest(questions, { id, key, context, timeout, deadline, requireProvider, meta, agent } = {}) {
+export function buildRequest(questions, { id, key, context, timeout, deadline, requireProvider, meta, agent, wait } = {}) {
   const doc = Array.isArray(questions) ? { questions: questions.map((q) => ({ ...q })) } : { ...questions };
-  const fields = { context, timeout, deadline, requireProvider, meta, agent };
+  const fields = { context, timeout, deadline, requireProvider, meta, agent, wait };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) doc[k] = v;
-  const wanted = id ?? (key !== undefined ? idForKey(key) : undefined);
+  let wanted = id ?? (key !== undefined ? idForKey(key) : undefined);
+  if (typeof doc.wait?.callId === "string") {
+    // A request on a tool call takes the call's id.
+    const call = idForCall(doc.wait.callId);
+    if ((wanted !== undefined && wanted !== call) || key !== undefined) {
+      throw new TypeError(`a request on a tool call takes the call's id (${call}): give no id or key`);
+    }
+    wanted = call;
+  }
   if (wanted !== undefined) {
     if (doc.id !== undefined && doc.id !== null && doc.id !== wanted) {
       throw new TypeError(`the request's id ${JSON.stringify(doc.id)} is not ${JSON.stringify(wanted)}`);
@@ -248,7 +269,26 @@ function answered(outcome) {
     approved: outcome.decision === "approved",
     provider: outcome.provider ?? null,
     digest: outcome.requestDigest ?? null,
+    callId: outcome.callId ?? null,
     outcome,
+  };
+}
+
+/**
+ * dsh 0.2's `{pending: true, callId}`: the wait window of a request on a tool call closed
+ * before an answer. The question stays answerable; its answer comes to the call later
+ * (`client.waitForCall(callId)` or `client.wait(pending.ticket)`).
+ */
+function pendingOf(ticket, callId) {
+  return {
+    pending: true,
+    callId,
+    id: ticket.id,
+    ticket,
+    message:
+      "No answer arrived before the wait window closed. This is pending, not a skipped answer, and not " +
+      "permission: the question stays answerable. Continue with work that does not depend on it; the " +
+      `answer is delivered to call ${callId} (request ${ticket.id}) when it comes.`,
   };
 }
 
@@ -420,7 +460,8 @@ class HttpTransport {
   async poll(t, wait = 0) {
     const q = wait >= 1 ? `?wait=${Math.floor(wait)}s` : "";
     const o = await this.call("GET", this.path(t, "outcome") + q, undefined, t.id);
-    if (!o || (t.digest && o.requestDigest !== t.digest)) return null;
+    // A request on a tool call answers "pending" when the wait ends first: no outcome yet.
+    if (!o || o.pending === true || (t.digest && o.requestDigest !== t.digest)) return null;
     return o;
   }
 
@@ -459,9 +500,28 @@ export class Client {
     return this.transport.submit(buildRequest(questions, options));
   }
 
-  /** Ask and wait for the answer; throws the typed error of any other ending. */
+  /**
+   * Ask and wait for the answer; throws the typed error of any other ending. A request on
+   * a tool call (`wait: {callId, timeoutMs}`) waits `waitTimeout`, else its `timeoutMs`,
+   * and then returns the pending result instead of throwing WaitTimeout.
+   */
   async ask(questions, { waitTimeout, ...options } = {}) {
-    return this.wait(await this.askNowait(questions, options), { timeout: waitTimeout });
+    const ticket = await this.askNowait(questions, options);
+    const wait = ticket.request?.wait;
+    const callId = typeof wait?.callId === "string" ? wait.callId : undefined;
+    if (callId === undefined) return this.wait(ticket, { timeout: waitTimeout });
+    const window = waitTimeout ?? (Number.isInteger(wait.timeoutMs) ? wait.timeoutMs / 1000 : undefined);
+    try {
+      return await this.wait(ticket, { timeout: window });
+    } catch (e) {
+      if (e instanceof WaitTimeout) return pendingOf(ticket, callId);
+      throw e;
+    }
+  }
+
+  /** The answer to the question of tool call `callId` (asked with `wait`): a pending ask's late answer. */
+  async waitForCall(callId, { timeout } = {}) {
+    return this.wait(idForCall(callId), { timeout });
   }
 
   /** The ticket's outcome document, or null when there is none yet. */

@@ -90,6 +90,11 @@ fn python_client_ask_answer_abort_wait_any_and_typed_errors() {
 }
 
 #[test]
+fn python_continued_question_is_pending_then_answered_to_its_call() {
+    pytest("test_continued.py");
+}
+
+#[test]
 fn python_reattach_after_the_asking_process_is_killed() {
     pytest("test_reattach.py");
 }

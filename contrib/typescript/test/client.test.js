@@ -198,3 +198,55 @@ describe("HTTP transport", () => {
 });
 
 void DEADLINE_MS;
+
+// dsh 0.2's continued questions: a request on a tool call whose wait window closes is
+// pending (not an error), its late answer is delivered to the call (a fresh client knows
+// only the call id), asking again on the call re-attaches; dsh's codes for a bad window and
+// a second request on one call. Over files and over HTTP.
+for (const transport of ["files", "http"]) {
+  describe(`continued questions (${transport})`, () => {
+    let host;
+    let newClient;
+    before(async () => {
+      host = new Host();
+      if (transport === "files") {
+        await host.start();
+        newClient = () => new Client({ root: host.root, poll: 0.02 });
+      } else {
+        await host.start("--listen", "0");
+        const token = host.token("asker", "agent");
+        newClient = () => new Client({ url: host.url, token, poll: 0.02 });
+      }
+    });
+    after(() => host.stop());
+
+    test("pending when the window closes; the late answer reaches the same call", async () => {
+      const client = newClient();
+      const callId = `call_ts_${transport}`;
+      const pending = await client.ask(DB, { wait: { callId, timeoutMs: 300 } });
+      assert.equal(pending.pending, true);
+      assert.equal(pending.callId, callId);
+      assert.equal(pending.id, dshq.idForCall(callId));
+      assert.match(pending.message, /not a skipped answer/);
+      assert.equal(host.status(pending.id), "pending");
+      await host.answer(pending.id, "--select", "Postgres");
+      const late = await newClient().waitForCall(callId, { timeout: 30 });
+      assert.deepEqual(late.answers.db.selected, ["Postgres"]);
+      assert.equal(late.callId, callId);
+      const again = await client.ask(DB, { wait: { callId, timeoutMs: 300 } });
+      assert.deepEqual(again.answers.db.selected, ["Postgres"]);
+      assert.deepEqual(host.json("list", "--all").map((r) => r.id), [pending.id]);
+    });
+
+    test("BAD_TIMEOUT and DUPLICATE_WAIT", async () => {
+      const client = newClient();
+      for (const bad of [0, 1.5, 2147483648]) {
+        await assert.rejects(client.ask(DB, { wait: { callId: "call_bad", timeoutMs: bad }, waitTimeout: 30 }), dshq.BadTimeout);
+      }
+      await client.askNowait(DB, { wait: { callId: "call_dup" } });
+      const other = [question("db", "Which database, really?", { options: ["Postgres"] })];
+      await assert.rejects(client.ask(other, { wait: { callId: "call_dup", timeoutMs: 100 }, waitTimeout: 30 }), dshq.DuplicateWait);
+      assert.throws(() => dshq.buildRequest(DB, { id: "mine", wait: { callId: "c" } }), TypeError);
+    });
+  });
+}

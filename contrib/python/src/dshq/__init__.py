@@ -13,12 +13,12 @@ interrupts a LangGraph graph until the answer resumes it. Every stable error cod
 own exception class (``dshq.AskCancelled``, ``dshq.BadRequest``, ...).
 """
 
-from ._digest import canonical, id_for_key, request_digest
+from ._digest import canonical, id_for_call, id_for_key, request_digest
 from .approval import requires_approval
 from .client import AsyncClient, Client, result_of
 from .errors import *  # noqa: F401,F403 (one class per code)
 from .errors import CODES, DshqError, PlanDeclined, error_class
-from .types import AnswerItem, Answered, Option, PlanReview, Question, Ticket, build_request
+from .types import AnswerItem, Answered, Option, Pending, PlanReview, Question, Ticket, build_request
 
 __version__ = "0.1.0"
 
@@ -30,6 +30,7 @@ __all__ = [
     "Client",
     "DshqError",
     "Option",
+    "Pending",
     "PlanDeclined",
     "PlanReview",
     "Question",
@@ -37,6 +38,7 @@ __all__ = [
     "build_request",
     "canonical",
     "error_class",
+    "id_for_call",
     "id_for_key",
     "request_digest",
     "requires_approval",

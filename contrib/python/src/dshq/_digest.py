@@ -57,3 +57,10 @@ def id_for_key(key: str) -> str:
     holds. The TypeScript package computes the same id from the same key.
     """
     return "key-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def id_for_call(call_id: str) -> str:
+    """The request id of a tool call (a request with ``wait``): ``call-`` and 32 hex digits
+    of the call id's SHA-256, as dshq gives it; so the answer to a call is found from the
+    call id alone, after a restart too."""
+    return "call-" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:32]

@@ -79,7 +79,8 @@ class HttpTransport:
         """The outcome, waiting up to ``wait`` seconds for it on the server; None if none."""
         query = "?wait=%ds" % int(wait) if wait >= 1 else ""
         outcome = self._call("GET", self._path(ticket, "outcome") + query, request_id=ticket.id, wait=wait)
-        if outcome is None:
+        # A request on a tool call answers "pending" when the wait ends first: no outcome yet.
+        if outcome is None or outcome.get("pending") is True:
             return None
         if ticket.digest is not None and outcome.get("requestDigest") != ticket.digest:
             return None

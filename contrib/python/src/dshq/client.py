@@ -17,7 +17,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from ._file import FileTransport
 from ._http import LONG_POLL_SECONDS, HttpTransport
 from .errors import WaitTimeout, error_from
-from .types import Answered, QuestionLike, Ticket, build_request, deadline_passed
+from ._digest import id_for_call
+from .types import Answered, Pending, QuestionLike, Ticket, build_request, deadline_passed
 
 __all__ = ["Client", "AsyncClient", "result_of", "TicketLike"]
 
@@ -91,15 +92,28 @@ class Client:
         """
         return self.transport.submit(build_request(questions, **fields))
 
-    def ask(self, questions: Questions, *, wait_timeout: Optional[float] = None, **fields: Any) -> Answered:
+    def ask(
+        self, questions: Questions, *, wait_timeout: Optional[float] = None, **fields: Any
+    ) -> Union[Answered, Pending]:
         """Ask and block for the answer (see :meth:`ask_nowait` for the arguments).
 
         Returns the :class:`~dshq.Answered` result; raises :class:`dshq.AskCancelled`,
         :class:`dshq.AskAborted` (:class:`dshq.Expired` when its deadline passed), the
         rejection's class (:class:`dshq.DuplicateId`, ...), or :class:`dshq.WaitTimeout`
         after ``wait_timeout`` seconds.
+
+        A request on a tool call (``wait={"callId": ..., "timeoutMs": ...}``, dsh 0.2's
+        continued question) waits ``wait_timeout``, else its ``timeoutMs``, and then
+        returns :class:`~dshq.Pending` instead of raising: the answer comes later, to the
+        call (:meth:`wait_for_call`).
         """
-        return self.wait(self.ask_nowait(questions, **fields), timeout=wait_timeout)
+        ticket = self.ask_nowait(questions, **fields)
+        return _continued(ticket, wait_timeout, self.wait)
+
+    def wait_for_call(self, call_id: str, timeout: Optional[float] = None) -> Answered:
+        """The answer to the question of tool call ``call_id`` (asked with ``wait``): the
+        late answer of a :class:`~dshq.Pending` ask, from this process or a restarted one."""
+        return self.wait(Ticket(id_for_call(call_id)), timeout=timeout)
 
     # --- waiting ---------------------------------------------------------------------
 
@@ -173,9 +187,22 @@ class AsyncClient:
         """As :meth:`Client.ask_nowait`."""
         return await asyncio.to_thread(self.sync.ask_nowait, questions, **fields)
 
-    async def ask(self, questions: Questions, *, wait_timeout: Optional[float] = None, **fields: Any) -> Answered:
-        """As :meth:`Client.ask`."""
-        return await self.wait(await self.ask_nowait(questions, **fields), timeout=wait_timeout)
+    async def ask(
+        self, questions: Questions, *, wait_timeout: Optional[float] = None, **fields: Any
+    ) -> Union[Answered, Pending]:
+        """As :meth:`Client.ask` (a request on a tool call may return :class:`~dshq.Pending`)."""
+        ticket = await self.ask_nowait(questions, **fields)
+        call, window = _window(ticket, wait_timeout)
+        try:
+            return await self.wait(ticket, timeout=window)
+        except WaitTimeout:
+            if call is None:
+                raise
+            return Pending(call, ticket)
+
+    async def wait_for_call(self, call_id: str, timeout: Optional[float] = None) -> Answered:
+        """As :meth:`Client.wait_for_call`."""
+        return await self.wait(Ticket(id_for_call(call_id)), timeout=timeout)
 
     async def wait(self, ticket: TicketLike, timeout: Optional[float] = None) -> Answered:
         """As :meth:`Client.wait`."""
@@ -204,3 +231,24 @@ class AsyncClient:
         """As :meth:`Client.abort`."""
         await asyncio.to_thread(self.sync.abort, ticket, reason)
 
+
+
+def _window(ticket: Ticket, wait_timeout: Optional[float]) -> Tuple[Optional[str], Optional[float]]:
+    """The call of a request asked with ``wait`` and how long to wait for its answer."""
+    wait = (ticket.request or {}).get("wait")
+    if not isinstance(wait, Mapping) or not isinstance(wait.get("callId"), str):
+        return None, wait_timeout
+    ms = wait.get("timeoutMs")
+    window = wait_timeout if wait_timeout is not None else (ms / 1000.0 if isinstance(ms, int) else None)
+    return wait["callId"], window
+
+
+def _continued(ticket: Ticket, wait_timeout: Optional[float], wait: Any) -> Union[Answered, Pending]:
+    """Wait for the ticket's answer; a request on a tool call is Pending when its window closes."""
+    call, window = _window(ticket, wait_timeout)
+    try:
+        return wait(ticket, timeout=window)
+    except WaitTimeout:
+        if call is None:
+            raise
+        return Pending(call, ticket)

@@ -62,6 +62,8 @@ __all__ = [
     "LinkInvalid",
     "LinkExpired",
     "LinkUsed",
+    "BadTimeout",
+    "DuplicateWait",
 ]
 
 
@@ -361,6 +363,20 @@ class LinkUsed(DshqError):
     code = "LINK_USED"
 
 
+class BadTimeout(DshqError):
+    """``BAD_TIMEOUT`` (dsh 0.2's name): a wait window (``wait.timeoutMs``) that is not a
+    whole number of milliseconds from 1 to 2147483647."""
+
+    code = "BAD_TIMEOUT"
+
+
+class DuplicateWait(DshqError):
+    """``DUPLICATE_WAIT`` (dsh 0.2's name): a second request, with other content, on a tool
+    call that already has one."""
+
+    code = "DUPLICATE_WAIT"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -405,6 +421,8 @@ _ALL: Tuple[Type[DshqError], ...] = (
     LinkInvalid,
     LinkExpired,
     LinkUsed,
+    BadTimeout,
+    DuplicateWait,
 )
 
 #: Every stable code dshq reports, in its own order.

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from ._digest import id_for_key, request_digest
+from ._digest import id_for_call, id_for_key, request_digest
 
 __all__ = [
     "Option",
@@ -113,12 +113,15 @@ def build_request(
     require_provider: Optional[bool] = None,
     meta: Optional[Mapping[str, Any]] = None,
     agent: Optional[Mapping[str, str]] = None,
+    wait: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The request document: ``questions`` is a list of questions or a whole request dict.
 
     The id is ``id``, else the one derived from ``key`` (see :func:`dshq.id_for_key`), else
     the document's own; one of them is required, since a request without an id could never
-    be found again after a restart.
+    be found again after a restart. A request on a tool call (``wait={"callId": ...,
+    "timeoutMs": ...}``, dsh 0.2's continued question) takes the call's id
+    (:func:`dshq.id_for_call`).
     """
     if isinstance(questions, Mapping):
         doc: Dict[str, Any] = dict(questions)
@@ -131,10 +134,16 @@ def build_request(
         ("requireProvider", require_provider),
         ("meta", dict(meta) if meta is not None else None),
         ("agent", dict(agent) if agent is not None else None),
+        ("wait", dict(wait) if wait is not None else None),
     ):
         if value is not None:
             doc[name] = value
     wanted = id if id is not None else (id_for_key(key) if key is not None else None)
+    if isinstance(doc.get("wait"), Mapping) and isinstance(doc["wait"].get("callId"), str):
+        call = id_for_call(doc["wait"]["callId"])
+        if wanted not in (None, call) or key is not None:
+            raise ValueError("a request on a tool call takes the call's id (%s): give no id or key" % call)
+        wanted = call
     if wanted is not None:
         if doc.get("id") not in (None, wanted):
             raise ValueError("the request's id %r is not %r" % (doc["id"], wanted))
@@ -211,6 +220,8 @@ class Answered:
     provider: Optional[str]
     digest: Optional[str]
     outcome: Dict[str, Any] = field(compare=False, repr=False)
+    #: The tool call of a request asked with ``wait`` (the call its answer is delivered to).
+    call_id: Optional[str] = None
 
     def __getitem__(self, question_id: str) -> AnswerItem:
         return self.answers[question_id]
@@ -235,6 +246,35 @@ class Answered:
             provider=outcome.get("provider"),
             digest=outcome.get("requestDigest"),
             outcome=dict(outcome),
+            call_id=outcome.get("callId"),
+        )
+
+
+@dataclass(frozen=True)
+class Pending:
+    """dsh 0.2's ``{pending: true, callId}``: the wait window of a request on a tool call
+    closed before an answer. Not a skip and not a refusal: the question stays answerable,
+    and its answer is delivered to the call later (``client.wait_for_call(call_id)``, or
+    ``client.wait(pending.ticket)``); asking again on the call re-attaches, never asks twice.
+    """
+
+    call_id: str
+    ticket: "Ticket"
+    pending: bool = True
+
+    @property
+    def id(self) -> str:
+        """The request id (the call's)."""
+        return self.ticket.id
+
+    @property
+    def message(self) -> str:
+        """What to tell a model: what pending means and how the answer comes."""
+        return (
+            "No answer arrived before the wait window closed. This is pending, not a skipped "
+            "answer, and not permission: the question stays answerable. Continue with work that "
+            "does not depend on it; the answer is delivered to call %s (request %s) when it comes."
+            % (self.call_id, self.ticket.id)
         )
 
 
