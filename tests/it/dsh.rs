@@ -10,9 +10,9 @@
 //! dsh's packages, so each resolves its imports as it would once installed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use crate::helpers::bin;
+use crate::helpers::{bin, wait_until, Env, DEADLINE};
 use crate::mcp_ts::node_modules;
 
 fn top() -> PathBuf {
@@ -78,15 +78,22 @@ impl Project {
         }
     }
 
-    /// `node ARGS` in the project, with the binary under test; its stdout, or the test fails.
-    pub fn node(&self, args: &[&str]) -> String {
-        let out = Command::new(&self.node)
-            .args(args)
+    /// `node ARGS` in the project, with the binary under test.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.node);
+        c.args(args)
             .current_dir(self.dir.path())
             .env("DSHQ_BIN", bin())
             .env_remove("DSHQ_ROOT")
             .env_remove("DSHQ_URL")
-            .env_remove("DSHQ_TOKEN")
+            .env_remove("DSHQ_TOKEN");
+        c
+    }
+
+    /// `node ARGS` in the project; its stdout, or the test fails.
+    pub fn node(&self, args: &[&str]) -> String {
+        let out = self
+            .command(args)
             .output()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.node.display()));
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -121,4 +128,64 @@ fn dsh_package_declarations_check_with_tsc_against_dsh_types() {
         "-p",
         "contrib/dsh/tsconfig.json",
     ]);
+}
+
+/// The guide's example, as a user would save it: the fenced block after its marker.
+fn guide_example(marker: &str) -> String {
+    let guide = std::fs::read_to_string(top().join("docs/guide/dsh.md")).unwrap();
+    let after = guide
+        .split(&format!("<!-- example: {marker} -->"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/guide/dsh.md marks no example {marker}"));
+    let body = after
+        .split("```js\n")
+        .nth(1)
+        .expect("a js block after the marker");
+    body.split("\n```").next().unwrap().to_string() + "\n"
+}
+
+#[test]
+fn the_guide_example_asks_through_dshq_and_prints_dsh_answer() {
+    let p = Project::new();
+    std::fs::write(
+        p.dir.path().join("ask-dsh.mjs"),
+        guide_example("ask-dsh.mjs"),
+    )
+    .unwrap();
+    let env = Env::new();
+    let _daemon = env.daemon();
+    let child = p
+        .command(&["ask-dsh.mjs"])
+        .env("DSHQ_ROOT", env.root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reviewer, in another process: the pending question, answered from the CLI.
+    let mut id = String::new();
+    assert!(
+        wait_until(DEADLINE, || {
+            let open = env.json(&["list"]).ok().json();
+            match open.as_array().and_then(|a| a.first()) {
+                Some(r) => {
+                    id = r["id"].as_str().unwrap().to_string();
+                    true
+                }
+                None => false,
+            }
+        }),
+        "the example's question never reached dshq"
+    );
+    env.run(&["answer", &id, "--select", "Postgres"]).ok();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.trim(),
+        r#"{"answers":[{"id":"db","selected":["Postgres"]}]}"#
+    );
 }
