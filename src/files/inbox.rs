@@ -259,7 +259,11 @@ fn read_input_into(
         EntryKind::Request(stem) => match parsed.unwrap_or_else(|| parse_request(&bytes)) {
             Ok(mut request) => Some(Input::Request {
                 name: name.to_string(),
-                prepared: Prepared::of(&mut request, Some(&stem)).map(Box::new),
+                prepared: {
+                    // Under the id the checks will give it (a call's, for a request on one).
+                    let id = crate::protocol::continued::own_id(&request);
+                    Prepared::of(&mut request, Some(id.as_deref().unwrap_or(&stem))).map(Box::new)
+                },
                 stem,
                 request,
                 raw: into_text(bytes),

@@ -85,6 +85,15 @@ pub fn window(wait: &Wait) -> Option<Duration> {
         .map(Duration::from_millis)
 }
 
+/// The id a request names for itself: the call's for a request with a `wait`, else its
+/// JSON `id` (what a file's name or a generated id only stands in for when absent).
+pub fn own_id(request: &super::types::Request) -> Option<String> {
+    match &request.wait {
+        Some(w) => Some(call_request_id(&w.call_id)),
+        None => request.id.clone(),
+    }
+}
+
 /// The id a request with `wait` must have; `BAD_REQUEST` when its JSON names another.
 pub fn request_id(wait: &Wait, given: Option<&str>) -> Result<String, UserQuestionError> {
     let id = call_request_id(&wait.call_id);

@@ -95,6 +95,7 @@ conformance!(
     lifecycle::claim_next_takes_the_oldest_pending,
     rules::idempotent_redelivery_is_accepted_once,
     rules::different_content_under_same_id_is_duplicate_id,
+    rules::a_request_on_a_tool_call_is_the_calls,
     rules::rejected_input_does_not_reserve_its_id,
     rules::registry_decides_who_may_ask,
     rules::require_provider_consults_the_live_lease_of_the_context,

@@ -168,6 +168,45 @@ pub fn different_content_under_same_id_is_duplicate_id<S: Store>(new: impl Fn(&T
     assert!(outbox_ids(&mut store).is_empty());
 }
 
+/// A request on a tool call (dsh 0.2's continued questions) is the call's: its id comes
+/// from the call (not the fallback), asking again on the call is the same request, other
+/// content on the call is DUPLICATE_WAIT, and its outcome carries the call id.
+pub fn a_request_on_a_tool_call_is_the_calls<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let on_call = |question: &str| {
+        json!({"questions": [{"id": "db", "question": question,
+                              "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+               "wait": {"callId": "call_7", "timeoutMs": 1000}})
+    };
+    let id = dshq::protocol::continued::call_request_id("call_7");
+    let first = match store
+        .ask(input(on_call("Which database?"), Some("file-stem")))
+        .unwrap()
+    {
+        Asked::Accepted(a) => a,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(first.id, id);
+    clock.advance(1);
+    let again = ask(&mut store, on_call("Which database?")).unwrap();
+    assert!(!again.new);
+    assert_eq!(again.id, id);
+    assert_eq!(
+        ask(&mut store, on_call("Which cache?")),
+        Err(Code::DuplicateWait)
+    );
+    let mut bad = on_call("Which database?");
+    bad["wait"]["timeoutMs"] = json!(0);
+    bad["wait"]["callId"] = json!("call_8");
+    assert_eq!(ask(&mut store, bad), Err(Code::BadTimeout));
+    let (reg, _) = store.register("default", "alice", TTL).unwrap();
+    match answer(&mut store, &reg.lease, &id, "SQLite").unwrap() {
+        Outcome::Answered(o) => assert_eq!(o.call_id.as_deref(), Some("call_7")),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A request refused by its checks is recorded as a rejection (with an error outcome, as
 /// nobody owns the id), is not an accepted request, and does not reserve its id.
 pub fn rejected_input_does_not_reserve_its_id<S: Store>(new: impl Fn(&TestClock) -> S) {

@@ -448,16 +448,17 @@ pub fn ingest(
 ) -> Result<Vec<InboxVerdict>> {
     db.lock_row_numbers()?;
     // The ids each input will look up (the request's own, else its file's stem), at once.
-    let ids: Vec<&str> = inputs
+    let ids: Vec<String> = inputs
         .iter()
         .filter_map(|i| match i {
             InboxInput::Request { request, stem, .. } => {
-                Some(request.id.as_deref().unwrap_or(stem.as_str()))
+                Some(crate::protocol::continued::own_id(request).unwrap_or_else(|| stem.clone()))
             }
             _ => None,
         })
         .collect();
     if !ids.is_empty() {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         db.preload_rows_of_ids(&ids)?;
     }
     let mut out = Vec::with_capacity(inputs.len());
