@@ -183,6 +183,55 @@ describe("user questions through dshq", () => {
   });
 });
 
+describe("over the HTTP API, and a quorum's decision", () => {
+  let host;
+  let w;
+  let off;
+  before(async () => {
+    host = new Host();
+    const config = join(host.base, "config.toml");
+    writeFileSync(config, "[quorum.deploys]\napprovals = 2\n");
+    await host.start("--listen", "0", "--config", config);
+    w = await world();
+    off = registerDshqProvider(w.ctx, { url: host.url, token: host.token("asker", "dsh-agent"), poll: 0.02 });
+  });
+  after(async () => {
+    off?.();
+    await w?.dispose();
+    await host?.stop();
+  });
+
+  test("the ask_user_question tool through a daemon's HTTP API", async () => {
+    const { agent } = await w.agent("s-http");
+    const answering = host.answer(questionId("s-http", "call-h"), "--select", "Postgres");
+    const r = await w.turn(agent, [askCall("call-h", [DB])]);
+    await answering;
+    assert.deepEqual(JSON.parse(r["call-h"].text), { answers: [{ id: "db", selected: ["Postgres"] }] });
+  });
+
+  test("a plan review under a two-person rule returns once both approved, naming them", async () => {
+    const strict = await world();
+    const off2 = registerDshqProvider(strict.ctx, { root: host.root, poll: 0.02, context: "deploys", key: () => "release-plan" });
+    try {
+      const id = idForKey("release-plan");
+      const asking = strict.ctx.userQuestions.ask({
+        questions: [{ id: "plan", question: "Ship it?", detail: "1. Tag\n2. Ship\n", options: [{ label: "Ship" }, { label: "Hold" }], intent: { kind: "plan-review", approve: "Ship" } }],
+      });
+      await waitUntil(() => host.status(id) === "pending", "the plan review");
+      host.run("answer", id, "--name", "bob", "--select", "Ship");
+      assert.equal(host.status(id), "pending", "one vote of two");
+      host.run("answer", id, "--name", "dave", "--select", "Ship");
+      const a = await asking;
+      assert.deepEqual(a, { answers: [{ id: "plan", selected: ["Ship"] }] });
+      assert.equal(a.dshq.decision, "approved");
+      assert.deepEqual(a.dshq.approvers, ["provider:bob", "provider:dave"]);
+    } finally {
+      off2();
+      await strict.dispose();
+    }
+  });
+});
+
 describe("no daemon", () => {
   test("an ask is NO_PROVIDER within seconds, and leaves no request behind", async () => {
     const host = new Host(); // a root no daemon serves

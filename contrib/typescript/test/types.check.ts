@@ -6,6 +6,7 @@ import {
   DshqError,
   Expired,
   PlanDeclined,
+  idForCall,
   idForKey,
   planReview,
   question,
@@ -44,3 +45,13 @@ export async function example(): Promise<string> {
 }
 
 export const review = planReview("# Plan", { approve: "Ship it" });
+
+// dsh 0.2's continued questions: a request on a tool call may come back pending.
+export async function continued(client: Client): Promise<string> {
+  const r = await client.ask([question("db", "Which database?")], { wait: { callId: "call_1", timeoutMs: 120_000 } });
+  if ("pending" in r) {
+    const late = await client.waitForCall(r.callId);
+    return `${r.id} later: ${late.callId ?? ""} ${late.answers.db.value ?? ""} ${idForCall(r.callId)}`;
+  }
+  return r.answers.db.value ?? "";
+}
