@@ -320,6 +320,21 @@ export function resultOf(outcome, ticket) {
   });
 }
 
+// --- ids --------------------------------------------------------------------------------
+
+// The protocol's id syntax (docs/protocol.md, section 2). A request id becomes a file name
+// in the state root and a segment of the API's URLs, so it is checked before either is
+// built: an id from an untrusted place (a caller's argument, a saved ticket) can never
+// name a file outside the root (`../x`, an absolute path) or another URL (`..`).
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+function checkId(id, what = "request id") {
+  if (typeof id === "string" && ID.test(id)) return id;
+  throw new BadRequest(
+    `${what} ${JSON.stringify(id)} is not an id: a letter or digit, then at most 127 letters, digits, '.', '_' or '-'; nothing was written or sent`,
+  );
+}
+
 // --- the file transport -----------------------------------------------------------------
 
 const FINAL_CODES = new Set(["ASK_CANCELLED", "ASK_ABORTED", "ASK_EXPIRED"]);
@@ -361,14 +376,14 @@ class FileTransport {
   }
 
   async ownOutcome(t) {
-    const o = await readJson(join(this.root, "outbox", `${t.id}.json`));
+    const o = await readJson(join(this.root, "outbox", `${checkId(t.id)}.json`));
     if (!o) return null;
     if (t.digest && (o.requestDigest !== t.digest || isRejection(o))) return null;
     return o;
   }
 
   async submit(doc) {
-    const ticket = { id: doc.id, digest: requestDigest(doc), name: null, request: doc };
+    const ticket = { id: checkId(doc.id), digest: requestDigest(doc), name: null, request: doc };
     if (await this.ownOutcome(ticket)) return ticket;
     const name = `${doc.id}.${process.pid}-${randomBytes(6).toString("hex")}`;
     await dropFile(join(this.root, "inbox"), `${name}.json`, JSON.stringify(doc));
@@ -397,11 +412,12 @@ class FileTransport {
   }
 
   async abort(t, reason) {
+    const id = checkId(t.id);
     const inbox = join(this.root, "inbox");
     await mkdir(join(inbox, "tmp"), { recursive: true, mode: 0o700 });
-    const tmp = join(inbox, "tmp", `${t.id}.abort.${process.pid}-${randomBytes(6).toString("hex")}`);
+    const tmp = join(inbox, "tmp", `${id}.abort.${process.pid}-${randomBytes(6).toString("hex")}`);
     await writeFile(tmp, reason ?? "", { mode: 0o600 });
-    await rename(tmp, join(inbox, "new", `${t.id}.abort`));
+    await rename(tmp, join(inbox, "new", `${id}.abort`));
   }
 }
 
@@ -449,7 +465,7 @@ class HttpTransport {
   }
 
   path(t, tail) {
-    return `/api/v1/requests/${encodeURIComponent(t.id)}/${tail}`;
+    return `/api/v1/requests/${encodeURIComponent(checkId(t.id))}/${tail}`;
   }
 
   async submit(doc) {

@@ -204,3 +204,27 @@ fn typescript_suite_against_the_real_daemon() {
     );
     assert!(!out.contains("# pass 0"), "{out}");
 }
+
+#[test]
+fn python_ids_never_name_a_file_outside_the_root() {
+    pytest("test_ids.py");
+}
+
+#[test]
+fn typescript_ids_never_name_a_file_outside_the_root() {
+    node_ready();
+    let pkg = top().join("contrib/typescript");
+    let out = run(
+        Command::new("node")
+            .args(["--test", "test/ids.test.js"])
+            .current_dir(&pkg)
+            .env_remove("DSHQ_ROOT")
+            .env_remove("DSHQ_URL")
+            .env_remove("DSHQ_TOKEN"),
+        "node --test contrib/typescript/test/ids.test.js",
+    );
+    assert!(
+        out.contains("# fail 0") && out.contains("# skipped 0") && !out.contains("# pass 0"),
+        "{out}"
+    );
+}

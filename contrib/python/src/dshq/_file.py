@@ -14,6 +14,7 @@ import json
 import os
 from typing import Any, Dict, Mapping, Optional
 
+from ._id import check_id
 from .errors import error_from
 from .types import Ticket
 
@@ -78,6 +79,7 @@ class FileTransport:
         died and asks again after the answer came), nothing is dropped.
         """
         ticket = Ticket.for_request(doc)
+        check_id(doc.get("id"))
         if self._own_outcome(ticket) is not None:
             return ticket
         name = "%s.%d-%s" % (ticket.id, os.getpid(), os.urandom(6).hex())
@@ -86,7 +88,7 @@ class FileTransport:
         return Ticket(ticket.id, ticket.digest, name, doc)
 
     def _own_outcome(self, ticket: Ticket) -> Optional[Dict[str, Any]]:
-        outcome = _read_json(os.path.join(self.root, "outbox", ticket.id + ".json"))
+        outcome = _read_json(os.path.join(self.root, "outbox", check_id(ticket.id) + ".json"))
         if outcome is None:
             return None
         if ticket.digest is not None and outcome.get("requestDigest") != ticket.digest:
@@ -110,7 +112,7 @@ class FileTransport:
 
     def abort(self, ticket: Ticket, reason: Optional[str]) -> None:
         """Drop ``ID.abort`` (holding ``reason``): the daemon aborts the request."""
-        name = "%s.abort.%d-%s" % (ticket.id, os.getpid(), os.urandom(6).hex())
+        name = "%s.abort.%d-%s" % (check_id(ticket.id), os.getpid(), os.urandom(6).hex())
         inbox = self._inbox()
         tmp = os.path.join(inbox, "tmp", name)
         with open(tmp, "w", encoding="utf-8") as f:

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional
 
+from ._id import check_id
 from .errors import Io, error_from
 from .types import Ticket
 
@@ -73,7 +74,7 @@ class HttpTransport:
         return Ticket(str(asked["id"]), str(asked["requestDigest"]), None, doc)
 
     def _path(self, ticket: Ticket, tail: str) -> str:
-        return "/api/v1/requests/%s/%s" % (urllib.parse.quote(ticket.id, safe=""), tail)
+        return "/api/v1/requests/%s/%s" % (urllib.parse.quote(check_id(ticket.id), safe=""), tail)
 
     def poll(self, ticket: Ticket, wait: float = 0.0) -> Optional[Dict[str, Any]]:
         """The outcome, waiting up to ``wait`` seconds for it on the server; None if none."""
