@@ -584,3 +584,87 @@ fn a_plan_file_is_read_only_from_claude_codes_plans_directory() {
     let shown = env.json(&["show", &id]).ok().json();
     assert_eq!(shown["questions"][0]["detail"], "# Plan from the file\n");
 }
+
+/// The session id `resume` passes to `claude` comes from the request's meta, which the
+/// asker writes: one that `claude` would read as an option (or that is not an id) is
+/// refused with BAD_REQUEST, and `claude` never runs.
+#[test]
+fn resume_refuses_a_session_id_that_is_not_an_id() {
+    let env = Env::new();
+    let (prog, log) = recorder(&env);
+    for (i, bad) in [
+        "--dangerously-skip-permissions",
+        "-p",
+        "-",
+        ".x",
+        "a b",
+        "a/../b",
+        "",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("forged-{i}");
+        env.ask(&json!({
+            "id": id,
+            "questions": [{"id": "q1", "question": "Go?", "options": [{"label": "Yes"}]}],
+            "meta": {"claudeCode": {"sessionId": bad, "cwd": env.dir.path()}}
+        }))
+        .ok();
+        env.run(&["answer", &id, "--select", "Yes"]).ok();
+        let r = env.run(&[
+            "--json",
+            "claude-code",
+            "resume",
+            &id,
+            "--claude",
+            prog.to_str().unwrap(),
+        ]);
+        assert_eq!(r.error_code(), "BAD_REQUEST", "{bad:?}: {r:?}");
+        assert!(!log.exists(), "{bad:?}: claude ran");
+    }
+    // The same, through the hook's own event: its session id is recorded as sent.
+    let ev = json!({
+        "session_id": "--dangerously-skip-permissions",
+        "transcript_path": "/t.jsonl",
+        "cwd": env.dir.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "AskUserQuestion",
+        "tool_input": {"questions": questions()},
+        "tool_use_id": "toolu_forged"
+    })
+    .to_string();
+    let d = decision(&hook(&env, &[], &ev));
+    let reason = d["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let id = reason
+        .split("dshq request ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the hook deferred: {d}"));
+    env.run(&[
+        "answer",
+        id,
+        "--question",
+        "q1",
+        "--select",
+        "SQLite",
+        "--question",
+        "q2",
+        "--skip",
+    ])
+    .ok();
+    let r = env.run(&[
+        "--json",
+        "claude-code",
+        "resume",
+        id,
+        "--claude",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(r.error_code(), "BAD_REQUEST", "{r:?}");
+    assert!(!log.exists(), "claude ran for the hook's forged session");
+}

@@ -338,14 +338,10 @@ fn session_of(ctx: &Ctx, id: &str) -> Result<(String, PathBuf)> {
         .get("sessionId")
         .and_then(Value::as_str)
         .ok_or_else(not_ours)?;
-    // Passed as one argument, never through a shell; still, only a session id's own
-    // characters are accepted.
-    if session.is_empty()
-        || session.len() > 128
-        || !session
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    // The meta is the asker's: anyone who can ask can write it. The id goes to `claude` as
+    // one argument, never through a shell, and only in the protocol's id syntax (a letter
+    // or digit first), so it can never be read as an option (`--dangerously-...`).
+    if !crate::protocol::check::is_valid_id(session) {
         return Err(Error::question(
             Code::BadRequest,
             format!("request {id}: {session:?} is not a Claude Code session id"),
