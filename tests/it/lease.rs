@@ -196,3 +196,104 @@ fn revoke_makes_the_open_screens_next_answer_fail_and_leaves_the_request_untouch
     assert!(env.outcome("r1").is_none(), "no outcome file");
     env.json(&["audit", "verify"]).ok();
 }
+
+/// Start `dshq --json provider register --name NAME` on `env`'s root, its stderr (debug
+/// logs of the store's opening) in `log`.
+fn spawn_register(env: &Env, name: &str, log: &std::path::Path) -> std::process::Child {
+    env.command()
+        .args([
+            "--json", "provider", "register", "--name", name, "--ttl", "5m",
+        ])
+        .env("RUST_LOG", "warn,dshq::store::sqlite=debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Of racers that registered in one context: exactly one lease, every other one refused
+/// with the documented DUPLICATE_PROVIDER (exit 5), never STORE.
+fn one_winner(runs: &[crate::helpers::Run], what: &str) {
+    let won = runs.iter().filter(|r| r.code == 0).count();
+    assert_eq!(won, 1, "{what}: one racer registers: {runs:#?}");
+    for r in runs.iter().filter(|r| r.code != 0) {
+        assert_eq!(r.error_code(), "DUPLICATE_PROVIDER", "{what}: {r:?}");
+        assert_eq!(r.code, 5, "{what}: {r:?}");
+    }
+}
+
+fn finish(child: std::process::Child) -> crate::helpers::Run {
+    let mut child = child;
+    assert!(
+        crate::helpers::wait_until(crate::helpers::DEADLINE, || child
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "a racer did not exit"
+    );
+    child.wait_with_output().unwrap().into()
+}
+
+/// Providers racing to register on a new root: the loser gets DUPLICATE_PROVIDER, whatever
+/// the timing. The window was the store's creation: both processes switch the new database
+/// to WAL, and SQLite fails the one that read it while the other was switching with
+/// `SQLITE_BUSY` at once, without its busy handler (STORE, "database is locked").
+///
+/// First the window held open, so that every run of the test meets it: this test holds
+/// the new database's write lock as the other racer holds it mid-switch, both racers read
+/// the database meanwhile, and it lets go once each has met the lock. Then many rounds of
+/// racers with nothing held, as they start on a real machine.
+#[test]
+fn racing_registers_on_a_new_root_lose_with_duplicate_provider_never_store() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let env = Env::new();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(env.root())
+        .unwrap();
+    let db = env.root().join("dshq.db");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&db)
+        .unwrap();
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let logs: Vec<_> = (0..2)
+        .map(|i| env.dir.path().join(format!("racer{i}.log")))
+        .collect();
+    let mut racers: Vec<_> = logs
+        .iter()
+        .enumerate()
+        .map(|(i, log)| spawn_register(&env, &format!("p{i}"), log))
+        .collect();
+    // Each racer has met the held lock: it failed (and exited), or it is waiting to try
+    // again (its debug log says so).
+    let met = crate::helpers::wait_until(crate::helpers::DEADLINE, || {
+        racers.iter_mut().zip(&logs).all(|(c, log)| {
+            c.try_wait().unwrap().is_some()
+                || std::fs::read_to_string(log)
+                    .unwrap_or_default()
+                    .contains("trying again")
+        })
+    });
+    assert!(met, "the racers never met the held lock");
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+    let runs: Vec<_> = racers.into_iter().map(finish).collect();
+    one_winner(&runs, "the window held open");
+
+    // Unsynchronised rounds, each on a new root.
+    const ROUNDS: usize = 25;
+    const RACERS: usize = 3;
+    for round in 0..ROUNDS {
+        let env = Env::new();
+        let log = env.dir.path().join("racer.log");
+        let racers: Vec<_> = (0..RACERS)
+            .map(|i| spawn_register(&env, &format!("p{i}"), &log))
+            .collect();
+        let runs: Vec<_> = racers.into_iter().map(finish).collect();
+        one_winner(&runs, &format!("round {round}"));
+    }
+}

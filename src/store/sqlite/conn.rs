@@ -150,7 +150,33 @@ fn wait_for_lock(tries: i32) -> bool {
 }
 
 /// Open (creating if needed) the database at `path`, set and verify the pragmas, migrate.
+///
+/// Two processes that open a new database at once (the first commands on a new root: two
+/// providers registering, say) both switch it to WAL. That switch takes SQLite's exclusive
+/// lock from a shared one, and when both hold the shared lock SQLite fails one of them at
+/// once with `SQLITE_BUSY` instead of calling the busy handler (waiting could deadlock).
+/// So the opening is tried again, as the busy handler would wait, until [`BUSY_TIMEOUT`]:
+/// every step of it (the WAL switch, each migration in its own immediate transaction)
+/// finds what the other process did and carries on.
 pub fn open(path: &Path) -> Result<Connection> {
+    let began = std::time::Instant::now();
+    let mut tries = 0;
+    loop {
+        match open_once(path) {
+            Err(Error::Db(e)) if is_busy(&e) && began.elapsed() < BUSY_TIMEOUT => {
+                tracing::debug!(
+                    tries,
+                    "the database is being created by another process: trying again"
+                );
+                std::thread::sleep(lock_retry_pause(tries));
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn open_once(path: &Path) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -160,6 +186,15 @@ pub fn open(path: &Path) -> Result<Connection> {
     configure(&conn, true)?;
     migrate(&conn)?;
     Ok(conn)
+}
+
+/// Whether SQLite said another connection holds the lock (`SQLITE_BUSY` and its extended
+/// codes, `SQLITE_LOCKED`).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Open an existing database for a read command: never created, migrated or written (no
