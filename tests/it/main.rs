@@ -10,6 +10,7 @@ mod browser;
 mod claude_code;
 mod cli;
 mod clients;
+mod codes;
 mod continued;
 mod crash;
 mod daemon;

@@ -223,6 +223,15 @@ async def abort() -> None:
         emit("get", **result_view(got))
 
 
+async def calls() -> None:
+    """Call each tool of MCP_CALLS (a JSON list of [tool, arguments]) in one session, in
+    order; each result is one step, "call-N"."""
+    async with connect() as s:
+        for i, (tool, arguments) in enumerate(json.loads(os.environ["MCP_CALLS"])):
+            r = await s.call_tool(tool, arguments)
+            emit("call-%d" % i, **result_view(r))
+
+
 async def delegated() -> None:
     """Ask as a delegated agent (the server's --agent, or the MCP_AGENT headers)."""
     rid = os.environ["MCP_RID"]
@@ -677,6 +686,7 @@ SCENARIOS = {
     "quorum_get": quorum_get,
     "abort": abort,
     "delegated": delegated,
+    "calls": calls,
     "task-start": task_start,
     "task-poll": task_poll,
     "task-failed": task_failed,
