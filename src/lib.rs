@@ -48,6 +48,7 @@ pub mod host;
 pub mod markdown;
 pub mod mcp;
 pub mod metrics;
+pub mod net;
 pub mod output;
 pub mod protocol;
 pub mod receipt;

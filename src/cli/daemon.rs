@@ -62,8 +62,9 @@ pub struct Args {
     pub web_session_idle: Duration,
     /// With --listen: a browser origin `/mcp` accepts (`SCHEME://HOST:PORT`, `:*` for any
     /// port, or `null`); repeat for several. A request with any other `Origin` header is
-    /// refused with 403; requests without one (MCP clients that are not browsers) are not
-    /// affected. Default: none.
+    /// refused with 403, but a loopback listener's own origin (`http://localhost:PORT`
+    /// calling `localhost:PORT`); requests without one (MCP clients that are not
+    /// browsers) are not affected. Default: none.
     #[arg(long = "mcp-allow-origin", value_name = "ORIGIN", requires = "listen", value_parser = crate::mcp::http::parse_origin)]
     pub mcp_allow_origin: Vec<String>,
     /// Prune on a schedule: remove final requests finished more than DUR ago (e.g. 90d),
@@ -270,6 +271,7 @@ pub fn run(
                 },
                 mcp: crate::mcp::http::HttpConfig {
                     allowed_origins: a.mcp_allow_origin,
+                    loopback: listen.ip().is_loopback(),
                 },
                 metrics: a.metrics,
             },

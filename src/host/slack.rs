@@ -98,11 +98,6 @@ pub fn parse_slack(s: &str) -> std::result::Result<(String, String), String> {
     Ok((context.to_string(), channel.to_string()))
 }
 
-fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
-}
-
 /// Parse `--slack-api-url`: `https://…`, or `http://` to a loopback address only.
 pub fn parse_api_url(s: &str) -> std::result::Result<String, String> {
     let t = s.trim_end_matches('/');
@@ -110,7 +105,7 @@ pub fn parse_api_url(s: &str) -> std::result::Result<String, String> {
     let host = uri.host().ok_or_else(|| format!("{s:?} names no host"))?;
     match uri.scheme_str() {
         Some("https") => Ok(t.to_string()),
-        Some("http") if is_loopback(host) => Ok(t.to_string()),
+        Some("http") if crate::net::is_loopback_host(host) => Ok(t.to_string()),
         _ => Err(format!(
             "{s:?}: give an https:// URL (http:// only to a loopback address: the bot token must not cross a network in the clear)"
         )),

@@ -15,8 +15,12 @@
 //!   learn that it exists. A revoked token's sessions are closed by the host's revocation
 //!   watch ([`crate::host::ends`]).
 //! - A browser's `Origin` is refused with 403 unless `--mcp-allow-origin` names it (the
-//!   transport's check: the SDK's RFC 6454 matching); a request without `Origin` (an MCP
-//!   client that is not a browser) is not affected.
+//!   transport's check: the SDK's RFC 6454 matching), or, on a loopback listener, it is
+//!   the request's own loopback origin (`Origin: http://localhost:PORT` with `Host:
+//!   localhost:PORT`: a page of this very listener, which DNS rebinding cannot forge, since
+//!   a rebound name arrives in `Host` and the transport refuses any `Host` but the loopback
+//!   names); a request without `Origin` (an MCP client that is not a browser) is not
+//!   affected.
 //! - A session the client ends (`DELETE` with its `Mcp-Session-Id`) is answered 204 No
 //!   Content: the transport has closed it by then, and answers 202 Accepted, which the
 //!   specification does not ask for (it names no success status, only 405 for a server
@@ -54,8 +58,30 @@ const SESSION_CHECK: Duration = Duration::from_secs(30);
 /// The endpoint's settings.
 #[derive(Debug, Clone, Default)]
 pub struct HttpConfig {
-    /// The browser origins accepted (`--mcp-allow-origin`); any other `Origin` gets 403.
+    /// The browser origins accepted (`--mcp-allow-origin`); any other `Origin` gets 403,
+    /// but a loopback listener's own ([`same_loopback_origin`]).
     pub allowed_origins: Vec<String>,
+    /// Whether the host listens on a loopback address only.
+    pub loopback: bool,
+}
+
+/// Whether a request's `Origin` is its own `Host` (scheme `http` or `https`) and that host
+/// is the loopback: a page served by this listener calling it, as the MCP specification's
+/// DNS-rebinding guidance and its conformance suite expect a local server to accept.
+fn same_loopback_origin(headers: &axum::http::HeaderMap) -> bool {
+    use axum::http::header::{HOST, ORIGIN};
+    let text = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());
+    let (Some(origin), Some(host)) = (text(ORIGIN), text(HOST)) else {
+        return false;
+    };
+    let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
+        return false;
+    };
+    crate::net::is_loopback_host(authority.host())
+        && origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .is_some_and(|o| o.eq_ignore_ascii_case(host))
 }
 
 /// Parse `--mcp-allow-origin`: `null`, or `http(s)://HOST[:PORT|:*]` with nothing after.
@@ -81,6 +107,8 @@ pub fn parse_origin(s: &str) -> Result<String, String> {
 /// Which token opened which session.
 pub struct Bindings {
     app: AppState,
+    /// [`HttpConfig::loopback`].
+    loopback: bool,
     sessions: Arc<LocalSessionManager>,
     owner: Mutex<HashMap<String, String>>,
 }
@@ -168,6 +196,7 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
     );
     let bindings = Arc::new(Bindings {
         app: state.clone(),
+        loopback: config.loopback,
         sessions,
         owner: Mutex::default(),
     });
@@ -184,6 +213,12 @@ fn no_such_session() -> Response {
 /// 401 without a valid bearer token; 404 for a session of another token; else the caller
 /// goes along in the extensions, and a session the request opens is bound to its token.
 async fn guard(State(b): State<Arc<Bindings>>, mut req: Request, next: Next) -> Response {
+    // The transport knows only the allowed list; a loopback listener's own origin is
+    // judged here, and the header taken off so that the transport's `Host` check alone
+    // applies to it.
+    if b.loopback && same_loopback_origin(req.headers()) {
+        req.headers_mut().remove(axum::http::header::ORIGIN);
+    }
     let caller = match Caller::from_headers(&b.app, req.headers()).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
@@ -224,7 +259,27 @@ fn session_id(v: &HeaderValue) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_origin;
+    use super::{parse_origin, same_loopback_origin};
+
+    #[test]
+    fn only_a_loopback_hosts_own_origin_is_its_own() {
+        let judge = |host: &str, origin: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert("host", host.parse().unwrap());
+            h.insert("origin", origin.parse().unwrap());
+            same_loopback_origin(&h)
+        };
+        assert!(judge("localhost:8700", "http://localhost:8700"));
+        assert!(judge("127.0.0.1:8700", "http://127.0.0.1:8700"));
+        assert!(judge("[::1]:8700", "http://[::1]:8700"));
+        assert!(judge("localhost", "https://localhost"));
+        // Another port, another loopback name, a rebound name, a path.
+        assert!(!judge("localhost:8700", "http://localhost:3000"));
+        assert!(!judge("localhost:8700", "http://127.0.0.1:8700"));
+        assert!(!judge("evil.example:8700", "http://evil.example:8700"));
+        assert!(!judge("localhost:8700", "http://localhost:8700/x"));
+        assert!(!judge("localhost:8700", "null"));
+    }
 
     #[test]
     fn an_allowed_origin_is_a_scheme_host_and_port_or_null() {

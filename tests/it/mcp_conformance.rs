@@ -140,9 +140,9 @@ fn assert_passes(scenarios: &[(String, Vec<Value>)], applicable: &[&str], revisi
 #[test]
 fn the_conformance_suite_passes_what_dshq_declares_at_both_revisions() {
     let env = Env::new();
-    // The DNS-rebinding scenario's valid request carries a browser `Origin` of the loopback
-    // host, which /mcp refuses unless `--mcp-allow-origin` names it.
-    let h = host(&env, &["--mcp-allow-origin", "http://127.0.0.1:*"]);
+    // The host's defaults: the DNS-rebinding scenario's valid request carries the loopback
+    // `Host` and the `Origin` of the URL it was given, a loopback listener's own origin.
+    let h = host(&env, &[]);
     let reviewer = token(&env, "reviewer", "conformance", None);
     let p = proxy(&h.base, &reviewer);
     let url = format!("http://127.0.0.1:{}/mcp", p.1);

@@ -373,6 +373,18 @@ fn initialize_from(c: &Mcp, origin: Option<&str>) -> u16 {
     }
 }
 
+/// POST `initialize` with these `Host` and `Origin` headers: the status.
+fn initialize_as(c: &Mcp, host: &str, origin: &str) -> u16 {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw-test", "version": "1"}}});
+    match c.post(&init, &[("Host", host), ("Origin", origin)]) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(s, _)) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 #[test]
 fn mcp_refuses_browser_origins_it_was_not_told_to_allow() {
     let env = Env::new();
@@ -380,9 +392,32 @@ fn mcp_refuses_browser_origins_it_was_not_told_to_allow() {
     {
         let h = host(&env, &[]);
         let c = Mcp::new(&h, &asker);
-        for origin in ["http://evil.example", "null", &h.base] {
+        let port = h.base.rsplit(':').next().unwrap().to_string();
+        let other_port = format!("http://127.0.0.1:{}", port.parse::<u16>().unwrap() ^ 1);
+        for origin in ["http://evil.example", "null", &other_port] {
             assert_eq!(initialize_from(&c, Some(origin)), 403, "Origin {origin}");
         }
+        // A page of this loopback listener calling it (its own origin, by each loopback
+        // name) is served, as the specification's DNS-rebinding guidance expects.
+        assert_eq!(initialize_from(&c, Some(&h.base)), 200, "own origin");
+        for name in ["localhost", "127.0.0.1", "[::1]"] {
+            let host = format!("{name}:{port}");
+            let origin = format!("http://{host}");
+            assert_eq!(initialize_as(&c, &host, &origin), 200, "{origin}");
+        }
+        // DNS rebinding: the page's own name arrives in Host, with its own Origin.
+        let rebound = format!("evil.example:{port}");
+        assert_eq!(
+            initialize_as(&c, &rebound, &format!("http://{rebound}")),
+            403,
+            "a rebound name"
+        );
+        // Another loopback name's origin than the Host's is another origin.
+        let host = format!("localhost:{port}");
+        assert_eq!(
+            initialize_as(&c, &host, &format!("http://127.0.0.1:{port}")),
+            403
+        );
         // A client that sends no Origin (not a browser) is served.
         assert_eq!(initialize_from(&c, None), 200);
     }

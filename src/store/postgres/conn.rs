@@ -169,13 +169,7 @@ pub fn parse_url(url: &str) -> Result<Config> {
 /// Whether `host` is reached over a network: a TCP host that is not loopback.
 fn is_remote(host: &postgres::config::Host) -> bool {
     match host {
-        postgres::config::Host::Tcp(name) => {
-            let name = name.trim_start_matches('[').trim_end_matches(']');
-            !(name == "localhost"
-                || name
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback()))
-        }
+        postgres::config::Host::Tcp(name) => !crate::net::is_loopback_host(name),
         postgres::config::Host::Unix(_) => false,
     }
 }
