@@ -176,6 +176,31 @@ fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
+/// The key and secret files a root holds, with what each holds: checked at the daemon's
+/// start ([`crate::files::secret`]'s rule), so that a daemon with one that others may read
+/// does not start, whether or not this run uses it.
+const ROOT_SECRETS: &[(&str, &str)] = &[
+    (crate::store::chain::KEY_FILE, crate::store::chain::KEY_WHAT),
+    (crate::receipt::key::KEY_FILE, crate::receipt::key::KEY_WHAT),
+    (
+        crate::host::mail_key::KEY_FILE,
+        crate::host::mail_key::KEY_WHAT,
+    ),
+    (
+        crate::host::webhook::KEY_FILE,
+        crate::host::webhook::KEY_WHAT,
+    ),
+    (crate::mcp::state::KEY_FILE, crate::mcp::state::KEY_WHAT),
+    (
+        crate::host::slack::TOKEN_FILE,
+        crate::host::slack::TOKEN_WHAT,
+    ),
+    (
+        crate::host::slack::SIGNING_SECRET_FILE,
+        crate::host::slack::SIGNING_SECRET_WHAT,
+    ),
+];
+
 /// Run it, stopping on `stop` (installed before anything else: see [`crate::shutdown`]).
 pub fn run(
     ctx: &Ctx,
@@ -183,6 +208,9 @@ pub fn run(
     stop: Arc<Stop>,
     config_file: Option<&std::path::Path>,
 ) -> Result<()> {
+    for (file, what) in ROOT_SECRETS {
+        crate::files::secret::check(&ctx.root.dir().join(file), what)?;
+    }
     if a.metrics.is_some() {
         if a.listen.is_none() {
             return Err(crate::Error::Usage(

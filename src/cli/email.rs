@@ -2,7 +2,6 @@
 //! (so each is also a `[daemon]` key of the config file and a `DSHQ_*` variable), and
 //! their check into [`crate::host::email::Email`].
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -64,16 +63,15 @@ fn usage(m: impl Into<String>) -> Error {
     Error::Usage(m.into())
 }
 
-/// The password in `path`: its first line, the file readable by its owner only.
+/// The password in `path`: its first line, the file readable by its owner only
+/// ([`crate::files::secret`]).
 fn read_password(path: &std::path::Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        return Err(usage(format!(
-            "--smtp-password-file {}: group or others may read it; chmod 600 it",
+    let text = crate::files::secret::read(path, "SMTP password")?.ok_or_else(|| {
+        usage(format!(
+            "--smtp-password-file {}: no such file",
             crate::text::path_for_log(path)
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        ))
+    })?;
     let line = text.lines().next().unwrap_or("").to_string();
     if line.is_empty() {
         return Err(usage(format!(

@@ -6,6 +6,7 @@
 //! - [`grace`]: a file still being written (or not readable yet) is judged only once it
 //!   stood still for a short grace.
 //! - [`outbox`]: writing outcome documents, and catching up after a restart.
+//! - [`secret`]: reading a key or secret file, only when its owner alone may read it.
 
 pub mod answers;
 pub mod atomic;
@@ -13,3 +14,4 @@ pub mod grace;
 pub mod inbox;
 pub mod outbox;
 pub mod safe_read;
+pub mod secret;

@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 /// The key's file in the root.
 pub const KEY_FILE: &str = "mail.key";
 
+/// What [`KEY_FILE`] holds, in messages.
+pub const KEY_WHAT: &str = "mail link key";
+
 fn parse(text: &str) -> Option<LinkKey> {
     crate::receipt::key::unhex::<32>(text.trim()).map(LinkKey::new)
 }
@@ -22,15 +25,14 @@ fn parse(text: &str) -> Option<LinkKey> {
 /// The root's key, if it has one.
 pub fn load(dir: &Path) -> Result<Option<LinkKey>> {
     let path = dir.join(KEY_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => parse(&text).map(Some).ok_or_else(|| {
+    match crate::files::secret::read(&path, KEY_WHAT)? {
+        Some(text) => parse(&text).map(Some).ok_or_else(|| {
             Error::Usage(format!(
                 "{} is not a mail link key: it must hold 64 lowercase hex digits",
                 crate::text::path_for_log(&path)
             ))
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&path, e)),
+        None => Ok(None),
     }
 }
 

@@ -47,8 +47,14 @@ pub const DEFAULT_API: &str = "https://slack.com/api";
 /// The bot token's file in the root.
 pub const TOKEN_FILE: &str = "slack.token";
 
+/// What [`TOKEN_FILE`] (or `--slack-token-file`) holds, in messages.
+pub const TOKEN_WHAT: &str = "Slack bot token";
+
 /// The signing secret's file in the root.
 pub const SIGNING_SECRET_FILE: &str = "slack-signing-secret";
+
+/// What [`SIGNING_SECRET_FILE`] (or `--slack-signing-secret-file`) holds, in messages.
+pub const SIGNING_SECRET_WHAT: &str = "Slack signing secret";
 
 /// The Slack channel of a daemon, as configured.
 #[derive(Debug, Clone)]
@@ -130,26 +136,15 @@ pub fn parse_page_url(s: &str) -> std::result::Result<String, String> {
     Ok(t.to_string())
 }
 
-/// Read a secret from `path`: refused when group or others may read it, or when empty.
+/// Read a secret from `path` ([`crate::files::secret`]'s rule: refused when group or
+/// others may read it), refused when missing or empty.
 pub fn read_secret_file(path: &Path, what: &str) -> Result<String> {
-    use std::os::unix::fs::PermissionsExt;
     let shown = crate::text::path_for_log(path);
-    let meta = std::fs::metadata(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Usage(format!(
-                "{shown}: no {what} there; write it there (mode 0600) or name its file with the flag"
-            ))
-        } else {
-            Error::io(path, e)
-        }
+    let text = crate::files::secret::read(path, what)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "{shown}: no {what} there; write it there (mode 0600) or name its file with the flag"
+        ))
     })?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(Error::Usage(format!(
-            "{shown} holds the {what} and is mode {mode:04o}: make it readable by its owner only (chmod 600)"
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let t = text.trim();
     if t.is_empty() {
         return Err(Error::Usage(format!(
@@ -205,7 +200,7 @@ impl Api {
             .token_file
             .clone()
             .unwrap_or_else(|| root.dir().join(TOKEN_FILE));
-        let token = read_secret_file(&file, "Slack bot token")?;
+        let token = read_secret_file(&file, TOKEN_WHAT)?;
         if !token.starts_with("xox") || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(Error::Usage(format!(
                 "{} does not hold a Slack bot token (xoxb-…)",

@@ -122,6 +122,9 @@ impl Sender for WebhookSender {
 /// The secret's file in the root.
 pub const KEY_FILE: &str = "webhook.key";
 
+/// What [`KEY_FILE`] holds, in messages.
+pub const KEY_WHAT: &str = "webhook signing secret";
+
 /// The secret's prefix.
 const PREFIX: &str = "whsec_";
 
@@ -150,14 +153,14 @@ impl Secret {
     /// Read `dir/webhook.key`, creating it (0600, 32 random bytes) when it is missing.
     pub fn load_or_create(dir: &Path) -> Result<Secret> {
         let path = dir.join(KEY_FILE);
-        match fs::read_to_string(&path) {
-            Ok(text) => Secret::parse(&text).ok_or_else(|| {
+        match crate::files::secret::read(&path, KEY_WHAT)? {
+            Some(text) => Secret::parse(&text).ok_or_else(|| {
                 Error::Usage(format!(
                     "{} is not a webhook secret: it must hold whsec_ and base64",
                     crate::text::path_for_log(&path)
                 ))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 let mut b = vec![0u8; 32];
                 getrandom::getrandom(&mut b).map_err(|e| {
                     Error::Invalid(format!("no randomness for the webhook secret: {e}"))
@@ -175,7 +178,6 @@ impl Secret {
                 tracing::info!(file = KEY_FILE, "created the webhook signing secret");
                 Ok(secret)
             }
-            Err(e) => Err(Error::io(&path, e)),
         }
     }
 

@@ -42,6 +42,9 @@ use crate::root::Root;
 /// The key file in the state root (32 random bytes, hex).
 pub const KEY_FILE: &str = "mcp-state.key";
 
+/// What [`KEY_FILE`] holds, in messages.
+pub const KEY_WHAT: &str = "MCP review state key";
+
 /// Why a `requestState` is refused (one code, `BAD_REVIEW_STATE`, for all).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StateError {
@@ -269,8 +272,8 @@ fn parse_key(text: &str) -> Option<[u8; 32]> {
 fn load_or_create_key(root: &Root) -> Result<[u8; 32]> {
     let path = root.dir().join(KEY_FILE);
     let read = |path: &std::path::Path| -> Result<Option<[u8; 32]>> {
-        match std::fs::read_to_string(path) {
-            Ok(t) => parse_key(&t).map(Some).ok_or_else(|| {
+        match crate::files::secret::read(path, KEY_WHAT)? {
+            Some(t) => parse_key(&t).map(Some).ok_or_else(|| {
                 Error::io(
                     path,
                     std::io::Error::new(
@@ -279,8 +282,7 @@ fn load_or_create_key(root: &Root) -> Result<[u8; 32]> {
                     ),
                 )
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(path, e)),
+            None => Ok(None),
         }
     };
     if let Some(k) = read(&path)? {

@@ -60,7 +60,8 @@ pub enum Code {
     /// Another daemon already runs on this state root.
     DaemonRunning,
     /// The state root (or a directory or the database in it) can be changed by someone
-    /// other than its user: refused, as ssh refuses such key files.
+    /// other than its user, or a key or secret file it holds or a flag names is another
+    /// user's or readable by others: refused, as ssh refuses such key files.
     UnsafeRoot,
     /// A command that needs an interactive terminal ran without one, or bad flags.
     Usage,

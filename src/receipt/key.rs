@@ -8,7 +8,6 @@
 //! takes and a receipt's `signer` member carries.
 
 use std::fmt;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +17,9 @@ use crate::error::{Error, Result};
 
 /// The key file, in the root beside `audit.key`.
 pub const KEY_FILE: &str = "receipt.key";
+
+/// What [`KEY_FILE`] holds, in messages.
+pub const KEY_WHAT: &str = "receipt signing key";
 
 const MAGIC: &str = "dshq receipt key v1";
 
@@ -124,8 +126,8 @@ static KEYS: Mutex<Vec<(PathBuf, Arc<ReceiptKey>)>> = Mutex::new(Vec::new());
 /// Read the key file of root `dir`, if there is one.
 pub fn load(dir: &Path) -> Result<Option<ReceiptKey>> {
     let path = dir.join(KEY_FILE);
-    match fs::read_to_string(&path) {
-        Ok(text) => ReceiptKey::parse(&text).map(Some).ok_or_else(|| {
+    match crate::files::secret::read(&path, KEY_WHAT)? {
+        Some(text) => ReceiptKey::parse(&text).map(Some).ok_or_else(|| {
             Error::io(
                 &path,
                 std::io::Error::new(
@@ -135,8 +137,7 @@ pub fn load(dir: &Path) -> Result<Option<ReceiptKey>> {
                 ),
             )
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&path, e)),
+        None => Ok(None),
     }
 }
 
@@ -209,7 +210,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let a = load_or_create(dir.path()).unwrap();
-        let mode = fs::metadata(dir.path().join(KEY_FILE))
+        let mode = std::fs::metadata(dir.path().join(KEY_FILE))
             .unwrap()
             .permissions()
             .mode();

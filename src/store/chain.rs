@@ -33,6 +33,9 @@ use crate::store::types::ChainBreak;
 /// The key file of the keyed chain, in the root beside `dshq.db`.
 pub const KEY_FILE: &str = "audit.key";
 
+/// What [`KEY_FILE`] holds, in messages.
+pub const KEY_WHAT: &str = "event chain's HMAC key";
+
 const KEY_MAGIC: &str = "dshq audit key v1";
 
 /// The hash the first event chains from.
@@ -107,8 +110,8 @@ impl AuditKey {
 /// Read the key file of the root `dir`, if there is one.
 pub fn load_key(dir: &Path) -> Result<Option<AuditKey>> {
     let path = dir.join(KEY_FILE);
-    match fs::read_to_string(&path) {
-        Ok(text) => AuditKey::parse(&text).map(Some).ok_or_else(|| {
+    match crate::files::secret::read(&path, KEY_WHAT)? {
+        Some(text) => AuditKey::parse(&text).map(Some).ok_or_else(|| {
             Error::io(
                 &path,
                 std::io::Error::new(
@@ -117,8 +120,7 @@ pub fn load_key(dir: &Path) -> Result<Option<AuditKey>> {
                 ),
             )
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&path, e)),
+        None => Ok(None),
     }
 }
 

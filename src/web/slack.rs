@@ -74,7 +74,7 @@ pub fn routes(state: &AppState, root: &Root, slack: Option<&Slack>) -> Result<Ro
         .unwrap_or_else(|| root.dir().join(SIGNING_SECRET_FILE));
     let secret = SigningSecret::parse(&crate::host::slack::read_secret_file(
         &file,
-        "Slack signing secret",
+        crate::host::slack::SIGNING_SECRET_WHAT,
     )?)
     .ok_or_else(|| Error::Usage("the Slack signing secret is empty".into()))?;
     let inter = Arc::new(Interactions {

@@ -363,12 +363,18 @@ fn run_as_other(env: &Env, args: &[&str]) -> Run {
 fn read_commands_work_on_a_read_only_copy() {
     let env = root_with_request("r1");
     env.register("alice", "default", "5m");
-    // An auditor's copy: readable by all, writable by none but its owner (root).
+    // An auditor's copy: readable by all, writable by none but its owner (root); its keys
+    // are the auditor's alone (a key others may read is refused, as any key is).
     chmod(env.dir.path(), 0o755);
     chmod(&env.root(), 0o755);
     for f in fs::read_dir(env.root()).unwrap().flatten() {
         if f.file_type().unwrap().is_file() {
-            chmod(&f.path(), 0o644);
+            if f.path().extension().is_some_and(|x| x == "key") {
+                std::os::unix::fs::chown(f.path(), Some(OTHER), Some(OTHER)).unwrap();
+                chmod(&f.path(), 0o600);
+            } else {
+                chmod(&f.path(), 0o644);
+            }
         }
     }
     let before = snapshot(&env.root());
@@ -523,4 +529,130 @@ fn an_answer_whose_outcome_file_fails_is_reported_as_recorded() {
     assert_eq!(env.wait_outcome("b2")["error"]["code"], "ASK_CANCELLED");
     assert_eq!(env.wait_outcome("b3")["error"]["code"], "ASK_ABORTED");
     assert_eq!(d.stop(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Key and secret files: one rule, owner-only
+// ---------------------------------------------------------------------------------------
+
+/// Start `dshq --json daemon ARGS` and wait until it exits (its result) or says it started
+/// (then it is stopped: `None`).
+fn daemon_start(env: &Env, args: &[&str]) -> Option<Run> {
+    let log = env.dir.path().join("start.log");
+    let mut child = env
+        .command()
+        .args(["--json", "daemon"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut exited = false;
+    assert!(
+        wait_until(DEADLINE, || {
+            exited = child.try_wait().unwrap().is_some();
+            exited
+                || fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("daemon started")
+        }),
+        "the daemon neither started nor exited"
+    );
+    if exited {
+        return Some(child.wait_with_output().unwrap().into());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A refusal of `file` that says what to do.
+fn assert_unsafe_key(r: &Run, file: &str) {
+    assert_unsafe(r);
+    let m = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(m.contains(file) && m.contains("chmod 600"), "{file}: {m}");
+}
+
+/// Each key and secret file of a root, as an operator writes their own (the umask's
+/// 0644), stops the daemon at its start with UNSAFE_ROOT naming it and the fix, whether
+/// or not this run would use it; owner-only, the daemon starts. A command that reads a key
+/// refuses it the same way, and so do the secret files the flags name.
+#[test]
+fn a_key_file_others_may_read_stops_the_daemon_and_says_chmod_600() {
+    let env = root_with_request("k1");
+    assert!(
+        env.root().join("audit.key").exists(),
+        "the first event keys the chain"
+    );
+    let hex64 = "ab".repeat(32);
+    let files: Vec<(&str, Option<String>)> = vec![
+        ("audit.key", None),
+        (
+            "receipt.key",
+            Some(format!("dshq receipt key v1\nseed {}\n", "07".repeat(32))),
+        ),
+        ("mail.key", Some(format!("{hex64}\n"))),
+        (
+            "webhook.key",
+            Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n".into()),
+        ),
+        ("mcp-state.key", Some(format!("{hex64}\n"))),
+        ("slack.token", Some("xoxb-1-2-3\n".into())),
+        (
+            "slack-signing-secret",
+            Some("8f742231b10e8888abcd99yyyzzz85a5\n".into()),
+        ),
+    ];
+    for (name, content) in &files {
+        let p = env.root().join(name);
+        if let Some(c) = content {
+            fs::write(&p, c).unwrap();
+        }
+        for mode in [0o644, 0o640, 0o604] {
+            chmod(&p, mode);
+            let r = daemon_start(&env, &[])
+                .unwrap_or_else(|| panic!("the daemon started with {name} mode {mode:o}"));
+            assert_unsafe_key(&r, name);
+        }
+        chmod(&p, 0o600);
+    }
+    assert!(
+        daemon_start(&env, &[]).is_none(),
+        "every key owner-only: the daemon starts"
+    );
+
+    // Commands that read a key refuse it too.
+    chmod(&env.root().join("receipt.key"), 0o644);
+    assert_unsafe_key(&env.json(&["receipt", "key"]), "receipt.key");
+    chmod(&env.root().join("receipt.key"), 0o600);
+    env.json(&["receipt", "key"]).ok();
+    chmod(&env.root().join("audit.key"), 0o644);
+    assert_unsafe_key(&env.json(&["audit", "verify"]), "audit.key");
+    chmod(&env.root().join("audit.key"), 0o600);
+    env.json(&["audit", "verify"]).ok();
+
+    // The secret files the flags name: the same rule, the same code.
+    let pw = env.dir.path().join("smtp-password");
+    fs::write(&pw, "hunter2\n").unwrap();
+    chmod(&pw, 0o644);
+    let r = daemon_start(
+        &env,
+        &[
+            "--email",
+            "default=ops@example.com",
+            "--smtp",
+            "smtp://127.0.0.1:9",
+            "--smtp-plain",
+            "--smtp-user",
+            "dshq",
+            "--smtp-password-file",
+            pw.to_str().unwrap(),
+            "--email-page-url",
+            "http://127.0.0.1:9",
+        ],
+    )
+    .expect("the daemon started with a 0644 SMTP password file");
+    assert_unsafe_key(&r, "smtp-password");
+    assert!(!r.stdout.contains("hunter2"), "{r:?}");
 }
