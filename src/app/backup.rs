@@ -7,7 +7,16 @@
 //! has moved on since the snapshot). So `dshq --root DIR audit verify` checks the copy
 //! against the head it had, and restoring is pointing a root at DIR (or copying its
 //! three files into an empty root).
+//!
+//! DIR is judged as the root it becomes before anything is written to it: owned by this
+//! user (or root), not writable by group or others, or `UNSAFE_ROOT` (a directory someone
+//! else controls could plant `audit.key` as a link to a file of ours, or as a file of
+//! theirs, the moment `dshq.db` appears). A missing DIR is created owner-only. The keys
+//! are then written with exclusive, no-follow creation (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode
+//! 0600): anything in a key's place (a link, a file), however it got there, fails the
+//! backup, and is neither followed, overwritten nor given the key.
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -30,6 +39,38 @@ pub struct Backup {
     pub head_hash: Option<String>,
 }
 
+/// Create the key file `path` holding `bytes`: exclusively (`O_EXCL`), never through a
+/// link (`O_NOFOLLOW`), owner-only, written whole and fsynced. Something already in its
+/// place fails it, untouched.
+fn write_key(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                crate::error::Error::question(
+                    crate::protocol::Code::UnsafeRoot,
+                    format!(
+                        "{} appeared while the backup was written (a link or a file in the \
+                         key's place): something else writes in the backup directory; the \
+                         key was not written and the backup was removed: back up into a \
+                         directory only you can write to",
+                        crate::text::path_for_log(path)
+                    ),
+                )
+            } else {
+                Error::io(path, e)
+            }
+        })?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
+
 /// Back up `root`'s SQLite store into the new (or empty) directory `dest`, and verify the
 /// copy there.
 pub fn backup(root: &Root, dest: &Path) -> Result<Backup> {
@@ -46,6 +87,9 @@ pub fn backup(root: &Root, dest: &Path) -> Result<Backup> {
             crate::text::path_for_log(&root.db())
         )));
     }
+    let copy = Root::new(dest);
+    // The directory is judged (as the root it becomes) before anything is written to it.
+    copy.check_trusted()?;
     match std::fs::read_dir(dest) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -56,19 +100,37 @@ pub fn backup(root: &Root, dest: &Path) -> Result<Backup> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dest).map_err(|e| Error::io(dest, e))?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dest)
+                .map_err(|e| Error::io(dest, e))?;
         }
         Err(e) => return Err(Error::io(dest, e)),
     }
-    let copy = Root::new(dest);
     crate::store::sqlite::vacuum_into(&root.db(), &copy.db())?;
+    let mut written = vec![copy.db()];
     // The audit key, and the receipt key (a restored root signs receipts that verify
-    // with the public key auditors already hold); copied with their 0600 mode.
-    for name in [crate::store::chain::KEY_FILE, crate::receipt::key::KEY_FILE] {
-        let key = root.dir().join(name);
-        if key.exists() {
-            let to = dest.join(name);
-            std::fs::copy(&key, &to).map_err(|e| Error::io(&to, e))?;
+    // with the public key auditors already hold), read by the keys' own rule.
+    for (name, what) in [
+        (crate::store::chain::KEY_FILE, crate::store::chain::KEY_WHAT),
+        (crate::receipt::key::KEY_FILE, crate::receipt::key::KEY_WHAT),
+    ] {
+        let keyed = crate::files::secret::read(&root.dir().join(name), what).and_then(|k| {
+            k.map(|text| write_key(&dest.join(name), text.as_bytes()))
+                .transpose()
+        });
+        match keyed {
+            Ok(Some(())) => written.push(dest.join(name)),
+            Ok(None) => {}
+            Err(e) => {
+                // No half backup is left to be taken for a whole one (unlink never
+                // follows a link).
+                for p in &written {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(e);
+            }
         }
     }
     // The copy's own head, checked by a full verification of the copy.

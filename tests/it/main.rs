@@ -6,6 +6,7 @@
 mod agents;
 mod api;
 mod audit;
+mod backup;
 mod browser;
 mod claude_code;
 mod cli;
