@@ -4,8 +4,10 @@
 //! Why a signed token and not a row: the mail is written by the sender long before anyone
 //! follows it, possibly by another host; the page checks it with the root's `mail.key`
 //! alone. The token is `v1.` + base64url(claims JSON) + `.` + base64url(HMAC-SHA256 over
-//! the version and the encoded claims). The claims bind the request, the recipient (whose
-//! identity the link's session acts as: `mail:ADDRESS`), an expiry and a link id. The link
+//! the version and the encoded claims). The claims bind the request, the context it was
+//! sent for (the recipient is that context's: a link acts only while the request is there,
+//! [`sent_for`]), the recipient (whose identity the link's session acts as:
+//! `mail:ADDRESS`), an expiry and a link id. The link
 //! id is derived from the delivery and the recipient ([`LinkKey::link_id`]), so a mail sent
 //! again after a crash carries the very same link, and "used" (an answer was sent through
 //! it: [`crate::store::queue::links`]) is recorded per link id.
@@ -32,6 +34,10 @@ pub struct LinkClaims {
     /// The request it opens.
     #[serde(rename = "r")]
     pub request_id: String,
+    /// The context whose recipients it was sent to: it acts only while the request is in
+    /// that context ([`sent_for`]).
+    #[serde(rename = "c")]
+    pub context: String,
     /// The address it was sent to (the session acts as `mail:ADDRESS`).
     #[serde(rename = "to")]
     pub recipient: String,
@@ -53,6 +59,23 @@ pub struct LinkClaims {
 /// (after the first was pruned) is another's, and the link opens nothing.
 pub fn opens(issued_ms: Millis, asked_ms: Millis) -> bool {
     asked_ms <= issued_ms
+}
+
+/// Whether a link sent for `context` acts on a request that is now in `now_in`: only in
+/// the context it was sent for. A request escalated to another context is that context's
+/// reviewers' to answer; the old context's mails (and their links) speak for it no more.
+pub fn sent_for(context: &str, now_in: &str) -> Result<(), crate::protocol::UserQuestionError> {
+    if context == now_in {
+        return Ok(());
+    }
+    Err(crate::protocol::UserQuestionError::new(
+        Code::WrongContext,
+        format!(
+            "this link was sent to the reviewers of context {context:?}, and the request is now \
+             in context {now_in:?} (escalated): it is theirs to answer now, and this link \
+             changes nothing"
+        ),
+    ))
 }
 
 /// Why a link is refused (each a stable code).
@@ -173,6 +196,7 @@ mod tests {
     fn claims() -> LinkClaims {
         LinkClaims {
             request_id: "r1".into(),
+            context: "default".into(),
             recipient: "alice@example.com".into(),
             expires_ms: 2_000,
             link_id: "00ff".into(),

@@ -255,6 +255,7 @@ impl EmailSender {
         let link_id = self.key.link_id(&d.id, &recipient);
         let token = self.key.sign(&LinkClaims {
             request_id: d.request_id.clone(),
+            context: d.context.clone(),
             recipient: recipient.clone(),
             expires_ms,
             link_id: link_id.clone(),

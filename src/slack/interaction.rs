@@ -5,8 +5,11 @@
 //!
 //! A button's value is written by the sender ([`super::blocks`]): the request id, the
 //! question id and the label, as a small JSON object. It is trusted only as far as the
-//! payload is, which is signed by Slack ([`super::signature`]); what it names is checked
-//! again by the answer's use-case, like any reviewer's answer.
+//! payload is, which is signed by Slack ([`super::signature`]), and only for the message
+//! it is on: the press must come from a message dshq posted for that request
+//! ([`from_its_message`]), in the channel of the context the request is in now
+//! ([`where_it_is`]); what it names is checked again by the answer's use-case, like any
+//! reviewer's answer.
 
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +63,73 @@ pub struct Press {
     pub channel: Option<String>,
     /// The message's `ts`, when the payload names it.
     pub message_ts: Option<String>,
+}
+
+/// Why a press may not act on the request its button names (each a stable code).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Misdirected {
+    /// The press is not from a message dshq posted for that request (a forged button
+    /// value, or one copied onto another message): `FORBIDDEN`.
+    #[error("this button is not on a message dshq posted for request {0:?}: nothing was recorded")]
+    NotItsMessage(String),
+    /// The message was posted for the request in a channel that is not the Slack channel
+    /// of the context the request is in now (it was escalated to another context, or that
+    /// context posts to no Slack channel): `WRONG_CONTEXT`.
+    #[error("request {id:?} moved to context {context:?} (escalated){}: this message no longer answers it, and nothing was recorded", .channel.as_deref().map(|c| format!("; answer it from its message in channel {c}")).unwrap_or_default())]
+    Moved {
+        /// The request.
+        id: String,
+        /// The context it is in now.
+        context: String,
+        /// That context's Slack channel, if it has one.
+        channel: Option<String>,
+    },
+}
+
+impl Misdirected {
+    /// The stable code.
+    pub fn code(&self) -> crate::protocol::Code {
+        match self {
+            Misdirected::NotItsMessage(_) => crate::protocol::Code::Forbidden,
+            Misdirected::Moved { .. } => crate::protocol::Code::WrongContext,
+        }
+    }
+}
+
+/// Whether `press` came from a message dshq posted for its request: one of `posted` (the
+/// request's messages, as `(channel, ts)`) is the press's message.
+pub fn from_its_message<'a>(
+    press: &Press,
+    mut posted: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Result<(), Misdirected> {
+    let (Some(channel), Some(ts)) = (&press.channel, &press.message_ts) else {
+        return Err(Misdirected::NotItsMessage(press.value.request.clone()));
+    };
+    if posted.any(|(c, t)| c == channel && t == ts) {
+        Ok(())
+    } else {
+        Err(Misdirected::NotItsMessage(press.value.request.clone()))
+    }
+}
+
+/// Whether a press from its request's message (see [`from_its_message`]) acts where the
+/// request is now: in `context`, whose Slack channel is `context_channel` (none: the
+/// context posts to Slack nowhere). A message in another channel was posted for the
+/// context the request was in before (an escalation moved it on): its buttons speak for
+/// that context's reviewers, who may no longer answer it.
+pub fn where_it_is(
+    press: &Press,
+    context: &str,
+    context_channel: Option<&str>,
+) -> Result<(), Misdirected> {
+    if context_channel.is_some() && press.channel.as_deref() == context_channel {
+        return Ok(());
+    }
+    Err(Misdirected::Moved {
+        id: press.value.request.clone(),
+        context: context.to_string(),
+        channel: context_channel.map(str::to_string),
+    })
 }
 
 /// Why a body is not a press of a dshq button.

@@ -12,7 +12,13 @@
 //!    `BAD_REQUEST`);
 //! 3. the Slack user is a reviewer: the config file's `[slack.users]` names them
 //!    (else `SLACK_UNKNOWN_USER`);
-//! 4. the request is still open (else `REQUEST_FINAL`, saying who answered and when).
+//! 4. the press comes from a message dshq posted for the request its button names (its
+//!    channel and `ts` are one of the request's recorded messages; else `FORBIDDEN`: a
+//!    forged value, which the signing secret alone could otherwise make for any request);
+//! 5. the request is still open (else `REQUEST_FINAL`, saying who answered and when);
+//! 6. the message's channel is the Slack channel of the context the request is in now
+//!    (else `WRONG_CONTEXT`: an escalation moved it to another context, whose reviewers
+//!    answer it from its own message there, or to a context that posts to no channel).
 //!
 //! Then the answer is recorded through the same use-case and the same host lease as the
 //! page's ([`crate::app::provide::answer`], [`crate::host::provider::Providers`]), as
@@ -58,6 +64,8 @@ pub const PATH: &str = "/slack/interactions";
 pub struct Interactions {
     secret: SigningSecret,
     users: BTreeMap<String, String>,
+    /// Context → its Slack channel (`--slack`).
+    channels: BTreeMap<String, String>,
     api: Arc<Api>,
 }
 
@@ -80,6 +88,7 @@ pub fn routes(state: &AppState, root: &Root, slack: Option<&Slack>) -> Result<Ro
     let inter = Arc::new(Interactions {
         secret,
         users: slack.users.clone(),
+        channels: slack.channels.clone(),
         api: Arc::new(Api::new(root, slack)?),
     });
     Ok(Router::new()
@@ -193,22 +202,32 @@ pub async fn interact(
                 return Ok(None);
             };
             let end = crate::host::slack::end_of(store, &row)?;
-            Ok(Some((row.context, end)))
+            let messages = store.slack_messages(&id2)?;
+            Ok(Some((row.context, end, messages)))
         })
         .await;
-    let context = match now {
+    let (context, end, messages) = match now {
         Ok(None) => {
             let message = format!(
                 "Request {id} is not in this dshq (pruned, or never here): nothing was recorded."
             );
             return refuse_shown(&inter, &press, Code::NotFound, message);
         }
-        Ok(Some((_, Some(end)))) => {
-            return refuse_shown(&inter, &press, Code::RequestFinal, already_over(&id, &end))
-        }
-        Ok(Some((context, None))) => context,
+        Ok(Some(now)) => now,
         Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
     };
+    // The press acts only on what its message was posted for, where the request is now.
+    let posted = messages.iter().map(|m| (m.channel.as_str(), m.ts.as_str()));
+    if let Err(m) = interaction::from_its_message(&press, posted) {
+        return refuse_shown(&inter, &press, m.code(), m.to_string());
+    }
+    if let Some(end) = end {
+        return refuse_shown(&inter, &press, Code::RequestFinal, already_over(&id, &end));
+    }
+    let channel = inter.channels.get(&context).map(String::as_str);
+    if let Err(m) = interaction::where_it_is(&press, &context, channel) {
+        return refuse_shown(&inter, &press, m.code(), m.to_string());
+    }
     let actor = Actor::Slack {
         reviewer: reviewer.clone(),
         user: press.user.clone(),

@@ -821,3 +821,60 @@ async fn pick_first_option_to_the_summary(c: &fantoccini::Client) {
     })
     .await;
 }
+
+/// A link acts only in the context it was mailed for: once an escalation moved the request
+/// to another context, the first context's link opens nothing (WRONG_CONTEXT, no session),
+/// and the link mailed to the new context's recipient opens it. (An answer sent through a
+/// session opened before the move is refused the same way, in the answer's transaction:
+/// `tests/store/links.rs`.)
+#[test]
+fn an_escalated_requests_old_link_opens_nothing_and_the_new_one_does() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
+    let (listen, smtp_url, page) = (
+        format!("127.0.0.1:{web}"),
+        format!("smtp://127.0.0.1:{smtp}"),
+        format!("http://127.0.0.1:{web}"),
+    );
+    let d = env.daemon_with(
+        &[
+            "--listen",
+            &listen,
+            "--email",
+            "default=Alice <alice@example.com>",
+            "--email",
+            "esc=Bob <bob@example.com>",
+            "--smtp",
+            &smtp_url,
+            "--smtp-plain",
+            "--email-from",
+            "dshq <dshq@example.com>",
+            "--email-page-url",
+            &page,
+            "--delivery-retry-min",
+            "50ms",
+        ],
+        &[],
+    );
+    let _h = listening(d);
+    let mut r = simple_request("moved");
+    r["ladder"] = json!({"escalateAfter": "1s", "escalateTo": "esc"});
+    env.ask(&r).ok();
+    let mails = sink.wait_for("moved", 2);
+    let to = |m: &Value| m["rcpt_tos"][0].as_str().unwrap_or_default().to_string();
+    let alice = mails.iter().find(|m| to(m) == "alice@example.com").unwrap();
+    let bob = mails.iter().find(|m| to(m) == "bob@example.com").unwrap();
+    assert_eq!(env.json(&["show", "moved"]).ok().json()["context"], "esc");
+
+    let (code, body, cookie) = get(&link_of(alice));
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("WRONG_CONTEXT"), "{body}");
+    assert!(!cookie, "a refused link opens no session");
+    assert_eq!(status(&env, "moved"), "pending");
+
+    let (code, body, cookie) = get(&link_of(bob));
+    assert_eq!(code, 200, "{body}");
+    assert!(cookie && body.contains("open-request"), "{body}");
+}

@@ -36,6 +36,8 @@ struct Call {
     method: String,
     auth: String,
     body: Value,
+    /// What the stand-in answered.
+    reply: Value,
 }
 
 /// The stand-in for Slack's Web API.
@@ -127,11 +129,6 @@ impl FakeSlack {
             let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
             let method = path.trim_start_matches("/api/").to_string();
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            self.calls.lock().unwrap().push(Call {
-                method: method.clone(),
-                auth: headers.get("authorization").cloned().unwrap_or_default(),
-                body: body.clone(),
-            });
             let (status, extra, answer) = match method.as_str() {
                 "chat.postMessage" => {
                     let mut limited = self.rate_limit_posts.lock().unwrap();
@@ -166,6 +163,12 @@ impl FakeSlack {
                     json!({"ok": false, "error": "unknown_method"}),
                 ),
             };
+            self.calls.lock().unwrap().push(Call {
+                method: method.clone(),
+                auth: headers.get("authorization").cloned().unwrap_or_default(),
+                body: body.clone(),
+                reply: answer.clone(),
+            });
             let text = answer.to_string();
             if write!(
                 reader.get_mut(),
@@ -221,6 +224,11 @@ fn unix_now() -> i64 {
 
 /// A `block_actions` payload as Slack sends it when `user` presses `button` of `post`.
 fn press_body(user: &str, post: &Call, ts: &str, button: &Value) -> Vec<u8> {
+    press_body_in(CHANNEL, user, post, ts, button)
+}
+
+/// The same, for a message in `channel`.
+fn press_body_in(channel: &str, user: &str, post: &Call, ts: &str, button: &Value) -> Vec<u8> {
     let block = post.body["blocks"]
         .as_array()
         .unwrap()
@@ -233,9 +241,9 @@ fn press_body(user: &str, post: &Call, ts: &str, button: &Value) -> Vec<u8> {
         "user": {"id": user, "username": user.to_lowercase(), "team_id": "T0TEAM"},
         "api_app_id": "A0APP",
         "team": {"id": "T0TEAM", "domain": "example"},
-        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL,
+        "container": {"type": "message", "message_ts": ts, "channel_id": channel,
                       "is_ephemeral": false},
-        "channel": {"id": CHANNEL, "name": "ops"},
+        "channel": {"id": channel, "name": "ops"},
         "message": {"type": "message", "ts": ts, "text": post.body["text"]},
         "response_url": "https://hooks.slack.com/actions/T0TEAM/1/abc",
         "trigger_id": "1.2.3",
@@ -300,28 +308,48 @@ fn setup() -> Setup {
 
 impl Setup {
     fn daemon(&self, vars: &[(&str, &str)]) -> crate::api::Host {
+        self.daemon_args(&[], vars)
+    }
+
+    /// The daemon with `extra` flags beside the usual ones.
+    fn daemon_args(&self, extra: &[&str], vars: &[(&str, &str)]) -> crate::api::Host {
         let token = self.files.path().join("token");
         let signing = self.files.path().join("signing");
-        let d = self.env.daemon_with(
-            &[
-                "--listen",
-                "0",
-                "--slack",
-                &format!("default={CHANNEL}"),
-                "--slack-api-url",
-                &self.fake.url(),
-                "--slack-token-file",
-                token.to_str().unwrap(),
-                "--slack-signing-secret-file",
-                signing.to_str().unwrap(),
-                "--slack-page-url",
-                "https://dshq.example/",
-                "--delivery-retry-min",
-                "50ms",
-            ],
-            vars,
-        );
+        let (slack, api) = (format!("default={CHANNEL}"), self.fake.url());
+        let mut args = vec![
+            "--listen",
+            "0",
+            "--slack",
+            &slack,
+            "--slack-api-url",
+            &api,
+            "--slack-token-file",
+            token.to_str().unwrap(),
+            "--slack-signing-secret-file",
+            signing.to_str().unwrap(),
+            "--slack-page-url",
+            "https://dshq.example/",
+            "--delivery-retry-min",
+            "50ms",
+        ];
+        args.extend_from_slice(extra);
+        let d = self.env.daemon_with(&args, vars);
         listening(d)
+    }
+
+    /// Wait until the Slack delivery of `id`'s `kind` event is delivered (its message
+    /// posted and recorded: a press of it is judged against the record).
+    fn delivered(&self, id: &str, kind: &str) {
+        let done = || {
+            let d = self.env.json(&["events", id, "--deliveries"]).ok().json();
+            d.as_array().unwrap().iter().any(|r| {
+                r["channel"] == "slack" && r["kind"] == kind && !r["deliveredMs"].is_null()
+            })
+        };
+        assert!(
+            wait_until(DEADLINE, done),
+            "the {kind} message of {id} was not delivered"
+        );
     }
 
     fn events(&self, id: &str) -> Vec<Value> {
@@ -662,6 +690,7 @@ fn a_plan_review_is_approved_from_its_primary_button() {
         "{text}"
     );
 
+    s.delivered("plan", "accepted");
     let body = press_body("U0BOB", &post, "1800000000.000100", &buttons[1]);
     let (status, resp) = send_press(&host.base, &body, unix_now(), SIGNING_SECRET);
     assert_eq!(status, 200, "{resp}");
@@ -811,4 +840,108 @@ fn the_web_api_is_reached_over_https_and_an_untrusted_certificate_is_refused() {
     );
     assert_eq!(tls.posts_of("tls1")[0].auth, format!("Bearer {TOKEN}"));
     assert!(wait_until(DEADLINE, || !failed()["deliveredMs"].is_null()));
+}
+
+/// A press acts only on what its message was posted for, where the request is now: after
+/// an escalation, the old context's message answers nothing (WRONG_CONTEXT) and the new
+/// context's message does; a signed press whose button names a request its message was not
+/// posted for (another request's, or one in a context that posts to no Slack channel) is
+/// refused (FORBIDDEN). Each refusal changes nothing.
+#[test]
+fn a_press_answers_only_from_its_own_message_in_the_context_the_request_is_in() {
+    const ESC: &str = "C0DSHQESC";
+    let s = setup();
+    let host = s.daemon_args(&["--slack", &format!("esc={ESC}")], &[]);
+    let question = |id: &str, context: &str| {
+        json!({"id": id, "context": context,
+               "questions": [{"id": "go", "question": "Ship?",
+                              "options": [{"label": "Yes"}, {"label": "No"}]}]})
+    };
+    let mut r1 = question("r1", "default");
+    r1["ladder"] = json!({"escalateAfter": "1s", "escalateTo": "esc"});
+    s.env.ask(&r1).ok();
+    s.env.ask(&question("other1", "default")).ok();
+    s.env.ask(&question("quiet1", "quiet")).ok();
+    let in_channel = |id: &str, channel: &str| {
+        s.fake
+            .posts_of(id)
+            .into_iter()
+            .find(|c| c.body["channel"] == channel && c.reply["ok"] == true)
+    };
+    assert!(
+        wait_until(DEADLINE, || in_channel("r1", ESC).is_some()
+            && in_channel("other1", CHANNEL).is_some()),
+        "no escalated message: {:?}\n{}",
+        s.fake.calls("chat.postMessage"),
+        host.daemon.log_text()
+    );
+    assert_eq!(s.env.json(&["show", "r1"]).ok().json()["context"], "esc");
+    s.delivered("r1", "escalated");
+    s.delivered("other1", "accepted");
+    let (old, new, other) = (
+        in_channel("r1", CHANNEL).expect("r1's first message"),
+        in_channel("r1", ESC).unwrap(),
+        in_channel("other1", CHANNEL).unwrap(),
+    );
+    let button = |post: &Call, i: usize| {
+        post.body["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "actions")
+            .expect("buttons")["elements"][i]
+            .clone()
+    };
+    let ts = |post: &Call| post.reply["ts"].as_str().unwrap().to_string();
+    let before = s.kinds("r1");
+    let refused = |body: Vec<u8>, code: &str, what: &str| {
+        let (status, reply) = send_press(&host.base, &body, unix_now(), SIGNING_SECRET);
+        assert_eq!(status, 200, "{what}: {reply}");
+        assert_eq!(reply["error"]["code"], code, "{what}: {reply}");
+        assert_eq!(reply["response_type"], "ephemeral", "{what}");
+        for id in ["r1", "other1", "quiet1"] {
+            assert_eq!(s.status(id), "pending", "{what}: {id} changed");
+        }
+        assert_eq!(s.kinds("r1"), before, "{what}");
+    };
+
+    // The old context's message, after the escalation: its reviewers answer it no more.
+    refused(
+        press_body_in(CHANNEL, "U0ALICE", &old, &ts(&old), &button(&old, 0)),
+        "WRONG_CONTEXT",
+        "the old message",
+    );
+    // r1's button value on another request's message: not what that message was for.
+    refused(
+        press_body_in(CHANNEL, "U0ALICE", &other, &ts(&other), &button(&new, 0)),
+        "FORBIDDEN",
+        "a button copied onto another message",
+    );
+    // A request in a context with no Slack channel, named by a press signed with the
+    // secret: it has no message anywhere.
+    let forged = json!({"action_id": "dshq-answer-0", "type": "button",
+        "text": {"type": "plain_text", "text": "Yes"},
+        "value": json!({"r": "quiet1", "q": "go", "l": "Yes"}).to_string()});
+    refused(
+        press_body_in(CHANNEL, "U0ALICE", &other, &ts(&other), &forged),
+        "FORBIDDEN",
+        "a request without a Slack message",
+    );
+    // The message in the channel of the context it is in now answers it.
+    let (status, reply) = send_press(
+        &host.base,
+        &press_body_in(ESC, "U0BOB", &new, &ts(&new), &button(&new, 1)),
+        unix_now(),
+        SIGNING_SECRET,
+    );
+    assert_eq!(status, 200, "{reply}");
+    assert!(
+        wait_until(DEADLINE, || s.status("r1") == "answered"),
+        "{reply}"
+    );
+    let o = s.env.outcome("r1").unwrap();
+    assert_eq!(o["provider"], "slack:bob@U0BOB");
+    assert_eq!(o["answer"]["answers"][0]["selected"], json!(["No"]));
+    assert_eq!(s.status("quiet1"), "pending");
+    assert_eq!(s.status("other1"), "pending");
 }

@@ -504,6 +504,7 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
     let link = dshq::store::driver::links::LinkUse {
         link_id: "k-done".into(),
         request_id: "done".into(),
+        context: "default".into(),
         recipient: "alice@example.com".into(),
         issued_ms: clock.now(),
     };

@@ -1,7 +1,8 @@
 //! Mail links (issue 29) as a conformance scenario, through the [`Store`] trait only: an
 //! answer sent through a link records the link as used in the answer's transaction, so
 //! the link answers once (`LINK_USED` after, changing nothing); an answer that is refused
-//! leaves the link unused; a link answers its own request only; the answer is the
+//! leaves the link unused; a link answers its own request only, and only while the request
+//! is in the context the link was mailed for (`WRONG_CONTEXT`); the answer is the
 //! recipient's (`mail:ADDRESS`) in the event chain, which still verifies.
 
 use dshq::core::audit::{Actor, Source};
@@ -35,6 +36,7 @@ fn link(id: &str, request: &str) -> LinkUse {
     LinkUse {
         link_id: id.into(),
         request_id: request.into(),
+        context: "default".into(),
         recipient: "alice@example.com".into(),
         issued_ms: dshq::clock::Millis::MAX,
     }
@@ -103,6 +105,18 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
     let e = store.provide_by_link(&early, &by_mail, answer("SQLite", "l2"));
     assert_eq!(code(e), Code::NotFound);
     assert!(!store.link_used("k3").unwrap());
+    assert_eq!(row(&mut store, "l2").status, Status::Pending);
+    // A link sent to another context's reviewers (the request was escalated away from
+    // them, or was never theirs): WRONG_CONTEXT, unused, nothing changes.
+    let elsewhere = LinkUse {
+        context: "ops".into(),
+        ..link("k4", "l2")
+    };
+    let before = kinds(&mut store, "l2");
+    let e = store.provide_by_link(&elsewhere, &by_mail, answer("SQLite", "l2"));
+    assert_eq!(code(e), Code::WrongContext);
+    assert!(!store.link_used("k4").unwrap());
+    assert_eq!(kinds(&mut store, "l2"), before);
     assert_eq!(row(&mut store, "l2").status, Status::Pending);
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");

@@ -14,6 +14,8 @@ pub struct LinkUse {
     pub link_id: String,
     /// The request it opened.
     pub request_id: String,
+    /// The context it was sent for ([`crate::core::mail_link::sent_for`]).
+    pub context: String,
     /// Who it was sent to.
     pub recipient: String,
     /// When it was made ([`crate::core::mail_link::opens`]).

@@ -1,7 +1,8 @@
 //! The queue rule of mail links (issue 29), over
 //! [`crate::store::driver::LinkStatements`]: an answer sent through a mail's link records
 //! the link as used in the answer's own transaction, so a link answers once: a second
-//! send through it is `LINK_USED` and changes nothing, and an answer that is refused
+//! send through it is `LINK_USED` and changes nothing, one sent after the request moved to
+//! another context (an escalation) is `WRONG_CONTEXT`, and an answer that is refused
 //! (`BAD_ANSWER`, `REQUEST_FINAL`, ...) leaves the link unused (the transaction rolls
 //! back whole).
 
@@ -28,7 +29,10 @@ pub fn provide_by_link(
     // The request of this id asked after the link was made is not the link's (the one
     // it was sent for was pruned, and the id asked again): not found, as it is gone.
     match db.answer_target(&link.request_id)? {
-        Some(row) if crate::core::mail_link::opens(link.issued_ms, row.created_ms) => {}
+        Some(row) if crate::core::mail_link::opens(link.issued_ms, row.created_ms) => {
+            // Only in the context it was sent for (an escalation moves the request on).
+            crate::core::mail_link::sent_for(&link.context, &row.context)?;
+        }
         _ => return Err(Error::NotFound(link.request_id.clone())),
     }
     if !db.insert_link_use_if_unused(link, now)? {

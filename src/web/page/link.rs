@@ -1,9 +1,9 @@
 //! A mail's link on the page (issue 29): `GET /mail/{token}`.
 //!
 //! Following a link never acts by itself (mail scanners open links): it checks the token
-//! ([`crate::core::mail_link`]: signed by the root's `mail.key`, not expired, and not used
-//! already: `LINK_INVALID`, `LINK_EXPIRED`, `LINK_USED`, each a page that changes
-//! nothing), then opens a session of the link's kind and shows a page with one button
+//! ([`crate::core::mail_link`]: signed by the root's `mail.key`, not expired, not used
+//! already, and the request still in the context the link was sent for: `LINK_INVALID`,
+//! `LINK_EXPIRED`, `LINK_USED`, `WRONG_CONTEXT`, each a page that changes nothing), then opens a session of the link's kind and shows a page with one button
 //! that opens the request. Answering is the page's own flow from there: the form, the
 //! summary to confirm, the send (POSTs with the session's CSRF token).
 //!
@@ -92,6 +92,9 @@ pub async fn open(
         Ok(_) => return refused(Error::NotFound(claims.request_id)),
         Err(e) => return refused(e),
     };
+    if let Err(e) = crate::core::mail_link::sent_for(&claims.context, &row.context) {
+        return refused(e);
+    }
     let first = row
         .request()
         .and_then(|r| r.questions.first().map(|q| q.question.clone()))

@@ -884,6 +884,7 @@ pub async fn send(
         let link = viewer.caller.mail.as_ref().map(|m| LinkUse {
             link_id: m.link_id.clone(),
             request_id: m.request_id.clone(),
+            context: m.context.clone(),
             recipient: m.recipient.clone(),
             issued_ms: m.issued_ms,
         });

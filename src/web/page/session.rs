@@ -510,6 +510,7 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let mut claims = LinkClaims {
             request_id: "r1".into(),
+            context: "default".into(),
             recipient: "alice@example.com".into(),
             expires_ms: crate::clock::now_ms() + 60_000,
             link_id: "00".into(),
