@@ -178,7 +178,7 @@ fn serve(
             shutdown: stop_rx,
             ends: ends.clone(),
         };
-        let mcp = crate::mcp::http::routes(&state, &web.mcp);
+        let (mcp, mcp_reviews) = crate::mcp::http::routes(&state, &web.mcp);
         let slack = crate::web::slack::routes(&state, root, slack.as_ref())?;
         let app = crate::web::app(state)
             .merge(mcp)
@@ -200,8 +200,10 @@ fn serve(
         let _ = stop_tx.send(true);
         ends.end_all(ends::Ending::HostStopping);
         keeper.abort();
-        // Explicitly, so their claims return now rather than at the lease's expiry.
+        // Explicitly, so their claims return now rather than at the lease's expiry: the
+        // page's and the MCP reviews'.
         providers.release_all().await;
+        mcp_reviews.release_all().await;
         let r = match tokio::time::timeout(grace, served).await {
             Ok(Ok(r)) => r.map_err(|e| Error::io(bound.to_string(), e)),
             Ok(Err(_)) => Ok(()),
@@ -213,6 +215,7 @@ fn serve(
         revocations.abort();
         // A lease taken by a request that was still in flight when the drain began.
         providers.release_all().await;
+        mcp_reviews.release_all().await;
         health.set_loop_running(false);
         if let Some(m) = metrics {
             m.abort();

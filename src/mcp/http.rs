@@ -162,10 +162,24 @@ impl Bindings {
     }
 }
 
+/// What the host ends at its stop: the `review_next` reviews in flight, whose leases are
+/// released then ([`Drain::release_all`]), as the web page's are.
+pub struct Drain {
+    reviews: Arc<super::state::Reviews>,
+    backend: Backend,
+}
+
+impl Drain {
+    /// End every review in flight and release its lease.
+    pub async fn release_all(&self) {
+        self.reviews.end_all(&self.backend).await;
+    }
+}
+
 /// The `/mcp` routes, which the host serves beside [`crate::web::app`] (mounted by the
 /// host, not by the web face: this face rides on the web's tokens, so the web must not
-/// depend on it).
-pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
+/// depend on it), and what the host's stop ends of them.
+pub fn routes(state: &AppState, config: &HttpConfig) -> (Router, Drain) {
     let st = state.clone();
     let sessions = Arc::new(LocalSessionManager::default());
     // The host's stop ends every session and its streams (the drain).
@@ -184,6 +198,10 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
     // One table of reviews in flight for every server of this endpoint: a stateless
     // request gets a server of its own, and a review's retry may reach any of them.
     let reviews = Arc::new(super::state::Reviews::default());
+    let drain = Drain {
+        reviews: reviews.clone(),
+        backend: Backend::Host(st.clone()),
+    };
     let service = StreamableHttpService::new(
         move || {
             Ok(
@@ -200,9 +218,10 @@ pub fn routes(state: &AppState, config: &HttpConfig) -> Router {
         sessions,
         owner: Mutex::default(),
     });
-    Router::new()
+    let router = Router::new()
         .route_service(PATH, service)
-        .route_layer(axum::middleware::from_fn_with_state(bindings, guard))
+        .route_layer(axum::middleware::from_fn_with_state(bindings, guard));
+    (router, drain)
 }
 
 /// The answer to a session this token did not open: what an unknown session gets.

@@ -237,6 +237,22 @@ impl Reviews {
     pub fn put_back(&self, live: Live) {
         self.table().insert(live.sealed.review.clone(), live);
     }
+
+    /// End every review in flight, releasing its lease (the host's stop: a review's claim
+    /// goes back to pending now, not at its lease's expiry). A retry after this finds no
+    /// review (`BAD_REVIEW_STATE`).
+    pub async fn end_all(&self, backend: &Backend) {
+        let all: Vec<Live> = self.table().drain().map(|(_, live)| live).collect();
+        if !all.is_empty() {
+            tracing::info!(
+                reviews = all.len(),
+                "ending the reviews in flight: the host stops"
+            );
+        }
+        for live in all {
+            end(backend, live).await;
+        }
+    }
 }
 
 /// End a review: stop its keeper, release its lease (its claim goes back to pending

@@ -593,3 +593,42 @@ fn stdio_2026_review_next_names_the_page_for_what_is_no_form() {
     );
     assert!(env.outcome("rev-batch").is_none() && env.outcome("rev-long").is_none());
 }
+
+/// The host's stop (SIGTERM) ends a `review_next` review in flight at once, as the page's
+/// lease: its lease is released and its claim is pending again when the daemon has
+/// exited, not a lease's ttl later.
+#[test]
+fn http_2026_the_hosts_stop_releases_a_review_in_flight() {
+    let env = Env::new();
+    one_request(&env);
+    let h = host(&env, &[]);
+    let rita = token(&env, "reviewer", "rita", None);
+    let s = client(
+        &env,
+        &stateless(http(&h.base, &rita)),
+        "review-next-first",
+        &[],
+    );
+    let first = &s["first"];
+    assert_eq!(first["shown"]["status"], "claimed", "{first}");
+    assert_eq!(
+        first["leases"][0]["live"], true,
+        "the review holds the lease: {first}"
+    );
+    assert_eq!(h.daemon.stop(), 0);
+    let leases = env
+        .json(&["provider", "status", "--context", "rev"])
+        .ok()
+        .json();
+    assert!(
+        leases
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["live"] == false),
+        "a lease outlived the host: {leases}"
+    );
+    let shown = env.json(&["show", "rev-single"]).ok().json();
+    assert_eq!(shown["status"], "pending", "{shown}");
+    assert!(env.outcome("rev-single").is_none());
+}

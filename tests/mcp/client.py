@@ -601,6 +601,14 @@ async def review_next_elsewhere() -> None:
              batch=shown("rev-batch"), long=shown("rev-long"))
 
 
+async def review_next_first() -> None:
+    """2026-07-28: the first round of a review only (the form is shown, the review holds the
+    lease and the claim), then the client leaves; the test stops the server."""
+    async with connect(elicitation=elicitation_handler([])) as s:
+        first = await s.call_tool("review_next", {"context": "rev"}, allow_input_required=True)
+        emit("first", kind=type(first).__name__, leases=leases(), shown=shown("rev-single"))
+
+
 async def review_next_abandoned() -> None:
     """2026-07-28 against a server with a short --form-timeout: the client takes the
     form and never comes back in time; the review ends by itself and releases its lease;
@@ -679,6 +687,7 @@ SCENARIOS = {
     "review-next-page": review_next_page,
     "review-next-elsewhere": review_next_elsewhere,
     "review-next-abandoned": review_next_abandoned,
+    "review-next-first": review_next_first,
     "tools": tools,
     "ask-answer": ask_answer,
     "pending": pending,
