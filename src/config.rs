@@ -24,9 +24,6 @@ pub const DAEMON: &str = "daemon";
 /// The host settings at the top of the file (global flags of every command).
 pub const GLOBAL_KEYS: &[&str] = &["root", "store", "log-format"];
 
-/// Keys whose values are secrets ([`redact`]).
-const SECRET_KEYS: &[&str] = &["store"];
-
 /// One setting of a file: `[table] key = value`, at `line`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
@@ -98,9 +95,29 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Read and parse `path` (TOML, scalar values, tables only where settings have them).
 /// Whether the keys exist and the values parse is [`check`]'s.
+///
+/// A file holding a password (any setting whose value is a URL with one: `store`, a
+/// `webhook`'s URL) is a secret file: refused with `UNSAFE_ROOT` when group or others may
+/// read it ([`crate::files::secret::judge`], the rule of every key file), so that `config
+/// check` does not say "ok" of a password anyone on the machine can read, and no command
+/// uses one.
 pub fn load(path: &Path) -> Result<File> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    parse(path, &text)
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = f.metadata().map_err(|e| Error::io(path, e))?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    let file = parse(path, &text)?;
+    if let Some(s) = file.settings.iter().find(|s| redact(&s.value) != s.value) {
+        let key = match &s.table {
+            Some(t) => format!("{t}.{}", s.key),
+            None => s.key.clone(),
+        };
+        let what = format!("password in the URL of `{key}` (line {})", s.line);
+        crate::files::secret::judge(path, &what, &meta)?;
+    }
+    Ok(file)
 }
 
 /// Parse the text of a config file read from `path`.
@@ -413,13 +430,10 @@ pub fn with_env(cmd: Command) -> Command {
     })
 }
 
-/// A setting's value as `config show` prints it: secrets without their password.
-pub fn redact(key: &str, value: &str) -> String {
-    if SECRET_KEYS.contains(&key) {
-        crate::root::redact_url(value)
-    } else {
-        value.to_string()
-    }
+/// A setting's value as `config show` prints it: any URL in it without its password
+/// (the store's, a webhook's `CONTEXT=URL`, ...).
+pub fn redact(value: &str) -> String {
+    crate::root::redact_url(value)
 }
 
 /// The commented default file (`dshq config default`): every key, its help, its variable

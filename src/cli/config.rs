@@ -110,7 +110,7 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
             let value = ms
                 .get_raw(id)
                 .and_then(|mut v| v.next())
-                .map(|v| config::redact(long, &v.to_string_lossy()));
+                .map(|v| config::redact(&v.to_string_lossy()));
             let in_file = file.as_ref().and_then(|f| {
                 f.settings
                     .iter()

@@ -14,6 +14,9 @@
 //! root's at its start ([`check`]), so a daemon with an unsafe key does not start
 //! silently; every reader reads through [`read`], so no other path takes a key.
 //!
+//! A file that holds a secret among other things (a config file with a password in a URL)
+//! is judged by the same rule ([`judge`]) once it is known to hold one.
+//!
 //! The mode and owner are those of the opened file (`fstat` on the descriptor the content
 //! is then read from): a file swapped between the check and the read is not read.
 
@@ -49,6 +52,18 @@ pub fn read(path: &Path, what: &str) -> Result<Option<String>> {
         Err(e) => return Err(Error::io(path, e)),
     };
     let m = f.metadata().map_err(|e| Error::io(path, e))?;
+    judge(path, what, &m)?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(Some(text))
+}
+
+/// The rule itself, on the metadata `m` of the opened file `path` holding `what`: a
+/// regular file, this user's (or root's), that group and others may neither read nor
+/// write. For a file read elsewhere that holds a secret (a config file with a password
+/// in a URL: [`crate::config::load`]).
+pub fn judge(path: &Path, what: &str, m: &std::fs::Metadata) -> Result<()> {
     if !m.is_file() {
         return Err(unsafe_file(
             path,
@@ -79,10 +94,7 @@ pub fn read(path: &Path, what: &str) -> Result<Option<String>> {
             ),
         ));
     }
-    let mut text = String::new();
-    f.read_to_string(&mut text)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(Some(text))
+    Ok(())
 }
 
 /// Check the key or secret file `path` without using it: [`read`]'s refusal, or nothing

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -576,15 +577,45 @@ fn config_check_names_the_key_and_line_of_what_is_wrong_and_show_redacts_secrets
     assert!(default.contains("# shutdown-grace = \"10s\""), "{default}");
     let r = check(&default);
     assert_eq!(r.code, 0, "{r:?}");
-    let r = check("store = \"postgres://dshq:hunter2@db.example/dshq\"\n[daemon]\nbatch = 64\n");
-    assert_eq!(r.code, 0, "{r:?}");
+    // A file holding a password (the store's URL, a webhook's) is a secret file: refused
+    // while group or others may read it, by check and by every command; owner-only, it
+    // checks, and show prints neither password.
+    let secret = "store = \"postgres://dshq:hunter2@db.example/dshq\"\n[daemon]\nbatch = 64\n\
+                  webhook = \"default=http://hook:s3cr3t@127.0.0.1:9/in\"\n";
+    std::fs::write(&cfg, secret).unwrap();
+    for mode in [0o644, 0o640] {
+        std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(mode)).unwrap();
+        for args in [
+            &["config", "check", cfg.to_str().unwrap()][..],
+            &["--config", cfg.to_str().unwrap(), "config", "show"],
+            &["--config", cfg.to_str().unwrap(), "list"],
+        ] {
+            let r = env.run(args);
+            assert_eq!(r.code, 12, "{mode:o} {args:?}: {r:?}");
+            assert!(
+                r.stderr.contains("UNSAFE_ROOT") && r.stderr.contains("chmod 600"),
+                "{}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains("hunter2"), "{}", r.stderr);
+        }
+    }
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+    env.run(&["config", "check", cfg.to_str().unwrap()]).ok();
     let shown = env.run(&["--config", cfg.to_str().unwrap(), "config", "show"]);
-    assert!(!shown.stdout.contains("hunter2"), "{}", shown.stdout);
+    for password in ["hunter2", "s3cr3t"] {
+        assert!(!shown.stdout.contains(password), "{}", shown.stdout);
+    }
     assert!(
-        shown.stdout.contains("postgres://dshq:"),
+        shown.stdout.contains("postgres://dshq:***@")
+            && shown.stdout.contains("http://hook:***@127.0.0.1:9/in"),
         "{}",
         shown.stdout
     );
+    // Without a password, a file others may read is fine.
+    std::fs::write(&cfg, "[daemon]\nbatch = 64\n").unwrap();
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+    env.run(&["config", "check", cfg.to_str().unwrap()]).ok();
 }
 
 #[test]
