@@ -231,6 +231,14 @@ pub async fn serve(
             let _slot = slot;
             // The `dshq_http_connections_open` gauge, while the connection lives.
             let _counted = crate::metrics::Held::connection();
+            // Who is calling, for what judges by peer (the login form's wrong tokens).
+            let app = tower::ServiceExt::map_request(
+                app,
+                move |mut r: hyper::Request<hyper::body::Incoming>| {
+                    r.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                    r
+                },
+            );
             let service = TowerToHyperService::new(app);
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             let mut conn = std::pin::pin!(conn);

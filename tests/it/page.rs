@@ -520,3 +520,59 @@ fn a_lease_only_pages_used_is_released_when_the_last_page_leaves() {
     assert_eq!(web_leases(&env), 0);
     assert_eq!(status_of(&env, "r1"), "pending");
 }
+
+/// Wrong tokens at the login form: the first few from an address are judged at once (401),
+/// then the address waits (429 with `Retry-After`, its token not even looked at, a right
+/// one included), each wrong token after a wait doubling it; a right token after the wait
+/// logs in and resets the address.
+#[test]
+fn wrong_tokens_at_the_login_form_make_the_address_wait() {
+    let env = Env::new();
+    let reviewer = token(&env, "reviewer", "rita", None);
+    let h = host(&env, &[]);
+    let wrong = format!("dshq_{}", "0".repeat(64));
+    let started = std::time::Instant::now();
+    let (mut judged, mut held) = (0, 0);
+    for i in 0..300 {
+        let r = try_login(&h, &wrong, &[]);
+        match r.status {
+            401 => judged += 1,
+            429 => {
+                held += 1;
+                let after: u64 = r
+                    .header("retry-after")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("try {i}: 429 without Retry-After"));
+                assert!((1..=60).contains(&after), "{after}");
+                assert!(r.body.contains("too many wrong tokens"), "{}", r.body);
+            }
+            s => panic!("try {i}: {s} {}", r.body),
+        }
+        if i < 5 {
+            assert_eq!(r.status, 401, "the first five are judged: try {i}");
+        }
+    }
+    let took = started.elapsed();
+    // Five free, then one more each time a wait (1 s, 2 s, 4 s, ...) ran out meanwhile.
+    let waits_over = (0..)
+        .take_while(|k| (1u64 << (k + 1)) - 1 <= took.as_secs())
+        .count();
+    assert!(
+        judged <= 5 + waits_over + 1,
+        "{judged} wrong tokens judged in {took:?} ({held} held back)"
+    );
+    // Held back, a right token is not looked at either.
+    assert_eq!(try_login(&h, &reviewer, &[]).status, 429);
+    // Once the wait is over, it logs in, and the address starts afresh.
+    assert!(
+        wait_until(std::time::Duration::from_secs(130), || try_login(
+            &h,
+            &reviewer,
+            &[]
+        )
+        .status
+            == 303),
+        "the right token never logged in"
+    );
+    assert_eq!(try_login(&h, &wrong, &[]).status, 401);
+}

@@ -7,7 +7,8 @@
 //! [`markdown`] (a plan rendered so nothing in it can run or hide), [`history`] (the
 //! record with the CLI's filters) with [`charts`] (its two SVG pictures), [`live`] (the page's event stream,
 //! which also tells the host a reviewer is still there), [`link`] (a mail's link and
-//! the one-request session it opens).
+//! the one-request session it opens), [`throttle`] (the login form's wrong tokens, per
+//! peer).
 //!
 //! The page works without its script: every answer is a form, confirmed on a
 //! server-rendered summary page before anything is sent. The script adds keyboard
@@ -27,6 +28,7 @@ pub mod markdown;
 pub mod queue;
 pub mod request;
 pub mod session;
+pub mod throttle;
 
 use std::sync::Arc;
 
@@ -45,6 +47,8 @@ pub struct Shared {
     pub viewers: live::Viewers,
     /// The root's mail-link key, once read (issue 29).
     pub mail_key: link::KeyCache,
+    /// Wrong tokens at the login form, per peer.
+    pub logins: throttle::Throttle,
 }
 
 async fn secure(mut r: Response) -> Response {

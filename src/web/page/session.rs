@@ -358,9 +358,24 @@ pub fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> 
 pub async fn login_post(
     axum::extract::State(st): axum::extract::State<AppState>,
     axum::Extension(shared): axum::Extension<Arc<Shared>>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     Body(bytes): Body,
 ) -> Response {
+    // An address that gave too many wrong tokens waits first: its token is not looked at.
+    let peer = peer.map(|p| p.0 .0.ip());
+    if let Some(wait) = peer.and_then(|p| shared.logins.wait(p, std::time::Instant::now())) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let e = UserQuestionError::new(
+            Code::Unauthorized,
+            format!("too many wrong tokens from this address: try again in {secs} s"),
+        );
+        tracing::info!(peer = ?peer, secs, "page login held back: too many wrong tokens");
+        let mut r = login_page(&headers, StatusCode::TOO_MANY_REQUESTS, Some(&e));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return r;
+    }
     let fields = match form_fields(&bytes) {
         Ok(f) => f,
         Err(e) => return login_page(&headers, StatusCode::BAD_REQUEST, Some(&e)),
@@ -378,10 +393,16 @@ pub async fn login_post(
     let caller = match Caller::from_token(&st, token.clone()).await {
         Ok(c) => c,
         Err(e) => {
+            if let (Code::Unauthorized, Some(p)) = (e.0.code, peer) {
+                shared.logins.wrong(p, std::time::Instant::now());
+            }
             let status = crate::web::error::ApiError::status(e.0.code);
             return login_page(&headers, status, Some(&e.0));
         }
     };
+    if let Some(p) = peer {
+        shared.logins.right(p);
+    }
     if caller.token.role == Role::Asker {
         let e = Error::Forbidden.to_user_error();
         tracing::info!(token = %caller.token.name, "page login refused: an asker token");
