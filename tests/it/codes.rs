@@ -315,3 +315,122 @@ fn every_ask_code_is_the_same_on_every_face() {
         wrong.join("\n")
     );
 }
+
+/// The same for the answer rules (section 4): each answer the vocabulary refuses gets one
+/// code from an answer file (`answers/rejected/NAME.error.json`), `dshq answer --answers`
+/// and the HTTP API, and leaves the request pending. (MCP's reviewer answers through
+/// forms the server builds, and the page through its own form: neither can send these.)
+#[test]
+fn every_answer_code_is_the_same_on_every_face() {
+    let env = Env::new();
+    let h: Host = host(&env, &[]);
+    let rita = token(&env, "reviewer", "rita", None);
+    let ask = |id: &str, context: &str| {
+        env.ask(&json!({"id": id, "context": context, "questions": [
+            {"id": "one", "question": "Which?", "options": [{"label": "A"}, {"label": "B"}]},
+            {"id": "many", "question": "Which ones?", "multiSelect": true,
+             "options": [{"label": "X"}, {"label": "Y"}]},
+            {"id": "text", "question": "Why?", "detail": "the reason"}
+        ]}))
+        .ok();
+    };
+    for id in ["by-cli", "by-http"] {
+        ask(id, id);
+    }
+    let lease = env.register("filer", "by-file", "10m");
+    let ok = |one: Value| json!([one, {"id": "many", "selected": ["X"]}, {"id": "text", "selected": [], "custom": "because"}]);
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            "a label that is no option",
+            ok(json!({"id": "one", "selected": ["C"]})),
+            "BAD_ANSWER",
+        ),
+        (
+            "two labels on a single select",
+            ok(json!({"id": "one", "selected": ["A", "B"]})),
+            "BAD_ANSWER",
+        ),
+        (
+            "custom beside a label on a single select",
+            ok(json!({"id": "one", "selected": ["A"], "custom": "c"})),
+            "BAD_ANSWER",
+        ),
+        (
+            "a blank custom",
+            ok(json!({"id": "one", "selected": [], "custom": "  "})),
+            "BAD_ANSWER",
+        ),
+        (
+            "a question left out",
+            json!([{"id": "one", "selected": ["A"]}]),
+            "BAD_ANSWER",
+        ),
+        (
+            "an unknown question",
+            {
+                let mut a = ok(json!({"id": "one", "selected": ["A"]}));
+                a.as_array_mut()
+                    .unwrap()
+                    .push(json!({"id": "nope", "selected": []}));
+                a
+            },
+            "BAD_ANSWER",
+        ),
+        (
+            "an edit where none is allowed",
+            ok(json!({"id": "one", "selected": ["A"], "edited": "x"})),
+            "EDIT_NOT_ALLOWED",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (i, (what, answers, code)) in cases.iter().enumerate() {
+        let mut seen = Vec::new();
+        // An answer file (named after its request: one request a case).
+        let id = format!("by-file-{i}");
+        ask(&id, "by-file");
+        let name = format!("{id}.json");
+        env.drop_answer(
+            &name,
+            &serde_json::to_vec(&json!({"lease": lease, "answers": answers})).unwrap(),
+        );
+        let error = env
+            .root()
+            .join("answers/rejected")
+            .join(format!("{id}.error.json"));
+        assert!(
+            wait_until(DEADLINE, || error.exists()),
+            "{what}: no rejection"
+        );
+        let e: Value = serde_json::from_slice(&std::fs::read(&error).unwrap()).unwrap();
+        seen.push(("file", e["code"].as_str().unwrap_or_default().to_string()));
+        // dshq answer --answers FILE.
+        let f = env.dir.path().join(format!("answer-{i}.json"));
+        std::fs::write(&f, json!({"answers": answers}).to_string()).unwrap();
+        let r = env.json(&["answer", "by-cli", "--answers", f.to_str().unwrap()]);
+        seen.push(("cli", r.error_code()));
+        // The HTTP API.
+        let r = h.post(
+            "/requests/by-http/answer",
+            Some(&rita),
+            &json!({"answers": answers}),
+        );
+        seen.push(("http", r.code().to_string()));
+        for (face, got) in seen {
+            if got != *code {
+                wrong.push(format!("{what}: {face} said {got}, not {code}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "one answer, two codes:\n{}",
+        wrong.join("\n")
+    );
+    for id in ["by-file-0", "by-cli", "by-http"] {
+        assert_eq!(
+            env.json(&["show", id]).ok().json()["status"],
+            "pending",
+            "{id}"
+        );
+    }
+}
