@@ -373,6 +373,22 @@ fn malformed_events_fail_clearly_and_never_block() {
     assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
 }
 
+/// Answer the AskUserQuestion request `id` from the CLI: SQLite, and skip the checks.
+fn answer_ask(env: &Env, id: &str) {
+    env.run(&[
+        "answer",
+        id,
+        "--question",
+        "q1",
+        "--select",
+        "SQLite",
+        "--question",
+        "q2",
+        "--skip",
+    ])
+    .ok();
+}
+
 /// A stand-in for `claude` that records its arguments and directory.
 fn recorder(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     let log = env.dir.path().join("claude-ran.txt");
@@ -429,18 +445,7 @@ fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
     );
     assert_eq!(decision(&under_claude), defer_for(ASK_ID));
     assert!(!log.exists());
-    env.run(&[
-        "answer",
-        ASK_ID,
-        "--question",
-        "q1",
-        "--select",
-        "SQLite",
-        "--question",
-        "q2",
-        "--skip",
-    ])
-    .ok();
+    answer_ask(&env, ASK_ID);
     assert!(
         wait_until(DEADLINE, || log.exists()),
         "claude was not resumed"
@@ -645,18 +650,7 @@ fn resume_refuses_a_session_id_that_is_not_an_id() {
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("the hook deferred: {d}"));
-    env.run(&[
-        "answer",
-        id,
-        "--question",
-        "q1",
-        "--select",
-        "SQLite",
-        "--question",
-        "q2",
-        "--skip",
-    ])
-    .ok();
+    answer_ask(&env, id);
     let r = env.run(&[
         "--json",
         "claude-code",

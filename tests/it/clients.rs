@@ -184,19 +184,19 @@ fn typescript_package_installs_from_its_tarball() {
     assert!(Path::new(&project.join("node_modules/dshq/index.d.ts")).exists());
 }
 
-#[test]
-fn typescript_suite_against_the_real_daemon() {
+/// Run one `node --test` file of the Node package against the binary under test.
+fn node_test(file: &str) {
     node_ready();
     let pkg = top().join("contrib/typescript");
     let out = run(
         Command::new("node")
-            .args(["--test", "test/client.test.js"])
+            .args(["--test", file])
             .current_dir(&pkg)
             .env("DSHQ_BIN", bin())
             .env_remove("DSHQ_ROOT")
             .env_remove("DSHQ_URL")
             .env_remove("DSHQ_TOKEN"),
-        "node --test contrib/typescript/test/client.test.js",
+        &format!("node --test contrib/typescript/{file}"),
     );
     assert!(
         out.contains("# fail 0") && out.contains("# skipped 0"),
@@ -206,25 +206,16 @@ fn typescript_suite_against_the_real_daemon() {
 }
 
 #[test]
+fn typescript_suite_against_the_real_daemon() {
+    node_test("test/client.test.js");
+}
+
+#[test]
 fn python_ids_never_name_a_file_outside_the_root() {
     pytest("test_ids.py");
 }
 
 #[test]
 fn typescript_ids_never_name_a_file_outside_the_root() {
-    node_ready();
-    let pkg = top().join("contrib/typescript");
-    let out = run(
-        Command::new("node")
-            .args(["--test", "test/ids.test.js"])
-            .current_dir(&pkg)
-            .env_remove("DSHQ_ROOT")
-            .env_remove("DSHQ_URL")
-            .env_remove("DSHQ_TOKEN"),
-        "node --test contrib/typescript/test/ids.test.js",
-    );
-    assert!(
-        out.contains("# fail 0") && out.contains("# skipped 0") && !out.contains("# pass 0"),
-        "{out}"
-    );
+    node_test("test/ids.test.js");
 }

@@ -144,28 +144,31 @@ async fn open_the_request(c: &fantoccini::Client) {
 
 /// A daemon with the page on `web` and the email channel to the SMTP server on `smtp`.
 fn mail_host(env: &Env, smtp: u16, web: u16, vars: &[(&str, &str)]) -> Host {
+    mail_host_with(env, smtp, web, &[], vars)
+}
+
+/// The same, with `extra` flags (more `--email CONTEXT=ADDR`, say).
+fn mail_host_with(env: &Env, smtp: u16, web: u16, extra: &[&str], vars: &[(&str, &str)]) -> Host {
     let listen = format!("127.0.0.1:{web}");
     let smtp_url = format!("smtp://127.0.0.1:{smtp}");
     let page = format!("http://127.0.0.1:{web}");
-    let d = env.daemon_with(
-        &[
-            "--listen",
-            &listen,
-            "--email",
-            "default=Alice <alice@example.com>",
-            "--smtp",
-            &smtp_url,
-            "--smtp-plain",
-            "--email-from",
-            "dshq <dshq@example.com>",
-            "--email-page-url",
-            &page,
-            "--delivery-retry-min",
-            "50ms",
-        ],
-        vars,
-    );
-    listening(d)
+    let mut args = vec![
+        "--listen",
+        &listen,
+        "--email",
+        "default=Alice <alice@example.com>",
+        "--smtp",
+        &smtp_url,
+        "--smtp-plain",
+        "--email-from",
+        "dshq <dshq@example.com>",
+        "--email-page-url",
+        &page,
+        "--delivery-retry-min",
+        "50ms",
+    ];
+    args.extend_from_slice(extra);
+    listening(env.daemon_with(&args, vars))
 }
 
 fn hostile(id: &str) -> Value {
@@ -833,32 +836,13 @@ fn an_escalated_requests_old_link_opens_nothing_and_the_new_one_does() {
     let tmp = tempfile::tempdir().unwrap();
     let (smtp, web) = (free_port(), free_port());
     let sink = Sink::start(smtp, &tmp.path().join("mail"), 0);
-    let (listen, smtp_url, page) = (
-        format!("127.0.0.1:{web}"),
-        format!("smtp://127.0.0.1:{smtp}"),
-        format!("http://127.0.0.1:{web}"),
-    );
-    let d = env.daemon_with(
-        &[
-            "--listen",
-            &listen,
-            "--email",
-            "default=Alice <alice@example.com>",
-            "--email",
-            "esc=Bob <bob@example.com>",
-            "--smtp",
-            &smtp_url,
-            "--smtp-plain",
-            "--email-from",
-            "dshq <dshq@example.com>",
-            "--email-page-url",
-            &page,
-            "--delivery-retry-min",
-            "50ms",
-        ],
+    let _h = mail_host_with(
+        &env,
+        smtp,
+        web,
+        &["--email", "esc=Bob <bob@example.com>"],
         &[],
     );
-    let _h = listening(d);
     let mut r = simple_request("moved");
     r["ladder"] = json!({"escalateAfter": "1s", "escalateTo": "esc"});
     env.ask(&r).ok();
