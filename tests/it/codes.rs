@@ -1,5 +1,6 @@
 //! One input, one code, on every face: each input that the vocabulary refuses with one of
-//! its ask codes (`docs/protocol.md`, section 3) is refused with that very code by every
+//! its ask codes (`docs/protocol.md`, section 3, dsh 0.2's `BAD_TIMEOUT` and
+//! `DUPLICATE_WAIT` included) is refused with that very code by every
 //! face that can carry it: an inbox file (the daemon's `rejected/NAME.error.json`), `dshq
 //! ask`, the HTTP API, MCP over stdio (`dshq mcp`) and `/mcp` (the official Python SDK's
 //! client for both). A model or program that reacts to dsh's codes meets the same code
@@ -159,6 +160,26 @@ fn cases() -> Vec<Case> {
         Asker::Nobody,
         "DUPLICATE_ID",
     );
+    // dsh 0.2's continued questions: a request on a tool call (its id is the call's).
+    for (name, ms) in [
+        ("a zero window", json!(0)),
+        ("a window past 2^31-1 ms", json!(2147483648u64)),
+        ("a window of a fraction", json!(1.5)),
+        ("a negative window", json!(-1)),
+    ] {
+        let d =
+            json!({"questions": [q(json!({}))], "wait": {"callId": "c-window", "timeoutMs": ms}});
+        case(name, d.clone(), same(&d), Asker::Nobody, "BAD_TIMEOUT");
+    }
+    let d = json!({"questions": [q(json!({"question": "Another question"}))],
+                   "wait": {"callId": "c-taken", "timeoutMs": 1000}});
+    case(
+        "another question on the call",
+        d.clone(),
+        same(&d),
+        Asker::Nobody,
+        "DUPLICATE_WAIT",
+    );
     out
 }
 
@@ -174,7 +195,10 @@ fn id_of(i: usize, c: &Case) -> String {
 
 fn with(doc: &Value, id: &str, agent: Option<&Value>) -> Value {
     let mut d = doc.clone();
-    d["id"] = json!(id);
+    // A request on a tool call has the call's id.
+    if d.get("wait").is_none() {
+        d["id"] = json!(id);
+    }
     if let Some(a) = agent {
         d["agent"] = a.clone();
     }
@@ -193,7 +217,9 @@ fn over_mcp(env: &Env, t: &Transport, asker: Asker, agent: Option<&Value>) -> Ve
         .iter()
         .map(|(i, c)| {
             let mut args = c.mcp.clone().unwrap();
-            args["id"] = json!(id_of(*i, c));
+            if args.get("wait").is_none() {
+                args["id"] = json!(id_of(*i, c));
+            }
             args["waitSeconds"] = json!(0);
             json!(["ask_user_question", args])
         })
@@ -229,9 +255,14 @@ fn every_ask_code_is_the_same_on_every_face() {
     let env = Env::new();
     let h: Host = host(&env, &[]);
     let asker_token = token(&env, "asker", "codes", None);
-    // The id DUPLICATE_ID meets, taken by another request.
+    // The id DUPLICATE_ID meets, and the call DUPLICATE_WAIT meets, each taken by another
+    // request.
     env.ask(&with(&json!({"questions": [q(json!({}))]}), "taken", None))
         .ok();
+    env.ask(
+        &json!({"questions": [q(json!({}))], "wait": {"callId": "c-taken", "timeoutMs": 1000}}),
+    )
+    .ok();
     env.json(&["agent", "enter", "--id", "parent"]).ok();
     let child = env
         .json(&["agent", "enter", "--id", "child", "--owner", "parent"])
