@@ -61,16 +61,9 @@ pub fn read(path: &Path, what: &str) -> Result<Option<String>> {
 
 /// The rule itself, on the metadata `m` of the opened file `path` holding `what`: a
 /// regular file, this user's (or root's), that group and others may neither read nor
-/// write. For a file read elsewhere that holds a secret (a config file with a password
-/// in a URL: [`crate::config::load`]).
+/// write.
 pub fn judge(path: &Path, what: &str, m: &std::fs::Metadata) -> Result<()> {
-    if !m.is_file() {
-        return Err(unsafe_file(
-            path,
-            what,
-            format_args!("is not a regular file"),
-        ));
-    }
+    judge_readers(path, what, m)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
     if m.uid() != euid && m.uid() != 0 {
@@ -81,6 +74,22 @@ pub fn judge(path: &Path, what: &str, m: &std::fs::Metadata) -> Result<()> {
                 "is owned by uid {}, not by this user ({euid}): chown it, or write your own",
                 m.uid()
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// The half of the rule that keeps a secret secret, for a file that holds one among other
+/// things (a config file with a password in a URL: [`crate::config::load`]): a regular file
+/// that group and others may neither read nor write. Whose it is does not matter there:
+/// it is a setting, not a key dshq's records rest on (a service's config, owned by its
+/// user, checked by root).
+pub fn judge_readers(path: &Path, what: &str, m: &std::fs::Metadata) -> Result<()> {
+    if !m.is_file() {
+        return Err(unsafe_file(
+            path,
+            what,
+            format_args!("is not a regular file"),
         ));
     }
     let mode = m.mode() & 0o7777;

@@ -2430,8 +2430,11 @@ fn a_write_to_a_keyed_log_without_its_key_is_refused_not_forked() {
         "nothing was appended"
     );
 
-    // With the key back, the log verifies and writes go on under it.
+    // With the key back (owner-only, as every key file must be), the log verifies and
+    // writes go on under it.
     std::fs::write(&key_path, &key).unwrap();
+    let owner_only = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&key_path, owner_only).unwrap();
     env.ask(&simple_request("s3")).ok();
     assert_verifies(&env);
 }
