@@ -44,12 +44,20 @@ pub struct File {
     pub path: PathBuf,
     /// Its settings, in file order.
     pub settings: Vec<Setting>,
-    /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables (issue 30).
+    /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables (issue 30), with
+    /// the people directory of its `[people]` table.
     pub quorum: crate::core::quorum::Policy,
-    /// Its `[slack.users]` table (issue 29): Slack user id → the dshq reviewer a press of
-    /// that user answers as. A Slack user not named here is refused.
+    /// The Slack users a press is admitted from (issue 29): Slack user id → the dshq
+    /// reviewer (person) a press of that user answers as, from `[slack.users]` and the
+    /// `slack:` identities of `[people]`. A Slack user named in neither is refused.
     pub slack_users: std::collections::BTreeMap<String, String>,
+    /// Every entry of the tables beyond the settings (`[groups]`, `[quorum.CONTEXT]`,
+    /// `[people]`, `[slack.users]`), in file order, for `config show`.
+    pub tables: Vec<Setting>,
 }
+
+/// The people directory's table (`alice = ["web:alice", "mail:alice@example.com"]`).
+pub const PEOPLE: &str = "people";
 
 /// The table of named reviewer groups (`name = ["web:alice", "provider:bob"]`).
 pub const GROUPS: &str = "groups";
@@ -128,8 +136,30 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         config_error(path, line, "", format!("not TOML: {}", e.message()))
     })?;
     let mut settings = Vec::new();
+    let mut tables: Vec<Setting> = Vec::new();
     let mut quorum = crate::core::quorum::Policy::default();
     let mut slack_users = std::collections::BTreeMap::new();
+    let mut persons: Vec<(String, Vec<String>)> = Vec::new();
+    let mut member_lines: Vec<(String, usize)> = Vec::new();
+    // A table entry as written, for `config show`.
+    let entry = |tables: &mut Vec<Setting>,
+                 table: &str,
+                 key: &str,
+                 v: &toml::Spanned<DeValue>,
+                 line: usize| {
+        let span = v.span();
+        tables.push(Setting {
+            table: Some(table.to_string()),
+            key: key.to_string(),
+            value: text
+                .get(span.start..span.end)
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            line,
+        });
+    };
     let scalar = |key: &str, v: &toml::Spanned<DeValue>| -> Result<String> {
         let line = line_of(text, v.span().start);
         Ok(match v.get_ref() {
@@ -174,15 +204,17 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     crate::protocol::check::check_id("group", &name)
                         .map_err(|e| config_error(path, at, &key2, e.message))?;
                     let DeValue::Array(items) = v2.get_ref() else {
-                        return Err(config_error(path, at, &key2, "give a list of reviewer identities, e.g. [\"web:alice\", \"provider:bob\", \"mcp:claude\"]"));
+                        return Err(config_error(path, at, &key2, "give a list of persons or reviewer identities, e.g. [\"alice\", \"web:bob\", \"mail:carol@example.com\"]"));
                     };
                     let mut members = Vec::new();
                     for item in items.iter() {
                         let DeValue::String(m) = item.get_ref() else {
                             return Err(config_error(path, at, &key2, "a member is a string"));
                         };
-                        members.push(reviewer_identity(m).map_err(|why| config_error(path, at, &key2, why))?);
+                        members.push(m.to_string());
                     }
+                    entry(&mut tables, GROUPS, &name, v2, at);
+                    member_lines.push((name.clone(), at));
                     quorum.groups.insert(name, members);
                 }
             }
@@ -197,6 +229,20 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                         return Err(config_error(path, at, &key2, format!("give a table: [{key2}] with approvals, group, decline")));
                     };
                     let q = context_quorum(q).map_err(|why| config_error(path, at, &key2, why))?;
+                    // As an inline table (the file may write it as a table of its own).
+                    let mut inline = vec![format!("approvals = {}", q.approvals)];
+                    if let Some(g) = &q.group {
+                        inline.push(format!("group = {}", toml_string(g)));
+                    }
+                    if let Some(d) = q.decline {
+                        inline.push(format!("decline = {}", toml_string(d.as_str())));
+                    }
+                    tables.push(Setting {
+                        table: Some(QUORUM.to_string()),
+                        key: context.clone(),
+                        value: format!("{{ {} }}", inline.join(", ")),
+                        line: at,
+                    });
                     quorum.contexts.insert(context, q);
                 }
             }
@@ -204,13 +250,41 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                 slack_users = crate::slack::users::parse_table(t).map_err(|(at, key2, why)| {
                     config_error(path, line_of(text, at), &key2, why)
                 })?;
+                if let Some(DeValue::Table(u)) = t.get("users").map(|v| v.get_ref()) {
+                    for (k2, v2) in u.iter() {
+                        let at = line_of(text, k2.span().start);
+                        entry(&mut tables, "slack.users", k2.get_ref(), v2, at);
+                    }
+                }
+            }
+            DeValue::Table(t) if key == PEOPLE => {
+                for (k2, v2) in t.iter() {
+                    let name = k2.get_ref().to_string();
+                    let at = line_of(text, k2.span().start);
+                    let key2 = format!("{PEOPLE}.{name}");
+                    let DeValue::Array(items) = v2.get_ref() else {
+                        return Err(config_error(path, at, &key2, "give a list of the person's identities, e.g. [\"web:alice-laptop\", \"mail:alice@example.com\", \"slack:U0123ABCD\"]"));
+                    };
+                    let mut ids = Vec::new();
+                    for item in items.iter() {
+                        let DeValue::String(m) = item.get_ref() else {
+                            return Err(config_error(path, at, &key2, "an identity is a string: FACE:NAME"));
+                        };
+                        ids.push(m.to_string());
+                    }
+                    // Each entry alone first, so an error names its line.
+                    crate::core::people::People::new(vec![(name.clone(), ids.clone())], &Default::default())
+                        .map_err(|e| config_error(path, at, &key2, e.to_string()))?;
+                    entry(&mut tables, PEOPLE, &name, v2, at);
+                    persons.push((name, ids));
+                }
             }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT] and [{SLACK}.users]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}] and [{SLACK}.users]"),
                 ))
             }
             _ => {
@@ -225,6 +299,27 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         }
     }
     settings.sort_by_key(|s| s.line);
+    tables.sort_by_key(|s| s.line);
+    // The directory as a whole: an identity listed twice (or a Slack user both here and
+    // in [slack.users] under another name) is an error at the second listing.
+    let people = crate::core::people::People::new(persons, &slack_users).map_err(|e| {
+        let at = tables
+            .iter()
+            .filter(|t| t.table.as_deref() == Some(PEOPLE))
+            .map(|t| t.line)
+            .max()
+            .unwrap_or(1);
+        config_error(path, at, PEOPLE, e.to_string())
+    })?;
+    slack_users = people.slack_users().clone();
+    for (group, at) in &member_lines {
+        for m in &quorum.groups[group] {
+            people
+                .member(m)
+                .map_err(|why| config_error(path, *at, &format!("{GROUPS}.{group}"), why))?;
+        }
+    }
+    quorum.people = people;
     for (context, q) in &quorum.contexts {
         if let Some(g) = &q.group {
             // The same judgment an ask makes, once for the file.
@@ -243,29 +338,8 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         settings,
         quorum,
         slack_users,
+        tables,
     })
-}
-
-/// A group member: an authenticated reviewer identity as the event log names it.
-fn reviewer_identity(m: &str) -> std::result::Result<String, String> {
-    use crate::core::audit::Actor;
-    match Actor::parse(m) {
-        Some(Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) | Actor::Mail(n))
-            if !n.trim().is_empty() =>
-        {
-            Ok(m.to_string())
-        }
-        // A Slack reviewer is named by the reviewer a Slack user maps to ([slack.users]).
-        None if m.strip_prefix("slack:").is_some_and(|n| {
-            crate::protocol::check::is_valid_id(n)
-        }) =>
-        {
-            Ok(m.to_string())
-        }
-        _ => Err(format!(
-            "{m:?} is no reviewer identity: give provider:NAME (a terminal or CLI lease), web:NAME (a web token), mcp:CLIENT, slack:REVIEWER or mail:ADDRESS (a mail's recipient)"
-        )),
-    }
 }
 
 /// The quorum of one `[quorum.CONTEXT]` table.
@@ -547,7 +621,7 @@ mod tests {
         );
         assert_eq!(f.quorum.groups["ops"], ["slack:alice", "web:bob"]);
         let e = parse(Path::new("c.toml"), "[groups]\nops = [\"slack:\"]\n").unwrap_err();
-        assert!(e.to_string().contains("no reviewer identity"), "{e}");
+        assert!(e.to_string().contains("the name after the face"), "{e}");
         let e = parse(Path::new("c.toml"), "\n[slack.users]\nalice = \"alice\"\n").unwrap_err();
         assert!(
             e.to_string().contains(":3:") && e.to_string().contains("Slack user id"),

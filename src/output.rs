@@ -254,11 +254,20 @@ pub fn list_text(rows: &[RequestSummary], layout: &Layout) -> String {
     let body = rows
         .iter()
         .map(|r| {
-            let status = match (&r.error_code, &r.decision) {
-                (Some(c), _) if r.status != Status::Answered => {
+            let status = match (&r.error_code, &r.decision, &r.quorum) {
+                (Some(c), _, _) if r.status != Status::Answered => {
                     format!("{} ({c})", r.status.as_str())
                 }
-                (_, Some(d)) => format!("{} ({})", r.status.as_str(), d.as_str()),
+                (_, Some(d), _) => format!("{} ({})", r.status.as_str(), d.as_str()),
+                // A quorum's progress while it is open: `pending (1/2 votes)`.
+                (_, _, Some(q)) if r.status.is_open() => {
+                    format!(
+                        "{} ({}/{} votes)",
+                        r.status.as_str(),
+                        q.agreeing,
+                        q.approvals
+                    )
+                }
                 _ => r.status.as_str().to_string(),
             };
             let mut q = r.question.clone().unwrap_or_default();
@@ -336,7 +345,8 @@ pub fn show_text(v: &RequestView) -> String {
     }
     if let Some(q) = &v.quorum {
         s.push_str(&format!(
-            "quorum   {} matching vote(s) needed{}, decline: {} (set by the {})\n",
+            "quorum   {} agree; {} matching vote(s) needed{}, decline: {} (set by the {})\n",
+            q.progress(),
             q.approvals,
             q.group
                 .as_deref()
@@ -348,7 +358,7 @@ pub fn show_text(v: &RequestView) -> String {
         for vote in &q.votes {
             s.push_str(&format!(
                 "vote     {} at {}: {}{}\n",
-                one_line(&vote.voter),
+                one_line(&vote.who()),
                 vote.at,
                 vote_answer_text(&vote.answer),
                 vote.decision

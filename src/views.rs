@@ -50,6 +50,10 @@ pub struct RequestSummary {
     pub error_code: Option<String>,
     /// The decision of a plan review.
     pub decision: Option<Decision>,
+    /// dshq extension, for a request with a quorum: its progress (how many persons agree
+    /// of how many needed) and who voted; absent for any other.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<QuorumProgress>,
     /// When it was accepted (for relative times on a terminal).
     #[serde(skip)]
     pub created_ms: Millis,
@@ -76,10 +80,27 @@ impl RequestSummary {
             provider: r.provider.clone().or_else(|| r.claimed_by.clone()),
             error_code: r.error_code.clone(),
             decision: r.decision,
+            quorum: r.quorum_view().map(|q| QuorumProgress {
+                approvals: q.approvals,
+                agreeing: q.agreeing,
+                voters: q.votes.iter().map(|v| v.who()).collect(),
+            }),
             created_ms: r.created_ms,
             deadline_ms: r.deadline_ms,
         }
     }
+}
+
+/// A quorum's progress in a list: `agreeing` of `approvals` persons, and who voted.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuorumProgress {
+    /// Persons that must agree.
+    pub approvals: u32,
+    /// Persons who agree on the answer most of them gave so far.
+    pub agreeing: u32,
+    /// Each vote's voter (`bob via provider:bob`), in the order cast.
+    pub voters: Vec<String>,
 }
 
 /// One question with its answer, for `dshq show`.

@@ -23,6 +23,8 @@ pub enum Acting {
         /// The provider's name (recorded as who answered).
         name: String,
     },
+    /// A reviewer voting as themselves on a request with a quorum: a vote takes no lease.
+    Voter(crate::core::audit::Actor),
     /// Someone acting through a lease the host holds (a reviewer on the web page or the
     /// HTTP API): recorded as `actor`, not as the lease's holder.
     OnBehalf {
@@ -46,6 +48,7 @@ impl Acting {
                 token: token.clone(),
                 actor: actor.clone(),
             },
+            Acting::Voter(actor) => LeaseRef::Voter(actor.clone()),
         }
     }
 }

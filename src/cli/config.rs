@@ -1,5 +1,6 @@
 //! `dshq config default|check|show`: the config file ([`crate::config`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::parser::ValueSource;
@@ -28,11 +29,107 @@ pub enum Command {
 
 /// What `config check` found.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Checked {
     /// The file.
     pub file: String,
     /// Settings in it.
     pub settings: usize,
+    /// The people directory: person → the identities listed for them (every other
+    /// identity belongs to the person named after its face).
+    pub people: BTreeMap<String, Vec<String>>,
+    /// The reviewer groups, each member resolved to its person.
+    pub groups: BTreeMap<String, Vec<String>>,
+    /// The quorum each context requires.
+    pub quorum: BTreeMap<String, crate::protocol::Quorum>,
+    /// The Slack users a press is admitted from, and the person each acts as.
+    pub slack_users: BTreeMap<String, String>,
+}
+
+impl Checked {
+    /// What a checked file holds.
+    fn of(path: &std::path::Path, f: &config::File) -> Checked {
+        let q = &f.quorum;
+        Checked {
+            file: path.display().to_string(),
+            settings: f.settings.len(),
+            people: q
+                .people
+                .persons()
+                .map(|(p, ids)| (p.to_string(), ids.iter().map(|i| i.to_string()).collect()))
+                .collect(),
+            groups: q
+                .groups
+                .iter()
+                .map(|(g, members)| {
+                    let mut persons: Vec<String> = Vec::new();
+                    for m in members {
+                        let p = q.people.member(m).unwrap_or_else(|_| m.clone());
+                        if !persons.contains(&p) {
+                            persons.push(p);
+                        }
+                    }
+                    (g.clone(), persons)
+                })
+                .collect(),
+            quorum: q.contexts.clone(),
+            slack_users: f.slack_users.clone(),
+        }
+    }
+
+    /// The report for people.
+    fn text(&self) -> String {
+        let n =
+            |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        let mut s = format!(
+            "{}: ok ({}, {}, {}, {}, {})\n",
+            self.file,
+            n(self.settings, "setting", "settings"),
+            n(self.people.len(), "person", "people"),
+            n(self.groups.len(), "group", "groups"),
+            n(self.quorum.len(), "context quorum", "context quorums"),
+            n(self.slack_users.len(), "Slack user", "Slack users"),
+        );
+        if !self.people.is_empty() {
+            s.push_str("people (any other FACE:NAME is the person NAME):\n");
+            for (p, ids) in &self.people {
+                s.push_str(&format!(
+                    "  {p}: {}\n",
+                    crate::text::one_line(&ids.join(", "))
+                ));
+            }
+        }
+        if !self.groups.is_empty() {
+            s.push_str("groups (as persons):\n");
+            for (g, persons) in &self.groups {
+                s.push_str(&format!(
+                    "  {g}: {}\n",
+                    crate::text::one_line(&persons.join(", "))
+                ));
+            }
+        }
+        if !self.quorum.is_empty() {
+            s.push_str("quorum:\n");
+            for (c, q) in &self.quorum {
+                s.push_str(&format!(
+                    "  {c}: {} approval(s){}, decline {}\n",
+                    q.approvals,
+                    q.group
+                        .as_deref()
+                        .map(|g| format!(" of group {g}"))
+                        .unwrap_or_default(),
+                    q.decline.unwrap_or_default().as_str()
+                ));
+            }
+        }
+        if !self.slack_users.is_empty() {
+            s.push_str("slack users:\n");
+            for (u, p) in &self.slack_users {
+                s.push_str(&format!("  {u}: {p}\n"));
+            }
+        }
+        s
+    }
 }
 
 /// One effective setting.
@@ -66,13 +163,8 @@ pub fn run(ctx: &Ctx, c: Command, explicit: Option<PathBuf>) -> Result<()> {
                 })?;
             let f = config::load(&path)?;
             config::check(&super::command(), &f)?;
-            let report = Checked {
-                file: path.display().to_string(),
-                settings: f.settings.len(),
-            };
-            emit(ctx.json, &report, || {
-                format!("{}: ok ({} settings)\n", report.file, report.settings)
-            });
+            let report = Checked::of(&path, &f);
+            emit(ctx.json, &report, || report.text());
             Ok(())
         }
         Command::Show => show(ctx, explicit),
@@ -140,6 +232,17 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
     add(None, &cmd, &m);
     let daemon = cmd.find_subcommand(DAEMON).expect("the daemon command");
     add(Some(DAEMON), daemon, dm);
+    // The tables beyond the settings, each entry as the file writes it: only a file
+    // sets them.
+    if let Some(f) = &file {
+        for t in &f.tables {
+            out.push(Effective {
+                key: format!("{}.{}", t.table.as_deref().unwrap_or_default(), t.key),
+                value: Some(t.value.clone()),
+                source: format!("file {}:{}", f.path.display(), t.line),
+            });
+        }
+    }
     // The root as the commands resolve it (the default when no setting names one).
     if let Some(root) = out.iter_mut().find(|e| e.key == "root") {
         if root.value.is_none() {
@@ -147,17 +250,35 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
             root.source = "default".into();
         }
     }
+    let tables: Vec<String> = file
+        .iter()
+        .flat_map(|f| f.tables.iter())
+        .filter_map(|t| t.table.clone())
+        .collect();
     emit(ctx.json, &out, || {
         let mut s = String::new();
-        let mut in_daemon = false;
+        let mut in_table: Option<String> = None;
         for e in &out {
-            let (key, daemon_key) = match e.key.strip_prefix("daemon.") {
-                Some(k) => (k, true),
-                None => (e.key.as_str(), false),
+            let (table, key) = match tables
+                .iter()
+                .chain(std::iter::once(&DAEMON.to_string()))
+                .find(|t| e.key.starts_with(&format!("{t}.")))
+            {
+                Some(t) => (Some(t.clone()), &e.key[t.len() + 1..]),
+                None => (None, e.key.as_str()),
             };
-            if daemon_key && !in_daemon {
-                s.push_str(&format!("\n[{DAEMON}]\n"));
-                in_daemon = true;
+            if table.is_some() && table != in_table {
+                s.push_str(&format!("\n[{}]\n", table.as_deref().unwrap_or_default()));
+                in_table = table.clone();
+            }
+            if table.as_deref().is_some_and(|t| t != DAEMON) {
+                // A table entry: its value as the file wrote it (TOML already).
+                s.push_str(&format!(
+                    "{key} = {}  # {}\n",
+                    crate::text::one_line(e.value.as_deref().unwrap_or_default()),
+                    crate::text::one_line(&e.source)
+                ));
+                continue;
             }
             match &e.value {
                 Some(v) => s.push_str(&format!(

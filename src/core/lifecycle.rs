@@ -216,21 +216,29 @@ impl RequestRow {
         let finished = self.finished_ms?;
         match self.status {
             Status::Pending | Status::Claimed => None,
-            Status::Answered => Some(Outcome::Answered(AnsweredOutcome {
-                id,
-                status: "answered".into(),
-                request_digest: self.request_digest(),
-                answer: self.parsed_answer()?,
-                decision: self.decision,
-                provider: self.provider.clone(),
-                approvers: self.parsed_approvers(),
-                created_at: rfc3339(self.created_ms),
-                finished_at: rfc3339(finished),
-                edited: self.parsed_edits(),
-                decided_by: self.decided_by.clone(),
-                call_id: self.call_id(),
-                receipt: None,
-            })),
+            Status::Answered => {
+                let answer = self.parsed_answer()?;
+                let feedback = self.request().and_then(|r| {
+                    crate::protocol::answer::feedback(&r.questions, &answer, self.decision)
+                });
+                Some(Outcome::Answered(AnsweredOutcome {
+                    id,
+                    status: "answered".into(),
+                    request_digest: self.request_digest(),
+                    answer,
+                    decision: self.decision,
+                    provider: self.provider.clone(),
+                    approvers: self.parsed_approvers(),
+                    votes: self.quorum_view().map(|q| q.votes),
+                    feedback,
+                    created_at: rfc3339(self.created_ms),
+                    finished_at: rfc3339(finished),
+                    edited: self.parsed_edits(),
+                    decided_by: self.decided_by.clone(),
+                    call_id: self.call_id(),
+                    receipt: None,
+                }))
+            }
             Status::Cancelled | Status::Aborted | Status::Rejected | Status::Expired => {
                 let code =
                     self.error_code

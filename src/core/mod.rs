@@ -11,4 +11,5 @@ pub mod audit;
 pub mod channel;
 pub mod lifecycle;
 pub mod mail_link;
+pub mod people;
 pub mod quorum;

@@ -6,30 +6,36 @@
 //! is in the `accepted` event and the row, and `audit verify` compares the two), so a
 //! config edited later changes no request already asked, and every host of a shared store
 //! judges the votes of a request by the same rule whatever its own config says. A named
-//! group is resolved then too: its members are copied into the record.
+//! group is resolved then too: its members are copied into the record, as persons.
 //!
-//! Identities are the event log's actors ([`crate::core::audit::Actor`]): `provider:NAME`
-//! (a terminal or CLI lease), `web:NAME` (a web token on the page or the HTTP API),
-//! `mcp:CLIENT`. The asker's identities are its agent id and the name its request came in
-//! under (`web:NAME` for a web token, `mcp:CLIENT` over MCP's stdio); they are compared with
-//! a voter's by NAME, across faces, because one person can reach several faces under one
-//! name, and a two-person rule must not be met by one person on two faces.
+//! A quorum counts **persons** ([`crate::core::people`]): a voter is the identity its face
+//! authenticated (`provider:NAME`, `web:NAME`, `mcp:CLIENT`, `slack:REVIEWER`,
+//! `mail:ADDRESS`) and the person that identity belongs to (the people directory's entry,
+//! else the name after the face). The asker is excluded as a person, a group's members are
+//! persons, and one person is one voter whichever faces they vote from: a two-person rule
+//! must not be met by one person on two faces.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::audit::{Actor, Source};
+use crate::core::people::People;
 use crate::protocol::types::{Decision, DeclineRule, Quorum};
 
-/// The quorum policy of a config file: named groups of reviewers, and the quorum each
-/// context requires (which wins over the asker's).
+pub use crate::protocol::types::VoteView;
+
+/// The quorum policy of a config file: named groups of reviewers, the quorum each
+/// context requires (which wins over the asker's), and the people directory that says
+/// which person each identity is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
-    /// Group name → its members (actor strings: `web:alice`, `provider:bob`, `mcp:claude`).
+    /// Group name → its members as written: persons (`alice`) or identities standing for
+    /// theirs (`web:alice`, `mail:bob@example.com`).
     pub groups: BTreeMap<String, Vec<String>>,
     /// Context → the quorum every request of it is held to.
     pub contexts: BTreeMap<String, Quorum>,
+    /// The people directory (`[people]`, with the Slack users of `[slack.users]`).
+    pub people: People,
 }
 
 /// Where a request's quorum came from.
@@ -52,7 +58,8 @@ pub struct Required {
     /// The group voters must belong to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// The group's members when the request was accepted.
+    /// The group's members when the request was accepted: persons (a request recorded
+    /// before persons holds identities, each standing for its person).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<String>>,
     /// What a decline does.
@@ -67,7 +74,15 @@ pub enum PolicyError {
     /// The quorum names a group the config file does not define.
     #[error("quorum group {0:?} is not defined in the config file's [groups]")]
     UnknownGroup(String),
-    /// The group has fewer members than approvals.
+    /// A member is neither a person nor an identity.
+    #[error("quorum group {group:?}: {why}")]
+    BadMember {
+        /// The group.
+        group: String,
+        /// Why.
+        why: String,
+    },
+    /// The group has fewer members (persons) than approvals.
     #[error("quorum group {group:?} has {members} member(s), fewer than the {approvals} approvals asked")]
     GroupTooSmall {
         /// The group.
@@ -82,7 +97,7 @@ pub enum PolicyError {
 /// Why a reviewer's vote is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The voter is the asker (by name, on any face).
+    /// The voter is the asker (the same person, on any face).
     OwnRequest,
     /// The voter is not a member of the quorum's group.
     NotInGroup(String),
@@ -94,8 +109,12 @@ pub enum Refusal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Vote {
-    /// Who voted (actor string).
+    /// The identity that voted (`web:alice`, `provider:bob`, `slack:carol`).
     pub voter: String,
+    /// The person it belongs to (`None` for a vote recorded before persons: its identity
+    /// then stands for its person).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
     /// The answer voted for (canonical JSON, question order).
     pub answer: String,
     /// The request-level decision that answer makes, if any.
@@ -141,18 +160,31 @@ impl Policy {
         let members = match &q.group {
             None => None,
             Some(g) => {
-                let m = self
+                let written = self
                     .groups
                     .get(g)
                     .ok_or_else(|| PolicyError::UnknownGroup(g.clone()))?;
-                if m.len() < q.approvals as usize {
+                let mut persons: Vec<String> = Vec::new();
+                for m in written {
+                    let p = self
+                        .people
+                        .member(m)
+                        .map_err(|why| PolicyError::BadMember {
+                            group: g.clone(),
+                            why,
+                        })?;
+                    if !persons.contains(&p) {
+                        persons.push(p);
+                    }
+                }
+                if persons.len() < q.approvals as usize {
                     return Err(PolicyError::GroupTooSmall {
                         group: g.clone(),
-                        members: m.len(),
+                        members: persons.len(),
                         approvals: q.approvals,
                     });
                 }
-                Some(m.clone())
+                Some(persons)
             }
         };
         Ok(Some(Required {
@@ -165,36 +197,29 @@ impl Policy {
     }
 }
 
-/// The names an asker is known by: its agent id, and the name of the web token or MCP
-/// client its request came in under (`source`). A request from `dshq ask` or an inbox
-/// file without an agent has none: nobody is excluded as its asker.
-pub fn asker_names(agent_id: Option<&str>, source: &str) -> Vec<String> {
-    let mut names: Vec<String> = agent_id.map(str::to_string).into_iter().collect();
-    if let Some(Source::WebToken(n) | Source::Mcp(n)) = Source::parse(source) {
-        names.push(n);
-    }
-    names
-}
-
-/// The name part of a voter identity (`web:alice` → `alice`), for an authenticated kind.
-fn voter_name(voter: &Actor) -> Option<&str> {
-    match voter {
-        Actor::Provider(n) | Actor::Web(n) | Actor::Mcp(n) | Actor::Mail(n) => Some(n),
-        Actor::Slack { reviewer, .. } => Some(reviewer),
-        _ => None,
+impl Vote {
+    /// The person this vote counts for (its identity, for a vote recorded before persons).
+    pub fn person_key(&self) -> &str {
+        self.person.as_deref().unwrap_or(&self.voter)
     }
 }
 
 impl Required {
-    /// Whether `voter` may vote on a request asked by `askers` ([`asker_names`]).
-    pub fn may_vote(&self, voter: &Actor, askers: &[String]) -> Result<(), Refusal> {
-        let name = voter_name(voter).ok_or(Refusal::Unauthenticated)?;
-        if askers.iter().any(|a| a == name) {
+    /// Whether `person` may vote on a request whose asker is `askers` (persons, see
+    /// [`People::askers`]); `people` resolves the recorded members (persons, or, for a
+    /// request recorded before persons, identities standing for theirs).
+    pub fn may_vote(
+        &self,
+        person: &str,
+        askers: &[String],
+        people: &People,
+    ) -> Result<(), Refusal> {
+        if askers.iter().any(|a| a == person) {
             return Err(Refusal::OwnRequest);
         }
         if let (Some(group), Some(members)) = (&self.group, &self.members) {
-            let id = voter.identity();
-            if !members.iter().any(|m| *m == id) {
+            let member = |m: &String| people.member(m).is_ok_and(|p| p == person);
+            if !members.iter().any(member) {
                 return Err(Refusal::NotInGroup(group.clone()));
             }
         }
@@ -205,7 +230,7 @@ impl Required {
     /// [`DeclineRule::Veto`] the first decline ends it; otherwise the first answer that
     /// `approvals` voters gave wins, and they are its approvers.
     pub fn verdict(&self, votes: &[Vote]) -> Verdict {
-        let mut tally: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut tally: BTreeMap<&str, Vec<&Vote>> = BTreeMap::new();
         for v in votes {
             if self.decline == DeclineRule::Veto && v.decision == Some(Decision::Declined) {
                 return Verdict::Vetoed {
@@ -214,11 +239,15 @@ impl Required {
                 };
             }
             let voters = tally.entry(v.answer.as_str()).or_default();
-            voters.push(&v.voter);
+            // One person is one voter (a second vote of theirs is refused before it is
+            // recorded; this keeps the count right whatever the rows say).
+            if !voters.iter().any(|w| w.person_key() == v.person_key()) {
+                voters.push(v);
+            }
             if voters.len() >= self.approvals as usize {
                 return Verdict::Met {
                     answer: v.answer.clone(),
-                    approvers: voters.iter().map(|s| s.to_string()).collect(),
+                    approvers: voters.iter().map(|w| w.voter.clone()).collect(),
                 };
             }
         }
@@ -236,22 +265,6 @@ impl Required {
     }
 }
 
-/// One vote as a face shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VoteView {
-    /// Who voted (`web:NAME`, `provider:NAME`, `mcp:CLIENT`).
-    pub voter: String,
-    /// The answer voted for (an answer as the dsh vocabulary writes it).
-    #[schemars(with = "crate::protocol::types::Answer")]
-    pub answer: serde_json::Value,
-    /// The request-level decision of that answer, if it makes one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-    /// When (RFC 3339).
-    pub at: String,
-}
-
 /// Where a request with a quorum stands: the rule and the votes so far (what every face
 /// shows of a partial vote).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -266,6 +279,9 @@ pub struct QuorumView {
     pub decline: String,
     /// `asker` or `policy`.
     pub by: String,
+    /// How many persons agree on the answer most of them gave so far: the quorum is met
+    /// when this reaches `approvals` (`1/2` on the faces).
+    pub agreeing: u32,
     /// The votes so far, in the order they were cast.
     pub votes: Vec<VoteView>,
 }
@@ -273,7 +289,16 @@ pub struct QuorumView {
 impl QuorumView {
     /// The view of a request's quorum and votes (`None` without a quorum).
     pub fn of(required: &Required, votes: &[Vote]) -> QuorumView {
+        let mut tally: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for v in votes {
+            let persons = tally.entry(v.answer.as_str()).or_default();
+            if !persons.contains(&v.person_key()) {
+                persons.push(v.person_key());
+            }
+        }
+        let agreeing = tally.values().map(Vec::len).max().unwrap_or(0) as u32;
         QuorumView {
+            agreeing,
             approvals: required.approvals,
             group: required.group.clone(),
             decline: required.decline.as_str().into(),
@@ -285,6 +310,7 @@ impl QuorumView {
                 .iter()
                 .map(|v| VoteView {
                     voter: v.voter.clone(),
+                    person: v.person.clone(),
                     answer: serde_json::from_str(&v.answer)
                         .unwrap_or_else(|_| serde_json::Value::String(v.answer.clone())),
                     decision: v.decision,
@@ -294,11 +320,18 @@ impl QuorumView {
         }
     }
 
-    /// One line for people: `1 vote(s), 2 matching needed (web:alice), decline: veto`.
+    /// The progress as the faces print it: `1/2`.
+    pub fn progress(&self) -> String {
+        format!("{}/{}", self.agreeing, self.approvals)
+    }
+
+    /// One line for people: `1/2: 1 vote(s), 2 matching needed (alice via web:alice),
+    /// decline: veto`.
     pub fn summary(&self) -> String {
-        let voters: Vec<&str> = self.votes.iter().map(|v| v.voter.as_str()).collect();
+        let voters: Vec<String> = self.votes.iter().map(VoteView::who).collect();
         let mut s = format!(
-            "{} vote(s), {} matching needed",
+            "{}: {} vote(s), {} matching needed",
+            self.progress(),
             self.votes.len(),
             self.approvals
         );
@@ -316,6 +349,7 @@ impl QuorumView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::audit::Actor;
 
     fn q(approvals: u32, group: Option<&str>, decline: Option<DeclineRule>) -> Quorum {
         Quorum {
@@ -328,6 +362,7 @@ mod tests {
     fn vote(voter: &str, answer: &str, decision: Option<Decision>) -> Vote {
         Vote {
             voter: voter.into(),
+            person: voter.split_once(':').map(|(_, n)| n.to_string()),
             answer: answer.into(),
             decision,
             at_ms: 0,
@@ -369,59 +404,69 @@ mod tests {
     }
 
     #[test]
-    fn the_asker_never_votes_on_any_face_and_only_members_vote() {
+    fn the_asker_never_votes_as_any_face_and_only_members_vote() {
+        let people = People::default();
         let r = Policy::default()
             .required("x", Some(&q(2, None, None)))
             .unwrap()
             .unwrap();
-        let askers = asker_names(Some("bot"), "web:alice");
+        let askers = people.askers(Some("bot"), "web:alice");
         assert_eq!(askers, ["bot", "alice"]);
         for own in [
             Actor::Web("alice".into()),
             Actor::Provider("alice".into()),
             Actor::Mcp("bot".into()),
         ] {
-            assert_eq!(r.may_vote(&own, &askers), Err(Refusal::OwnRequest));
+            let (_, person) = people.of_actor(&own).unwrap();
+            assert_eq!(
+                r.may_vote(&person, &askers, &people),
+                Err(Refusal::OwnRequest)
+            );
         }
-        assert_eq!(r.may_vote(&Actor::Web("bob".into()), &askers), Ok(()));
-        assert_eq!(
-            r.may_vote(&Actor::Cli, &askers),
-            Err(Refusal::Unauthenticated)
-        );
+        assert_eq!(r.may_vote("bob", &askers, &people), Ok(()));
+        // A group is of persons: bob's web token and his CLI name are one member.
         let mut p = Policy::default();
         p.groups.insert("ops".into(), vec!["web:bob".into()]);
         let g = p
             .required("x", Some(&q(1, Some("ops"), None)))
             .unwrap()
             .unwrap();
-        assert_eq!(g.may_vote(&Actor::Web("bob".into()), &[]), Ok(()));
+        assert_eq!(g.members.as_deref(), Some(&["bob".to_string()][..]));
+        assert_eq!(g.may_vote("bob", &[], &people), Ok(()));
         assert_eq!(
-            g.may_vote(&Actor::Provider("bob".into()), &[]),
+            g.may_vote("mallory", &[], &people),
             Err(Refusal::NotInGroup("ops".into()))
         );
-        // A Slack reviewer is a member as `slack:NAME`, from any Slack account mapped to
-        // them; the asker's name refuses them as it does on every face.
-        let mut p = Policy::default();
-        p.groups.insert("ops".into(), vec!["slack:carol".into()]);
-        let g = p
-            .required("x", Some(&q(1, Some("ops"), None)))
+        // A request recorded before persons holds identities: each stands for its person.
+        let mut old = g.clone();
+        old.members = Some(vec!["slack:carol".into(), "mail:dave@example.com".into()]);
+        assert_eq!(old.may_vote("carol", &[], &people), Ok(()));
+        let linked = People::new(
+            vec![("dave".into(), vec!["mail:dave@example.com".into()])],
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        assert_eq!(old.may_vote("dave", &[], &linked), Ok(()));
+        assert!(old.may_vote("dave", &[], &people).is_err());
+    }
+
+    #[test]
+    fn one_person_on_two_faces_is_one_voter() {
+        let r = Policy::default()
+            .required("x", Some(&q(2, None, None)))
             .unwrap()
             .unwrap();
-        let carol = |user: &str| Actor::Slack {
-            reviewer: "carol".into(),
-            user: user.into(),
-        };
-        assert_eq!(g.may_vote(&carol("U1"), &[]), Ok(()));
-        assert_eq!(g.may_vote(&carol("U2"), &[]), Ok(()));
-        assert_eq!(carol("U1").identity(), carol("U2").identity());
+        let ok = Some(Decision::Approved);
+        // provider:bob and web:bob are one person: never two approvals.
         assert_eq!(
-            g.may_vote(&Actor::Web("carol".into()), &[]),
-            Err(Refusal::NotInGroup("ops".into()))
+            r.verdict(&[vote("provider:bob", "A", ok), vote("web:bob", "A", ok)]),
+            Verdict::Open
         );
-        assert_eq!(
-            g.may_vote(&carol("U1"), &["carol".into()]),
-            Err(Refusal::OwnRequest)
+        let view = QuorumView::of(
+            &r,
+            &[vote("provider:bob", "A", ok), vote("web:bob", "A", ok)],
         );
+        assert_eq!(view.progress(), "1/2");
     }
 
     #[test]

@@ -133,6 +133,16 @@ impl Providers {
         })
     }
 
+    /// Answer `row` as `actor`: on a request with a quorum the answer is a vote, cast as
+    /// the reviewer themselves with no lease (so reviewers on different faces never meet
+    /// DUPLICATE_PROVIDER); on any other, through the host's lease of its context.
+    pub async fn answering(&self, row: &crate::store::RequestRow, actor: Actor) -> Result<Acting> {
+        if row.quorum.is_some() {
+            return Ok(Acting::Voter(actor));
+        }
+        self.acting(&row.context, actor).await
+    }
+
     /// Keep the context's lease (a reviewer is active on it).
     pub async fn touch(&self, context: &str) {
         if let Some(h) = self.held.lock().await.get_mut(context) {

@@ -160,6 +160,28 @@ pub fn decision(q: &Question, item: &AnswerItem) -> Option<Decision> {
     }
 }
 
+/// The reviewer's feedback on a declined plan review: when the request-level `decision` is
+/// `declined`, the `custom` text of the one plan-review question's answer. What every face
+/// calls the feedback (the outcome's `feedback`, the packages' `PlanDeclined`, the Claude
+/// Code hook's deny reason) is this, read once.
+pub fn feedback(
+    questions: &[crate::protocol::types::Question],
+    answer: &crate::protocol::types::Answer,
+    decision: Option<Decision>,
+) -> Option<String> {
+    if decision != Some(Decision::Declined) {
+        return None;
+    }
+    let plan = questions
+        .iter()
+        .find(|q| q.plan_review_approve().is_some())?;
+    answer
+        .answers
+        .iter()
+        .find(|a| a.id == plan.id)
+        .and_then(|a| a.custom.clone())
+}
+
 /// The request-level decision of the outcome document: the decision of its one plan-review
 /// question, or `None` when it has none or several (each is then recorded per question).
 pub fn request_decision(decisions: &[Option<Decision>]) -> Option<Decision> {

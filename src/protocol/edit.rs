@@ -101,6 +101,16 @@ pub fn edited(q: &Question, approved: &str) -> Edited {
     }
 }
 
+/// The text the reviewer approved for question `qid` whose proposal was `proposed`: the
+/// edited text when they approved it as edited, else the proposal as asked (the decision
+/// document's rule, docs/protocol.md, "The decision document"). What a gate hands the
+/// code it guards.
+pub fn approved_text<'a>(edits: Option<&'a Edits>, qid: &str, proposed: &'a str) -> &'a str {
+    edits
+        .and_then(|e| e.get(qid))
+        .map_or(proposed, |e| e.approved.as_str())
+}
+
 /// The edits an answer that passed [`super::answer::check_answer`] makes, by question id
 /// (empty when it edits nothing).
 pub fn edits(questions: &[Question], answer: &Answer) -> Edits {

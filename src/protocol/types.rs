@@ -368,10 +368,20 @@ pub struct AnsweredOutcome {
     pub decision: Option<Decision>,
     /// The name of the provider that answered.
     pub provider: Option<String>,
-    /// dshq extension, only for a request with a quorum: every reviewer whose vote made
-    /// this answer (`web:NAME`, `provider:NAME`, `mcp:CLIENT`), in the order they voted.
+    /// dshq extension, only for a request with a quorum: the identities whose votes made
+    /// this answer (`web:NAME`, `provider:NAME`, `mcp:CLIENT`, ...), in the order they
+    /// voted, one per person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Vec<String>>,
+    /// dshq extension, only for a request with a quorum: every vote cast on it, in the
+    /// order cast: the identity, the person it belongs to, the answer, the decision, when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub votes: Option<Vec<VoteView>>,
+    /// dshq extension: on a declined plan review, the reviewer's words (the `custom` text
+    /// of that question's answer); absent otherwise. Derived from `answer`, so every face
+    /// reads the same words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
     /// When the request was accepted (RFC 3339).
     pub created_at: String,
     /// When it was answered (RFC 3339).
@@ -394,6 +404,36 @@ pub struct AnsweredOutcome {
     /// `dshq receipt verify`). Absent where none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Box<Receipt>>,
+}
+
+/// One vote on a request with a quorum, as the faces and the outcome show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VoteView {
+    /// The identity that voted (`web:NAME`, `provider:NAME`, `mcp:CLIENT`,
+    /// `slack:REVIEWER`, `mail:ADDRESS`).
+    pub voter: String,
+    /// The person that identity belongs to (absent for a vote recorded before persons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
+    /// The answer voted for (an answer as the dsh vocabulary writes it).
+    #[schemars(with = "Answer")]
+    pub answer: serde_json::Value,
+    /// The request-level decision of that answer, if it makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+impl VoteView {
+    /// Who, for people: `alice via web:alice` (the identity alone when it has no person).
+    pub fn who(&self) -> String {
+        match &self.person {
+            Some(p) => format!("{p} via {}", self.voter),
+            None => self.voter.clone(),
+        }
+    }
 }
 
 /// The edits of an answer, by question id (in id order).

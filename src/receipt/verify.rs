@@ -249,6 +249,8 @@ mod tests {
             decision: None,
             provider: Some("alice".into()),
             approvers: None,
+            votes: None,
+            feedback: None,
             created_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: "2026-01-01T00:01:00.000Z".into(),
             edited: None,

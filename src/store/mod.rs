@@ -205,8 +205,13 @@ pub enum LeaseRef {
         /// Who acts (`web:NAME`).
         actor: Actor,
     },
+    /// A reviewer voting as themselves, without a lease: only a vote on a request with a
+    /// quorum is made so (a vote takes no lease, so voters on different faces never meet
+    /// DUPLICATE_PROVIDER); anything else is refused.
+    Voter(Actor),
     /// A transient lease registered in the request's context for this one command and
-    /// released before the transaction commits.
+    /// released before the transaction commits. A vote (on a request with a quorum) by
+    /// this name registers none: it is cast as `provider:NAME` without a lease.
     Transient {
         /// The provider's name.
         name: String,

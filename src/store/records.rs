@@ -631,7 +631,7 @@ fn check_ladder_column(row: &RequestRow, accepted: &Event) -> Option<String> {
 }
 
 /// The votes rows of a request are its `voted` events (issue 30): the same voters, each
-/// with the answer and decision its event recorded, and votes only under a quorum.
+/// with the answer, decision and person its event recorded, and votes only under a quorum.
 fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i64, String)> {
     let at_last = voted.last().map_or(0, |e| e.seq);
     if row.quorum.is_none() && (!voted.is_empty() || !votes.is_empty()) {
@@ -664,6 +664,14 @@ fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i6
                 &format!("the time of {voter:?}'s vote"),
                 &Some(v.at_ms),
                 &Some(e.at_ms),
+            )
+        })
+        // The person the vote counted for (none on a vote recorded before persons).
+        .or_else(|| {
+            differs(
+                &format!("the person of {voter:?}'s vote"),
+                &v.person.as_deref(),
+                &str_field(e, "person"),
             )
         });
         if let Some(p) = p {

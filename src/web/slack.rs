@@ -203,10 +203,10 @@ pub async fn interact(
             };
             let end = crate::host::slack::end_of(store, &row)?;
             let messages = store.slack_messages(&id2)?;
-            Ok(Some((row.context, end, messages)))
+            Ok(Some((row, end, messages)))
         })
         .await;
-    let (context, end, messages) = match now {
+    let (row, end, messages) = match now {
         Ok(None) => {
             let message = format!(
                 "Request {id} is not in this dshq (pruned, or never here): nothing was recorded."
@@ -224,6 +224,7 @@ pub async fn interact(
     if let Some(end) = end {
         return refuse_shown(&inter, &press, Code::RequestFinal, already_over(&id, &end));
     }
+    let context = row.context.clone();
     let channel = inter.channels.get(&context).map(String::as_str);
     if let Err(m) = interaction::where_it_is(&press, &context, channel) {
         return refuse_shown(&inter, &press, m.code(), m.to_string());
@@ -234,7 +235,7 @@ pub async fn interact(
     };
     let answer = press.value.answer();
     for attempt in 0..2 {
-        let acting = match st.providers.acting(&context, actor.clone()).await {
+        let acting = match st.providers.answering(&row, actor.clone()).await {
             Ok(a) => a,
             Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
         };
@@ -244,7 +245,7 @@ pub async fn interact(
             .write(move |store| app::provide::answer(store, Some(&root), &id2, &acting, &answer2))
             .await;
         match r {
-            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&context).await,
+            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
             Err(Error::RequestFinal { .. }) => {
                 // Someone else answered between the check and the write.
                 let id2 = id.clone();

@@ -1,8 +1,11 @@
 //! `dshq claude-code hook` against Claude Code's documented hook contract: the
 //! `PreToolUse` event on stdin exactly as the hooks reference shows it, and the exact
-//! `hookSpecificOutput` the hook prints. Claude Code itself is not run (it needs an account
-//! and the network); `resume` runs a stand-in program in its place that records how it was
-//! called. The reviewer is the real CLI.
+//! `hookSpecificOutput` the hook prints: `allow` with `updatedInput` (the answers, the
+//! approved plan as edited), `deny` with the feedback, and every failure the blocking
+//! exit status 2. Claude Code itself is not run (it needs an account and the network):
+//! a stand-in process runs the hook through `sh -c` as Claude Code does and exits when
+//! told, and `resume` runs a recorder in its place that notes how and when it was called.
+//! The reviewer is the real CLI.
 
 use std::fs;
 use std::path::Path;
@@ -82,20 +85,81 @@ fn spawn_with(c: &mut std::process::Command, stdin: &str) -> std::process::Child
     child
 }
 
-/// Run the hook under a shell that exits after it, as Claude Code's process does after a
-/// defer (the resumer waits for the hook's parent to be gone): `PATH` as given.
-fn hook_under_shell(env: &Env, args: &[&str], path: Option<&str>, stdin: &str) -> Run {
-    let mut c = std::process::Command::new("sh");
-    c.args(["-c", "\"$@\"; status=$?; exit $status", "sh"])
-        .arg(crate::helpers::bin())
-        .args(["claude-code", "hook"])
-        .args(args)
-        .env("DSHQ_ROOT", env.root())
-        .env("RUST_LOG", "warn");
-    if let Some(p) = path {
-        c.env("PATH", p);
+/// A stand-in for the Claude Code process: it runs the hook through `sh -c` (a shell
+/// between it and the hook, as Claude Code's command hooks have), writes the hook's
+/// output to `hook.out`, and then stays until the file `release` appears; just before it
+/// exits it writes the time (ns since the epoch) to `exited`.
+const STAND_IN: &str = r#"
+import os, subprocess, sys, time
+d = sys.argv[1]
+p = subprocess.run(["sh", "-c", '"$@"; status=$?; exit $status', "sh"] + sys.argv[2:],
+                   stdin=sys.stdin, capture_output=True)
+with open(os.path.join(d, "hook.out.tmp"), "wb") as f:
+    f.write(b"%d\n" % p.returncode + p.stdout)
+os.rename(os.path.join(d, "hook.out.tmp"), os.path.join(d, "hook.out"))
+end = time.monotonic() + 60
+while not os.path.exists(os.path.join(d, "release")) and time.monotonic() < end:
+    time.sleep(0.01)
+with open(os.path.join(d, "exited.tmp"), "w") as f:
+    f.write(str(time.time_ns()))
+os.rename(os.path.join(d, "exited.tmp"), os.path.join(d, "exited"))
+"#;
+
+/// A Claude Code stand-in running the hook with `args` on `stdin` (`PATH` as given).
+struct StandIn {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl StandIn {
+    fn start(env: &Env, args: &[&str], path: Option<&str>, stdin: &str) -> StandIn {
+        let dir = env.dir.path().join(format!("claude-{}", args.len()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let mut c = std::process::Command::new("python3");
+        c.arg("-c")
+            .arg(STAND_IN)
+            .arg(&dir)
+            .arg(crate::helpers::bin())
+            .args(["claude-code", "hook"])
+            .args(args)
+            .env("DSHQ_ROOT", env.root())
+            .env("RUST_LOG", "warn");
+        if let Some(p) = path {
+            c.env("PATH", p);
+        }
+        StandIn {
+            child: spawn_with(&mut c, stdin),
+            dir,
+        }
     }
-    spawn_with(&mut c, stdin).wait_with_output().unwrap().into()
+
+    /// The hook's exit status and stdout, once it ran.
+    fn hook(&self) -> Run {
+        let out = self.dir.join("hook.out");
+        assert!(
+            wait_until(DEADLINE, || out.exists()),
+            "the hook did not run"
+        );
+        let text = fs::read_to_string(out).unwrap();
+        let (code, stdout) = text.split_once('\n').unwrap();
+        Run {
+            code: code.parse().unwrap(),
+            stdout: stdout.to_string(),
+            stderr: String::new(),
+        }
+    }
+
+    /// Let it exit; when it did (ns since the epoch).
+    fn release(mut self) -> u128 {
+        fs::write(self.dir.join("release"), "").unwrap();
+        self.child.wait().unwrap();
+        fs::read_to_string(self.dir.join("exited"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
 }
 
 fn hook(env: &Env, args: &[&str], stdin: &str) -> Run {
@@ -217,25 +281,58 @@ fn with_wait_the_hook_waits_for_the_answer_or_defers_after_it() {
     let out: Run = waiting.wait_with_output().unwrap().into();
     assert_eq!(
         decision(&out),
-        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+            "updatedInput": {"plan": "# Plan\n\n1. Add the `orders` table\n2. Backfill\n"}}})
     );
 }
 
 #[test]
-fn unanswered_can_deny_or_ask_instead_of_deferring() {
+fn unanswered_deny_or_ask_end_the_request_instead_of_leaving_it_pending() {
     let env = Env::new();
     let id = ASK_ID;
-    let waiting =
-        format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
     assert_eq!(
         decision(&hook(&env, &["--unanswered", "deny"], &ask_event(&env))),
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-            "permissionDecisionReason": format!("{waiting} There is no answer yet; carry on without it or ask again later.")}})
+            "permissionDecisionReason": format!("No human answered dshq request {id} in time; it is closed. Carry on without the answer, or ask again later.")}})
+    );
+    // The request is over (aborted, saying why): no reviewer answers a question nobody
+    // waits for, and it is not left pending forever.
+    let shown = env.json(&["show", id]).ok().json();
+    assert_eq!(shown["status"], "aborted");
+    assert!(
+        shown["outcome"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the call was denied"),
+        "{shown}"
     );
     assert_eq!(
-        decision(&hook(&env, &["--unanswered", "ask"], &ask_event(&env))),
+        env.json(&[
+            "answer",
+            id,
+            "--question",
+            "q1",
+            "--select",
+            "Postgres",
+            "--question",
+            "q2",
+            "--skip"
+        ])
+        .error_code(),
+        "REQUEST_FINAL"
+    );
+    // The same call again finds the ended request: denied, saying how it ended.
+    let again = decision(&hook(&env, &["--unanswered", "deny"], &ask_event(&env)));
+    assert_eq!(again["hookSpecificOutput"]["permissionDecision"], "deny");
+    let plan = plan_event(&env);
+    assert_eq!(
+        decision(&hook(&env, &["--unanswered", "ask"], &plan)),
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
-            "permissionDecisionReason": waiting}})
+            "permissionDecisionReason": format!("No human answered dshq request {PLAN_ID} in time (it is closed): Claude Code asks you instead.")}})
+    );
+    assert_eq!(
+        env.json(&["show", PLAN_ID]).ok().json()["status"],
+        "aborted"
     );
 }
 
@@ -292,7 +389,43 @@ fn exit_plan_mode_approved_allows_and_declined_denies_with_the_feedback() {
     env.run(&["answer", &id, "--select", "Approve"]).ok();
     assert_eq!(
         decision(&hook(&env, &[], &revised)),
-        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+            "updatedInput": {"plan": "# Plan\n\n1. Add the table\n2. Backfill in batches\n"}}})
+    );
+}
+
+#[test]
+fn an_approved_edited_plan_reaches_claude_as_edited() {
+    let env = Env::new();
+    let ev = event(
+        env.dir.path(),
+        "ExitPlanMode",
+        "toolu_04Edited",
+        json!({"plan": "# Plan\n\n1. Drop the table\n", "allowedPrompts": [{"tool": "Bash", "prompt": "run tests"}]}),
+    );
+    let first = decision(&hook(&env, &[], &ev));
+    let id = first["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .nth(6)
+        .unwrap()
+        .to_string();
+    let edited = env.dir.path().join("edited.md");
+    fs::write(
+        &edited,
+        "# Plan\n\n1. Archive the table first\n2. Then drop it\n",
+    )
+    .unwrap();
+    env.run(&["answer", &id, "--edit", edited.to_str().unwrap()])
+        .ok();
+    // allow, with the plan the reviewer approved in place of Claude's, the rest of the
+    // tool's input kept.
+    assert_eq!(
+        decision(&hook(&env, &[], &ev)),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+            "updatedInput": {"plan": "# Plan\n\n1. Archive the table first\n2. Then drop it\n",
+                             "allowedPrompts": [{"tool": "Bash", "prompt": "run tests"}]}}})
     );
 }
 
@@ -314,7 +447,7 @@ fn a_cancelled_question_is_denied_saying_so() {
 }
 
 #[test]
-fn malformed_events_fail_clearly_and_never_block() {
+fn every_failure_is_the_blocking_deny_never_a_non_blocking_error() {
     let env = Env::new();
     let cwd = env.dir.path();
     let cases: Vec<(String, &str)> = vec![
@@ -349,7 +482,7 @@ fn malformed_events_fail_clearly_and_never_block() {
     ];
     for (stdin, says) in cases {
         let r = hook(&env, &[], &stdin);
-        assert_eq!(r.code, 1, "{says}: {r:?}");
+        assert_eq!(r.code, 2, "{says}: {r:?}");
         assert_eq!(r.stdout, "", "{says}");
         assert!(
             r.stderr.starts_with("dshq claude-code hook: "),
@@ -359,14 +492,22 @@ fn malformed_events_fail_clearly_and_never_block() {
         assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
         assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     }
-    // A flag Claude Code's settings got wrong is no usage error that blocks (exit 2) either.
+    // A flag Claude Code's settings got wrong blocks too, on one line.
     let r = hook(&env, &["--wait", "soon"], &ask_event(&env));
-    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{r:?}");
+    assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{r:?}");
     assert!(
         r.stderr.starts_with("dshq claude-code hook: USAGE: "),
         "{}",
         r.stderr
     );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    // A store that fails (its database is not a database): blocked, not let through.
+    let broken = Env::new();
+    fs::create_dir_all(broken.root()).unwrap();
+    fs::write(broken.root().join("dshq.db"), "not a database").unwrap();
+    let r = hook(&broken, &[], &plan_event(&broken));
+    assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{r:?}");
+    assert!(r.stderr.contains("the call is blocked"), "{}", r.stderr);
     // Another tool: no opinion, no output, success.
     let other = event(cwd, "Bash", "toolu_b", json!({"command": "ls"}));
     let r = hook(&env, &[], &other);
@@ -396,7 +537,7 @@ fn recorder(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     fs::write(
         &prog,
         format!(
-            "#!/bin/sh\n{{ pwd; for a in \"$@\"; do echo \"$a\"; done; }} > {}.tmp\nmv {0}.tmp {0}\n",
+            "#!/bin/sh\n{{ date +%s%N; pwd; for a in \"$@\"; do echo \"$a\"; done; }} > {}.tmp\nmv {0}.tmp {0}\necho \"the resumed run's own output\"\n",
             log.display()
         ),
     )
@@ -406,8 +547,23 @@ fn recorder(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     (prog, log)
 }
 
+/// What the recorder noted: when it started (ns since the epoch), then its directory
+/// and arguments.
+fn recorded(log: &Path) -> (u128, String) {
+    let text = fs::read_to_string(log).unwrap();
+    let (started, rest) = text.split_once('\n').unwrap();
+    (started.parse().unwrap(), rest.to_string())
+}
+
+/// The deferral of `id` by a hook run with `--resume`, naming the resumer's log.
+fn defer_resuming(env: &Env, id: &str) -> Value {
+    let log = env.root().join("claude-code").join(format!("{id}.log"));
+    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer",
+        "permissionDecisionReason": format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`). Once answered, the session is resumed; that run's output goes to {}.", log.display())}})
+}
+
 #[test]
-fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
+fn resume_under_sh_c_waits_for_claude_code_itself_and_keeps_the_runs_output() {
     let env = Env::new();
     let session_dir = env.dir.path().join("project");
     fs::create_dir(&session_dir).unwrap();
@@ -434,28 +590,60 @@ fn resume_runs_claude_resume_in_the_sessions_directory_once_answered() {
     assert_eq!(r.error_code(), "WAIT_TIMEOUT");
     assert!(!log.exists());
 
-    // From the hook: --resume starts the resumer in the background; the answer resumes.
-    // Under a shell that exits after it, as Claude Code's own process does after a defer:
-    // the resumer waits for that parent to be gone before it resumes.
-    let under_claude = hook_under_shell(
+    // From the hook: --resume starts the resumer in the background. Claude Code runs the
+    // hook through `sh -c`, and the shell exits with the hook; the run that deferred is
+    // Claude Code, which exits later: only then may the session be resumed.
+    let claude = StandIn::start(
         &env,
         &["--resume", "--claude", prog.to_str().unwrap()],
         None,
         &ev,
     );
-    assert_eq!(decision(&under_claude), defer_for(ASK_ID));
-    assert!(!log.exists());
+    assert_eq!(decision(&claude.hook()), defer_resuming(&env, ASK_ID));
     answer_ask(&env, ASK_ID);
+    // The resumer has the answer and waits for the stand-in (not for the shell, gone).
+    let resume_log = env.root().join("claude-code").join(format!("{ASK_ID}.log"));
+    let waiting = format!(
+        "answered; waiting for Claude Code (pid {}) to exit",
+        claude.child.id()
+    );
+    assert!(
+        wait_until(DEADLINE, || fs::read_to_string(&resume_log)
+            .is_ok_and(|t| t.contains(&waiting))),
+        "{:?}",
+        fs::read_to_string(&resume_log)
+    );
+    assert!(!log.exists(), "resumed while Claude Code still ran");
+    let exited = claude.release();
     assert!(
         wait_until(DEADLINE, || log.exists()),
         "claude was not resumed"
     );
-    let ran = fs::read_to_string(&log).unwrap();
+    let (started, ran) = recorded(&log);
+    assert!(
+        started >= exited,
+        "the resumed run started {}ms before the deferred one exited",
+        (exited - started) / 1_000_000
+    );
     let expected = format!(
         "{}\n-p\n--resume\n{SESSION}\n",
         session_dir.canonicalize().unwrap().display()
     );
     assert_eq!(ran, expected);
+    // The resumed run's output is kept in the log the deferral named (0600).
+    assert!(
+        wait_until(DEADLINE, || fs::read_to_string(&resume_log)
+            .is_ok_and(|t| t.contains("the resumed run ended"))),
+        "{:?}",
+        fs::read_to_string(&resume_log)
+    );
+    let kept = fs::read_to_string(&resume_log).unwrap();
+    assert!(kept.contains("the resumed run's own output"), "{kept}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&resume_log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 
     // The resumed run's hook finds the answer.
     let v = decision(&hook(&env, &[], &ev));
@@ -522,15 +710,16 @@ fn the_ready_settings_snippet_defers_and_resumes_through_path() {
         .collect();
     assert_eq!(&words[..2], ["dshq", "claude-code"]);
     assert_eq!(flags[0], "hook");
-    let r = hook_under_shell(&env, &flags[1..], Some(&path), &plan);
-    assert_eq!(decision(&r), defer_for(PLAN_ID));
+    let claude = StandIn::start(&env, &flags[1..], Some(&path), &plan);
+    assert_eq!(decision(&claude.hook()), defer_resuming(&env, PLAN_ID));
     env.run(&["answer", PLAN_ID, "--select", "Approve"]).ok();
+    claude.release();
     assert!(
         wait_until(DEADLINE, || log.exists()),
         "claude was not resumed"
     );
-    assert!(fs::read_to_string(&log)
-        .unwrap()
+    assert!(recorded(&log)
+        .1
         .ends_with(&format!("-p\n--resume\n{SESSION}\n")));
 }
 
@@ -564,7 +753,7 @@ fn a_plan_file_is_read_only_from_claude_codes_plans_directory() {
     };
     // Outside the plans directory (directly, or through a symlink inside it): refused.
     let r = run(&secret);
-    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{r:?}");
+    assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{r:?}");
     assert!(
         r.stderr.contains("only plans there are read"),
         "{}",
@@ -572,7 +761,7 @@ fn a_plan_file_is_read_only_from_claude_codes_plans_directory() {
     );
     let link = config.join("plans").join("link.md");
     std::os::unix::fs::symlink(&secret, &link).unwrap();
-    assert_eq!(run(&link).code, 1);
+    assert_eq!(run(&link).code, 2);
     // Nothing was asked: not even a root was made (a read there is NO_ROOT).
     assert_eq!(env.json(&["list"]).error_code(), "NO_ROOT");
 

@@ -80,7 +80,12 @@ fn two_of_three_through_the_cli_and_the_http_api() {
     assert_eq!(shown["quorum"]["votes"][0]["decision"], "approved");
     let text = env.run(&["show", "q1"]).ok();
     assert!(
-        text.stdout.contains("vote     provider:bob at"),
+        text.stdout.contains("vote     bob via provider:bob at"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("quorum   1/2 agree"),
         "{}",
         text.stdout
     );

@@ -65,6 +65,7 @@ conformance!(
     quorum::quorum_a_decline_vetoes_unless_it_is_a_vote,
     quorum::quorum_the_policy_wins_and_a_group_restricts_the_voters,
     quorum::quorum_counts_a_slack_reviewer_once_whichever_account,
+    quorum::quorum_counts_persons_not_faces,
     scenarios::ask_claim_answer_outcome,
     scenarios::lease_expiry_returns_the_claim,
     scenarios::a_stale_lease_cannot_act,

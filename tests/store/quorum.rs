@@ -314,7 +314,11 @@ pub fn quorum_the_policy_wins_and_a_group_restricts_the_voters<S: Store>(
             decline: None,
         },
     );
-    store.set_quorum_policy(Arc::new(Policy { groups, contexts }));
+    store.set_quorum_policy(Arc::new(Policy {
+        groups,
+        contexts,
+        people: Default::default(),
+    }));
     // The asker asked for one approval: the policy's two of group ops win.
     ask_with(&mut store, "p", json!({"approvals": 1}), "alice").unwrap();
     let q = row(&mut store, "p").required_quorum().unwrap();
@@ -390,6 +394,10 @@ fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
         (
             "UPDATE requests SET quorum = NULL WHERE id = 'q'".into(),
             "quorum",
+        ),
+        (
+            "UPDATE votes SET person = 'mallory' WHERE voter = 'web:bob'".into(),
+            "person of \"web:bob\"'s vote",
         ),
     ];
     for (sql, what) in cases {
@@ -467,4 +475,89 @@ pub fn quorum_counts_a_slack_reviewer_once_whichever_account<S: Store>(
     assert_eq!(actors, ["slack:carol@U0C1", "slack:dave@U0D1"]);
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
+}
+
+/// A quorum counts persons, not faces: `provider:bob` (a one-shot CLI vote) and
+/// `web:bob` are one person, so bob's second vote through the page is `ALREADY_VOTED`
+/// (same answer or not); the people directory links a mail address to the asker, whose
+/// vote through a mail link is `OWN_REQUEST`; votes take no lease, so a terminal holding
+/// the context keeps nobody from voting; carol's Slack press meets the quorum with
+/// the votes (identity and person) in the outcome; `audit verify` passes.
+pub fn quorum_counts_persons_not_faces<S: Store>(new: impl Fn(&TestClock) -> S) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    let people = dshq::core::people::People::new(
+        vec![("alice".into(), vec!["mail:alice@example.com".into()])],
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    store.set_quorum_policy(Arc::new(Policy {
+        people,
+        ..Policy::default()
+    }));
+    ask_with(&mut store, "p", json!({"approvals": 2}), "alice").unwrap();
+    // A terminal reviewer holds the context: a vote needs no lease, so none is refused.
+    let (_terminal, _) = store.register("ctx", "terminal", TTL).unwrap();
+    clock.advance(1);
+    let cli_bob = LeaseRef::Transient {
+        name: "bob".into(),
+        ttl_ms: TTL,
+    };
+    let v = voted(vote(&mut store, &cli_bob, "p", &pick("Postgres")).unwrap());
+    assert_eq!(v.voter, "provider:bob");
+    assert_eq!(v.quorum.votes[0].person.as_deref(), Some("bob"));
+    assert_eq!(v.quorum.progress(), "1/2");
+    clock.advance(1);
+    let web_bob = LeaseRef::Voter(Actor::Web("bob".into()));
+    for answer in ["Postgres", "SQLite"] {
+        assert_eq!(
+            code(vote(&mut store, &web_bob, "p", &pick(answer))),
+            Code::AlreadyVoted,
+            "bob through the page, {answer}"
+        );
+    }
+    // bob's own face again with the same answer: counted once (a replay), not refused.
+    let again = voted(vote(&mut store, &cli_bob, "p", &pick("Postgres")).unwrap());
+    assert_eq!(again.quorum.votes.len(), 1);
+    let mail_alice = LeaseRef::Voter(Actor::Mail("alice@example.com".into()));
+    assert_eq!(
+        code(vote(&mut store, &mail_alice, "p", &pick("Postgres"))),
+        Code::OwnRequest,
+        "the asker's mail address is the asker"
+    );
+    assert_eq!(kinds(&mut store, "p"), ["accepted", "voted"]);
+    clock.advance(1);
+    let slack_carol = LeaseRef::Voter(Actor::Slack {
+        reviewer: "carol".into(),
+        user: "U0C1".into(),
+    });
+    let a = finished(vote(&mut store, &slack_carol, "p", &pick("Postgres")).unwrap());
+    assert_eq!(
+        a.approvers.as_deref(),
+        Some(&["provider:bob".to_string(), "slack:carol".to_string()][..])
+    );
+    let votes = a.votes.expect("the outcome names every vote");
+    let who: Vec<(String, Option<String>)> = votes
+        .iter()
+        .map(|v| (v.voter.clone(), v.person.clone()))
+        .collect();
+    assert_eq!(
+        who,
+        [
+            ("provider:bob".to_string(), Some("bob".to_string())),
+            ("slack:carol".to_string(), Some("carol".to_string()))
+        ]
+    );
+    let r = row(&mut store, "p");
+    assert_eq!((r.status, r.claimed_lease), (Status::Answered, None));
+    let voted_events: Vec<Value> = store
+        .events("p")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "voted")
+        .map(|e| e.data)
+        .collect();
+    assert_eq!(voted_events[0]["person"], "bob");
+    assert_eq!(voted_events[1]["person"], "carol");
+    assert_eq!(store.verify(&[]).unwrap().broken, None);
 }

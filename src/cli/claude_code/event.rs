@@ -8,9 +8,13 @@
 //! are ignored (Claude Code adds fields over time); the ones it uses are checked, and a
 //! missing or mistyped one is a `BAD_REQUEST` naming it. The output is the documented
 //! `hookSpecificOutput` with `permissionDecision` (`allow`, `deny`, `ask` or `defer`),
-//! `permissionDecisionReason`, and for an answered `AskUserQuestion` the tool's own input
-//! with `answers` added as `updatedInput` (each key a question's text, each value the
-//! selected label, several joined with ", ", or the free text).
+//! `permissionDecisionReason`, and with every `allow` an `updatedInput`: the tool's own
+//! input with, for `AskUserQuestion`, the `answers` (each key a question's text, each value
+//! the selected label, several joined with ", ", or the free text), and for `ExitPlanMode`
+//! the `plan` the reviewer approved (edited or not). Claude Code's hook contract wants the
+//! `updatedInput` of these two tools with an `allow` in a headless `-p` run: `allow` alone
+//! does not let such a run go on, and an approved plan that was edited must reach Claude
+//! as edited, or Claude would carry out its own plan, not the one approved.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -28,6 +32,8 @@ pub const EXIT_PLAN_MODE: &str = "ExitPlanMode";
 pub const APPROVE: &str = "Approve";
 /// The plan review's other label.
 pub const KEEP_PLANNING: &str = "Keep planning";
+/// The plan review's question id.
+pub const PLAN_ID: &str = "plan";
 
 /// The fields of a hook event this hook reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -213,7 +219,7 @@ pub fn plan_request(event: &Event, plan: &str, context: &str) -> Value {
         "id": request_id(event),
         "context": context,
         "questions": [{
-            "id": "plan",
+            "id": PLAN_ID,
             "header": "Plan",
             "question": "Claude has a plan and asks to leave plan mode. Approve it?",
             "detail": plan,
@@ -277,26 +283,35 @@ pub fn ask_verdict(event: &Event, outcome: &Outcome) -> Verdict {
     Verdict::Allow(Some(Value::Object(input)))
 }
 
-/// The verdict on an `ExitPlanMode` call whose review has `outcome`: approved → allow;
-/// declined → deny with the reviewer's feedback as the reason, so the model keeps
-/// planning; ended without an answer → deny saying so.
-pub fn plan_verdict(outcome: &Outcome) -> Verdict {
+/// The verdict on an `ExitPlanMode` call whose review of `plan` has `outcome`: approved
+/// → allow with the tool's input carrying the plan the reviewer approved (as edited, when
+/// they edited it); declined → deny with the reviewer's feedback as the reason, so the
+/// model keeps planning; ended without an answer, or with no decision at all → deny
+/// saying so. A gate fails closed: only an approval lets the plan run.
+pub fn plan_verdict(event: &Event, plan: &str, outcome: &Outcome) -> Verdict {
     let answered = match outcome {
         Outcome::Answered(a) => a,
         Outcome::Error(e) => return Verdict::Deny(unanswered(&e.error)),
     };
-    if answered.decision == Some(Decision::Approved) {
-        return Verdict::Allow(None);
+    match answered.decision {
+        Some(Decision::Approved) => {
+            let approved =
+                crate::protocol::edit::approved_text(answered.edited.as_ref(), PLAN_ID, plan);
+            let mut input = match &event.tool_input {
+                Value::Object(m) => m.clone(),
+                _ => Map::new(),
+            };
+            input.insert("plan".into(), json!(approved));
+            Verdict::Allow(Some(Value::Object(input)))
+        }
+        Some(Decision::Declined) => Verdict::Deny(match &answered.feedback {
+            Some(f) => format!("The reviewer declined the plan. Their feedback: {f}"),
+            None => "The reviewer declined the plan without feedback. Keep planning.".to_string(),
+        }),
+        None => Verdict::Deny(
+            "The review ended without a decision on the plan. Keep planning.".to_string(),
+        ),
     }
-    let feedback = answered
-        .answer
-        .answers
-        .first()
-        .and_then(|a| a.custom.as_deref());
-    Verdict::Deny(match feedback {
-        Some(f) => format!("The reviewer declined the plan. Their feedback: {f}"),
-        None => "The reviewer declined the plan without feedback. Keep planning.".to_string(),
-    })
 }
 
 #[cfg(test)]

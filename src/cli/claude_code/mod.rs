@@ -12,12 +12,24 @@
 //! runs `claude -p --resume SESSION` in the session's directory; `hook --resume` starts it
 //! in the background for every deferred call.
 //!
-//! A hook must never stop the session by failing: a malformed event, a store error, even
-//! a bug is reported on stderr as `dshq claude-code hook: CODE: message`, stdout stays
-//! empty, and the exit status is 1, which Claude Code treats as a non-blocking error (only
-//! 2 blocks a tool call). Tools other than these two get no opinion (exit 0, no output).
+//! The hook is a gate, and it fails closed: a malformed event, a store error, a command-line
+//! mistake in the settings, even a bug is reported on stderr as `dshq claude-code hook:
+//! CODE: message` with stdout empty and exit status 2, which Claude Code's hook contract
+//! documents as the blocking error (the call does not run; stderr is the reason Claude
+//! sees). Any other non-zero status is a non-blocking error there, and the tool call would
+//! go ahead: a plan nobody reviewed would run. Tools other than these two get no opinion
+//! (exit 0, no output). Source: Claude Code's hooks reference, "PreToolUse decision
+//! control" and "Exit code output" (docs/DESIGN.md, "Agents where they work").
+//!
+//! With no answer after `--wait`, `--unanswered deny` and `--unanswered ask` end the
+//! request (aborted, with the reason), since nobody will resume the call to read a later
+//! answer; `defer` (the default) leaves it open for `claude -p --resume`, and `--resume`
+//! starts `dshq claude-code resume` to run that once the answer comes and Claude Code
+//! itself (not a shell between it and the hook) has exited, its output kept in a log file
+//! the deferral names.
 
 pub mod event;
+pub mod process;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -94,6 +106,14 @@ pub struct ResumeArgs {
     /// Before resuming, wait until this process (the run that deferred) has exited.
     #[arg(long, value_name = "PID")]
     pub after_pid: Option<u32>,
+    /// With --after-pid: when that process started (clock ticks since boot, as
+    /// /proc/PID/stat says), so a later process reusing its pid is not waited for.
+    #[arg(long, value_name = "TICKS", requires = "after_pid", hide = true)]
+    pub after_started: Option<u64>,
+    /// Append what this resumer does, and the resumed run's output, to FILE (created
+    /// 0600); `hook --resume` gives one under the state root (`claude-code/ID.log`).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
     /// More arguments for Claude Code, after `--` (e.g. `-- --output-format json`).
     #[arg(last = true)]
     pub args: Vec<OsString>,
@@ -106,15 +126,18 @@ pub fn is_hook_invocation(args: impl Iterator<Item = OsString>) -> bool {
         .any(|w| w[0] == "claude-code" && w[1] == "hook")
 }
 
+/// The exit status Claude Code's hook contract documents as the blocking error: the tool
+/// call does not run, and stderr is the reason given to Claude.
+pub const BLOCKING: i32 = 2;
+
 /// A command-line error of the hook (a mistake in Claude Code's settings): reported like
-/// any other failure of the hook, with exit status 1, never clap's 2, which would block
-/// the tool call.
+/// any other failure of the hook, as the blocking error, on one line (not clap's usage).
 pub fn usage_exit(e: &clap::Error) -> ! {
     let message = e.render().to_string();
     let first = message.lines().next().unwrap_or_default();
     let first = first.strip_prefix("error: ").unwrap_or(first);
     eprintln!("dshq claude-code hook: {}: {first}", Code::Usage);
-    std::process::exit(1)
+    std::process::exit(BLOCKING)
 }
 
 /// Run it.
@@ -125,7 +148,8 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     }
 }
 
-/// The hook: decide, print, and exit; never an exit status that blocks the session.
+/// The hook: decide, print, and exit; any failure is the blocking error (the gate fails
+/// closed).
 fn hook(ctx: &Ctx, a: &HookArgs) -> ! {
     let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decide(ctx, a)));
     match decided {
@@ -137,25 +161,25 @@ fn hook(ctx: &Ctx, a: &HookArgs) -> ! {
         Ok(Err(e)) => {
             let ue = e.to_user_error();
             eprintln!(
-                "dshq claude-code hook: {}: {}",
+                "dshq claude-code hook: {}: {} (the call is blocked: dshq could not ask a human)",
                 ue.code,
-                crate::text::multi_line(&ue.message)
+                crate::text::one_line(&ue.message)
             );
-            std::process::exit(1)
+            std::process::exit(BLOCKING)
         }
         Err(_) => {
             eprintln!(
-                "dshq claude-code hook: an internal error (a bug); the call goes on without dshq"
+                "dshq claude-code hook: an internal error (a bug); the call is blocked: dshq could not ask a human"
             );
-            std::process::exit(1)
+            std::process::exit(BLOCKING)
         }
     }
 }
 
-/// Which of the two tools a request is for.
+/// Which of the two tools a request is for (with the plan asked, for a plan review).
 enum Kind {
     Questions,
-    Plan,
+    Plan(String),
 }
 
 /// Read the event, ask (or find) its request, wait up to `--wait`, and decide.
@@ -182,17 +206,18 @@ fn decide(ctx: &Ctx, a: &HookArgs) -> Result<Option<Verdict>> {
                 Some(p) => p.to_string(),
                 None => plan_from_file(&ev)?,
             };
-            (Kind::Plan, event::plan_request(&ev, &plan, &a.context))
+            let request = event::plan_request(&ev, &plan, &a.context);
+            (Kind::Plan(plan), request)
         }
         _ => return Ok(None),
     };
     let id = event::request_id(&ev);
     let verdict = match ask_and_wait(ctx, &id, &request, a.wait)? {
-        Some(outcome) => match kind {
+        Some(outcome) => match &kind {
             Kind::Questions => event::ask_verdict(&ev, &outcome),
-            Kind::Plan => event::plan_verdict(&outcome),
+            Kind::Plan(plan) => event::plan_verdict(&ev, plan, &outcome),
         },
-        None => not_yet(ctx, a, &id)?,
+        None => not_yet(ctx, a, &id, &kind, &ev)?,
     };
     Ok(Some(verdict))
 }
@@ -265,38 +290,87 @@ fn ask_and_wait(ctx: &Ctx, id: &str, request: &Value, wait: Duration) -> Result<
     }
 }
 
-/// The verdict while the request has no outcome, per `--unanswered`.
-fn not_yet(ctx: &Ctx, a: &HookArgs, id: &str) -> Result<Verdict> {
+/// The verdict while the request has no outcome, per `--unanswered`. A deny or an ask
+/// ends the request (aborted, saying why): nobody will resume this call to read a later
+/// answer, and a reviewer must not answer a question that no longer waits. If it was
+/// answered meanwhile, that answer is the verdict.
+fn not_yet(ctx: &Ctx, a: &HookArgs, id: &str, kind: &Kind, ev: &Event) -> Result<Verdict> {
     let waiting =
         format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
+    let end = |why: &str| -> Result<Option<Verdict>> {
+        let mut store = ctx.store()?;
+        match app::ask::abort(&mut *store, &ctx.root, id, Some(why), &Actor::Cli) {
+            Ok(_) => Ok(None),
+            // Answered (or ended) between the wait and the abort: that is the verdict.
+            Err(Error::RequestFinal { .. }) => {
+                let row = app::feed::get(&mut *store, id)?;
+                Ok(row.and_then(|r| r.outcome()).map(|o| match kind {
+                    Kind::Questions => event::ask_verdict(ev, &o),
+                    Kind::Plan(plan) => event::plan_verdict(ev, plan, &o),
+                }))
+            }
+            Err(e) => Err(e),
+        }
+    };
     Ok(match a.unanswered {
         Unanswered::Defer => {
             if a.resume {
-                spawn_resumer(ctx, id, &a.claude)?;
+                let log = spawn_resumer(ctx, id, &a.claude)?;
+                Verdict::Defer(format!(
+                    "{waiting} Once answered, the session is resumed; that run's output goes to {}.",
+                    log.display()
+                ))
+            } else {
+                Verdict::Defer(waiting)
             }
-            Verdict::Defer(waiting)
         }
-        Unanswered::Deny => Verdict::Deny(format!(
-            "{waiting} There is no answer yet; carry on without it or ask again later."
-        )),
-        Unanswered::Ask => Verdict::Ask(waiting),
+        Unanswered::Deny => {
+            match end("no answer within the Claude Code hook's --wait: the call was denied")? {
+                Some(v) => v,
+                None => Verdict::Deny(format!(
+                    "No human answered dshq request {id} in time; it is closed. Carry on without the answer, or ask again later."
+                )),
+            }
+        }
+        Unanswered::Ask => {
+            match end("no answer within the Claude Code hook's --wait: Claude Code asks the user itself")? {
+                Some(v) => v,
+                None => Verdict::Ask(format!(
+                    "No human answered dshq request {id} in time (it is closed): Claude Code asks you instead."
+                )),
+            }
+        }
     })
 }
 
+/// Where the resumer of request `id` keeps its log: `ROOT/claude-code/ID.log`.
+pub fn resume_log(ctx: &Ctx, id: &str) -> PathBuf {
+    ctx.root.dir().join("claude-code").join(format!("{id}.log"))
+}
+
 /// Start `dshq claude-code resume ID` in its own session, detached from the hook (it
-/// outlives it, and the run that deferred), with no terminal and no inherited pipes.
-fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<()> {
+/// outlives it, and the run that deferred), with no terminal and no inherited pipes; it
+/// waits for Claude Code itself ([`process::claude_code`]) and writes to its log, whose
+/// path is returned.
+fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<PathBuf> {
     let exe = std::env::current_exe().map_err(|e| Error::io("the dshq binary", e))?;
+    let log = resume_log(ctx, id);
+    let pid = process::claude_code();
     let mut c = Process::new(exe);
     c.arg("--root")
         .arg(ctx.root.dir())
         .args(["claude-code", "resume", id, "--claude"])
         .arg(claude)
         .arg("--after-pid")
-        .arg(std::os::unix::process::parent_id().to_string())
+        .arg(pid.to_string())
+        .arg("--log")
+        .arg(&log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    if let Some(p) = process::read(pid) {
+        c.arg("--after-started").arg(p.started.to_string());
+    }
     // SAFETY: setsid(2) is async-signal-safe and has no preconditions in the child.
     unsafe {
         c.pre_exec(|| {
@@ -306,17 +380,7 @@ fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<()> {
     }
     c.spawn()
         .map_err(|e| Error::io("dshq claude-code resume", e))?;
-    Ok(())
-}
-
-/// Whether process `pid` still exists.
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    Ok(log)
 }
 
 /// The session id and directory a request of the hook recorded in its meta.
@@ -362,19 +426,74 @@ fn session_of(ctx: &Ctx, id: &str) -> Result<(String, PathBuf)> {
 /// Wait for the outcome (any: the resumed run's hook turns it into allow or deny), then
 /// run Claude Code on the session and end with its exit status.
 fn resume(ctx: &Ctx, a: &ResumeArgs) -> Result<()> {
-    wait::wait_for(&ctx.root, &a.id, a.timeout)?;
-    let (session, cwd) = session_of(ctx, &a.id)?;
-    if let Some(pid) = a.after_pid {
-        while alive(pid) {
-            std::thread::sleep(Duration::from_millis(100));
+    let log = a.log.as_deref().map(open_log).transpose()?;
+    let note = |line: String| {
+        if let Some(mut f) = log.as_ref() {
+            use std::io::Write;
+            let _ = writeln!(
+                f,
+                "{} dshq claude-code resume: {line}",
+                crate::clock::rfc3339(crate::clock::now_ms())
+            );
         }
+    };
+    note(format!("waiting for the outcome of {}", a.id));
+    let waited = wait::wait_for(&ctx.root, &a.id, a.timeout);
+    if let Err(e) = &waited {
+        note(format!("gave up: {e}"));
     }
-    let status = Process::new(&a.claude)
-        .args(["-p", "--resume", &session])
+    waited?;
+    let (session, cwd) = match session_of(ctx, &a.id) {
+        Ok(s) => s,
+        Err(e) => {
+            note(format!("cannot resume: {e}"));
+            return Err(e);
+        }
+    };
+    if let Some(pid) = a.after_pid {
+        note(format!(
+            "answered; waiting for Claude Code (pid {pid}) to exit"
+        ));
+        process::wait_gone(pid, a.after_started);
+    }
+    note(format!(
+        "resuming: {} -p --resume {session} in {}",
+        a.claude.display(),
+        cwd.display()
+    ));
+    let mut c = Process::new(&a.claude);
+    c.args(["-p", "--resume", &session])
         .args(&a.args)
         .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| Error::io(&a.claude, e))?;
+        .stdin(Stdio::null());
+    if let Some(f) = log.as_ref() {
+        let out = f.try_clone().map_err(|e| Error::io("the resume log", e))?;
+        let err = f.try_clone().map_err(|e| Error::io("the resume log", e))?;
+        c.stdout(out).stderr(err);
+    }
+    let status = c.status().map_err(|e| {
+        note(format!("cannot run {}: {e}", a.claude.display()));
+        Error::io(&a.claude, e)
+    })?;
+    note(format!("the resumed run ended: {status}"));
     std::process::exit(status.code().unwrap_or(1))
+}
+
+/// Open (append, create 0600, in a 0700 directory) the resumer's log.
+fn open_log(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(dir, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
 }

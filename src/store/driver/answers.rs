@@ -40,14 +40,16 @@ pub struct AnsweredRow<'a> {
 pub struct NewVote<'a> {
     /// The request's seq.
     pub request_seq: i64,
-    /// Who votes (an actor string: `web:NAME`, `provider:NAME`, `mcp:CLIENT`).
+    /// The identity that votes (`web:NAME`, `provider:NAME`, `mcp:CLIENT`, ...).
     pub voter: &'a str,
+    /// The person it belongs to.
+    pub person: &'a str,
     /// The answer voted for, in question order, as JSON.
     pub answer_json: &'a str,
     /// The request-level decision that answer makes, if any.
     pub decision: Option<&'a str>,
-    /// The lease the vote was made through.
-    pub lease_id: i64,
+    /// The lease the vote was made through, if one (a vote needs none).
+    pub lease_id: Option<i64>,
 }
 
 /// What an answer writes on one question row.
@@ -122,14 +124,21 @@ pub trait AnswerStatements {
         now: Millis,
     ) -> Result<bool>;
 
+    /// Answer open request `row.seq` with the vote that met its quorum, cast without a
+    /// lease (a vote takes none): guarded by the open states only, so of racing writers
+    /// one finishes it. The row keeps no claiming lease (a claim reserved it for one
+    /// provider; the quorum's voters decided it).
+    fn set_answered_by_vote_if_open(&mut self, row: AnsweredRow<'_>, now: Millis) -> Result<bool>;
+
     /// Lock the row of request `seq` for a vote if it is still open (PostgreSQL: `FOR
     /// UPDATE`, so the votes of one request are counted one writer at a time and the
     /// writer that meets the quorum sees every vote before it; SQLite's one writer needs
     /// no lock); whether it is open.
     fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool>;
 
-    /// Insert `vote` at `now` unless this voter already voted on the request (the unique
-    /// key on `(request_seq, voter)`, `ON CONFLICT DO NOTHING`); whether it was inserted.
+    /// Insert `vote` at `now` unless this identity or this person already voted on the
+    /// request (the unique keys on `(request_seq, voter)` and `(request_seq, person)`,
+    /// `ON CONFLICT DO NOTHING`); whether it was inserted.
     fn insert_vote_if_voter_new(&mut self, vote: NewVote<'_>, now: Millis) -> Result<bool>;
 
     /// The votes of request `seq`, in the order they were cast (time, then voter).

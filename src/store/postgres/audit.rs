@@ -155,7 +155,7 @@ impl<C: GenericClient> AuditReads for PgRead<'_, C> {
     fn all_votes(&mut self) -> Result<Vec<(i64, crate::core::quorum::Vote)>> {
         self.0
             .query(
-                "SELECT request_seq, voter, answer, decision, created_ms FROM votes
+                "SELECT request_seq, voter, answer, decision, created_ms, person FROM votes
                  ORDER BY request_seq, created_ms, voter",
                 &[],
             )?
@@ -166,6 +166,7 @@ impl<C: GenericClient> AuditReads for PgRead<'_, C> {
                     r.try_get(0)?,
                     crate::core::quorum::Vote {
                         voter: r.try_get(1)?,
+                        person: r.try_get(5)?,
                         answer: r.try_get(2)?,
                         decision: decision
                             .as_deref()

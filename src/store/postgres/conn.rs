@@ -96,6 +96,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0009_slack",
         include_str!("../../../migrations/postgres/0009_slack.sql"),
     ),
+    (
+        10,
+        "0010_persons",
+        include_str!("../../../migrations/postgres/0010_persons.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -154,6 +154,7 @@ const TABLES: &[Table] = &[
             ("decision", Text),
             ("lease_id", Int),
             ("created_ms", Int),
+            ("person", Text),
         ],
         order: "request_seq, created_ms, voter COLLATE \"C\"",
     },
@@ -182,6 +183,7 @@ const ADDED_LATER: &[(&str, &str)] = &[
     ("requests", "edits"),
     ("requests", "quorum"),
     ("requests", "approvers"),
+    ("votes", "person"),
 ];
 
 fn column_list(t: &Table) -> String {

@@ -16,7 +16,8 @@
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::{RequestRow, Status};
-use crate::core::quorum::{asker_names, QuorumView, Refusal, Required, Verdict};
+use crate::core::people::People;
+use crate::core::quorum::{QuorumView, Refusal, Required, Verdict};
 use crate::error::{Error, Result};
 use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::edit;
@@ -88,14 +89,49 @@ pub fn target(act: &ProviderAct) -> Option<&str> {
 
 /// One provider act by `lease` (a token, a token acting for someone, or a transient
 /// lease registered for this one act and released after it: see [`leases::resolve`]).
+/// `people` says which person a voter is, for a request with a quorum.
+///
+/// A vote takes no lease: an answer to a request with a quorum by a one-shot provider
+/// (`Transient`, `dshq answer --name NAME`) or a reviewer voting as themselves (`Voter`)
+/// is cast without registering or using the context's lease, so voters on different faces
+/// never meet DUPLICATE_PROVIDER; a vote made with a lease (a token) is fenced by it.
 pub fn provide(
     db: &mut dyn Statements,
     now: Millis,
     lease: &LeaseRef,
     act: &ProviderAct,
+    people: &People,
 ) -> Result<Provided> {
+    let leaseless = match lease {
+        LeaseRef::Transient { name, .. } => Some(Actor::Provider(name.clone())),
+        LeaseRef::Voter(actor) => Some(actor.clone()),
+        LeaseRef::Token(_) | LeaseRef::OnBehalf { .. } => None,
+    };
+    if let Some(actor) = leaseless {
+        if let ProviderAct::Answer(id, a) = act {
+            let r = reread(db, id)?;
+            if let Some(q) = r.required_quorum() {
+                if r.status.is_final() {
+                    return Err(Error::RequestFinal {
+                        id: id.clone(),
+                        status: r.status.as_str().into(),
+                    });
+                }
+                let request = r.request().ok_or_else(|| Error::NotFound(id.clone()))?;
+                let decisions = check_answer(&request.questions, a)?;
+                let a = in_question_order(&request.questions, a);
+                let voter = Voter { actor, lease: None };
+                return vote(db, now, &voter, &r, &q, &a, &decisions, people);
+            }
+        }
+        if matches!(lease, LeaseRef::Voter(_)) {
+            return Err(Error::Invalid(
+                "only a vote on a request with a quorum is made without a lease".into(),
+            ));
+        }
+    }
     let (l, transient) = leases::resolve(db, now, lease, target(act))?;
-    let done = provide_with(db, now, &l, act)?;
+    let done = provide_with(db, now, &l, act, people)?;
     if let Some(token) = transient {
         leases::release(db, now, &token)?;
     }
@@ -108,11 +144,12 @@ fn provide_with(
     now: Millis,
     lease: &Lease,
     act: &ProviderAct,
+    people: &People,
 ) -> Result<Provided> {
     Ok(match act {
         ProviderAct::Claim(id) => Provided::Claimed(Box::new(claim(db, now, lease, id)?)),
         ProviderAct::ClaimNext => Provided::Claimed(Box::new(claim_next(db, now, lease)?)),
-        ProviderAct::Answer(id, a) => answer(db, now, lease, id, a)?,
+        ProviderAct::Answer(id, a) => answer(db, now, lease, id, a, people)?,
         ProviderAct::Cancel(id, reason) => {
             Provided::Finished(cancel(db, now, lease, id, reason.as_deref())?)
         }
@@ -171,6 +208,7 @@ pub fn answer(
     lease: &Lease,
     id: &str,
     answer: &Answer,
+    people: &People,
 ) -> Result<Provided> {
     let r = load_open(db, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
@@ -178,18 +216,54 @@ pub fn answer(
     // Stored (and published) in question order, whatever order the items came in.
     let answer = in_question_order(&request.questions, answer);
     if let Some(q) = r.required_quorum() {
-        return vote(db, now, lease, &r, &q, &answer, &decisions);
+        let voter = Voter {
+            actor: lease.actor(),
+            lease: Some(lease),
+        };
+        return vote(db, now, &voter, &r, &q, &answer, &decisions, people);
     }
-    finish_answer(db, now, lease, &r, &answer, &decisions, None).map(Provided::Finished)
+    finish_answer(
+        db,
+        now,
+        Some(lease),
+        &lease.actor(),
+        &r,
+        &answer,
+        &decisions,
+        None,
+    )
+    .map(Provided::Finished)
+}
+
+/// Who casts a vote: the identity a face authenticated, through a lease (which fences
+/// it) or without one (a vote takes none).
+struct Voter<'a> {
+    actor: Actor,
+    lease: Option<&'a Lease>,
+}
+
+impl Voter<'_> {
+    /// The name recorded as who answered: the lease's ([`Lease::provider_name`]), else a
+    /// one-shot provider's name, else the identity.
+    fn provider_name(&self) -> String {
+        match (self.lease, &self.actor) {
+            (Some(l), _) => l.provider_name(),
+            (None, Actor::Provider(n)) => n.clone(),
+            (None, a) => a.as_str().into_owned(),
+        }
+    }
 }
 
 /// Answer open request `r` with `answer` (in question order, already checked: its
-/// `decisions`) through the live `lease`, with its `approvers` when it has a quorum; the
-/// outcome. One guarded update: of several racing writers exactly one finishes it.
+/// `decisions`) by `actor`, through the live `lease` (or, for the vote that meets a
+/// quorum cast without one, none), with its `approvers` when it has a quorum; the outcome.
+/// One guarded update: of several racing writers exactly one finishes it.
+#[allow(clippy::too_many_arguments)]
 fn finish_answer(
     db: &mut dyn Statements,
     now: Millis,
-    lease: &Lease,
+    lease: Option<&Lease>,
+    actor: &Actor,
     r: &RequestRow,
     answer: &Answer,
     decisions: &[Option<Decision>],
@@ -199,7 +273,11 @@ fn finish_answer(
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let answer_json = answer.to_json();
     let decision = request_decision(decisions).map(Decision::as_str);
-    let provider = lease.provider_name();
+    let provider = Voter {
+        actor: actor.clone(),
+        lease,
+    }
+    .provider_name();
     let approvers_json = approvers
         .map(serde_json::to_string)
         .transpose()
@@ -221,7 +299,11 @@ fn finish_answer(
         approvers: approvers_json.as_deref(),
         edits_json: edits_json.as_deref(),
     };
-    if !db.set_answered_if_open_claimed_by_and_lease_live(row, fence(lease), now)? {
+    let done = match lease {
+        Some(l) => db.set_answered_if_open_claimed_by_and_lease_live(row, fence(l), now)?,
+        None => db.set_answered_by_vote_if_open(row, now)?,
+    };
+    if !done {
         return Err(changed(id));
     }
     set_question_answers(db, r.seq, &request.questions, answer, decisions)?;
@@ -250,8 +332,8 @@ fn finish_answer(
         NewEvent {
             kind: EventKind::Answered,
             request_id: Some(id),
-            lease_id: Some(lease.lease_id),
-            actor: lease.actor(),
+            lease_id: lease.map(|l| l.lease_id),
+            actor: actor.clone(),
             data,
             agent_id: None,
         },
@@ -267,29 +349,40 @@ fn finish_answer(
     outcome_of(db, id)
 }
 
-/// A reviewer's vote on open request `r` with quorum `q` (issue 30): who votes is the
-/// lease's actor (`provider:NAME`, `web:NAME`, `mcp:CLIENT`); the asker (by name) and,
-/// with a group, anyone outside it are refused. The vote is recorded once per reviewer
-/// (the same answer again is accepted and counted once; another answer is
-/// `ALREADY_VOTED`) with a `voted` event, and does not claim the request. The votes are
-/// then counted under the request's row lock: the vote that meets the quorum answers the
+/// A reviewer's vote on open request `r` with quorum `q` (issue 30). The voter is the
+/// identity its face authenticated (`provider:NAME`, `web:NAME`, `mcp:CLIENT`,
+/// `slack:REVIEWER`, `mail:ADDRESS`) and the person `people` says it is: the asker (as a
+/// person) and, with a group, anyone outside it are refused. One person votes once: the
+/// same identity giving the same answer again is accepted and counted once (an answer
+/// file replayed); the same person through another identity, or with another answer, is
+/// `ALREADY_VOTED`. A vote is recorded with a `voted` event, does not claim the request,
+/// and takes no lease (one made through a lease is fenced by it). The votes are then
+/// counted under the request's row lock: the vote that meets the quorum answers the
 /// request with its approvers (or, under the veto rule, the first decline answers it with
-/// that decline) through the same guarded update as any answer.
-pub fn vote(
+/// that decline) through a guarded update, as any answer.
+#[allow(clippy::too_many_arguments)]
+fn vote(
     db: &mut dyn Statements,
     now: Millis,
-    lease: &Lease,
+    voter: &Voter<'_>,
     r: &RequestRow,
     q: &Required,
     answer: &Answer,
     decisions: &[Option<Decision>],
+    people: &People,
 ) -> Result<Provided> {
     let id = r.id.as_deref().unwrap_or_default();
-    let voter = lease.actor();
-    // The reviewer, not the account: one Slack reviewer pressing from two Slack accounts
-    // mapped to them is one voter (the event's actor still names the account).
-    let voter_id = voter.identity().into_owned();
-    match q.may_vote(&voter, &asker_names(r.agent_id.as_deref(), &r.source)) {
+    let Some((_, person)) = people.of_actor(&voter.actor) else {
+        return Err(Error::Forbidden);
+    };
+    // The identity as groups and the record have always named it (for Slack the reviewer,
+    // whichever account pressed; the `voted` event's actor names the account).
+    let voter_id = voter.actor.identity().into_owned();
+    match q.may_vote(
+        &person,
+        &people.askers(r.agent_id.as_deref(), &r.source),
+        people,
+    ) {
         Ok(()) => {}
         Err(Refusal::OwnRequest) => {
             return Err(Error::OwnRequest {
@@ -307,8 +400,10 @@ pub fn vote(
         Err(Refusal::Unauthenticated) => return Err(Error::Forbidden),
     }
     // Lock order: the lease row (shared), then the request row.
-    if !db.is_fence_live(fence(lease), now)? {
-        return Err(Error::LeaseExpired("it is no longer live".into()));
+    if let Some(l) = voter.lease {
+        if !db.is_fence_live(fence(l), now)? {
+            return Err(Error::LeaseExpired("it is no longer live".into()));
+        }
     }
     if !db.lock_request_if_open_for_vote(r.seq)? {
         // Finished by another writer since it was read.
@@ -320,9 +415,10 @@ pub fn vote(
         NewVote {
             request_seq: r.seq,
             voter: &voter_id,
+            person: &person,
             answer_json: &answer_json,
             decision: decision.map(Decision::as_str),
-            lease_id: lease.lease_id,
+            lease_id: voter.lease.map(|l| l.lease_id),
         },
         now,
     )?;
@@ -335,10 +431,11 @@ pub fn vote(
             NewEvent {
                 kind: EventKind::Voted,
                 request_id: Some(id),
-                lease_id: Some(lease.lease_id),
-                actor: voter.clone(),
+                lease_id: voter.lease.map(|l| l.lease_id),
+                actor: voter.actor.clone(),
                 data: serde_json::json!({
                     "voter": voter_id,
+                    "person": person,
                     "answer": answer_value,
                     "decision": decision.map(Decision::as_str),
                     "approvals": q.approvals,
@@ -346,13 +443,18 @@ pub fn vote(
                 agent_id: None,
             },
         )?;
-    } else if votes
+    } else if let Some(earlier) = votes
         .iter()
-        .any(|v| v.voter == voter_id && v.answer != answer_json)
+        .find(|v| v.person_key() == person || v.voter == voter_id)
+        .filter(|v| v.voter != voter_id || v.answer != answer_json)
     {
         return Err(Error::AlreadyVoted {
             id: id.into(),
-            voter: voter_id,
+            voter: if earlier.voter == voter_id {
+                voter_id
+            } else {
+                format!("{person} (as {}, now as {voter_id})", earlier.voter)
+            },
         });
     }
     let (winning, approvers) = match q.verdict(&votes) {
@@ -373,8 +475,17 @@ pub fn vote(
     let decisions = check_answer(&request.questions, &winning)?;
     // Reread: the row is locked, and this is the state the guarded update will see.
     let r = reread(db, id)?;
-    finish_answer(db, now, lease, &r, &winning, &decisions, Some(&approvers))
-        .map(Provided::Finished)
+    finish_answer(
+        db,
+        now,
+        voter.lease,
+        &voter.actor,
+        &r,
+        &winning,
+        &decisions,
+        Some(&approvers),
+    )
+    .map(Provided::Finished)
 }
 
 /// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
@@ -552,6 +663,7 @@ pub fn apply_answer_file(
     db: &mut dyn Statements,
     now: Millis,
     file: &ProviderFile,
+    people: &People,
 ) -> Result<(Option<Outcome>, bool)> {
     let token = match file {
         ProviderFile::Answer { token, .. } | ProviderFile::Cancel { token, .. } => token,
@@ -567,12 +679,13 @@ pub fn apply_answer_file(
     }
     let lease = leases::authenticate(db, token, now)?;
     let done = match file {
-        ProviderFile::Answer { id, answer, .. } => match self::answer(db, now, &lease, id, answer)?
-        {
-            Provided::Finished(o) => Some(o),
-            // A vote that left its request open (a quorum): nothing to publish yet.
-            _ => None,
-        },
+        ProviderFile::Answer { id, answer, .. } => {
+            match self::answer(db, now, &lease, id, answer, people)? {
+                Provided::Finished(o) => Some(o),
+                // A vote that left its request open (a quorum): nothing to publish yet.
+                _ => None,
+            }
+        }
         ProviderFile::Cancel { id, reason, .. } => {
             Some(cancel(db, now, &lease, id, reason.as_deref())?)
         }
@@ -587,11 +700,12 @@ pub fn apply_answer_files(
     db: &mut dyn Statements,
     now: Millis,
     files: &[ProviderFile],
+    people: &People,
 ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
     let mut results = Vec::with_capacity(files.len());
     for file in files {
         db.savepoint_answer_file()?;
-        match apply_answer_file(db, now, file) {
+        match apply_answer_file(db, now, file, people) {
             Ok((o, _)) => {
                 db.release_answer_file()?;
                 results.push(Ok(o));

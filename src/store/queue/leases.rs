@@ -404,6 +404,10 @@ pub fn resolve(
             lease.on_behalf = Some(actor.clone());
             Ok((lease, None))
         }
+        // Only a vote is made without a lease ([`super::answers::provide`] casts it).
+        LeaseRef::Voter(_) => Err(Error::Invalid(
+            "only a vote on a request with a quorum is made without a lease".into(),
+        )),
         LeaseRef::Transient { name, ttl_ms } => {
             let id = id.ok_or_else(|| {
                 Error::Invalid("a transient lease acts on one named request".into())

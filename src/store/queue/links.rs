@@ -20,6 +20,7 @@ pub fn provide_by_link(
     link: &LinkUse,
     lease: &LeaseRef,
     act: &ProviderAct,
+    people: &crate::core::people::People,
 ) -> Result<Provided> {
     match act {
         ProviderAct::Answer(id, _) if *id == link.request_id => {}
@@ -41,7 +42,7 @@ pub fn provide_by_link(
         }
         .into());
     }
-    super::answers::provide(db, now, lease, act)
+    super::answers::provide(db, now, lease, act, people)
 }
 
 /// Whether an answer was sent through link `link_id`.

@@ -80,8 +80,9 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
+        let policy = self.policy.clone();
         self.driver
-            .write(|db, now| answers::provide(db, now, lease, &act))
+            .write(|db, now| answers::provide(db, now, lease, &act, &policy.people))
     }
 
     fn provide_by_link(
@@ -90,8 +91,10 @@ impl<D: Driver> Store for Queue<D> {
         lease: &LeaseRef,
         act: ProviderAct,
     ) -> Result<Provided> {
-        self.driver
-            .write(|db, now| super::links::provide_by_link(db, now, link, lease, &act))
+        let policy = self.policy.clone();
+        self.driver.write(|db, now| {
+            super::links::provide_by_link(db, now, link, lease, &act, &policy.people)
+        })
     }
 
     fn link_used(&mut self, link_id: &str) -> Result<bool> {
@@ -102,8 +105,9 @@ impl<D: Driver> Store for Queue<D> {
         &mut self,
         files: &[ProviderFile],
     ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
+        let policy = self.policy.clone();
         self.driver
-            .write(|db, now| answers::apply_answer_files(db, now, files))
+            .write(|db, now| answers::apply_answer_files(db, now, files, &policy.people))
     }
 
     fn next_for_lease(

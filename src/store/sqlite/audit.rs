@@ -154,7 +154,7 @@ impl AuditReads for SqlRead<'_> {
         Ok(self
             .0
             .prepare(
-                "SELECT request_seq, voter, answer, decision, created_ms FROM votes
+                "SELECT request_seq, voter, answer, decision, created_ms, person FROM votes
                  ORDER BY request_seq, created_ms, voter",
             )?
             .query_map([], |r| {
@@ -163,6 +163,7 @@ impl AuditReads for SqlRead<'_> {
                     r.get(0)?,
                     crate::core::quorum::Vote {
                         voter: r.get(1)?,
+                        person: r.get(5)?,
                         answer: r.get(2)?,
                         decision: decision
                             .as_deref()

@@ -99,6 +99,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0015_slack",
         include_str!("../../../migrations/sqlite/0015_slack.sql"),
     ),
+    (
+        16,
+        "0016_persons",
+        include_str!("../../../migrations/sqlite/0016_persons.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -332,10 +332,19 @@ pub async fn answer(
     let reach = caller.require(Action::Answer)?;
     let doc = crate::protocol::answer::parse_answer(&bytes)?;
     let row = visible(&st, &caller, &id, reach).await?;
-    let done = provide(&st, &caller, &row, move |store, root, acting| {
-        app::provide::answer(store, Some(root), &id, acting, &doc)
-    })
-    .await?;
+    let done = if row.quorum.is_some() {
+        // A vote takes no lease: the caller votes as themselves.
+        let acting = st.providers.answering(&row, caller.actor()).await?;
+        let root = st.root.clone();
+        st.db
+            .write(move |store| app::provide::answer(store, Some(&root), &id, &acting, &doc))
+            .await?
+    } else {
+        provide(&st, &caller, &row, move |store, root, acting| {
+            app::provide::answer(store, Some(root), &id, acting, &doc)
+        })
+        .await?
+    };
     Ok(match done {
         app::provide::Answering::Finished(f) => Json(f.outcome).into_response(),
         app::provide::Answering::Voted(v) => {

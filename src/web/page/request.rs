@@ -67,11 +67,7 @@ async fn answerable(st: &AppState, viewer: &Viewer, row: &RequestRow) -> Answera
     if row.status.is_final() {
         return Answerable::No(format!("This request is {}.", row.status.as_str()));
     }
-    match st
-        .providers
-        .acting(&row.context, viewer.caller.actor())
-        .await
-    {
+    match st.providers.answering(row, viewer.caller.actor()).await {
         Ok(_) => {}
         Err(Error::DuplicateProvider { web: Some(w), .. }) => {
             return Answerable::No(format!(
@@ -172,7 +168,8 @@ fn quorum_html(row: &RequestRow, req: &Request) -> String {
         return String::new();
     };
     let mut h = format!(
-        "<section id=\"quorum\" class=\"quorum\"><p>Needs <strong>{}</strong> matching vote(s) from distinct reviewers{}; a decline {} (set by the {}). The asker's own vote never counts.</p>",
+        "<section id=\"quorum\" class=\"quorum\"><p><strong class=\"progress\">{}</strong> agree. Needs <strong>{}</strong> matching vote(s) from distinct persons{}; a decline {} (set by the {}). The asker's own vote never counts, and one person votes once, from any face.</p>",
+        text(&q.progress()),
         q.approvals,
         q.group
             .as_deref()
@@ -198,8 +195,12 @@ fn quorum_html(row: &RequestRow, req: &Request) -> String {
                 })
                 .unwrap_or_default();
             h.push_str(&format!(
-                "<li class=\"vote\"><strong>{}</strong>: {}{} <span class=\"dim\">{}</span></li>",
+                "<li class=\"vote\"><strong>{}</strong>{}: {}{} <span class=\"dim\">{}</span></li>",
                 text(&v.voter),
+                v.person
+                    .as_deref()
+                    .map(|p| format!(" ({})", text(p)))
+                    .unwrap_or_default(),
                 summary,
                 v.decision
                     .map(|d| format!(" ({})", d.as_str()))
@@ -871,11 +872,7 @@ pub async fn send(
         Err(r) => return r,
     };
     for attempt in 0..2 {
-        let acting = match st
-            .providers
-            .acting(&row.context, viewer.caller.actor())
-            .await
-        {
+        let acting = match st.providers.answering(&row, viewer.caller.actor()).await {
             Ok(a) => a,
             Err(e) => return viewer.error(e),
         };

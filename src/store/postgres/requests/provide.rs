@@ -136,6 +136,27 @@ impl AnswerStatements for Tx<'_> {
         self.outcome_of_row_due(done)
     }
 
+    fn set_answered_by_vote_if_open(&mut self, row: AnsweredRow<'_>, now: Millis) -> Result<bool> {
+        self.forget_id_rows();
+        let done = self.tx.query_typed_opt(
+            "UPDATE requests SET status = 'answered', claimed_lease = NULL, claimed_ms = COALESCE(claimed_ms, $1),
+                    finished_ms = $1, answer = $2, decision = $3, provider = $4, edits = $6,
+                    outbox_pending = TRUE, approvers = $7
+             WHERE seq = $5 AND status IN ('pending', 'claimed')
+             RETURNING origin",
+            &[
+                (&now, Type::INT8),
+                (&row.answer_json, Type::TEXT),
+                (&row.decision, Type::TEXT),
+                (&row.provider, Type::TEXT),
+                (&row.seq, Type::INT8),
+                (&row.edits_json, Type::TEXT),
+                (&row.approvers, Type::TEXT),
+            ],
+        )?;
+        self.outcome_of_row_due(done)
+    }
+
     fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool> {
         Ok(self
             .tx
@@ -149,8 +170,8 @@ impl AnswerStatements for Tx<'_> {
 
     fn insert_vote_if_voter_new(&mut self, v: NewVote<'_>, now: Millis) -> Result<bool> {
         let n = self.tx.execute_typed(
-            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (request_seq, voter) DO NOTHING",
+            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
             &[
                 (&v.request_seq, Type::INT8),
                 (&v.voter, Type::TEXT),
@@ -158,6 +179,7 @@ impl AnswerStatements for Tx<'_> {
                 (&v.decision, Type::TEXT),
                 (&v.lease_id, Type::INT8),
                 (&now, Type::INT8),
+                (&v.person, Type::TEXT),
             ],
         )?;
         Ok(n == 1)
@@ -166,7 +188,7 @@ impl AnswerStatements for Tx<'_> {
     fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
         self.tx
             .query(
-                "SELECT voter, answer, decision, created_ms FROM votes WHERE request_seq = $1
+                "SELECT voter, answer, decision, created_ms, person FROM votes WHERE request_seq = $1
                  ORDER BY created_ms, voter",
                 &[&seq],
             )?
@@ -175,6 +197,7 @@ impl AnswerStatements for Tx<'_> {
                 let decision: Option<String> = r.try_get(2)?;
                 Ok(Vote {
                     voter: r.try_get(0)?,
+                    person: r.try_get(4)?,
                     answer: r.try_get(1)?,
                     decision: decision.as_deref().and_then(Decision::parse),
                     at_ms: r.try_get(3)?,

@@ -11,7 +11,7 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
     r.edits, r.quorum, r.approvers,
     CASE WHEN r.quorum IS NULL THEN NULL ELSE (
-        SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'answer', v.answer,
+        SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
                                                    'decision', v.decision, 'atMs', v.created_ms)
                                  ORDER BY v.created_ms, v.voter), '[]')::text
         FROM votes v WHERE v.request_seq = r.seq) END";

@@ -43,7 +43,8 @@ pub fn answer(
     answer: &Answer,
     now: Millis,
 ) -> Result<Outcome> {
-    match queue::answers::answer(tx, now, lease, id, answer)? {
+    let people = crate::core::people::People::default();
+    match queue::answers::answer(tx, now, lease, id, answer, &people)? {
         Provided::Finished(o) => Ok(o),
         _ => Err(voted(id)),
     }
@@ -85,7 +86,8 @@ pub fn answer_replayable(
         token: token.into(),
         answer: answer.clone(),
     };
-    let (o, replay) = queue::answers::apply_answer_file(tx, now, &file)?;
+    let people = crate::core::people::People::default();
+    let (o, replay) = queue::answers::apply_answer_file(tx, now, &file, &people)?;
     Ok((o.ok_or_else(|| voted(id))?, replay))
 }
 
@@ -168,6 +170,25 @@ impl AnswerStatements for Sql<'_, '_> {
         Ok(n == 1)
     }
 
+    fn set_answered_by_vote_if_open(&mut self, row: AnsweredRow<'_>, now: Millis) -> Result<bool> {
+        let n = self.0.execute(
+            "UPDATE requests SET status = 'answered', claimed_lease = NULL, claimed_ms = COALESCE(claimed_ms, ?1),
+                    finished_ms = ?1, answer = ?2, decision = ?3, provider = ?4, edits = ?6,
+                    outbox_pending = 1, approvers = ?7
+             WHERE seq = ?5 AND status IN ('pending', 'claimed')",
+            params![
+                now,
+                row.answer_json,
+                row.decision,
+                row.provider,
+                row.seq,
+                row.edits_json,
+                row.approvers
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
     fn lock_request_if_open_for_vote(&mut self, seq: i64) -> Result<bool> {
         // The transaction holds SQLite's one write lock: nothing to lock.
         Ok(self
@@ -184,8 +205,8 @@ impl AnswerStatements for Sql<'_, '_> {
         let n = self
             .0
             .prepare_cached(
-                "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (request_seq, voter) DO NOTHING",
+                "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
             )?
             .execute(params![
                 v.request_seq,
@@ -193,20 +214,22 @@ impl AnswerStatements for Sql<'_, '_> {
                 v.answer_json,
                 v.decision,
                 v.lease_id,
-                now
+                now,
+                v.person
             ])?;
         Ok(n == 1)
     }
 
     fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
         let mut stmt = self.0.prepare_cached(
-            "SELECT voter, answer, decision, created_ms FROM votes WHERE request_seq = ?1
+            "SELECT voter, answer, decision, created_ms, person FROM votes WHERE request_seq = ?1
              ORDER BY created_ms, voter",
         )?;
         let rows = stmt.query_map([seq], |r| {
             let decision: Option<String> = r.get(2)?;
             Ok(Vote {
                 voter: r.get(0)?,
+                person: r.get(4)?,
                 answer: r.get(1)?,
                 decision: decision.as_deref().and_then(Decision::parse),
                 at_ms: r.get(3)?,

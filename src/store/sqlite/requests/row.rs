@@ -15,7 +15,7 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
     r.edits, r.quorum, r.approvers,
     CASE WHEN r.quorum IS NULL THEN NULL ELSE (
-        SELECT json_group_array(json_object('voter', v.voter, 'answer', v.answer,
+        SELECT json_group_array(json_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
                                             'decision', v.decision, 'atMs', v.created_ms))
         FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
 /// How many columns [`COLUMNS`] has (a query may select more after them).
