@@ -240,6 +240,8 @@ pub fn run_linked(
         )?),
         None => None,
     };
+    // Serving the root from here on: file askers may look for us (`NO_DAEMON` otherwise).
+    let _pid = crate::files::pid_file::PidFile::write(root.dir())?;
     tracing::info!(root = %root.dir().display(), "daemon started");
     if let Some(l) = &link {
         let _ = l.started.send(Waker(tx.clone()));

@@ -125,6 +125,8 @@ pub enum Code {
     /// dsh 0.2's name: a second request on a tool call that already has one (another
     /// request under the call's id): one call, one question, one answer.
     DuplicateWait,
+    /// No daemon serves the root a file asker dropped its request into.
+    NoDaemon,
 }
 
 impl Code {
@@ -176,6 +178,7 @@ impl Code {
             Code::LinkUsed => "LINK_USED",
             Code::BadTimeout => "BAD_TIMEOUT",
             Code::DuplicateWait => "DUPLICATE_WAIT",
+            Code::NoDaemon => "NO_DAEMON",
         }
     }
 
@@ -222,6 +225,7 @@ impl Code {
             Code::SlackBadSignature | Code::SlackStaleRequest => 13,
             Code::SlackUnknownUser => 14,
             Code::LinkInvalid | Code::LinkExpired | Code::LinkUsed => 18,
+            Code::NoDaemon => 19,
         }
     }
 }

@@ -76,6 +76,7 @@ impl ApiError {
             Code::LinkInvalid => StatusCode::BAD_REQUEST,
             Code::LinkExpired | Code::LinkUsed => StatusCode::GONE,
             Code::WaitTimeout => StatusCode::REQUEST_TIMEOUT,
+            Code::NoDaemon => StatusCode::SERVICE_UNAVAILABLE,
             Code::AuditBroken
             | Code::DaemonRunning
             | Code::UnsafeRoot

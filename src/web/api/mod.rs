@@ -19,6 +19,7 @@ pub fn routes() -> Router<AppState> {
         .route("/requests", post(requests::ask).get(requests::list))
         .route("/requests/{id}", get(requests::show))
         .route("/requests/{id}/outcome", get(requests::outcome))
+        .route("/requests/{id}/receipt", get(requests::receipt))
         .route("/requests/{id}/claim", post(requests::claim))
         .route("/requests/{id}/answer", post(requests::answer))
         .route("/requests/{id}/cancel", post(requests::cancel))

@@ -206,6 +206,7 @@ pub fn document() -> Value {
     let view = d.response::<RequestView>();
     let outcome = d.response::<Outcome>();
     let outcome_or_pending = d.response::<OutcomeOrPending>();
+    let receipt = d.response::<crate::protocol::types::Receipt>();
     let voted = d.response::<crate::store::Voted>();
     let history = d.response::<Vec<HistoryRow>>();
     let events = d.response::<Vec<Event>>();
@@ -240,6 +241,11 @@ pub fn document() -> Value {
                 vec![id_param(), filter_param("wait")], None,
                 vec![(200, "The outcome; for a request on a tool call whose window closed first, the pending document", Some(outcome_or_pending)), (204, "No outcome yet (the wait ended first)", None)],
                 &[400, 401, 403, 404]),
+        },
+        "/api/v1/requests/{id}/receipt": {
+            "get": op("The signed decision receipt of a final request, as `dshq receipt ID` prints it (one compact line: check it offline with `dshq receipt verify FILE --key PUB`)",
+                vec![id_param()], None,
+                vec![(200, "The receipt", Some(receipt))], &[401, 403, 404, 409]),
         },
         "/api/v1/requests/{id}/claim": {
             "post": op("Claim the request for the host's provider lease", vec![id_param()], None,

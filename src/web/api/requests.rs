@@ -192,6 +192,29 @@ pub async fn show(
     Ok(Json(RequestView::from_row(&row)))
 }
 
+/// `GET /api/v1/requests/{id}/receipt`: the signed receipt of a final request
+/// (`REQUEST_OPEN`, 409, while it is open), for askers that reach dshq over HTTP and keep
+/// a receipt as the outbox file's asker does. The body is the receipt's compact rendering
+/// and a newline, the bytes `dshq receipt verify` checks.
+pub async fn receipt(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let reach = caller.require(Action::Read)?;
+    visible(&st, &caller, &id, reach).await?;
+    let (root, id2) = (st.root.clone(), id.clone());
+    let receipt = st
+        .db
+        .read(move |store| app::receipts::of_request(store, &root, &id2))
+        .await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        crate::receipt::seal::to_line(&receipt),
+    )
+        .into_response())
+}
+
 /// `GET /api/v1/requests/{id}/outcome?wait=30s`: the outcome document, or 204 when the
 /// wait ends first. Woken by the request's own final change, never by polling.
 ///
