@@ -4,19 +4,30 @@ Asking writes the request into ``inbox/tmp/`` under a file name of its own, fsyn
 renames it into ``inbox/new/`` (a reader never sees half a file); the outcome is
 ``outbox/ID.json``, taken only when its ``requestDigest`` is the digest of what was asked,
 and ``rejected/NAME.error.json`` is the rejection of the file this process dropped. An
-abort is ``inbox/new/ID.abort`` holding the reason. No daemon call, no socket: the daemon
-may even be down while an agent asks, and picks the file up when it starts.
+abort is ``inbox/new/ID.abort`` holding the reason. No daemon call, no socket.
+
+A daemon must serve the root (``dshq daemon``): it takes the file from the inbox within
+moments. When the file is still there after :data:`DAEMON_GRACE` seconds and no live
+daemon's pid is in ``ROOT/daemon.pid``, waiting raises :class:`dshq.NoDaemon` (and the file
+is taken back, so nothing is asked behind the caller's back); a daemon that is down for a
+moment *after* taking the file (restarted, killed mid-wait) is no error: the request is in
+its store, and the outcome comes when it runs again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Dict, Mapping, Optional
 
 from ._id import check_id
-from .errors import error_from
+from .errors import NoDaemon, error_from
 from .types import Ticket
+
+#: How long a dropped file may wait in the inbox before the transport asks whether a
+#: daemon serves the root at all (a daemon takes a file within milliseconds).
+DAEMON_GRACE = 2.0
 
 # The error codes an accepted request ends with; any other error outcome is the
 # rejection of some input (protocol section 8, rule 5).
@@ -85,7 +96,43 @@ class FileTransport:
         name = "%s.%d-%s" % (ticket.id, os.getpid(), os.urandom(6).hex())
         data = json.dumps(dict(doc), ensure_ascii=False).encode("utf-8")
         _drop(self._inbox(), name + ".json", data)
-        return Ticket(ticket.id, ticket.digest, name, doc)
+        return Ticket(ticket.id, ticket.digest, name, doc, time.monotonic())
+
+    def daemon_alive(self) -> bool:
+        """Whether ``ROOT/daemon.pid`` names a live process (a daemon serving the root)."""
+        try:
+            with open(os.path.join(self.root, "daemon.pid"), encoding="ascii") as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return pid > 0
+
+    def _check_taken(self, ticket: Ticket) -> None:
+        """Raise :class:`NoDaemon` when the ticket's file still waits in the inbox after
+        :data:`DAEMON_GRACE` seconds and no daemon serves the root (taking the file back)."""
+        if ticket.name is None or ticket.dropped is None:
+            return
+        if time.monotonic() - ticket.dropped < DAEMON_GRACE:
+            return
+        waiting = os.path.join(self.root, "inbox", "new", ticket.name + ".json")
+        if not os.path.exists(waiting) or self.daemon_alive():
+            return
+        try:
+            os.unlink(waiting)
+        except FileNotFoundError:
+            return  # a daemon took it just now
+        raise NoDaemon(
+            "no dshq daemon serves %s: the request was not taken from its inbox within %ss "
+            "(nothing was asked). Start `dshq daemon --root %s`, or ask over HTTP."
+            % (self.root, DAEMON_GRACE, self.root),
+            request_id=ticket.id,
+        )
 
     def _own_outcome(self, ticket: Ticket) -> Optional[Dict[str, Any]]:
         outcome = _read_json(os.path.join(self.root, "outbox", check_id(ticket.id) + ".json"))
@@ -108,7 +155,13 @@ class FileTransport:
             error = _read_json(os.path.join(self.root, "rejected", ticket.name + ".error.json"))
             if error is not None:
                 raise error_from(error, request_id=ticket.id)
+        self._check_taken(ticket)
         return None
+
+    def receipt(self, ticket: Ticket) -> Optional[Dict[str, Any]]:
+        """The receipt the request's outcome file carries (None while it has none)."""
+        outcome = self._own_outcome(ticket)
+        return None if outcome is None else outcome.get("receipt")
 
     def abort(self, ticket: Ticket, reason: Optional[str]) -> None:
         """Drop ``ID.abort`` (holding ``reason``): the daemon aborts the request."""

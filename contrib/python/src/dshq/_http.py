@@ -10,6 +10,7 @@ these few JSON calls, so the package needs no third-party client.
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -17,7 +18,7 @@ import urllib.request
 from typing import Any, Dict, Mapping, Optional
 
 from ._id import check_id
-from .errors import Io, error_from
+from .errors import Io, RequestOpen, error_from
 from .types import Ticket
 
 #: The longest wait one long-poll asks for (the API's own bound is 5 minutes).
@@ -64,8 +65,11 @@ class HttpTransport:
             except (ValueError, KeyError, TypeError):
                 raise Io("HTTP %d from %s %s" % (e.code, method, path), request_id=request_id) from e
             raise error_from(err, request_id=request_id) from e
-        except (urllib.error.URLError, OSError) as e:
-            raise Io("cannot reach %s: %s" % (self.url, e), request_id=request_id) from e
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            err = Io("cannot reach %s: %s" % (self.url, e), request_id=request_id)
+            # The server is down or restarting, not refusing: a wait may try again.
+            err.unreachable = True  # type: ignore[attr-defined]
+            raise err from e
 
     def submit(self, doc: Mapping[str, Any]) -> Ticket:
         """Ask request ``doc``; asking the same request again re-attaches to it."""
@@ -86,6 +90,13 @@ class HttpTransport:
         if ticket.digest is not None and outcome.get("requestDigest") != ticket.digest:
             return None
         return outcome
+
+    def receipt(self, ticket: Ticket) -> Optional[Dict[str, Any]]:
+        """The signed receipt of a final request (None while it is open)."""
+        try:
+            return self._call("GET", self._path(ticket, "receipt"), request_id=ticket.id)
+        except RequestOpen:
+            return None
 
     def abort(self, ticket: Ticket, reason: Optional[str]) -> None:
         """Abort the request as its asker."""

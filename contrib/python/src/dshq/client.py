@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ._file import FileTransport
 from ._http import LONG_POLL_SECONDS, HttpTransport
-from .errors import WaitTimeout, error_from
+from .errors import Io, WaitTimeout, error_from
 from ._digest import id_for_call
 from .types import Answered, Pending, QuestionLike, Ticket, build_request, deadline_passed
 
@@ -50,7 +50,8 @@ class Client:
     ``Client(root="/path/to/root")`` uses the inbox and outbox; ``Client(url=..., token=...)``
     the HTTP API of ``dshq daemon --listen``. With neither, ``DSHQ_URL`` + ``DSHQ_TOKEN`` or
     ``DSHQ_ROOT`` from the environment. ``poll`` is how often the file transport looks for
-    an outcome (seconds).
+    an outcome (seconds). ``reconnect`` is how long a wait over HTTP keeps trying a server
+    it cannot reach (a daemon restarting) before it raises :class:`dshq.Io`.
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class Client:
         url: Optional[str] = None,
         token: Optional[str] = None,
         poll: float = 0.2,
+        reconnect: float = 30.0,
     ) -> None:
         if root is None and url is None:
             url = os.environ.get("DSHQ_URL") or None
@@ -74,6 +76,27 @@ class Client:
         else:
             raise ValueError("name a dshq: root= (or DSHQ_ROOT), or url= and token= (or DSHQ_URL)")
         self.poll = poll
+        self.reconnect = reconnect
+
+    def _poll(self, t: Ticket, wait: float = 0.0, unreachable_since: Optional[List[float]] = None) -> Optional[Dict[str, Any]]:
+        """One look for the outcome; over HTTP a server that cannot be reached is looked
+        at again (None) until it has been unreachable for ``reconnect`` seconds."""
+        try:
+            if isinstance(self.transport, HttpTransport):
+                outcome = self.transport.poll(t, wait=wait)
+            else:
+                outcome = self.transport.poll(t)
+        except Io as e:
+            if not getattr(e, "unreachable", False) or unreachable_since is None:
+                raise
+            if not unreachable_since:
+                unreachable_since.append(time.monotonic())
+            if time.monotonic() - unreachable_since[0] > self.reconnect:
+                raise
+            return None
+        if unreachable_since:
+            unreachable_since.clear()
+        return outcome
 
     def __repr__(self) -> str:
         return "Client(%r)" % self.transport
@@ -125,14 +148,12 @@ class Client:
         """Block until the request ends; its result, or its typed error."""
         t = Ticket.of(ticket)
         deadline = None if timeout is None else time.monotonic() + timeout
+        unreachable: List[float] = []
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             step = LONG_POLL_SECONDS if left is None else max(0.0, min(LONG_POLL_SECONDS, left))
             started = time.monotonic()
-            if isinstance(self.transport, HttpTransport):
-                outcome = self.transport.poll(t, wait=step)
-            else:
-                outcome = self.transport.poll(t)
+            outcome = self._poll(t, step, unreachable)
             if outcome is not None:
                 return result_of(outcome, t)
             if left is not None and left <= 0:
@@ -155,9 +176,10 @@ class Client:
             raise ValueError("wait_any needs at least one ticket")
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = self.poll if isinstance(self.transport, FileTransport) else max(self.poll, 0.25)
+        unreachable: List[float] = []
         while True:
             for t in ts:
-                outcome = self.transport.poll(t)
+                outcome = self._poll(t, 0.0, unreachable)
                 if outcome is not None:
                     return t, result_of(outcome, t)
             if deadline is not None and time.monotonic() >= deadline:
@@ -167,6 +189,12 @@ class Client:
     def abort(self, ticket: TicketLike, reason: Optional[str] = None) -> None:
         """Abort the request as its asker (it ends ``ASK_ABORTED``)."""
         self.transport.abort(Ticket.of(ticket), reason)
+
+    def receipt(self, ticket: TicketLike) -> Optional[Dict[str, Any]]:
+        """The signed receipt of a final request: from its outcome file (the file
+        transport), or ``GET /api/v1/requests/ID/receipt`` (HTTP). None while it has none.
+        Check it offline with ``dshq receipt verify FILE --key PUB --digest DIGEST``."""
+        return self.transport.receipt(Ticket.of(ticket))
 
 
 class AsyncClient:
@@ -218,9 +246,10 @@ class AsyncClient:
             raise ValueError("wait_any needs at least one ticket")
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
+        unreachable: List[float] = []
         while True:
             for t in ts:
-                outcome = await asyncio.to_thread(self.sync.transport.poll, t)
+                outcome = await asyncio.to_thread(self.sync._poll, t, 0.0, unreachable)
                 if outcome is not None:
                     return t, result_of(outcome, t)
             if deadline is not None and loop.time() >= deadline:

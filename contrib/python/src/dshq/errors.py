@@ -64,6 +64,7 @@ __all__ = [
     "LinkUsed",
     "BadTimeout",
     "DuplicateWait",
+    "NoDaemon",
 ]
 
 
@@ -375,6 +376,12 @@ class DuplicateWait(DshqError):
     call that already has one."""
 
     code = "DUPLICATE_WAIT"
+class NoDaemon(DshqError):
+    """``NO_DAEMON``: no ``dshq daemon`` serves the root the file transport asked in (its
+    request was not taken from the inbox, and no live daemon's pid is in
+    ``ROOT/daemon.pid``). Start one (``dshq daemon --root ROOT``), or ask over HTTP."""
+
+    code = "NO_DAEMON"
 
 
 _ALL: Tuple[Type[DshqError], ...] = (
@@ -423,6 +430,7 @@ _ALL: Tuple[Type[DshqError], ...] = (
     LinkUsed,
     BadTimeout,
     DuplicateWait,
+    NoDaemon,
 )
 
 #: Every stable code dshq reports, in its own order.
@@ -444,10 +452,13 @@ Cancelled = AskCancelled
 
 
 class PlanDeclined(Exception):
-    """A plan review (``requires_approval``) ended declined: ``feedback`` is the reviewer's."""
+    """A plan review (``requires_approval``, ``dshq.langgraph.approve_plan``) did not end
+    approved: ``feedback`` is the reviewer's words when they declined, and ``result`` the
+    :class:`~dshq.Answered` decision. The gate fails closed: anything but an approval
+    (a decline, a review with no decision, an edit the guarded code cannot take) raises it."""
 
-    def __init__(self, feedback: Optional[str], result: Any = None) -> None:
-        super().__init__(feedback or "the reviewer declined the plan")
+    def __init__(self, feedback: Optional[str], result: Any = None, message: Optional[str] = None) -> None:
+        super().__init__(message or feedback or "the reviewer declined the plan")
         self.feedback = feedback
         self.result = result
 

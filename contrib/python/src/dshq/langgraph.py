@@ -18,6 +18,9 @@ plain JSON.
         result = ask_human(client, [dshq.Question("db", "Which database?", options=[...])],
                            key="choose-db-" + state["run"])
         return {"db": result["db"].selected[0]}
+
+:func:`approve_plan` is the gate form: it returns the plan the reviewer approved (edited
+or not) or raises :class:`dshq.PlanDeclined`.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from langgraph.types import Command, interrupt
 
+from .approval import Approval, approval_of
 from .client import Client, Questions, result_of
-from .types import Answered, Ticket
+from .types import Answered, PlanReview, Ticket
 
-__all__ = ["ask_human", "pending", "resume"]
+__all__ = ["approve_plan", "ask_human", "pending", "resume"]
 
 #: The key of the interrupt value that marks it as a dshq request.
 MARK = "dshq"
@@ -44,6 +48,16 @@ def ask_human(client: Client, questions: Questions, *, key: str, **fields: Any) 
     ticket = client.ask_nowait(questions, key=key, **fields)
     resumed = interrupt({MARK: {"id": ticket.id, "digest": ticket.digest}})
     return result_of(resumed, ticket)
+
+
+def approve_plan(
+    client: Client, plan: str, *, key: str, question: str = "Approve this plan?", **fields: Any
+) -> Approval:
+    """A plan review as a gate in a node: interrupt until it is decided, then the
+    :class:`~dshq.approval.Approval` (``approval.plan`` is the plan to carry out, as the
+    reviewer edited it), or :class:`dshq.PlanDeclined` for anything but an approval."""
+    result = ask_human(client, [PlanReview(plan, question=question)], key=key, **fields)
+    return approval_of(result, plan)
 
 
 def pending(graph: Any, config: Mapping[str, Any]) -> List[Tuple[str, Ticket]]:

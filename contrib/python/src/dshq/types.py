@@ -21,6 +21,8 @@ __all__ = [
     "Ticket",
     "AnswerItem",
     "Answered",
+    "Edited",
+    "Vote",
     "build_request",
 ]
 
@@ -62,6 +64,9 @@ class Question:
     header: Optional[str] = None
     detail: Optional[str] = None
     intent: Optional[Mapping[str, Any]] = None
+    #: Whether the reviewer may return the ``detail`` edited (a plan review: unless False;
+    #: a free-text question: only when True).
+    editable: Optional[bool] = None
 
     def to_json(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id, "question": self.question}
@@ -75,6 +80,8 @@ class Question:
             out["multiSelect"] = True
         if self.intent is not None:
             out["intent"] = dict(self.intent)
+        if self.editable is not None:
+            out["editable"] = self.editable
         return out
 
 
@@ -86,9 +93,11 @@ def PlanReview(
     approve: str = "Approve",
     decline: str = "Decline",
     header: Optional[str] = None,
+    editable: Optional[bool] = None,
 ) -> Question:
     """A plan-review question: the plan as ``detail``, two options, and the intent that
-    makes dshq record the decision (approved exactly when ``approve`` alone is selected)."""
+    makes dshq record the decision (approved exactly when ``approve`` alone is selected).
+    The reviewer may approve the plan as they edited it unless ``editable=False``."""
     return Question(
         id=id,
         question=question,
@@ -96,6 +105,7 @@ def PlanReview(
         header=header,
         options=[approve, decline],
         intent={"kind": "plan-review", "approve": approve},
+        editable=editable,
     )
 
 
@@ -114,6 +124,8 @@ def build_request(
     meta: Optional[Mapping[str, Any]] = None,
     agent: Optional[Mapping[str, str]] = None,
     wait: Optional[Mapping[str, Any]] = None,
+    quorum: Optional[Mapping[str, Any]] = None,
+    ladder: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The request document: ``questions`` is a list of questions or a whole request dict.
 
@@ -135,6 +147,8 @@ def build_request(
         ("meta", dict(meta) if meta is not None else None),
         ("agent", dict(agent) if agent is not None else None),
         ("wait", dict(wait) if wait is not None else None),
+        ("quorum", dict(quorum) if quorum is not None else None),
+        ("ladder", dict(ladder) if ladder is not None else None),
     ):
         if value is not None:
             doc[name] = value
@@ -169,6 +183,9 @@ class Ticket:
     name: Optional[str] = None
     #: The request document, kept to tell an expiry from an abort.
     request: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
+    #: When the file transport dropped it (``time.monotonic()``), to tell within seconds
+    #: that no daemon takes it.
+    dropped: Optional[float] = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.id
@@ -186,11 +203,14 @@ class Ticket:
 
 @dataclass(frozen=True)
 class AnswerItem:
-    """The answer to one question: the labels ``selected`` and the free text ``custom``."""
+    """The answer to one question: the labels ``selected``, the free text ``custom``, and
+    ``edited``, the reviewer's version of the question's proposal when they approved it as
+    edited."""
 
     id: str
     selected: List[str]
     custom: Optional[str] = None
+    edited: Optional[str] = None
 
     @property
     def skipped(self) -> bool:
@@ -207,11 +227,38 @@ class AnswerItem:
 
 
 @dataclass(frozen=True)
+class Edited:
+    """A proposal the reviewer approved as they edited it: what was ``proposed``, what was
+    ``approved``, and the unified ``diff`` between them."""
+
+    proposed: str
+    approved: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One vote on a request with a quorum: the ``voter`` identity (``web:alice``), the
+    ``person`` it belongs to, the ``decision`` its answer makes, and when (``at``)."""
+
+    voter: str
+    person: Optional[str]
+    decision: Optional[str]
+    at: str
+    answer: Dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Answered:
-    """A request that was answered: the answers by question id, and the plan decision.
+    """A request that was answered: the decision document (docs/protocol.md, "The decision
+    document") as Python values.
 
     ``result["db"]`` is the :class:`AnswerItem` of question ``db``. ``decision`` is
-    ``"approved"`` or ``"declined"`` for a single plan-review question, else None.
+    ``"approved"`` or ``"declined"`` for a single plan-review question, else None;
+    ``feedback`` the reviewer's words on a declined plan; ``edited`` the proposals approved
+    as edited, by question id; ``votes`` and ``approvers`` a quorum's; ``decided_by`` is
+    ``"person"``, or ``"policy"`` when the asker's declared default was used on expiry;
+    ``receipt`` the signed receipt when the outcome carried one (the file transport).
     """
 
     id: str
@@ -222,6 +269,12 @@ class Answered:
     outcome: Dict[str, Any] = field(compare=False, repr=False)
     #: The tool call of a request asked with ``wait`` (the call its answer is delivered to).
     call_id: Optional[str] = None
+    feedback: Optional[str] = None
+    edited: Dict[str, Edited] = field(default_factory=dict)
+    approvers: List[str] = field(default_factory=list)
+    votes: List[Vote] = field(default_factory=list)
+    decided_by: str = "person"
+    receipt: Optional[Dict[str, Any]] = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, question_id: str) -> AnswerItem:
         return self.answers[question_id]
@@ -231,14 +284,28 @@ class Answered:
         """Whether a plan review was approved."""
         return self.decision == "approved"
 
+    def approved_text(self, question_id: str, proposed: str) -> str:
+        """The text the reviewer approved for question ``question_id`` whose proposal (its
+        ``detail``) was ``proposed``: as they edited it, else the proposal as asked."""
+        e = self.edited.get(question_id)
+        return e.approved if e is not None else proposed
+
     @staticmethod
     def from_outcome(outcome: Mapping[str, Any]) -> "Answered":
         """The typed form of an ``answered`` outcome document."""
         items = (outcome.get("answer") or {}).get("answers") or []
         answers = {
-            str(i["id"]): AnswerItem(str(i["id"]), list(i.get("selected") or []), i.get("custom"))
+            str(i["id"]): AnswerItem(str(i["id"]), list(i.get("selected") or []), i.get("custom"), i.get("edited"))
             for i in items
         }
+        edited = {
+            str(q): Edited(str(e.get("proposed", "")), str(e.get("approved", "")), str(e.get("diff", "")))
+            for q, e in (outcome.get("edited") or {}).items()
+        }
+        votes = [
+            Vote(str(v.get("voter")), v.get("person"), v.get("decision"), str(v.get("at", "")), dict(v.get("answer") or {}))
+            for v in outcome.get("votes") or []
+        ]
         return Answered(
             id=str(outcome.get("id")),
             answers=answers,
@@ -247,6 +314,12 @@ class Answered:
             digest=outcome.get("requestDigest"),
             outcome=dict(outcome),
             call_id=outcome.get("callId"),
+            feedback=outcome.get("feedback"),
+            edited=edited,
+            approvers=list(outcome.get("approvers") or []),
+            votes=votes,
+            decided_by=str(outcome.get("decidedBy") or "person"),
+            receipt=outcome.get("receipt"),
         )
 
 
