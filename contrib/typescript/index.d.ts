@@ -21,6 +21,15 @@ export interface Question {
   options?: Option[];
   multiSelect?: boolean;
   intent?: Intent;
+  /** Whether the reviewer may return the detail edited (a plan review: unless false). */
+  editable?: boolean;
+}
+
+/** M-of-N approval: `approvals` distinct persons must give the same answer. */
+export interface Quorum {
+  approvals: number;
+  group?: string;
+  decline?: "veto" | "vote";
 }
 
 /** A whole request document. */
@@ -33,6 +42,9 @@ export interface Request {
   timeout?: string;
   requireProvider?: boolean;
   meta?: Record<string, unknown>;
+  quorum?: Quorum;
+  /** The deadline ladder (remindAfter, escalateAfter, escalateTo, expireAfter, onExpire, default). */
+  ladder?: Record<string, unknown>;
   /** dsh 0.2's continued question: the tool call and the wait window (the id is the call's). */
   wait?: Wait;
 }
@@ -60,6 +72,8 @@ export interface AskOptions {
   agent?: { id: string; instance: string };
   /** A request on a tool call (dsh 0.2): its id is the call's; `ask` may return Pending. */
   wait?: Wait;
+  quorum?: Quorum;
+  ladder?: Record<string, unknown>;
 }
 
 /** A request that was asked: its id and the digest of what was asked. */
@@ -78,19 +92,49 @@ export interface AnswerItem {
   id: string;
   selected: string[];
   custom: string | null;
+  /** The reviewer's version of the question's proposal, when they approved it as edited. */
+  edited: string | null;
   /** Nothing selected and no text. */
   skipped: boolean;
   /** The custom text, else the labels (and text) joined by ", "; null when skipped. */
   value: string | null;
 }
 
-/** The outcome document, as written to outbox/ID.json. */
+/** A proposal approved as the reviewer edited it. */
+export interface Edited {
+  proposed: string;
+  approved: string;
+  /** The unified diff from proposed to approved. */
+  diff: string;
+}
+
+/** One vote on a request with a quorum. */
+export interface Vote {
+  /** The identity that voted (`web:alice`, `provider:bob`). */
+  voter: string;
+  /** The person it belongs to. */
+  person: string | null;
+  decision: "approved" | "declined" | null;
+  at: string;
+  answer: unknown;
+}
+
+/** The outcome document, as written to outbox/ID.json (the decision document when answered). */
 export interface OutcomeDocument {
   id: string;
   status: "answered" | "error";
   requestDigest: string | null;
-  answer?: { answers: { id: string; selected: string[]; custom?: string }[] };
+  answer?: { answers: { id: string; selected: string[]; custom?: string; edited?: string }[] };
   decision?: "approved" | "declined" | null;
+  /** The reviewer's words on a declined plan review. */
+  feedback?: string;
+  /** The proposals approved as edited, by question id. */
+  edited?: Record<string, Edited>;
+  /** A quorum's approvers (identities) and every vote. */
+  approvers?: string[];
+  votes?: { voter: string; person?: string; answer: unknown; decision?: "approved" | "declined"; at: string }[];
+  /** "policy" when the asker's declared default was used on expiry. */
+  decidedBy?: "policy";
   error?: { name: "UserQuestionError"; code: string; message: string };
   provider?: string | null;
   createdAt: string;
@@ -102,17 +146,36 @@ export interface OutcomeDocument {
   receipt?: Record<string, unknown>;
 }
 
-/** A request that was answered: answers by question id, and the plan decision. */
+/** A request that was answered: the decision document (docs/protocol.md) as values. */
 export interface Answered {
   id: string;
   answers: Record<string, AnswerItem>;
   decision: "approved" | "declined" | null;
   approved: boolean;
+  /** The reviewer's words on a declined plan review. */
+  feedback: string | null;
+  /** The proposals approved as edited, by question id. */
+  edited: Record<string, Edited>;
+  approvers: string[];
+  votes: Vote[];
+  decidedBy: "person" | "policy";
   provider: string | null;
   digest: string | null;
   /** The tool call of a request asked with `wait`. */
   callId: string | null;
+  /** The signed receipt, when the outcome carried one (the file transport). */
+  receipt: Record<string, unknown> | null;
   outcome: OutcomeDocument;
+  /** The text approved for question `qid` whose proposal was `proposed`: as edited, else as asked. */
+  approvedText(qid: string, proposed: string): string;
+}
+
+/** What a plan review approved: the plan to carry out (as edited when `edited`). */
+export interface Approval {
+  plan: string;
+  edited: boolean;
+  diff: string | null;
+  result: Answered;
 }
 
 /** dsh 0.2's `{pending: true, callId}`: the window closed; the answer comes to the call later. */
@@ -126,15 +189,19 @@ export interface Pending {
 
 /** Where the client reaches dshq. */
 export type ClientOptions =
-  | { root: string; url?: undefined; token?: undefined; poll?: number }
-  | { url: string; token?: string; root?: undefined; poll?: number }
-  | { root?: undefined; url?: undefined; token?: undefined; poll?: number };
+  | { root: string; url?: undefined; token?: undefined; poll?: number; reconnect?: number }
+  | { url: string; token?: string; root?: undefined; poll?: number; reconnect?: number }
+  | { root?: undefined; url?: undefined; token?: undefined; poll?: number; reconnect?: number };
 
 /** A dshq client over the state root's directories or the HTTP API. */
 export class Client {
   constructor(options?: ClientOptions);
   /** Seconds between looks for an outcome (files). */
   poll: number;
+  /** Seconds a wait over HTTP keeps trying a server it cannot reach. */
+  reconnect: number;
+  /** The signed receipt of a final request, null while it has none. */
+  receipt(ticket: TicketLike): Promise<Record<string, unknown> | null>;
   askNowait(questions: Question[] | Request, options?: AskOptions): Promise<Ticket>;
   ask(questions: Question[] | Request, options: AskOptions & { wait: Wait; waitTimeout?: number }): Promise<Answered | Pending>;
   ask(questions: Question[] | Request, options?: AskOptions & { waitTimeout?: number }): Promise<Answered>;
@@ -217,12 +284,14 @@ export class LinkUsed extends DshqError {}
 export class BadTimeout extends DshqError {}
 /** DUPLICATE_WAIT: a second request, with other content, on one tool call. */
 export class DuplicateWait extends DshqError {}
+/** NO_DAEMON: no `dshq daemon` serves the root the file transport asked in. */
+export class NoDaemon extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 
 /** A declined plan review; `feedback` is the reviewer's text. */
 export class PlanDeclined extends Error {
-  constructor(feedback: string | null, result?: Answered | null);
+  constructor(feedback: string | null, result?: Answered | null, message?: string);
   readonly feedback: string | null;
   readonly result: Answered | null;
 }
@@ -238,16 +307,36 @@ export function idForCall(callId: string): string;
 export function question(
   id: string,
   text: string,
-  options?: { options?: (string | Option)[]; multiSelect?: boolean; header?: string; detail?: string; intent?: Intent },
+  options?: { options?: (string | Option)[]; multiSelect?: boolean; header?: string; detail?: string; intent?: Intent; editable?: boolean },
 ): Question;
 export function planReview(
   plan: string,
-  options?: { id?: string; question?: string; approve?: string; decline?: string; header?: string },
+  options?: { id?: string; question?: string; approve?: string; decline?: string; header?: string; editable?: boolean },
 ): Question;
+/** How long a dropped file may wait in the inbox before the file transport asks whether a daemon serves the root. */
+export const DAEMON_GRACE_MS: number;
+/** The approval a plan review's result gives for the plan asked; throws PlanDeclined for anything else. */
+export function approvalOf(result: Answered, plan: string, options?: { questionId?: string; takesEdit?: boolean }): Approval;
 export function buildRequest(questions: Question[] | Request, options?: AskOptions): Request & { id: string };
 export function resultOf(outcome: OutcomeDocument, ticket?: Ticket): Answered;
 
-/** Wrap an async function so that it runs only after a human approves its plan. */
+/**
+ * Wrap a function so that it runs only after a human approves its plan; with
+ * `{ editable: true }` it gets the Approval (the plan as approved, edited or not) as its
+ * last argument.
+ */
+export function requiresApproval<A extends unknown[], R>(
+  client: Client,
+  fn: (...args: [...A, Approval]) => Promise<R> | R,
+  options: {
+    plan?: string | ((...args: A) => string);
+    question?: string | ((...args: A) => string);
+    key?: (...args: A) => string;
+    context?: string;
+    timeout?: string;
+    editable: true;
+  },
+): (...args: A) => Promise<R>;
 export function requiresApproval<A extends unknown[], R>(
   client: Client,
   fn: (...args: A) => Promise<R> | R,
@@ -257,5 +346,6 @@ export function requiresApproval<A extends unknown[], R>(
     key?: (...args: A) => string;
     context?: string;
     timeout?: string;
+    editable?: false;
   },
 ): (...args: A) => Promise<R>;

@@ -8,7 +8,7 @@
 // request, so an agent that restarts and asks again re-attaches to its question.
 
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -35,7 +35,7 @@ export const CODES = Object.freeze([
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
   "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
-  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED", "BAD_TIMEOUT", "DUPLICATE_WAIT",
+  "LINK_INVALID", "LINK_EXPIRED", "LINK_USED", "BAD_TIMEOUT", "DUPLICATE_WAIT", "NO_DAEMON",
 ]);
 
 const define = (code) => {
@@ -97,6 +97,8 @@ export class LinkInvalid extends define("LINK_INVALID") {}
 export class LinkExpired extends define("LINK_EXPIRED") {}
 /** LINK_USED: a mail's link through which an answer was already sent. */
 export class LinkUsed extends define("LINK_USED") {}
+/** NO_DAEMON: no `dshq daemon` serves the root the file transport asked in. */
+export class NoDaemon extends define("NO_DAEMON") {}
 
 /** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
 export class BadTimeout extends define("BAD_TIMEOUT") {}
@@ -106,10 +108,14 @@ export class DuplicateWait extends define("DUPLICATE_WAIT") {}
 /** ASK_ABORTED because the request's own deadline (or timeout) passed: a kind of AskAborted. */
 export class Expired extends AskAborted {}
 
-/** A plan review (`requiresApproval`) that was declined; `feedback` is the reviewer's. */
+/**
+ * A plan review (`requiresApproval`) that did not end approved: `feedback` is the
+ * reviewer's words when they declined. The gate fails closed: a decline, a review with no
+ * decision, or an edit the guarded function cannot take all throw it.
+ */
 export class PlanDeclined extends Error {
-  constructor(feedback, result) {
-    super(feedback ?? "the reviewer declined the plan");
+  constructor(feedback, result, message) {
+    super(message ?? feedback ?? "the reviewer declined the plan");
     this.name = "PlanDeclined";
     this.feedback = feedback ?? null;
     this.result = result ?? null;
@@ -124,7 +130,7 @@ const BY_CODE = new Map(
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
-    LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait,
+    LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait, NoDaemon,
   ].map((c) => [c.code, c]),
 );
 
@@ -203,25 +209,29 @@ export function idForCall(callId) {
 const optionJson = (o) => (typeof o === "string" ? { label: o } : { ...o });
 
 /** A question document; `options` may be labels or `{label, description}`. */
-export function question(id, text, { options, multiSelect, header, detail, intent } = {}) {
+export function question(id, text, { options, multiSelect, header, detail, intent, editable } = {}) {
   const q = { id, question: text };
   if (header !== undefined) q.header = header;
   if (detail !== undefined) q.detail = detail;
   if (options !== undefined) q.options = options.map(optionJson);
   if (multiSelect) q.multiSelect = true;
   if (intent !== undefined) q.intent = { ...intent };
+  if (editable !== undefined) q.editable = editable;
   return q;
 }
 
-/** A plan-review question: the plan as detail, Approve/Decline, and the plan-review intent. */
-export function planReview(plan, { id = "plan", question: text = "Approve this plan?", approve = "Approve", decline = "Decline", header } = {}) {
-  return question(id, text, { detail: plan, header, options: [approve, decline], intent: { kind: "plan-review", approve } });
+/**
+ * A plan-review question: the plan as detail, Approve/Decline, and the plan-review intent.
+ * The reviewer may approve the plan as they edited it unless `editable: false`.
+ */
+export function planReview(plan, { id = "plan", question: text = "Approve this plan?", approve = "Approve", decline = "Decline", header, editable } = {}) {
+  return question(id, text, { detail: plan, header, options: [approve, decline], intent: { kind: "plan-review", approve }, editable });
 }
 
 /** The request document of `questions` (an array of questions, or a whole request). */
-export function buildRequest(questions, { id, key, context, timeout, deadline, requireProvider, meta, agent, wait } = {}) {
+export function buildRequest(questions, { id, key, context, timeout, deadline, requireProvider, meta, agent, wait, quorum, ladder } = {}) {
   const doc = Array.isArray(questions) ? { questions: questions.map((q) => ({ ...q })) } : { ...questions };
-  const fields = { context, timeout, deadline, requireProvider, meta, agent, wait };
+  const fields = { context, timeout, deadline, requireProvider, meta, agent, wait, quorum, ladder };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) doc[k] = v;
   let wanted = id ?? (key !== undefined ? idForKey(key) : undefined);
   if (typeof doc.wait?.callId === "string") {
@@ -248,6 +258,7 @@ function ticketOf(t) {
   return typeof t === "string" ? { id: t, digest: null, name: null, request: null } : t;
 }
 
+// The decision document (docs/protocol.md, "The decision document") as the answer type.
 function answered(outcome) {
   const answers = {};
   for (const i of outcome.answer?.answers ?? []) {
@@ -258,19 +269,34 @@ function answered(outcome) {
       id: i.id,
       selected,
       custom,
+      edited: i.edited ?? null,
       skipped: selected.length === 0 && custom === null,
       value: custom !== null && selected.length === 0 ? custom : parts.length ? parts.join(", ") : null,
     };
+  }
+  const edited = {};
+  for (const [qid, e] of Object.entries(outcome.edited ?? {})) {
+    edited[qid] = { proposed: e.proposed, approved: e.approved, diff: e.diff };
   }
   return {
     id: outcome.id,
     answers,
     decision: outcome.decision ?? null,
     approved: outcome.decision === "approved",
+    feedback: outcome.feedback ?? null,
+    edited,
+    approvers: [...(outcome.approvers ?? [])],
+    votes: (outcome.votes ?? []).map((v) => ({ voter: v.voter, person: v.person ?? null, decision: v.decision ?? null, at: v.at, answer: v.answer })),
+    decidedBy: outcome.decidedBy ?? "person",
     provider: outcome.provider ?? null,
     digest: outcome.requestDigest ?? null,
     callId: outcome.callId ?? null,
+    receipt: outcome.receipt ?? null,
     outcome,
+    /** The text approved for question `qid` whose proposal was `proposed`: as edited, else as asked. */
+    approvedText(qid, proposed) {
+      return edited[qid]?.approved ?? proposed;
+    },
   };
 }
 
@@ -290,6 +316,22 @@ function pendingOf(ticket, callId) {
       "permission: the question stays answerable. Continue with work that does not depend on it; the " +
       `answer is delivered to call ${callId} (request ${ticket.id}) when it comes.`,
   };
+}
+
+/**
+ * The approval a plan review's `result` gives for the `plan` asked, or PlanDeclined: a
+ * decline (with the reviewer's feedback), a review that ended with no approval, or
+ * (`takesEdit: false`) a plan approved as edited that the guarded code cannot take. The
+ * one rule every gate of this package applies.
+ */
+export function approvalOf(result, plan, { questionId = "plan", takesEdit = true } = {}) {
+  if (result.decision === "declined") throw new PlanDeclined(result.feedback, result);
+  if (!result.approved) throw new PlanDeclined(null, result, "the review of the plan ended without approving it");
+  const edit = result.edited[questionId] ?? null;
+  if (edit && !takesEdit) {
+    throw new PlanDeclined(null, result, "the reviewer approved the plan as they edited it, and the guarded function cannot take an edited plan (wrap it with { editable: true })");
+  }
+  return { plan: result.approvedText(questionId, plan), edited: edit !== null, diff: edit?.diff ?? null, result };
 }
 
 const UNITS = { ms: 0.001, s: 1, sec: 1, m: 60, min: 60, h: 3600, hr: 3600, d: 86400, day: 86400, days: 86400 };
@@ -336,8 +378,17 @@ function checkId(id, what = "request id") {
 }
 
 // --- the file transport -----------------------------------------------------------------
+//
+// A daemon must serve the root: it takes a dropped file from the inbox within moments.
+// When the file still waits there after DAEMON_GRACE_MS and no live daemon's pid is in
+// ROOT/daemon.pid, waiting throws NoDaemon (and takes the file back, so nothing is asked
+// behind the caller's back). A daemon down for a moment after it took the file
+// (restarted, killed mid-wait) is no error: the request is in its store.
 
 const FINAL_CODES = new Set(["ASK_CANCELLED", "ASK_ABORTED", "ASK_EXPIRED"]);
+
+/** How long a dropped file may wait in the inbox before the transport asks whether a daemon serves the root. */
+export const DAEMON_GRACE_MS = 2000;
 
 async function readJson(path) {
   try {
@@ -387,7 +438,40 @@ class FileTransport {
     if (await this.ownOutcome(ticket)) return ticket;
     const name = `${doc.id}.${process.pid}-${randomBytes(6).toString("hex")}`;
     await dropFile(join(this.root, "inbox"), `${name}.json`, JSON.stringify(doc));
-    return { ...ticket, name };
+    return { ...ticket, name, dropped: Date.now() };
+  }
+
+  /** Whether ROOT/daemon.pid names a live process (a daemon serving the root). */
+  async daemonAlive() {
+    let pid;
+    try {
+      pid = Number.parseInt((await readFile(join(this.root, "daemon.pid"), "utf8")).trim(), 10);
+    } catch {
+      return false;
+    }
+    if (!Number.isInteger(pid) || pid <= 0) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return e.code === "EPERM";
+    }
+  }
+
+  async checkTaken(t) {
+    if (!t.name || !t.dropped || Date.now() - t.dropped < DAEMON_GRACE_MS) return;
+    const waiting = join(this.root, "inbox", "new", `${t.name}.json`);
+    try {
+      await stat(waiting);
+    } catch {
+      return; // taken
+    }
+    if (await this.daemonAlive()) return;
+    if (!(await this.withdraw(t))) return; // a daemon took it just now
+    throw new NoDaemon(
+      `no dshq daemon serves ${this.root}: the request was not taken from its inbox within ${DAEMON_GRACE_MS / 1000}s (nothing was asked). Start \`dshq daemon --root ${this.root}\`, or ask over HTTP.`,
+      { requestId: t.id },
+    );
   }
 
   async poll(t) {
@@ -397,6 +481,7 @@ class FileTransport {
       const err = await readJson(join(this.root, "rejected", `${t.name}.error.json`));
       if (err) throw errorFrom(err, { requestId: t.id });
     }
+    await this.checkTaken(t);
     return null;
   }
 
@@ -409,6 +494,11 @@ class FileTransport {
       if (e.code === "ENOENT") return false; // taken in (or refused) by the daemon
       throw e;
     }
+  }
+
+  async receipt(t) {
+    const o = await this.ownOutcome(t);
+    return o?.receipt ?? null;
   }
 
   async abort(t, reason) {
@@ -444,9 +534,18 @@ class HttpTransport {
         body: body !== undefined ? JSON.stringify(body) : undefined,
       });
     } catch (e) {
-      throw new Io(`cannot reach ${this.url}: ${e.cause?.message ?? e.message}`, { requestId });
+      const err = new Io(`cannot reach ${this.url}: ${e.cause?.message ?? e.message}`, { requestId });
+      err.unreachable = true; // down or restarting, not refusing: a wait may try again
+      throw err;
     }
-    const text = await resp.text();
+    let text;
+    try {
+      text = await resp.text();
+    } catch (e) {
+      const err = new Io(`lost ${this.url} mid-answer: ${e.cause?.message ?? e.message}`, { requestId });
+      err.unreachable = true;
+      throw err;
+    }
     if (resp.status === 204 || !text) {
       if (!resp.ok) throw new Io(`HTTP ${resp.status} from ${method} ${path}`, { requestId });
       return null;
@@ -488,13 +587,26 @@ class HttpTransport {
   async abort(t, reason) {
     await this.call("POST", this.path(t, "abort"), reason !== undefined ? { reason } : {}, t.id);
   }
+
+  async receipt(t) {
+    try {
+      return await this.call("GET", this.path(t, "receipt"), undefined, t.id);
+    } catch (e) {
+      if (e instanceof RequestOpen) return null;
+      throw e;
+    }
+  }
 }
 
 // --- the client -------------------------------------------------------------------------
 
-/** A dshq client over the state root's directories (`{root}`) or the HTTP API (`{url, token}`). */
+/**
+ * A dshq client over the state root's directories (`{root}`) or the HTTP API (`{url, token}`).
+ * `poll`: seconds between looks (files); `reconnect`: how long a wait over HTTP keeps trying a
+ * server it cannot reach (a daemon restarting) before it throws Io.
+ */
 export class Client {
-  constructor({ root, url, token, poll = 0.2 } = {}) {
+  constructor({ root, url, token, poll = 0.2, reconnect = 30 } = {}) {
     if (root === undefined && url === undefined) {
       url = process.env.DSHQ_URL || undefined;
       if (url === undefined) root = process.env.DSHQ_ROOT || undefined;
@@ -509,6 +621,28 @@ export class Client {
       throw new TypeError("name a dshq: root (or DSHQ_ROOT), or url and token (or DSHQ_URL)");
     }
     this.poll = poll;
+    this.reconnect = reconnect;
+  }
+
+  // One look; over HTTP an unreachable server is looked at again (null) until it has been
+  // unreachable for `reconnect` seconds.
+  async look(t, wait, unreachable) {
+    try {
+      const o = await this.transport.poll(t, wait);
+      unreachable.since = null;
+      return o;
+    } catch (e) {
+      if (!e?.unreachable) throw e;
+      unreachable.since ??= Date.now();
+      if (Date.now() - unreachable.since > this.reconnect * 1000) throw e;
+      await sleep(Math.min(500, this.poll * 1000 + 100));
+      return null;
+    }
+  }
+
+  /** The signed receipt of a final request (its outcome file, or the API's), null while it has none. */
+  async receipt(ticket) {
+    return this.transport.receipt(ticketOf(ticket));
   }
 
   /** Ask and return at once with the request's ticket (its id and digest). */
@@ -550,11 +684,12 @@ export class Client {
     const t = ticketOf(ticket);
     if (this.transport instanceof HttpTransport) {
       const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
+      const unreachable = { since: null };
       for (;;) {
         const left = deadline === null ? LONG_POLL_SECONDS : Math.max(0, (deadline - Date.now()) / 1000);
         const step = Math.min(LONG_POLL_SECONDS, left);
         const started = Date.now();
-        const o = await this.transport.poll(t, step);
+        const o = await this.look(t, step, unreachable);
         if (o) return resultOf(o, t);
         if (deadline !== null && Date.now() >= deadline) {
           throw new WaitTimeout(`no outcome for ${t.id} within ${timeout}s`, { requestId: t.id });
@@ -574,9 +709,10 @@ export class Client {
     if (!ts.length) throw new TypeError("waitAny needs at least one ticket");
     const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
     const pause = this.transport instanceof HttpTransport ? Math.max(this.poll, 0.25) : this.poll;
+    const unreachable = { since: null };
     for (;;) {
       for (const t of ts) {
-        const o = await this.transport.poll(t);
+        const o = await this.look(t, 0, unreachable);
         if (o) return [t, resultOf(o, t)];
       }
       if (deadline !== null && Date.now() >= deadline) {
@@ -604,20 +740,22 @@ export class Client {
 }
 
 /**
- * Wrap an async function so that it runs only after a human approves its plan; a decline
- * throws PlanDeclined with the reviewer's feedback, and the function never runs.
+ * Wrap a function so that it runs only after a human approves its plan. With
+ * `{ editable: true }` the reviewer may approve the plan as they edit it, and the function
+ * is called with the approval as its last argument (`approval.plan` is the plan to carry
+ * out, edited or not); without it the reviewer cannot edit the plan (the function could
+ * never see the edit). Anything but an approval throws PlanDeclined (a decline with the
+ * reviewer's feedback), and the function never runs.
  */
-export function requiresApproval(client, fn, { plan, question: text, key, context, timeout } = {}) {
+export function requiresApproval(client, fn, { plan, question: text, key, context, timeout, editable = false } = {}) {
   const name = fn.name || "function";
   return async function approved(...args) {
     const p = typeof plan === "function" ? plan(...args) : plan ?? `Run \`${name}\` with:\n\n\`\`\`\n${args.map((a) => JSON.stringify(a)).join(",\n") || "(no arguments)"}\n\`\`\`\n`;
     const q = typeof text === "function" ? text(...args) : text ?? `Approve running ${name}?`;
     const k = key !== undefined ? key(...args) : `${name}\n${p}`;
-    const result = await client.ask([planReview(p, { question: q })], { key: k, context, timeout });
-    if (!result.approved) {
-      const first = Object.values(result.answers)[0];
-      throw new PlanDeclined(first?.custom ?? null, result);
-    }
-    return fn.apply(this, args);
+    const review = planReview(p, { question: q, editable: editable ? undefined : false });
+    const result = await client.ask([review], { key: k, context, timeout });
+    const approval = approvalOf(result, p, { takesEdit: editable });
+    return editable ? fn.apply(this, [...args, approval]) : fn.apply(this, args);
   };
 }

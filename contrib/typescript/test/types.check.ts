@@ -10,8 +10,11 @@ import {
   idForKey,
   planReview,
   question,
+  NoDaemon,
+  approvalOf,
   requiresApproval,
   type Answered,
+  type Approval,
   type Ticket,
 } from "dshq";
 
@@ -36,8 +39,20 @@ export async function example(): Promise<string> {
     plan: (env) => `Deploy to ${env}`,
     key: (env) => `deploy-${env}`,
   });
+  // The gate that takes an edited plan: the approval comes last.
+  const ship = requiresApproval(client, async (env: string, approval: Approval) => `${env}: ${approval.plan}`, {
+    plan: (env) => `Ship ${env}`,
+    editable: true,
+  });
+  const shipped: string = await ship("prod");
+  const feedback: string | null = result.feedback;
+  const diff: string | undefined = result.edited["plan"]?.diff;
+  const persons: (string | null)[] = result.votes.map((v) => v.person);
+  const plan: string = approvalOf(result, "# Plan").plan + result.approvedText("plan", "# Plan");
+  const receipt = await client.receipt(ticket);
+  if (receipt === null && result.decidedBy === "policy") throw new NoDaemon("never");
   try {
-    return (await deploy("staging")) + selected.join(",") + (value ?? "");
+    return (await deploy("staging")) + selected.join(",") + (value ?? "") + shipped + feedback + diff + persons + plan;
   } catch (e) {
     if (e instanceof PlanDeclined) return e.feedback ?? "declined";
     throw e;
