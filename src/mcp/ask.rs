@@ -22,6 +22,7 @@ use crate::core::audit::{Actor, Source};
 use crate::error::Error;
 use crate::protocol::check::{check_id, salvage_id_context};
 use crate::protocol::continued;
+use crate::protocol::types::AnsweredOutcome;
 use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
 use crate::root::Root;
@@ -392,6 +393,7 @@ pub fn pending_result_with(
         quorum,
         approvers: None,
         call_id: call.map(str::to_string),
+        outcome: None,
     };
     structured(text, &r)
 }
@@ -404,6 +406,10 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
             let mut text = format!("The human answered request {}.", a.id);
             if let Some(d) = a.decision {
                 text.push_str(&format!(" Plan-review decision: {}.", d.as_str()));
+            }
+            if let Some(f) = &a.feedback {
+                let f = serde_json::to_string(f).expect("a string serializes");
+                text.push_str(&format!(" The reviewer's feedback: {f}."));
             }
             if let Some(approvers) = &a.approvers {
                 let names: Vec<String> = approvers
@@ -427,6 +433,16 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
                 }
                 text.push_str(&format!("\n- {}: {}", q(&item.id), parts.join("; ")));
             }
+            // A proposal approved as the reviewer edited it: the edited text is what was
+            // approved, and what the agent must carry out.
+            for (qid, e) in a.edited.iter().flatten() {
+                let q = |s: &str| serde_json::to_string(s).expect("a string serializes");
+                text.push_str(&format!(
+                    "\nThe reviewer approved {} as they edited it; carry out this version, not the one proposed: {}",
+                    q(qid),
+                    q(&e.approved)
+                ));
+            }
             let r = QuestionResult {
                 id: a.id.clone(),
                 status: QuestionState::Answered,
@@ -438,10 +454,33 @@ pub fn outcome_result(o: &Outcome) -> CallToolResult {
                 quorum: None,
                 approvers: a.approvers.clone(),
                 call_id: a.call_id.clone(),
+                outcome: Some(without_nulls(
+                    serde_json::to_value(AnsweredOutcome {
+                        receipt: None,
+                        ..a.clone()
+                    })
+                    .expect("an outcome serializes"),
+                )),
             };
             structured(text, &r)
         }
     }
+}
+
+/// `v` with every `null` member of its objects left out (MCP results hold no `null`).
+fn without_nulls(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                o.retain(|_, m| !m.is_null());
+                o.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
 }
 
 /// A successful result: `text` for the model, `value` as `structuredContent`.

@@ -320,6 +320,13 @@ pub struct QuestionResult {
     /// answer is delivered to).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// When answered: the decision document (docs/protocol.md, "The decision document"),
+    /// the outcome every asker face gets: the answers, the decision and its feedback, the
+    /// proposals approved as edited, a quorum's votes, who decided. As MCP results never
+    /// hold `null`, a member that is null in the outcome file is left out here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::protocol::types::AnsweredOutcome>")]
+    pub outcome: Option<serde_json::Value>,
 }
 
 /// The result of `abort_question`.

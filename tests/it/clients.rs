@@ -35,7 +35,7 @@ fn run(c: &mut Command, what: &str) -> String {
 
 /// Install `./contrib/python` into the project's venv (the `python3` on PATH), once per
 /// test run, after checking that it is that venv and has the pinned test packages.
-fn python_ready() -> &'static str {
+pub fn python_ready() -> &'static str {
     static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| {
         let check = "import sys\n\

@@ -12,6 +12,7 @@ mod claude_code;
 mod cli;
 mod clients;
 mod codes;
+mod conformance;
 mod continued;
 mod crash;
 mod daemon;

@@ -25,6 +25,7 @@ or not) or raises :class:`dshq.PlanDeclined`.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from langgraph.types import Command, interrupt
@@ -46,7 +47,9 @@ def ask_human(client: Client, questions: Questions, *, key: str, **fields: Any) 
     request ended otherwise. ``fields`` are :meth:`Client.ask_nowait`'s.
     """
     ticket = client.ask_nowait(questions, key=key, **fields)
-    resumed = interrupt({MARK: {"id": ticket.id, "digest": ticket.digest}})
+    # The inbox file's name too (the file transport): the resuming process looks for it
+    # there to tell within seconds that no daemon serves the root.
+    resumed = interrupt({MARK: {"id": ticket.id, "digest": ticket.digest, "name": ticket.name}})
     return result_of(resumed, ticket)
 
 
@@ -68,7 +71,9 @@ def pending(graph: Any, config: Mapping[str, Any]) -> List[Tuple[str, Ticket]]:
         value = getattr(it, "value", None)
         if isinstance(value, dict) and isinstance(value.get(MARK), dict):
             mark = value[MARK]
-            out.append((str(it.id), Ticket(str(mark["id"]), mark.get("digest"))))
+            # Dropped no later than now, as far as this process can tell.
+            ticket = Ticket(str(mark["id"]), mark.get("digest"), mark.get("name"), None, time.monotonic())
+            out.append((str(it.id), ticket))
     return out
 
 
