@@ -862,3 +862,110 @@ fn an_escalated_requests_old_link_opens_nothing_and_the_new_one_does() {
     assert_eq!(code, 200, "{body}");
     assert!(cookie && body.contains("open-request"), "{body}");
 }
+
+/// Follow a mail link without a browser and send `answer` through the page (the link's
+/// session, its CSRF token): the page's response.
+fn answer_by_link(link: &str, id: &str, answer: &Value) -> crate::page::Resp {
+    let opened = crate::page::call("GET", link, "", &[], None);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let cookie = opened
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("dshq_mail="))
+        .map(|c| c.split(';').next().unwrap().to_string())
+        .expect("the link opens a session");
+    let base = link.split("/mail/").next().unwrap();
+    let page = crate::page::call("GET", &format!("{base}/r/{id}"), &cookie, &[], None);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let csrf = page.csrf_field();
+    crate::page::call(
+        "POST",
+        &format!("{base}/r/{id}/answer"),
+        &cookie,
+        &[],
+        Some(&[("csrf", &csrf), ("answer", &answer.to_string())]),
+    )
+}
+
+/// One person at the terminal and through a mail link is one voter: the people directory
+/// says bob@example.com is bob, so after `dshq answer --name bob` his link's answer is
+/// `ALREADY_VOTED` (nothing recorded, the link not spent); the asker alice, who gets the
+/// mails too, cannot approve her own request through hers (`OWN_REQUEST`); carol's vote
+/// from the web meets the two-person rule.
+#[test]
+fn one_person_cli_then_mail_link_is_refused_and_the_asker_cannot_vote_by_mail() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[people]\nbob = [\"mail:bob@example.com\"]\nalice = [\"mail:alice@example.com\"]\n",
+    )
+    .unwrap();
+    let env = Env::new().with_var("DSHQ_CONFIG", config.to_str().unwrap());
+    let alice = crate::api::token(&env, "asker", "alice", None);
+    let carol = crate::api::token(&env, "reviewer", "carol", None);
+    let (smtp, web) = (free_port(), free_port());
+    let sink = Sink::start(smtp, &dir.path().join("mail"), 0);
+    let listen = format!("127.0.0.1:{web}");
+    let (smtp_url, page) = (
+        format!("smtp://127.0.0.1:{smtp}"),
+        format!("http://127.0.0.1:{web}"),
+    );
+    let h = listening(env.daemon_with(
+        &[
+            "--listen",
+            &listen,
+            "--email",
+            "default=bob@example.com,alice@example.com",
+            "--smtp",
+            &smtp_url,
+            "--smtp-plain",
+            "--email-from",
+            "dshq <dshq@example.com>",
+            "--email-page-url",
+            &page,
+            "--delivery-retry-min",
+            "50ms",
+        ],
+        &[],
+    ));
+    let r = h.post(
+        "/requests",
+        Some(&alice),
+        &json!({"id": "m1", "quorum": {"approvals": 2},
+                "questions": [{"id": "q", "question": "Ship?",
+                               "options": [{"label": "Ship"}, {"label": "Hold"}]}]}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let mails = sink.wait_for("m1", 2);
+    let link_to = |who: &str| {
+        link_of(
+            mails
+                .iter()
+                .find(|m| m["rcpt_tos"] == json!([who]))
+                .unwrap_or_else(|| panic!("no mail to {who}: {mails:?}")),
+        )
+    };
+    let ship = json!({"answers": [{"id": "q", "selected": ["Ship"]}]});
+    env.json(&["answer", "m1", "--name", "bob", "--select", "Ship"])
+        .ok();
+    let r = answer_by_link(&link_to("bob@example.com"), "m1", &ship);
+    assert!(r.body.contains("ALREADY_VOTED"), "{} {}", r.status, r.body);
+    let r = answer_by_link(&link_to("alice@example.com"), "m1", &ship);
+    assert!(r.body.contains("OWN_REQUEST"), "{} {}", r.status, r.body);
+    let shown = env.json(&["show", "m1"]).ok().json();
+    assert_eq!(shown["status"], "pending");
+    assert_eq!(
+        shown["quorum"]["votes"].as_array().unwrap().len(),
+        1,
+        "{shown}"
+    );
+    // A refused answer spends no link: bob's may still be used (here: refused again).
+    let r = answer_by_link(&link_to("bob@example.com"), "m1", &ship);
+    assert!(r.body.contains("ALREADY_VOTED"), "{}", r.body);
+    let r = h.post("/requests/m1/answer", Some(&carol), &ship);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["approvers"], json!(["provider:bob", "web:carol"]));
+    env.run(&["audit", "verify"]).ok();
+    h.daemon.stop();
+}

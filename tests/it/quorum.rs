@@ -281,3 +281,180 @@ fn mcp_get_answer_shows_the_votes_then_the_approvers() {
         "{get}"
     );
 }
+
+/// One person on two faces is one voter, and voters on different faces vote within
+/// seconds of each other: a web vote (the page's host holds no lease for it), then a CLI
+/// vote at once (no DUPLICATE_PROVIDER), then the same CLI person through their web token
+/// (`web:bob`, the name after the face) and through a second token the directory links to
+/// them (`web:bob-ci`): both `ALREADY_VOTED`, nothing recorded. `list` shows the progress,
+/// the outcome the persons; `audit verify` passes.
+#[test]
+fn one_person_cli_then_web_is_refused_and_faces_mix_without_duplicate_provider() {
+    let env = with_config(
+        Env::new(),
+        "[people]\nbob = [\"web:bob-ci\"]\n\n[quorum.deploys]\napprovals = 3\n",
+    );
+    let checked = env.json(&["config", "check"]).ok().json();
+    assert_eq!(checked["people"]["bob"], json!(["web:bob-ci"]), "{checked}");
+    let dave = token(&env, "reviewer", "dave", None);
+    let bob_web = token(&env, "reviewer", "bob", None);
+    let bob_ci = token(&env, "reviewer", "bob-ci", None);
+    let carol = token(&env, "reviewer", "carol", None);
+    let h = host(&env, &[]);
+    env.ask(&plan_request("m1", "deploys")).ok();
+    let ship = json!({"answers": [{"id": "ship", "selected": ["Ship"]}]});
+
+    let r = h.post("/requests/m1/answer", Some(&dave), &ship);
+    assert_eq!(r.status, 202, "{r:?}");
+    // At once, from the terminal: a vote takes no lease, so the page's use is no bar.
+    let v = env
+        .json(&["answer", "m1", "--name", "bob", "--select", "Ship"])
+        .ok()
+        .json();
+    assert_eq!(v["status"], "voted", "{v}");
+    assert_eq!(v["quorum"]["agreeing"], 2);
+    // bob again, through the web: his token by his name, and the one the directory links.
+    for t in [&bob_web, &bob_ci] {
+        let r = h.post("/requests/m1/answer", Some(t), &ship);
+        assert_eq!((r.status, r.code()), (409, "ALREADY_VOTED"), "{r:?}");
+    }
+    let r = env.json(&["answer", "m1", "--name", "bob", "--select", "Hold"]);
+    assert_eq!(r.error_code(), "ALREADY_VOTED");
+    let listed = env.json(&["list"]).ok().json();
+    assert_eq!(
+        listed[0]["quorum"],
+        json!({"approvals": 3, "agreeing": 2,
+               "voters": ["dave via web:dave", "bob via provider:bob"]})
+    );
+    let table = env.run(&["list"]).ok().stdout;
+    assert!(table.contains("pending (2/3 votes)"), "{table}");
+    let r = h.post("/requests/m1/answer", Some(&carol), &ship);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.body["approvers"],
+        json!(["web:dave", "provider:bob", "web:carol"])
+    );
+    let persons: Vec<&str> = r.body["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["person"].as_str().unwrap())
+        .collect();
+    assert_eq!(persons, ["dave", "bob", "carol"]);
+    let kinds: Vec<String> = env
+        .json(&["events", "m1"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["accepted", "voted", "voted", "voted", "answered"]);
+    // The receipt names the approvers; its outcome, every vote with its person.
+    let receipt = env.json(&["receipt", "m1"]).ok().json();
+    assert_eq!(receipt["outcome"]["votes"][1]["person"], "bob");
+    env.run(&["audit", "verify"]).ok();
+    h.daemon.stop();
+}
+
+/// Votes cast at the same moment from several faces make exactly one outcome: two CLI
+/// reviewers and two web reviewers race for a two-person rule (each request once), and
+/// the same person racing on two faces is counted once.
+#[test]
+fn concurrent_votes_from_several_faces_make_one_outcome() {
+    let env = Env::new();
+    let tokens: Vec<String> = ["w1", "w2", "bob"]
+        .iter()
+        .map(|n| token(&env, "reviewer", n, None))
+        .collect();
+    let h = host(&env, &[]);
+    const N: usize = 4;
+    for i in 0..N {
+        let mut req = plan_request(&format!("c{i}"), "default");
+        req["quorum"] = json!({"approvals": 2});
+        env.ask(&req).ok();
+    }
+    let ship = json!({"answers": [{"id": "ship", "selected": ["Ship"]}]});
+    for i in 0..N {
+        let id = format!("c{i}");
+        let clis = [spawn_vote(&env, &id, "c1"), spawn_vote(&env, &id, "c2")];
+        let webs: Vec<_> = tokens[..2]
+            .iter()
+            .map(|t| {
+                let (url, t, body) = (
+                    h.url(&format!("/requests/{id}/answer")),
+                    t.clone(),
+                    ship.clone(),
+                );
+                std::thread::spawn(move || {
+                    crate::api::call("POST", &url, Some(&t), Some(body.to_string().as_bytes()))
+                })
+            })
+            .collect();
+        let mut ends = Vec::new();
+        for c in clis {
+            let out = c.wait_with_output().unwrap();
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            ends.push(
+                v["status"]
+                    .as_str()
+                    .or(v["error"]["code"].as_str())
+                    .unwrap_or("?")
+                    .to_string(),
+            );
+        }
+        for w in webs {
+            let r = w.join().unwrap();
+            ends.push(match r.status {
+                200 => "answered".to_string(),
+                202 => "voted".to_string(),
+                _ => r.code().to_string(),
+            });
+        }
+        let answered = ends.iter().filter(|e| *e == "answered").count();
+        assert_eq!(answered, 1, "{id}: {ends:?}");
+        assert!(
+            ends.iter()
+                .all(|e| ["answered", "voted", "REQUEST_FINAL"].contains(&e.as_str())),
+            "{id}: {ends:?}"
+        );
+        let o = env.wait_outcome(&id);
+        assert_eq!(o["approvers"].as_array().unwrap().len(), 2, "{o}");
+    }
+    // One person, two faces, at once: one vote, the other refused.
+    let mut req = plan_request("same", "default");
+    req["quorum"] = json!({"approvals": 2});
+    env.ask(&req).ok();
+    let cli = spawn_vote(&env, "same", "bob");
+    let web = {
+        let (url, t, body) = (
+            h.url("/requests/same/answer"),
+            tokens[2].clone(),
+            ship.clone(),
+        );
+        std::thread::spawn(move || {
+            crate::api::call("POST", &url, Some(&t), Some(body.to_string().as_bytes()))
+        })
+    };
+    let cli_out: Value = serde_json::from_slice(&cli.wait_with_output().unwrap().stdout).unwrap();
+    let web_r = web.join().unwrap();
+    let refused = [
+        cli_out["error"]["code"].as_str().unwrap_or(""),
+        web_r.code(),
+    ];
+    assert_eq!(
+        refused.iter().filter(|c| **c == "ALREADY_VOTED").count(),
+        1,
+        "{cli_out} {web_r:?}"
+    );
+    let shown = env.json(&["show", "same"]).ok().json();
+    assert_eq!(shown["status"], "pending");
+    assert_eq!(
+        shown["quorum"]["votes"].as_array().unwrap().len(),
+        1,
+        "{shown}"
+    );
+    env.run(&["audit", "verify"]).ok();
+    h.daemon.stop();
+}

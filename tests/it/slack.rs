@@ -284,15 +284,16 @@ struct Setup {
 /// A root whose config maps two Slack users to reviewers, the token and the signing
 /// secret in files of their own (mode 0600), and the stand-in for Slack.
 fn setup() -> Setup {
+    setup_with("[slack.users]\nU0ALICE = \"alice\"\nU0BOB = \"bob\"\n")
+}
+
+/// [`setup`] with the config file `text`.
+fn setup_with(text: &str) -> Setup {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new();
     let config = env.dir.path().join("config/dshq");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        "[slack.users]\nU0ALICE = \"alice\"\nU0BOB = \"bob\"\n",
-    )
-    .unwrap();
+    std::fs::write(config.join("config.toml"), text).unwrap();
     let files = tempfile::tempdir().unwrap();
     for (name, text) in [("token", TOKEN), ("signing", SIGNING_SECRET)] {
         let p = files.path().join(name);
@@ -944,4 +945,81 @@ fn a_press_answers_only_from_its_own_message_in_the_context_the_request_is_in() 
     assert_eq!(o["answer"]["answers"][0]["selected"], json!(["No"]));
     assert_eq!(s.status("quiet1"), "pending");
     assert_eq!(s.status("other1"), "pending");
+}
+
+/// One person is one voter from the web and from Slack: carol votes with her web token,
+/// then presses from her Slack account (`[slack.users]`) and from a second one the people
+/// directory links to her (which alone admits it): both refused `ALREADY_VOTED`, told to
+/// her alone, nothing recorded. Then three persons on three faces (carol on the web, bob
+/// at the terminal, dave in Slack) meet a three-of-three rule.
+#[test]
+fn one_person_web_then_slack_is_refused_and_three_persons_on_three_faces_meet_three_of_three() {
+    let s = setup_with(
+        "[slack.users]\nU0CAROL = \"carol\"\nU0DAVE = \"dave\"\n\n[people]\ncarol = [\"slack:U0CAROL2\"]\n",
+    );
+    let carol = crate::api::token(&s.env, "reviewer", "carol", None);
+    let host = s.daemon(&[]);
+    s.env
+        .ask(&json!({
+            "id": "q3",
+            "questions": [{"id": "go", "question": "Ship the release?",
+                           "options": [{"label": "Ship"}, {"label": "Hold"}]}],
+            "quorum": {"approvals": 3}
+        }))
+        .ok();
+    assert!(
+        wait_until(DEADLINE, || !s.fake.posts_of("q3").is_empty()),
+        "no message: {}",
+        host.daemon.log_text()
+    );
+    let post = s.fake.posts_of("q3").remove(0);
+    let ship = post.body["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "actions")
+        .expect("buttons")["elements"][0]
+        .clone();
+    let r = host.post(
+        "/requests/q3/answer",
+        Some(&carol),
+        &json!({"answers": [{"id": "go", "selected": ["Ship"]}]}),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    for user in ["U0CAROL", "U0CAROL2"] {
+        let press = press_body(user, &post, "1800000000.000100", &ship);
+        let (status, body) = send_press(&host.base, &press, unix_now(), SIGNING_SECRET);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["error"]["code"], "ALREADY_VOTED", "{user}: {body}");
+    }
+    let shown = s.env.json(&["show", "q3"]).ok().json();
+    assert_eq!(
+        shown["quorum"]["votes"].as_array().unwrap().len(),
+        1,
+        "{shown}"
+    );
+    assert_eq!(s.kinds("q3"), ["accepted", "voted"]);
+
+    // bob at the terminal, then dave in Slack: three persons, three faces.
+    s.env
+        .json(&["answer", "q3", "--name", "bob", "--select", "Ship"])
+        .ok();
+    let press = press_body("U0DAVE", &post, "1800000000.000100", &ship);
+    let (status, body) = send_press(&host.base, &press, unix_now(), SIGNING_SECRET);
+    assert_eq!(status, 200, "{body}");
+    let out = s.env.wait_outcome("q3");
+    assert_eq!(
+        out["approvers"],
+        json!(["web:carol", "provider:bob", "slack:dave"]),
+        "{out}"
+    );
+    let persons: Vec<&str> = out["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["person"].as_str().unwrap())
+        .collect();
+    assert_eq!(persons, ["carol", "bob", "dave"]);
+    s.env.run(&["audit", "verify"]).ok();
+    host.daemon.stop();
 }
