@@ -750,3 +750,71 @@ fn a_second_sigterm_or_the_graces_end_stops_a_held_drain_at_once_with_status_0()
         assert_eq!(env.json(&["show", "kept"]).ok().json()["status"], "pending");
     }
 }
+
+/// A file holding only tables (groups, quorums, people, Slack users) is no empty file:
+/// `config check` reports each (the directory resolved to persons) and `config show`
+/// lists each entry with its line; a directory listing one identity twice is refused at
+/// that line.
+#[test]
+fn config_check_and_show_cover_every_table() {
+    let env = Env::new();
+    let cfg = env.dir.path().join("tables.toml");
+    std::fs::write(
+        &cfg,
+        "[people]\nalice = [\"mail:alice@example.com\", \"slack:U0ALICE2\"]\n\n\
+         [groups]\nops = [\"alice\", \"mail:alice@example.com\", \"web:bob\"]\n\n\
+         [quorum.deploys]\napprovals = 2\ngroup = \"ops\"\n\n\
+         [slack.users]\nU0BOB = \"bob\"\n",
+    )
+    .unwrap();
+    let path = cfg.to_str().unwrap();
+    let text = env.run(&["config", "check", path]).ok().stdout;
+    assert!(
+        text.contains("ok (0 settings, 1 person, 1 group, 1 context quorum, 2 Slack users)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("alice: mail:alice@example.com, slack:U0ALICE2"),
+        "{text}"
+    );
+    assert!(text.contains("ops: alice, bob"), "{text}");
+    let checked = env.json(&["config", "check", path]).ok().json();
+    assert_eq!(checked["groups"]["ops"], json!(["alice", "bob"]));
+    assert_eq!(checked["quorum"]["deploys"]["approvals"], 2);
+    assert_eq!(
+        checked["slackUsers"],
+        json!({"U0ALICE2": "alice", "U0BOB": "bob"})
+    );
+    let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
+    for want in [
+        "[people]\nalice = [\"mail:alice@example.com\", \"slack:U0ALICE2\"]",
+        "[groups]\nops = [\"alice\", \"mail:alice@example.com\", \"web:bob\"]",
+        "[quorum]\ndeploys = { approvals = 2, group = \"ops\" }",
+        "[slack.users]\nU0BOB = \"bob\"",
+    ] {
+        assert!(shown.contains(want), "{want:?} in {shown}");
+    }
+    let shown = env.json(&["--config", path, "config", "show"]).ok().json();
+    let people = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["key"] == "people.alice")
+        .cloned()
+        .unwrap();
+    assert_eq!(people["source"], format!("file {path}:2"));
+    // One identity, two persons: refused, naming both.
+    std::fs::write(
+        &cfg,
+        "[people]\nalice = [\"web:shared\"]\nbob = [\"web:shared\"]\n",
+    )
+    .unwrap();
+    let r = env.run(&["config", "check", path]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("web:shared is listed for both \"alice\" and \"bob\""),
+        "{}",
+        r.stderr
+    );
+}

@@ -101,8 +101,17 @@ fn two_of_three_through_the_cli_and_the_http_api() {
 
     // The page's request view lists the vote, the asker's text escaped.
     let dave = token(&env, "reviewer", "dave", None);
-    let page = crate::page::login(&h, &dave).get("/r/q1");
+    let session = crate::page::login(&h, &dave);
+    let queue = session.get("/");
+    assert!(queue.body.contains("1/2 votes"), "{}", queue.body);
+    let page = session.get("/r/q1");
     assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains("<strong class=\"progress\">1/2</strong>"),
+        "{}",
+        page.body
+    );
     assert!(page.body.contains("id=\"quorum\""), "{}", page.body);
     assert!(
         page.body.contains("<strong>provider:bob</strong>"),

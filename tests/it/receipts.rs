@@ -444,3 +444,37 @@ fn hosts_of_one_postgres_store_sign_with_their_own_keys() {
     assert_eq!(r["approvers"], json!(["provider:tester"]));
     assert_eq!(r["status"], "answered");
 }
+
+/// Past its deadline with no daemon to sweep it, a request is over for every reader:
+/// `show` (a view at now) says aborted, and `receipt` agrees, sweeping the end into the
+/// log for real before it signs it (it used to say REQUEST_OPEN). Ten minutes later is the
+/// clock's skew, not a wait.
+#[test]
+fn show_and_receipt_agree_on_a_request_past_its_deadline_before_any_sweep() {
+    let env = Env::new();
+    let mut req = simple_request("late");
+    req["timeout"] = json!("5m");
+    env.ask(&req).ok();
+    let later = [("DSHQ_CLOCK_SKEW", "+10m")];
+    let shown = env.run_env(&later, &["--json", "show", "late"]).ok().json();
+    assert_eq!(shown["status"], "aborted", "{shown}");
+    // Nothing was written by the read: the store still holds it open.
+    assert_eq!(env.json(&["show", "late"]).ok().json()["status"], "pending");
+    let receipt = env
+        .run_env(&later, &["--json", "receipt", "late"])
+        .ok()
+        .json();
+    assert_eq!(receipt["status"], "aborted", "{receipt}");
+    assert_eq!(receipt["outcome"]["error"]["code"], "ASK_ABORTED");
+    assert_eq!(receipt["chain"]["kind"], "aborted");
+    let file = save(
+        &env,
+        "late.json",
+        &env.run_env(&later, &["receipt", "late"])
+            .ok()
+            .stdout
+            .into_bytes(),
+    );
+    verify_offline(&file, &public_key(&env), &["--id", "late"]).ok();
+    env.run(&["audit", "verify"]).ok();
+}

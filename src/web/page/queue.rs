@@ -235,7 +235,17 @@ since {}: read-only here until they leave.</p>",
                 .as_deref()
                 .filter(|_| r.status == Status::Claimed)
                 .map(|b| format!(" <span class=\"dim\">by {}</span>", text(b)))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                // A quorum's progress: how many persons agree of how many needed.
+                + &r.quorum_view()
+                    .map(|q| {
+                        format!(
+                            " <span class=\"votes\" title=\"{}\">{} votes</span>",
+                            escape(&q.summary()),
+                            text(&q.progress())
+                        )
+                    })
+                    .unwrap_or_default(),
             coarse(now - r.created_ms),
             deadline(r, now),
         ));
