@@ -44,7 +44,7 @@ pub enum Error {
     },
     /// A reviewer voted on a request with a quorum that they asked themselves (issue 30):
     /// the asker's own identity never counts.
-    #[error("{voter:?} asked request {id:?} (the same name): the asker's own vote never counts toward its quorum")]
+    #[error("{voter:?} is the person who asked request {id:?}: the asker's own vote never counts toward its quorum, from any face")]
     OwnRequest {
         /// The request id.
         id: String,
@@ -61,9 +61,10 @@ pub enum Error {
         /// The voter.
         voter: String,
     },
-    /// A reviewer voted again on a request with a quorum, for another answer: the first
-    /// vote stands (the same answer again is accepted and counted once).
-    #[error("{voter:?} already voted on request {id:?} for another answer; a vote cannot change")]
+    /// A person voted again on a request with a quorum, for another answer or through
+    /// another face: the first vote stands (the same identity giving the same answer again
+    /// is accepted and counted once).
+    #[error("{voter} already voted on request {id:?}: a person votes once, from any face, and a vote cannot change")]
     AlreadyVoted {
         /// The request id.
         id: String,

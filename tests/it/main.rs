@@ -48,6 +48,7 @@ mod screens;
 mod seam;
 mod sessions;
 mod slack;
+mod snippets;
 mod tables;
 mod terminal;
 #[path = "../support/throwaway.rs"]

@@ -453,7 +453,10 @@ fn vote(
             voter: if earlier.voter == voter_id {
                 voter_id
             } else {
-                format!("{person} (as {}, now as {voter_id})", earlier.voter)
+                format!(
+                    "{voter_id}, the person {person} who voted as {},",
+                    earlier.voter
+                )
             },
         });
     }

@@ -1,0 +1,180 @@
+//! Every client snippet a user is told to run, run as written: the fenced blocks marked
+//! `python runnable` and `js runnable` in README.md and docs/guide/*.md (found wherever
+//! they live, so they stay tested when a page is cut or moved). Each runs against a real
+//! daemon on a temporary root (`DSHQ_ROOT`), Python in the project's venv with the package
+//! installed, Node with `dshq` resolving to `contrib/typescript`; a reviewer (the real CLI)
+//! answers whatever the snippet asks (the first option, or the plan's approval as edited),
+//! and the snippet must end well and say something.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{bin, Env, DEADLINE};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `(file, language, code)` of every runnable block.
+fn snippets() -> Vec<(String, String, String)> {
+    let mut files = vec![repo().join("README.md")];
+    let mut guide: Vec<PathBuf> = fs::read_dir(repo().join("docs/guide"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    guide.sort();
+    files.extend(
+        guide
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md")),
+    );
+    let mut out = Vec::new();
+    for f in files {
+        let text = fs::read_to_string(&f).unwrap();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let Some(info) = line.trim_start().strip_prefix("```") else {
+                continue;
+            };
+            let words: Vec<&str> = info.split_whitespace().collect();
+            let runnable = words.contains(&"runnable");
+            let mut code = String::new();
+            for l in lines.by_ref() {
+                if l.trim_start().starts_with("```") {
+                    break;
+                }
+                code.push_str(l);
+                code.push('\n');
+            }
+            if runnable {
+                let name = f.strip_prefix(repo()).unwrap().display().to_string();
+                out.push((name, words[0].to_string(), code));
+            }
+        }
+    }
+    out
+}
+
+/// Answer every open request the way a reviewer would: a plan review approved as edited
+/// (a line added), otherwise the first option of each question.
+fn answer_open(env: &Env) -> usize {
+    let open = env.json(&["list"]).ok().json();
+    let mut n = 0;
+    for r in open.as_array().unwrap() {
+        let id = r["id"].as_str().unwrap();
+        let shown = env.json(&["show", id]).ok().json();
+        let qs = shown["questions"].as_array().unwrap();
+        if let [q] = &qs[..] {
+            if q["intent"]["kind"] == "plan-review" && q["editable"] != false {
+                let edited = format!("{}3. Check it came back\n", q["detail"].as_str().unwrap());
+                env.run_stdin(&["answer", id, "--edit", "-"], &edited).ok();
+                n += 1;
+                continue;
+            }
+        }
+        let answers: Vec<Value> = qs
+            .iter()
+            .map(|q| match q["intent"]["approve"].as_str() {
+                Some(a) => json!({"id": q["id"], "selected": [a]}),
+                None => json!({"id": q["id"], "selected": [q["options"][0]["label"]]}),
+            })
+            .collect();
+        env.run_stdin(
+            &["answer", id, "--answers", "-"],
+            &json!({ "answers": answers }).to_string(),
+        )
+        .ok();
+        n += 1;
+    }
+    n
+}
+
+/// Run `program file` in `dir` against `env`'s root while a reviewer answers; its stdout.
+fn run_answered(env: &Env, dir: &Path, program: &str, file: &str, what: &str) -> String {
+    let mut child = Command::new(program)
+        .arg(file)
+        .current_dir(dir)
+        .env("DSHQ_ROOT", env.root())
+        .env("DSHQ_BIN", bin())
+        .env("PATH", path_with_bin())
+        .env_remove("DSHQ_URL")
+        .env_remove("DSHQ_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {program}: {e}"));
+    let start = Instant::now();
+    let mut answered = 0;
+    loop {
+        if let Some(_st) = child.try_wait().unwrap() {
+            break;
+        }
+        answered += answer_open(env);
+        assert!(start.elapsed() < DEADLINE * 2, "{what}: still running");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(answered > 0, "{what} asked nothing");
+    assert!(!stdout.trim().is_empty(), "{what} printed nothing");
+    stdout
+}
+
+/// PATH with the dshq under test first (a snippet may name `dshq`).
+fn path_with_bin() -> String {
+    format!(
+        "{}:{}",
+        bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn every_client_snippet_in_the_readme_and_the_guide_runs_as_written() {
+    let all = snippets();
+    let langs: Vec<&str> = all.iter().map(|(_, l, _)| l.as_str()).collect();
+    assert!(
+        langs.iter().filter(|l| **l == "python").count() >= 3
+            && langs.iter().filter(|l| **l == "js").count() >= 2,
+        "the guide's Python, LangGraph and Node snippets are marked runnable: {langs:?}"
+    );
+    let python = crate::clients::python_ready();
+    let dir = tempfile::tempdir().unwrap();
+    // `dshq` for Node resolves to the package as it is in the tree.
+    let modules = dir.path().join("node_modules");
+    fs::create_dir_all(&modules).unwrap();
+    std::os::unix::fs::symlink(repo().join("contrib/typescript"), modules.join("dshq")).unwrap();
+    fs::write(
+        dir.path().join("package.json"),
+        r#"{"private": true, "type": "module"}"#,
+    )
+    .unwrap();
+    for (i, (file, lang, code)) in all.iter().enumerate() {
+        let what = format!("{file}, snippet {} ({lang})", i + 1);
+        let (program, name) = match lang.as_str() {
+            "python" => (python, format!("snippet{i}.py")),
+            "js" => ("node", format!("snippet{i}.mjs")),
+            other => panic!("{what}: no runner for {other}"),
+        };
+        fs::write(dir.path().join(&name), code).unwrap();
+        // A root of its own: snippets ask under the same keys, and would re-attach.
+        let env = Env::new();
+        let daemon = env.daemon();
+        let out = run_answered(&env, dir.path(), program, &name, &what);
+        println!("{what}: {}", out.trim());
+        // A plan gate runs the plan as the reviewer approved it: edited here.
+        if code.contains("approval") {
+            assert!(out.contains("doing 3. Check it came back"), "{what}: {out}");
+        }
+        daemon.stop();
+    }
+}
