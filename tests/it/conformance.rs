@@ -881,6 +881,7 @@ fn run_face(name: &str) {
     let mut site = Site::new();
     let mut running = Running::start(face, &site);
     let mut failures = Vec::new();
+    let mut timings = Vec::new();
     let started = Instant::now();
     for scenario in SCENARIOS {
         if scenario.needs.iter().any(|n| !face.can.contains(n)) {
@@ -927,6 +928,7 @@ fn run_face(name: &str) {
                 "{name}: without a daemon the error took {took:?}"
             );
         }
+        timings.push(format!("{} {:?}", scenario.name, asked_at.elapsed()));
         if let Some(why) = compare(face, scenario, &expect, &got, &site, &id, &job) {
             failures.push(format!("{name}/{}: {why}", scenario.name));
         }
@@ -937,9 +939,10 @@ fn run_face(name: &str) {
     running.end();
     site.stop();
     println!(
-        "{name}: {} scenarios in {:?}",
-        SCENARIOS.len(),
-        started.elapsed()
+        "{name}: {} scenarios in {:?}: {}",
+        timings.len(),
+        started.elapsed(),
+        timings.join(", ")
     );
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -107,9 +107,12 @@ pub fn provide(
         LeaseRef::Voter(actor) => Some(actor.clone()),
         LeaseRef::Token(_) | LeaseRef::OnBehalf { .. } => None,
     };
+    // The request's context, when it was read here (a one-shot answer), for the lease.
+    let mut context = None;
     if let Some(actor) = leaseless {
         if let ProviderAct::Answer(id, a) = act {
             let r = reread(db, id)?;
+            context = Some(r.context.clone());
             if let Some(q) = r.required_quorum() {
                 if r.status.is_final() {
                     return Err(Error::RequestFinal {
@@ -130,7 +133,7 @@ pub fn provide(
             ));
         }
     }
-    let (l, transient) = leases::resolve(db, now, lease, target(act))?;
+    let (l, transient) = leases::resolve(db, now, lease, target(act), context.as_deref())?;
     let done = provide_with(db, now, &l, act, people)?;
     if let Some(token) = transient {
         leases::release(db, now, &token)?;

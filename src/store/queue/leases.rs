@@ -390,12 +390,14 @@ pub fn info(db: &mut (impl LeaseReads + ?Sized), token: &str, now: Millis) -> Re
 /// The lease a provider act is made by: a token's live lease, the same acting for
 /// `actor` (recorded as the one it acts for), or a transient lease registered in the
 /// context of request `id` for this one act (its token returned, for the caller to
-/// release after the act).
+/// release after the act). `context`: that request's context when the caller read it
+/// already.
 pub fn resolve(
     db: &mut dyn Statements,
     now: Millis,
     lease: &LeaseRef,
     id: Option<&str>,
+    context: Option<&str>,
 ) -> Result<(Lease, Option<String>)> {
     match lease {
         LeaseRef::Token(token) => Ok((authenticate(db, token, now)?, None)),
@@ -412,10 +414,15 @@ pub fn resolve(
             let id = id.ok_or_else(|| {
                 Error::Invalid("a transient lease acts on one named request".into())
             })?;
-            let row = db
-                .answer_target(id)?
-                .ok_or_else(|| Error::NotFound(id.to_string()))?;
-            let reg = register(db, now, &row.context, name, *ttl_ms, None)?;
+            let context = match context {
+                Some(c) => c.to_string(),
+                None => {
+                    db.answer_target(id)?
+                        .ok_or_else(|| Error::NotFound(id.to_string()))?
+                        .context
+                }
+            };
+            let reg = register(db, now, &context, name, *ttl_ms, None)?;
             let lease = authenticate(db, &reg.lease, now)?;
             Ok((lease, Some(reg.lease)))
         }
