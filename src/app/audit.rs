@@ -168,6 +168,7 @@ mod tests {
             code: None,
             decision: None,
             provider: None,
+            votes: Vec::new(),
             questions: Vec::new(),
         }
     }

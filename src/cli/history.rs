@@ -120,6 +120,7 @@ pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
         "decision",
         "provider",
         "questions",
+        "votes",
     ])
     .map_err(io)?;
     for r in rows {
@@ -138,6 +139,11 @@ pub fn to_csv(rows: &[HistoryRow]) -> Result<String> {
                 .unwrap_or_default(),
             r.provider.clone().unwrap_or_default(),
             serde_json::to_string(&r.questions).expect("questions serialize"),
+            if r.votes.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string(&r.votes).expect("votes serialize")
+            },
         ])
         .map_err(io)?;
     }
@@ -218,7 +224,19 @@ fn table_text(rows: &[HistoryRow], f: &HistoryFilter, layout: &Layout) -> String
                     r.decision
                         .map(|d| d.as_str().to_string())
                         .unwrap_or_else(|| "-".into()),
-                    r.provider.clone().unwrap_or_else(|| "-".into()),
+                    // A quorum's voters, each as the person and the face they used.
+                    if r.votes.is_empty() {
+                        r.provider.clone().unwrap_or_else(|| "-".into())
+                    } else {
+                        r.votes
+                            .iter()
+                            .map(|v| match &v.person {
+                                Some(p) => format!("{p} via {}", v.voter),
+                                None => v.voter.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
                     headline(r, f, layout.width.is_none()),
                 ]
             })

@@ -594,9 +594,11 @@ pub struct Policy {
     pub require_provider: Option<bool>,
     /// The quorum extension, when the request carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub quorum: Option<serde_json::Value>,
     /// The escalation ladder extension, when the request carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub ladder: Option<serde_json::Value>,
 }
 

@@ -1,7 +1,7 @@
 //! The backend-neutral types of the seam: what [`super::Store`]'s methods take and return.
 //! Plain data: no connection, no row handle, nothing a second backend could not produce.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::core::channel::Channel;
@@ -329,8 +329,25 @@ pub struct HistoryRow {
     pub decision: Option<Decision>,
     /// Provider that answered or cancelled.
     pub provider: Option<String>,
+    /// For a request with a quorum: every vote, in order, with the identity (the face
+    /// used) and the person it counted for. Empty for any other request.
+    pub votes: Vec<HistoryVote>,
     /// The questions with their answers.
     pub questions: Vec<HistoryQuestion>,
+}
+
+/// One vote of a history row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryVote {
+    /// The identity that voted (`web:alice`, `provider:bob`).
+    pub voter: String,
+    /// The person it counted for (none for a vote recorded before persons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
+    /// The decision of its answer, if it makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 /// Wait-time percentiles (nearest rank) of one group.

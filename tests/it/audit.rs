@@ -509,6 +509,7 @@ const CSV_HEADER: &[&str] = &[
     "decision",
     "provider",
     "questions",
+    "votes",
 ];
 
 /// A strict RFC 4180 parser: fields separated by commas, records by CRLF or LF; a quoted

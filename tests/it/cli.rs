@@ -144,20 +144,22 @@ fn timestamp(v: &Value) -> jiff::Timestamp {
 /// Assert an answered outcome document has exactly the spec §8 shape.
 #[track_caller]
 fn assert_answered_shape(o: &Value) {
-    assert_eq!(
-        keys(o),
-        set(&[
-            "id",
-            "status",
-            "requestDigest",
-            "answer",
-            "decision",
-            "provider",
-            "createdAt",
-            "finishedAt"
-        ]),
-        "answered outcome shape: {o}"
-    );
+    let mut want = set(&[
+        "id",
+        "status",
+        "requestDigest",
+        "answer",
+        "decision",
+        "provider",
+        "createdAt",
+        "finishedAt",
+    ]);
+    // The decision document's feedback: only on a declined plan review.
+    if o["decision"] == "declined" && o["answer"]["answers"][0]["custom"].is_string() {
+        want.insert("feedback".into());
+        assert_eq!(o["feedback"], o["answer"]["answers"][0]["custom"], "{o}");
+    }
+    assert_eq!(keys(o), want, "answered outcome shape: {o}");
     assert_eq!(o["status"], "answered");
     assert_eq!(keys(&o["answer"]), set(&["answers"]), "{o}");
     assert!(timestamp(&o["finishedAt"]) >= timestamp(&o["createdAt"]));

@@ -32,7 +32,7 @@ fn the_committed_openapi_document_matches_the_types_and_the_server() {
     assert_eq!(served.body, committed);
     // Every route the router has is documented (and the other way round).
     let paths: Vec<&String> = committed["paths"].as_object().unwrap().keys().collect();
-    assert_eq!(paths.len(), 11, "{paths:?}");
+    assert_eq!(paths.len(), 12, "{paths:?}");
 }
 
 #[test]
@@ -80,6 +80,6 @@ fn schemathesis_finds_no_server_error_and_no_schema_breaking_response() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "schemathesis failed:\n{text}");
-    assert!(text.contains("Tested: 11"), "{text}");
+    assert!(text.contains("Tested: 12"), "{text}");
     assert!(!text.contains("Server error"), "{text}");
 }

@@ -363,6 +363,21 @@ fn one_person_cli_then_web_is_refused_and_faces_mix_without_duplicate_provider()
     // The receipt names the approvers; its outcome, every vote with its person.
     let receipt = env.json(&["receipt", "m1"]).ok().json();
     assert_eq!(receipt["outcome"]["votes"][1]["person"], "bob");
+    // So does the history: each vote's face and person.
+    let history = env.json(&["history"]).ok().json();
+    let row = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "m1")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        row["votes"][1],
+        json!({"voter": "provider:bob", "person": "bob", "decision": "approved"})
+    );
+    let table = env.run(&["history", "--format", "table"]).ok().stdout;
+    assert!(table.contains("bob via provider:bob"), "{table}");
     env.run(&["audit", "verify"]).ok();
     h.daemon.stop();
 }

@@ -1,6 +1,6 @@
 //! Every client snippet a user is told to run, run as written: the fenced blocks marked
-//! `python runnable` and `js runnable` in README.md and docs/guide/*.md (found wherever
-//! they live, so they stay tested when a page is cut or moved). Each runs against a real
+//! `python runnable` and `js runnable` in README.md, docs/guide/*.md and the packages'
+//! READMEs (found wherever they live, so they stay tested when a page is cut or moved). Each runs against a real
 //! daemon on a temporary root (`DSHQ_ROOT`), Python in the project's venv with the package
 //! installed, Node with `dshq` resolving to `contrib/typescript`; a reviewer (the real CLI)
 //! answers whatever the snippet asks (the first option, or the plan's approval as edited),
@@ -21,7 +21,11 @@ fn repo() -> PathBuf {
 
 /// `(file, language, code)` of every runnable block.
 fn snippets() -> Vec<(String, String, String)> {
-    let mut files = vec![repo().join("README.md")];
+    let mut files = vec![
+        repo().join("README.md"),
+        repo().join("contrib/python/README.md"),
+        repo().join("contrib/typescript/README.md"),
+    ];
     let mut guide: Vec<PathBuf> = fs::read_dir(repo().join("docs/guide"))
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();

@@ -188,10 +188,11 @@ fn migration_version_is_recorded() {
             (12, "0012_edits".to_string()),
             (13, "0013_channels".to_string()),
             (14, "0014_mail_links".to_string()),
-            (15, "0015_slack".to_string())
+            (15, "0015_slack".to_string()),
+            (16, "0016_persons".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 15);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 16);
 }
 
 #[test]

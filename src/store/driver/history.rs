@@ -37,6 +37,9 @@ pub struct HistoryRecord {
     pub decision: Option<String>,
     /// The provider that answered or cancelled it.
     pub provider: Option<String>,
+    /// For a request with a quorum, its votes as a JSON array of `{voter, person,
+    /// decision}` in the order cast; `None` for any other.
+    pub votes: Option<String>,
 }
 
 /// One question of a history row, as stored.

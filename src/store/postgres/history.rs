@@ -40,7 +40,12 @@ fn ascii_lower(expr: &str) -> String {
 fn history_rows(c: &mut impl GenericClient, f: &HistoryFilter) -> Result<Vec<HistoryRecord>> {
     let mut sql = String::from(
         "SELECT r.seq, r.id, r.context, r.agent_id, r.agent_lineage, r.created_ms, r.finished_ms, r.status,
-                r.error_code, r.decision, r.provider
+                r.error_code, r.decision, r.provider,
+                CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+                    SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'person', v.person,
+                                                               'decision', v.decision)
+                                             ORDER BY v.created_ms, v.voter), '[]')::text
+                    FROM votes v WHERE v.request_seq = r.seq) END
          FROM requests r WHERE TRUE",
     );
     let status = f.status.map(Status::as_str);
@@ -118,6 +123,7 @@ fn history_rows(c: &mut impl GenericClient, f: &HistoryFilter) -> Result<Vec<His
                 code: r.try_get(8)?,
                 decision: r.try_get(9)?,
                 provider: r.try_get(10)?,
+                votes: r.try_get(11)?,
             })
         })
         .collect()

@@ -43,6 +43,11 @@ fn row(r: HistoryRecord, questions: Vec<HistoryQuestionRecord>, now: Millis) -> 
         code: r.code,
         decision: r.decision.as_deref().and_then(Decision::parse),
         provider: r.provider,
+        votes: r
+            .votes
+            .as_deref()
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default(),
         questions: questions.into_iter().map(question).collect(),
     }
 }

@@ -33,7 +33,11 @@ fn like_escape(s: &str) -> String {
 fn history_sql(f: &HistoryFilter) -> (String, Vec<SqlValue>) {
     let mut sql = String::from(
         "SELECT r.seq, r.id, r.context, r.agent_id, r.agent_lineage, r.created_ms, r.finished_ms, r.status,
-                r.error_code, r.decision, r.provider
+                r.error_code, r.decision, r.provider,
+                CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+                    SELECT json_group_array(json_object('voter', v.voter, 'person', v.person,
+                                                        'decision', v.decision))
+                    FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END
          FROM requests r WHERE 1 = 1",
     );
     let mut args: Vec<SqlValue> = Vec::new();
@@ -119,6 +123,7 @@ impl HistoryReads for SqlRead<'_> {
                 code: r.get(8)?,
                 decision: r.get(9)?,
                 provider: r.get(10)?,
+                votes: r.get(11)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
