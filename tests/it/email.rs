@@ -906,33 +906,17 @@ fn one_person_cli_then_mail_link_is_refused_and_the_asker_cannot_vote_by_mail() 
     let carol = crate::api::token(&env, "reviewer", "carol", None);
     let (smtp, web) = (free_port(), free_port());
     let sink = Sink::start(smtp, &dir.path().join("mail"), 0);
-    let listen = format!("127.0.0.1:{web}");
-    let (smtp_url, page) = (
-        format!("smtp://127.0.0.1:{smtp}"),
-        format!("http://127.0.0.1:{web}"),
-    );
-    let h = listening(env.daemon_with(
-        &[
-            "--listen",
-            &listen,
-            "--email",
-            "default=bob@example.com,alice@example.com",
-            "--smtp",
-            &smtp_url,
-            "--smtp-plain",
-            "--email-from",
-            "dshq <dshq@example.com>",
-            "--email-page-url",
-            &page,
-            "--delivery-retry-min",
-            "50ms",
-        ],
+    let h = mail_host_with(
+        &env,
+        smtp,
+        web,
+        &["--email", "votes=bob@example.com,alice@example.com"],
         &[],
-    ));
+    );
     let r = h.post(
         "/requests",
         Some(&alice),
-        &json!({"id": "m1", "quorum": {"approvals": 2},
+        &json!({"id": "m1", "context": "votes", "quorum": {"approvals": 2},
                 "questions": [{"id": "q", "question": "Ship?",
                                "options": [{"label": "Ship"}, {"label": "Hold"}]}]}),
     );

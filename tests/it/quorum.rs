@@ -135,17 +135,9 @@ fn two_of_three_through_the_cli_and_the_http_api() {
     assert_eq!(file["approvers"], json!(["provider:bob", "web:carol"]));
     let r = h.post("/requests/q1/answer", Some(&carol), &body);
     assert_eq!((r.status, r.code()), (409, "REQUEST_FINAL"));
-    let events = env.json(&["events", "q1"]).ok().json();
-    let kinds: Vec<&str> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
-        ["accepted", "voted", "voted", "answered"],
-        "{events}"
+        event_kinds(&env, "q1"),
+        ["accepted", "voted", "voted", "answered"]
     );
     let text = env.run(&["show", "q1"]).ok().stdout;
     assert!(
@@ -158,6 +150,18 @@ fn two_of_three_through_the_cli_and_the_http_api() {
     assert_eq!(receipt["policy"]["quorum"]["approvals"], 2);
     env.run(&["audit", "verify"]).ok();
     h.daemon.stop();
+}
+
+/// The kinds of request `id`'s events, in order.
+fn event_kinds(env: &Env, id: &str) -> Vec<String> {
+    env.json(&["events", id])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// `dshq answer ID --name NAME --select Ship` on `env`, started (not waited for).
@@ -229,15 +233,7 @@ fn three_reviewers_on_two_hosts_of_one_postgres_store_make_one_outcome() {
         let shown = b.json(&["show", &id]).ok().json();
         assert_eq!(shown["status"], "answered");
         assert_eq!(shown["outcome"]["approvers"].as_array().unwrap().len(), 2);
-        let kinds: Vec<String> = b
-            .json(&["events", &id])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["kind"].as_str().unwrap().to_string())
-            .collect();
+        let kinds = event_kinds(&b, &id);
         assert_eq!(
             kinds.iter().filter(|k| *k == "answered").count(),
             1,
@@ -350,16 +346,10 @@ fn one_person_cli_then_web_is_refused_and_faces_mix_without_duplicate_provider()
         .map(|v| v["person"].as_str().unwrap())
         .collect();
     assert_eq!(persons, ["dave", "bob", "carol"]);
-    let kinds: Vec<String> = env
-        .json(&["events", "m1"])
-        .ok()
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["accepted", "voted", "voted", "voted", "answered"]);
+    assert_eq!(
+        event_kinds(&env, "m1"),
+        ["accepted", "voted", "voted", "voted", "answered"]
+    );
     // The receipt names the approvers; its outcome, every vote with its person.
     let receipt = env.json(&["receipt", "m1"]).ok().json();
     assert_eq!(receipt["outcome"]["votes"][1]["person"], "bob");
