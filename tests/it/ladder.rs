@@ -19,7 +19,8 @@ fn request(id: &str, ladder: Value) -> Value {
     })
 }
 
-fn kinds(env: &Env, id: &str) -> Vec<String> {
+/// The kinds of request `id`'s events, in order.
+pub(crate) fn kinds(env: &Env, id: &str) -> Vec<String> {
     env.json(&["events", id])
         .ok()
         .json()

@@ -136,7 +136,7 @@ fn two_of_three_through_the_cli_and_the_http_api() {
     let r = h.post("/requests/q1/answer", Some(&carol), &body);
     assert_eq!((r.status, r.code()), (409, "REQUEST_FINAL"));
     assert_eq!(
-        event_kinds(&env, "q1"),
+        crate::ladder::kinds(&env, "q1"),
         ["accepted", "voted", "voted", "answered"]
     );
     let text = env.run(&["show", "q1"]).ok().stdout;
@@ -150,18 +150,6 @@ fn two_of_three_through_the_cli_and_the_http_api() {
     assert_eq!(receipt["policy"]["quorum"]["approvals"], 2);
     env.run(&["audit", "verify"]).ok();
     h.daemon.stop();
-}
-
-/// The kinds of request `id`'s events, in order.
-fn event_kinds(env: &Env, id: &str) -> Vec<String> {
-    env.json(&["events", id])
-        .ok()
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// `dshq answer ID --name NAME --select Ship` on `env`, started (not waited for).
@@ -233,7 +221,7 @@ fn three_reviewers_on_two_hosts_of_one_postgres_store_make_one_outcome() {
         let shown = b.json(&["show", &id]).ok().json();
         assert_eq!(shown["status"], "answered");
         assert_eq!(shown["outcome"]["approvers"].as_array().unwrap().len(), 2);
-        let kinds = event_kinds(&b, &id);
+        let kinds = crate::ladder::kinds(&b, &id);
         assert_eq!(
             kinds.iter().filter(|k| *k == "answered").count(),
             1,
@@ -347,7 +335,7 @@ fn one_person_cli_then_web_is_refused_and_faces_mix_without_duplicate_provider()
         .collect();
     assert_eq!(persons, ["dave", "bob", "carol"]);
     assert_eq!(
-        event_kinds(&env, "m1"),
+        crate::ladder::kinds(&env, "m1"),
         ["accepted", "voted", "voted", "voted", "answered"]
     );
     // The receipt names the approvers; its outcome, every vote with its person.
