@@ -188,7 +188,7 @@ fn filter_param(name: &str) -> Value {
 #[allow(dead_code)]
 enum OutcomeOrPending {
     /// The outcome document.
-    Outcome(Outcome),
+    Outcome(Box<Outcome>),
     /// `{pending: true, callId, ...}`.
     Pending(crate::protocol::continued::Pending),
 }
