@@ -973,6 +973,8 @@ fn one_person_web_then_slack_is_refused_and_three_persons_on_three_faces_meet_th
         host.daemon.log_text()
     );
     let post = s.fake.posts_of("q3").remove(0);
+    // A press names the message it came from: the one the stand-in answered for q3.
+    let posted_ts = post.reply["ts"].as_str().unwrap().to_string();
     let ship = post.body["blocks"]
         .as_array()
         .unwrap()
@@ -987,7 +989,7 @@ fn one_person_web_then_slack_is_refused_and_three_persons_on_three_faces_meet_th
     );
     assert_eq!(r.status, 202, "{r:?}");
     for user in ["U0CAROL", "U0CAROL2"] {
-        let press = press_body(user, &post, "1800000000.000100", &ship);
+        let press = press_body(user, &post, &posted_ts, &ship);
         let (status, body) = send_press(&host.base, &press, unix_now(), SIGNING_SECRET);
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["error"]["code"], "ALREADY_VOTED", "{user}: {body}");
@@ -1004,7 +1006,7 @@ fn one_person_web_then_slack_is_refused_and_three_persons_on_three_faces_meet_th
     s.env
         .json(&["answer", "q3", "--name", "bob", "--select", "Ship"])
         .ok();
-    let press = press_body("U0DAVE", &post, "1800000000.000100", &ship);
+    let press = press_body("U0DAVE", &post, &posted_ts, &ship);
     let (status, body) = send_press(&host.base, &press, unix_now(), SIGNING_SECRET);
     assert_eq!(status, 200, "{body}");
     let out = s.env.wait_outcome("q3");

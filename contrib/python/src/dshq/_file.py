@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from typing import Any, Dict, Mapping, Optional
 
@@ -28,6 +29,16 @@ from .types import Ticket
 #: How long a dropped file may wait in the inbox before the transport asks whether a
 #: daemon serves the root at all (a daemon takes a file within milliseconds).
 DAEMON_GRACE = 2.0
+
+# The name this transport drops a request under: ``ID.PID-RANDOM`` (see ``submit``).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.[0-9]+-[0-9a-f]{12}\Z")
+
+
+def _dropped_name(ticket: Ticket) -> Optional[str]:
+    """The ticket's inbox file name when it is one this transport makes: a name from an
+    untrusted place (a checkpoint) never becomes a path otherwise."""
+    name = ticket.name
+    return name if isinstance(name, str) and _NAME.match(name) else None
 
 # The error codes an accepted request ends with; any other error outcome is the
 # rejection of some input (protocol section 8, rule 5).
@@ -116,11 +127,12 @@ class FileTransport:
     def _check_taken(self, ticket: Ticket) -> None:
         """Raise :class:`NoDaemon` when the ticket's file still waits in the inbox after
         :data:`DAEMON_GRACE` seconds and no daemon serves the root (taking the file back)."""
-        if ticket.name is None or ticket.dropped is None:
+        name = _dropped_name(ticket)
+        if name is None or ticket.dropped is None:
             return
         if time.monotonic() - ticket.dropped < DAEMON_GRACE:
             return
-        waiting = os.path.join(self.root, "inbox", "new", ticket.name + ".json")
+        waiting = os.path.join(self.root, "inbox", "new", name + ".json")
         if not os.path.exists(waiting) or self.daemon_alive():
             return
         try:
@@ -151,8 +163,9 @@ class FileTransport:
         outcome = self._own_outcome(ticket)
         if outcome is not None:
             return outcome
-        if ticket.name is not None:
-            error = _read_json(os.path.join(self.root, "rejected", ticket.name + ".error.json"))
+        name = _dropped_name(ticket)
+        if name is not None:
+            error = _read_json(os.path.join(self.root, "rejected", name + ".error.json"))
             if error is not None:
                 raise error_from(error, request_id=ticket.id)
         self._check_taken(ticket)
