@@ -112,6 +112,16 @@ class Dshq:
         self.accepted(request_id)
         self.run("answer", request_id, *flags)
 
+    def edit(self, request_id: str, old: str, new: str) -> str:
+        """Approve a plan review as edited, as a reviewer would: the plan as shown, with
+        ``old`` replaced by ``new`` (``dshq answer ID --edit -``). Returns the edited plan."""
+        self.accepted(request_id)
+        shown = self.json("show", request_id)["questions"][0]["detail"]
+        assert old in shown, shown
+        edited = shown.replace(old, new)
+        self.run("answer", request_id, "--edit", "-", stdin=edited)
+        return edited
+
     def token(self, role: str, name: str) -> str:
         return self.json("token", "create", "--role", role, "--name", name)["token"]
 
@@ -140,3 +150,27 @@ def host_http(tmp_path: Path):
 def python() -> str:
     """The Python running the tests (the project's venv), for the agent subprocesses."""
     return sys.executable
+
+
+class Agent:
+    """An agent process of the adapter tests: started with its arguments, it prints one
+    JSON line when it pauses (then stays alive to be killed), or when it is done."""
+
+    def __init__(self, python: str, script: str, *args: str, env: Dict[str, str]) -> None:
+        self.proc = subprocess.Popen([python, script, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def line(self) -> Dict[str, Any]:
+        out = self.proc.stdout.readline()
+        if not out:
+            self.proc.wait(DEADLINE)
+            raise AssertionError("the agent printed nothing: %s" % self.proc.stderr.read())
+        return json.loads(out)
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        assert self.proc.wait(DEADLINE) == -signal.SIGKILL
+
+    def finish(self) -> Dict[str, Any]:
+        out, err = self.proc.communicate(timeout=DEADLINE * 2)
+        assert self.proc.returncode == 0, err
+        return json.loads(out.strip().splitlines()[-1])
