@@ -1,8 +1,9 @@
-"""The Pydantic AI adapter with the real pydantic-ai-slim and its FunctionModel: a run
-pauses on a tool that needs approval, the process is SIGKILLed, a reviewer approves with
-`dshq answer --edit`, a new process resumes and the tool runs with the edited arguments;
-a decline reaches the model as the tool's result; an expiry is a denial; the question tool
-asks dsh questions."""
+"""The tool-call adapters, each with its framework's own offline model: Pydantic AI
+(pydantic-ai-slim, `FunctionModel`) and the OpenAI Agents SDK (openai-agents, a `Model`
+subclass). The same story for both: a run pauses on a tool that needs approval, the
+process is SIGKILLed, a reviewer approves with `dshq answer --edit`, a new process resumes
+and the tool runs with the edited arguments; a decline reaches the model as the tool's
+result; an expiry is a denial; the question tool asks dsh questions."""
 
 from __future__ import annotations
 
@@ -10,9 +11,20 @@ import json
 from pathlib import Path
 
 import dshq
+import pytest
+
 from conftest import Agent
 
-AGENT = str(Path(__file__).with_name("pydantic_ai_agent.py"))
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(params=["pydantic-ai", "openai-agents"])
+def framework(request):
+    return request.param
+
+
+def script(framework):
+    return str(HERE / ("%s_agent.py" % framework.replace("-", "_")))
 
 
 def env_for(host, tmp_path):
@@ -24,12 +36,12 @@ def ran(tmp_path):
     return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
 
 
-def test_pause_kill_edit_approve_resume_runs_the_edited_call(host, tmp_path, python):
+def test_pause_kill_edit_approve_resume_runs_the_edited_call(framework, host, tmp_path, python):
     env = env_for(host, tmp_path)
     store = str(tmp_path / "runs")
-    first = Agent(python, AGENT, "start", store, "run-1", env=env)
+    first = Agent(python, script(framework), "start", store, "run-1", env=env)
     [rid] = first.line()["paused"]
-    assert rid == dshq.id_for_key("pydantic-ai:run-1:call-1")
+    assert rid == dshq.id_for_key("%s:run-1:call-1" % framework)
     host.accepted(rid)
     shown = host.json("show", rid)["questions"][0]
     # The reviewer reads the call as a plan, not a JSON dump.
@@ -40,7 +52,7 @@ def test_pause_kill_edit_approve_resume_runs_the_edited_call(host, tmp_path, pyt
 
     host.edit(rid, "version: 1.2\nreplicas: 2", "version: 1.3\nreplicas: 3")
 
-    done = Agent(python, AGENT, "resume", store, "run-1", env=env).finish()
+    done = Agent(python, script(framework), "resume", store, "run-1", env=env).finish()
     assert ran(tmp_path) == [{"service": "billing", "version": "1.3", "replicas": 3}]
     assert done["allowed"] and done["edited"]
     assert done["output"] == "the tool said: deployed billing 1.3 x3"
@@ -48,42 +60,42 @@ def test_pause_kill_edit_approve_resume_runs_the_edited_call(host, tmp_path, pyt
     assert [r["id"] for r in host.requests()] == [rid]
 
 
-def test_a_decline_reaches_the_model_as_the_tools_result(host, tmp_path, python):
+def test_a_decline_reaches_the_model_as_the_tools_result(framework, host, tmp_path, python):
     env = env_for(host, tmp_path)
     store = str(tmp_path / "runs")
-    first = Agent(python, AGENT, "start", store, "run-2", env=env)
+    first = Agent(python, script(framework), "start", store, "run-2", env=env)
     [rid] = first.line()["paused"]
     first.kill9()
     host.answer(rid, "--custom", "Not on a Friday: wait for Monday")
-    done = Agent(python, AGENT, "resume", store, "run-2", env=env).finish()
+    done = Agent(python, script(framework), "resume", store, "run-2", env=env).finish()
     assert ran(tmp_path) == []
     assert not done["allowed"] and done["feedback"] == "Not on a Friday: wait for Monday"
     [seen] = done["seen"]
     assert seen == "The reviewer declined this call, so it did not run. Their feedback: Not on a Friday: wait for Monday"
 
 
-def test_an_expiry_is_a_denial(host, tmp_path, python):
+def test_an_expiry_is_a_denial(framework, host, tmp_path, python):
     env = env_for(host, tmp_path)
     store = str(tmp_path / "runs")
-    first = Agent(python, AGENT, "start", store, "run-3", json.dumps({"ladder": {"expireAfter": "1s"}}), env=env)
+    first = Agent(python, script(framework), "start", store, "run-3", json.dumps({"ladder": {"expireAfter": "1s"}}), env=env)
     [rid] = first.line()["paused"]
     first.proc.kill()
-    done = Agent(python, AGENT, "resume", store, "run-3", env=env).finish()
+    done = Agent(python, script(framework), "resume", store, "run-3", env=env).finish()
     assert ran(tmp_path) == []
     assert not done["allowed"] and done["code"] == "ASK_EXPIRED"
     [seen] = done["seen"]
     assert seen.startswith("No one approved this call, so it did not run (ASK_EXPIRED: ")
 
 
-def test_the_question_tool_asks_dsh_questions(host, tmp_path, python):
+def test_the_question_tool_asks_dsh_questions(framework, host, tmp_path, python):
     env = env_for(host, tmp_path)
     store = str(tmp_path / "runs")
-    first = Agent(python, AGENT, "ask", store, "run-4", env=env)
+    first = Agent(python, script(framework), "ask", store, "run-4", env=env)
     [rid] = first.line()["paused"]
     first.kill9()
     host.accepted(rid)
     q = host.json("show", rid)["questions"][0]
     assert (q["id"], q["question"], [o["label"] for o in q["options"]]) == ("q1", "Which database?", ["Postgres", "SQLite"])
     host.answer(rid, "--select", "SQLite")
-    done = Agent(python, AGENT, "resume", store, "run-4", env=env).finish()
+    done = Agent(python, script(framework), "resume", store, "run-4", env=env).finish()
     assert done["seen"] == [str({"Which database?": "SQLite"})]
