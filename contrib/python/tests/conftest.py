@@ -160,11 +160,14 @@ class Agent:
         self.proc = subprocess.Popen([python, script, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def line(self) -> Dict[str, Any]:
-        out = self.proc.stdout.readline()
-        if not out:
-            self.proc.wait(DEADLINE)
-            raise AssertionError("the agent printed nothing: %s" % self.proc.stderr.read())
-        return json.loads(out)
+        """The first JSON line it prints (a framework may print its own lines first)."""
+        while True:
+            out = self.proc.stdout.readline()
+            if not out:
+                self.proc.wait(DEADLINE)
+                raise AssertionError("the agent printed nothing: %s" % self.proc.stderr.read())
+            if out.startswith("{"):
+                return json.loads(out)
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
