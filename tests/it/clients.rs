@@ -40,13 +40,14 @@ pub fn python_ready() -> &'static str {
     READY.get_or_init(|| {
         let check = "import sys\n\
             assert sys.prefix != sys.base_prefix, 'python3 is not a virtual environment (the system Python is never used)'\n\
-            import pytest, flit_core, langgraph, langgraph.checkpoint.sqlite\n";
+            import pytest, flit_core, langgraph, langgraph.checkpoint.sqlite, pydantic_ai, agents, claude_agent_sdk\n";
         let out = Command::new("python3").args(["-c", check]).output();
         match out {
             Ok(o) if o.status.success() => {}
             Ok(o) => panic!(
                 "the Python package's tests need the project's venv with pytest, langgraph, \
-                 langgraph-checkpoint-sqlite and flit_core (contrib/test/requirements.txt): {}; {HOW}",
+                 langgraph-checkpoint-sqlite, flit_core and the adapters' frameworks \
+                 (contrib/test/requirements.txt): {}; {HOW}",
                 String::from_utf8_lossy(&o.stderr).trim()
             ),
             Err(e) => panic!("no python3 on PATH ({e}); {HOW}"),
@@ -62,9 +63,35 @@ pub fn python_ready() -> &'static str {
     "python3"
 }
 
+/// CrewAI's own venv (`DSHQ_TEST_CREWAI_PYTHON`, contrib/test/requirements-crewai.txt)
+/// with `./contrib/python` installed, once per test run.
+pub fn crewai_ready() -> &'static str {
+    static READY: OnceLock<String> = OnceLock::new();
+    READY.get_or_init(|| {
+        let python = std::env::var("DSHQ_TEST_CREWAI_PYTHON").unwrap_or_else(|_| {
+            panic!("the CrewAI adapter's tests run in CrewAI's own venv (DSHQ_TEST_CREWAI_PYTHON); {HOW}")
+        });
+        run(
+            Command::new(&python).args(["-c", "import crewai.flow, pytest, flit_core"]),
+            "CrewAI's venv (contrib/test/requirements-crewai.txt)",
+        );
+        run(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(["--no-deps", "--no-build-isolation", "--force-reinstall"])
+                .arg(top().join("contrib/python")),
+            "pip install ./contrib/python (CrewAI's venv)",
+        );
+        python
+    })
+}
+
 /// Run one pytest file of the Python package against the binary under test.
 fn pytest(file: &str) {
-    let python = python_ready();
+    pytest_with(python_ready(), file);
+}
+
+fn pytest_with(python: &str, file: &str) {
     let tests = top().join("contrib/python/tests");
     let out = run(
         Command::new(python)
@@ -107,6 +134,21 @@ fn python_http_transport_with_a_token_and_the_async_client() {
 #[test]
 fn python_langgraph_interrupt_kill_answer_resume() {
     pytest("test_langgraph.py");
+}
+
+#[test]
+fn python_pydantic_ai_and_openai_agents_pause_kill_edit_resume() {
+    pytest("test_tool_adapters.py");
+}
+
+#[test]
+fn python_claude_agent_sdk_hook_defers_then_allows_the_edited_call() {
+    pytest("test_claude_agent_sdk.py");
+}
+
+#[test]
+fn python_crewai_flow_pause_kill_edit_resume() {
+    pytest_with(crewai_ready(), "test_crewai.py");
 }
 
 fn node_ready() {

@@ -65,12 +65,15 @@ const ALL: &[Member] = &[
 enum Need {
     /// The request declares its own ladder (a default on expiry).
     OwnLadder,
+    /// The face asks questions (`Kind::Ask`), not only plan reviews.
+    Questions,
 }
 
 /// How a face is driven.
 #[derive(Debug, Clone, Copy)]
 enum Driver {
-    /// A runner process speaking the line protocol: the program and its arguments.
+    /// A runner process speaking the line protocol: the program (`$VAR`: the one an
+    /// environment variable names) and its arguments.
     Runner(&'static str, &'static [&'static str]),
     /// `dshq claude-code hook --wait`, as Claude Code runs it.
     Hook,
@@ -99,7 +102,7 @@ const FACES: &[Face] = &[
         name: "python-file",
         driver: Driver::Runner("python3", &["tests/conformance/runner.py", "python-file"]),
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
     },
@@ -107,7 +110,7 @@ const FACES: &[Face] = &[
         name: "python-http",
         driver: Driver::Runner("python3", &["tests/conformance/runner.py", "python-http"]),
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: true,
         without_daemon: Some("IO"),
     },
@@ -115,7 +118,7 @@ const FACES: &[Face] = &[
         name: "ts-file",
         driver: Driver::Runner("node", &["tests/conformance/runner.mjs", "ts-file"]),
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
     },
@@ -123,7 +126,7 @@ const FACES: &[Face] = &[
         name: "ts-http",
         driver: Driver::Runner("node", &["tests/conformance/runner.mjs", "ts-http"]),
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: true,
         without_daemon: Some("IO"),
     },
@@ -131,7 +134,7 @@ const FACES: &[Face] = &[
         name: "langgraph",
         driver: Driver::Runner("python3", &["tests/conformance/runner.py", "langgraph"]),
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
     },
@@ -141,7 +144,7 @@ const FACES: &[Face] = &[
         // MCP's results leave the receipt out (`dshq receipt ID` has it), and its
         // model-facing ask takes no ladder.
         carries: &[End, Answers, Decision, Feedback, Plan, Voters, DecidedBy],
-        can: &[],
+        can: &[Need::Questions],
         http: false,
         without_daemon: None,
     },
@@ -150,15 +153,61 @@ const FACES: &[Face] = &[
         driver: Driver::Hook,
         // Claude Code's contract carries the answers, the approved plan and the reason.
         carries: &[End, Answers, Decision, Feedback, Plan],
-        can: &[],
+        can: &[Need::Questions],
         http: false,
         without_daemon: None,
+    },
+    Face {
+        name: "pydantic-ai",
+        driver: Driver::Runner("python3", &["tests/conformance/runner.py", "pydantic-ai"]),
+        // A plan is a call of a tool that needs approval (the plan its argument, edited in
+        // the block of arguments); questions go through the adapter's question tool.
+        carries: ALL,
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+    },
+    Face {
+        name: "openai-agents",
+        driver: Driver::Runner("python3", &["tests/conformance/runner.py", "openai-agents"]),
+        carries: ALL,
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+    },
+    Face {
+        name: "crewai",
+        driver: Driver::Runner(
+            "$DSHQ_TEST_CREWAI_PYTHON",
+            &["tests/conformance/runner.py", "crewai"],
+        ),
+        // A `@human_feedback` step is a review of one output: the plan scenarios. CrewAI
+        // has no pausing question (`Flow.ask` blocks the flow), so the question scenarios
+        // (and with them expiry, cancel, abort, quorum and receipt, which the table asks
+        // as questions) are not asked of it; its own tests cover expiry and decline.
+        carries: ALL,
+        can: &[],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+    },
+    Face {
+        name: "claude-agent-sdk",
+        driver: Driver::Runner(
+            "python3",
+            &["tests/conformance/runner.py", "claude-agent-sdk"],
+        ),
+        // The PreToolUse hook at the SDK's boundary: what Claude Code is told carries the
+        // answers (AskUserQuestion's updatedInput), the approved plan and the reason.
+        carries: &[End, Answers, Decision, Feedback, Plan],
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
     },
     Face {
         name: "wait",
         driver: Driver::Wait,
         carries: ALL,
-        can: &[Need::OwnLadder],
+        can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: None,
     },
@@ -169,8 +218,10 @@ const FACES: &[Face] = &[
 enum Review {
     /// `dshq answer ID FLAGS`.
     Answer(&'static [&'static str]),
-    /// `dshq answer ID --edit FILE` holding this text.
-    Edit(&'static str),
+    /// `dshq answer ID --edit FILE`: the proposal as shown, with the first text replaced
+    /// by the second (a face may show the plan inside more, as the adapters' block of a
+    /// tool call's arguments).
+    Edit(&'static str, &'static str),
     /// Two votes (`--name bob`, then `--name carol`), checking in between that the face
     /// is still waiting and the request shows 1/2.
     Quorum,
@@ -326,7 +377,7 @@ const SCENARIOS: &[Scenario] = &[
         context: "default",
         extra: none,
         needs: &[],
-        review: Review::Edit(EDITED),
+        review: Review::Edit("2. Backfill it\n", "2. Backfill it in batches of 10k\n"),
         expect: || {
             json!({"end": "answered", "decision": "approved", "feedback": null, "plan": EDITED,
                    "decidedBy": "person"})
@@ -529,10 +580,20 @@ impl Running {
     fn start(face: &Face, site: &Site) -> Running {
         match face.driver {
             Driver::Runner(program, args) => {
-                let mut c = Command::new(program);
+                let program = match program.strip_prefix('$') {
+                    Some(var) => std::env::var(var).unwrap_or_else(|_| {
+                        panic!("{var} names no program; run through contrib/test/run")
+                    }),
+                    None => program.to_string(),
+                };
+                let mut c = Command::new(&program);
                 c.args(args)
                     .current_dir(repo())
                     .env("DSHQ_BIN", bin())
+                    // The frameworks' telemetry and tracing: never the network.
+                    .env("CREWAI_DISABLE_TELEMETRY", "true")
+                    .env("CREWAI_TRACING_ENABLED", "false")
+                    .env("OTEL_SDK_DISABLED", "true")
                     .env(
                         "DSHQ_CONFIG",
                         site.env.dir.path().join("config.toml").to_str().unwrap(),
@@ -843,9 +904,12 @@ fn review(site: &mut Site, scenario: &Scenario, id: &str, running: &mut Running)
     };
     match scenario.review {
         Review::Answer(flags) | Review::NoDaemonThen(flags) => answer(site, flags),
-        Review::Edit(text) => {
+        Review::Edit(from, to) => {
+            let shown = site.status(id);
+            let detail = shown["questions"][0]["detail"].as_str().unwrap();
+            assert!(detail.contains(from), "{detail}");
             let file = site.env.dir.path().join(format!("{id}.edited.md"));
-            std::fs::write(&file, text).unwrap();
+            std::fs::write(&file, detail.replacen(from, to, 1)).unwrap();
             answer(site, &["--edit", file.to_str().unwrap()]);
         }
         Review::Quorum => {
@@ -877,6 +941,9 @@ fn review(site: &mut Site, scenario: &Scenario, id: &str, running: &mut Running)
 /// Run every scenario `face` can ask, and compare each decision.
 fn run_face(name: &str) {
     crate::clients::python_ready();
+    if name == "crewai" {
+        crate::clients::crewai_ready();
+    }
     let face = FACES.iter().find(|f| f.name == name).unwrap();
     let mut site = Site::new();
     let mut running = Running::start(face, &site);
@@ -884,7 +951,13 @@ fn run_face(name: &str) {
     let mut timings = Vec::new();
     let started = Instant::now();
     for scenario in SCENARIOS {
-        if scenario.needs.iter().any(|n| !face.can.contains(n)) {
+        let asks = (scenario.kind == Kind::Ask).then_some(&Need::Questions);
+        if scenario
+            .needs
+            .iter()
+            .chain(asks)
+            .any(|n| !face.can.contains(n))
+        {
             continue;
         }
         let no_daemon = matches!(scenario.review, Review::NoDaemonThen(_));
@@ -1065,4 +1138,24 @@ fn claude_code_hook() {
 #[test]
 fn dshq_ask_and_wait_with_the_outbox() {
     run_face("wait");
+}
+
+#[test]
+fn pydantic_ai_adapter() {
+    run_face("pydantic-ai");
+}
+
+#[test]
+fn openai_agents_adapter() {
+    run_face("openai-agents");
+}
+
+#[test]
+fn crewai_adapter() {
+    run_face("crewai");
+}
+
+#[test]
+fn claude_agent_sdk_adapter() {
+    run_face("claude-agent-sdk");
 }
