@@ -391,6 +391,21 @@ class RunStore:
             pass
 
 
+def store_of(store: "RunStore | os.PathLike[str] | str") -> RunStore:
+    """``store`` as a :class:`RunStore` (a path names one)."""
+    return store if isinstance(store, RunStore) else RunStore(store)
+
+
+def load_paused(store: RunStore, run_id: str, framework: str) -> Dict[str, Any]:
+    """The kept state of paused run ``run_id`` of ``framework``, or ``ValueError``."""
+    doc = store.load(run_id)
+    if doc is None:
+        raise ValueError("no paused run %r in %s" % (run_id, store.path))
+    if doc.get("framework") != framework:
+        raise ValueError("run %r in %s is a %s run, not a %s one" % (run_id, store.path, doc.get("framework"), framework))
+    return doc
+
+
 def pending_calls(doc: Mapping[str, Any]) -> List[Call]:
     """The pending calls of a stored run."""
     return [Call.from_json(c) for c in doc.get("calls") or []]

@@ -51,7 +51,9 @@ from ._core import (
     Step,
     ask_call,
     decide_all,
+    load_paused,
     pending_calls,
+    store_of,
 )
 
 __all__ = ["FRAMEWORK", "gate", "question_tool", "resume", "start"]
@@ -114,10 +116,6 @@ def question_tool(name: str = QUESTION_TOOL) -> FunctionTool:
     return asked
 
 
-def _store(store: Store) -> RunStore:
-    return store if isinstance(store, RunStore) else RunStore(store)
-
-
 def _kind_of(agent: Any, name: Optional[str]) -> Optional[str]:
     for t in getattr(agent, "tools", None) or []:
         if getattr(t, "name", None) == name:
@@ -168,7 +166,7 @@ def start(
     """Run ``agent`` (``Runner.run_sync(agent, input, **run_kwargs)``). When it stops on
     approvals, ask about each and keep the run under ``run_id`` in ``store``.
     ``request``: fields for every request (``context``, ``timeout``, ``ladder``, ...)."""
-    s = _store(store)
+    s = store_of(store)
     fields = dict(request or {})
     result = Runner.run_sync(agent, input, **run_kwargs)
     paused = _pause(result, agent, client, s, run_id, fields)
@@ -188,12 +186,8 @@ def resume(
     ``RunState``. Raises ``ValueError`` when ``store`` holds no such paused run (or a state
     this SDK cannot read: the stored schema version is named), and
     :class:`dshq.WaitTimeout` when ``timeout`` seconds pass first."""
-    s = _store(store)
-    doc = s.load(run_id)
-    if doc is None:
-        raise ValueError("no paused run %r in %s" % (run_id, s.path))
-    if doc.get("framework") != FRAMEWORK:
-        raise ValueError("run %r in %s is not an OpenAI Agents run" % (run_id, s.path))
+    s = store_of(store)
+    doc = load_paused(s, run_id, FRAMEWORK)
     decisions = decide_all(client, pending_calls(doc), timeout=timeout)
     try:
         state = asyncio.run(RunState.from_json(agent, doc["state"]))

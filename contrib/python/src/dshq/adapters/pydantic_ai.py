@@ -42,7 +42,9 @@ from ._core import (
     Step,
     ask_call,
     decide_all,
+    load_paused,
     pending_calls,
+    store_of,
 )
 
 __all__ = ["FRAMEWORK", "AskedQuestion", "question_tool", "resume", "results_of", "start"]
@@ -81,10 +83,6 @@ def question_tool(name: str = QUESTION_TOOL) -> Tool[Any]:
             "options (labels) when the answer is a choice; the user may also answer in words."
         ),
     )
-
-
-def _store(store: Store) -> RunStore:
-    return store if isinstance(store, RunStore) else RunStore(store)
 
 
 def _pause(result: Any, client: Client, store: RunStore, run_id: str, fields: Mapping[str, Any]) -> Optional[Paused]:
@@ -141,7 +139,7 @@ def start(
     deferred calls, ask about each and keep the run under ``run_id`` in ``store``: the
     :class:`~dshq.adapters.Step` is then paused. ``request``: fields for every request
     (``context``, ``timeout``, ``ladder``, ``quorum``, ``meta``, ...)."""
-    s = _store(store)
+    s = store_of(store)
     fields = dict(request or {})
     result = agent.run_sync(user_prompt, **run_kwargs)
     paused = _pause(result, client, s, run_id, fields)
@@ -175,12 +173,8 @@ def resume(
     them. Raises ``ValueError`` when ``store`` holds no such paused run, and
     :class:`dshq.WaitTimeout` when ``timeout`` seconds pass first (the run stays paused).
     The run may pause again (another deferred call): the step says so."""
-    s = _store(store)
-    doc = s.load(run_id)
-    if doc is None:
-        raise ValueError("no paused run %r in %s" % (run_id, s.path))
-    if doc.get("framework") != FRAMEWORK:
-        raise ValueError("run %r in %s is not a Pydantic AI run" % (run_id, s.path))
+    s = store_of(store)
+    doc = load_paused(s, run_id, FRAMEWORK)
     decisions = decide_all(client, pending_calls(doc), timeout=timeout)
     history = ModelMessagesTypeAdapter.validate_python(doc["messages"])
     result = agent.run_sync(message_history=history, deferred_tool_results=results_of(decisions), **run_kwargs)
