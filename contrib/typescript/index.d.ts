@@ -206,13 +206,19 @@ export class Client {
   ask(questions: Question[] | Request, options: AskOptions & { wait: Wait; waitTimeout?: number }): Promise<Answered | Pending>;
   ask(questions: Question[] | Request, options?: AskOptions & { waitTimeout?: number }): Promise<Answered>;
   /** The answer to the question of tool call `callId` (asked with `wait`). */
-  waitForCall(callId: string, options?: { timeout?: number }): Promise<Answered>;
+  waitForCall(callId: string, options?: WaitOptions): Promise<Answered>;
   outcome(ticket: TicketLike): Promise<OutcomeDocument | null>;
-  wait(ticket: TicketLike, options?: { timeout?: number }): Promise<Answered>;
-  waitAny(tickets: Iterable<TicketLike>, options?: { timeout?: number }): Promise<[Ticket, Answered]>;
+  wait(ticket: TicketLike, options?: WaitOptions): Promise<Answered>;
+  waitAny(tickets: Iterable<TicketLike>, options?: WaitOptions): Promise<[Ticket, Answered]>;
   abort(ticket: TicketLike, reason?: string): Promise<void>;
-  /** Take back a request no daemon has taken in yet: true when withdrawn (never asked). */
-  withdraw(ticket: TicketLike): Promise<boolean>;
+}
+
+/** How long a wait lasts, and what stops it. */
+export interface WaitOptions {
+  /** Seconds before it throws WaitTimeout (default: until the request ends). */
+  timeout?: number;
+  /** Stops the wait, throwing the signal's reason; the request stays open (`abort` ends it). */
+  signal?: AbortSignal;
 }
 
 /** A dshq error: a stable code and a message for people. */

@@ -401,6 +401,16 @@ async function readJson(path) {
 
 const isRejection = (o) => o.status === "error" && !FINAL_CODES.has(o.error?.code);
 
+/** Sleep `ms`; when `signal` aborts first, throw its reason. */
+async function nap(ms, signal) {
+  try {
+    await sleep(ms, undefined, signal ? { signal } : undefined);
+  } catch (e) {
+    signal?.throwIfAborted();
+    throw e;
+  }
+}
+
 async function dropFile(dir, name, data) {
   await mkdir(join(dir, "tmp"), { recursive: true, mode: 0o700 });
   await mkdir(join(dir, "new"), { recursive: true, mode: 0o700 });
@@ -467,7 +477,7 @@ class FileTransport {
       return; // taken
     }
     if (await this.daemonAlive()) return;
-    if (!(await this.withdraw(t))) return; // a daemon took it just now
+    if (!(await this.takeBack(t))) return; // a daemon took it just now
     throw new NoDaemon(
       `no dshq daemon serves ${this.root}: the request was not taken from its inbox within ${DAEMON_GRACE_MS / 1000}s (nothing was asked). Start \`dshq daemon --root ${this.root}\`, or ask over HTTP.`,
       { requestId: t.id },
@@ -485,7 +495,8 @@ class FileTransport {
     return null;
   }
 
-  async withdraw(t) {
+  /** Unlink the ticket's file if it still waits in the inbox: true when it was taken back (never asked). */
+  async takeBack(t) {
     if (!t.name) return false;
     try {
       await unlink(join(this.root, "inbox", "new", `${t.name}.json`));
@@ -521,11 +532,12 @@ class HttpTransport {
     Object.defineProperty(this, "token", { value: token, enumerable: false });
   }
 
-  async call(method, path, body, requestId) {
+  async call(method, path, body, requestId, signal) {
     let resp;
     try {
       resp = await fetch(this.url + path, {
         method,
+        signal,
         headers: {
           authorization: `Bearer ${this.token}`,
           accept: "application/json",
@@ -534,6 +546,7 @@ class HttpTransport {
         body: body !== undefined ? JSON.stringify(body) : undefined,
       });
     } catch (e) {
+      signal?.throwIfAborted();
       const err = new Io(`cannot reach ${this.url}: ${e.cause?.message ?? e.message}`, { requestId });
       err.unreachable = true; // down or restarting, not refusing: a wait may try again
       throw err;
@@ -542,6 +555,7 @@ class HttpTransport {
     try {
       text = await resp.text();
     } catch (e) {
+      signal?.throwIfAborted();
       const err = new Io(`lost ${this.url} mid-answer: ${e.cause?.message ?? e.message}`, { requestId });
       err.unreachable = true;
       throw err;
@@ -572,16 +586,12 @@ class HttpTransport {
     return { id: asked.id, digest: asked.requestDigest, name: null, request: doc };
   }
 
-  async poll(t, wait = 0) {
+  async poll(t, wait = 0, signal = undefined) {
     const q = wait >= 1 ? `?wait=${Math.floor(wait)}s` : "";
-    const o = await this.call("GET", this.path(t, "outcome") + q, undefined, t.id);
+    const o = await this.call("GET", this.path(t, "outcome") + q, undefined, t.id, signal);
     // A request on a tool call answers "pending" when the wait ends first: no outcome yet.
     if (!o || o.pending === true || (t.digest && o.requestDigest !== t.digest)) return null;
     return o;
-  }
-
-  async withdraw() {
-    return false; // the API answers a POST only once the request is accepted (or refused)
   }
 
   async abort(t, reason) {
@@ -626,16 +636,17 @@ export class Client {
 
   // One look; over HTTP an unreachable server is looked at again (null) until it has been
   // unreachable for `reconnect` seconds.
-  async look(t, wait, unreachable) {
+  async look(t, wait, unreachable, signal) {
+    signal?.throwIfAborted();
     try {
-      const o = await this.transport.poll(t, wait);
+      const o = await this.transport.poll(t, wait, signal);
       unreachable.since = null;
       return o;
     } catch (e) {
       if (!e?.unreachable) throw e;
       unreachable.since ??= Date.now();
       if (Date.now() - unreachable.since > this.reconnect * 1000) throw e;
-      await sleep(Math.min(500, this.poll * 1000 + 100));
+      await nap(Math.min(500, this.poll * 1000 + 100), signal);
       return null;
     }
   }
@@ -670,8 +681,8 @@ export class Client {
   }
 
   /** The answer to the question of tool call `callId` (asked with `wait`): a pending ask's late answer. */
-  async waitForCall(callId, { timeout } = {}) {
-    return this.wait(idForCall(callId), { timeout });
+  async waitForCall(callId, { timeout, signal } = {}) {
+    return this.wait(idForCall(callId), { timeout, signal });
   }
 
   /** The ticket's outcome document, or null when there is none yet. */
@@ -679,8 +690,11 @@ export class Client {
     return this.transport.poll(ticketOf(ticket));
   }
 
-  /** Wait until the request ends: its result, or its typed error. */
-  async wait(ticket, { timeout } = {}) {
+  /**
+   * Wait until the request ends: its result, or its typed error. `signal` (an AbortSignal)
+   * stops the wait and throws its reason; the request stays open (`abort` ends it).
+   */
+  async wait(ticket, { timeout, signal } = {}) {
     const t = ticketOf(ticket);
     if (this.transport instanceof HttpTransport) {
       const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
@@ -689,22 +703,22 @@ export class Client {
         const left = deadline === null ? LONG_POLL_SECONDS : Math.max(0, (deadline - Date.now()) / 1000);
         const step = Math.min(LONG_POLL_SECONDS, left);
         const started = Date.now();
-        const o = await this.look(t, step, unreachable);
+        const o = await this.look(t, step, unreachable, signal);
         if (o) return resultOf(o, t);
         if (deadline !== null && Date.now() >= deadline) {
           throw new WaitTimeout(`no outcome for ${t.id} within ${timeout}s`, { requestId: t.id });
         }
         // A long-poll that came back early (another request's outcome under the id) must
         // not turn into a busy loop.
-        if (Date.now() - started < (step * 1000) / 2) await sleep(this.poll * 1000);
+        if (Date.now() - started < (step * 1000) / 2) await nap(this.poll * 1000, signal);
       }
     }
-    const [, result] = await this.waitAny([t], { timeout });
+    const [, result] = await this.waitAny([t], { timeout, signal });
     return result;
   }
 
-  /** Wait until the first of `tickets` ends: `[its ticket, its result]`, or its typed error. */
-  async waitAny(tickets, { timeout } = {}) {
+  /** Wait until the first of `tickets` ends: `[its ticket, its result]`, or its typed error (`signal` as in `wait`). */
+  async waitAny(tickets, { timeout, signal } = {}) {
     const ts = [...tickets].map(ticketOf);
     if (!ts.length) throw new TypeError("waitAny needs at least one ticket");
     const deadline = timeout === undefined ? null : Date.now() + timeout * 1000;
@@ -712,25 +726,14 @@ export class Client {
     const unreachable = { since: null };
     for (;;) {
       for (const t of ts) {
-        const o = await this.look(t, 0, unreachable);
+        const o = await this.look(t, 0, unreachable, signal);
         if (o) return [t, resultOf(o, t)];
       }
       if (deadline !== null && Date.now() >= deadline) {
         throw new WaitTimeout(`no outcome for any of ${ts.length} requests within ${timeout}s`);
       }
-      await sleep(pause * 1000);
+      await nap(pause * 1000, signal);
     }
-  }
-
-  /**
-   * Take back a request that no daemon has taken in yet (its file still waits in the
-   * inbox): true when it was withdrawn and so never asked, false when the daemon already
-   * has it (or refused it: the rejection shows in `outcome`). Over HTTP a submitted request
-   * is always taken in, so this is false. An asker uses it to tell "no daemon is running"
-   * from "nobody has answered yet" without leaving a request behind.
-   */
-  async withdraw(ticket) {
-    return this.transport.withdraw(ticketOf(ticket));
   }
 
   /** Abort the request as its asker (it ends ASK_ABORTED). */

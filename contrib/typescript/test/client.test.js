@@ -197,6 +197,31 @@ describe("HTTP transport", () => {
   });
 });
 
+// A wait stops when its signal aborts (a host cancelling the call that waits), with the
+// signal's reason and at once (inside a long-poll too), and the request stays open.
+for (const transport of ["files", "http"]) {
+  test(`a wait's signal stops it at once and leaves the request open (${transport})`, async () => {
+    const host = await (transport === "files" ? new Host().start() : new Host().start("--listen", "0"));
+    try {
+      const client =
+        transport === "files" ? new Client({ root: host.root, poll: 0.02 }) : new Client({ url: host.url, token: host.token("asker", "ann") });
+      const t = await client.askNowait(DB, { key: `signal-${transport}` });
+      await waitUntil(() => host.status(t.id) === "pending");
+      const stop = new AbortController();
+      const reason = new Error("the caller gave up");
+      // Aborted once the wait is under way (over HTTP: inside its 30 s long-poll).
+      setTimeout(() => stop.abort(reason), 200);
+      const started = Date.now();
+      await assert.rejects(client.wait(t, { timeout: 20, signal: stop.signal }), (e) => e === reason);
+      assert.ok(Date.now() - started < 5000, `stopped after ${Date.now() - started} ms`);
+      assert.equal(host.status(t.id), "pending");
+      await assert.rejects(client.wait(t, { timeout: 20, signal: AbortSignal.abort(reason) }), (e) => e === reason);
+    } finally {
+      await host.stop();
+    }
+  });
+}
+
 void DEADLINE_MS;
 
 // dsh 0.2's continued questions: a request on a tool call whose wait window closes is
