@@ -8,7 +8,7 @@ import type {
   UserQuestionError,
 } from "@deepseek-ai/dsh-user-questions";
 import type { ApprovalRequest } from "@deepseek-ai/dsh-user-approval";
-import type { Client, OutcomeDocument, Request } from "dshq";
+import type { Answered, Client, Request } from "dshq";
 
 /** Where dshq is and how the waits behave (both seams). */
 export interface DshqOptions {
@@ -19,8 +19,6 @@ export interface DshqOptions {
   token?: string;
   /** The dshq context the requests go to (default "default"). */
   context?: string;
-  /** Seconds a daemon has to take a dropped request in before the ask is NO_PROVIDER (default 5). */
-  acceptWithin?: number;
   /** Seconds between looks for an outcome (default 0.2). */
   poll?: number;
   /** dshq's own request timeout (e.g. "30m"): the request ends ASK_ABORTED when it passes. */
@@ -54,27 +52,15 @@ export interface ApprovalOptions extends DshqOptions {
   onUnavailable?: "next" | "unavailable";
 }
 
-/** What dshq decided beside dsh's answer (the `dshq` property of a returned answer; not enumerable). */
-export interface DshqDecision {
-  requestId: string;
-  requestDigest?: string | null;
-  status: "answered";
-  decision: "approved" | "declined" | null;
-  provider: string | null;
-  approvers?: string[];
-  edited?: Record<string, { proposed: string; approved: string; diff: string }>;
-  finishedAt?: string;
-}
-
-/** dsh's answer item, with a reviewer's edit of a plan when there was one. */
+/** dsh's answer item, and the decision document's `edited`: the text the reviewer approved, when they edited the proposal. */
 export type DshqAnswerItem = AskUserQuestionAnswerItem & {
-  edited?: { proposed: string; approved: string; diff: string };
+  edited?: string;
 };
 
-/** dsh's answer, as dsh encodes it, and (not enumerable) what dshq decided. */
+/** dsh's answer, as dsh encodes it, and (not enumerable) the decision document as the dshq client gives it. */
 export interface DshqAnswer extends AskUserQuestionAnswer {
   answers: DshqAnswerItem[];
-  readonly dshq: DshqDecision;
+  readonly dshq: Answered;
 }
 
 /** Register dshq as `ctx.userQuestions`' provider; returns the disposer. */
@@ -94,5 +80,5 @@ export function requestOf(
   request: AskUserQuestionRequest,
   options?: { call?: DshCall; context?: string; timeout?: string; requireProvider?: boolean },
 ): Request;
-export function answerOf(outcome: OutcomeDocument, request?: Request): DshqAnswer;
+export function answerOf(result: Answered, request?: Request): DshqAnswer;
 export function approvalRequestOf(req: ApprovalRequest, options?: { context?: string; timeout?: string }): Request;

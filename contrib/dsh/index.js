@@ -14,9 +14,8 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 
-import { Client, DshqError } from "dshq";
+import { AskCancelled, Client, DshqError, PlanDeclined, WaitTimeout, approvalOf } from "dshq";
 import { UserQuestionError } from "@deepseek-ai/dsh-user-questions";
 
 // --- codes ------------------------------------------------------------------------------
@@ -33,6 +32,7 @@ export const CODE_MAP = Object.freeze({
   ASK_CANCELLED: "ASK_CANCELLED",
   ASK_EXPIRED: "NO_PROVIDER",
   NO_PROVIDER: "NO_PROVIDER",
+  NO_DAEMON: "NO_PROVIDER",
   WAIT_TIMEOUT: "NO_PROVIDER",
   IO: "NO_PROVIDER",
   NO_ROOT: "NO_PROVIDER",
@@ -84,9 +84,10 @@ export function currentCall() {
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 function clientOf(options) {
+  const poll = seconds(options.poll, "poll") ?? 0.2;
   if (options.client) return options.client;
   const { root, url, token } = options;
-  return new Client({ root, url, token, poll: options.poll ?? 0.2 });
+  return new Client({ root, url, token, poll });
 }
 
 function seconds(v, what) {
@@ -100,30 +101,21 @@ function either(a, b) {
   return a ? AbortSignal.any([a, b]) : b;
 }
 
+/** How long, after aborting a request nobody answered in time, an answer that crossed the abort is looked for. */
+const LAST_LOOK_SECONDS = 5;
+
 /**
- * Ask dshq `request` under `key` and wait for its outcome document (answered or ended),
- * watching dsh's `signal`, the disposer's `released`, a daemon that never takes the
- * request in (`acceptWithin`) and an optional `wait` for the answer.
+ * Ask dshq `request` under `key` and wait for its decision: the client's `Answered` (the
+ * decision document), or the client's typed error of any other ending (NoDaemon when no
+ * daemon serves a file root), or a UserQuestionError when dsh's `signal` aborts, the
+ * disposer `released` the provider, or nobody answered within `wait` seconds.
  */
-async function settle(client, request, { key, signal, released, acceptWithin, wait, poll }) {
+async function settle(client, request, { key, signal, released, wait }) {
   if (signal?.aborted) throw aborted();
-  let ticket;
+  const ticket = await client.askNowait(request, { key });
   try {
-    ticket = await client.askNowait(request, { key });
+    return await client.wait(ticket, { timeout: wait, signal: either(signal, released) });
   } catch (e) {
-    throw toUserQuestionError(e);
-  }
-  const started = Date.now();
-  let takenIn = !ticket.name; // re-attached to an outcome, or over HTTP
-  const stop = either(signal, released);
-  for (;;) {
-    let o;
-    try {
-      o = await client.outcome(ticket);
-    } catch (e) {
-      throw toUserQuestionError(e);
-    }
-    if (o) return { ticket, outcome: o };
     if (signal?.aborted) {
       await client.abort(ticket, "dsh aborted the question").catch(() => {});
       throw aborted();
@@ -134,35 +126,13 @@ async function settle(client, request, { key, signal, released, acceptWithin, wa
         "NO_PROVIDER",
       );
     }
-    const waited = (Date.now() - started) / 1000;
-    if (!takenIn && waited >= acceptWithin) {
-      if (await client.withdraw(ticket).catch(() => false)) {
-        throw new UserQuestionError(
-          `no dshq daemon took the question in within ${acceptWithin}s (is \`dshq daemon\` running on this root?)`,
-          "NO_PROVIDER",
-        );
-      }
-      takenIn = true;
-    }
-    if (wait !== undefined && waited >= wait) {
-      await client.abort(ticket, `nobody answered within ${wait}s`).catch(() => {});
-      // An answer that crossed the abort wins; otherwise the request ends aborted.
-      const late = await lastLook(client, ticket, acceptWithin, poll);
-      if (late?.status === "answered") return { ticket, outcome: late };
-      throw new UserQuestionError(`no reviewer answered through dshq within ${wait}s (request ${ticket.id} was aborted)`, "NO_PROVIDER");
-    }
-    await sleep(poll * 1000, undefined, { signal: stop }).catch(() => {});
+    if (!(e instanceof WaitTimeout) || wait === undefined) throw e;
+    await client.abort(ticket, `nobody answered within ${wait}s`).catch(() => {});
+    // An answer that crossed the abort wins; otherwise the request ends aborted.
+    const late = await client.wait(ticket, { timeout: LAST_LOOK_SECONDS }).catch(() => null);
+    if (late) return late;
+    throw new UserQuestionError(`no reviewer answered through dshq within ${wait}s (request ${ticket.id} was aborted)`, "NO_PROVIDER");
   }
-}
-
-async function lastLook(client, ticket, limit, poll) {
-  const until = Date.now() + limit * 1000;
-  while (Date.now() < until) {
-    const o = await client.outcome(ticket).catch(() => null);
-    if (o) return o;
-    await sleep(poll * 1000);
-  }
-  return null;
 }
 
 /** The common options of the provider and the approval answerer. */
@@ -170,8 +140,6 @@ function common(options) {
   return {
     client: clientOf(options),
     context: options.context,
-    acceptWithin: seconds(options.acceptWithin, "acceptWithin") ?? 5,
-    poll: seconds(options.poll, "poll") ?? 0.2,
     timeout: options.timeout,
   };
 }
@@ -225,32 +193,27 @@ export function requestOf(request, { call, context, timeout, requireProvider } =
   return defined({ questions, context, timeout, requireProvider: requireProvider || undefined, meta: { dsh } });
 }
 
-/** What dshq decided, beside dsh's answer (non-enumerable `dshq` on the answer). */
-function decisionOf(outcome) {
-  return defined({
-    requestId: outcome.id,
-    requestDigest: outcome.requestDigest,
-    status: outcome.status,
-    decision: outcome.decision ?? null,
-    provider: outcome.provider ?? null,
-    approvers: outcome.approvers,
-    edited: outcome.edited,
-    finishedAt: outcome.finishedAt,
-  });
-}
-
-/** dsh's `AskUserQuestionAnswer` of an answered dshq outcome, under dsh's own question ids. */
-export function answerOf(outcome, request) {
+/**
+ * dsh's `AskUserQuestionAnswer` of a dshq decision (the client's `Answered`), in question
+ * order under dsh's own question ids. Each item is the decision document's answer item:
+ * `{id, selected, custom?}` as dsh encodes it, and `edited` (the text the reviewer
+ * approved) when they approved a proposal as edited. The whole decision document rides
+ * along as `answer.dshq` (not enumerable, so the answer compares and serializes as dsh's).
+ */
+export function answerOf(result, request) {
   const back = request?.meta?.dsh?.questionIds ?? {};
-  const answers = (outcome.answer?.answers ?? []).map((i) => {
-    const item = { id: back[i.id] ?? i.id, selected: [...(i.selected ?? [])] };
-    if (typeof i.custom === "string") item.custom = i.custom;
-    // A reviewer's edit of a plan (approved as edited) travels with its item.
-    if (outcome.edited?.[i.id]) item.edited = { ...outcome.edited[i.id] };
-    return item;
-  });
+  const ids = request?.questions?.map((q) => q.id) ?? Object.keys(result.answers);
+  const answers = ids
+    .filter((id) => result.answers[id] !== undefined)
+    .map((id) => {
+      const a = result.answers[id];
+      const item = { id: back[id] ?? id, selected: [...a.selected] };
+      if (a.custom !== null) item.custom = a.custom;
+      if (a.edited !== null) item.edited = a.edited;
+      return item;
+    });
   const answer = { answers };
-  Object.defineProperty(answer, "dshq", { value: decisionOf(outcome), enumerable: false });
+  Object.defineProperty(answer, "dshq", { value: result, enumerable: false });
   return answer;
 }
 
@@ -277,10 +240,11 @@ export function registerDshqProvider(ctx, options = {}) {
       const call = currentCall();
       const doc = requestOf(request, { call, context: o.context, timeout: o.timeout, requireProvider });
       const key = keyOf(request, call) ?? `dsh/user-questions/once/${randomUUID()}`;
-      const { outcome } = await settle(o.client, doc, { key, signal: request.signal, released: released.signal, acceptWithin: o.acceptWithin, wait, poll: o.poll });
-      if (outcome.status === "answered") return answerOf(outcome, doc);
-      const err = outcome.error ?? {};
-      throw toUserQuestionError(new DshqError(String(err.message ?? err.code), { code: err.code, requestId: outcome.id, outcome }));
+      try {
+        return answerOf(await settle(o.client, doc, { key, signal: request.signal, released: released.signal, wait }), doc);
+      } catch (e) {
+        throw toUserQuestionError(e);
+      }
     },
   };
   let unregister;
@@ -373,26 +337,32 @@ export function installDshqApproval(ctx, options = {}) {
     const doc = approvalRequestOf(req, { context: o.context, timeout: o.timeout });
     const agent = agentId(req.agent);
     const key = req.callId !== undefined ? `dsh/approval/${agent ?? "-"}/${req.callId}` : `dsh/approval/once/${randomUUID()}`;
-    let outcome;
+    const remember = (why) => {
+      if (req.callId !== undefined) feedback.set(`${agent}\n${req.callId}`, why);
+    };
+    let result;
     try {
-      ({ outcome } = await settle(o.client, doc, { key, signal: req.signal, released: released.signal, acceptWithin: o.acceptWithin, wait, poll: o.poll }));
+      result = await settle(o.client, doc, { key, signal: req.signal, released: released.signal, wait });
     } catch (e) {
-      if (req.signal?.aborted || e?.code === "ASK_ABORTED") return "cancelled";
+      if (req.signal?.aborted) return "cancelled";
+      if (e instanceof AskCancelled) {
+        remember(`the reviewer cancelled the request: ${e.message}`);
+        return "rejected";
+      }
+      // No daemon (NO_DAEMON), no answer in time, an expired request, an unreachable API.
       return onUnavailable === "next" ? next() : "unavailable";
     }
-    if (outcome.status === "answered") {
-      if (outcome.decision === "approved") return "allowed-once";
-      const item = outcome.answer?.answers?.[0];
-      const why = item?.custom ?? `the reviewer chose ${JSON.stringify(item?.selected?.[0] ?? "")}`;
-      if (req.callId !== undefined) feedback.set(`${agent}\n${req.callId}`, why);
+    // The gates' one rule (the TypeScript client's): allowed only on an approval of the
+    // call as asked; a decline, a review with no decision or an edit is a refusal.
+    try {
+      approvalOf(result, doc.questions[0].detail, { questionId: "approval", takesEdit: false });
+      return "allowed-once";
+    } catch (e) {
+      if (!(e instanceof PlanDeclined)) throw e;
+      const chose = result.answers.approval?.selected?.[0];
+      remember(e.feedback ?? (chose !== undefined ? `the reviewer chose ${JSON.stringify(chose)}` : e.message));
       return "rejected";
     }
-    const code = outcome.error?.code;
-    if (code === "ASK_CANCELLED") {
-      if (req.callId !== undefined) feedback.set(`${agent}\n${req.callId}`, `the reviewer cancelled the request: ${outcome.error?.message ?? ""}`.trim());
-      return "rejected";
-    }
-    return onUnavailable === "next" ? next() : "unavailable";
   });
   // dsh's outcome is one word; the reviewer's reason reaches the model as the result of
   // the call it denied.

@@ -99,14 +99,18 @@ describe("user questions through dshq", () => {
     const yes = await w.ctx.userQuestions.ask({ questions: [{ ...plan, header: "dsh/user-questions/once/p1" }] });
     await approving;
     assert.deepEqual(yes, { answers: [{ id: "plan", selected: ["Approve"] }] });
+    // Beside dsh's answer, the decision document as the dshq client gives it.
     assert.equal(yes.dshq.decision, "approved");
-    assert.equal(yes.dshq.requestId, key("p1"));
+    assert.equal(yes.dshq.id, key("p1"));
+    assert.deepEqual(yes.dshq.edited, {});
+    assert.equal(yes.dshq.outcome.status, "answered");
 
     const declining = host.answer(key("p2"), "--custom", "Backfill in batches of 1000");
     const no = await w.ctx.userQuestions.ask({ questions: [{ ...plan, header: "dsh/user-questions/once/p2" }] });
     await declining;
     assert.deepEqual(no, { answers: [{ id: "plan", selected: [], custom: "Backfill in batches of 1000" }] });
     assert.equal(no.dshq.decision, "declined");
+    assert.equal(no.dshq.feedback, "Backfill in batches of 1000");
 
     // A reviewer's edited plan travels with its item (approved as edited).
     const edited = join(host.base, "edited.md");
@@ -114,9 +118,14 @@ describe("user questions through dshq", () => {
     const editing = host.answer(key("p3"), "--select", "Approve", "--edit", edited);
     const ed = await w.ctx.userQuestions.ask({ questions: [{ ...plan, header: "dsh/user-questions/once/p3" }] });
     await editing;
-    assert.deepEqual(ed.answers[0].selected, ["Approve"]);
-    assert.equal(ed.answers[0].edited.approved, "1. Add the column\n2. Backfill it in batches\n");
-    assert.match(ed.answers[0].edited.diff, /\+2\. Backfill it in batches/);
+    // dsh's item carries the decision document's `edited` (the approved text), and the
+    // document the proposal, the approved text and the diff.
+    assert.deepEqual(ed, { answers: [{ id: "plan", selected: ["Approve"], edited: "1. Add the column\n2. Backfill it in batches\n" }] });
+    assert.equal(ed.dshq.decision, "approved");
+    assert.deepEqual(ed.dshq.edited.plan.proposed, plan.detail);
+    assert.equal(ed.dshq.edited.plan.approved, "1. Add the column\n2. Backfill it in batches\n");
+    assert.match(ed.dshq.edited.plan.diff, /\+2\. Backfill it in batches/);
+    assert.equal(ed.dshq.approvedText("plan", plan.detail), "1. Add the column\n2. Backfill it in batches\n");
     dispose();
     dispose = registerDshqProvider(w.ctx, { root: host.root, poll: 0.02 });
   });
@@ -225,6 +234,14 @@ describe("over the HTTP API, and a quorum's decision", () => {
       assert.deepEqual(a, { answers: [{ id: "plan", selected: ["Ship"] }] });
       assert.equal(a.dshq.decision, "approved");
       assert.deepEqual(a.dshq.approvers, ["provider:bob", "provider:dave"]);
+      assert.deepEqual(
+        a.dshq.votes.map((v) => [v.voter, v.person, v.decision]),
+        [
+          ["provider:bob", "bob", "approved"],
+          ["provider:dave", "dave", "approved"],
+        ],
+      );
+      assert.equal(a.dshq.decidedBy, "person");
     } finally {
       off2();
       await strict.dispose();
@@ -233,15 +250,16 @@ describe("over the HTTP API, and a quorum's decision", () => {
 });
 
 describe("no daemon", () => {
-  test("an ask is NO_PROVIDER within seconds, and leaves no request behind", async () => {
+  test("an ask is NO_PROVIDER (the client's NO_DAEMON) within seconds, and leaves no request behind", { timeout: DEADLINE_MS }, async () => {
     const host = new Host(); // a root no daemon serves
     const w = await world();
-    const off = registerDshqProvider(w.ctx, { root: host.root, poll: 0.02, acceptWithin: 1 });
+    const off = registerDshqProvider(w.ctx, { root: host.root, poll: 0.02 });
     try {
       const started = Date.now();
       await assert.rejects(w.ctx.userQuestions.ask({ questions: [DB] }), (e) => {
         assert.ok(e instanceof UserQuestionError);
         assert.equal(e.code, "NO_PROVIDER");
+        assert.equal(e.cause?.code, "NO_DAEMON");
         assert.match(e.message, /no dshq daemon/);
         return true;
       });
@@ -255,10 +273,10 @@ describe("no daemon", () => {
     }
   });
 
-  test("an approval fails closed: unavailable within seconds, the tool never runs", async () => {
+  test("an approval fails closed: unavailable within seconds, the tool never runs", { timeout: DEADLINE_MS }, async () => {
     const host = new Host();
     const w = await world();
-    const off = installDshqApproval(w.ctx, { root: host.root, poll: 0.02, acceptWithin: 1 });
+    const off = installDshqApproval(w.ctx, { root: host.root, poll: 0.02 });
     try {
       const { agent } = await w.agent("s-nodaemon");
       const started = Date.now();

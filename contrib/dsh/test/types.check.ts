@@ -16,7 +16,11 @@ installDshqApproval(ctx, { url: "http://127.0.0.1:7777", token: "t", onUnavailab
 async function asked(): Promise<AskUserQuestionAnswer> {
   const a = (await ctx.userQuestions.ask({ questions: [{ id: "q", question: "?" }] })) as DshqAnswer;
   const decided: "approved" | "declined" | null = a.dshq.decision;
+  const plan: string | undefined = a.answers[0]?.edited ?? a.dshq.edited.plan?.approved;
+  const persons: (string | null)[] = a.dshq.votes.map((v) => v.person);
   void decided;
+  void plan;
+  void persons;
   return a;
 }
 void asked;
