@@ -16,16 +16,19 @@
 //!
 //! A face compares only the members it carries ([`Face::carries`]: the Claude Code hook
 //! has no votes or receipts to give), and runs only the scenarios it can ask
-//! ([`Face::can`]: the hook cannot declare a ladder's default). Without a daemon a face
-//! that needs one says so (`NO_DAEMON` for the file transports, `IO` over HTTP); the others
-//! work on the store directly, and are answered as usual.
+//! ([`Face::can`]: the hook cannot declare a ladder's default), and names an ending in its
+//! own vocabulary where it has another word ([`Face::ends_as`]: dsh calls an expiry
+//! `NO_PROVIDER`). Without a daemon a face that needs one says so (`NO_DAEMON` for the file
+//! transports, `IO` over HTTP); the others work on the store directly, and are answered as
+//! usual.
 //!
 //! **Adding a face** (an adapter for another framework): write a runner that speaks the
 //! line protocol of `tests/conformance/runner.py` (one job a line on stdin; `{"asked": ID}`
 //! once the request is handed over; `{"decision": D}` normalized as above, from the
 //! adapter's own types), and add a [`Face`] to [`FACES`] naming its runner
-//! ([`Driver::Runner`]), the members it carries and the scenarios it can ask. Faces that
-//! are commands of dshq itself run in this module ([`Driver::Hook`], [`Driver::Wait`]).
+//! ([`Driver::Runner`], or [`Driver::Installed`] for a Node runner that imports packages
+//! by name), the members it carries and the scenarios it can ask. Faces that are commands
+//! of dshq itself run in this module ([`Driver::Hook`], [`Driver::Wait`]).
 //!
 //! Cost: one runner process per face (Python and Node start once), a scenario a few
 //! hundred milliseconds but the expiries (one second each) and the daemon's restart; the
@@ -75,6 +78,10 @@ enum Driver {
     /// A runner process speaking the line protocol: the program (`$VAR`: the one an
     /// environment variable names) and its arguments.
     Runner(&'static str, &'static [&'static str]),
+    /// A Node runner (a script in `tests/conformance`, and its arguments) run from a
+    /// folder laid out as an installed project ([`crate::dsh::Project`]), where `dshq`,
+    /// `dshq-dsh` and dsh's packages resolve by name.
+    Installed(&'static str, &'static [&'static str]),
     /// `dshq claude-code hook --wait`, as Claude Code runs it.
     Hook,
     /// `dshq ask FILE`, then `dshq --json wait ID` (and the outbox file's receipt).
@@ -94,6 +101,8 @@ struct Face {
     /// Without a daemon serving the root: the error code it ends with, or `None` when it
     /// works on the store directly.
     without_daemon: Option<&'static str>,
+    /// Endings its vocabulary names otherwise: (dshq's code, the face's).
+    ends_as: &'static [(&'static str, &'static str)],
 }
 
 /// Every asker face.
@@ -105,6 +114,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "python-http",
@@ -113,6 +123,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: true,
         without_daemon: Some("IO"),
+        ends_as: &[],
     },
     Face {
         name: "ts-file",
@@ -121,6 +132,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "ts-http",
@@ -129,6 +141,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: true,
         without_daemon: Some("IO"),
+        ends_as: &[],
     },
     Face {
         name: "langgraph",
@@ -137,6 +150,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "mcp",
@@ -147,6 +161,7 @@ const FACES: &[Face] = &[
         can: &[Need::Questions],
         http: false,
         without_daemon: None,
+        ends_as: &[],
     },
     Face {
         name: "hook",
@@ -156,6 +171,7 @@ const FACES: &[Face] = &[
         can: &[Need::Questions],
         http: false,
         without_daemon: None,
+        ends_as: &[],
     },
     Face {
         name: "pydantic-ai",
@@ -166,6 +182,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "openai-agents",
@@ -174,6 +191,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "crewai",
@@ -189,6 +207,7 @@ const FACES: &[Face] = &[
         can: &[],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "claude-agent-sdk",
@@ -202,6 +221,7 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
     },
     Face {
         name: "wait",
@@ -210,6 +230,31 @@ const FACES: &[Face] = &[
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: None,
+        ends_as: &[],
+    },
+    Face {
+        name: "dsh-file",
+        driver: Driver::Installed("runner-dsh.mjs", &["dsh-file"]),
+        carries: ALL,
+        // dsh's request is its questions (and the agent, the signal): it cannot declare a
+        // ladder, so no default on expiry.
+        can: &[Need::Questions],
+        http: false,
+        // dsh's UserQuestionError has few codes, and a model acts on them: "nobody will
+        // answer" (no daemon, an expiry) is NO_PROVIDER (the dshq code is its cause).
+        without_daemon: Some("NO_PROVIDER"),
+        ends_as: &[("ASK_EXPIRED", "NO_PROVIDER")],
+    },
+    Face {
+        name: "dsh-http",
+        driver: Driver::Installed("runner-dsh.mjs", &["dsh-http"]),
+        // The API's outcome leaves the receipt out (`GET .../receipt` has it), and the
+        // provider hands dsh the outcome it got.
+        carries: &[End, Answers, Decision, Feedback, Plan, Voters, DecidedBy],
+        can: &[Need::Questions],
+        http: true,
+        without_daemon: Some("NO_PROVIDER"),
+        ends_as: &[("ASK_EXPIRED", "NO_PROVIDER")],
     },
 ];
 
@@ -562,6 +607,8 @@ enum Running {
         child: Child,
         stdin: ChildStdin,
         lines: Receiver<Value>,
+        /// The folder an installed runner runs from, kept while it runs.
+        _project: Option<crate::dsh::Project>,
     },
     Command {
         face: &'static str,
@@ -578,7 +625,7 @@ enum Asked {
 
 impl Running {
     fn start(face: &Face, site: &Site) -> Running {
-        match face.driver {
+        let (mut c, project) = match face.driver {
             Driver::Runner(program, args) => {
                 let program = match program.strip_prefix('$') {
                     Some(var) => std::env::var(var).unwrap_or_else(|_| {
@@ -587,46 +634,56 @@ impl Running {
                     None => program.to_string(),
                 };
                 let mut c = Command::new(&program);
-                c.args(args)
-                    .current_dir(repo())
-                    .env("DSHQ_BIN", bin())
-                    // The frameworks' telemetry and tracing: never the network.
-                    .env("CREWAI_DISABLE_TELEMETRY", "true")
-                    .env("CREWAI_TRACING_ENABLED", "false")
-                    .env("OTEL_SDK_DISABLED", "true")
-                    .env(
-                        "DSHQ_CONFIG",
-                        site.env.dir.path().join("config.toml").to_str().unwrap(),
-                    )
-                    .env_remove("DSHQ_ROOT")
-                    .env_remove("DSHQ_URL")
-                    .env_remove("DSHQ_TOKEN")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit());
-                let mut child = c
-                    .spawn()
-                    .unwrap_or_else(|e| panic!("cannot run {program} for {}: {e}", face.name));
-                let stdin = child.stdin.take().unwrap();
-                let out = child.stdout.take().unwrap();
-                let (tx, lines) = std::sync::mpsc::channel();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(out).lines().map_while(Result::ok) {
-                        if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                            let _ = tx.send(v);
-                        }
-                    }
-                });
-                Running::Runner {
-                    child,
-                    stdin,
-                    lines,
+                c.args(args).current_dir(repo());
+                (c, None)
+            }
+            Driver::Installed(script, args) => {
+                let project = crate::dsh::Project::new();
+                project.add(&repo().join("tests/conformance").join(script));
+                let mut argv = vec![script];
+                argv.extend_from_slice(args);
+                (project.command(&argv), Some(project))
+            }
+            Driver::Hook | Driver::Wait => {
+                return Running::Command {
+                    face: face.name,
+                    pending: None,
                 }
             }
-            Driver::Hook | Driver::Wait => Running::Command {
-                face: face.name,
-                pending: None,
-            },
+        };
+        c.env("DSHQ_BIN", bin())
+            // The frameworks' telemetry and tracing: never the network.
+            .env("CREWAI_DISABLE_TELEMETRY", "true")
+            .env("CREWAI_TRACING_ENABLED", "false")
+            .env("OTEL_SDK_DISABLED", "true")
+            .env(
+                "DSHQ_CONFIG",
+                site.env.dir.path().join("config.toml").to_str().unwrap(),
+            )
+            .env_remove("DSHQ_ROOT")
+            .env_remove("DSHQ_URL")
+            .env_remove("DSHQ_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = c
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {:?} for {}: {e}", c.get_program(), face.name));
+        let stdin = child.stdin.take().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        Running::Runner {
+            child,
+            stdin,
+            lines,
+            _project: project,
         }
     }
 
@@ -969,7 +1026,7 @@ fn run_face(name: &str) {
         let asked = running.ask(&site, &job);
         let expect = match (no_daemon, face.without_daemon) {
             (true, Some(code)) => ended(code),
-            _ => (scenario.expect)(),
+            _ => in_vocabulary(face, (scenario.expect)()),
         };
         let refused_at_once = no_daemon && face.without_daemon.is_some();
         let id = match &asked {
@@ -1018,6 +1075,19 @@ fn run_face(name: &str) {
         timings.join(", ")
     );
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `expect` with its ending named as `face`'s vocabulary names it.
+fn in_vocabulary(face: &Face, mut expect: Value) -> Value {
+    let named = face
+        .ends_as
+        .iter()
+        .find(|(code, _)| expect["end"] == *code)
+        .map(|(_, theirs)| *theirs);
+    if let Some(theirs) = named {
+        expect["end"] = json!(theirs);
+    }
+    expect
 }
 
 /// Why `got` is not `expect` (the members `face` carries), if it is not.
@@ -1158,4 +1228,14 @@ fn crewai_adapter() {
 #[test]
 fn claude_agent_sdk_adapter() {
     run_face("claude-agent-sdk");
+}
+
+#[test]
+fn dsh_provider_file_transport() {
+    run_face("dsh-file");
+}
+
+#[test]
+fn dsh_provider_http_transport() {
+    run_face("dsh-http");
 }

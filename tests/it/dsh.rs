@@ -78,8 +78,13 @@ impl Project {
         }
     }
 
+    /// Copy `file` into the project's folder (a script that imports the packages by name).
+    pub fn add(&self, file: &Path) {
+        std::fs::copy(file, self.dir.path().join(file.file_name().unwrap())).unwrap();
+    }
+
     /// `node ARGS` in the project, with the binary under test.
-    fn command(&self, args: &[&str]) -> Command {
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.node);
         c.args(args)
             .current_dir(self.dir.path())
