@@ -866,6 +866,8 @@ fn wait_decision(mut env: Command, job: &Value) -> Value {
     let file = PathBuf::from(root)
         .join("outbox")
         .join(format!("{id}.json"));
+    // `dshq wait` reads the store; the daemon writes the outbox file on its next turn.
+    wait_until(DEADLINE, || file.exists());
     let receipt = std::fs::read_to_string(&file)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
