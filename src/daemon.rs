@@ -47,8 +47,6 @@ pub struct Config {
     pub on_question: Option<HookConfig>,
     /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
     pub prune: Option<PruneSchedule>,
-    /// The deliveries' channels (`--webhook`, …; see [`crate::host::deliveries`]).
-    pub channels: Option<crate::host::deliveries::Channels>,
     /// `--context-ladder`: the operator's ladder policies (context, the policy as JSON),
     /// written into the store at start; `None` leaves the store's as they are.
     pub context_ladders: Option<Vec<(String, String)>>,
@@ -75,7 +73,6 @@ impl Default for Config {
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
             prune: None,
-            channels: None,
             context_ladders: None,
         }
     }
@@ -132,32 +129,30 @@ impl Waker {
     }
 }
 
+/// What the loop calls once it holds the root, with its [`Waker`].
+pub type Started = Box<dyn FnOnce(Waker) -> Result<()> + Send>;
+
 /// The call the host makes after every pass of the file loop, on the loop's thread and store.
 pub type AfterPass = Box<dyn FnMut(&mut dyn Store) + Send>;
 
-/// How the async host ([`crate::host`]) rides along with the file loop: it gets a
-/// [`Waker`] once the loop holds the root, and a call after every pass (on the loop's own
-/// thread and store) to broadcast what the pass committed.
+/// What rides along with the file loop, given by the composition root
+/// ([`crate::serve`]); the loop itself knows nothing of channels or of HTTP.
+#[derive(Default)]
 pub struct Link {
-    /// Receives the waker once the root is locked and the loop is about to start.
-    pub started: mpsc::Sender<Waker>,
-    /// Called after every pass with the loop's store.
-    pub after_pass: AfterPass,
+    /// Called once the loop holds the root (one daemon per root), before it says it
+    /// serves it: what must run only while this daemon serves the root starts here (the
+    /// channels' sender), and the host learns the [`Waker`]. An error ends the daemon
+    /// before it starts.
+    pub started: Option<Started>,
+    /// Called after every pass with the loop's store (the host broadcasts what the pass
+    /// committed). A loop with one hears every commit of a shared store, not only those
+    /// that make its own outcomes due.
+    pub after_pass: Option<AfterPass>,
 }
 
-/// Run the daemon until `shutdown` is requested (SIGINT or SIGTERM).
-pub fn run(root: &Root, config: &Config, shutdown: &Stop) -> Result<()> {
-    run_linked(root, config, None, shutdown)
-}
-
-/// Run the daemon until `shutdown` is requested (or the [`Waker`]'s shutdown), with the
-/// host's [`Link`] when there is one.
-pub fn run_linked(
-    root: &Root,
-    config: &Config,
-    mut link: Option<Link>,
-    shutdown: &Stop,
-) -> Result<()> {
+/// Run the daemon until `shutdown` is requested (SIGINT or SIGTERM, or the [`Waker`]'s
+/// shutdown), with what rides along ([`Link`]).
+pub fn run(root: &Root, config: &Config, mut link: Link, shutdown: &Stop) -> Result<()> {
     let mut store_box = root.open_store()?;
     let store: &mut dyn Store = &mut *store_box;
     // One daemon per root: a second one would race the first over the same files.
@@ -231,27 +226,20 @@ pub fn run_linked(
         store.set_context_ladders(policies)?;
         tracing::info!(contexts = policies.len(), "ladder policies set");
     }
-    // The deliveries are sent from a thread of their own, never from this loop.
-    let _sender = match &config.channels {
-        Some(c) => Some(crate::host::deliveries::spawn(
-            root,
-            c.clone(),
-            stop.clone(),
-        )?),
-        None => None,
-    };
+    // Whatever must run only while this daemon serves the root (the channels' sender, on
+    // a thread of its own, never this loop) starts now, before askers may look for us.
+    if let Some(started) = link.started.take() {
+        started(Waker(tx.clone()))?;
+    }
     // Serving the root from here on: file askers may look for us (`NO_DAEMON` otherwise).
     let _pid = crate::files::pid_file::PidFile::write(root.dir())?;
     tracing::info!(root = %root.dir().display(), "daemon started");
-    if let Some(l) = &link {
-        let _ = l.started.send(Waker(tx.clone()));
-    }
 
     // Commits made on other hosts (a shared store): each wakes a pass, which writes the
     // outcomes of this root that they finished.
     // A host that serves reviewers (the web host) or runs hooks hears every commit;
     // a file-only daemon only those that make its own outcomes due.
-    let feed = link.is_some() || hooks.is_some();
+    let feed = link.after_pass.is_some() || hooks.is_some();
     let _wakeups = spawn_wakeups(store, feed, tx.clone(), stop.clone());
 
     // Startup: everything already there, and any outcome committed but not yet written.
@@ -264,8 +252,8 @@ pub fn run_linked(
     if let Some(h) = hooks.as_mut() {
         h.poll(store);
     }
-    if let Some(l) = link.as_mut() {
-        (l.after_pass)(store);
+    if let Some(after_pass) = link.after_pass.as_mut() {
+        after_pass(store);
     }
     while !stop.load(Ordering::SeqCst) {
         if failures > 0 {
@@ -321,8 +309,8 @@ pub fn run_linked(
         if let Some(h) = hooks.as_mut() {
             h.poll(store);
         }
-        if let Some(l) = link.as_mut() {
-            (l.after_pass)(store);
+        if let Some(after_pass) = link.after_pass.as_mut() {
+            after_pass(store);
         }
     }
     drop(watcher);

@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -53,8 +54,8 @@ pub mod output;
 pub mod protocol;
 pub mod receipt;
 pub mod root;
+pub mod serve;
 pub mod shutdown;
-pub mod slack;
 pub mod store;
 pub mod text;
 pub mod views;

@@ -19,6 +19,7 @@ pub mod copy;
 pub mod feed;
 pub mod gauges;
 pub mod mail;
+pub mod mail_key;
 pub mod provide;
 pub mod prune;
 pub mod receipts;

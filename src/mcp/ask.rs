@@ -20,6 +20,7 @@ use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
 use crate::error::Error;
+use crate::host::auth::Caller;
 use crate::protocol::check::{check_id, salvage_id_context};
 use crate::protocol::continued;
 use crate::protocol::types::AnsweredOutcome;
@@ -27,7 +28,6 @@ use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
 use crate::root::Root;
 use crate::store::{Asked, RequestRow, Store};
-use crate::web::auth::Caller;
 
 /// Who calls the tools: how the event log names them, where their requests come from,
 /// and (over HTTP) the token whose role and reach apply.

@@ -9,11 +9,11 @@ use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::error::ApiResult;
+use crate::host::AppState;
 use crate::protocol::{Code, Decision};
 use crate::store::{Event, HistoryFilter, HistoryRow, Stats, Status};
-use crate::web::auth::Caller;
-use crate::web::error::ApiResult;
-use crate::web::AppState;
 
 /// The filters of `GET /api/v1/history`.
 pub const HISTORY_PARAMS: &[&str] = &[
@@ -92,7 +92,7 @@ pub fn history_filter(
     q: &Query,
     bound: Option<&String>,
     now: crate::clock::Millis,
-) -> Result<Option<HistoryFilter>, crate::web::error::ApiError> {
+) -> Result<Option<HistoryFilter>, crate::host::error::ApiError> {
     let mut contexts = q.all("context");
     if let Some(bound) = bound {
         if contexts.is_empty() || contexts.contains(bound) {

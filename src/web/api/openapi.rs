@@ -15,10 +15,10 @@ use serde_json::{json, Map, Value};
 use super::audit::HISTORY_PARAMS;
 use super::requests::{AskedBody, ReasonBody, LIST_PARAMS};
 use crate::host::changes::Change;
+use crate::host::error::ErrorBody;
 use crate::protocol::{Answer, Outcome, Request};
 use crate::store::{Event, HistoryRow, Stats, Status};
 use crate::views::{RequestSummary, RequestView};
-use crate::web::error::ErrorBody;
 
 struct Doc {
     out: SchemaGenerator,

@@ -15,14 +15,14 @@ use super::query::Query;
 use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::body::Body;
+use crate::host::error::{ApiError, ApiResult};
+use crate::host::AppState;
 use crate::protocol::continued::Pending;
 use crate::protocol::{Code, Outcome, DEFAULT_CONTEXT};
 use crate::store::{ListFilter, RequestRow, Status};
 use crate::views::{RequestSummary, RequestView};
-use crate::web::auth::Caller;
-use crate::web::body::Body;
-use crate::web::error::{ApiError, ApiResult};
-use crate::web::AppState;
 
 /// The result of `POST /api/v1/requests`: what `dshq --json ask` prints.
 #[derive(Debug, Serialize, schemars::JsonSchema)]

@@ -13,12 +13,12 @@ use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
+use crate::host::error::ApiError;
+use crate::host::AppState;
 use crate::protocol::Code;
 use crate::store::{HistoryFilter, Status};
 use crate::web::api::audit::{history_filter, HISTORY_PARAMS};
 use crate::web::api::query::Query;
-use crate::web::error::ApiError;
-use crate::web::AppState;
 
 fn filter_of(
     viewer: &Viewer,

@@ -127,7 +127,7 @@ pub fn html(status: StatusCode, body: String) -> Response {
 
 /// An error page: the stable code and its message, with the status the API gives it.
 pub fn error_page(e: &UserQuestionError, nav: Option<&Nav<'_>>) -> Response {
-    let status = crate::web::error::ApiError::status(e.code);
+    let status = crate::host::error::ApiError::status(e.code);
     let body = format!(
         "<section class=\"error\"><h1>{}</h1><p class=\"code\">{}</p><p>{}</p>\
 <p><a href=\"/\">Back to the queue</a></p></section>",

@@ -10,7 +10,7 @@
 //! The link's session is a page session ([`super::session`]) kept under its own cookie
 //! (`dshq_mail`), so it never replaces a reviewer's login: a browser that has one opens
 //! the request as that reviewer. It is scoped: its viewer sees the link's one request
-//! ([`crate::web::auth::Caller::sees_id`]), reaches only that request's routes and the
+//! ([`crate::host::auth::Caller::sees_id`]), reaches only that request's routes and the
 //! page stream ([`super::session`]'s `link_viewer`), ends at the link's expiry, and acts as `mail:ADDRESS`; the
 //! answer records the link as used in its own transaction ([`crate::app::mail`]).
 //!
@@ -32,7 +32,7 @@ use super::Shared;
 use crate::app;
 use crate::core::mail_link::{LinkKey, Refused};
 use crate::error::Error;
-use crate::web::AppState;
+use crate::host::AppState;
 
 /// The root's `mail.key`, read at the first link (a host that sends no mail has none, and
 /// refuses every link).
@@ -43,7 +43,7 @@ impl KeyCache {
     fn get(&self, root: &crate::root::Root) -> Result<Option<LinkKey>, Error> {
         let mut k = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if k.is_none() {
-            *k = crate::host::mail_key::load(root.dir())?;
+            *k = crate::app::mail_key::load(root.dir())?;
         }
         Ok(k.clone())
     }

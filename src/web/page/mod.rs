@@ -36,7 +36,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
-use super::AppState;
+use crate::host::AppState;
 
 /// State the page's routes share (besides the host's [`AppState`]).
 #[derive(Default)]

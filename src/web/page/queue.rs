@@ -16,9 +16,9 @@ use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
 use crate::host::provider::HOLDER;
+use crate::host::AppState;
 use crate::store::{LeaseInfo, ListFilter, RequestRow, Status};
 use crate::web::api::query::Query;
-use crate::web::AppState;
 
 /// The queue's filters.
 const PARAMS: &[&str] = &["context", "agent", "status", "q", "done"];
@@ -37,7 +37,7 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn parse(raw: Option<&str>) -> Result<Filter, crate::web::error::ApiError> {
+    fn parse(raw: Option<&str>) -> Result<Filter, crate::host::error::ApiError> {
         let q = Query::parse(raw, PARAMS)?;
         let s = |k: &str| q.one(k).unwrap_or("").trim().to_string();
         let status = match s("status").as_str() {

@@ -31,13 +31,13 @@ use super::session::{field, form_fields, Viewer};
 use crate::app;
 use crate::core::access::Action;
 use crate::error::Error;
+use crate::host::body::Body;
+use crate::host::AppState;
 use crate::protocol::{
     edit, review, Answer, AnswerItem, Code, Question, Request, UserQuestionError,
 };
 use crate::store::driver::links::LinkUse;
 use crate::store::{RequestRow, Status};
-use crate::web::body::Body;
-use crate::web::AppState;
 
 /// Whether the page may answer this request, and if not, why.
 enum Answerable {

@@ -34,11 +34,11 @@ use super::Shared;
 use crate::core::access::Role;
 use crate::core::mail_link::{LinkClaims, Refused};
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::body::Body;
+use crate::host::AppState;
 use crate::protocol::{Code, UserQuestionError};
 use crate::store::WebToken;
-use crate::web::auth::Caller;
-use crate::web::body::Body;
-use crate::web::AppState;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "dshq_session";
@@ -47,7 +47,7 @@ pub const LOGIN_COOKIE: &str = "dshq_login";
 /// The cookie of a mail link's session ([`super::link`]).
 pub const MAIL_COOKIE: &str = "dshq_mail";
 /// A session unused this long ends, by default (`dshq daemon --web-session-idle`).
-pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
+pub use crate::host::state::SESSION_IDLE;
 /// At most this many sessions are kept (the least recently used goes first).
 pub const MAX_SESSIONS: usize = 10_000;
 
@@ -241,7 +241,7 @@ impl Viewer {
     }
 
     /// An error page for this viewer.
-    pub fn error(&self, e: impl Into<crate::web::error::ApiError>) -> Response {
+    pub fn error(&self, e: impl Into<crate::host::error::ApiError>) -> Response {
         layout::error_page(&e.into().0, Some(&self.nav()))
     }
 }
@@ -396,7 +396,7 @@ pub async fn login_post(
             if let (Code::Unauthorized, Some(p)) = (e.0.code, peer) {
                 shared.logins.wrong(p, std::time::Instant::now());
             }
-            let status = crate::web::error::ApiError::status(e.0.code);
+            let status = crate::host::error::ApiError::status(e.0.code);
             return login_page(&headers, status, Some(&e.0));
         }
     };

@@ -6,7 +6,7 @@
 //! 1. the request is Slack's: its `X-Slack-Signature` matches the raw body and its
 //!    timestamp, with the app's signing secret (the root's `slack-signing-secret`, or
 //!    `--slack-signing-secret-file`; mode 0600), and the timestamp is within five minutes
-//!    of the store's clock ([`crate::slack::signature`]). Otherwise 401
+//!    of the store's clock ([`crate::channels::slack::signature`]). Otherwise 401
 //!    (`SLACK_BAD_SIGNATURE`, `SLACK_STALE_REQUEST`) and nothing else is read;
 //! 2. it is a press of a dshq button (`block_actions`, our `action_id`; else 400
 //!    `BAD_REQUEST`);
@@ -24,7 +24,7 @@
 //! page's ([`crate::app::provide::answer`], [`crate::host::provider::Providers`]), as
 //! `slack:REVIEWER@SLACKUSER`, so the event log shows both the reviewer and the Slack
 //! account. The message itself is changed by the answered event's delivery (the sender's
-//! `chat.update`, [`crate::host::slack`]): durable and retried like every delivery.
+//! `chat.update`, [`crate::channels::slack`]): durable and retried like every delivery.
 //!
 //! What Slack expects back: a 200 within three seconds for every press it should not
 //! retry. A refusal the presser should see (an unknown user, a request already over, an
@@ -45,16 +45,15 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 use serde_json::json;
 
-use super::body::Body;
-use super::AppState;
 use crate::app;
+use crate::channels::slack::interaction::{self, Press};
+use crate::channels::slack::signature::{Refusal, SigningSecret};
+use crate::channels::slack::{Api, Slack, SIGNING_SECRET_FILE};
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
-use crate::host::slack::{Api, Slack, SIGNING_SECRET_FILE};
+use crate::host::body::Body;
+use crate::host::AppState;
 use crate::protocol::Code;
-use crate::root::Root;
-use crate::slack::interaction::{self, Press};
-use crate::slack::signature::{Refusal, SigningSecret};
 
 /// The endpoint's path.
 pub const PATH: &str = "/slack/interactions";
@@ -72,17 +71,15 @@ pub struct Interactions {
 /// The endpoint's routes when the daemon has a Slack channel (none otherwise): the
 /// signing secret and the bot token are read now, so a daemon missing either does not
 /// start.
-pub fn routes(state: &AppState, root: &Root, slack: Option<&Slack>) -> Result<Router> {
-    let Some(slack) = slack else {
-        return Ok(Router::new());
-    };
+pub fn routes(state: &AppState, slack: &Slack) -> Result<Router> {
+    let root = &state.root;
     let file = slack
         .signing_secret_file
         .clone()
         .unwrap_or_else(|| root.dir().join(SIGNING_SECRET_FILE));
-    let secret = SigningSecret::parse(&crate::host::slack::read_secret_file(
+    let secret = SigningSecret::parse(&crate::channels::slack::read_secret_file(
         &file,
-        crate::host::slack::SIGNING_SECRET_WHAT,
+        crate::channels::slack::SIGNING_SECRET_WHAT,
     )?)
     .ok_or_else(|| Error::Usage("the Slack signing secret is empty".into()))?;
     let inter = Arc::new(Interactions {
@@ -138,7 +135,7 @@ fn refuse_shown(inter: &Arc<Interactions>, press: &Press, code: Code, message: S
         id = %crate::text::for_log(&press.value.request),
         "slack: press refused"
     );
-    let text = crate::slack::mrkdwn::escape(&message);
+    let text = crate::channels::slack::mrkdwn::escape(&message);
     tell(inter, press, text.clone());
     refuse(StatusCode::OK, code, text)
 }
@@ -201,7 +198,7 @@ pub async fn interact(
             let Some(row) = store.get(&id2)? else {
                 return Ok(None);
             };
-            let end = crate::host::slack::end_of(store, &row)?;
+            let end = crate::channels::slack::end_of(store, &row)?;
             let messages = store.slack_messages(&id2)?;
             Ok(Some((row, end, messages)))
         })
@@ -252,7 +249,7 @@ pub async fn interact(
                 let end = st
                     .db
                     .read(move |store| match store.get(&id2)? {
-                        Some(row) => crate::host::slack::end_of(store, &row),
+                        Some(row) => crate::channels::slack::end_of(store, &row),
                         None => Ok(None),
                     })
                     .await;
@@ -267,7 +264,11 @@ pub async fn interact(
                 tracing::info!(id = %crate::text::for_log(&id), reviewer = %reviewer, user = %crate::text::for_log(&press.user), "voted from Slack");
                 let text =
                     format!("Your vote on {id} is recorded; the request waits for more approvals.");
-                tell(&inter, &press, crate::slack::mrkdwn::escape(&text));
+                tell(
+                    &inter,
+                    &press,
+                    crate::channels::slack::mrkdwn::escape(&text),
+                );
                 return StatusCode::OK.into_response();
             }
             Ok(app::provide::Answering::Finished(_)) => {
@@ -285,8 +286,8 @@ pub async fn interact(
 }
 
 /// What a press on a request that is over is told.
-fn already_over(id: &str, end: &crate::slack::blocks::Ended) -> String {
-    use crate::slack::blocks::How;
+fn already_over(id: &str, end: &crate::channels::slack::blocks::Ended) -> String {
+    use crate::channels::slack::blocks::How;
     let at = crate::clock::rfc3339(end.at_ms);
     let by = end
         .by

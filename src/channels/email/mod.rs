@@ -9,7 +9,7 @@
 //!   private certificate. The password is read from `--smtp-password-file` (refused
 //!   when group or others may read it), never from argv or the URL.
 //! - **Retries.** A server that refuses or is down fails the attempt; the sender loop
-//!   ([`super::deliveries`]) tries the row again after its backoff. Nothing is lost: the
+//!   ([`crate::channels::deliveries`]) tries the row again after its backoff. Nothing is lost: the
 //!   row is marked delivered only after every recipient's mail was accepted. A resend
 //!   (after a failure for a later recipient, or after a crash) is the same mail: its
 //!   `Message-ID` is derived from the delivery id and the recipient, and its link from
@@ -33,7 +33,7 @@ use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::channel::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender};
 use crate::clock::{rfc3339, Millis};
 use crate::core::channel::Channel;
 use crate::core::mail_link::{LinkClaims, LinkKey};
@@ -177,7 +177,7 @@ impl EmailSender {
     /// The sender of `email`, signing links with the root's `mail.key` (created at the
     /// first start).
     pub fn new(root: &Root, email: Email) -> Result<EmailSender> {
-        let key = super::mail_key::load_or_create(root.dir())?;
+        let key = crate::app::mail_key::load_or_create(root.dir())?;
         let s = &email.smtp;
         let tls = || -> std::result::Result<TlsParameters, lettre::transport::smtp::Error> {
             let mut b = TlsParameters::builder(s.host.clone());
@@ -206,7 +206,7 @@ impl EmailSender {
     }
 
     /// One attempt of `d`: the store is read here, outside `rt`; only the SMTP exchange
-    /// runs on it (see [`super::channel::Sender::send`]).
+    /// runs on it (see [`crate::channels::Sender::send`]).
     fn send_all(
         &self,
         rt: &tokio::runtime::Runtime,

@@ -25,7 +25,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sha2::Sha256;
 
-use super::channel::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender};
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
