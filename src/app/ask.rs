@@ -78,7 +78,7 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
             outbox::repair(root, store, Some(&[accepted.id.as_str()]))?;
         }
     }
-    outbox::flush(root, store)?;
+    outbox::flush(root, store, crate::app::receipts::attach)?;
     Ok(asked)
 }
 
@@ -148,7 +148,7 @@ pub fn generated_id() -> String {
 
 /// Write every outcome committed but not yet published.
 pub fn publish_pending(store: &mut dyn Store, root: &Root) -> Result<outbox::Flushed> {
-    outbox::flush(root, store)
+    outbox::flush(root, store, crate::app::receipts::attach)
 }
 
 /// Remove outcome files left under open requests (stale error outcomes of an earlier

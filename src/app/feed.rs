@@ -185,7 +185,7 @@ pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Opt
     }
     if r.deadline_ms.is_some_and(|d| d < now_ms()) {
         store.sweep()?;
-        outbox::flush(root, store)?;
+        outbox::flush(root, store, crate::app::receipts::attach)?;
         return Ok(store.get_any(id)?.and_then(|r| r.outcome()));
     }
     Ok(None)

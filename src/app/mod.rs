@@ -49,10 +49,13 @@ pub struct Finished {
 
 /// Publish what is pending after a commit that finished `outcome`.
 fn publish(store: &mut dyn Store, root: Option<&Root>, outcome: Outcome) -> Finished {
-    let file_pending = root.and_then(|root| match outbox::flush(root, store) {
-        Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
-        Err(e) => Some(e.to_string()),
-    });
+    let file_pending =
+        root.and_then(
+            |root| match outbox::flush(root, store, crate::app::receipts::attach) {
+                Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
+                Err(e) => Some(e.to_string()),
+            },
+        );
     if let Some(e) = &file_pending {
         tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
     }

@@ -14,7 +14,7 @@ pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
         .as_ref()
         .is_some_and(|s| !s.aborted.is_empty() || !s.expired.is_empty())
     {
-        outbox::flush(root, store)?;
+        outbox::flush(root, store, crate::app::receipts::attach)?;
     }
     Ok(swept)
 }
