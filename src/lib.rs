@@ -46,6 +46,7 @@ pub mod error;
 pub mod files;
 pub mod hooks;
 pub mod host;
+pub mod html;
 pub mod markdown;
 pub mod mcp;
 pub mod metrics;

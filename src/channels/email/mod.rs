@@ -19,8 +19,8 @@
 //!   multi-line safe with the project's sanitiser ([`crate::text`]), so no control
 //!   character, terminal escape or line break reaches a header; lettre encodes the
 //!   subject (RFC 2047 for non-ASCII) and the bodies (quoted-printable). The HTML part is
-//!   escaped by the page's own rule ([`crate::web::page::layout`]); the plain part is
-//!   always there.
+//!   a template that escapes every value, with the one rule for untrusted text that the
+//!   page follows too ([`crate::html`]); the plain part is always there.
 //! - **What it reads.** The request's row at send time, through the sender's own store
 //!   connection: a request that is final by then gets no mail (nobody needs to act).
 
@@ -38,11 +38,11 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::channel::Channel;
 use crate::core::mail_link::{LinkClaims, LinkKey};
 use crate::error::{Error, Result};
+use crate::html::{html, Block, Line, PreEscaped};
 use crate::protocol::{Question, Request};
 use crate::root::Root;
 use crate::store::{Delivery, RequestRow, Store};
 use crate::text::{multi_line, one_line};
-use crate::web::page::layout::{block, escape, text};
 
 /// How the connection to the SMTP server is protected (a closed set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -502,52 +502,38 @@ impl<'a> Content<'a> {
         t
     }
 
-    /// The HTML part: every value escaped by the page's rule.
+    /// The HTML part: a template, every value escaped ([`crate::html`]).
     fn html(&self) -> String {
-        let mut h =
-            String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>");
-        h.push_str(&format!("<p>{}</p><table>", text(&self.lead())));
-        for (k, v) in self.facts() {
-            h.push_str(&format!(
-                "<tr><th align=\"left\">{k}</th><td>{}</td></tr>",
-                text(&v)
-            ));
-        }
-        h.push_str("</table>");
         let n = self.request.questions.len();
-        for (i, q) in self.request.questions.iter().enumerate() {
-            h.push_str(&format!("<h3>Question {} of {n}", i + 1));
-            if let Some(hd) = &q.header {
-                h.push_str(&format!(": {}", text(hd)));
-            }
-            h.push_str(&format!(
-                " <small>({})</small></h3><p style=\"white-space: pre-wrap\">{}</p>",
-                Self::kind_of(q),
-                block(&q.question)
-            ));
-            if let Some(detail) = &q.detail {
-                h.push_str(&format!("<pre>{}</pre>", block(detail)));
-            }
-            if !q.options().is_empty() {
-                h.push_str("<ul>");
-                for o in q.options() {
-                    h.push_str(&format!("<li><strong>{}</strong>", text(&o.label)));
-                    if let Some(desc) = &o.description {
-                        h.push_str(&format!(": {}", text(desc)));
+        html! {
+            (PreEscaped("<!DOCTYPE html>"))
+            html { head { meta charset="utf-8"; } body {
+                p { (Line(&self.lead())) }
+                table {
+                    @for (k, v) in self.facts() {
+                        tr { th align="left" { (k) } td { (Line(&v)) } }
                     }
-                    h.push_str("</li>");
                 }
-                h.push_str("</ul>");
-            }
+                @for (i, q) in self.request.questions.iter().enumerate() {
+                    h3 {
+                        "Question " (i + 1) " of " (n)
+                        @if let Some(hd) = &q.header { ": " (Line(hd)) }
+                        " " small { "(" (Self::kind_of(q)) ")" }
+                    }
+                    p style="white-space: pre-wrap" { (Block(&q.question)) }
+                    @if let Some(detail) = &q.detail { pre { (Block(detail)) } }
+                    @if !q.options().is_empty() {
+                        ul { @for o in q.options() {
+                            li { strong { (Line(&o.label)) } @if let Some(desc) = &o.description { ": " (Line(desc)) } }
+                        } }
+                    }
+                }
+                p { a href=(self.link) { "Open the request on the page" } }
+                p { small { (Line(&self.footer())) } }
+                p { small { "dshq, delivery " (Line(self.delivery)) } }
+            } }
         }
-        h.push_str(&format!(
-            "<p><a href=\"{0}\">Open the request on the page</a></p><p><small>{1}</small></p>\
-<p><small>dshq, delivery {2}</small></p></body></html>",
-            escape(self.link),
-            text(&self.footer()),
-            text(self.delivery)
-        ));
-        h
+        .into_string()
     }
 }
 

@@ -169,6 +169,11 @@ pub async fn page(State(st): State<AppState>, viewer: Viewer, RawQuery(raw): Raw
     body.push_str("</tbody></table>");
     layout::html(
         StatusCode::OK,
-        layout::page("History", Some(&viewer.nav()), None, &body),
+        layout::page(
+            "History",
+            Some(&viewer.nav()),
+            None,
+            crate::html::markup(body),
+        ),
     )
 }

@@ -25,14 +25,14 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Extension;
 
-use super::layout::urlencode;
-use super::layout::{self, text};
+use super::layout;
 use super::session::{set_cookie, MAIL_COOKIE};
 use super::Shared;
 use crate::app;
 use crate::core::mail_link::{LinkKey, Refused};
 use crate::error::Error;
 use crate::host::AppState;
+use crate::html::{html, urlencode, Block, Line};
 
 /// The root's `mail.key`, read at the first link (a host that sends no mail has none, and
 /// refuses every link).
@@ -113,27 +113,27 @@ pub async fn open(
         Err(e) => return refused(e),
     };
     tracing::info!(request = %crate::text::for_log(&id), recipient = %crate::text::for_log(&recipient), "mail link opened");
-    let body = format!(
-        "<section class=\"mail-link\"><h1>A request for you</h1>\
-<dl class=\"meta\"><dt>Request</dt><dd><code>{id}</code></dd><dt>Context</dt><dd>{context}</dd>\
-<dt>From</dt><dd>{source}</dd><dt>Status</dt><dd><span class=\"status {status}\">{status}</span></dd></dl>\
-<p class=\"question\">{first}</p>\
-<p>This link was sent to <strong>{to}</strong>. It opens this request only, until {until}; \
-nothing is sent until you confirm an answer on the page. If you are logged in as a reviewer, \
-you open it as yourself.</p>\
-<p><a id=\"open-request\" class=\"button primary\" href=\"/r/{href}\">Open the request</a></p></section>",
-        id = text(&id),
-        context = text(&row.context),
-        source = text(&row.source),
-        status = row.status.as_str(),
-        first = layout::block(&first),
-        to = text(&recipient),
-        until = text(&crate::clock::rfc3339(expires_ms)),
-        href = urlencode(&id),
-    );
+    let body = html! {
+        section.mail-link {
+            h1 { "A request for you" }
+            dl.meta {
+                dt { "Request" } dd { code { (Line(&id)) } }
+                dt { "Context" } dd { (Line(&row.context)) }
+                dt { "From" } dd { (Line(&row.source)) }
+                dt { "Status" } dd { span class={ "status " (row.status.as_str()) } { (row.status.as_str()) } }
+            }
+            p.question { (Block(&first)) }
+            p {
+                "This link was sent to " strong { (Line(&recipient)) } ". It opens this request only, until "
+                (Line(&crate::clock::rfc3339(expires_ms)))
+                "; nothing is sent until you confirm an answer on the page. If you are logged in as a reviewer, you open it as yourself."
+            }
+            p { a #open-request .button.primary href={ "/r/" (urlencode(&id)) } { "Open the request" } }
+        }
+    };
     let mut r = layout::html(
         StatusCode::OK,
-        layout::page("A request for you", None, None, &body),
+        layout::page("A request for you", None, None, body),
     );
     r.headers_mut().append(
         header::SET_COOKIE,

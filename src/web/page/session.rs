@@ -314,7 +314,7 @@ fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
 spellcheck=\"false\" autocomplete=\"off\"> <button type=\"submit\">Log in</button></form></section>",
         escape(csrf)
     );
-    layout::page("Log in", None, None, &body)
+    layout::page("Log in", None, None, crate::html::markup(body))
 }
 
 fn login_page(
