@@ -37,6 +37,7 @@ use crate::app;
 use crate::core::access::Action;
 use crate::error::Error;
 use crate::host::body::Body;
+use crate::host::provider::Act;
 use crate::host::AppState;
 use crate::html::{html, urlencode, Line};
 use crate::protocol::Request;
@@ -264,45 +265,42 @@ pub async fn send(
         Ok(r) => r,
         Err(r) => return r,
     };
-    for attempt in 0..2 {
-        let acting = match st.providers.answering(&row, viewer.caller.actor()).await {
-            Ok(a) => a,
-            Err(e) => return viewer.error(e),
-        };
-        let (root, id2, doc2) = (st.root.clone(), id.clone(), doc.clone());
-        // Through a mail's link: the link is spent in the answer's transaction.
-        let link = viewer.caller.mail.as_ref().map(|m| LinkUse {
-            link_id: m.link_id.clone(),
-            request_id: m.request_id.clone(),
-            context: m.context.clone(),
-            recipient: m.recipient.clone(),
-            issued_ms: m.issued_ms,
-        });
-        let r = st
-            .db
-            .write(move |store| match &link {
-                Some(l) => app::mail::answer_by_link(store, Some(&root), l, &acting, &doc2),
-                None => app::provide::answer(store, Some(&root), &id2, &acting, &doc2),
-            })
-            .await;
-        match r {
-            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
-            Err(e) => return viewer.error(e),
-            Ok(app::provide::Answering::Voted(_)) => {
-                // A vote on a request with a quorum that left it open: back to the
-                // request, which lists the votes so far.
-                tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "voted on the page");
+    // Through a mail's link: the link is spent in the answer's transaction.
+    let link = viewer.caller.mail.as_ref().map(|m| LinkUse {
+        link_id: m.link_id.clone(),
+        request_id: m.request_id.clone(),
+        context: m.context.clone(),
+        recipient: m.recipient.clone(),
+        issued_ms: m.issued_ms,
+    });
+    let (root, id2) = (st.root.clone(), id.clone());
+    let answered = st
+        .providers
+        .act(
+            &row,
+            viewer.caller.actor(),
+            Act::Answer,
+            move |store, acting| match &link {
+                Some(l) => app::mail::answer_by_link(store, Some(&root), l, acting, &doc),
+                None => app::provide::answer(store, Some(&root), &id2, acting, &doc),
+            },
+        )
+        .await;
+    match answered {
+        Err(e) => viewer.error(e),
+        Ok(app::provide::Answering::Voted(_)) => {
+            // A vote on a request with a quorum that left it open: back to the request,
+            // which lists the votes so far.
+            tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "voted on the page");
+            layout::see_other(&format!("/r/{}", urlencode(&id)))
+        }
+        Ok(app::provide::Answering::Finished(_)) => {
+            tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
+            if viewer.caller.mail.is_some() {
+                // A link's session reaches this request only: back to it, answered.
                 return layout::see_other(&format!("/r/{}", urlencode(&id)));
             }
-            Ok(app::provide::Answering::Finished(_)) => {
-                tracing::info!(id = %crate::text::for_log(&id), token = %viewer.caller.token.name, "answered on the page");
-                if viewer.caller.mail.is_some() {
-                    // A link's session reaches this request only: back to it, answered.
-                    return layout::see_other(&format!("/r/{}", urlencode(&id)));
-                }
-                return layout::see_other(&format!("/?done={}", urlencode(&id)));
-            }
+            layout::see_other(&format!("/?done={}", urlencode(&id)))
         }
     }
-    viewer.error(Error::LeaseExpired("the host's lease ended twice".into()))
 }
