@@ -21,7 +21,7 @@ use crate::host::error::{ApiError, ApiResult};
 use crate::host::provider::Act;
 use crate::host::AppState;
 use crate::protocol::continued::Pending;
-use crate::protocol::{Code, Outcome, DEFAULT_CONTEXT};
+use crate::protocol::{Code, Outcome};
 use crate::store::{ListFilter, RequestRow, Status};
 use crate::views::{RequestSummary, RequestView};
 
@@ -85,29 +85,18 @@ pub async fn ask(
     Body(bytes): Body,
 ) -> ApiResult<Response> {
     caller.require(Action::Ask)?;
-    let (_, context) = crate::protocol::check::salvage_id_context(&bytes);
-    if !caller.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
-        return Err(Error::Forbidden.into());
-    }
     let (source, actor, root) = (caller.source(), caller.actor(), st.root.clone());
-    // An asker sees only its own requests, so it may not re-deliver another's.
-    let own_only = caller.require(Action::Read).is_ok_and(|r| r == Reach::Own);
-    let b = bytes.clone();
+    let (b, token) = (bytes.clone(), caller.token.clone());
     let asked = st
         .db
         .write(move |store| {
-            app::ask::ask(
-                store,
-                &root,
-                app::ask::Ask {
-                    bytes: &b,
-                    fallback_id: Some(app::ask::generated_id()),
-                    outcome_under_fallback: false,
-                    source,
-                    actor,
-                    own_only,
-                },
-            )
+            let a = app::ask::TokenAsk {
+                bytes: &b,
+                token: Some(&token),
+                source,
+                actor,
+            };
+            app::ask::ask_with_token(store, &root, a)
         })
         .await?;
     let accepted = match asked {
