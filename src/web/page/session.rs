@@ -29,7 +29,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::layout::{self, escape, urlencode, Nav};
+use super::layout::{self, urlencode, Nav};
 use super::Shared;
 use crate::core::access::Role;
 use crate::core::mail_link::{LinkClaims, Refused};
@@ -37,6 +37,7 @@ use crate::error::Error;
 use crate::host::auth::Caller;
 use crate::host::body::Body;
 use crate::host::AppState;
+use crate::html::{html, Line};
 use crate::protocol::{Code, UserQuestionError};
 use crate::store::WebToken;
 
@@ -296,25 +297,22 @@ impl FromRequestParts<AppState> for Viewer {
 }
 
 fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
-    let msg = message
-        .map(|e| {
-            format!(
-                "<p class=\"flash bad\" role=\"alert\"><span class=\"code\">{}</span> {}</p>",
-                escape(e.code.as_str()),
-                layout::text(&e.message)
-            )
-        })
-        .unwrap_or_default();
-    let body = format!(
-        "<section class=\"login\"><h1>Log in</h1>{msg}\
-<p>Paste a reviewer or auditor token (<code>dshq token create --role reviewer --name NAME</code>).</p>\
-<form method=\"post\" action=\"/login\" autocomplete=\"off\">\
-<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-<label for=\"token\">Token</label> <input id=\"token\" name=\"token\" type=\"password\" required \
-spellcheck=\"false\" autocomplete=\"off\"> <button type=\"submit\">Log in</button></form></section>",
-        escape(csrf)
-    );
-    layout::page("Log in", None, None, crate::html::markup(body))
+    let body = html! {
+        section.login {
+            h1 { "Log in" }
+            @if let Some(e) = message {
+                p.flash.bad role="alert" { span.code { (e.code.as_str()) } " " (Line(&e.message)) }
+            }
+            p { "Paste a reviewer or auditor token (" code { "dshq token create --role reviewer --name NAME" } ")." }
+            form method="post" action="/login" autocomplete="off" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="token" { "Token" } " "
+                input #token name="token" type="password" required spellcheck="false" autocomplete="off";
+                " " button type="submit" { "Log in" }
+            }
+        }
+    };
+    layout::page("Log in", None, None, body)
 }
 
 fn login_page(
