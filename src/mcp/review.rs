@@ -408,30 +408,8 @@ pub async fn review_questions(
             )
         }
     };
-    if super::revision::Revision::of(ctx) == super::revision::Revision::Stateless {
-        return tool_error(
-            &UserQuestionError::new(
-                Code::Usage,
-                "on MCP 2026-07-28 a server cannot send elicitation/create, so review_questions \
-                 cannot show questions here; connect with 2025-11-25 (initialize) and a client \
-                 with elicitation, or answer with `dshq answer` or the web page",
-            ),
-            None,
-        );
-    }
-    if !ctx
-        .peer
-        .supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
-    {
-        return tool_error(
-            &UserQuestionError::new(
-                Code::Usage,
-                "this MCP client does not support elicitation (form mode), so review_questions \
-                 cannot show questions to a human here; answer with `dshq answer` or the web page",
-            ),
-            None,
-        );
+    if let Err(e) = can_elicit(ctx) {
+        return tool_error(&e, None);
     }
     let reach = match who.require(Action::Answer) {
         Ok(r) => r,
@@ -456,23 +434,7 @@ pub async fn review_questions(
         backend: backend.clone(),
         token: Some(session.token.clone()),
     };
-    let heartbeat = {
-        let (backend, token) = (backend.clone(), session.token.clone());
-        tokio::spawn(async move {
-            let every = (ttl / 3).max(Duration::from_millis(200));
-            loop {
-                tokio::time::sleep(every).await;
-                let token = token.clone();
-                if let Err(e) = backend
-                    .write(move |store| app::session::heartbeat(store, &token))
-                    .await
-                {
-                    tracing::warn!(error = %e, "the review's lease heartbeat failed");
-                    return;
-                }
-            }
-        })
-    };
+    let heartbeat = keep_alive(backend, session.token.clone(), ttl);
     let acting = Acting::OnBehalf {
         token: session.token.clone(),
         actor: who.actor.clone(),
@@ -499,6 +461,52 @@ pub async fn review_questions(
     let (reviewed, stopped) = reviewed;
     let still_open = still_open(backend, &context).await;
     summary(context, reviewed, stopped, still_open)
+}
+
+/// Whether this client can be shown a form: a server cannot elicit on MCP 2026-07-28,
+/// nor from a client without form elicitation; the `USAGE` error says where to answer
+/// instead.
+fn can_elicit(ctx: &RequestContext<RoleServer>) -> Result<(), UserQuestionError> {
+    if super::revision::Revision::of(ctx) == super::revision::Revision::Stateless {
+        return Err(UserQuestionError::new(
+            Code::Usage,
+            "on MCP 2026-07-28 a server cannot send elicitation/create, so review_questions \
+             cannot show questions here; connect with 2025-11-25 (initialize) and a client \
+             with elicitation, or answer with `dshq answer` or the web page",
+        ));
+    }
+    if !ctx
+        .peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return Err(UserQuestionError::new(
+            Code::Usage,
+            "this MCP client does not support elicitation (form mode), so review_questions \
+             cannot show questions to a human here; answer with `dshq answer` or the web page",
+        ));
+    }
+    Ok(())
+}
+
+/// Heartbeat the review's lease every third of its ttl until aborted (or a heartbeat
+/// fails: the lease ended, and the review's next act says so).
+fn keep_alive(backend: &Backend, token: String, ttl: Duration) -> tokio::task::JoinHandle<()> {
+    let backend = backend.clone();
+    tokio::spawn(async move {
+        let every = (ttl / 3).max(Duration::from_millis(200));
+        loop {
+            tokio::time::sleep(every).await;
+            let token = token.clone();
+            if let Err(e) = backend
+                .write(move |store| app::session::heartbeat(store, &token))
+                .await
+            {
+                tracing::warn!(error = %e, "the review's lease heartbeat failed");
+                return;
+            }
+        }
+    })
 }
 
 /// How many requests of `context` are still open (0 when the store cannot say).
