@@ -409,7 +409,7 @@ fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
     let Ok(now) = store.clock_now() else {
         return tick;
     };
-    match app::sweep::next_due(store) {
+    match store.next_due() {
         Ok(Some(due)) if due >= now => Duration::from_millis((due - now + 1) as u64).min(tick),
         Ok(Some(_)) => Duration::from_millis(1),
         _ => tick,
@@ -552,9 +552,9 @@ fn pass(
 /// the outcomes; a file is still removed only after the commit that handled it, and only
 /// if it is still the file that was read ([`inbox::Removals`]). The thread reads one batch
 /// ahead and no more (it hands each over and waits for it to be taken), so memory holds
-/// at most two batches. Before, the thread that committed also opened, read and removed
-/// every file, and a burst ran at the sum of the two; and until it also listed and chose,
-/// a listing of a large backlog (every [`RELIST_AFTER`]) stood between two commits.
+/// at most two batches. Why two threads: with one, a burst runs at the sum of the file
+/// work and the commits, and a listing of a large backlog (every [`RELIST_AFTER`]) stands
+/// between two commits.
 fn drain_inbox(
     root: &Root,
     store: &mut dyn Store,
@@ -915,7 +915,7 @@ fn pick_batch(
 
 /// Sweep expiries when something is due.
 fn expire(store: &mut dyn Store) -> Result<()> {
-    let Some(swept) = app::sweep::sweep_quietly(store)? else {
+    let Some(swept) = store.sweep()? else {
         return Ok(());
     };
     for id in &swept.leases {

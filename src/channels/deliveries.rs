@@ -1,4 +1,4 @@
-//! The deliveries sender (issue 29): a thread of its own, with its own store connection
+//! The deliveries sender: a thread of its own, with its own store connection
 //! and a tokio runtime for the channels' network I/O, started by the daemon when it has channels (`--webhook`, and
 //! the other channels' flags). It never blocks the file loop: it reads the outbox's due
 //! rows ([`crate::store::queue::deliveries`]) after their commit, hands each to its

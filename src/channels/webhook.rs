@@ -1,4 +1,4 @@
-//! The webhook channel (issue 29): a delivery POSTed to its context's URL, signed as the
+//! The webhook channel: a delivery POSTed to its context's URL, signed as the
 //! Standard Webhooks specification describes: the headers `webhook-id` (the delivery id), `webhook-timestamp` (unix seconds) and
 //! `webhook-signature` (`v1,` and the base64 of HMAC-SHA256 over `id.timestamp.body`,
 //! keyed by the secret: `whsec_` and the base64 of its bytes).

@@ -120,7 +120,7 @@ pub struct Args {
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
-    /// The email channel (issue 29): --email, --smtp, --email-from, ...
+    /// The email channel: --email, --smtp, --email-from, ...
     #[command(flatten)]
     pub email: Box<super::email::EmailArgs>,
     /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of

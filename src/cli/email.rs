@@ -1,4 +1,4 @@
-//! The email channel's flags of `dshq daemon` (issue 29), flattened into its arguments
+//! The email channel's flags of `dshq daemon`, flattened into its arguments
 //! (so each is also a `[daemon]` key of the config file and a `DSHQ_*` variable), and
 //! their check into [`crate::channels::email::Email`].
 

@@ -97,9 +97,7 @@ impl Providers {
         host: HostMark,
     ) -> Result<Arc<Providers>> {
         let id = host.id.clone();
-        let taken = db
-            .write(move |store| session::take_over_host(store, &id))
-            .await?;
+        let taken = db.write(move |store| store.take_over_host(&id)).await?;
         for t in &taken {
             tracing::info!(
                 context = %crate::text::for_log(&t.context),
@@ -235,7 +233,7 @@ impl Providers {
         let token = h.token;
         match self
             .db
-            .write(move |store| session::release(store, &token).map(|_| ()))
+            .write(move |store| store.release(&token).map(|_| ()))
             .await
         {
             Ok(()) => {
@@ -259,11 +257,11 @@ impl Providers {
             let idle = h.used.elapsed() >= self.idle;
             let r = if idle {
                 self.db
-                    .write(move |store| session::release(store, &token).map(|_| ()))
+                    .write(move |store| store.release(&token).map(|_| ()))
                     .await
             } else {
                 self.db
-                    .write(move |store| session::heartbeat(store, &token).map(|_| ()))
+                    .write(move |store| store.heartbeat(&token).map(|_| ()))
                     .await
             };
             match r {
@@ -291,7 +289,7 @@ impl Providers {
             let token = h.token;
             let _ = self
                 .db
-                .write(move |store| session::release(store, &token).map(|_| ()))
+                .write(move |store| store.release(&token).map(|_| ()))
                 .await;
         }
     }

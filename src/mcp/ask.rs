@@ -313,7 +313,7 @@ async fn visible(
 ) -> Result<RequestRow, CallToolResult> {
     let id2 = id.to_string();
     let row = backend
-        .read(move |store| app::feed::show(store, &id2))
+        .read(move |store| store.get_any(&id2))
         .await
         .map_err(|e| from_error(&e, Some(id)))?
         .filter(|r| who.sees(r, reach));
@@ -334,7 +334,7 @@ pub async fn collect(
             // A request with a quorum shows its votes so far; one on a tool call, its call.
             let id2 = id.to_string();
             let row = backend
-                .read(move |store| crate::app::feed::get(store, &id2))
+                .read(move |store| store.get(&id2))
                 .await
                 .ok()
                 .flatten();

@@ -341,10 +341,7 @@ struct LeaseGuard {
 impl LeaseGuard {
     async fn release(mut self) {
         if let Some(token) = self.token.take() {
-            let r = self
-                .backend
-                .write(move |store| app::session::release(store, &token))
-                .await;
+            let r = self.backend.write(move |store| store.release(&token)).await;
             if let Err(e) = r {
                 tracing::warn!(error = %e, "cannot release the review's lease");
             }
@@ -362,10 +359,8 @@ impl Drop for LeaseGuard {
             // stdio: the process is ending with the client; release now, on the database
             // thread, rather than in a task the closing runtime would never run.
             Backend::Local(local) => {
-                let r = local.run_blocking(
-                    move |store| app::session::release(store, &token),
-                    Duration::from_secs(5),
-                );
+                let r =
+                    local.run_blocking(move |store| store.release(&token), Duration::from_secs(5));
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "cannot release the review's lease");
                 }
@@ -375,9 +370,7 @@ impl Drop for LeaseGuard {
                 let backend = self.backend.clone();
                 if let Ok(rt) = tokio::runtime::Handle::try_current() {
                     rt.spawn(async move {
-                        let _ = backend
-                            .write(move |store| app::session::release(store, &token))
-                            .await;
+                        let _ = backend.write(move |store| store.release(&token)).await;
                     });
                 }
             }
@@ -498,10 +491,7 @@ fn keep_alive(backend: &Backend, token: String, ttl: Duration) -> tokio::task::J
         loop {
             tokio::time::sleep(every).await;
             let token = token.clone();
-            if let Err(e) = backend
-                .write(move |store| app::session::heartbeat(store, &token))
-                .await
-            {
+            if let Err(e) = backend.write(move |store| store.heartbeat(&token)).await {
                 tracing::warn!(error = %e, "the review's lease heartbeat failed");
                 return;
             }
@@ -513,7 +503,7 @@ fn keep_alive(backend: &Backend, token: String, ttl: Duration) -> tokio::task::J
 pub async fn still_open(backend: &Backend, context: &str) -> usize {
     let context = context.to_string();
     backend
-        .read(move |store| app::feed::open_requests(store, Some(&context)))
+        .read(move |store| store.open_requests(Some(&context)))
         .await
         .map(|rows| rows.len())
         .unwrap_or(0)

@@ -247,10 +247,7 @@ impl Step<'_> {
         };
         let token = session.token.clone();
         let release = |token: String| async move {
-            let _ = self
-                .backend
-                .write(move |store| app::session::release(store, &token))
-                .await;
+            let _ = self.backend.write(move |store| store.release(&token)).await;
         };
         let lease_id = session.lease.lease_id;
         let (chosen, elsewhere) = match self
@@ -481,11 +478,7 @@ impl Step<'_> {
             return self.after_page(live, response).await;
         };
         let id2 = id.clone();
-        let row = match self
-            .backend
-            .read(move |store| app::feed::get(store, &id2))
-            .await
-        {
+        let row = match self.backend.read(move |store| store.get(&id2)).await {
             Ok(Some(r)) if digest(&r) == sealed.digest => r,
             Ok(_) => {
                 state::end(self.backend, live).await;
@@ -572,11 +565,7 @@ impl Step<'_> {
     async fn after_page(&self, mut live: Live, response: Option<Response>) -> CallToolResponse {
         let id = live.sealed.request.clone();
         let id2 = id.clone();
-        let row = match self
-            .backend
-            .read(move |store| app::feed::get(store, &id2))
-            .await
-        {
+        let row = match self.backend.read(move |store| store.get(&id2)).await {
             Ok(Some(r)) => r,
             Ok(None) => {
                 state::end(self.backend, live).await;

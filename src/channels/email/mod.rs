@@ -1,4 +1,4 @@
-//! The email channel (issue 29): a delivery becomes one mail per recipient of its context,
+//! The email channel: a delivery becomes one mail per recipient of its context,
 //! sent over SMTP with lettre, each with a signed, expiring link to the request on the page
 //! ([`crate::core::mail_link`]).
 //!
@@ -292,7 +292,7 @@ impl Sender for EmailSender {
     }
 }
 
-/// The deadline ladder's rungs of `r` (issue 29), each with its time, "(done)" once it
+/// The deadline ladder's rungs of `r`, each with its time, "(done)" once it
 /// ran: what the reviewer has before the request is escalated or expires.
 fn ladder_facts(r: &RequestRow) -> Vec<(&'static str, String)> {
     use crate::protocol::ladder::{Rung, Rungs};

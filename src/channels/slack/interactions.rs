@@ -1,4 +1,4 @@
-//! The Slack interactions endpoint (issue 29): `POST /slack/interactions`, the Request URL
+//! The Slack interactions endpoint: `POST /slack/interactions`, the Request URL
 //! of the Slack app's Interactivity settings. Slack posts a form with one field, `payload`
 //! (JSON), each time someone presses a button of a dshq message.
 //!

@@ -1,4 +1,4 @@
-//! The Slack channel's sender (issue 29): a delivery of a new request, a reminder or an
+//! The Slack channel's sender: a delivery of a new request, a reminder or an
 //! escalation is posted with `chat.postMessage` to its context's Slack channel as a Block
 //! Kit message ([`crate::channels::slack::blocks`]); a delivery of the request's end (answered,
 //! expired, cancelled, aborted) changes every message posted for it with `chat.update`,

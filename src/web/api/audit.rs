@@ -35,10 +35,7 @@ pub async fn history(
     let Some(filter) = history_filter(&q, caller.token.context.as_ref(), now_ms())? else {
         return Ok(Json(Vec::new()));
     };
-    let rows = st
-        .db
-        .read(move |store| app::audit::history(store, &filter))
-        .await?;
+    let rows = st.db.read(move |store| store.history(&filter)).await?;
     Ok(Json(rows))
 }
 
@@ -53,7 +50,7 @@ pub async fn events(
     let (row, events) = st
         .db
         .read(move |store| {
-            let row = app::feed::show(store, &id2)?;
+            let row = store.get_any(&id2)?;
             Ok((row, app::audit::events(store, &id2)?))
         })
         .await?;
@@ -77,10 +74,7 @@ pub async fn stats(
     }
     let q = Query::parse(raw.as_deref(), &["since"])?;
     let since = q.time("since", now_ms())?;
-    let stats = st
-        .db
-        .read(move |store| app::audit::stats(store, since))
-        .await?;
+    let stats = st.db.read(move |store| store.stats(since)).await?;
     Ok(Json(stats))
 }
 

@@ -59,7 +59,7 @@ async fn visible(st: &AppState, caller: &Caller, id: &str, reach: Reach) -> ApiR
     let id2 = id.to_string();
     let row = st
         .db
-        .read(move |store| app::feed::get(store, &id2))
+        .read(move |store| store.get(&id2))
         .await?
         .filter(|r| caller.sees(r, reach));
     row.ok_or_else(|| not_found(id))
@@ -164,10 +164,7 @@ pub async fn list(
         oldest_first: q.flag("oldest_first")?,
         source: (reach == Reach::Own).then(|| caller.source().as_str().into_owned()),
     };
-    let rows = st
-        .db
-        .read(move |store| app::feed::list(store, &filter))
-        .await?;
+    let rows = st.db.read(move |store| store.list(&filter)).await?;
     Ok(Json(rows.iter().map(RequestSummary::from_row).collect()))
 }
 

@@ -1,4 +1,4 @@
-//! A mail's link on the page (issue 29): `GET /mail/{token}`.
+//! A mail's link on the page: `GET /mail/{token}`.
 //!
 //! Following a link never acts by itself (mail scanners open links): it checks the token
 //! ([`crate::core::mail_link`]: signed by the root's `mail.key`, not expired, not used
@@ -28,7 +28,6 @@ use axum::Extension;
 use super::layout;
 use super::session::{set_cookie, MAIL_COOKIE};
 use super::Shared;
-use crate::app;
 use crate::core::mail_link::{LinkKey, Refused};
 use crate::error::Error;
 use crate::host::AppState;
@@ -72,11 +71,7 @@ pub async fn open(
         Err(e) => return refused(e),
     };
     let link_id = claims.link_id.clone();
-    match st
-        .db
-        .read(move |store| app::mail::link_used(store, &link_id))
-        .await
-    {
+    match st.db.read(move |store| store.link_used(&link_id)).await {
         Ok(false) => {}
         Ok(true) => {
             return refused(Refused::Used {
@@ -86,7 +81,7 @@ pub async fn open(
         Err(e) => return refused(e),
     }
     let rid = claims.request_id.clone();
-    let row = match st.db.read(move |store| app::feed::get(store, &rid)).await {
+    let row = match st.db.read(move |store| store.get(&rid)).await {
         // A request of that id asked after the link was made is another's.
         Ok(Some(r)) if crate::core::mail_link::opens(claims.issued_ms, r.created_ms) => r,
         Ok(_) => return refused(Error::NotFound(claims.request_id)),

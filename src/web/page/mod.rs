@@ -45,7 +45,7 @@ pub struct Shared {
     pub sessions: session::Sessions,
     /// Who has a page open on which context.
     pub viewers: live::Viewers,
-    /// The root's mail-link key, once read (issue 29).
+    /// The root's mail-link key, once read.
     pub mail_key: link::KeyCache,
     /// Wrong tokens at the login form, per peer.
     pub logins: throttle::Throttle,

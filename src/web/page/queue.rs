@@ -121,7 +121,7 @@ async fn load(
         .read(move |store| {
             let mut rows = Vec::new();
             for filter in &filters {
-                rows.extend(app::feed::list(store, filter)?);
+                rows.extend(store.list(filter)?);
             }
             rows.retain(|r| caller.in_context(&r.context));
             rows.sort_by_key(|r| (r.deadline_ms.is_none(), r.deadline_ms, r.seq));

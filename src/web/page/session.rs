@@ -14,7 +14,7 @@
 //!   The login form itself is protected by a double-submit cookie (`dshq_login`).
 //! - Only reviewer and auditor tokens may log in; an asker token is refused with the
 //!   FORBIDDEN code's message.
-//! - A mail's link (issue 29) opens a session of its own kind ([`super::link`]): the
+//! - A mail's link opens a session of its own kind ([`super::link`]): the
 //!   `dshq_mail` cookie, the same store of sessions and the same CSRF rule, scoped to the
 //!   link's one request and acting as `mail:ADDRESS`. A reviewer's login, when the
 //!   browser has one, wins over it.

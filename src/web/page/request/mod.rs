@@ -59,7 +59,7 @@ async fn visible(st: &AppState, viewer: &Viewer, id: &str) -> Result<RequestRow,
     let id2 = id.to_string();
     let row = st
         .db
-        .read(move |store| app::feed::get(store, &id2))
+        .read(move |store| store.get(&id2))
         .await
         .map_err(|e| viewer.error(e))?;
     row.filter(|r| viewer.caller.sees(r, reach))
