@@ -175,7 +175,7 @@ pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Opt
     Ok(None)
 }
 
-/// [`list`] of the requests in any of `statuses` (empty: every status; `filter.status` is
+/// [`Store::list`](crate::store::Store::list) of the requests in any of `statuses` (empty: every status; `filter.status` is
 /// ignored): one query a status, each on its index, merged in the filter's order and cut
 /// to its limit.
 pub fn list_in(
