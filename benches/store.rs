@@ -79,7 +79,7 @@ fn claim_answer(c: &mut Criterion) {
                             })
                             .unwrap();
                             if with_outbox {
-                                outbox::flush(&root, &mut st).unwrap();
+                                outbox::flush(&root, &mut st, dshq::app::receipts::attach).unwrap();
                             }
                             i = end;
                         }

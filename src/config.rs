@@ -247,7 +247,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                 }
             }
             DeValue::Table(t) if key == SLACK => {
-                slack_users = crate::slack::users::parse_table(t).map_err(|(at, key2, why)| {
+                slack_users = crate::core::slack_users::parse_table(t).map_err(|(at, key2, why)| {
                     config_error(path, line_of(text, at), &key2, why)
                 })?;
                 if let Some(DeValue::Table(u)) = t.get("users").map(|v| v.get_ref()) {

@@ -47,8 +47,6 @@ pub struct Config {
     pub on_question: Option<HookConfig>,
     /// `--prune-after`: prune on a schedule (see [`PruneSchedule`]).
     pub prune: Option<PruneSchedule>,
-    /// The deliveries' channels (`--webhook`, …; see [`crate::host::deliveries`]).
-    pub channels: Option<crate::host::deliveries::Channels>,
     /// `--context-ladder`: the operator's ladder policies (context, the policy as JSON),
     /// written into the store at start; `None` leaves the store's as they are.
     pub context_ladders: Option<Vec<(String, String)>>,
@@ -75,7 +73,6 @@ impl Default for Config {
             max_bytes: crate::protocol::check::DEFAULT_MAX_REQUEST_BYTES,
             on_question: None,
             prune: None,
-            channels: None,
             context_ladders: None,
         }
     }
@@ -132,32 +129,30 @@ impl Waker {
     }
 }
 
+/// What the loop calls once it holds the root, with its [`Waker`].
+pub type Started = Box<dyn FnOnce(Waker) -> Result<()> + Send>;
+
 /// The call the host makes after every pass of the file loop, on the loop's thread and store.
 pub type AfterPass = Box<dyn FnMut(&mut dyn Store) + Send>;
 
-/// How the async host ([`crate::host`]) rides along with the file loop: it gets a
-/// [`Waker`] once the loop holds the root, and a call after every pass (on the loop's own
-/// thread and store) to broadcast what the pass committed.
+/// What rides along with the file loop, given by the composition root
+/// ([`crate::serve`]); the loop itself knows nothing of channels or of HTTP.
+#[derive(Default)]
 pub struct Link {
-    /// Receives the waker once the root is locked and the loop is about to start.
-    pub started: mpsc::Sender<Waker>,
-    /// Called after every pass with the loop's store.
-    pub after_pass: AfterPass,
+    /// Called once the loop holds the root (one daemon per root), before it says it
+    /// serves it: what must run only while this daemon serves the root starts here (the
+    /// channels' sender), and the host learns the [`Waker`]. An error ends the daemon
+    /// before it starts.
+    pub started: Option<Started>,
+    /// Called after every pass with the loop's store (the host broadcasts what the pass
+    /// committed). A loop with one hears every commit of a shared store, not only those
+    /// that make its own outcomes due.
+    pub after_pass: Option<AfterPass>,
 }
 
-/// Run the daemon until `shutdown` is requested (SIGINT or SIGTERM).
-pub fn run(root: &Root, config: &Config, shutdown: &Stop) -> Result<()> {
-    run_linked(root, config, None, shutdown)
-}
-
-/// Run the daemon until `shutdown` is requested (or the [`Waker`]'s shutdown), with the
-/// host's [`Link`] when there is one.
-pub fn run_linked(
-    root: &Root,
-    config: &Config,
-    mut link: Option<Link>,
-    shutdown: &Stop,
-) -> Result<()> {
+/// Run the daemon until `shutdown` is requested (SIGINT or SIGTERM, or the [`Waker`]'s
+/// shutdown), with what rides along ([`Link`]).
+pub fn run(root: &Root, config: &Config, mut link: Link, shutdown: &Stop) -> Result<()> {
     let mut store_box = root.open_store()?;
     let store: &mut dyn Store = &mut *store_box;
     // One daemon per root: a second one would race the first over the same files.
@@ -180,11 +175,86 @@ pub fn run_linked(
         return Ok(());
     }
 
-    // File events: forwarded as hints, nothing more.
+    let mut watcher = watch(root, tx.clone())?;
+    // The hook runner notices new requests by seq after each pass, whatever accepted
+    // them (this loop's inbox, `dshq ask`); it only enqueues, so it never delays a pass.
+    let mut hooks = match &config.on_question {
+        Some(h) => Some(Hooks::start(root, store, h.clone())?),
+        None => None,
+    };
+    tidy_at_start(root, store, config)?;
+    // Whatever must run only while this daemon serves the root (the channels' sender, on
+    // a thread of its own, never this loop) starts now, before askers may look for us.
+    if let Some(started) = link.started.take() {
+        started(Waker(tx.clone()))?;
+    }
+    // Serving the root from here on: file askers may look for us (`NO_DAEMON` otherwise).
+    let _pid = crate::files::pid_file::PidFile::write(root.dir())?;
+    tracing::info!(root = %root.dir().display(), "daemon started");
+
+    // Commits made on other hosts (a shared store): each wakes a pass, which writes the
+    // outcomes of this root that they finished.
+    // A host that serves reviewers (the web host) or runs hooks hears every commit;
+    // a file-only daemon only those that make its own outcomes due.
+    let feed = link.after_pass.is_some() || hooks.is_some();
+    let _wakeups = spawn_wakeups(store, feed, tx.clone(), stop.clone());
+
+    // Startup: everything already there, and any outcome committed but not yet written.
+    let mut failures = 0u32;
+    if !pass(root, store, config, &stop, &mut watcher, true, true) {
+        failures = 1;
+    }
+    let mut next_prune = std::time::Instant::now();
+    let mut after = |store: &mut dyn Store, next_prune: &mut Instant| {
+        maybe_prune(root, store, config, next_prune);
+        if let Some(h) = hooks.as_mut() {
+            h.poll(store);
+        }
+        if let Some(after_pass) = link.after_pass.as_mut() {
+            after_pass(store);
+        }
+    };
+    after(store, &mut next_prune);
+    while !stop.load(Ordering::SeqCst) {
+        if failures > 0 {
+            // The store (or the file system) failed the last pass: wait, longer each time
+            // up to a bound, then try everything again. Nothing waits meanwhile but files
+            // in the inbox, which stay there until a commit takes them.
+            if back_off(&rx, failures, &stop) {
+                break;
+            }
+        }
+        let Some((do_inbox, do_answers)) =
+            next_look(&rx, sleep_for(store, config.tick), failures > 0, &stop)
+        else {
+            break;
+        };
+        let ok = pass(
+            root,
+            store,
+            config,
+            &stop,
+            &mut watcher,
+            do_inbox,
+            do_answers,
+        );
+        failures = if ok { 0 } else { failures.saturating_add(1) };
+        after(store, &mut next_prune);
+    }
+    drop(after);
+    drop(watcher);
+    if let Some(h) = hooks {
+        h.shutdown();
+    }
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// Watch the inbox and the answer files: each event is forwarded as a hint, nothing more.
+fn watch(root: &Root, tx: mpsc::Sender<Hint>) -> Result<notify::RecommendedWatcher> {
     let inbox_dir = root.inbox_new();
     let answers_dir = root.answers_new();
     let mut watcher = {
-        let tx = tx.clone();
         let inbox_dir = inbox_dir.clone();
         notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             let hint = match res {
@@ -209,12 +279,12 @@ pub fn run_linked(
             .watch(d, RecursiveMode::NonRecursive)
             .map_err(|e| Error::io(d, std::io::Error::other(e)))?;
     }
-    // The hook runner notices new requests by seq after each pass, whatever accepted
-    // them (this loop's inbox, `dshq ask`); it only enqueues, so it never delays a pass.
-    let mut hooks = match &config.on_question {
-        Some(h) => Some(Hooks::start(root, store, h.clone())?),
-        None => None,
-    };
+    Ok(watcher)
+}
+
+/// What a start tidies before it serves the root: temp files of killed writers, stale
+/// outcome files, and the operator's ladder policies.
+fn tidy_at_start(root: &Root, store: &mut dyn Store, config: &Config) -> Result<()> {
     // Temp files of writers killed mid-write (their pid is gone) are never renamed.
     for dir in [root.outbox(), root.rejected(), root.answers_rejected()] {
         let n = crate::files::atomic::remove_orphan_temps(&dir);
@@ -231,106 +301,48 @@ pub fn run_linked(
         store.set_context_ladders(policies)?;
         tracing::info!(contexts = policies.len(), "ladder policies set");
     }
-    // The deliveries are sent from a thread of their own, never from this loop.
-    let _sender = match &config.channels {
-        Some(c) => Some(crate::host::deliveries::spawn(
-            root,
-            c.clone(),
-            stop.clone(),
-        )?),
-        None => None,
-    };
-    // Serving the root from here on: file askers may look for us (`NO_DAEMON` otherwise).
-    let _pid = crate::files::pid_file::PidFile::write(root.dir())?;
-    tracing::info!(root = %root.dir().display(), "daemon started");
-    if let Some(l) = &link {
-        let _ = l.started.send(Waker(tx.clone()));
-    }
-
-    // Commits made on other hosts (a shared store): each wakes a pass, which writes the
-    // outcomes of this root that they finished.
-    // A host that serves reviewers (the web host) or runs hooks hears every commit;
-    // a file-only daemon only those that make its own outcomes due.
-    let feed = link.is_some() || hooks.is_some();
-    let _wakeups = spawn_wakeups(store, feed, tx.clone(), stop.clone());
-
-    // Startup: everything already there, and any outcome committed but not yet written.
-    let mut failures = 0u32;
-    if !pass(root, store, config, &stop, &mut watcher, true, true) {
-        failures = 1;
-    }
-    let mut next_prune = std::time::Instant::now();
-    maybe_prune(root, store, config, &mut next_prune);
-    if let Some(h) = hooks.as_mut() {
-        h.poll(store);
-    }
-    if let Some(l) = link.as_mut() {
-        (l.after_pass)(store);
-    }
-    while !stop.load(Ordering::SeqCst) {
-        if failures > 0 {
-            // The store (or the file system) failed the last pass: wait, longer each time
-            // up to a bound, then try everything again. Nothing waits meanwhile but files
-            // in the inbox, which stay there until a commit takes them.
-            if back_off(&rx, failures, &stop) {
-                break;
-            }
-        }
-        let timeout = sleep_for(store, config.tick);
-        let first = match rx.recv_timeout(timeout) {
-            Ok(h) => Some(h),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let (mut do_inbox, mut do_answers) = match first {
-            None | Some(Hint::Rescan) => (true, true),
-            Some(Hint::Inbox) => (true, false),
-            Some(Hint::Answers) => (false, true),
-            Some(Hint::Outbox) => (false, false),
-            Some(Hint::Shutdown) => break,
-        };
-        // Coalesce whatever else is queued: one scan serves them all.
-        while let Ok(h) = rx.try_recv() {
-            match h {
-                Hint::Inbox => do_inbox = true,
-                Hint::Answers => do_answers = true,
-                Hint::Rescan => {
-                    do_inbox = true;
-                    do_answers = true;
-                }
-                Hint::Outbox => {}
-                Hint::Shutdown => stop.store(true, Ordering::SeqCst),
-            }
-        }
-        if first.is_none() || failures > 0 {
-            // Periodic tick, or a retry: the full rescan that makes missed events harmless.
-            do_inbox = true;
-            do_answers = true;
-        }
-        let ok = pass(
-            root,
-            store,
-            config,
-            &stop,
-            &mut watcher,
-            do_inbox,
-            do_answers,
-        );
-        failures = if ok { 0 } else { failures.saturating_add(1) };
-        maybe_prune(root, store, config, &mut next_prune);
-        if let Some(h) = hooks.as_mut() {
-            h.poll(store);
-        }
-        if let Some(l) = link.as_mut() {
-            (l.after_pass)(store);
-        }
-    }
-    drop(watcher);
-    if let Some(h) = hooks {
-        h.shutdown();
-    }
-    tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Sleep until a hint or `timeout`, then take every hint queued: what the next pass
+/// looks at (the inbox, the answer files), or `None` when the loop is to stop. The
+/// periodic tick, a rescan and a retry after a failure look at everything.
+fn next_look(
+    rx: &mpsc::Receiver<Hint>,
+    timeout: Duration,
+    retry: bool,
+    stop: &AtomicBool,
+) -> Option<(bool, bool)> {
+    let first = match rx.recv_timeout(timeout) {
+        Ok(h) => Some(h),
+        Err(RecvTimeoutError::Timeout) => None,
+        Err(RecvTimeoutError::Disconnected) => return None,
+    };
+    let (mut do_inbox, mut do_answers) = match first {
+        None | Some(Hint::Rescan) => (true, true),
+        Some(Hint::Inbox) => (true, false),
+        Some(Hint::Answers) => (false, true),
+        Some(Hint::Outbox) => (false, false),
+        Some(Hint::Shutdown) => return None,
+    };
+    // Coalesce whatever else is queued: one scan serves them all.
+    while let Ok(h) = rx.try_recv() {
+        match h {
+            Hint::Inbox => do_inbox = true,
+            Hint::Answers => do_answers = true,
+            Hint::Rescan => {
+                do_inbox = true;
+                do_answers = true;
+            }
+            Hint::Outbox => {}
+            Hint::Shutdown => stop.store(true, Ordering::SeqCst),
+        }
+    }
+    if first.is_none() || retry {
+        // Periodic tick, or a retry: the full rescan that makes missed events harmless.
+        return Some((true, true));
+    }
+    Some((do_inbox, do_answers))
 }
 
 /// Run the scheduled prune when it is due (logged; an error is retried next time).
@@ -397,7 +409,7 @@ fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
     let Ok(now) = store.clock_now() else {
         return tick;
     };
-    match app::sweep::next_due(store) {
+    match store.next_due() {
         Ok(Some(due)) if due >= now => Duration::from_millis((due - now + 1) as u64).min(tick),
         Ok(Some(_)) => Duration::from_millis(1),
         _ => tick,
@@ -540,9 +552,9 @@ fn pass(
 /// the outcomes; a file is still removed only after the commit that handled it, and only
 /// if it is still the file that was read ([`inbox::Removals`]). The thread reads one batch
 /// ahead and no more (it hands each over and waits for it to be taken), so memory holds
-/// at most two batches. Before, the thread that committed also opened, read and removed
-/// every file, and a burst ran at the sum of the two; and until it also listed and chose,
-/// a listing of a large backlog (every [`RELIST_AFTER`]) stood between two commits.
+/// at most two batches. Why two threads: with one, a burst runs at the sum of the file
+/// work and the commits, and a listing of a large backlog (every [`RELIST_AFTER`]) stands
+/// between two commits.
 fn drain_inbox(
     root: &Root,
     store: &mut dyn Store,
@@ -563,34 +575,14 @@ fn drain_inbox(
         let io = std::thread::Builder::new()
             .name("dshq-inbox-io".into())
             .spawn_scoped(scope, move || {
-                let mut drain = Drain::default();
-                let mut take = batch.min(FIRST_BATCH);
-                loop {
-                    // The removals of the batches committed so far go first.
-                    while let Ok(r) = removal_rx.try_recv() {
-                        r.run();
-                    }
-                    let next =
-                        match drain.next(dir, std::mem::replace(&mut take, batch), io_watcher) {
-                            Ok(Some((chosen, chosen_at))) => {
-                                let read =
-                                    app::ask::read_inbox(root, &chosen, max_bytes, batch_bytes);
-                                drain.took(&chosen, &chosen_at, read.consumed);
-                                Ok(Some(read))
-                            }
-                            other => other.map(|_| None),
-                        };
-                    let last = !matches!(next, Ok(Some(_)));
-                    // Fails once the committing side has stopped taking batches.
-                    if batch_tx.send(next).is_err() || last {
-                        break;
-                    }
-                }
-                // Ends when the committing side drops `removals`, after its last commit.
-                for r in removal_rx {
-                    r.run();
-                }
-                drain.unwatched
+                read_ahead(
+                    root,
+                    dir,
+                    io_watcher,
+                    (batch, max_bytes, batch_bytes),
+                    batch_tx,
+                    removal_rx,
+                )
             })
             .map_err(|e| Error::io("inbox thread", e));
         let io = match io {
@@ -598,46 +590,7 @@ fn drain_inbox(
             Err(e) => return (Err(e), false),
         };
         let worker_gone = || Error::io("inbox thread", std::io::Error::other("it ended"));
-        let mut published = Instant::now();
-        let result = (|| loop {
-            // A failure to choose (the listing, the watch) arrives after the batches read
-            // before it, which are committed first all the same.
-            let Some(batch) = batches.recv().map_err(|_| worker_gone())?? else {
-                return Ok(());
-            };
-            let began = Instant::now();
-            let (r, handled) = app::ask::commit_inbox(store, root, batch)?;
-            if let Some(m) = crate::metrics::get() {
-                m.wrote("inbox", began.elapsed());
-                for _ in &r.accepted {
-                    m.ingested(None);
-                }
-                for (_, code) in &r.rejected {
-                    m.ingested(Some(code.as_str()));
-                }
-            }
-            if !handled.is_empty() {
-                removals.send(handled).map_err(|_| worker_gone())?;
-            }
-            if r.bytes >= TRIM_AFTER_BYTES {
-                big = true;
-                trim_heap();
-            }
-            // Outcomes between batches: at once after a batch that made some (a rejection
-            // with an id, an abort), else at most every RELIST_AFTER for the ones other
-            // writers made due (each look is a read of the store); the pass writes the rest
-            // when the drain ends.
-            if !r.rejected.is_empty()
-                || !r.aborted.is_empty()
-                || published.elapsed() >= RELIST_AFTER
-            {
-                app::ask::publish_pending(store, root)?;
-                published = Instant::now();
-            }
-            if stop.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-        })();
+        let result = commit_batches(root, store, stop, &batches, &removals, &mut big);
         // The thread, waiting to hand over a batch read ahead, stops; it removes what was
         // committed, then ends.
         drop(batches);
@@ -657,6 +610,97 @@ fn drain_inbox(
         }
     }
     result
+}
+
+/// The inbox's I/O thread: choose each batch ([`Drain`]), read it, hand it over (the
+/// rendezvous: at most one batch read ahead), and remove what each commit handled. Ends
+/// after the last batch, or once the committing side stops taking them, with the
+/// removals of every commit done; returns whether the watch on the inbox is still off.
+fn read_ahead(
+    root: &Root,
+    dir: &std::path::Path,
+    watcher: &mut notify::RecommendedWatcher,
+    (batch, max_bytes, batch_bytes): (usize, u64, u64),
+    batch_tx: mpsc::SyncSender<Result<Option<inbox::ReadBatch>>>,
+    removal_rx: mpsc::Receiver<inbox::Removals>,
+) -> bool {
+    let mut drain = Drain::default();
+    let mut take = batch.min(FIRST_BATCH);
+    loop {
+        // The removals of the batches committed so far go first.
+        while let Ok(r) = removal_rx.try_recv() {
+            r.run();
+        }
+        let next = match drain.next(dir, std::mem::replace(&mut take, batch), watcher) {
+            Ok(Some((chosen, chosen_at))) => {
+                let read = app::ask::read_inbox(root, &chosen, max_bytes, batch_bytes);
+                drain.took(&chosen, &chosen_at, read.consumed);
+                Ok(Some(read))
+            }
+            other => other.map(|_| None),
+        };
+        let last = !matches!(next, Ok(Some(_)));
+        // Fails once the committing side has stopped taking batches.
+        if batch_tx.send(next).is_err() || last {
+            break;
+        }
+    }
+    // Ends when the committing side drops `removals`, after its last commit.
+    for r in removal_rx {
+        r.run();
+    }
+    drain.unwatched
+}
+
+/// The committing side of a drain: each batch the I/O thread hands over, committed in one
+/// transaction, its handled files handed back for removal, and the outcomes written
+/// between batches. `big` is set once a batch read a lot (the heap is trimmed).
+fn commit_batches(
+    root: &Root,
+    store: &mut dyn Store,
+    stop: &AtomicBool,
+    batches: &mpsc::Receiver<Result<Option<inbox::ReadBatch>>>,
+    removals: &mpsc::Sender<inbox::Removals>,
+    big: &mut bool,
+) -> Result<()> {
+    let worker_gone = || Error::io("inbox thread", std::io::Error::other("it ended"));
+    let mut published = Instant::now();
+    loop {
+        // A failure to choose (the listing, the watch) arrives after the batches read
+        // before it, which are committed first all the same.
+        let Some(batch) = batches.recv().map_err(|_| worker_gone())?? else {
+            return Ok(());
+        };
+        let began = Instant::now();
+        let (r, handled) = app::ask::commit_inbox(store, root, batch)?;
+        if let Some(m) = crate::metrics::get() {
+            m.wrote("inbox", began.elapsed());
+            for _ in &r.accepted {
+                m.ingested(None);
+            }
+            for (_, code) in &r.rejected {
+                m.ingested(Some(code.as_str()));
+            }
+        }
+        if !handled.is_empty() {
+            removals.send(handled).map_err(|_| worker_gone())?;
+        }
+        if r.bytes >= TRIM_AFTER_BYTES {
+            *big = true;
+            trim_heap();
+        }
+        // Outcomes between batches: at once after a batch that made some (a rejection
+        // with an id, an abort), else at most every RELIST_AFTER for the ones other
+        // writers made due (each look is a read of the store); the pass writes the rest
+        // when the drain ends.
+        if !r.rejected.is_empty() || !r.aborted.is_empty() || published.elapsed() >= RELIST_AFTER {
+            app::ask::publish_pending(store, root)?;
+            published = Instant::now();
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+    }
 }
 
 /// The state of one drain of the inbox between batches: the current listing's plan and
@@ -871,7 +915,7 @@ fn pick_batch(
 
 /// Sweep expiries when something is due.
 fn expire(store: &mut dyn Store) -> Result<()> {
-    let Some(swept) = app::sweep::sweep_quietly(store)? else {
+    let Some(swept) = store.sweep()? else {
         return Ok(());
     };
     for id in &swept.leases {

@@ -23,19 +23,27 @@
 //!   offline check).
 //! - [`files`]: the directory API (inbox, outbox, answer files), written atomically.
 //! - [`app`]: the use-cases every face calls (ask, provide, session, agents, sweep, feed,
-//!   audit, prune, tokens, backup).
+//!   audit, prune, tokens, backup, mail links, receipts).
 //! - [`views`]: the JSON views every JSON-speaking face shares (CLI `--json`, the API,
-//!   hooks, MCP); [`output`]: terminal rendering, for the CLI only.
+//!   hooks, MCP); [`output`]: terminal rendering, for the CLI only; [`html`]: the one rule
+//!   for untrusted text in HTML (the page, the mail channel).
 //! - [`daemon`] (the file loop), [`hooks`] (`--on-question`), [`metrics`], [`shutdown`].
-//! - [`host`]: `daemon --listen`, the tokio host around the file loop: the database
-//!   thread, the change broadcast after each commit, listeners, health.
+//! - [`host`]: the services the HTTP faces share at run time (the database thread, the
+//!   change broadcast, the shared provider lease, what tokens hold open, health, the
+//!   accept loop) and every handler's plumbing.
 //! - The faces: [`web`] (the JSON API, the event stream, the page), [`mcp`] (the MCP
-//!   server over stdio and `/mcp`), [`cli`] (args → use-case → render; the reviewer's
+//!   server over stdio and `/mcp`), [`channels`] (webhook, mail, Slack: sending, their
+//!   rendering, their inbound routes), [`cli`] (args → use-case → render; the reviewer's
 //!   screen in `cli::interactive`).
+//! - [`serve`]: the composition root of `dshq daemon`, which builds the file loop, the
+//!   channels' sender, the host and the faces' routes.
+//!
+//! `docs/ARCHITECTURE.md` is the map, and its floors are checked by the test suite.
 
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -45,6 +53,7 @@ pub mod error;
 pub mod files;
 pub mod hooks;
 pub mod host;
+pub mod html;
 pub mod markdown;
 pub mod mcp;
 pub mod metrics;
@@ -53,8 +62,8 @@ pub mod output;
 pub mod protocol;
 pub mod receipt;
 pub mod root;
+pub mod serve;
 pub mod shutdown;
-pub mod slack;
 pub mod store;
 pub mod text;
 pub mod views;

@@ -5,18 +5,25 @@ A module (one file) imports another when it names it in a path: `use crate::a::b
 `super::x`, `self::x`, or a child by its bare name (`use sqlite::x`). A parent's `pub use`
 of its own child counts too (STRICT=1, the default here): no module may import a module that
 imports it back, re-exports included. Inline `#[cfg(test)] mod tests` blocks are left out.
-Prints each cycle (a strongly connected component) and exits 1 when there is one.
+Prints each cycle (a strongly connected component) and exits 1 when there is one. With
+`--edges` it prints every import instead, one `EDGE FROM TO` line each (module paths,
+`crate` for the crate root), for the layering check (tests/it/layers.rs). `main.rs` is
+the binary, not a module of the library, and is left out.
 
     python3 contrib/dev/import-cycles.py src
+    python3 contrib/dev/import-cycles.py src --edges
 """
 import os, re, sys
-root = sys.argv[1]
+args = [a for a in sys.argv[1:] if a != '--edges']
+EDGES = '--edges' in sys.argv[1:]
+root = args[0]
 STRICT = int(os.environ.get("STRICT", "1"))
 files = {}
 for d, _, fs in os.walk(root):
     for f in fs:
         if f.endswith('.rs'):
             p = os.path.join(d, f)
+            if os.path.relpath(p, root) == 'main.rs': continue
             rel = os.path.relpath(p, root)[:-3]
             parts = rel.split('/')
             if parts[-1] == 'mod': parts = parts[:-1]
@@ -59,6 +66,11 @@ for m, p in files.items():
                 if reexport and STRICT == 0 and t.startswith(m + "::" if m else ""): continue
                 if m and t == m.rsplit('::', 1)[0] if '::' in m else False: pass
                 edges[m].add(t)
+if EDGES:
+    for a in sorted(edges):
+        for b in sorted(edges[a]):
+            print('EDGE', a or 'crate', b or 'crate')
+    sys.exit(0)
 # cycles via Tarjan SCC
 idx = {}; low = {}; st = []; on = set(); sccs = []; c = [0]
 sys.setrecursionlimit(10000)
@@ -75,7 +87,7 @@ def sc(v):
         if len(comp) > 1: sccs.append(comp)
 for v in mods:
     if v not in idx: sc(v)
-only = sys.argv[2] if len(sys.argv) > 2 else ''
+only = args[1] if len(args) > 1 else ''
 for comp in sccs:
     if only and not any(x.startswith(only) for x in comp): continue
     print('CYCLE:', sorted(comp))

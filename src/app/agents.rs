@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::session::duration_ms;
 use crate::error::Result;
-use crate::store::{AgentInfo, Entered, Store};
+use crate::store::{Entered, Store};
 
 /// Enter the registry (a new instance each time).
 pub fn enter(
@@ -15,19 +15,4 @@ pub fn enter(
     ttl: Option<Duration>,
 ) -> Result<Entered> {
     store.agent_enter(id, owner, lineage, ttl.map(duration_ms))
-}
-
-/// Extend a live agent's ttl.
-pub fn heartbeat(store: &mut dyn Store, id: &str, instance: &str) -> Result<AgentInfo> {
-    store.agent_heartbeat(id, instance)
-}
-
-/// Exit, with every agent it owns; returns the ended ids.
-pub fn exit(store: &mut dyn Store, id: &str, instance: &str) -> Result<Vec<String>> {
-    store.agent_exit(id, instance)
-}
-
-/// The registry (live agents only, or all).
-pub fn list(store: &mut dyn Store, live_only: bool) -> Result<Vec<AgentInfo>> {
-    store.agents(live_only)
 }

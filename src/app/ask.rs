@@ -2,12 +2,14 @@
 //! of inbox files. Files, the CLI, and later HTTP and MCP all ask through here.
 
 use super::{publish, Finished};
+use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::files::outbox;
 use crate::protocol::check::{parse_request, salvage_id_context};
+use crate::protocol::DEFAULT_CONTEXT;
 use crate::root::Root;
-use crate::store::{AskInput, Asked, Store};
+use crate::store::{AskInput, Asked, Store, WebToken};
 
 /// A request as given to a face: its bytes, where it came from, who asks.
 #[derive(Debug, Clone)]
@@ -28,6 +30,50 @@ pub struct Ask<'a> {
     /// `DUPLICATE_ID`, as a different request under a taken id is, instead of being taken
     /// for the caller's own (which would hand it the other asker's state and answer).
     pub own_only: bool,
+}
+
+/// An ask with a token (the JSON API, MCP over HTTP), or with none (MCP over stdio: the
+/// local user, who may ask anything, as with the CLI).
+pub struct TokenAsk<'a> {
+    /// The bytes as given.
+    pub bytes: &'a [u8],
+    /// The token's record, when there is one.
+    pub token: Option<&'a WebToken>,
+    /// Where it came from (`web:NAME`, `mcp`).
+    pub source: Source,
+    /// Who asks.
+    pub actor: Actor,
+}
+
+/// [`ask`] with a token's rules: the request must be in a context the token may act in
+/// (a token bound to a context, only there; else `FORBIDDEN` and nothing is recorded); a
+/// token that reads only its own requests may not re-deliver another's
+/// ([`Ask::own_only`]); a request that names no id gets a fresh one ([`generated_id`]),
+/// under which no rejection is published. Whether the token may ask at all is its role's
+/// ([`crate::core::access`]), checked by the face before it reads the input.
+pub fn ask_with_token(store: &mut dyn Store, root: &Root, a: TokenAsk<'_>) -> Result<Asked> {
+    if let Some(t) = a.token {
+        let (_, context) = salvage_id_context(a.bytes);
+        let asked_in = context.as_deref().unwrap_or(DEFAULT_CONTEXT);
+        if t.context.as_deref().is_some_and(|c| c != asked_in) {
+            return Err(Error::Forbidden);
+        }
+    }
+    let own_only = a
+        .token
+        .is_some_and(|t| t.role.may(Action::Read) == Some(Reach::Own));
+    ask(
+        store,
+        root,
+        Ask {
+            bytes: a.bytes,
+            fallback_id: Some(generated_id()),
+            outcome_under_fallback: false,
+            source: a.source,
+            actor: a.actor,
+            own_only,
+        },
+    )
 }
 
 /// Parse, then accept or record the rejection (one transaction); then publish: a stale
@@ -78,7 +124,7 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
             outbox::repair(root, store, Some(&[accepted.id.as_str()]))?;
         }
     }
-    outbox::flush(root, store)?;
+    outbox::flush(root, store, crate::app::receipts::attach)?;
     Ok(asked)
 }
 
@@ -148,7 +194,7 @@ pub fn generated_id() -> String {
 
 /// Write every outcome committed but not yet published.
 pub fn publish_pending(store: &mut dyn Store, root: &Root) -> Result<outbox::Flushed> {
-    outbox::flush(root, store)
+    outbox::flush(root, store, crate::app::receipts::attach)
 }
 
 /// Remove outcome files left under open requests (stale error outcomes of an earlier

@@ -5,17 +5,7 @@ use std::path::PathBuf;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::protocol::error::Code;
-use crate::store::{Anchor, Event, ExportSink, HistoryFilter, HistoryRow, Stats, Store, Verified};
-
-/// Requests with their questions, by filter.
-pub fn history(store: &mut dyn Store, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
-    store.history(filter)
-}
-
-/// Counts, waits, approval rates since a time.
-pub fn stats(store: &mut dyn Store, since: Option<Millis>) -> Result<Stats> {
-    store.stats(since)
-}
+use crate::store::{Anchor, Event, HistoryFilter, HistoryRow, Store, Verified};
 
 /// The events of request `id`; `NOT_FOUND` when there is no such request at all.
 pub fn events(store: &mut dyn Store, id: &str) -> Result<Vec<Event>> {
@@ -33,11 +23,6 @@ pub fn verify(store: &mut dyn Store, anchors: &[(PathBuf, Anchor)]) -> Result<Ve
         Some(problem) => Err(Error::question(Code::AuditBroken, problem.clone())),
         None => Ok(v),
     }
-}
-
-/// Every record, in one snapshot, to `sink` as (type, fields).
-pub fn export(store: &mut dyn Store, sink: ExportSink<'_>) -> Result<()> {
-    store.export(sink)
 }
 
 /// Wait-time percentiles of the requests answered among those created on one UTC day.

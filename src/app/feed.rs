@@ -154,22 +154,6 @@ pub fn events_after(store: &mut dyn Store, after: FeedPos, max: usize) -> Result
     Ok(out)
 }
 
-/// The open requests (of one context), oldest first.
-pub fn open_requests(store: &mut dyn Store, context: Option<&str>) -> Result<Vec<RequestRow>> {
-    store.open_requests(context)
-}
-
-/// The next request of `context` after `after` that is pending, or claimed by the
-/// session's own lease.
-pub fn next_for_lease(
-    store: &mut dyn Store,
-    context: &str,
-    lease_id: i64,
-    after: FeedPos,
-) -> Result<Option<String>> {
-    store.next_for_lease(context, lease_id, after)
-}
-
 /// The outcome of request `id` if it is ready. A rejection is the answer only while no
 /// new file for this id waits in the inbox (a fixed re-submission supersedes it). A
 /// deadline nobody has noticed yet (no daemon running) is ended here and published.
@@ -185,29 +169,13 @@ pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Opt
     }
     if r.deadline_ms.is_some_and(|d| d < now_ms()) {
         store.sweep()?;
-        outbox::flush(root, store)?;
+        outbox::flush(root, store, crate::app::receipts::attach)?;
         return Ok(store.get_any(id)?.and_then(|r| r.outcome()));
     }
     Ok(None)
 }
 
-/// One request (or its newest rejection), as the store presents it (a face opens a
-/// read store as a view at now: [`Store::view_now`]).
-pub fn show(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
-    store.get_any(id)
-}
-
-/// One accepted request, as stored.
-pub fn get(store: &mut dyn Store, id: &str) -> Result<Option<RequestRow>> {
-    store.get(id)
-}
-
-/// Requests by filter, as the store presents them (see [`show`]).
-pub fn list(store: &mut dyn Store, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-    store.list(filter)
-}
-
-/// [`list`] of the requests in any of `statuses` (empty: every status; `filter.status` is
+/// [`Store::list`](crate::store::Store::list) of the requests in any of `statuses` (empty: every status; `filter.status` is
 /// ignored): one query a status, each on its index, merged in the filter's order and cut
 /// to its limit.
 pub fn list_in(

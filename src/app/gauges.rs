@@ -24,7 +24,7 @@ pub struct Gauges {
     pub next_lease_expiry: Option<Duration>,
     /// Final requests whose outcome file is not written yet (at most [`OUTBOX_COUNT_MAX`]).
     pub outcome_files_pending: i64,
-    /// The deliveries outbox's counts by channel (issue 29).
+    /// The deliveries outbox's counts by channel.
     pub deliveries: Vec<crate::store::DeliveryCounts>,
 }
 

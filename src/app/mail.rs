@@ -1,4 +1,4 @@
-//! Answering through a mail's link (issue 29): the page's answer
+//! Answering through a mail's link: the page's answer
 //! ([`super::provide::answer`]) with the link recorded as used in the same transaction
 //! ([`crate::store::queue::links`]), so a link answers once. Recorded as the recipient
 //! (`mail:ADDRESS`, the `acting` the page built), then the outcome is published.
@@ -26,9 +26,4 @@ pub fn answer_by_link(
         Provided::Voted(v) => Answering::Voted(*v),
         Provided::Claimed(_) => unreachable!("an answer does not claim"),
     })
-}
-
-/// Whether an answer was sent through link `link_id`.
-pub fn link_used(store: &mut dyn Store, link_id: &str) -> Result<bool> {
-    store.link_used(link_id)
 }

@@ -1,9 +1,11 @@
 //! The application layer: one function per use-case, typed input → one [`Store`]
 //! transaction → typed result, plus what must follow the commit (publishing an outcome
-//! file). Every face calls these and nothing below them: the CLI (args → use-case →
-//! render), the daemon's file loop, the hooks, the reviewer's screen, and later the web
-//! page and the MCP server. A rule such as "a lease must be live" or "an outcome is
-//! published after its commit" is written once, here or in the store, and every face gets it.
+//! file). Every face calls these: the CLI (args → use-case → render), the reviewer's
+//! screen, the daemon's file loop, the hooks, the web API and page, MCP and the channels.
+//! A rule such as "a lease must be live" or "an outcome is published after its commit" is
+//! written once, here or in the store's queue, and every face gets it. A face calls the
+//! store itself only where the store's method is the whole use-case (a read with no rule
+//! around it); a function here that would only forward that one call is not written.
 //!
 //! Use-cases take `&mut dyn Store` (the backend is chosen at run time) and the [`Root`]
 //! where files are involved.
@@ -19,6 +21,7 @@ pub mod copy;
 pub mod feed;
 pub mod gauges;
 pub mod mail;
+pub mod mail_key;
 pub mod provide;
 pub mod prune;
 pub mod receipts;
@@ -48,10 +51,13 @@ pub struct Finished {
 
 /// Publish what is pending after a commit that finished `outcome`.
 fn publish(store: &mut dyn Store, root: Option<&Root>, outcome: Outcome) -> Finished {
-    let file_pending = root.and_then(|root| match outbox::flush(root, store) {
-        Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
-        Err(e) => Some(e.to_string()),
-    });
+    let file_pending =
+        root.and_then(
+            |root| match outbox::flush(root, store, crate::app::receipts::attach) {
+                Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
+                Err(e) => Some(e.to_string()),
+            },
+        );
     if let Some(e) = &file_pending {
         tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
     }

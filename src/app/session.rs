@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use crate::clock::duration_ms;
 use crate::error::Result;
-use crate::store::{HostMark, Lease, LeaseInfo, Registered, Revoked, Store};
+use crate::store::{HostMark, Lease, LeaseInfo, Registered, Store};
 
 /// Register a provider lease in `context`.
 pub fn register(
@@ -32,34 +32,6 @@ pub fn register_host(
         .0)
 }
 
-/// A host starting: end the leases its earlier life still holds (a crash or SIGKILL left
-/// them live), so its reviewers are not locked out for their ttl; their claims go back to
-/// `pending`. Only leases recorded with this host's own id are touched.
-pub fn take_over_host(store: &mut dyn Store, host_id: &str) -> Result<Vec<Revoked>> {
-    store.take_over_host(host_id)
-}
-
-/// Extend the live lease by its ttl.
-pub fn heartbeat(store: &mut dyn Store, token: &str) -> Result<Lease> {
-    store.heartbeat(token)
-}
-
-/// End the lease; its claims go back to `pending`. `false` when it had ended already.
-pub fn release(store: &mut dyn Store, token: &str) -> Result<bool> {
-    store.release(token)
-}
-
-/// End another holder's live lease in `context` on purpose, recorded as `by` with `reason`;
-/// its claims go back to `pending` and the old token fails with `LEASE_EXPIRED`.
-pub fn revoke(
-    store: &mut dyn Store,
-    context: &str,
-    by: &str,
-    reason: Option<&str>,
-) -> Result<Revoked> {
-    store.revoke(context, by, reason)
-}
-
 /// The lease of `token` (live or not), or the unended lease of each context (or one).
 pub fn status(
     store: &mut dyn Store,
@@ -70,11 +42,6 @@ pub fn status(
         Some(token) => Ok(vec![store.lease_info(token)?]),
         None => store.lease_status(context),
     }
-}
-
-/// The live lease of `token`.
-pub fn authenticate(store: &mut dyn Store, token: &str) -> Result<Lease> {
-    store.authenticate(token)
 }
 
 /// A lease a session holds: its own (registered here, released by [`Session::end`]) or

@@ -1,6 +1,5 @@
-//! Time: end what fell due (and publish what that finished), and when next to look.
+//! Time: end what fell due, and publish what that finished.
 
-use crate::clock::Millis;
 use crate::error::Result;
 use crate::files::outbox;
 use crate::root::Root;
@@ -14,17 +13,7 @@ pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
         .as_ref()
         .is_some_and(|s| !s.aborted.is_empty() || !s.expired.is_empty())
     {
-        outbox::flush(root, store)?;
+        outbox::flush(root, store, crate::app::receipts::attach)?;
     }
     Ok(swept)
-}
-
-/// Sweep without publishing (a read command presenting the store as it is now).
-pub fn sweep_quietly(store: &mut dyn Store) -> Result<Option<Swept>> {
-    store.sweep()
-}
-
-/// The earliest future time something falls due.
-pub fn next_due(store: &mut dyn Store) -> Result<Option<Millis>> {
-    store.next_due()
 }

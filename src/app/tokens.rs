@@ -79,16 +79,6 @@ pub fn create(
     Ok(Created { record, token })
 }
 
-/// Every token (never the tokens themselves).
-pub fn list(store: &mut dyn Store) -> Result<Vec<WebToken>> {
-    store.tokens()
-}
-
-/// Revoke `name`: `false` when it was revoked already.
-pub fn revoke(store: &mut dyn Store, name: &str) -> Result<bool> {
-    store.token_revoke(name)
-}
-
 /// The live token record of a presented bearer token, or [`Error::Unauthorized`].
 pub fn authenticate(store: &mut dyn Store, presented: &str) -> Result<WebToken> {
     let Some(lookup) = lookup_of(presented) else {
@@ -132,17 +122,17 @@ mod tests {
         }
         assert!(create(&mut store, Role::Asker, Some("alice"), None).is_err());
         assert!(create(&mut store, Role::Asker, Some("a b"), None).is_err());
-        assert!(revoke(&mut store, "alice").unwrap());
-        assert!(!revoke(&mut store, "alice").unwrap());
+        assert!(store.token_revoke("alice").unwrap());
+        assert!(!store.token_revoke("alice").unwrap());
         assert!(matches!(
             authenticate(&mut store, &c.token),
             Err(Error::Unauthorized)
         ));
         assert!(matches!(
-            revoke(&mut store, "bob"),
+            store.token_revoke("bob"),
             Err(Error::TokenNotFound(_))
         ));
-        let listed = list(&mut store).unwrap();
+        let listed = store.tokens().unwrap();
         assert_eq!(listed.len(), 1);
         assert!(listed[0].revoked_ms.is_some());
     }

@@ -80,19 +80,19 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {
-            let a = agents::heartbeat(&mut *store, &id, &instance)?;
+            let a = store.agent_heartbeat(&id, &instance)?;
             emit(ctx.json, &a, || match &a.expires_at {
                 Some(e) => format!("agent {} live until {e}\n", a.id),
                 None => format!("agent {} is live (no ttl)\n", a.id),
             });
         }
         Command::Exit { id, instance } => {
-            let ended = agents::exit(&mut *store, &id, &instance)?;
+            let ended = store.agent_exit(&id, &instance)?;
             let v = ExitView { ended };
             emit(ctx.json, &v, || format!("ended {}\n", v.ended.join(", ")));
         }
         Command::List { all } => {
-            let list = agents::list(&mut *store, !all)?;
+            let list = store.agents(!all)?;
             drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {

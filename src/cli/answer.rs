@@ -276,8 +276,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
             parse_answer(&bytes)?
         }
         None => {
-            let row =
-                app::feed::get(&mut *store, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            let row = store.get(&id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             let questions = row.request().map(|r| r.questions).unwrap_or_default();
             let qids: Vec<String> = questions.iter().map(|q| q.id.clone()).collect();
             let flags = read_edits(flags)?;

@@ -51,7 +51,7 @@ struct Asked<'a> {
 /// The id of a request without one: the file name without `.json`, or a fresh id for stdin.
 pub fn fallback_id(file: &Path) -> String {
     if file.as_os_str() == "-" {
-        return generated_id();
+        return crate::app::ask::generated_id();
     }
     let name = file
         .file_name()
@@ -61,17 +61,6 @@ pub fn fallback_id(file: &Path) -> String {
         Some(stem) => stem.to_string(),
         None => name,
     }
-}
-
-/// `ask-` and 32 lowercase hex digits (128 random bits): unguessable, and within the id
-/// charset.
-pub fn generated_id() -> String {
-    let mut b = [0u8; 16];
-    getrandom::getrandom(&mut b).expect("the OS random source is available");
-    format!(
-        "ask-{}",
-        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-    )
 }
 
 /// Run it.

@@ -85,7 +85,7 @@ pub struct Args {
     /// answered, expired, cancelled, aborted) to URL as webhooks signed as Standard Webhooks
     /// describes, with the secret in the root's webhook.key (created 0600 at the first
     /// start); CONTEXT=URL, repeat (or separate with commas) for several contexts.
-    #[arg(long, value_name = "CONTEXT=URL", value_delimiter = ',', value_parser = crate::host::deliveries::parse_webhook)]
+    #[arg(long, value_name = "CONTEXT=URL", value_delimiter = ',', value_parser = crate::channels::webhook::parse_webhook)]
     pub webhook: Vec<(String, hyper::Uri)>,
     /// With a channel (--webhook, ...): the wait after a delivery's first failed attempt
     /// (doubling after each, at most 10m). Its earlier name, --webhook-retry-min, is kept.
@@ -97,7 +97,7 @@ pub struct Args {
     /// POST /slack/interactions), the bot token in the root's slack.token and the signing
     /// secret in the root's slack-signing-secret (both mode 0600), and the config file's
     /// [slack.users] mapping Slack users to reviewers.
-    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', requires = "listen", value_parser = crate::host::slack::parse_slack)]
+    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', requires = "listen", value_parser = crate::channels::slack::parse_slack)]
     pub slack: Vec<(String, String)>,
     /// With --slack: the file holding the bot token (xoxb-…; mode 0600), instead of the
     /// root's slack.token.
@@ -108,11 +108,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub slack_signing_secret_file: Option<std::path::PathBuf>,
     /// With --slack: Slack's Web API base URL (https://, or http:// to a loopback address).
-    #[arg(long, value_name = "URL", default_value = crate::host::slack::DEFAULT_API, value_parser = crate::host::slack::parse_api_url)]
+    #[arg(long, value_name = "URL", default_value = crate::channels::slack::DEFAULT_API, value_parser = crate::channels::slack::parse_api_url)]
     pub slack_api_url: String,
     /// With --slack: the page's URL as reviewers reach it (behind your TLS proxy), for the
     /// links in the messages; default http://ADDR of --listen.
-    #[arg(long, value_name = "URL", value_parser = crate::host::slack::parse_page_url)]
+    #[arg(long, value_name = "URL", value_parser = crate::channels::slack::parse_page_url)]
     pub slack_page_url: Option<String>,
     /// With --slack: how long one Web API call may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
@@ -120,7 +120,7 @@ pub struct Args {
     /// With --webhook: how long one attempt may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
-    /// The email channel (issue 29): --email, --smtp, --email-from, ...
+    /// The email channel: --email, --smtp, --email-from, ...
     #[command(flatten)]
     pub email: Box<super::email::EmailArgs>,
     /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
@@ -140,7 +140,7 @@ fn slack_of(
     channels: &[(String, String)],
     a: &Args,
     config_file: Option<&std::path::Path>,
-) -> Result<Option<crate::host::slack::Slack>> {
+) -> Result<Option<crate::channels::slack::Slack>> {
     if channels.is_empty() {
         return Ok(None);
     }
@@ -156,7 +156,7 @@ fn slack_of(
         (None, Some(l)) => format!("http://{l}"),
         (None, None) => return Err(crate::Error::Usage("--slack needs --listen".into())),
     };
-    Ok(Some(crate::host::slack::Slack {
+    Ok(Some(crate::channels::slack::Slack {
         channels: channels.iter().cloned().collect(),
         api: a.slack_api_url.clone(),
         token_file: a.slack_token_file.clone(),
@@ -183,21 +183,21 @@ const ROOT_SECRETS: &[(&str, &str)] = &[
     (crate::store::chain::KEY_FILE, crate::store::chain::KEY_WHAT),
     (crate::receipt::key::KEY_FILE, crate::receipt::key::KEY_WHAT),
     (
-        crate::host::mail_key::KEY_FILE,
-        crate::host::mail_key::KEY_WHAT,
+        crate::app::mail_key::KEY_FILE,
+        crate::app::mail_key::KEY_WHAT,
     ),
     (
-        crate::host::webhook::KEY_FILE,
-        crate::host::webhook::KEY_WHAT,
+        crate::channels::webhook::KEY_FILE,
+        crate::channels::webhook::KEY_WHAT,
     ),
     (crate::mcp::state::KEY_FILE, crate::mcp::state::KEY_WHAT),
     (
-        crate::host::slack::TOKEN_FILE,
-        crate::host::slack::TOKEN_WHAT,
+        crate::channels::slack::TOKEN_FILE,
+        crate::channels::slack::TOKEN_WHAT,
     ),
     (
-        crate::host::slack::SIGNING_SECRET_FILE,
-        crate::host::slack::SIGNING_SECRET_WHAT,
+        crate::channels::slack::SIGNING_SECRET_FILE,
+        crate::channels::slack::SIGNING_SECRET_WHAT,
     ),
 ];
 
@@ -259,51 +259,43 @@ pub fn run(
             }),
             _ => None,
         },
-        channels: {
-            let channels = crate::host::deliveries::Channels {
-                webhooks: (!a.webhook.is_empty()).then(|| crate::host::deliveries::Webhooks {
-                    urls: a.webhook.into_iter().collect(),
-                    timeout: a.webhook_timeout.max(Duration::from_millis(100)),
-                }),
-                slack,
-                email: (*a.email).channel()?,
-                retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
-            };
-            if channels.email.is_some() && a.listen.is_none() {
-                tracing::warn!("--email without --listen: the mails' links open the page, so a daemon with --listen must serve it at --email-page-url");
-            }
-            (!channels.is_empty()).then_some(channels)
-        },
         context_ladders,
     };
-    match a.listen {
-        // Without --listen the daemon is the synchronous file loop, as it always was.
-        None => daemon::run(&ctx.root, &config, &stop),
-        Some(listen) => crate::host::run(
-            &ctx.root,
-            &config,
-            crate::host::WebConfig {
-                listen,
-                lease_ttl: Duration::from_secs(60).min(a.web_idle.max(Duration::from_secs(3))),
-                idle: a.web_idle,
-                limits: crate::web::Limits {
-                    max_body: a.max_bytes,
-                    session_idle: a.web_session_idle,
-                    ..Default::default()
-                },
-                conns: crate::host::listen::ConnLimits {
-                    header_read: a.http_header_timeout,
-                    max_conns: a.http_max_conns as usize,
-                    max_per_peer: a.http_max_conns_per_peer as usize,
-                    ..Default::default()
-                },
-                mcp: crate::mcp::http::HttpConfig {
-                    allowed_origins: a.mcp_allow_origin,
-                    loopback: listen.ip().is_loopback(),
-                },
-                metrics: a.metrics,
-            },
-            stop,
-        ),
-    }
+    let channels = {
+        let channels = crate::channels::Channels {
+            webhooks: (!a.webhook.is_empty()).then(|| crate::channels::webhook::Webhooks {
+                urls: a.webhook.into_iter().collect(),
+                timeout: a.webhook_timeout.max(Duration::from_millis(100)),
+            }),
+            slack,
+            email: (*a.email).channel()?,
+            retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
+        };
+        if channels.email.is_some() && a.listen.is_none() {
+            tracing::warn!("--email without --listen: the mails' links open the page, so a daemon with --listen must serve it at --email-page-url");
+        }
+        (!channels.is_empty()).then_some(channels)
+    };
+    let web = a.listen.map(|listen| crate::serve::WebConfig {
+        listen,
+        lease_ttl: Duration::from_secs(60).min(a.web_idle.max(Duration::from_secs(3))),
+        idle: a.web_idle,
+        limits: crate::host::Limits {
+            max_body: a.max_bytes,
+            session_idle: a.web_session_idle,
+            ..Default::default()
+        },
+        conns: crate::host::listen::ConnLimits {
+            header_read: a.http_header_timeout,
+            max_conns: a.http_max_conns as usize,
+            max_per_peer: a.http_max_conns_per_peer as usize,
+            ..Default::default()
+        },
+        mcp: crate::mcp::http::HttpConfig {
+            allowed_origins: a.mcp_allow_origin,
+            loopback: listen.ip().is_loopback(),
+        },
+        metrics: a.metrics,
+    });
+    crate::serve::daemon(&ctx.root, &config, channels, web, stop)
 }

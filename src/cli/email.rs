@@ -1,12 +1,12 @@
-//! The email channel's flags of `dshq daemon` (issue 29), flattened into its arguments
+//! The email channel's flags of `dshq daemon`, flattened into its arguments
 //! (so each is also a `[daemon]` key of the config file and a `DSHQ_*` variable), and
-//! their check into [`crate::host::email::Email`].
+//! their check into [`crate::channels::email::Email`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::channels::email::{self, Email, Security, Smtp};
 use crate::error::{Error, Result};
-use crate::host::email::{self, Email, Security, Smtp};
 
 /// The email channel's flags.
 #[derive(Debug, Clone, clap::Args)]

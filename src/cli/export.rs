@@ -88,7 +88,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     if a.receipts {
         app::receipts::all(&mut *store, &ctx.root, &mut |r| out.receipt(r))?;
     } else {
-        app::audit::export(&mut *store, &mut |_, record| out.record(&record))?;
+        store.export(&mut |_, record| out.record(&record))?;
     }
     out.finish()
 }

@@ -84,7 +84,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         // When stdin and stdout are pipes (as hosts launch a server), they are read and
         // written on the runtime's reactor; the plain `stdio()` handles hand every read
         // and write to a blocking-pool thread, a thread hand-off per message each way
-        // (docs/PERFORMANCE.md, issue 28). Anything else (a terminal, a file) falls back
+        // (docs/PERFORMANCE.md). Anything else (a terminal, a file) falls back
         // to those handles.
         let running = server
             .serve(rmcp::transport::stdio_pipes())

@@ -108,7 +108,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Heartbeat { lease } => {
             let token = require_lease(lease)?;
-            let l = session::heartbeat(&mut *store, &token)?;
+            let l = store.heartbeat(&token)?;
             let v = HeartbeatView {
                 context: l.context,
                 name: l.name,
@@ -121,7 +121,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Release { lease } => {
             let token = require_lease(lease)?;
-            let released = session::release(&mut *store, &token)?;
+            let released = store.release(&token)?;
             let v = ReleaseView { released };
             emit(ctx.json, &v, || {
                 if released {
@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             name,
         } => {
             let by = name.unwrap_or_else(default_provider_name);
-            let v = session::revoke(&mut *store, &context, &by, reason.as_deref())?;
+            let v = store.revoke(&context, &by, reason.as_deref())?;
             emit(ctx.json, &v, || {
                 let mut s = format!(
                     "revoked {}'s lease in context {} (generation {})",

@@ -97,7 +97,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             );
         }
         Command::List => {
-            let list = tokens::list(&mut *store)?;
+            let list = store.tokens()?;
             drop(store);
             let views: Vec<TokenView> = list
                 .iter()
@@ -130,7 +130,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             }
         }
         Command::Revoke { name } => {
-            let revoked = tokens::revoke(&mut *store, &name)?;
+            let revoked = store.token_revoke(&name)?;
             drop(store);
             emit(
                 ctx.json,

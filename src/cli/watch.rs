@@ -168,14 +168,11 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     if a.pending {
         let mut open = Vec::new();
         for status in [Status::Pending, Status::Claimed] {
-            open.extend(app::feed::list(
-                store,
-                &ListFilter {
-                    status: Some(status),
-                    oldest_first: true,
-                    ..filter.clone()
-                },
-            )?);
+            open.extend(store.list(&ListFilter {
+                status: Some(status),
+                oldest_first: true,
+                ..filter.clone()
+            })?);
         }
         open.sort_by_key(|r| r.seq);
         for row in &open {

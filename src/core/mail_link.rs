@@ -1,5 +1,5 @@
 //! The signed, expiring, one-request link a mail carries (issue 29): what it binds and how
-//! it is checked, pure (no I/O; the key is read by [`crate::host::mail_key`]).
+//! it is checked, pure (no I/O; the key is read by [`crate::app::mail_key`]).
 //!
 //! Why a signed token and not a row: the mail is written by the sender long before anyone
 //! follows it, possibly by another host; the page checks it with the root's `mail.key`

@@ -13,3 +13,4 @@ pub mod lifecycle;
 pub mod mail_link;
 pub mod people;
 pub mod quorum;
+pub mod slack_users;

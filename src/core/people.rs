@@ -94,7 +94,7 @@ impl Identity {
                 "{s:?}: the name after the face is empty or holds control characters"
             ));
         }
-        if face == Face::Slack && !crate::slack::users::is_user_id(name) {
+        if face == Face::Slack && !crate::core::slack_users::is_user_id(name) {
             return Err(format!(
                 "{s:?}: a Slack identity is a Slack user id (U or W, then capitals and digits, such as slack:U0123ABCD)"
             ));
@@ -261,7 +261,7 @@ impl People {
             // A Slack member may be written with the reviewer's name (`slack:carol`), as
             // before persons: that name is the person.
             if let Some(name) = written.strip_prefix("slack:") {
-                if !crate::slack::users::is_user_id(name)
+                if !crate::core::slack_users::is_user_id(name)
                     && crate::protocol::check::is_valid_id(name)
                 {
                     return Ok(name.to_string());

@@ -7,8 +7,9 @@
 //! CLI commands that finish a request call it, which is why a CLI answer reaches the outbox
 //! at once while the daemon runs.
 //!
-//! Each outcome carries its signed receipt ([`crate::app::receipts::attach`]), rebuilt
-//! from the store when the file is written, so a rewrite writes the same bytes; an
+//! Each outcome carries its signed receipt (the caller's [`Attach`]: the use-cases pass
+//! the receipts' own, which signs with the root's key), rebuilt from the store when the
+//! file is written, so a rewrite writes the same bytes; an
 //! outcome whose receipt cannot be made is written without one (and logged): the asker
 //! never loses its outcome to a receipt.
 //!
@@ -50,13 +51,18 @@ impl Flushed {
     }
 }
 
+/// What makes an outcome carry its receipt before its file is written: given the store,
+/// the root, the row's seq and the outcome, the outcome to write.
+pub type Attach =
+    fn(&mut dyn Store, &Root, i64, crate::protocol::Outcome) -> crate::protocol::Outcome;
+
 /// Write every pending outcome.
 ///
 /// One outcome whose file cannot be written (its place taken by a directory, a name the
 /// file system refuses) stays pending and is reported in [`Flushed::failed`]; it never
 /// holds back the others, which are written and cleared as usual. A failure of the whole
 /// directory (the store, `syncfs`, the directory fsync) is an error.
-pub fn flush(root: &Root, store: &mut dyn Store) -> Result<Flushed> {
+pub fn flush(root: &Root, store: &mut dyn Store, attach: Attach) -> Result<Flushed> {
     let dir = root.outbox();
     let mut report = Flushed::default();
     let mut after = 0;
@@ -70,7 +76,7 @@ pub fn flush(root: &Root, store: &mut dyn Store) -> Result<Flushed> {
         // same outcome again writes the same bytes).
         let pending: Vec<(i64, crate::protocol::Outcome)> = pending
             .into_iter()
-            .map(|(seq, o)| (seq, crate::app::receipts::attach(store, root, seq, o)))
+            .map(|(seq, o)| (seq, attach(store, root, seq, o)))
             .collect();
         let mut done = Vec::with_capacity(pending.len());
         let mut fail = |outcome: &crate::protocol::Outcome, e: crate::error::Error| {

@@ -21,7 +21,22 @@ use crate::app::session;
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
 use crate::root::Root;
-use crate::store::HostMark;
+use crate::store::{HostMark, RequestRow, Store};
+
+/// What an act through the host's lease is ([`Providers::act`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// An answer from the page or a channel: on a request with a quorum a vote, cast as
+    /// the reviewer with no lease (so reviewers on different faces never meet
+    /// DUPLICATE_PROVIDER); on any other, through the host's lease.
+    Answer,
+    /// An answer over the JSON API: as [`Act::Answer`], the lease marked as the API's
+    /// ([`Providers::acting_for_api`]).
+    ApiAnswer,
+    /// A claim or a cancel over the JSON API: through the host's lease, marked as the
+    /// API's.
+    ApiOther,
+}
 
 /// The name the host's leases are registered with.
 pub const HOLDER: &str = "web";
@@ -82,9 +97,7 @@ impl Providers {
         host: HostMark,
     ) -> Result<Arc<Providers>> {
         let id = host.id.clone();
-        let taken = db
-            .write(move |store| session::take_over_host(store, &id))
-            .await?;
+        let taken = db.write(move |store| store.take_over_host(&id)).await?;
         for t in &taken {
             tracing::info!(
                 context = %crate::text::for_log(&t.context),
@@ -136,11 +149,41 @@ impl Providers {
     /// Answer `row` as `actor`: on a request with a quorum the answer is a vote, cast as
     /// the reviewer themselves with no lease (so reviewers on different faces never meet
     /// DUPLICATE_PROVIDER); on any other, through the host's lease of its context.
-    pub async fn answering(&self, row: &crate::store::RequestRow, actor: Actor) -> Result<Acting> {
+    pub async fn answering(&self, row: &RequestRow, actor: Actor) -> Result<Acting> {
         if row.quorum.is_some() {
             return Ok(Acting::Voter(actor));
         }
         self.acting(&row.context, actor).await
+    }
+
+    /// Run `f` on the database thread as `actor` acting on `row` through the host's
+    /// shared lease of its context (a vote on a request with a quorum takes none: see
+    /// [`Act`]). When the held lease ended under the host (revoked, or expired while the
+    /// host was stopped), it is forgotten and `f` runs once more with a new one: every
+    /// face that acts through the host (the page, the API, a channel's button) gets this
+    /// retry from here.
+    pub async fn act<T, F>(&self, row: &RequestRow, actor: Actor, act: Act, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&mut dyn Store, &Acting) -> Result<T> + Send + Clone + 'static,
+    {
+        for attempt in 0..2 {
+            let acting = match act {
+                Act::Answer | Act::ApiAnswer if row.quorum.is_some() => {
+                    Acting::Voter(actor.clone())
+                }
+                Act::Answer => self.acting(&row.context, actor.clone()).await?,
+                Act::ApiAnswer | Act::ApiOther => {
+                    self.acting_for_api(&row.context, actor.clone()).await?
+                }
+            };
+            let f = f.clone();
+            match self.db.write(move |store| f(store, &acting)).await {
+                Err(Error::LeaseExpired(_)) if attempt == 0 => self.forget(&row.context).await,
+                r => return r,
+            }
+        }
+        Err(Error::LeaseExpired("the host's lease ended twice".into()))
     }
 
     /// Keep the context's lease (a reviewer is active on it).
@@ -190,7 +233,7 @@ impl Providers {
         let token = h.token;
         match self
             .db
-            .write(move |store| session::release(store, &token).map(|_| ()))
+            .write(move |store| store.release(&token).map(|_| ()))
             .await
         {
             Ok(()) => {
@@ -214,11 +257,11 @@ impl Providers {
             let idle = h.used.elapsed() >= self.idle;
             let r = if idle {
                 self.db
-                    .write(move |store| session::release(store, &token).map(|_| ()))
+                    .write(move |store| store.release(&token).map(|_| ()))
                     .await
             } else {
                 self.db
-                    .write(move |store| session::heartbeat(store, &token).map(|_| ()))
+                    .write(move |store| store.heartbeat(&token).map(|_| ()))
                     .await
             };
             match r {
@@ -246,7 +289,7 @@ impl Providers {
             let token = h.token;
             let _ = self
                 .db
-                .write(move |store| session::release(store, &token).map(|_| ()))
+                .write(move |store| store.release(&token).map(|_| ()))
                 .await;
         }
     }

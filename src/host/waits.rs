@@ -5,7 +5,7 @@
 //! ten million wake-ups, each to learn "not mine", on the same two cores as the file loop
 //! that is committing the burst (and each lag re-reads the store). Here a waiter registers
 //! under its request's id, and a final change wakes only the waiters of that id: the cost
-//! of a commit no longer grows with the number of waiters.
+//! of a commit does not grow with the number of waiters.
 //!
 //! Register before reading the store (a final change committed in between still wakes
 //! the waiter); the registration is removed when its [`FinalWait`] is dropped (a client

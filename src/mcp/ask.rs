@@ -20,14 +20,14 @@ use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
 use crate::error::Error;
+use crate::host::auth::Caller;
 use crate::protocol::check::{check_id, salvage_id_context};
 use crate::protocol::continued;
+use crate::protocol::types::AgentRef;
 use crate::protocol::types::AnsweredOutcome;
-use crate::protocol::types::{AgentRef, DEFAULT_CONTEXT};
 use crate::protocol::{Code, Outcome, UserQuestionError};
 use crate::root::Root;
 use crate::store::{Asked, RequestRow, Store};
-use crate::web::auth::Caller;
 
 /// Who calls the tools: how the event log names them, where their requests come from,
 /// and (over HTTP) the token whose role and reach apply.
@@ -153,32 +153,23 @@ where
         ));
         return Err(tool_error(&e, None));
     }
-    let (salvaged_id, context) = salvage_id_context(&bytes);
-    if !who.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
-        return Err(from_error(&Error::Forbidden, None));
-    }
+    let salvaged_id = salvage_id_context(&bytes).0;
     let (root, source, actor, b) = (
         backend.root().clone(),
         who.source.clone(),
         who.actor.clone(),
         bytes.clone(),
     );
-    // An asker token sees only its own requests, so it may not re-deliver another's.
-    let own_only = who.require(Action::Read).is_ok_and(|r| r == Reach::Own);
+    let token = who.caller.as_ref().map(|c| c.token.clone());
     let done = backend
         .write(move |store| {
-            let asked = app::ask::ask(
-                store,
-                &root,
-                app::ask::Ask {
-                    bytes: &b,
-                    fallback_id: Some(app::ask::generated_id()),
-                    outcome_under_fallback: false,
-                    source,
-                    actor,
-                    own_only,
-                },
-            )?;
+            let a = app::ask::TokenAsk {
+                bytes: &b,
+                token: token.as_ref(),
+                source,
+                actor,
+            };
+            let asked = app::ask::ask_with_token(store, &root, a)?;
             Ok(match asked {
                 Asked::Accepted(a) => {
                     let after = then(store, &root, &a.id);
@@ -188,7 +179,11 @@ where
             })
         })
         .await
-        .map_err(|e| from_error(&e, salvaged_id.as_deref()))?;
+        // A request outside the token's context is refused without naming its id.
+        .map_err(|e| match e {
+            Error::Forbidden => from_error(&e, None),
+            e => from_error(&e, salvaged_id.as_deref()),
+        })?;
     let (accepted, after) = done.map_err(|error| tool_error(&error, salvaged_id.as_deref()))?;
     let digest = crate::protocol::check::parse_request(&bytes)
         .map(|r| crate::protocol::digest::request_digest(&r))
@@ -318,7 +313,7 @@ async fn visible(
 ) -> Result<RequestRow, CallToolResult> {
     let id2 = id.to_string();
     let row = backend
-        .read(move |store| app::feed::show(store, &id2))
+        .read(move |store| store.get_any(&id2))
         .await
         .map_err(|e| from_error(&e, Some(id)))?
         .filter(|r| who.sees(r, reach));
@@ -339,7 +334,7 @@ pub async fn collect(
             // A request with a quorum shows its votes so far; one on a tool call, its call.
             let id2 = id.to_string();
             let row = backend
-                .read(move |store| crate::app::feed::get(store, &id2))
+                .read(move |store| store.get(&id2))
                 .await
                 .ok()
                 .flatten();

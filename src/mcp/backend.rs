@@ -19,10 +19,10 @@ use tokio::sync::{oneshot, watch};
 
 use crate::app;
 use crate::error::{Error, Result};
+use crate::host::AppState;
 use crate::protocol::Outcome;
 use crate::root::Root;
 use crate::store::Store;
-use crate::web::AppState;
 
 type Job = Box<dyn FnOnce(&mut dyn Store) + Send>;
 

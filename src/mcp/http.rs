@@ -42,8 +42,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use super::backend::Backend;
 use super::server::DshqServer;
 use super::Config;
-use crate::web::auth::Caller;
-use crate::web::AppState;
+use crate::host::auth::Caller;
+use crate::host::AppState;
 
 /// The path of the endpoint.
 pub const PATH: &str = "/mcp";

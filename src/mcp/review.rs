@@ -341,10 +341,7 @@ struct LeaseGuard {
 impl LeaseGuard {
     async fn release(mut self) {
         if let Some(token) = self.token.take() {
-            let r = self
-                .backend
-                .write(move |store| app::session::release(store, &token))
-                .await;
+            let r = self.backend.write(move |store| store.release(&token)).await;
             if let Err(e) = r {
                 tracing::warn!(error = %e, "cannot release the review's lease");
             }
@@ -362,10 +359,8 @@ impl Drop for LeaseGuard {
             // stdio: the process is ending with the client; release now, on the database
             // thread, rather than in a task the closing runtime would never run.
             Backend::Local(local) => {
-                let r = local.run_blocking(
-                    move |store| app::session::release(store, &token),
-                    Duration::from_secs(5),
-                );
+                let r =
+                    local.run_blocking(move |store| store.release(&token), Duration::from_secs(5));
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "cannot release the review's lease");
                 }
@@ -375,9 +370,7 @@ impl Drop for LeaseGuard {
                 let backend = self.backend.clone();
                 if let Ok(rt) = tokio::runtime::Handle::try_current() {
                     rt.spawn(async move {
-                        let _ = backend
-                            .write(move |store| app::session::release(store, &token))
-                            .await;
+                        let _ = backend.write(move |store| store.release(&token)).await;
                     });
                 }
             }
@@ -408,30 +401,8 @@ pub async fn review_questions(
             )
         }
     };
-    if super::revision::Revision::of(ctx) == super::revision::Revision::Stateless {
-        return tool_error(
-            &UserQuestionError::new(
-                Code::Usage,
-                "on MCP 2026-07-28 a server cannot send elicitation/create, so review_questions \
-                 cannot show questions here; connect with 2025-11-25 (initialize) and a client \
-                 with elicitation, or answer with `dshq answer` or the web page",
-            ),
-            None,
-        );
-    }
-    if !ctx
-        .peer
-        .supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
-    {
-        return tool_error(
-            &UserQuestionError::new(
-                Code::Usage,
-                "this MCP client does not support elicitation (form mode), so review_questions \
-                 cannot show questions to a human here; answer with `dshq answer` or the web page",
-            ),
-            None,
-        );
+    if let Err(e) = can_elicit(ctx) {
+        return tool_error(&e, None);
     }
     let reach = match who.require(Action::Answer) {
         Ok(r) => r,
@@ -456,23 +427,7 @@ pub async fn review_questions(
         backend: backend.clone(),
         token: Some(session.token.clone()),
     };
-    let heartbeat = {
-        let (backend, token) = (backend.clone(), session.token.clone());
-        tokio::spawn(async move {
-            let every = (ttl / 3).max(Duration::from_millis(200));
-            loop {
-                tokio::time::sleep(every).await;
-                let token = token.clone();
-                if let Err(e) = backend
-                    .write(move |store| app::session::heartbeat(store, &token))
-                    .await
-                {
-                    tracing::warn!(error = %e, "the review's lease heartbeat failed");
-                    return;
-                }
-            }
-        })
-    };
+    let heartbeat = keep_alive(backend, session.token.clone(), ttl);
     let acting = Acting::OnBehalf {
         token: session.token.clone(),
         actor: who.actor.clone(),
@@ -501,11 +456,54 @@ pub async fn review_questions(
     summary(context, reviewed, stopped, still_open)
 }
 
+/// Whether this client can be shown a form: a server cannot elicit on MCP 2026-07-28,
+/// nor from a client without form elicitation; the `USAGE` error says where to answer
+/// instead.
+fn can_elicit(ctx: &RequestContext<RoleServer>) -> Result<(), UserQuestionError> {
+    if super::revision::Revision::of(ctx) == super::revision::Revision::Stateless {
+        return Err(UserQuestionError::new(
+            Code::Usage,
+            "on MCP 2026-07-28 a server cannot send elicitation/create, so review_questions \
+             cannot show questions here; connect with 2025-11-25 (initialize) and a client \
+             with elicitation, or answer with `dshq answer` or the web page",
+        ));
+    }
+    if !ctx
+        .peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return Err(UserQuestionError::new(
+            Code::Usage,
+            "this MCP client does not support elicitation (form mode), so review_questions \
+             cannot show questions to a human here; answer with `dshq answer` or the web page",
+        ));
+    }
+    Ok(())
+}
+
+/// Heartbeat the review's lease every third of its ttl until aborted (or a heartbeat
+/// fails: the lease ended, and the review's next act says so).
+fn keep_alive(backend: &Backend, token: String, ttl: Duration) -> tokio::task::JoinHandle<()> {
+    let backend = backend.clone();
+    tokio::spawn(async move {
+        let every = (ttl / 3).max(Duration::from_millis(200));
+        loop {
+            tokio::time::sleep(every).await;
+            let token = token.clone();
+            if let Err(e) = backend.write(move |store| store.heartbeat(&token)).await {
+                tracing::warn!(error = %e, "the review's lease heartbeat failed");
+                return;
+            }
+        }
+    })
+}
+
 /// How many requests of `context` are still open (0 when the store cannot say).
 pub async fn still_open(backend: &Backend, context: &str) -> usize {
     let context = context.to_string();
     backend
-        .read(move |store| app::feed::open_requests(store, Some(&context)))
+        .read(move |store| store.open_requests(Some(&context)))
         .await
         .map(|rows| rows.len())
         .unwrap_or(0)

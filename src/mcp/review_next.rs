@@ -247,57 +247,19 @@ impl Step<'_> {
         };
         let token = session.token.clone();
         let release = |token: String| async move {
-            let _ = self
-                .backend
-                .write(move |store| app::session::release(store, &token))
-                .await;
+            let _ = self.backend.write(move |store| store.release(&token)).await;
         };
-        let (c, lease_id) = (self.context.to_string(), session.lease.lease_id);
-        let queue = match self
-            .backend
-            .read(move |store| app::feed::review_queue(store, &c, lease_id, &Default::default()))
+        let lease_id = session.lease.lease_id;
+        let (chosen, elsewhere) = match self
+            .claim_next(args, reach, &token, lease_id, (form_ok, url_ok))
             .await
         {
-            Ok(q) => q,
-            Err(e) => {
+            Ok(x) => x,
+            Err(r) => {
                 release(token).await;
-                return from_error(&e, None).into();
+                return r;
             }
         };
-        let mut chosen = None;
-        // What this client cannot be shown (no form fits, no page to hand it to) is not
-        // claimed: it is named in the result, and the requests behind it are reviewed.
-        let mut elsewhere: Vec<(String, &'static str)> = Vec::new();
-        for row in queue
-            .into_iter()
-            .filter(|r| args.agent.is_none() || r.agent_id == args.agent)
-            .filter(|r| self.who.sees(r, reach))
-        {
-            let Some(id) = row.id.clone() else { continue };
-            if let Some(request) = row.request() {
-                let fits = form_ok && flat(&request.questions);
-                if !fits && self.page(&id, url_ok).is_none() {
-                    elsewhere.push((id, why_no_form(&request.questions, form_ok)));
-                    continue;
-                }
-            }
-            let (a, id2) = (self.acting(&token), id.clone());
-            match self
-                .backend
-                .write(move |store| app::provide::claim_as(store, &a, &id2))
-                .await
-            {
-                Ok(claimed) => {
-                    chosen = Some(claimed);
-                    break;
-                }
-                Err(e) if matches!(e.code(), Code::RequestFinal | Code::ClaimedElsewhere) => {}
-                Err(e) => {
-                    release(token).await;
-                    return from_error(&e, Some(&id)).into();
-                }
-            }
-        }
         let Some(row) = chosen else {
             release(token).await;
             let mut r = self.done(vec![], false).await;
@@ -339,6 +301,53 @@ impl Step<'_> {
         };
         let live = Live::new(Sealed { lease: 0, ..sealed }, None);
         self.page_round(live, url, &request.questions, None)
+    }
+
+    /// The first request of the context's queue that this client can be shown, claimed
+    /// with the review's lease (`None` when there is none), and what it cannot be shown
+    /// (no form fits, no page to hand it to: not claimed, named in the result, and the
+    /// requests behind it are reviewed). `Err` is the tool's error; the caller releases
+    /// the lease.
+    async fn claim_next(
+        &self,
+        args: &ReviewNextArgs,
+        reach: crate::core::access::Reach,
+        token: &str,
+        lease_id: i64,
+        (form_ok, url_ok): (bool, bool),
+    ) -> Result<(Option<RequestRow>, Vec<(String, &'static str)>), CallToolResponse> {
+        let c = self.context.to_string();
+        let queue = self
+            .backend
+            .read(move |store| app::feed::review_queue(store, &c, lease_id, &Default::default()))
+            .await
+            .map_err(|e| CallToolResponse::from(from_error(&e, None)))?;
+        let mut elsewhere: Vec<(String, &'static str)> = Vec::new();
+        for row in queue
+            .into_iter()
+            .filter(|r| args.agent.is_none() || r.agent_id == args.agent)
+            .filter(|r| self.who.sees(r, reach))
+        {
+            let Some(id) = row.id.clone() else { continue };
+            if let Some(request) = row.request() {
+                let fits = form_ok && flat(&request.questions);
+                if !fits && self.page(&id, url_ok).is_none() {
+                    elsewhere.push((id, why_no_form(&request.questions, form_ok)));
+                    continue;
+                }
+            }
+            let (a, id2) = (self.acting(token), id.clone());
+            match self
+                .backend
+                .write(move |store| app::provide::claim_as(store, &a, &id2))
+                .await
+            {
+                Ok(claimed) => return Ok((Some(claimed), elsewhere)),
+                Err(e) if matches!(e.code(), Code::RequestFinal | Code::ClaimedElsewhere) => {}
+                Err(e) => return Err(from_error(&e, Some(&id)).into()),
+            }
+        }
+        Ok((None, elsewhere))
     }
 
     /// The page of request `id`, when this request can hand it there: the client takes
@@ -469,11 +478,7 @@ impl Step<'_> {
             return self.after_page(live, response).await;
         };
         let id2 = id.clone();
-        let row = match self
-            .backend
-            .read(move |store| app::feed::get(store, &id2))
-            .await
-        {
+        let row = match self.backend.read(move |store| store.get(&id2)).await {
             Ok(Some(r)) if digest(&r) == sealed.digest => r,
             Ok(_) => {
                 state::end(self.backend, live).await;
@@ -560,11 +565,7 @@ impl Step<'_> {
     async fn after_page(&self, mut live: Live, response: Option<Response>) -> CallToolResponse {
         let id = live.sealed.request.clone();
         let id2 = id.clone();
-        let row = match self
-            .backend
-            .read(move |store| app::feed::get(store, &id2))
-            .await
-        {
+        let row = match self.backend.read(move |store| store.get(&id2)).await {
             Ok(Some(r)) => r,
             Ok(None) => {
                 state::end(self.backend, live).await;

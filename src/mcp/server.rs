@@ -21,7 +21,7 @@ use super::backend::Backend;
 use super::tools::{self, ToolName};
 use super::{client_name, review, review_next, tasks, Config};
 use crate::core::audit::{Actor, Source};
-use crate::web::auth::Caller;
+use crate::host::auth::Caller;
 
 /// The dshq MCP server.
 #[derive(Clone)]

@@ -34,7 +34,6 @@ use rmcp::model::{RequestStateCodec, RequestStateError, SealOptions};
 use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
-use crate::app;
 use crate::error::{Error, Result};
 use crate::protocol::{Code, UserQuestionError};
 use crate::root::Root;
@@ -203,9 +202,7 @@ impl Reviews {
                     break;
                 }
                 if let Some(token) = token.clone() {
-                    let r = backend2
-                        .write(move |store| app::session::heartbeat(store, &token))
-                        .await;
+                    let r = backend2.write(move |store| store.heartbeat(&token)).await;
                     if let Err(e) = r {
                         tracing::info!(error = %e, "a review's lease ended: dropping the review");
                         break;
@@ -262,9 +259,7 @@ pub async fn end(backend: &Backend, mut live: Live) {
         k.abort();
     }
     if let Some(token) = live.token.take() {
-        let r = backend
-            .write(move |store| app::session::release(store, &token))
-            .await;
+        let r = backend.write(move |store| store.release(&token)).await;
         if let Err(e) = r {
             tracing::warn!(error = %e, "cannot release a review's lease");
         }

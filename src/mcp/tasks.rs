@@ -77,7 +77,7 @@ fn row_and_outcome(
 ) -> crate::Result<Option<(RequestRow, Option<Outcome>)>> {
     // A deadline nobody noticed yet is ended here, as `get_answer` would.
     let outcome = app::feed::outcome_ready(store, root, id)?;
-    Ok(app::feed::get(store, id)?.map(|row| (row, outcome)))
+    Ok(store.get(id)?.map(|row| (row, outcome)))
 }
 
 fn not_found(id: &str) -> McpError {

@@ -307,11 +307,11 @@ pub struct QuestionResult {
     /// When pending: how to collect the answer later.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
-    /// dshq extension (issue 30), for a request with a quorum while it is pending: the
+    /// dshq extension, for a request with a quorum while it is pending: the
     /// rule and the votes so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quorum: Option<crate::core::quorum::QuorumView>,
-    /// dshq extension (issue 30), once a request with a quorum is answered: every
+    /// dshq extension, once a request with a quorum is answered: every
     /// reviewer whose vote made the answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Vec<String>>,
@@ -348,7 +348,7 @@ pub enum Reviewed {
     /// Left pending (the human cancelled the review at it).
     Left,
     /// The answer was recorded as the reviewer's vote; the request's quorum is not met
-    /// yet, and it stays open (issue 30).
+    /// yet, and it stays open.
     Voted,
 }
 

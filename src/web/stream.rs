@@ -30,10 +30,10 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::error::Error;
+use crate::host::auth::Caller;
 use crate::host::changes::Change;
-use crate::web::auth::Caller;
-use crate::web::error::{ApiError, ApiResult};
-use crate::web::AppState;
+use crate::host::error::{ApiError, ApiResult};
+use crate::host::AppState;
 
 /// The most log positions a resumed stream replays before it says `lagged`.
 pub const REPLAY_MAX: usize = crate::host::changes::CAPACITY;

@@ -105,7 +105,7 @@ impl Held {
         if !s.live || s.ended {
             return Ok(());
         }
-        app::session::heartbeat(store, &s.token).map(|_| ())
+        store.heartbeat(&s.token).map(|_| ())
     }
 
     /// Release the lease for good if the session owns it and still holds it; `true` when
@@ -117,7 +117,7 @@ impl Held {
         }
         let released = if self.owned && s.live {
             let mut store = self.root.open_store()?;
-            app::session::release(&mut *store, &s.token)?;
+            store.release(&s.token)?;
             true
         } else {
             false
@@ -137,7 +137,7 @@ impl Held {
             return Ok(false);
         }
         let mut store = self.root.open_store()?;
-        app::session::release(&mut *store, &s.token)?;
+        store.release(&s.token)?;
         s.live = false;
         Ok(true)
     }

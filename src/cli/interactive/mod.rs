@@ -988,7 +988,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     // Resolve the context before taking a lease: a request id decides it.
     let first = match &opts.id {
         Some(id) => {
-            let row = app::feed::get(store, id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            let row = store.get(id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             if row.status.is_final() {
                 return Err(Error::RequestFinal {
                     id: id.clone(),
@@ -1002,7 +1002,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let context = match (&first, &opts.context, given) {
         (Some(row), _, _) => row.context.clone(),
         (None, Some(c), _) => c.clone(),
-        (None, None, Some(token)) => app::session::authenticate(store, token)?.context,
+        (None, None, Some(token)) => store.authenticate(token)?.context,
         (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
     };
     let name = opts.name.clone().unwrap_or_else(default_provider_name);

@@ -1,7 +1,7 @@
 //! The deliveries outbox's rule (issue 29): each notification is a row written in the same
 //! transaction as the event that causes it, so a committed event has its delivery and a
 //! rolled-back one has none; the host sends the rows after the commit
-//! ([`crate::host::deliveries`]), retries them, and marks them delivered after a 2xx.
+//! ([`crate::channels::deliveries`]), retries them, and marks them delivered after a 2xx.
 //!
 //! One row per event and channel ([`Channel`]: webhook, email, Slack), for the channels
 //! some daemon sends the context's deliveries on (`delivery_channels`, filled by a daemon

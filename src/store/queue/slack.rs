@@ -1,7 +1,7 @@
 //! The Slack channel's rule (issue 29): a delivery posts at most one message, and the
 //! messages a request has are the ones updated when it ends.
 //!
-//! The sender ([`crate::host::slack`]) posts a delivery's message with `chat.postMessage`
+//! The sender ([`crate::channels::slack`]) posts a delivery's message with `chat.postMessage`
 //! and records where it went (the Slack channel and the message's `ts`) here; a delivery
 //! sent again (its first attempt's "delivered" mark was lost to a crash, or the message
 //! was posted but the mark failed) finds its message recorded and posts none. The first

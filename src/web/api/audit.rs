@@ -9,11 +9,11 @@ use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::error::ApiResult;
+use crate::host::AppState;
 use crate::protocol::{Code, Decision};
 use crate::store::{Event, HistoryFilter, HistoryRow, Stats, Status};
-use crate::web::auth::Caller;
-use crate::web::error::ApiResult;
-use crate::web::AppState;
 
 /// The filters of `GET /api/v1/history`.
 pub const HISTORY_PARAMS: &[&str] = &[
@@ -35,10 +35,7 @@ pub async fn history(
     let Some(filter) = history_filter(&q, caller.token.context.as_ref(), now_ms())? else {
         return Ok(Json(Vec::new()));
     };
-    let rows = st
-        .db
-        .read(move |store| app::audit::history(store, &filter))
-        .await?;
+    let rows = st.db.read(move |store| store.history(&filter)).await?;
     Ok(Json(rows))
 }
 
@@ -53,7 +50,7 @@ pub async fn events(
     let (row, events) = st
         .db
         .read(move |store| {
-            let row = app::feed::show(store, &id2)?;
+            let row = store.get_any(&id2)?;
             Ok((row, app::audit::events(store, &id2)?))
         })
         .await?;
@@ -77,10 +74,7 @@ pub async fn stats(
     }
     let q = Query::parse(raw.as_deref(), &["since"])?;
     let since = q.time("since", now_ms())?;
-    let stats = st
-        .db
-        .read(move |store| app::audit::stats(store, since))
-        .await?;
+    let stats = st.db.read(move |store| store.stats(since)).await?;
     Ok(Json(stats))
 }
 
@@ -92,7 +86,7 @@ pub fn history_filter(
     q: &Query,
     bound: Option<&String>,
     now: crate::clock::Millis,
-) -> Result<Option<HistoryFilter>, crate::web::error::ApiError> {
+) -> Result<Option<HistoryFilter>, crate::host::error::ApiError> {
     let mut contexts = q.all("context");
     if let Some(bound) = bound {
         if contexts.is_empty() || contexts.contains(bound) {

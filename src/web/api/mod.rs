@@ -10,7 +10,7 @@ pub mod requests;
 use axum::routing::{get, post};
 use axum::Router;
 
-use super::AppState;
+use crate::host::AppState;
 
 /// The API's routes (relative to `/api/v1`).
 pub fn routes() -> Router<AppState> {

@@ -15,10 +15,10 @@ use serde_json::{json, Map, Value};
 use super::audit::HISTORY_PARAMS;
 use super::requests::{AskedBody, ReasonBody, LIST_PARAMS};
 use crate::host::changes::Change;
+use crate::host::error::ErrorBody;
 use crate::protocol::{Answer, Outcome, Request};
 use crate::store::{Event, HistoryRow, Stats, Status};
 use crate::views::{RequestSummary, RequestView};
-use crate::web::error::ErrorBody;
 
 struct Doc {
     out: SchemaGenerator,
@@ -193,6 +193,23 @@ enum OutcomeOrPending {
     Pending(crate::protocol::continued::Pending),
 }
 
+/// The schemas the operations name, registered with the generator.
+struct Schemas {
+    asked: Value,
+    summaries: Value,
+    view: Value,
+    outcome: Value,
+    outcome_or_pending: Value,
+    receipt: Value,
+    voted: Value,
+    history: Value,
+    events: Value,
+    stats: Value,
+    request: Value,
+    answer: Value,
+    reason: Value,
+}
+
 /// The document.
 pub fn document() -> Value {
     let mut d = Doc {
@@ -201,29 +218,63 @@ pub fn document() -> Value {
             .with(|s| s.meta_schema = None)
             .into_generator(),
     };
-    let asked = d.response::<AskedBody>();
-    let summaries = d.response::<Vec<RequestSummary>>();
-    let view = d.response::<RequestView>();
-    let outcome = d.response::<Outcome>();
-    let outcome_or_pending = d.response::<OutcomeOrPending>();
-    let receipt = d.response::<crate::protocol::types::Receipt>();
-    let voted = d.response::<crate::store::Voted>();
-    let history = d.response::<Vec<HistoryRow>>();
-    let events = d.response::<Vec<Event>>();
-    let stats = d.response::<Stats>();
-    let change = d.response::<Change>();
-    let _ = d.response::<ErrorBody>();
-    let request = d.body::<Request>();
-    let answer = d.body::<Answer>();
-    let reason = d.body::<ReasonBody>();
-    let list_params: Vec<Value> = LIST_PARAMS.iter().map(|p| filter_param(p)).collect();
-    let mut history_params: Vec<Value> = HISTORY_PARAMS.iter().map(|p| filter_param(p)).collect();
-    for p in &mut history_params {
-        if p["name"] == "limit" {
-            p["schema"]["maximum"] = json!(super::audit::HISTORY_LIMIT_MAX);
-        }
+    let s = Schemas {
+        asked: d.response::<AskedBody>(),
+        summaries: d.response::<Vec<RequestSummary>>(),
+        view: d.response::<RequestView>(),
+        outcome: d.response::<Outcome>(),
+        outcome_or_pending: d.response::<OutcomeOrPending>(),
+        receipt: d.response::<crate::protocol::types::Receipt>(),
+        voted: d.response::<crate::store::Voted>(),
+        history: d.response::<Vec<HistoryRow>>(),
+        events: d.response::<Vec<Event>>(),
+        stats: d.response::<Stats>(),
+        request: {
+            // The stream's data and the error body are named by the components only.
+            let _ = d.response::<Change>();
+            let _ = d.response::<ErrorBody>();
+            d.body::<Request>()
+        },
+        answer: d.body::<Answer>(),
+        reason: d.body::<ReasonBody>(),
+    };
+    let mut paths = request_paths(&s);
+    if let (Some(p), Value::Object(more)) = (paths.as_object_mut(), audit_paths(&s)) {
+        p.extend(more);
     }
-    let paths = json!({
+    let schemas = d.out.take_definitions(true);
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "dshq",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The HTTP API of dshq, a durable human-question queue. Every operation takes `Authorization: Bearer TOKEN` (`dshq token create`); errors are `{\"error\": {\"code\", \"message\"}}` with the protocol's stable codes.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    })
+}
+
+/// The operations on requests: ask, list, show, outcome, receipt, claim, answer, cancel,
+/// abort.
+fn request_paths(s: &Schemas) -> Value {
+    let list_params: Vec<Value> = LIST_PARAMS.iter().map(|p| filter_param(p)).collect();
+    let (asked, summaries, view, outcome) = (
+        s.asked.clone(),
+        s.summaries.clone(),
+        s.view.clone(),
+        s.outcome.clone(),
+    );
+    let (outcome_or_pending, receipt, voted) = (
+        s.outcome_or_pending.clone(),
+        s.receipt.clone(),
+        s.voted.clone(),
+    );
+    let (request, answer, reason) = (s.request.clone(), s.answer.clone(), s.reason.clone());
+    json!({
         "/api/v1/requests": {
             "post": op("Ask: submit a request document (as `dshq --json ask`)", vec![],
                 Some((request, true)),
@@ -264,7 +315,20 @@ pub fn document() -> Value {
         "/api/v1/requests/{id}/abort": {
             "post": op("Abort as the asker (ASK_ABORTED)", vec![id_param()], Some((reason, false)),
                 vec![(200, "The outcome", Some(outcome))], &[400, 401, 403, 404, 409, 413]),
-        },
+        }
+    })
+}
+
+/// The audit's operations (events, history, stats) and the event stream.
+fn audit_paths(s: &Schemas) -> Value {
+    let mut history_params: Vec<Value> = HISTORY_PARAMS.iter().map(|p| filter_param(p)).collect();
+    for p in &mut history_params {
+        if p["name"] == "limit" {
+            p["schema"]["maximum"] = json!(super::audit::HISTORY_LIMIT_MAX);
+        }
+    }
+    let (events, history, stats) = (s.events.clone(), s.history.clone(), s.stats.clone());
+    json!({
         "/api/v1/requests/{id}/events": {
             "get": op("The event trail of one request", vec![id_param()], None,
                 vec![(200, "The events, oldest first", Some(events))], &[401, 403, 404]),
@@ -297,22 +361,7 @@ pub fn document() -> Value {
                     "403": errors(&[403])["403"].clone(),
                 },
             },
-        },
-    });
-    let _ = change;
-    let schemas = d.out.take_definitions(true);
-    json!({
-        "openapi": "3.0.3",
-        "info": {
-            "title": "dshq",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "The HTTP API of dshq, a durable human-question queue. Every operation takes `Authorization: Bearer TOKEN` (`dshq token create`); errors are `{\"error\": {\"code\", \"message\"}}` with the protocol's stable codes.",
-        },
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
+        }
     })
 }
 

@@ -4,8 +4,8 @@
 //! filter silently.
 
 use crate::clock::{duration_ms, Millis};
+use crate::host::error::ApiError;
 use crate::protocol::Code;
-use crate::web::error::ApiError;
 
 /// The pairs of a query string, in order.
 #[derive(Debug, Default)]

@@ -15,14 +15,15 @@ use super::query::Query;
 use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::body::Body;
+use crate::host::error::{ApiError, ApiResult};
+use crate::host::provider::Act;
+use crate::host::AppState;
 use crate::protocol::continued::Pending;
-use crate::protocol::{Code, Outcome, DEFAULT_CONTEXT};
+use crate::protocol::{Code, Outcome};
 use crate::store::{ListFilter, RequestRow, Status};
 use crate::views::{RequestSummary, RequestView};
-use crate::web::auth::Caller;
-use crate::web::body::Body;
-use crate::web::error::{ApiError, ApiResult};
-use crate::web::AppState;
 
 /// The result of `POST /api/v1/requests`: what `dshq --json ask` prints.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -58,7 +59,7 @@ async fn visible(st: &AppState, caller: &Caller, id: &str, reach: Reach) -> ApiR
     let id2 = id.to_string();
     let row = st
         .db
-        .read(move |store| app::feed::get(store, &id2))
+        .read(move |store| store.get(&id2))
         .await?
         .filter(|r| caller.sees(r, reach));
     row.ok_or_else(|| not_found(id))
@@ -84,29 +85,18 @@ pub async fn ask(
     Body(bytes): Body,
 ) -> ApiResult<Response> {
     caller.require(Action::Ask)?;
-    let (_, context) = crate::protocol::check::salvage_id_context(&bytes);
-    if !caller.in_context(context.as_deref().unwrap_or(DEFAULT_CONTEXT)) {
-        return Err(Error::Forbidden.into());
-    }
     let (source, actor, root) = (caller.source(), caller.actor(), st.root.clone());
-    // An asker sees only its own requests, so it may not re-deliver another's.
-    let own_only = caller.require(Action::Read).is_ok_and(|r| r == Reach::Own);
-    let b = bytes.clone();
+    let (b, token) = (bytes.clone(), caller.token.clone());
     let asked = st
         .db
         .write(move |store| {
-            app::ask::ask(
-                store,
-                &root,
-                app::ask::Ask {
-                    bytes: &b,
-                    fallback_id: Some(app::ask::generated_id()),
-                    outcome_under_fallback: false,
-                    source,
-                    actor,
-                    own_only,
-                },
-            )
+            let a = app::ask::TokenAsk {
+                bytes: &b,
+                token: Some(&token),
+                source,
+                actor,
+            };
+            app::ask::ask_with_token(store, &root, a)
         })
         .await?;
     let accepted = match asked {
@@ -174,10 +164,7 @@ pub async fn list(
         oldest_first: q.flag("oldest_first")?,
         source: (reach == Reach::Own).then(|| caller.source().as_str().into_owned()),
     };
-    let rows = st
-        .db
-        .read(move |store| app::feed::list(store, &filter))
-        .await?;
+    let rows = st.db.read(move |store| store.list(&filter)).await?;
     Ok(Json(rows.iter().map(RequestSummary::from_row).collect()))
 }
 
@@ -298,35 +285,6 @@ fn retry_soon() -> Response {
         .into_response()
 }
 
-/// Act as the host's provider in the request's context: once again with a new lease if
-/// the held one ended under us (revoked, or expired while the host was stopped).
-async fn provide<T, F>(st: &AppState, caller: &Caller, row: &RequestRow, f: F) -> ApiResult<T>
-where
-    T: Send + 'static,
-    F: Fn(
-            &mut dyn crate::store::Store,
-            &crate::root::Root,
-            &app::provide::Acting,
-        ) -> crate::Result<T>
-        + Send
-        + Sync
-        + Clone
-        + 'static,
-{
-    for attempt in 0..2 {
-        let acting = st
-            .providers
-            .acting_for_api(&row.context, caller.actor())
-            .await?;
-        let (root, f) = (st.root.clone(), f.clone());
-        match st.db.write(move |store| f(store, &root, &acting)).await {
-            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
-            r => return r.map_err(ApiError::from),
-        }
-    }
-    unreachable!("the second attempt returns")
-}
-
 /// `POST /api/v1/requests/{id}/claim`: reserve it for the host's lease.
 pub async fn claim(
     State(st): State<AppState>,
@@ -335,10 +293,12 @@ pub async fn claim(
 ) -> ApiResult<Json<RequestView>> {
     let reach = caller.require(Action::Claim)?;
     let row = visible(&st, &caller, &id, reach).await?;
-    let claimed = provide(&st, &caller, &row, move |store, _root, acting| {
-        app::provide::claim_as(store, acting, &id)
-    })
-    .await?;
+    let claimed = st
+        .providers
+        .act(&row, caller.actor(), Act::ApiOther, move |store, acting| {
+            app::provide::claim_as(store, acting, &id)
+        })
+        .await?;
     Ok(Json(RequestView::from_row(&claimed)))
 }
 
@@ -355,19 +315,16 @@ pub async fn answer(
     let reach = caller.require(Action::Answer)?;
     let doc = crate::protocol::answer::parse_answer(&bytes)?;
     let row = visible(&st, &caller, &id, reach).await?;
-    let done = if row.quorum.is_some() {
-        // A vote takes no lease: the caller votes as themselves.
-        let acting = st.providers.answering(&row, caller.actor()).await?;
-        let root = st.root.clone();
-        st.db
-            .write(move |store| app::provide::answer(store, Some(&root), &id, &acting, &doc))
-            .await?
-    } else {
-        provide(&st, &caller, &row, move |store, root, acting| {
-            app::provide::answer(store, Some(root), &id, acting, &doc)
-        })
-        .await?
-    };
+    let root = st.root.clone();
+    let done = st
+        .providers
+        .act(
+            &row,
+            caller.actor(),
+            Act::ApiAnswer,
+            move |store, acting| app::provide::answer(store, Some(&root), &id, acting, &doc),
+        )
+        .await?;
     Ok(match done {
         app::provide::Answering::Finished(f) => Json(f.outcome).into_response(),
         app::provide::Answering::Voted(v) => {
@@ -386,10 +343,13 @@ pub async fn cancel(
     let reach = caller.require(Action::Cancel)?;
     let why = reason(&bytes)?;
     let row = visible(&st, &caller, &id, reach).await?;
-    let finished = provide(&st, &caller, &row, move |store, root, acting| {
-        app::provide::cancel(store, Some(root), &id, acting, why.as_deref())
-    })
-    .await?;
+    let root = st.root.clone();
+    let finished = st
+        .providers
+        .act(&row, caller.actor(), Act::ApiOther, move |store, acting| {
+            app::provide::cancel(store, Some(&root), &id, acting, why.as_deref())
+        })
+        .await?;
     Ok(Json(finished.outcome))
 }
 

@@ -7,18 +7,18 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::layout::urlencode;
-use super::layout::{self, coarse, escape, text};
+use super::layout::{self, coarse};
 use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
+use crate::host::error::ApiError;
+use crate::host::AppState;
+use crate::html::{html, markup, urlencode, Line, Markup};
 use crate::protocol::Code;
-use crate::store::{HistoryFilter, Status};
+use crate::store::{HistoryFilter, HistoryRow, Status};
 use crate::web::api::audit::{history_filter, HISTORY_PARAMS};
 use crate::web::api::query::Query;
-use crate::web::error::ApiError;
-use crate::web::AppState;
 
 fn filter_of(
     viewer: &Viewer,
@@ -37,48 +37,91 @@ fn filter_of(
     Ok((q, filter))
 }
 
-fn form(q: &Query) -> String {
-    let v = |k: &str| escape(q.one(k).unwrap_or(""));
+fn form(q: &Query) -> Markup {
+    let v = |k: &str| q.one(k).unwrap_or("").to_string();
     let select = |name: &str, opts: &[&str]| {
         let cur = q.one(name).unwrap_or("");
-        let mut s = format!("<select name=\"{name}\"><option value=\"\">any</option>");
-        for o in opts {
-            s.push_str(&format!(
-                "<option{}>{}</option>",
-                if *o == cur { " selected" } else { "" },
-                escape(o)
-            ));
+        html! {
+            select name=(name) {
+                option value="" { "any" }
+                @for o in opts { option selected[*o == cur] { (o) } }
+            }
         }
-        s.push_str("</select>");
-        s
     };
     let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
-    format!(
-        "<form class=\"filters\" method=\"get\" action=\"/history\">\
-<label>Agent <input name=\"agent\" value=\"{}\" size=\"10\"></label>\
-<label>Context <input name=\"context\" value=\"{}\" size=\"10\"></label>\
-<label>Provider <input name=\"provider\" value=\"{}\" size=\"10\"></label>\
-<label>Status {}</label>\
-<label>Code <input name=\"code\" value=\"{}\" size=\"12\"></label>\
-<label>Intent {}</label>\
-<label>Decision {}</label>\
-<label>Since <input name=\"since\" value=\"{}\" size=\"8\" placeholder=\"7d\"></label>\
-<label>Until <input name=\"until\" value=\"{}\" size=\"8\"></label>\
-<label>Text <input name=\"grep\" value=\"{}\" size=\"12\"></label>\
-<label>Limit <input name=\"limit\" value=\"{}\" size=\"5\" placeholder=\"1000\"></label>\
-<button type=\"submit\">Filter</button> <a href=\"/history\">clear</a></form>",
-        v("agent"),
-        v("context"),
-        v("provider"),
-        select("status", &statuses),
-        v("code"),
-        select("intent", &["plan-review"]),
-        select("decision", &["approved", "declined"]),
-        v("since"),
-        v("until"),
-        v("grep"),
-        v("limit"),
-    )
+    let input = |label: &str, name: &str, size: &str, placeholder: Option<&str>| {
+        html! { label { (label) " " input name=(name) value=(v(name)) size=(size) placeholder=[placeholder]; } }
+    };
+    html! {
+        form.filters method="get" action="/history" {
+            (input("Agent", "agent", "10", None))
+            (input("Context", "context", "10", None))
+            (input("Provider", "provider", "10", None))
+            label { "Status " (select("status", &statuses)) }
+            (input("Code", "code", "12", None))
+            label { "Intent " (select("intent", &["plan-review"])) }
+            label { "Decision " (select("decision", &["approved", "declined"])) }
+            (input("Since", "since", "8", Some("7d")))
+            (input("Until", "until", "8", None))
+            (input("Text", "grep", "12", None))
+            (input("Limit", "limit", "5", Some("1000")))
+            button type="submit" { "Filter" } " " a href="/history" { "clear" }
+        }
+    }
+}
+
+/// One row's questions and what was answered to each.
+fn questions(r: &HistoryRow) -> Markup {
+    html! {
+        @for hq in &r.questions {
+            div {
+                (Line(&hq.question))
+                @match (&hq.selected, &hq.custom) {
+                    (Some(s), c) if !s.is_empty() || c.is_some() => {
+                        " → "
+                        @for (k, x) in s.iter().enumerate() { @if k > 0 { " + " } q { (Line(x)) } }
+                        @if let Some(c) = c { @if !s.is_empty() { " + " } q.pre { (Line(c)) } }
+                    }
+                    (Some(_), _) => { " → " span.dim { "skipped" } }
+                    _ => { " " }
+                }
+            }
+        }
+    }
+}
+
+/// The table of rows.
+fn table(rows: &[HistoryRow]) -> Markup {
+    html! {
+        table.history {
+            thead { tr {
+                th { "Request" } th { "Context" } th { "Agent" } th { "Asked" } th { "Wait" }
+                th { "Status" } th { "Decision" } th { "By" } th { "Questions and answers" }
+            } }
+            tbody {
+                @for r in rows {
+                    @let id = r.id.as_deref().unwrap_or("");
+                    tr {
+                        td {
+                            @if r.status == Status::Rejected || id.is_empty() { (Line(id)) }
+                            @else { a href={ "/r/" (urlencode(id)) } { (Line(id)) } }
+                        }
+                        td { (Line(&r.context)) }
+                        td { (Line(r.agent.as_deref().unwrap_or("—"))) }
+                        td { (Line(&r.created_at[..r.created_at.len().min(19)].replace('T', " "))) }
+                        td { (coarse(r.wait_ms)) }
+                        td {
+                            span class={ "status " (r.status.as_str()) } { (r.status.as_str()) }
+                            @if let Some(c) = r.code.as_deref() { " " span.dim { (Line(c)) } }
+                        }
+                        td { (r.decision.map(|d| d.as_str()).unwrap_or("")) }
+                        td { (Line(r.provider.as_deref().unwrap_or(""))) }
+                        td.q { (questions(r)) }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `GET /history`.
@@ -104,71 +147,24 @@ pub async fn page(State(st): State<AppState>, viewer: Viewer, RawQuery(raw): Raw
             }
         }
     };
-    let mut body = format!(
-        "<h1>History</h1>{}<div class=\"charts\"><figure>{}<figcaption>Wait from asking to answer, per day asked (UTC)\
-</figcaption></figure><figure>{}<figcaption>Requests open over time, among these rows (a window starts at zero)</figcaption></figure></div>\
-<p class=\"counts\"><strong>{}</strong> rows</p>",
-        form(&q),
-        super::charts::waits(&charts.waits),
-        super::charts::backlog(&charts.backlog),
-        rows.len()
-    );
-    body.push_str(
-        "<table class=\"history\"><thead><tr><th>Request</th><th>Context</th><th>Agent</th><th>Asked</th>\
-<th>Wait</th><th>Status</th><th>Decision</th><th>By</th><th>Questions and answers</th></tr></thead><tbody>",
-    );
-    for r in &rows {
-        let id = r.id.as_deref().unwrap_or("");
-        let qs: Vec<String> = r
-            .questions
-            .iter()
-            .map(|hq| {
-                let ans = match (&hq.selected, &hq.custom) {
-                    (Some(s), c) if !s.is_empty() || c.is_some() => {
-                        let mut parts: Vec<String> =
-                            s.iter().map(|x| format!("<q>{}</q>", text(x))).collect();
-                        if let Some(c) = c {
-                            parts.push(format!("<q class=\"pre\">{}</q>", text(c)));
-                        }
-                        parts.join(" + ")
-                    }
-                    (Some(_), _) => "<span class=\"dim\">skipped</span>".into(),
-                    _ => String::new(),
-                };
-                format!(
-                    "<div>{} {}</div>",
-                    text(&hq.question),
-                    if ans.is_empty() {
-                        ans
-                    } else {
-                        format!("→ {ans}")
-                    }
-                )
-            })
-            .collect();
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><span class=\"status {}\">{}</span>{}</td>\
-<td>{}</td><td>{}</td><td class=\"q\">{}</td></tr>",
-            if r.status == Status::Rejected || id.is_empty() {
-                text(id)
-            } else {
-                format!("<a href=\"/r/{}\">{}</a>", urlencode(id), text(id))
-            },
-            text(&r.context),
-            text(r.agent.as_deref().unwrap_or("—")),
-            text(&r.created_at[..r.created_at.len().min(19)].replace('T', " ")),
-            coarse(r.wait_ms),
-            r.status.as_str(),
-            r.status.as_str(),
-            r.code.as_deref().map(|c| format!(" <span class=\"dim\">{}</span>", text(c))).unwrap_or_default(),
-            r.decision.map(|d| d.as_str()).unwrap_or(""),
-            text(r.provider.as_deref().unwrap_or("")),
-            qs.concat()
-        ));
-    }
-    body.push_str("</tbody></table>");
+    let body = html! {
+        h1 { "History" }
+        (form(&q))
+        div.charts {
+            figure {
+                (markup(super::charts::waits(&charts.waits)))
+                figcaption { "Wait from asking to answer, per day asked (UTC)" }
+            }
+            figure {
+                (markup(super::charts::backlog(&charts.backlog)))
+                figcaption { "Requests open over time, among these rows (a window starts at zero)" }
+            }
+        }
+        p.counts { strong { (rows.len()) } " rows" }
+        (table(&rows))
+    };
     layout::html(
         StatusCode::OK,
-        layout::page("History", Some(&viewer.nav()), None, &body),
+        layout::page("History", Some(&viewer.nav()), None, body),
     )
 }

@@ -1,4 +1,4 @@
-//! A mail's link on the page (issue 29): `GET /mail/{token}`.
+//! A mail's link on the page: `GET /mail/{token}`.
 //!
 //! Following a link never acts by itself (mail scanners open links): it checks the token
 //! ([`crate::core::mail_link`]: signed by the root's `mail.key`, not expired, not used
@@ -10,7 +10,7 @@
 //! The link's session is a page session ([`super::session`]) kept under its own cookie
 //! (`dshq_mail`), so it never replaces a reviewer's login: a browser that has one opens
 //! the request as that reviewer. It is scoped: its viewer sees the link's one request
-//! ([`crate::web::auth::Caller::sees_id`]), reaches only that request's routes and the
+//! ([`crate::host::auth::Caller::sees_id`]), reaches only that request's routes and the
 //! page stream ([`super::session`]'s `link_viewer`), ends at the link's expiry, and acts as `mail:ADDRESS`; the
 //! answer records the link as used in its own transaction ([`crate::app::mail`]).
 //!
@@ -25,14 +25,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Extension;
 
-use super::layout::urlencode;
-use super::layout::{self, text};
+use super::layout;
 use super::session::{set_cookie, MAIL_COOKIE};
 use super::Shared;
-use crate::app;
 use crate::core::mail_link::{LinkKey, Refused};
 use crate::error::Error;
-use crate::web::AppState;
+use crate::host::AppState;
+use crate::html::{html, urlencode, Block, Line};
 
 /// The root's `mail.key`, read at the first link (a host that sends no mail has none, and
 /// refuses every link).
@@ -43,7 +42,7 @@ impl KeyCache {
     fn get(&self, root: &crate::root::Root) -> Result<Option<LinkKey>, Error> {
         let mut k = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if k.is_none() {
-            *k = crate::host::mail_key::load(root.dir())?;
+            *k = crate::app::mail_key::load(root.dir())?;
         }
         Ok(k.clone())
     }
@@ -72,11 +71,7 @@ pub async fn open(
         Err(e) => return refused(e),
     };
     let link_id = claims.link_id.clone();
-    match st
-        .db
-        .read(move |store| app::mail::link_used(store, &link_id))
-        .await
-    {
+    match st.db.read(move |store| store.link_used(&link_id)).await {
         Ok(false) => {}
         Ok(true) => {
             return refused(Refused::Used {
@@ -86,7 +81,7 @@ pub async fn open(
         Err(e) => return refused(e),
     }
     let rid = claims.request_id.clone();
-    let row = match st.db.read(move |store| app::feed::get(store, &rid)).await {
+    let row = match st.db.read(move |store| store.get(&rid)).await {
         // A request of that id asked after the link was made is another's.
         Ok(Some(r)) if crate::core::mail_link::opens(claims.issued_ms, r.created_ms) => r,
         Ok(_) => return refused(Error::NotFound(claims.request_id)),
@@ -113,27 +108,27 @@ pub async fn open(
         Err(e) => return refused(e),
     };
     tracing::info!(request = %crate::text::for_log(&id), recipient = %crate::text::for_log(&recipient), "mail link opened");
-    let body = format!(
-        "<section class=\"mail-link\"><h1>A request for you</h1>\
-<dl class=\"meta\"><dt>Request</dt><dd><code>{id}</code></dd><dt>Context</dt><dd>{context}</dd>\
-<dt>From</dt><dd>{source}</dd><dt>Status</dt><dd><span class=\"status {status}\">{status}</span></dd></dl>\
-<p class=\"question\">{first}</p>\
-<p>This link was sent to <strong>{to}</strong>. It opens this request only, until {until}; \
-nothing is sent until you confirm an answer on the page. If you are logged in as a reviewer, \
-you open it as yourself.</p>\
-<p><a id=\"open-request\" class=\"button primary\" href=\"/r/{href}\">Open the request</a></p></section>",
-        id = text(&id),
-        context = text(&row.context),
-        source = text(&row.source),
-        status = row.status.as_str(),
-        first = layout::block(&first),
-        to = text(&recipient),
-        until = text(&crate::clock::rfc3339(expires_ms)),
-        href = urlencode(&id),
-    );
+    let body = html! {
+        section.mail-link {
+            h1 { "A request for you" }
+            dl.meta {
+                dt { "Request" } dd { code { (Line(&id)) } }
+                dt { "Context" } dd { (Line(&row.context)) }
+                dt { "From" } dd { (Line(&row.source)) }
+                dt { "Status" } dd { span class={ "status " (row.status.as_str()) } { (row.status.as_str()) } }
+            }
+            p.question { (Block(&first)) }
+            p {
+                "This link was sent to " strong { (Line(&recipient)) } ". It opens this request only, until "
+                (Line(&crate::clock::rfc3339(expires_ms)))
+                "; nothing is sent until you confirm an answer on the page. If you are logged in as a reviewer, you open it as yourself."
+            }
+            p { a #open-request .button.primary href={ "/r/" (urlencode(&id)) } { "Open the request" } }
+        }
+    };
     let mut r = layout::html(
         StatusCode::OK,
-        layout::page("A request for you", None, None, &body),
+        layout::page("A request for you", None, None, body),
     );
     r.headers_mut().append(
         header::SET_COOKIE,

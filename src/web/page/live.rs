@@ -28,8 +28,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::session::Viewer;
 use crate::host::provider::Providers;
+use crate::host::AppState;
 use crate::web::api::query::Query;
-use crate::web::AppState;
 
 /// How long a context's lease is kept after its last page closed.
 pub const LEAVE_GRACE: Duration = Duration::from_secs(10);

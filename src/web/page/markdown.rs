@@ -12,11 +12,11 @@
 //! - link reference definitions, which Markdown itself never shows, are listed at the
 //!   end, so text cannot hide in them;
 //! - every piece of text arrives sanitised from the front end and is HTML-escaped here
-//!   ([`super::layout::block`]), so control characters and terminal escapes are visible.
+//!   ([`crate::html`]'s rule), so control characters and terminal escapes are visible.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Tag, TagEnd};
 
-use super::layout::{block, escape, text};
+use crate::html::{escape, html, Block, Line, Markup};
 use crate::markdown::{followable, parse};
 
 fn level(l: HeadingLevel) -> u8 {
@@ -32,164 +32,190 @@ fn level(l: HeadingLevel) -> u8 {
 /// Render `md` as safe HTML (a fragment to put inside a `div`).
 pub fn render(md: &str) -> String {
     let plan = parse(md);
-    let mut out = String::with_capacity(md.len() * 2);
-    // Open links and images: what to write at their end.
-    let mut ends: Vec<String> = Vec::new();
-    let mut in_image = 0usize;
-    let mut table_head = false;
+    let mut w = Writer {
+        out: String::with_capacity(md.len() * 2),
+        ends: Vec::new(),
+        in_image: 0,
+        table_head: false,
+    };
     for ev in plan.events {
-        match ev {
-            Event::Start(tag) => match tag {
-                Tag::Paragraph => out.push_str("<p>"),
-                Tag::Heading { level: l, .. } => out.push_str(&format!("<h{}>", level(l))),
-                Tag::BlockQuote(_) => out.push_str("<blockquote>"),
-                Tag::CodeBlock(kind) => {
-                    if let CodeBlockKind::Fenced(info) = &kind {
-                        if !info.is_empty() {
-                            out.push_str(&format!("<div class=\"lang\">{}</div>", text(info)));
-                        }
-                    }
-                    out.push_str("<pre><code>");
-                }
-                Tag::List(Some(start)) => out.push_str(&format!("<ol start=\"{start}\">")),
-                Tag::List(None) => out.push_str("<ul>"),
-                Tag::Item => out.push_str("<li>"),
-                Tag::Emphasis => out.push_str("<em>"),
-                Tag::Strong => out.push_str("<strong>"),
-                Tag::Strikethrough => out.push_str("<del>"),
-                Tag::Table(_) => out.push_str("<table class=\"md\">"),
-                Tag::TableHead => {
-                    table_head = true;
-                    out.push_str("<thead><tr>");
-                }
-                Tag::TableRow => out.push_str("<tr>"),
-                Tag::TableCell => out.push_str(if table_head { "<th>" } else { "<td>" }),
-                Tag::Link {
-                    dest_url, title, ..
-                } => {
-                    let shown = format!(
-                        " <span class=\"url\">&lt;{}&gt;</span>{}",
-                        text(&dest_url),
-                        if title.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" <span class=\"url\">“{}”</span>", text(&title))
-                        }
-                    );
-                    if followable(&dest_url) && in_image == 0 {
-                        out.push_str(&format!(
-                            "<a href=\"{}\" rel=\"noopener noreferrer nofollow\" target=\"_blank\">",
-                            escape(dest_url.trim())
-                        ));
-                        ends.push(format!("</a>{shown}"));
-                    } else {
-                        out.push_str("<span class=\"link\">");
-                        ends.push(format!("</span>{shown}"));
-                    }
-                }
-                Tag::Image {
-                    dest_url, title, ..
-                } => {
-                    in_image += 1;
-                    out.push_str("<span class=\"image\">[image: ");
-                    ends.push(format!(
-                        "] <span class=\"url\">&lt;{}&gt;</span>{}</span>",
-                        text(&dest_url),
-                        if title.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" “{}”", text(&title))
-                        }
-                    ));
-                }
-                Tag::FootnoteDefinition(label) => {
-                    out.push_str(&format!("<div class=\"footnote\">[{}]: ", text(&label)))
-                }
-                Tag::HtmlBlock => {
-                    out.push_str("<pre class=\"raw-html\" title=\"raw HTML, shown as text\">")
-                }
-                Tag::MetadataBlock(_)
-                | Tag::DefinitionList
-                | Tag::DefinitionListTitle
-                | Tag::DefinitionListDefinition
-                | Tag::Superscript
-                | Tag::Subscript => out.push_str("<span>"),
-            },
-            Event::End(end) => match end {
-                TagEnd::Paragraph => out.push_str("</p>\n"),
-                TagEnd::Heading(l) => out.push_str(&format!("</h{}>\n", level(l))),
-                TagEnd::BlockQuote(_) => out.push_str("</blockquote>\n"),
-                TagEnd::CodeBlock => out.push_str("</code></pre>\n"),
-                TagEnd::List(true) => out.push_str("</ol>\n"),
-                TagEnd::List(false) => out.push_str("</ul>\n"),
-                TagEnd::Item => out.push_str("</li>\n"),
-                TagEnd::Emphasis => out.push_str("</em>"),
-                TagEnd::Strong => out.push_str("</strong>"),
-                TagEnd::Strikethrough => out.push_str("</del>"),
-                TagEnd::Table => out.push_str("</tbody></table>\n"),
-                TagEnd::TableHead => {
-                    table_head = false;
-                    out.push_str("</tr></thead><tbody>");
-                }
-                TagEnd::TableRow => out.push_str("</tr>"),
-                TagEnd::TableCell => out.push_str(if table_head { "</th>" } else { "</td>" }),
-                TagEnd::Link => out.push_str(&ends.pop().unwrap_or_default()),
-                TagEnd::Image => {
-                    in_image = in_image.saturating_sub(1);
-                    out.push_str(&ends.pop().unwrap_or_default());
-                }
-                TagEnd::FootnoteDefinition => out.push_str("</div>"),
-                TagEnd::HtmlBlock => out.push_str("</pre>\n"),
-                TagEnd::MetadataBlock(_)
-                | TagEnd::DefinitionList
-                | TagEnd::DefinitionListTitle
-                | TagEnd::DefinitionListDefinition
-                | TagEnd::Superscript
-                | TagEnd::Subscript => out.push_str("</span>"),
-            },
-            Event::Text(t) => out.push_str(&block(&t)),
-            Event::Code(c) => out.push_str(&format!("<code>{}</code>", text(&c))),
-            Event::InlineMath(m) | Event::DisplayMath(m) => {
-                out.push_str(&format!("<code>{}</code>", text(&m)))
-            }
-            // Raw HTML: visible as text, never markup, never dropped.
-            Event::Html(h) => out.push_str(&block(&h)),
-            Event::InlineHtml(h) => out.push_str(&format!(
-                "<code class=\"raw-html\" title=\"raw HTML, shown as text\">{}</code>",
-                block(&h)
-            )),
-            Event::FootnoteReference(r) => out.push_str(&format!("<sup>[{}]</sup>", text(&r))),
-            Event::SoftBreak => out.push('\n'),
-            Event::HardBreak => out.push_str("<br>\n"),
-            Event::Rule => out.push_str("<hr>\n"),
-            Event::TaskListMarker(done) => out.push_str(if done { "[x] " } else { "[ ] " }),
-        }
+        w.event(ev);
     }
     // Unclosed links or images (not possible from the parser, but never lose a tail).
-    while let Some(e) = ends.pop() {
-        out.push_str(&e);
+    while let Some(e) = w.ends.pop() {
+        w.out.push_str(&e);
     }
-    let listed: Vec<String> = plan
-        .definitions
-        .iter()
-        .map(|d| {
+    if !plan.definitions.is_empty() {
+        let listed = html! {
+            div.refdefs {
+                p { "Link definitions in the plan:" }
+                ul {
+                    @for d in &plan.definitions {
+                        li {
+                            "[" (Line(&d.label)) "]: " span.url { (Line(&d.dest)) }
+                            @if let Some(t) = &d.title { " “" (Line(t)) "”" }
+                        }
+                    }
+                }
+            }
+        };
+        w.out.push_str(&listed.into_string());
+    }
+    w.out
+}
+
+/// The HTML written so far, and what is open: a Markdown element starts in one event and
+/// ends in another, so this is a writer of events rather than one template.
+struct Writer {
+    out: String,
+    /// Open links and images: what to write at their end.
+    ends: Vec<String>,
+    in_image: usize,
+    table_head: bool,
+}
+
+impl Writer {
+    fn push(&mut self, m: Markup) {
+        self.out.push_str(&m.into_string());
+    }
+
+    fn event(&mut self, ev: Event<'_>) {
+        match ev {
+            Event::Start(tag) => self.start(tag),
+            Event::End(end) => self.end(end),
+            Event::Text(t) => self.push(html! { (Block(&t)) }),
+            Event::Code(c) | Event::InlineMath(c) | Event::DisplayMath(c) => {
+                self.push(html! { code { (Line(&c)) } })
+            }
+            // Raw HTML: visible as text, never markup, never dropped.
+            Event::Html(h) => self.push(html! { (Block(&h)) }),
+            Event::InlineHtml(h) => self.push(html! {
+                code.raw-html title="raw HTML, shown as text" { (Block(&h)) }
+            }),
+            Event::FootnoteReference(r) => self.push(html! { sup { "[" (Line(&r)) "]" } }),
+            Event::SoftBreak => self.out.push('\n'),
+            Event::HardBreak => self.out.push_str("<br>\n"),
+            Event::Rule => self.out.push_str("<hr>\n"),
+            Event::TaskListMarker(done) => self.out.push_str(if done { "[x] " } else { "[ ] " }),
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        let open = match tag {
+            Tag::Paragraph => "<p>".to_string(),
+            Tag::Heading { level: l, .. } => format!("<h{}>", level(l)),
+            Tag::BlockQuote(_) => "<blockquote>".into(),
+            Tag::CodeBlock(kind) => {
+                let lang = match &kind {
+                    CodeBlockKind::Fenced(info) if !info.is_empty() => {
+                        html! { div.lang { (Line(info)) } }.into_string()
+                    }
+                    _ => String::new(),
+                };
+                format!("{lang}<pre><code>")
+            }
+            Tag::List(Some(start)) => format!("<ol start=\"{start}\">"),
+            Tag::List(None) => "<ul>".into(),
+            Tag::Item => "<li>".into(),
+            Tag::Emphasis => "<em>".into(),
+            Tag::Strong => "<strong>".into(),
+            Tag::Strikethrough => "<del>".into(),
+            Tag::Table(_) => "<table class=\"md\">".into(),
+            Tag::TableHead => {
+                self.table_head = true;
+                "<thead><tr>".into()
+            }
+            Tag::TableRow => "<tr>".into(),
+            Tag::TableCell => (if self.table_head { "<th>" } else { "<td>" }).into(),
+            Tag::Link {
+                dest_url, title, ..
+            } => self.link(&dest_url, &title),
+            Tag::Image {
+                dest_url, title, ..
+            } => {
+                self.in_image += 1;
+                self.ends.push(
+                    html! {
+                        "] " span.url { "<" (Line(&dest_url)) ">" }
+                        @if !title.is_empty() { " “" (Line(&title)) "”" }
+                    }
+                    .into_string()
+                        + "</span>",
+                );
+                "<span class=\"image\">[image: ".into()
+            }
+            Tag::FootnoteDefinition(label) => {
+                format!(
+                    "<div class=\"footnote\">[{}]: ",
+                    html! { (Line(&label)) }.into_string()
+                )
+            }
+            Tag::HtmlBlock => "<pre class=\"raw-html\" title=\"raw HTML, shown as text\">".into(),
+            Tag::MetadataBlock(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::Superscript
+            | Tag::Subscript => "<span>".into(),
+        };
+        self.out.push_str(&open);
+    }
+
+    /// A link's opening: followed only when it is `http:`, `https:` or `mailto:` (and not
+    /// inside an image), its URL shown as text beside its label either way.
+    fn link(&mut self, dest_url: &str, title: &str) -> String {
+        let shown = html! {
+            " " span.url { "<" (Line(dest_url)) ">" }
+            @if !title.is_empty() { " " span.url { "“" (Line(title)) "”" } }
+        }
+        .into_string();
+        if followable(dest_url) && self.in_image == 0 {
+            self.ends.push(format!("</a>{shown}"));
             format!(
-                "<li>[{}]: <span class=\"url\">{}</span>{}</li>",
-                text(&d.label),
-                text(&d.dest),
-                d.title
-                    .as_ref()
-                    .map(|t| format!(" “{}”", text(t)))
-                    .unwrap_or_default()
+                "<a href=\"{}\" rel=\"noopener noreferrer nofollow\" target=\"_blank\">",
+                escape(dest_url.trim())
             )
-        })
-        .collect();
-    if !listed.is_empty() {
-        out.push_str("<div class=\"refdefs\"><p>Link definitions in the plan:</p><ul>");
-        out.push_str(&listed.concat());
-        out.push_str("</ul></div>");
+        } else {
+            self.ends.push(format!("</span>{shown}"));
+            "<span class=\"link\">".into()
+        }
     }
-    out
+
+    fn end(&mut self, end: TagEnd) {
+        let close = match end {
+            TagEnd::Paragraph => "</p>\n".to_string(),
+            TagEnd::Heading(l) => format!("</h{}>\n", level(l)),
+            TagEnd::BlockQuote(_) => "</blockquote>\n".into(),
+            TagEnd::CodeBlock => "</code></pre>\n".into(),
+            TagEnd::List(true) => "</ol>\n".into(),
+            TagEnd::List(false) => "</ul>\n".into(),
+            TagEnd::Item => "</li>\n".into(),
+            TagEnd::Emphasis => "</em>".into(),
+            TagEnd::Strong => "</strong>".into(),
+            TagEnd::Strikethrough => "</del>".into(),
+            TagEnd::Table => "</tbody></table>\n".into(),
+            TagEnd::TableHead => {
+                self.table_head = false;
+                "</tr></thead><tbody>".into()
+            }
+            TagEnd::TableRow => "</tr>".into(),
+            TagEnd::TableCell => (if self.table_head { "</th>" } else { "</td>" }).into(),
+            TagEnd::Link => self.ends.pop().unwrap_or_default(),
+            TagEnd::Image => {
+                self.in_image = self.in_image.saturating_sub(1);
+                self.ends.pop().unwrap_or_default()
+            }
+            TagEnd::FootnoteDefinition => "</div>".into(),
+            TagEnd::HtmlBlock => "</pre>\n".into(),
+            TagEnd::MetadataBlock(_)
+            | TagEnd::DefinitionList
+            | TagEnd::DefinitionListTitle
+            | TagEnd::DefinitionListDefinition
+            | TagEnd::Superscript
+            | TagEnd::Subscript => "</span>".into(),
+        };
+        self.out.push_str(&close);
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
-use super::AppState;
+use crate::host::AppState;
 
 /// State the page's routes share (besides the host's [`AppState`]).
 #[derive(Default)]
@@ -45,7 +45,7 @@ pub struct Shared {
     pub sessions: session::Sessions,
     /// Who has a page open on which context.
     pub viewers: live::Viewers,
-    /// The root's mail-link key, once read (issue 29).
+    /// The root's mail-link key, once read.
     pub mail_key: link::KeyCache,
     /// Wrong tokens at the login form, per peer.
     pub logins: throttle::Throttle,

@@ -10,15 +10,16 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::layout::{self, coarse, escape, text, urlencode};
+use super::layout::{self, coarse};
 use super::session::Viewer;
 use crate::app;
 use crate::clock::now_ms;
 use crate::core::access::Action;
 use crate::host::provider::HOLDER;
+use crate::host::AppState;
+use crate::html::{html, urlencode, Line, Markup};
 use crate::store::{LeaseInfo, ListFilter, RequestRow, Status};
 use crate::web::api::query::Query;
-use crate::web::AppState;
 
 /// The queue's filters.
 const PARAMS: &[&str] = &["context", "agent", "status", "q", "done"];
@@ -37,7 +38,7 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn parse(raw: Option<&str>) -> Result<Filter, crate::web::error::ApiError> {
+    fn parse(raw: Option<&str>) -> Result<Filter, crate::host::error::ApiError> {
         let q = Query::parse(raw, PARAMS)?;
         let s = |k: &str| q.one(k).unwrap_or("").trim().to_string();
         let status = match s("status").as_str() {
@@ -120,7 +121,7 @@ async fn load(
         .read(move |store| {
             let mut rows = Vec::new();
             for filter in &filters {
-                rows.extend(app::feed::list(store, filter)?);
+                rows.extend(store.list(filter)?);
             }
             rows.retain(|r| caller.in_context(&r.context));
             rows.sort_by_key(|r| (r.deadline_ms.is_none(), r.deadline_ms, r.seq));
@@ -131,49 +132,51 @@ async fn load(
         .map_err(|e| viewer.error(e))
 }
 
-fn summary(row: &RequestRow) -> String {
+fn summary(row: &RequestRow) -> Markup {
     let Some(req) = row.request() else {
-        return String::new();
+        return html! {};
     };
     let n = req.questions.len();
     let first = req.questions.first();
-    let header = first
-        .and_then(|q| q.header.as_deref())
-        .map(|h| format!("<span class=\"chip\">{}</span> ", text(h)))
-        .unwrap_or_default();
-    let plan = if req
+    let plan = req
         .questions
         .iter()
-        .any(|q| q.plan_review_approve().is_some())
-    {
-        "<span class=\"chip plan-chip\">plan review</span> "
-    } else {
-        ""
-    };
-    let more = if n > 1 {
-        format!(" <span class=\"more\">+{} more</span>", n - 1)
-    } else {
-        String::new()
-    };
-    format!(
-        "{plan}{header}{}{more}",
-        text(first.map(|q| q.question.as_str()).unwrap_or(""))
-    )
+        .any(|q| q.plan_review_approve().is_some());
+    html! {
+        @if plan { span.chip.plan-chip { "plan review" } " " }
+        @if let Some(h) = first.and_then(|q| q.header.as_deref()) { span.chip { (Line(h)) } " " }
+        (Line(first.map(|q| q.question.as_str()).unwrap_or("")))
+        @if n > 1 { " " span.more { "+" (n - 1) " more" } }
+    }
 }
 
-fn deadline(row: &RequestRow, now: i64) -> String {
-    match row.deadline_ms {
-        None => "<span class=\"dim\">none</span>".to_string(),
-        Some(d) if d <= now => "<span class=\"bad\">overdue</span>".to_string(),
-        Some(d) if d - now < 10 * 60_000 => {
-            format!("<span class=\"warn\">in {}</span>", coarse(d - now))
+fn deadline(row: &RequestRow, now: i64) -> Markup {
+    html! {
+        @match row.deadline_ms {
+            None => span.dim { "none" },
+            Some(d) if d <= now => span.bad { "overdue" },
+            Some(d) if d - now < 10 * 60_000 => span.warn { "in " (coarse(d - now)) },
+            Some(d) => { "in " (coarse(d - now)) }
         }
-        Some(d) => format!("in {}", coarse(d - now)),
+    }
+}
+
+/// The status cell: the status, who claimed it, a quorum's progress.
+fn status_cell(r: &RequestRow) -> Markup {
+    html! {
+        span class={ "status " (r.status.as_str()) } { (r.status.as_str()) }
+        @if let Some(b) = r.claimed_by.as_deref().filter(|_| r.status == Status::Claimed) {
+            " " span.dim { "by " (Line(b)) }
+        }
+        // A quorum's progress: how many persons agree of how many needed.
+        @if let Some(q) = r.quorum_view() {
+            " " span.votes title=(Line(&q.summary())) { (Line(&q.progress())) " votes" }
+        }
     }
 }
 
 /// The `#queue` fragment: counts, who holds each context, the table.
-fn fragment_html(viewer: &Viewer, rows: &[RequestRow], leases: &[LeaseInfo]) -> String {
+fn fragment_html(viewer: &Viewer, rows: &[RequestRow], leases: &[LeaseInfo]) -> Markup {
     let now = now_ms();
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_context: BTreeMap<&str, usize> = BTreeMap::new();
@@ -181,101 +184,69 @@ fn fragment_html(viewer: &Viewer, rows: &[RequestRow], leases: &[LeaseInfo]) -> 
         *by_status.entry(r.status.as_str()).or_default() += 1;
         *by_context.entry(r.context.as_str()).or_default() += 1;
     }
-    let mut h = String::from("<div id=\"queue\">");
-    h.push_str(&format!(
-        "<p class=\"counts\"><strong id=\"count\">{}</strong> shown",
-        rows.len()
-    ));
-    for (s, n) in &by_status {
-        h.push_str(&format!(" · {n} {}", escape(s)));
-    }
-    for (c, n) in &by_context {
-        h.push_str(&format!(" · <span class=\"chip\">{}</span> {n}", text(c)));
-    }
-    h.push_str("</p>");
-    for l in leases
+    let held = leases
         .iter()
-        .filter(|l| l.live && l.name != HOLDER && viewer.caller.in_context(&l.context))
-    {
-        h.push_str(&format!(
-            "<p class=\"flash warn\">Context <code>{}</code> is held by the terminal reviewer <strong>{}</strong> \
-since {}: read-only here until they leave.</p>",
-            text(&l.context),
-            text(&l.name),
-            text(&l.created_at)
-        ));
+        .filter(|l| l.live && l.name != HOLDER && viewer.caller.in_context(&l.context));
+    html! {
+        div #queue {
+            p.counts {
+                strong #count { (rows.len()) } " shown"
+                @for (s, n) in &by_status { " · " (n) " " (s) }
+                @for (c, n) in &by_context { " · " span.chip { (Line(c)) } " " (n) }
+            }
+            @for l in held {
+                p.flash.warn {
+                    "Context " code { (Line(&l.context)) } " is held by the terminal reviewer "
+                    strong { (Line(&l.name)) } " since " (Line(&l.created_at))
+                    ": read-only here until they leave."
+                }
+            }
+            @if !viewer.answers() { p.flash { "Signed in as an auditor: read-only." } }
+            @if rows.is_empty() {
+                p.empty { "Nothing waiting." }
+            } @else {
+                table.queue {
+                    thead { tr {
+                        th { "Request" } th { "Question" } th { "Context" }
+                        th { "Agent" } th { "Status" } th { "Age" } th { "Deadline" }
+                    } }
+                    tbody {
+                        @for r in rows {
+                            @let id = r.id.as_deref().unwrap_or("");
+                            @let href = format!("/r/{}", urlencode(id));
+                            tr.row data-href=(href) data-id=(id) {
+                                td { a href=(href) { (Line(id)) } }
+                                td.q { (summary(r)) }
+                                td data-label="Context" { (Line(&r.context)) }
+                                td data-label="Agent" { (Line(r.agent_id.as_deref().unwrap_or("—"))) }
+                                td data-label="Status" { (status_cell(r)) }
+                                td data-label="Age" { (coarse(now - r.created_ms)) }
+                                td data-label="Deadline" { (deadline(r, now)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
-    if !viewer.answers() {
-        h.push_str("<p class=\"flash\">Signed in as an auditor: read-only.</p>");
-    }
-    if rows.is_empty() {
-        h.push_str("<p class=\"empty\">Nothing waiting.</p></div>");
-        return h;
-    }
-    h.push_str(
-        "<table class=\"queue\"><thead><tr><th>Request</th><th>Question</th><th>Context</th>\
-<th>Agent</th><th>Status</th><th>Age</th><th>Deadline</th></tr></thead><tbody>",
-    );
-    for r in rows {
-        let id = r.id.as_deref().unwrap_or("");
-        let href = format!("/r/{}", urlencode(id));
-        h.push_str(&format!(
-            "<tr class=\"row\" data-href=\"{href}\" data-id=\"{}\"><td><a href=\"{href}\">{}</a></td>\
-<td class=\"q\">{}</td><td data-label=\"Context\">{}</td><td data-label=\"Agent\">{}</td>\
-<td data-label=\"Status\"><span class=\"status {}\">{}</span>{}</td>\
-<td data-label=\"Age\">{}</td><td data-label=\"Deadline\">{}</td></tr>",
-            escape(id),
-            text(id),
-            summary(r),
-            text(&r.context),
-            text(r.agent_id.as_deref().unwrap_or("—")),
-            r.status.as_str(),
-            r.status.as_str(),
-            r.claimed_by
-                .as_deref()
-                .filter(|_| r.status == Status::Claimed)
-                .map(|b| format!(" <span class=\"dim\">by {}</span>", text(b)))
-                .unwrap_or_default()
-                // A quorum's progress: how many persons agree of how many needed.
-                + &r.quorum_view()
-                    .map(|q| {
-                        format!(
-                            " <span class=\"votes\" title=\"{}\">{} votes</span>",
-                            escape(&q.summary()),
-                            text(&q.progress())
-                        )
-                    })
-                    .unwrap_or_default(),
-            coarse(now - r.created_ms),
-            deadline(r, now),
-        ));
-    }
-    h.push_str("</tbody></table></div>");
-    h
 }
 
-fn filters_form(f: &Filter) -> String {
-    let opt = |v: &str, label: &str| {
-        format!(
-            "<option value=\"{v}\"{}>{label}</option>",
-            if f.status == v { " selected" } else { "" }
-        )
-    };
-    let mut statuses = opt("open", "open (pending + claimed)");
-    for s in Status::ALL {
-        statuses.push_str(&opt(s.as_str(), s.as_str()));
+fn filters_form(f: &Filter) -> Markup {
+    let statuses = std::iter::once(("open", "open (pending + claimed)"))
+        .chain(Status::ALL.iter().map(|s| (s.as_str(), s.as_str())));
+    html! {
+        form.filters method="get" action="/" {
+            label { "Context " input name="context" value=(f.context) size="12"; }
+            label { "Agent " input name="agent" value=(f.agent) size="12"; }
+            label { "Status " select name="status" {
+                @for (v, label) in statuses {
+                    option value=(v) selected[f.status == v] { (label) }
+                }
+            } }
+            label { "Text " input name="q" value=(f.q) size="16"; }
+            button type="submit" { "Filter" } " " a href="/" { "clear" }
+        }
     }
-    format!(
-        "<form class=\"filters\" method=\"get\" action=\"/\">\
-<label>Context <input name=\"context\" value=\"{}\" size=\"12\"></label>\
-<label>Agent <input name=\"agent\" value=\"{}\" size=\"12\"></label>\
-<label>Status <select name=\"status\">{statuses}</select></label>\
-<label>Text <input name=\"q\" value=\"{}\" size=\"16\"></label>\
-<button type=\"submit\">Filter</button> <a href=\"/\">clear</a></form>",
-        escape(&f.context),
-        escape(&f.agent),
-        escape(&f.q)
-    )
 }
 
 /// `GET /`: the queue page.
@@ -290,26 +261,19 @@ pub async fn page(State(st): State<AppState>, viewer: Viewer, RawQuery(raw): Raw
     };
     // The confirmation is outside `#queue`, which the script replaces on every live
     // change: it stays until the reviewer leaves the page.
-    let done = f
-        .done
-        .as_deref()
-        .map(|d| {
-            format!(
-                "<p class=\"flash good\" id=\"sent\" role=\"status\">Sent the answer to <code>{}</code>.</p>",
-                text(d)
-            )
-        })
-        .unwrap_or_default();
-    let body = format!(
-        "<h1>Queue</h1>{done}{}<p class=\"keys\">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>Enter</kbd> opens.</p>\
-<div id=\"queue-src\" data-src=\"/queue?{}\"></div>{}",
-        filters_form(&f),
-        escape(&f.query_string()),
-        fragment_html(&viewer, &rows, &leases)
-    );
+    let body = html! {
+        h1 { "Queue" }
+        @if let Some(d) = f.done.as_deref() {
+            p.flash.good #sent role="status" { "Sent the answer to " code { (Line(d)) } "." }
+        }
+        (filters_form(&f))
+        p.keys { "Keys: " kbd { "j" } "/" kbd { "k" } " move, " kbd { "Enter" } " opens." }
+        div #queue-src data-src={ "/queue?" (f.query_string()) } {}
+        (fragment_html(&viewer, &rows, &leases))
+    };
     layout::html(
         StatusCode::OK,
-        layout::page("Queue", Some(&viewer.nav()), Some("queue"), &body),
+        layout::page("Queue", Some(&viewer.nav()), Some("queue"), body),
     )
 }
 
@@ -324,7 +288,10 @@ pub async fn fragment(
         Err(e) => return viewer.error(e),
     };
     match load(&st, &viewer, &f).await {
-        Ok((rows, leases)) => layout::html(StatusCode::OK, fragment_html(&viewer, &rows, &leases)),
+        Ok((rows, leases)) => layout::html(
+            StatusCode::OK,
+            fragment_html(&viewer, &rows, &leases).into_string(),
+        ),
         Err(r) => r,
     }
 }

@@ -14,7 +14,7 @@
 //!   The login form itself is protected by a double-submit cookie (`dshq_login`).
 //! - Only reviewer and auditor tokens may log in; an asker token is refused with the
 //!   FORBIDDEN code's message.
-//! - A mail's link (issue 29) opens a session of its own kind ([`super::link`]): the
+//! - A mail's link opens a session of its own kind ([`super::link`]): the
 //!   `dshq_mail` cookie, the same store of sessions and the same CSRF rule, scoped to the
 //!   link's one request and acting as `mail:ADDRESS`. A reviewer's login, when the
 //!   browser has one, wins over it.
@@ -29,16 +29,17 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::layout::{self, escape, urlencode, Nav};
+use super::layout::{self, urlencode, Nav};
 use super::Shared;
 use crate::core::access::Role;
 use crate::core::mail_link::{LinkClaims, Refused};
 use crate::error::Error;
+use crate::host::auth::Caller;
+use crate::host::body::Body;
+use crate::host::AppState;
+use crate::html::{html, Line};
 use crate::protocol::{Code, UserQuestionError};
 use crate::store::WebToken;
-use crate::web::auth::Caller;
-use crate::web::body::Body;
-use crate::web::AppState;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "dshq_session";
@@ -47,7 +48,7 @@ pub const LOGIN_COOKIE: &str = "dshq_login";
 /// The cookie of a mail link's session ([`super::link`]).
 pub const MAIL_COOKIE: &str = "dshq_mail";
 /// A session unused this long ends, by default (`dshq daemon --web-session-idle`).
-pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
+pub use crate::host::state::SESSION_IDLE;
 /// At most this many sessions are kept (the least recently used goes first).
 pub const MAX_SESSIONS: usize = 10_000;
 
@@ -241,7 +242,7 @@ impl Viewer {
     }
 
     /// An error page for this viewer.
-    pub fn error(&self, e: impl Into<crate::web::error::ApiError>) -> Response {
+    pub fn error(&self, e: impl Into<crate::host::error::ApiError>) -> Response {
         layout::error_page(&e.into().0, Some(&self.nav()))
     }
 }
@@ -296,25 +297,22 @@ impl FromRequestParts<AppState> for Viewer {
 }
 
 fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
-    let msg = message
-        .map(|e| {
-            format!(
-                "<p class=\"flash bad\" role=\"alert\"><span class=\"code\">{}</span> {}</p>",
-                escape(e.code.as_str()),
-                layout::text(&e.message)
-            )
-        })
-        .unwrap_or_default();
-    let body = format!(
-        "<section class=\"login\"><h1>Log in</h1>{msg}\
-<p>Paste a reviewer or auditor token (<code>dshq token create --role reviewer --name NAME</code>).</p>\
-<form method=\"post\" action=\"/login\" autocomplete=\"off\">\
-<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-<label for=\"token\">Token</label> <input id=\"token\" name=\"token\" type=\"password\" required \
-spellcheck=\"false\" autocomplete=\"off\"> <button type=\"submit\">Log in</button></form></section>",
-        escape(csrf)
-    );
-    layout::page("Log in", None, None, &body)
+    let body = html! {
+        section.login {
+            h1 { "Log in" }
+            @if let Some(e) = message {
+                p.flash.bad role="alert" { span.code { (e.code.as_str()) } " " (Line(&e.message)) }
+            }
+            p { "Paste a reviewer or auditor token (" code { "dshq token create --role reviewer --name NAME" } ")." }
+            form method="post" action="/login" autocomplete="off" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="token" { "Token" } " "
+                input #token name="token" type="password" required spellcheck="false" autocomplete="off";
+                " " button type="submit" { "Log in" }
+            }
+        }
+    };
+    layout::page("Log in", None, None, body)
 }
 
 fn login_page(
@@ -396,7 +394,7 @@ pub async fn login_post(
             if let (Code::Unauthorized, Some(p)) = (e.0.code, peer) {
                 shared.logins.wrong(p, std::time::Instant::now());
             }
-            let status = crate::web::error::ApiError::status(e.0.code);
+            let status = crate::host::error::ApiError::status(e.0.code);
             return login_page(&headers, status, Some(&e.0));
         }
     };

@@ -1,4 +1,4 @@
-//! The email channel (issue 29): a delivery becomes one mail per recipient of its context,
+//! The email channel: a delivery becomes one mail per recipient of its context,
 //! sent over SMTP with lettre, each with a signed, expiring link to the request on the page
 //! ([`crate::core::mail_link`]).
 //!
@@ -9,7 +9,7 @@
 //!   private certificate. The password is read from `--smtp-password-file` (refused
 //!   when group or others may read it), never from argv or the URL.
 //! - **Retries.** A server that refuses or is down fails the attempt; the sender loop
-//!   ([`super::deliveries`]) tries the row again after its backoff. Nothing is lost: the
+//!   ([`crate::channels::deliveries`]) tries the row again after its backoff. Nothing is lost: the
 //!   row is marked delivered only after every recipient's mail was accepted. A resend
 //!   (after a failure for a later recipient, or after a crash) is the same mail: its
 //!   `Message-ID` is derived from the delivery id and the recipient, and its link from
@@ -19,8 +19,8 @@
 //!   multi-line safe with the project's sanitiser ([`crate::text`]), so no control
 //!   character, terminal escape or line break reaches a header; lettre encodes the
 //!   subject (RFC 2047 for non-ASCII) and the bodies (quoted-printable). The HTML part is
-//!   escaped by the page's own rule ([`crate::web::page::layout`]); the plain part is
-//!   always there.
+//!   a template that escapes every value, with the one rule for untrusted text that the
+//!   page follows too ([`crate::html`]); the plain part is always there.
 //! - **What it reads.** The request's row at send time, through the sender's own store
 //!   connection: a request that is final by then gets no mail (nobody needs to act).
 
@@ -33,16 +33,16 @@ use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::channel::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender};
 use crate::clock::{rfc3339, Millis};
 use crate::core::channel::Channel;
 use crate::core::mail_link::{LinkClaims, LinkKey};
 use crate::error::{Error, Result};
+use crate::html::{html, Block, Line, PreEscaped};
 use crate::protocol::{Question, Request};
 use crate::root::Root;
 use crate::store::{Delivery, RequestRow, Store};
 use crate::text::{multi_line, one_line};
-use crate::web::page::layout::{block, escape, text};
 
 /// How the connection to the SMTP server is protected (a closed set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +177,7 @@ impl EmailSender {
     /// The sender of `email`, signing links with the root's `mail.key` (created at the
     /// first start).
     pub fn new(root: &Root, email: Email) -> Result<EmailSender> {
-        let key = super::mail_key::load_or_create(root.dir())?;
+        let key = crate::app::mail_key::load_or_create(root.dir())?;
         let s = &email.smtp;
         let tls = || -> std::result::Result<TlsParameters, lettre::transport::smtp::Error> {
             let mut b = TlsParameters::builder(s.host.clone());
@@ -206,7 +206,7 @@ impl EmailSender {
     }
 
     /// One attempt of `d`: the store is read here, outside `rt`; only the SMTP exchange
-    /// runs on it (see [`super::channel::Sender::send`]).
+    /// runs on it (see [`crate::channels::Sender::send`]).
     fn send_all(
         &self,
         rt: &tokio::runtime::Runtime,
@@ -292,7 +292,7 @@ impl Sender for EmailSender {
     }
 }
 
-/// The deadline ladder's rungs of `r` (issue 29), each with its time, "(done)" once it
+/// The deadline ladder's rungs of `r`, each with its time, "(done)" once it
 /// ran: what the reviewer has before the request is escalated or expires.
 fn ladder_facts(r: &RequestRow) -> Vec<(&'static str, String)> {
     use crate::protocol::ladder::{Rung, Rungs};
@@ -502,52 +502,38 @@ impl<'a> Content<'a> {
         t
     }
 
-    /// The HTML part: every value escaped by the page's rule.
+    /// The HTML part: a template, every value escaped ([`crate::html`]).
     fn html(&self) -> String {
-        let mut h =
-            String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>");
-        h.push_str(&format!("<p>{}</p><table>", text(&self.lead())));
-        for (k, v) in self.facts() {
-            h.push_str(&format!(
-                "<tr><th align=\"left\">{k}</th><td>{}</td></tr>",
-                text(&v)
-            ));
-        }
-        h.push_str("</table>");
         let n = self.request.questions.len();
-        for (i, q) in self.request.questions.iter().enumerate() {
-            h.push_str(&format!("<h3>Question {} of {n}", i + 1));
-            if let Some(hd) = &q.header {
-                h.push_str(&format!(": {}", text(hd)));
-            }
-            h.push_str(&format!(
-                " <small>({})</small></h3><p style=\"white-space: pre-wrap\">{}</p>",
-                Self::kind_of(q),
-                block(&q.question)
-            ));
-            if let Some(detail) = &q.detail {
-                h.push_str(&format!("<pre>{}</pre>", block(detail)));
-            }
-            if !q.options().is_empty() {
-                h.push_str("<ul>");
-                for o in q.options() {
-                    h.push_str(&format!("<li><strong>{}</strong>", text(&o.label)));
-                    if let Some(desc) = &o.description {
-                        h.push_str(&format!(": {}", text(desc)));
+        html! {
+            (PreEscaped("<!DOCTYPE html>"))
+            html { head { meta charset="utf-8"; } body {
+                p { (Line(&self.lead())) }
+                table {
+                    @for (k, v) in self.facts() {
+                        tr { th align="left" { (k) } td { (Line(&v)) } }
                     }
-                    h.push_str("</li>");
                 }
-                h.push_str("</ul>");
-            }
+                @for (i, q) in self.request.questions.iter().enumerate() {
+                    h3 {
+                        "Question " (i + 1) " of " (n)
+                        @if let Some(hd) = &q.header { ": " (Line(hd)) }
+                        " " small { "(" (Self::kind_of(q)) ")" }
+                    }
+                    p style="white-space: pre-wrap" { (Block(&q.question)) }
+                    @if let Some(detail) = &q.detail { pre { (Block(detail)) } }
+                    @if !q.options().is_empty() {
+                        ul { @for o in q.options() {
+                            li { strong { (Line(&o.label)) } @if let Some(desc) = &o.description { ": " (Line(desc)) } }
+                        } }
+                    }
+                }
+                p { a href=(self.link) { "Open the request on the page" } }
+                p { small { (Line(&self.footer())) } }
+                p { small { "dshq, delivery " (Line(self.delivery)) } }
+            } }
         }
-        h.push_str(&format!(
-            "<p><a href=\"{0}\">Open the request on the page</a></p><p><small>{1}</small></p>\
-<p><small>dshq, delivery {2}</small></p></body></html>",
-            escape(self.link),
-            text(&self.footer()),
-            text(self.delivery)
-        ));
-        h
+        .into_string()
     }
 }
 

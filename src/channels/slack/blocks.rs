@@ -170,7 +170,7 @@ fn buttons(id: &str, r: &Request) -> Option<Vec<Value>> {
 /// The link line: the request on the page, with what the page is for here.
 fn link_section(s: &Shown<'_>, what: &str) -> Value {
     // The link is the operator's base URL and a checked id: no `|` or `>` in it
-    // ([`crate::host::slack`] refuses a base URL with them).
+    // ([`crate::channels::slack`] refuses a base URL with them).
     section(format!("<{}|{what}>", s.link))
 }
 
@@ -251,7 +251,7 @@ pub fn message(s: &Shown<'_>, call: &Call) -> Value {
 /// (the user id is checked: capitals and digits), anyone else as the actor, escaped.
 fn who(actor: &str) -> String {
     match Actor::parse(actor) {
-        Some(Actor::Slack { reviewer, user }) if super::users::is_user_id(&user) => {
+        Some(Actor::Slack { reviewer, user }) if crate::core::slack_users::is_user_id(&user) => {
             format!("{} (<@{user}> on Slack)", escape(&reviewer))
         }
         _ => format!("`{}`", escape_within(actor, 200)),

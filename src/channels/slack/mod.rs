@@ -1,6 +1,6 @@
-//! The Slack channel's sender (issue 29): a delivery of a new request, a reminder or an
+//! The Slack channel's sender: a delivery of a new request, a reminder or an
 //! escalation is posted with `chat.postMessage` to its context's Slack channel as a Block
-//! Kit message ([`crate::slack::blocks`]); a delivery of the request's end (answered,
+//! Kit message ([`crate::channels::slack::blocks`]); a delivery of the request's end (answered,
 //! expired, cancelled, aborted) changes every message posted for it with `chat.update`,
 //! to say who answered and when, with no buttons left.
 //!
@@ -21,6 +21,12 @@
 //! `--slack-token-file`, which must not be readable by group or others (mode 0600); it is
 //! never an argument, an environment variable, a log line or an event.
 
+pub mod blocks;
+pub mod interaction;
+pub mod interactions;
+pub mod mrkdwn;
+pub mod signature;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,13 +39,13 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
-use super::channel::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
-use crate::slack::blocks::{self, Call, Ended, How, Shown};
 use crate::store::{Delivery, RequestRow, Status, Store};
+use blocks::{Call, Ended, How, Shown};
 
 /// Slack's Web API, where the daemon reaches it by default.
 pub const DEFAULT_API: &str = "https://slack.com/api";
@@ -339,7 +345,7 @@ impl SlackSender {
     }
 
     /// One attempt of `d`: the store is read and written here, outside `rt`; only the
-    /// Web API's calls run on it (see [`super::channel::Sender::send`]).
+    /// Web API's calls run on it (see [`crate::channels::Sender::send`]).
     fn deliver(
         &self,
         rt: &tokio::runtime::Runtime,

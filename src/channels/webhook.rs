@@ -1,4 +1,4 @@
-//! The webhook channel (issue 29): a delivery POSTed to its context's URL, signed as the
+//! The webhook channel: a delivery POSTed to its context's URL, signed as the
 //! Standard Webhooks specification describes: the headers `webhook-id` (the delivery id), `webhook-timestamp` (unix seconds) and
 //! `webhook-signature` (`v1,` and the base64 of HMAC-SHA256 over `id.timestamp.body`,
 //! keyed by the secret: `whsec_` and the base64 of its bytes).
@@ -25,7 +25,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sha2::Sha256;
 
-use super::channel::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender};
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;

@@ -25,7 +25,7 @@ use crate::store::{RequestRow, WebToken};
 pub struct Caller {
     /// The token (its name, role and context).
     pub token: WebToken,
-    /// For a mail link's session on the page (issue 29): the link's claims. Such a
+    /// For a mail link's session on the page: the link's claims. Such a
     /// caller sees that one request only and acts as `mail:ADDRESS`
     /// ([`crate::web::page::link`]).
     pub mail: Option<crate::core::mail_link::LinkClaims>,

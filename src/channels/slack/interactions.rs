@@ -1,4 +1,4 @@
-//! The Slack interactions endpoint (issue 29): `POST /slack/interactions`, the Request URL
+//! The Slack interactions endpoint: `POST /slack/interactions`, the Request URL
 //! of the Slack app's Interactivity settings. Slack posts a form with one field, `payload`
 //! (JSON), each time someone presses a button of a dshq message.
 //!
@@ -6,7 +6,7 @@
 //! 1. the request is Slack's: its `X-Slack-Signature` matches the raw body and its
 //!    timestamp, with the app's signing secret (the root's `slack-signing-secret`, or
 //!    `--slack-signing-secret-file`; mode 0600), and the timestamp is within five minutes
-//!    of the store's clock ([`crate::slack::signature`]). Otherwise 401
+//!    of the store's clock ([`crate::channels::slack::signature`]). Otherwise 401
 //!    (`SLACK_BAD_SIGNATURE`, `SLACK_STALE_REQUEST`) and nothing else is read;
 //! 2. it is a press of a dshq button (`block_actions`, our `action_id`; else 400
 //!    `BAD_REQUEST`);
@@ -24,7 +24,7 @@
 //! page's ([`crate::app::provide::answer`], [`crate::host::provider::Providers`]), as
 //! `slack:REVIEWER@SLACKUSER`, so the event log shows both the reviewer and the Slack
 //! account. The message itself is changed by the answered event's delivery (the sender's
-//! `chat.update`, [`crate::host::slack`]): durable and retried like every delivery.
+//! `chat.update`, [`crate::channels::slack`]): durable and retried like every delivery.
 //!
 //! What Slack expects back: a 200 within three seconds for every press it should not
 //! retry. A refusal the presser should see (an unknown user, a request already over, an
@@ -45,16 +45,17 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 use serde_json::json;
 
-use super::body::Body;
-use super::AppState;
 use crate::app;
+use crate::channels::slack::interaction::{self, Press};
+use crate::channels::slack::signature::{Refusal, SigningSecret};
+use crate::channels::slack::{Api, Slack, SIGNING_SECRET_FILE};
 use crate::core::audit::Actor;
 use crate::error::{Error, Result};
-use crate::host::slack::{Api, Slack, SIGNING_SECRET_FILE};
+use crate::host::body::Body;
+use crate::host::provider::Act;
+use crate::host::AppState;
 use crate::protocol::Code;
-use crate::root::Root;
-use crate::slack::interaction::{self, Press};
-use crate::slack::signature::{Refusal, SigningSecret};
+use crate::store::RequestRow;
 
 /// The endpoint's path.
 pub const PATH: &str = "/slack/interactions";
@@ -72,17 +73,15 @@ pub struct Interactions {
 /// The endpoint's routes when the daemon has a Slack channel (none otherwise): the
 /// signing secret and the bot token are read now, so a daemon missing either does not
 /// start.
-pub fn routes(state: &AppState, root: &Root, slack: Option<&Slack>) -> Result<Router> {
-    let Some(slack) = slack else {
-        return Ok(Router::new());
-    };
+pub fn routes(state: &AppState, slack: &Slack) -> Result<Router> {
+    let root = &state.root;
     let file = slack
         .signing_secret_file
         .clone()
         .unwrap_or_else(|| root.dir().join(SIGNING_SECRET_FILE));
-    let secret = SigningSecret::parse(&crate::host::slack::read_secret_file(
+    let secret = SigningSecret::parse(&crate::channels::slack::read_secret_file(
         &file,
-        crate::host::slack::SIGNING_SECRET_WHAT,
+        crate::channels::slack::SIGNING_SECRET_WHAT,
     )?)
     .ok_or_else(|| Error::Usage("the Slack signing secret is empty".into()))?;
     let inter = Arc::new(Interactions {
@@ -138,34 +137,50 @@ fn refuse_shown(inter: &Arc<Interactions>, press: &Press, code: Code, message: S
         id = %crate::text::for_log(&press.value.request),
         "slack: press refused"
     );
-    let text = crate::slack::mrkdwn::escape(&message);
+    let text = crate::channels::slack::mrkdwn::escape(&message);
     tell(inter, press, text.clone());
     refuse(StatusCode::OK, code, text)
 }
 
-/// `POST /slack/interactions`.
+/// `POST /slack/interactions`: a press answers once it passes every check (the module's
+/// list), in that order.
 pub async fn interact(
     State(st): State<AppState>,
     Extension(inter): Extension<Arc<Interactions>>,
     headers: HeaderMap,
     Body(body): Body,
 ) -> Response {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let now_ms = match st.db.read(|store| store.clock_now()).await {
-        Ok(n) => n,
-        Err(e) => {
-            tracing::error!(error = %e, "slack: cannot read the store's clock");
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Code::Store,
-                "the store cannot be read".into(),
-            );
-        }
+    let press = match verified_press(&st, &inter, &headers, &body).await {
+        Ok(p) => p,
+        Err(r) => return r,
     };
+    let (row, reviewer) = match acts_on(&st, &inter, &press).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    answer(&st, &inter, &press, &row, &reviewer).await
+}
+
+/// Checks 1 and 2: the request is Slack's (signed, recent) and a press of a dshq button.
+async fn verified_press(
+    st: &AppState,
+    inter: &Interactions,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> std::result::Result<Press, Response> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let now_ms = st.db.read(|store| store.clock_now()).await.map_err(|e| {
+        tracing::error!(error = %e, "slack: cannot read the store's clock");
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::Store,
+            "the store cannot be read".into(),
+        )
+    })?;
     if let Err(r) = inter.secret.verify(
         header("x-slack-request-timestamp"),
         header("x-slack-signature"),
-        &body,
+        body,
         now_ms.div_euclid(1000),
     ) {
         let code = match r {
@@ -173,24 +188,30 @@ pub async fn interact(
             Refusal::Malformed(_) | Refusal::Mismatch => Code::SlackBadSignature,
         };
         tracing::warn!(code = code.as_str(), why = %r, "slack: request refused");
-        return refuse(StatusCode::UNAUTHORIZED, code, r.to_string());
+        return Err(refuse(StatusCode::UNAUTHORIZED, code, r.to_string()));
     }
-    let press = match interaction::parse(&body) {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::warn!(code = Code::BadRequest.as_str(), why = %e, "slack: not a press of a dshq button");
-            return refuse(StatusCode::BAD_REQUEST, Code::BadRequest, e.to_string());
-        }
-    };
+    interaction::parse(body).map_err(|e| {
+        tracing::warn!(code = Code::BadRequest.as_str(), why = %e, "slack: not a press of a dshq button");
+        refuse(StatusCode::BAD_REQUEST, Code::BadRequest, e.to_string())
+    })
+}
+
+/// Checks 3 to 6: the presser is a reviewer, the press comes from a message dshq posted
+/// for its request, which is still open and still in the context whose channel the
+/// message is in. The request as it is now, and the reviewer.
+async fn acts_on(
+    st: &AppState,
+    inter: &Arc<Interactions>,
+    press: &Press,
+) -> std::result::Result<(RequestRow, String), Response> {
     let Some(reviewer) = inter.users.get(&press.user).cloned() else {
         let message = format!(
             "Your Slack account ({}) is not one of this dshq's reviewers: nothing was recorded. An operator adds it under [slack.users] in dshq's config file.",
             press.user
         );
-        return refuse_shown(&inter, &press, Code::SlackUnknownUser, message);
+        return Err(refuse_shown(inter, press, Code::SlackUnknownUser, message));
     };
     let id = press.value.request.clone();
-    // Already over: say who ended it and when, and change nothing.
     // The request as it is now: its context (whose host lease answers), and how it
     // ended if it is over (then the presser is told who ended it and when, and nothing
     // changes).
@@ -201,7 +222,7 @@ pub async fn interact(
             let Some(row) = store.get(&id2)? else {
                 return Ok(None);
             };
-            let end = crate::host::slack::end_of(store, &row)?;
+            let end = super::end_of(store, &row)?;
             let messages = store.slack_messages(&id2)?;
             Ok(Some((row, end, messages)))
         })
@@ -211,82 +232,83 @@ pub async fn interact(
             let message = format!(
                 "Request {id} is not in this dshq (pruned, or never here): nothing was recorded."
             );
-            return refuse_shown(&inter, &press, Code::NotFound, message);
+            return Err(refuse_shown(inter, press, Code::NotFound, message));
         }
         Ok(Some(now)) => now,
-        Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
+        Err(e) => return Err(refuse_shown(inter, press, e.code(), e.to_string())),
     };
     // The press acts only on what its message was posted for, where the request is now.
     let posted = messages.iter().map(|m| (m.channel.as_str(), m.ts.as_str()));
-    if let Err(m) = interaction::from_its_message(&press, posted) {
-        return refuse_shown(&inter, &press, m.code(), m.to_string());
+    if let Err(m) = interaction::from_its_message(press, posted) {
+        return Err(refuse_shown(inter, press, m.code(), m.to_string()));
     }
     if let Some(end) = end {
-        return refuse_shown(&inter, &press, Code::RequestFinal, already_over(&id, &end));
+        let message = already_over(&id, &end);
+        return Err(refuse_shown(inter, press, Code::RequestFinal, message));
     }
-    let context = row.context.clone();
-    let channel = inter.channels.get(&context).map(String::as_str);
-    if let Err(m) = interaction::where_it_is(&press, &context, channel) {
-        return refuse_shown(&inter, &press, m.code(), m.to_string());
+    let channel = inter.channels.get(&row.context).map(String::as_str);
+    if let Err(m) = interaction::where_it_is(press, &row.context, channel) {
+        return Err(refuse_shown(inter, press, m.code(), m.to_string()));
     }
+    Ok((row, reviewer))
+}
+
+/// Record the press's answer through the same use-case and host lease as the page's.
+async fn answer(
+    st: &AppState,
+    inter: &Arc<Interactions>,
+    press: &Press,
+    row: &RequestRow,
+    reviewer: &str,
+) -> Response {
+    let id = press.value.request.clone();
     let actor = Actor::Slack {
-        reviewer: reviewer.clone(),
+        reviewer: reviewer.to_string(),
         user: press.user.clone(),
     };
-    let answer = press.value.answer();
-    for attempt in 0..2 {
-        let acting = match st.providers.answering(&row, actor.clone()).await {
-            Ok(a) => a,
-            Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
-        };
-        let (root, id2, answer2) = (st.root.clone(), id.clone(), answer.clone());
-        let r = st
-            .db
-            .write(move |store| app::provide::answer(store, Some(&root), &id2, &acting, &answer2))
-            .await;
-        match r {
-            Err(Error::LeaseExpired(_)) if attempt == 0 => st.providers.forget(&row.context).await,
-            Err(Error::RequestFinal { .. }) => {
-                // Someone else answered between the check and the write.
-                let id2 = id.clone();
-                let end = st
-                    .db
-                    .read(move |store| match store.get(&id2)? {
-                        Some(row) => crate::host::slack::end_of(store, &row),
-                        None => Ok(None),
-                    })
-                    .await;
-                let message = match end {
-                    Ok(Some(end)) => already_over(&id, &end),
-                    _ => format!("Request {id} is already over: nothing was recorded."),
-                };
-                return refuse_shown(&inter, &press, Code::RequestFinal, message);
-            }
-            Err(e) => return refuse_shown(&inter, &press, e.code(), e.to_string()),
-            Ok(app::provide::Answering::Voted(_)) => {
-                tracing::info!(id = %crate::text::for_log(&id), reviewer = %reviewer, user = %crate::text::for_log(&press.user), "voted from Slack");
-                let text =
-                    format!("Your vote on {id} is recorded; the request waits for more approvals.");
-                tell(&inter, &press, crate::slack::mrkdwn::escape(&text));
-                return StatusCode::OK.into_response();
-            }
-            Ok(app::provide::Answering::Finished(_)) => {
-                tracing::info!(id = %crate::text::for_log(&id), reviewer = %reviewer, user = %crate::text::for_log(&press.user), "answered from Slack");
-                return StatusCode::OK.into_response();
-            }
+    let (root, id2, answer) = (st.root.clone(), id.clone(), press.value.answer());
+    let r = st
+        .providers
+        .act(row, actor, Act::Answer, move |store, acting| {
+            app::provide::answer(store, Some(&root), &id2, acting, &answer)
+        })
+        .await;
+    let user = crate::text::for_log(&press.user);
+    match r {
+        Err(Error::RequestFinal { .. }) => {
+            // Someone else answered between the check and the write.
+            let id2 = id.clone();
+            let end = st
+                .db
+                .read(move |store| match store.get(&id2)? {
+                    Some(row) => super::end_of(store, &row),
+                    None => Ok(None),
+                })
+                .await;
+            let message = match end {
+                Ok(Some(end)) => already_over(&id, &end),
+                _ => format!("Request {id} is already over: nothing was recorded."),
+            };
+            refuse_shown(inter, press, Code::RequestFinal, message)
+        }
+        Err(e) => refuse_shown(inter, press, e.code(), e.to_string()),
+        Ok(app::provide::Answering::Voted(_)) => {
+            tracing::info!(id = %crate::text::for_log(&id), reviewer = %reviewer, user = %user, "voted from Slack");
+            let text =
+                format!("Your vote on {id} is recorded; the request waits for more approvals.");
+            tell(inter, press, super::mrkdwn::escape(&text));
+            StatusCode::OK.into_response()
+        }
+        Ok(app::provide::Answering::Finished(_)) => {
+            tracing::info!(id = %crate::text::for_log(&id), reviewer = %reviewer, user = %user, "answered from Slack");
+            StatusCode::OK.into_response()
         }
     }
-    refuse_shown(
-        &inter,
-        &press,
-        Code::LeaseExpired,
-        "the host's lease ended twice; press again".into(),
-    )
 }
 
 /// What a press on a request that is over is told.
-fn already_over(id: &str, end: &crate::slack::blocks::Ended) -> String {
-    use crate::slack::blocks::How;
+fn already_over(id: &str, end: &crate::channels::slack::blocks::Ended) -> String {
+    use crate::channels::slack::blocks::How;
     let at = crate::clock::rfc3339(end.at_ms);
     let by = end
         .by

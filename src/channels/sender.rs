@@ -1,4 +1,4 @@
-//! A channel's side of the deliveries sender (issue 29): what the loop in
+//! A channel's side of the deliveries sender: what the loop in
 //! [`super::deliveries`] asks of each channel (webhook, mail, Slack). Apart from the loop so
 //! a channel's module and the loop that builds it do not import each other.
 

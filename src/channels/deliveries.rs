@@ -1,4 +1,4 @@
-//! The deliveries sender (issue 29): a thread of its own, with its own store connection
+//! The deliveries sender: a thread of its own, with its own store connection
 //! and a tokio runtime for the channels' network I/O, started by the daemon when it has channels (`--webhook`, and
 //! the other channels' flags). It never blocks the file loop: it reads the outbox's due
 //! rows ([`crate::store::queue::deliveries`]) after their commit, hands each to its
@@ -36,9 +36,8 @@ use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::{Delivery, Route, Store};
 
-pub use super::channel::{Attempt, Sender};
-
-pub use super::webhook::{parse_webhook, Webhooks};
+use super::sender::Sender;
+use super::Channels;
 
 /// The longest wait between two attempts of one delivery.
 pub const RETRY_MAX: Duration = Duration::from_secs(600);
@@ -60,27 +59,6 @@ const SETTLE: [Duration; 3] = [
 /// How many due rows one look takes.
 const BATCH: usize = 64;
 
-/// The channels of a daemon, as configured (each channel's sender is built from its part
-/// at start, by [`spawn`]).
-#[derive(Debug, Clone)]
-pub struct Channels {
-    /// `--webhook`: one URL per context.
-    pub webhooks: Option<Webhooks>,
-    /// `--slack`: one Slack channel per context ([`super::slack`]).
-    pub slack: Option<super::slack::Slack>,
-    /// `--email`: mail over SMTP to each context's recipients ([`super::email`]).
-    pub email: Option<super::email::Email>,
-    /// The wait after a delivery's first failed attempt (doubling after each).
-    pub retry_min: Duration,
-}
-
-impl Channels {
-    /// Whether no channel is configured (the daemon then starts no sender).
-    pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && self.slack.is_none() && self.email.is_none()
-    }
-}
-
 /// The wait before the attempt after `failed` failed attempts.
 pub fn backoff(retry_min: Duration, failed: i64) -> Duration {
     let doublings = failed.clamp(1, 32) as u32 - 1;
@@ -93,22 +71,10 @@ pub fn backoff(retry_min: Duration, failed: i64) -> Duration {
 /// Records the channels' routes first, so their events write delivery rows from now on.
 pub fn spawn(
     root: &Root,
-    channels: Channels,
+    channels: &Channels,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>> {
-    let mut senders: Vec<Box<dyn Sender>> = Vec::new();
-    if let Some(w) = &channels.webhooks {
-        senders.push(Box::new(super::webhook::WebhookSender::new(
-            root,
-            w.clone(),
-        )?));
-    }
-    if let Some(s) = &channels.slack {
-        senders.push(Box::new(super::slack::SlackSender::new(root, s.clone())?));
-    }
-    if let Some(e) = &channels.email {
-        senders.push(Box::new(super::email::EmailSender::new(root, e.clone())?));
-    }
+    let senders = channels.senders(root)?;
     let routes: Vec<Route> = senders
         .iter()
         .flat_map(|s| {

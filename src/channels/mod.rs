@@ -1,0 +1,86 @@
+//! The channels: where dshq reaches people who are not looking at one of its faces. A
+//! channel sends a request (and its reminders, escalations and end) somewhere people
+//! already are: a webhook ([`webhook`]), mail ([`email`]), a Slack channel ([`slack`]).
+//! Some take an answer back the same way (a Slack button, [`slack::interactions`]); a
+//! mail's link opens the page, whose route it is.
+//!
+//! Every channel is the same three parts, so a new one (Telegram, Teams, Web Push) has an
+//! obvious place: a folder or file here with
+//!
+//! 1. its settings (a field of [`Channels`], filled from the daemon's flags);
+//! 2. its [`Sender`]: which contexts it serves and one attempt of one delivery, built in
+//!    [`Channels::senders`]. The loop that reads the due deliveries, retries with backoff
+//!    and marks them delivered is written once ([`deliveries`]) and runs in the plain
+//!    daemon as well as the host; a channel never retries by itself;
+//! 3. its rendering, apart from the page's: what a message says, with the asker's text
+//!    escaped the way that medium needs (Slack's mrkdwn, HTML through templates that
+//!    escape by default and the one rule for untrusted text, [`crate::html`]);
+//!
+//! and, when it takes answers back, its inbound routes (added in [`routes`], served by
+//! the host beside the web face): each answers through the same use-case and the same
+//! host lease as the page ([`crate::host::provider::Providers::act`]).
+//!
+//! A channel imports the host's services, `app` and below; never another face.
+
+pub mod deliveries;
+pub mod email;
+pub mod sender;
+pub mod slack;
+pub mod webhook;
+
+use std::time::Duration;
+
+use axum::Router;
+
+pub use sender::{Attempt, Sender};
+
+use crate::error::Result;
+use crate::host::AppState;
+use crate::root::Root;
+
+/// The channels of a daemon, as configured (each channel's sender is built from its part
+/// at start, by [`Channels::senders`]).
+#[derive(Debug, Clone)]
+pub struct Channels {
+    /// `--webhook`: one URL per context.
+    pub webhooks: Option<webhook::Webhooks>,
+    /// `--slack`: one Slack channel per context ([`slack`]).
+    pub slack: Option<slack::Slack>,
+    /// `--email`: mail over SMTP to each context's recipients ([`email`]).
+    pub email: Option<email::Email>,
+    /// The wait after a delivery's first failed attempt (doubling after each).
+    pub retry_min: Duration,
+}
+
+impl Channels {
+    /// Whether no channel is configured (the daemon then starts no sender).
+    pub fn is_empty(&self) -> bool {
+        self.webhooks.is_none() && self.slack.is_none() && self.email.is_none()
+    }
+
+    /// The sender of each configured channel, with its secrets read now (a daemon missing
+    /// one does not start).
+    pub fn senders(&self, root: &Root) -> Result<Vec<Box<dyn Sender>>> {
+        let mut senders: Vec<Box<dyn Sender>> = Vec::new();
+        if let Some(w) = &self.webhooks {
+            senders.push(Box::new(webhook::WebhookSender::new(root, w.clone())?));
+        }
+        if let Some(s) = &self.slack {
+            senders.push(Box::new(slack::SlackSender::new(root, s.clone())?));
+        }
+        if let Some(e) = &self.email {
+            senders.push(Box::new(email::EmailSender::new(root, e.clone())?));
+        }
+        Ok(senders)
+    }
+}
+
+/// The channels' inbound routes (Slack's interactions endpoint when Slack is on), served
+/// by the host beside the web face; their secrets are read now.
+pub fn routes(state: &AppState, channels: Option<&Channels>) -> Result<Router> {
+    let mut router = Router::new();
+    if let Some(s) = channels.and_then(|c| c.slack.as_ref()) {
+        router = router.merge(slack::interactions::routes(state, s)?);
+    }
+    Ok(router)
+}
