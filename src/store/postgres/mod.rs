@@ -31,6 +31,7 @@
 //! `audit.key` in its root (copy it from the first): the chain is keyed with it.
 
 pub mod agents;
+pub mod answers;
 pub mod conn;
 mod copy;
 pub mod deliveries;

@@ -13,6 +13,7 @@
 //! requests: an expired lease is dead for every operation even before the daemon notices.
 
 pub mod agents;
+pub mod answers;
 pub mod audit;
 pub mod conn;
 pub mod deliveries;

@@ -16,15 +16,14 @@ pub mod ask;
 pub mod due;
 pub mod ladder;
 pub mod outbox;
-pub mod provide;
 pub mod reads;
-mod row;
+pub(super) mod row;
 pub mod timeouts;
 
 pub use ask::Rejection;
 pub use due::next_due;
 pub use outbox::{mark_outbox_written, outbox_pending};
-pub use provide::abort;
+pub use super::answers::abort;
 pub use reads::{get, get_any, list};
 pub(crate) use row::all_oldest_first;
 pub use timeouts::abort_overdue;

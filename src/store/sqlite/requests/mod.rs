@@ -17,9 +17,8 @@ pub mod ask;
 pub mod due;
 pub mod ladder;
 pub mod outbox;
-pub mod provide;
 pub mod reads;
-mod row;
+pub(super) mod row;
 pub mod timeouts;
 
 pub use crate::core::lifecycle::{RequestRow, Status};
@@ -27,6 +26,6 @@ pub use crate::store::types::{Accepted, ListFilter};
 pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
 pub use due::next_due;
 pub use outbox::{mark_outbox_written, outbox_pending};
-pub use provide::{abort, answer, answer_replayable, cancel, claim};
+pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
 pub use reads::{get, get_any, list};
 pub use timeouts::abort_overdue;

@@ -3,13 +3,6 @@
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::protocol::types::Decision;
 
-/// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
-/// `?4` the generation. A stale holder (ended, expired, or another generation) matches
-/// no row.
-pub(super) const LEASE_LIVE: &str =
-    "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
-                          AND ended_ms IS NULL AND expires_ms >= ?2)";
-
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
