@@ -37,6 +37,7 @@ mod copy;
 pub mod deliveries;
 pub mod events;
 mod feed;
+pub mod ladder;
 pub mod leases;
 pub mod links;
 pub mod requests;

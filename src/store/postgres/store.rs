@@ -142,7 +142,7 @@ impl Driver for PgDriver {
 
     fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
         self.db
-            .read(|c| requests::ladder::set_context_ladders(c, policies))
+            .read(|c| super::ladder::set_context_ladders(c, policies))
     }
 
     fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {

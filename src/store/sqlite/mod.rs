@@ -20,6 +20,7 @@ pub mod deliveries;
 pub mod events;
 mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod links;
 pub mod prune;

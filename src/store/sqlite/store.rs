@@ -115,7 +115,7 @@ impl Driver for SqliteDriver {
     }
 
     fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
-        requests::ladder::set_context_ladders(&mut self.conn, policies)
+        super::ladder::set_context_ladders(&mut self.conn, policies)
     }
 
     fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {

@@ -14,7 +14,6 @@
 
 pub mod ask;
 pub mod due;
-pub mod ladder;
 pub mod outbox;
 pub mod reads;
 pub(super) mod row;

@@ -6,7 +6,7 @@ use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
 use crate::protocol::types::Decision;
 
-pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
+pub(in crate::store::postgres) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
     r.edits, r.quorum, r.approvers,
@@ -15,12 +15,12 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
                                                    'decision', v.decision, 'atMs', v.created_ms)
                                  ORDER BY v.created_ms, v.voter), '[]')::text
         FROM votes v WHERE v.request_seq = r.seq) END";
-pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+pub(in crate::store::postgres) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 27;
+pub(in crate::store::postgres) const WIDTH: usize = 27;
 
-pub(super) fn row(r: &Row) -> Result<RequestRow> {
+pub(in crate::store::postgres) fn row(r: &Row) -> Result<RequestRow> {
     let status: String = r.try_get(3)?;
     let decision: Option<String> = r.try_get(16)?;
     Ok(RequestRow {
@@ -57,7 +57,7 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
 }
 
 /// Every row of `rows` mapped.
-pub(super) fn rows(rows: &[Row]) -> Result<Vec<RequestRow>> {
+pub(in crate::store::postgres) fn rows(rows: &[Row]) -> Result<Vec<RequestRow>> {
     rows.iter().map(row).collect()
 }
 

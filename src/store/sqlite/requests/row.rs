@@ -3,7 +3,7 @@
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::protocol::types::Decision;
 
-pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
+pub(in crate::store::sqlite) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
     r.edits, r.quorum, r.approvers,
@@ -12,11 +12,11 @@ pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, 
                                             'decision', v.decision, 'atMs', v.created_ms))
         FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 27;
+pub(in crate::store::sqlite) const WIDTH: usize = 27;
 
-pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+pub(in crate::store::sqlite) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
-pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
+pub(in crate::store::sqlite) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
     let status: String = r.get(3)?;
     let decision: Option<String> = r.get(16)?;
     Ok(RequestRow {
