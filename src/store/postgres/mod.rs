@@ -40,6 +40,7 @@ mod feed;
 pub mod ladder;
 pub mod leases;
 pub mod links;
+pub mod outbox;
 pub mod requests;
 pub mod session;
 pub mod slack;

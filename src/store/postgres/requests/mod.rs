@@ -14,14 +14,13 @@
 
 pub mod ask;
 pub mod due;
-pub mod outbox;
 pub mod reads;
 pub(super) mod row;
 pub mod timeouts;
 
 pub use ask::Rejection;
 pub use due::next_due;
-pub use outbox::{mark_outbox_written, outbox_pending};
+pub use super::outbox::{mark_outbox_written, outbox_pending};
 pub use super::answers::abort;
 pub use reads::{get, get_any, list};
 pub(crate) use row::all_oldest_first;

@@ -5,7 +5,8 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::reads::get;
-use super::{outbox, timeouts};
+use super::timeouts;
+use crate::store::sqlite::outbox;
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;

@@ -15,7 +15,6 @@
 
 pub mod ask;
 pub mod due;
-pub mod outbox;
 pub mod reads;
 pub(super) mod row;
 pub mod timeouts;
@@ -24,7 +23,7 @@ pub use crate::core::lifecycle::{RequestRow, Status};
 pub use crate::store::types::{Accepted, ListFilter};
 pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
 pub use due::next_due;
-pub use outbox::{mark_outbox_written, outbox_pending};
+pub use super::outbox::{mark_outbox_written, outbox_pending};
 pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
 pub use reads::{get, get_any, list};
 pub use timeouts::abort_overdue;

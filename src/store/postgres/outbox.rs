@@ -6,7 +6,7 @@
 
 use postgres::GenericClient;
 
-use super::row::{rows, COLUMNS, FROM};
+use super::requests::row::{rows, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 use crate::store::postgres::tx::Tx;
@@ -41,7 +41,7 @@ pub fn mark_outbox_written(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
 }
 
 /// Clear the outbox flag of the rows at `seqs`.
-pub(super) fn unset_outbox_pending(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
+pub(in crate::store::postgres) fn unset_outbox_pending(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
     t.tx.execute(
         "UPDATE requests SET outbox_pending = FALSE WHERE seq = ANY($1) AND outbox_pending",
         &[&seqs],

@@ -4,7 +4,7 @@ use rusqlite::{Connection, Transaction};
 
 use crate::store::sqlite::sql::Sql;
 
-use super::row::{row, COLUMNS, FROM};
+use super::requests::row::{row, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 
@@ -38,7 +38,7 @@ pub fn mark_outbox_written(tx: &mut Sql<'_, '_>, seqs: &[i64]) -> Result<()> {
 }
 
 /// Clear the outbox flag of the rows at `seqs`.
-pub(super) fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()> {
+pub(in crate::store::sqlite) fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "UPDATE requests SET outbox_pending = 0 WHERE seq = ?1 AND outbox_pending = 1",
     )?;
