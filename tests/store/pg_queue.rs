@@ -262,7 +262,10 @@ fn backend_files(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
         if p.is_dir() {
             backend_files(&p, out);
         } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+            out.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
         }
     }
 }
@@ -272,7 +275,12 @@ fn the_backend_never_reads_the_hosts_clock() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/postgres");
     let mut files = Vec::new();
     backend_files(&dir, &mut files);
-    assert!(files.len() > 10, "found {} files in {}", files.len(), dir.display());
+    assert!(
+        files.len() > 10,
+        "found {} files in {}",
+        files.len(),
+        dir.display()
+    );
     for (name, text) in files {
         assert!(
             !text.contains(concat!("now_ms", "(")),

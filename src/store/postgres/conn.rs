@@ -568,7 +568,7 @@ fn run<T>(
 /// What a write's opening statement does ([`open_write`]): it takes the write lock in
 /// `mode` and, in the same statement, reads the store's clock (`read_clock`; a test clock
 /// gives it otherwise) and when something next falls due (`look_due`, for a write that
-/// sweeps first; see [`super::requests::due::NEXT_DUE`]).
+/// sweeps first; see [`super::sweep::NEXT_DUE`]).
 #[derive(Debug, Clone, Copy)]
 struct Opening {
     mode: LockMode,
@@ -592,7 +592,7 @@ impl Opening {
             "NULL::bigint"
         };
         let due = if self.look_due {
-            super::requests::due::NEXT_DUE
+            super::sweep::NEXT_DUE
         } else {
             "NULL::bigint"
         };

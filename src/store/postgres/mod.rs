@@ -45,6 +45,7 @@ pub mod requests;
 pub mod session;
 pub mod slack;
 mod store;
+pub mod sweep;
 pub mod tls;
 pub mod tx;
 

@@ -22,8 +22,7 @@ use crate::store::{Provided, ProviderFile};
 /// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
 /// `?4` the generation. A stale holder (ended, expired, or another generation) matches
 /// no row.
-const LEASE_LIVE: &str =
-    "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
+const LEASE_LIVE: &str = "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
                           AND ended_ms IS NULL AND expires_ms >= ?2)";
 
 // The entry points this backend's callers (the inbox's aborts, its own tests) still name:

@@ -29,6 +29,7 @@ pub mod requests;
 pub mod slack;
 pub mod sql;
 mod store;
+pub mod sweep;
 pub mod tokens;
 
 pub use conn::{

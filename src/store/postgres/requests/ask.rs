@@ -5,12 +5,11 @@
 use postgres::types::Type;
 
 use super::reads::get;
-use super::timeouts;
-use crate::store::postgres::outbox;
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
+use crate::store::postgres::outbox;
 use crate::store::postgres::session::HeldRequest;
 use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
 pub use crate::store::queue::requests::Rejection;
@@ -224,7 +223,7 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
     }
 
     fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
-        timeouts::open_past_deadline(self, now)
+        crate::store::postgres::sweep::open_past_deadline(self, now)
     }
 
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {

@@ -13,15 +13,13 @@
 //! origin), [`due`] the next wake-up.
 
 pub mod ask;
-pub mod due;
 pub mod reads;
 pub(super) mod row;
-pub mod timeouts;
 
-pub use ask::Rejection;
-pub use due::next_due;
-pub use super::outbox::{mark_outbox_written, outbox_pending};
 pub use super::answers::abort;
+pub use super::outbox::{mark_outbox_written, outbox_pending};
+pub use super::sweep::abort_overdue;
+pub use super::sweep::next_due;
+pub use ask::Rejection;
 pub use reads::{get, get_any, list};
 pub(crate) use row::all_oldest_first;
-pub use timeouts::abort_overdue;

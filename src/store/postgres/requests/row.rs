@@ -15,7 +15,8 @@ pub(in crate::store::postgres) const COLUMNS: &str = "r.seq, r.id, r.context, r.
                                                    'decision', v.decision, 'atMs', v.created_ms)
                                  ORDER BY v.created_ms, v.voter), '[]')::text
         FROM votes v WHERE v.request_seq = r.seq) END";
-pub(in crate::store::postgres) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+pub(in crate::store::postgres) const FROM: &str =
+    "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
 pub(in crate::store::postgres) const WIDTH: usize = 27;

@@ -5,8 +5,6 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::reads::get;
-use super::timeouts;
-use crate::store::sqlite::outbox;
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
@@ -15,6 +13,7 @@ use crate::protocol::types::Request;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::queue;
 pub use crate::store::queue::requests::Rejection;
+use crate::store::sqlite::outbox;
 use crate::store::sqlite::sql::Sql;
 use crate::store::types::Accepted;
 
@@ -206,7 +205,7 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
     }
 
     fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
-        timeouts::open_past_deadline(self.0, now)
+        crate::store::sqlite::sweep::open_past_deadline(self.0, now)
     }
 
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {

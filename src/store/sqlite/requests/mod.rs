@@ -14,16 +14,14 @@
 //! depends on `leases` and never the other way.
 
 pub mod ask;
-pub mod due;
 pub mod reads;
 pub(super) mod row;
-pub mod timeouts;
 
+pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
+pub use super::outbox::{mark_outbox_written, outbox_pending};
+pub use super::sweep::abort_overdue;
+pub use super::sweep::next_due;
 pub use crate::core::lifecycle::{RequestRow, Status};
 pub use crate::store::types::{Accepted, ListFilter};
 pub use ask::{accept, earlier_rejection, record_rejection, Rejection};
-pub use due::next_due;
-pub use super::outbox::{mark_outbox_written, outbox_pending};
-pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
 pub use reads::{get, get_any, list};
-pub use timeouts::abort_overdue;

@@ -14,7 +14,8 @@ pub(in crate::store::sqlite) const COLUMNS: &str = "r.seq, r.id, r.context, r.st
 /// How many columns [`COLUMNS`] has (a query may select more after them).
 pub(in crate::store::sqlite) const WIDTH: usize = 27;
 
-pub(in crate::store::sqlite) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+pub(in crate::store::sqlite) const FROM: &str =
+    "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 pub(in crate::store::sqlite) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
     let status: String = r.get(3)?;
