@@ -10,7 +10,7 @@
 use postgres::types::Type;
 use postgres::GenericClient;
 
-use super::requests::reads::get;
+use super::requests::get;
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;

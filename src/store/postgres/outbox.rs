@@ -6,7 +6,7 @@
 
 use postgres::GenericClient;
 
-use super::requests::row::{rows, COLUMNS, FROM};
+use super::requests::{rows, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 use crate::store::postgres::tx::Tx;

@@ -4,7 +4,7 @@
 
 use postgres::GenericClient;
 
-use super::requests::row::{rows, COLUMNS, FROM};
+use super::requests::{rows, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;

@@ -4,7 +4,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::requests::reads::get;
+use super::requests::get;
 use crate::clock::Millis;
 use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;

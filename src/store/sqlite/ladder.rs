@@ -4,7 +4,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::requests::row::{row, COLUMNS, FROM};
+use super::requests::{row, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;

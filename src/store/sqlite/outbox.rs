@@ -4,7 +4,7 @@ use rusqlite::{Connection, Transaction};
 
 use crate::store::sqlite::sql::Sql;
 
-use super::requests::row::{row, COLUMNS, FROM};
+use super::requests::{row, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 

@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 use rusqlite::Transaction;
 
-use super::requests::row::{row, COLUMNS, FROM};
+use super::requests::{row, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;

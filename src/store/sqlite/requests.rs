@@ -1,21 +1,76 @@
-//! Asking on SQLite: the statements of [`crate::store::queue::requests`] (accept, reject,
-//! deadlines, the outbox), and the entry points this backend's callers use, which run
-//! those rules on a transaction.
+//! Requests on SQLite: the statements of asking ([`crate::store::driver::RequestStatements`]:
+//! accept, reject, the id and rejection lookups), the reads of one request and of lists
+//! (`show`, `list`, `wait`), and how a request row maps to a [`RequestRow`], which the
+//! other concerns' statements select too. The rules are [`crate::store::queue::requests`].
+//!
+//! The lifecycle (spec §5) is enforced with conditional updates: every transition names
+//! the states it leaves (`WHERE status IN ('pending', 'claimed')`) and the lease that may
+//! make it, so a final state never changes and of two concurrent answers exactly one
+//! matches a row.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
-use super::reads::get;
+pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
+pub use super::outbox::{mark_outbox_written, outbox_pending};
+pub use super::sweep::{abort_overdue, next_due};
 use crate::clock::Millis;
-use crate::core::lifecycle::RequestRow;
+pub use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
 use crate::protocol::error::UserQuestionError;
-use crate::protocol::types::Request;
+use crate::protocol::types::{Decision, Request};
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::queue;
 pub use crate::store::queue::requests::Rejection;
 use crate::store::sqlite::outbox;
 use crate::store::sqlite::sql::Sql;
-use crate::store::types::Accepted;
+pub use crate::store::types::{Accepted, ListFilter};
+
+pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
+    r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
+    r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
+    r.edits, r.quorum, r.approvers,
+    CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+        SELECT json_group_array(json_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
+                                            'decision', v.decision, 'atMs', v.created_ms))
+        FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
+/// How many columns [`COLUMNS`] has (a query may select more after them).
+pub(super) const WIDTH: usize = 27;
+
+pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+
+pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
+    let status: String = r.get(3)?;
+    let decision: Option<String> = r.get(16)?;
+    Ok(RequestRow {
+        seq: r.get(0)?,
+        id: r.get(1)?,
+        context: r.get(2)?,
+        status: Status::parse(&status).unwrap_or(Status::Rejected),
+        agent_id: r.get(4)?,
+        agent_instance: r.get(5)?,
+        agent_lineage: r.get(6)?,
+        body: r.get(7)?,
+        source: r.get(8)?,
+        deadline_ms: r.get(9)?,
+        created_ms: r.get(10)?,
+        claimed_lease: r.get(11)?,
+        claimed_by: r.get(12)?,
+        claimed_ms: r.get(13)?,
+        finished_ms: r.get(14)?,
+        answer: r.get(15)?,
+        decision: decision.as_deref().and_then(Decision::parse),
+        provider: r.get(17)?,
+        error_code: r.get(18)?,
+        error_message: r.get(19)?,
+        ladder: r.get(20)?,
+        ladder_done: r.get(21)?,
+        decided_by: r.get(22)?,
+        edits: r.get(23)?,
+        quorum: r.get(24)?,
+        approvers: r.get(25)?,
+        votes: r.get(26)?,
+    })
+}
 
 /// Check and accept a parsed request ([`queue::requests::accept`]) in `tx`.
 pub fn accept(
@@ -211,4 +266,71 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
     fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
         outbox::unset_outbox_pending(self.0, seqs)
     }
+}
+
+/// The accepted request with `id` (not a rejection), if any.
+pub fn get(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE r.id = ?1 AND r.status <> 'rejected'"
+        ))?
+        .query_row([id], row)
+        .optional()?)
+}
+
+/// The request with `id`, or else its newest rejection.
+pub fn get_any(conn: &Connection, id: &str) -> Result<Option<RequestRow>> {
+    if let Some(r) = get(conn, id)? {
+        return Ok(Some(r));
+    }
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE r.id = ?1 ORDER BY r.seq DESC LIMIT 1"
+        ))?
+        .query_row([id], row)
+        .optional()?)
+}
+
+/// The request filters of a [`ListFilter`] but its status: `?2` the contexts (a JSON
+/// array), `?4` the agent, `?5` the intent kind, `?6` the text.
+pub(super) const MATCHES: &str = "(?2 IS NULL OR r.context IN (SELECT value FROM json_each(?2)))
+       AND (?4 IS NULL OR r.agent_id = ?4)
+       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq AND q.intent_kind = ?5))
+       AND (?6 IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq
+                                    AND instr(lower(q.question), lower(?6)) > 0))
+       AND (?8 IS NULL OR r.source = ?8)";
+
+/// The contexts of `f` as one JSON array (`None`: every context).
+pub(super) fn contexts_json(f: &ListFilter) -> Option<String> {
+    (!f.contexts.is_empty()).then(|| serde_json::Value::from(f.contexts.clone()).to_string())
+}
+
+/// Requests, newest first (or oldest first), filtered in the query: several contexts
+/// arrive as one JSON array (`json_each`), so one cached statement serves any number;
+/// the text match is `instr` on `lower()` (ASCII case folding, and no LIKE wildcards to
+/// escape).
+pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
+    let order = if f.oldest_first { "ASC" } else { "DESC" };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM {FROM}
+         WHERE (?1 IS NULL OR r.status = ?1) AND {MATCHES}
+         ORDER BY r.seq {order} LIMIT ?3"
+    ))?;
+    let contexts = contexts_json(f);
+    let rows = stmt.query_map(
+        params![
+            f.status.map(Status::as_str),
+            contexts,
+            f.limit.unwrap_or(-1),
+            f.agent,
+            f.intent,
+            f.grep,
+            None::<String>,
+            f.source,
+        ],
+        row,
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
