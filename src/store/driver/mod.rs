@@ -30,8 +30,8 @@ pub mod links;
 pub mod prune;
 pub mod requests;
 pub mod slack;
+pub mod store;
 pub mod tokens;
-pub mod transactions;
 
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
@@ -47,8 +47,8 @@ pub use links::{LinkReads, LinkStatements};
 pub use prune::PruneStatements;
 pub use requests::RequestStatements;
 pub use slack::{SlackReads, SlackStatements};
+pub use store::{Driver, Reads};
 pub use tokens::{TokenReads, TokenStatements};
-pub use transactions::{Driver, Reads};
 
 /// Every statement a write transaction offers: what a queue rule takes. A write reads
 /// what the feeds read too (a rule run inside a write, such as [`super::queue::feed::while_open`]).
