@@ -18,6 +18,7 @@ pub mod audit;
 pub mod conn;
 pub mod deliveries;
 pub mod events;
+pub mod export;
 mod feed;
 pub mod history;
 pub mod ladder;

@@ -85,7 +85,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_requests_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "request",
             "SELECT * FROM requests WHERE seq <= ?1 ORDER BY seq",
@@ -95,7 +95,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_questions_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "question",
             "SELECT * FROM questions WHERE request_seq <= ?1 ORDER BY request_seq, idx",
@@ -105,7 +105,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_events_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "event",
             "SELECT * FROM events WHERE seq <= ?1 ORDER BY seq",
