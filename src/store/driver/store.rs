@@ -1,42 +1,46 @@
 //! What a driver offers besides its statements: its transactions, its clock, and the
 //! operations that are its database's own.
 //!
-//! [`crate::store::queue::Queue`] is the one implementation of [`crate::store::Store`]: it
-//! runs each use-case's rule inside a transaction this trait opens. So the composition of
-//! the queue (which rule runs in which kind of transaction, with which time) is written
-//! once, and a backend says only how to open a write, a read, and what its database does
-//! that no rule decides: the sweep's cheap "is anything due" probe, the outcome cursor,
-//! snapshots for `audit verify` and export, a copy's import, and how another host's commit
-//! is heard.
+//! [`crate::store::queue::Queue`] runs each use-case's rule inside a transaction this
+//! trait opens. So the composition of the queue (which rule runs in which kind of
+//! transaction, with which time) is written once, and a backend says only how to open a
+//! write ([`Write`]), a read and a snapshot, whose clock it reads, and what its database
+//! does that no rule decides: a view at now, export, a copy's import, and how another
+//! host's commit is heard.
 //!
-//! Writes hand the rule `&mut dyn Statements` (a rule is compiled once, not per driver);
-//! reads hand it the driver's read type, which implements every read trait, so a rule that
-//! takes `&mut dyn TokenReads` gets it by an unsizing coercion.
+//! Writes hand the rule `&mut dyn Statements`, and reads `&mut dyn Reads` (a rule is
+//! compiled once, not per driver); a rule that takes only `&mut dyn TokenReads` gets it
+//! by an upcast.
 
 use std::path::PathBuf;
 
 use super::{
-    AgentReads, AnswerReads, FeedReads, HistoryReads, LeaseReads, LinkReads, SlackReads,
-    Statements, TokenReads,
+    AgentReads, AnswerReads, AuditReads, DeliveryReads, EventReads, FeedReads, HistoryReads,
+    LeaseReads, LinkReads, OutboxReads, RequestReads, SlackReads, Statements, SweepReads,
+    TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::Outcome;
-use crate::store::{
-    Anchor, Delivery, DeliveryCounts, Event, ExportSink, ListFilter, Record, RequestRow, Route,
-    Swept, Verified, Wakeups,
-};
+use crate::store::{ExportSink, Record, Wakeups};
 
-/// Every read a rule outside a write may make: what a driver's read type implements.
+/// Every statement a rule may make outside a write: what a driver's read type implements.
+/// All are reads but the deliveries' marks ([`DeliveryReads`]), which change nothing of
+/// the record.
 pub trait Reads:
     LeaseReads
     + AgentReads
     + AnswerReads
+    + AuditReads
+    + DeliveryReads
+    + EventReads
     + FeedReads
     + HistoryReads
-    + TokenReads
-    + SlackReads
     + LinkReads
+    + OutboxReads
+    + RequestReads
+    + SlackReads
+    + SweepReads
+    + TokenReads
 {
 }
 
@@ -44,114 +48,83 @@ impl<T> Reads for T where
     T: LeaseReads
         + AgentReads
         + AnswerReads
+        + AuditReads
+        + DeliveryReads
+        + EventReads
         + FeedReads
         + HistoryReads
-        + TokenReads
-        + SlackReads
         + LinkReads
+        + OutboxReads
+        + RequestReads
+        + SlackReads
+        + SweepReads
+        + TokenReads
         + ?Sized
 {
+}
+
+/// The kinds of write transaction a rule runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// What fell due at the write's time is swept first, then the rule: a use-case's
+    /// write, which must never act on an expired lease or a passed deadline.
+    Swept,
+    /// The rule alone, without the sweep: bookkeeping that must not wait on, or decide,
+    /// what fell due (freeing outcome files, recording a posted message, the sweep
+    /// itself, the operator's settings at a daemon's start).
+    Plain,
+    /// Like [`Write::Plain`], for bookkeeping whose loss to a power cut is harmless
+    /// because it is made again (marking outcome files written: a lost mark only writes
+    /// the same files once more). A driver may commit it without its own flush (SQLite
+    /// does, with `synchronous=NORMAL` for this one commit).
+    Unsynced,
+    /// Like [`Write::Swept`], with no other write beside it (prune): on SQLite every write
+    /// already runs alone; on PostgreSQL it takes the write lock exclusive and lifts the
+    /// statement timeout.
+    Alone,
 }
 
 /// A backend: how it opens its transactions, whose clock it judges by, and what its
 /// database does on its own. One per connection; synchronous and `Send`, like the store.
 pub trait Driver: Send {
-    /// The read context a rule gets outside a write (a connection, or an open view).
-    type Read<'a>: Reads
-    where
-        Self: 'a;
-
-    /// One write transaction: the driver takes its write lock, reads the time from its
-    /// clock after that, sweeps what fell due at that time, runs `f`, and commits on `Ok`
+    /// One write transaction of `kind`: the driver takes its write lock, reads the time
+    /// from its clock after that (sweeping what fell due at that time, for
+    /// [`Write::Swept`] and [`Write::Alone`]), runs `f` at that time, and commits on `Ok`
     /// (publishing the chain head the write appended); on `Err` it rolls `f` back.
-    fn write<T>(&mut self, f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>) -> Result<T>;
-
-    /// A write without the sweep: bookkeeping that must not wait on, or decide, what fell
-    /// due (the outbox's marks, freeing outcome files).
-    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut dyn Statements) -> Result<T>) -> Result<T>;
-
-    /// A write that runs alone, no other write beside it (prune): on SQLite every write
-    /// already does; on PostgreSQL it takes the write lock exclusive and lifts the
-    /// statement timeout.
-    fn write_alone<T>(
+    fn write<T>(
         &mut self,
+        kind: Write,
         f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>,
     ) -> Result<T>;
 
-    /// One read. `f` may run twice when the first attempt lost its connection (reads are
-    /// idempotent), hence `Fn`.
-    fn read<T>(&mut self, f: impl Fn(&mut Self::Read<'_>) -> Result<T>) -> Result<T>;
+    /// One read (on the connection, or in the view [`Driver::view_now`] opened). `f` may
+    /// run twice when the first attempt lost its connection (reads are idempotent, and
+    /// so are the deliveries' marks), hence `Fn`.
+    fn read<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T>;
+
+    /// One read in a snapshot of its own, consistent however long it takes while others
+    /// write (SQLite's read transaction, PostgreSQL's `REPEATABLE READ READ ONLY`); an
+    /// open view ends first. `Fn` as [`Driver::read`].
+    fn snapshot<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T>;
 
     /// The time a read judges liveness by (the store's clock: the database's, for a
     /// shared store).
     fn now(&mut self) -> Result<Millis>;
 
+    /// The root whose requests this store's outbox writes ([`OutboxReads`]); `None` for
+    /// every row (a store with one root, or a tool's).
+    fn origin(&self) -> Option<&str>;
+
+    /// The directory of this host's `audit.key` and `audit.head`, if it has one.
+    fn key_dir(&self) -> Option<PathBuf>;
+
     // ---- the database's own operations -------------------------------------------------
 
-    /// End what fell due, in a write of its own, when anything has (a cheap probe
-    /// otherwise): see [`crate::store::Store::sweep`].
-    fn sweep_if_due(&mut self) -> Result<Option<Swept>>;
-
-    /// The earliest future time something falls due.
-    fn next_due(&mut self) -> Result<Option<Millis>>;
-
-    /// See [`crate::store::Store::set_context_ladders`].
-    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()>;
-
-    // ---- the deliveries outbox: bookkeeping of the sender ([`crate::store::Store`]) ----
-
-    /// See [`crate::store::Store::add_delivery_routes`].
-    fn add_delivery_routes(&mut self, routes: &[Route]) -> Result<()>;
-
-    /// See [`crate::store::Store::deliveries_due`].
-    fn deliveries_due(
-        &mut self,
-        routes: &[Route],
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<Delivery>>;
-
-    /// See [`crate::store::Store::next_delivery_due`].
-    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>>;
-
-    /// See [`crate::store::Store::mark_delivered`].
-    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()>;
-
-    /// See [`crate::store::Store::mark_delivery_failed`].
-    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()>;
-
-    /// See [`crate::store::Store::deliveries`].
-    fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>>;
-
-    /// See [`crate::store::Store::delivery_counts`].
-    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>>;
-
-    /// See [`crate::store::Store::outbox_pending`] (a driver's origin filter applies).
-    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>>;
-
-    /// See [`crate::store::Store::mark_outbox_written`].
-    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()>;
-
-    /// See [`crate::store::Store::view_now`].
+    /// Present the store as it is now to the reads that follow, without making anything
+    /// durable: see [`crate::store::Store::view_now`].
     fn view_now(&mut self) -> Result<()>;
 
-    /// The accepted request `id`.
-    fn get(&mut self, id: &str) -> Result<Option<RequestRow>>;
-
-    /// The request `id`, or else its newest rejection.
-    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>>;
-
-    /// Requests by filter.
-    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>>;
-
-    /// The events of one request.
-    fn events(&mut self, request_id: &str) -> Result<Vec<Event>>;
-
-    /// `audit verify` in a snapshot of the driver's own ([`crate::store::queue::audit`]
-    /// decides; the driver opens the snapshot and knows its storage check).
-    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified>;
-
-    /// Every record in one snapshot.
+    /// Every record in one snapshot: the tables' SQL and each database's value types.
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()>;
 
     /// Load a copy into an empty store; refused by a driver that cannot.

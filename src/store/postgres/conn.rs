@@ -477,7 +477,7 @@ impl Db {
         let now = self.now(clock)?;
         {
             let client = self.client()?;
-            match next_due(client)? {
+            match super::sweep::next_due(client)? {
                 Some(due) if due < now => {}
                 _ => return Ok(()),
             }
@@ -639,31 +639,8 @@ fn commit(mut tx: Tx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Whether a lease, deadline or agent ttl has fallen due at `now`.
-pub fn is_due(c: &mut impl GenericClient, now: Millis) -> Result<bool> {
-    Ok(next_due(c)?.is_some_and(|due| due < now))
-}
-
-/// The earliest time something falls due (a lease expiry, a deadline, an agent ttl).
-pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
-    super::requests::next_due(c)
-}
-
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
-pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
+fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
     crate::store::queue::sweep::sweep(tx, now)
-}
-
-/// Sweep and commit when something has fallen due (the daemon's pass, `Store::sweep`).
-pub fn sweep_if_due(
-    db: &mut Db,
-    clock: Option<&Clock>,
-    root: Option<&Path>,
-) -> Result<Option<Swept>> {
-    let now = db.now(clock)?;
-    if !is_due(db.client()?, now)? {
-        return Ok(None);
-    }
-    db.write_no_sweep(clock, root, None, |tx, now| sweep(tx, now).map(Some))
 }

@@ -14,16 +14,14 @@ use postgres::types::{ToSql, Type};
 use postgres::{GenericClient, Row};
 
 pub use super::answers::abort;
-pub use super::outbox::{mark_outbox_written, outbox_pending};
-pub use super::sweep::{abort_overdue, next_due};
 use crate::clock::Millis;
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
 use crate::protocol::types::Decision;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
-use crate::store::postgres::outbox;
+use crate::store::driver::RequestReads;
 use crate::store::postgres::session::HeldRequest;
-use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
+use crate::store::postgres::tx::{IdRowCopy, IdRows, PgRead, Tx};
 pub use crate::store::queue::requests::Rejection;
 use crate::store::types::ListFilter;
 
@@ -294,14 +292,6 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         };
         Ok(Some((r.try_get(0)?, r.try_get(1)?)))
     }
-
-    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
-        crate::store::postgres::sweep::open_past_deadline(self, now)
-    }
-
-    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
-        outbox::unset_outbox_pending(self, seqs)
-    }
 }
 
 /// The accepted request with `id` (not a rejection), if any.
@@ -402,4 +392,18 @@ pub fn list(c: &mut impl GenericClient, f: &ListFilter) -> Result<Vec<RequestRow
         ),
         &params,
     )?)
+}
+
+impl<C: GenericClient> RequestReads for PgRead<'_, C> {
+    fn request(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get(self.0, id)
+    }
+
+    fn request_or_rejection(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get_any(self.0, id)
+    }
+
+    fn requests(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+        list(self.0, filter)
+    }
 }

@@ -1,6 +1,6 @@
 //! The sweep's statements on this driver: when something next falls due (so the daemon
 //! sleeps exactly until then), and the open requests whose deadline passed, which the
-//! sweep aborts ([`crate::store::queue::requests::abort_overdue`]).
+//! sweep aborts ([`crate::store::queue::sweep`]).
 
 use postgres::GenericClient;
 
@@ -8,8 +8,8 @@ use super::requests::{rows, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::store::postgres::tx::Tx;
-use crate::store::queue;
+use crate::store::driver::{SweepReads, SweepStatements};
+use crate::store::postgres::tx::{PgRead, Tx};
 
 /// The earliest time something falls due (a lease expiry, a deadline, a ladder's next
 /// rung, an agent ttl), as one SQL expression (a write's opening statement embeds it).
@@ -28,11 +28,6 @@ pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
         .try_get(0)?)
 }
 
-/// Abort every open request whose deadline has passed at `now`.
-pub fn abort_overdue(t: &mut Tx<'_>, now: Millis) -> Result<Vec<String>> {
-    queue::requests::abort_overdue(t, now)
-}
-
 /// The open requests whose deadline is before `now`, oldest first.
 pub(in crate::store::postgres) fn open_past_deadline(
     t: &mut Tx<'_>,
@@ -47,4 +42,16 @@ pub(in crate::store::postgres) fn open_past_deadline(
         ),
         &[&now],
     )?)
+}
+
+impl<C: GenericClient> SweepReads for PgRead<'_, C> {
+    fn next_due(&mut self) -> Result<Option<Millis>> {
+        next_due(self.0)
+    }
+}
+
+impl SweepStatements for Tx<'_> {
+    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
+        open_past_deadline(self, now)
+    }
 }

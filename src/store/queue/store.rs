@@ -9,12 +9,14 @@
 
 use std::path::PathBuf;
 
-use super::{agents, answers, feed, history, leases, prune, requests, tokens};
+use super::{
+    agents, answers, audit, feed, history, leases, outbox, prune, requests, sweep, tokens,
+};
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
 use crate::protocol::Outcome;
-use crate::store::driver::{Driver, FeedReads};
+use crate::store::driver::{Driver, Write};
 use crate::store::{
     AgentInfo, Anchor, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event, EventPage,
     ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict,
@@ -64,25 +66,29 @@ impl<D: Driver> Store for Queue<D> {
 
     fn ask(&mut self, input: AskInput) -> Result<Asked> {
         let policy = self.policy.clone();
-        self.driver
-            .write(|db, now| requests::accept_or_reject(db, now, input, &policy))
+        self.driver.write(Write::Swept, |db, now| {
+            requests::accept_or_reject(db, now, input, &policy)
+        })
     }
 
     fn ingest(&mut self, inputs: Vec<InboxInput>) -> Result<Vec<InboxVerdict>> {
         let policy = self.policy.clone();
-        self.driver
-            .write(|db, now| requests::ingest(db, now, inputs, &policy))
+        self.driver.write(Write::Swept, |db, now| {
+            requests::ingest(db, now, inputs, &policy)
+        })
     }
 
     fn abort(&mut self, id: &str, reason: Option<&str>, actor: &Actor) -> Result<Outcome> {
-        self.driver
-            .write(|db, now| answers::abort(db, now, id, reason, actor))
+        self.driver.write(Write::Swept, |db, now| {
+            answers::abort(db, now, id, reason, actor)
+        })
     }
 
     fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
         let policy = self.policy.clone();
-        self.driver
-            .write(|db, now| answers::provide(db, now, lease, &act, &policy.people))
+        self.driver.write(Write::Swept, |db, now| {
+            answers::provide(db, now, lease, &act, &policy.people)
+        })
     }
 
     fn provide_by_link(
@@ -92,7 +98,7 @@ impl<D: Driver> Store for Queue<D> {
         act: ProviderAct,
     ) -> Result<Provided> {
         let policy = self.policy.clone();
-        self.driver.write(|db, now| {
+        self.driver.write(Write::Swept, |db, now| {
             super::links::provide_by_link(db, now, link, lease, &act, &policy.people)
         })
     }
@@ -106,8 +112,9 @@ impl<D: Driver> Store for Queue<D> {
         files: &[ProviderFile],
     ) -> Result<Vec<std::result::Result<Option<Outcome>, Error>>> {
         let policy = self.policy.clone();
-        self.driver
-            .write(|db, now| answers::apply_answer_files(db, now, files, &policy.people))
+        self.driver.write(Write::Swept, |db, now| {
+            answers::apply_answer_files(db, now, files, &policy.people)
+        })
     }
 
     fn next_for_lease(
@@ -127,7 +134,7 @@ impl<D: Driver> Store for Queue<D> {
         ttl_ms: Millis,
         host: Option<&HostMark>,
     ) -> Result<(Registered, Lease)> {
-        self.driver.write(|db, now| {
+        self.driver.write(Write::Swept, |db, now| {
             let reg = leases::register(db, now, context, name, ttl_ms, host)?;
             let lease = leases::authenticate(db, &reg.lease, now)?;
             Ok((reg, lease))
@@ -136,21 +143,23 @@ impl<D: Driver> Store for Queue<D> {
 
     fn take_over_host(&mut self, host_id: &str) -> Result<Vec<Revoked>> {
         self.driver
-            .write(|db, now| leases::take_over(db, now, host_id))
+            .write(Write::Swept, |db, now| leases::take_over(db, now, host_id))
     }
 
     fn heartbeat(&mut self, token: &str) -> Result<Lease> {
         self.driver
-            .write(|db, now| leases::heartbeat(db, now, token))
+            .write(Write::Swept, |db, now| leases::heartbeat(db, now, token))
     }
 
     fn release(&mut self, token: &str) -> Result<bool> {
-        self.driver.write(|db, now| leases::release(db, now, token))
+        self.driver
+            .write(Write::Swept, |db, now| leases::release(db, now, token))
     }
 
     fn revoke(&mut self, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
-        self.driver
-            .write(|db, now| leases::revoke(db, now, context, by, reason))
+        self.driver.write(Write::Swept, |db, now| {
+            leases::revoke(db, now, context, by, reason)
+        })
     }
 
     fn authenticate(&mut self, token: &str) -> Result<Lease> {
@@ -175,18 +184,20 @@ impl<D: Driver> Store for Queue<D> {
         lineage: Option<&str>,
         ttl_ms: Option<Millis>,
     ) -> Result<Entered> {
-        self.driver
-            .write(|db, now| agents::enter(db, now, id, owner, lineage, ttl_ms))
+        self.driver.write(Write::Swept, |db, now| {
+            agents::enter(db, now, id, owner, lineage, ttl_ms)
+        })
     }
 
     fn agent_heartbeat(&mut self, id: &str, instance: &str) -> Result<AgentInfo> {
-        self.driver
-            .write(|db, now| agents::heartbeat(db, now, id, instance))
+        self.driver.write(Write::Swept, |db, now| {
+            agents::heartbeat(db, now, id, instance)
+        })
     }
 
     fn agent_exit(&mut self, id: &str, instance: &str) -> Result<Vec<String>> {
         self.driver
-            .write(|db, now| agents::exit(db, now, id, instance))
+            .write(Write::Swept, |db, now| agents::exit(db, now, id, instance))
     }
 
     fn agents(&mut self, live_only: bool) -> Result<Vec<AgentInfo>> {
@@ -195,11 +206,18 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn sweep(&mut self) -> Result<Option<Swept>> {
-        self.driver.sweep_if_due()
+        // A cheap indexed read first: almost always, nothing is due.
+        let now = self.driver.now()?;
+        match self.driver.read(|db| db.next_due())? {
+            Some(due) if due < now => {}
+            _ => return Ok(None),
+        }
+        self.driver
+            .write(Write::Plain, |db, now| sweep::sweep(db, now).map(Some))
     }
 
     fn next_due(&mut self) -> Result<Option<Millis>> {
-        self.driver.next_due()
+        self.driver.read(|db| db.next_due())
     }
 
     fn clock_now(&mut self) -> Result<Millis> {
@@ -207,11 +225,13 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
-        self.driver.set_context_ladders(policies)
+        self.driver
+            .write(Write::Plain, |db, _| db.replace_context_ladders(policies))
     }
 
     fn add_delivery_routes(&mut self, routes: &[Route]) -> Result<()> {
-        self.driver.add_delivery_routes(routes)
+        self.driver
+            .write(Write::Plain, |db, _| db.insert_delivery_routes(routes))
     }
 
     fn deliveries_due(
@@ -220,27 +240,28 @@ impl<D: Driver> Store for Queue<D> {
         now: Millis,
         limit: usize,
     ) -> Result<Vec<Delivery>> {
-        self.driver.deliveries_due(routes, now, limit)
+        self.driver.read(|db| db.deliveries_due(routes, now, limit))
     }
 
     fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>> {
-        self.driver.next_delivery_due(routes)
+        self.driver.read(|db| db.next_delivery_due(routes))
     }
 
     fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
-        self.driver.mark_delivered(id, now)
+        self.driver.read(|db| db.mark_delivered(id, now))
     }
 
     fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
-        self.driver.mark_delivery_failed(id, next_ms, error)
+        self.driver
+            .read(|db| db.mark_delivery_failed(id, next_ms, error))
     }
 
     fn deliveries(&mut self, request_id: &str) -> Result<Vec<Delivery>> {
-        self.driver.deliveries(request_id)
+        self.driver.read(|db| db.deliveries_of_request(request_id))
     }
 
     fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>> {
-        self.driver.delivery_counts()
+        self.driver.read(|db| db.delivery_counts())
     }
 
     fn record_slack_message(
@@ -251,7 +272,7 @@ impl<D: Driver> Store for Queue<D> {
         ts: &str,
     ) -> Result<bool> {
         let now = self.driver.now()?;
-        self.driver.write_no_sweep(|db| {
+        self.driver.write(Write::Plain, |db, _| {
             super::slack::record_message(db, now, delivery_id, request_id, channel, ts)
         })
     }
@@ -267,11 +288,14 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
-        self.driver.outbox_pending(after, limit)
+        let origin = self.driver.origin().map(str::to_string);
+        self.driver
+            .read(|db| outbox::pending(db, origin.as_deref(), after, limit))
     }
 
     fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
-        self.driver.mark_outbox_written(keys)
+        self.driver
+            .write(Write::Unsynced, |db, _| outbox::mark_written(db, keys))
     }
 
     fn while_open(
@@ -280,7 +304,7 @@ impl<D: Driver> Store for Queue<D> {
         remove: &mut dyn FnMut(&[String]) -> Result<usize>,
     ) -> Result<usize> {
         self.driver
-            .write_no_sweep(|db| feed::while_open(db, ids, remove))
+            .write(Write::Plain, |db, _| outbox::while_open(db, ids, remove))
     }
 
     fn view_now(&mut self) -> Result<()> {
@@ -288,15 +312,15 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        self.driver.get(id)
+        self.driver.read(|db| db.request(id))
     }
 
     fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        self.driver.get_any(id)
+        self.driver.read(|db| db.request_or_rejection(id))
     }
 
     fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-        self.driver.list(filter)
+        self.driver.read(|db| db.requests(filter))
     }
 
     fn feed(&mut self, after: FeedPos, limit: usize) -> Result<FeedPage> {
@@ -337,11 +361,13 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
-        self.driver.events(request_id)
+        self.driver.read(|db| db.events_of_request(request_id))
     }
 
     fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        self.driver.verify(anchors)
+        let key_dir = self.driver.key_dir();
+        self.driver
+            .snapshot(|db| audit::verify(db, key_dir.as_deref(), anchors))
     }
 
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
@@ -359,14 +385,15 @@ impl<D: Driver> Store for Queue<D> {
         actor: &Actor,
         export: &mut dyn PruneExport,
     ) -> Result<Pruned> {
-        let (mut pruned, ids) = self
-            .driver
-            .write_alone(|db, now| prune::prune(db, now, before, limit, actor, &mut *export))?;
+        let (mut pruned, ids) = self.driver.write(Write::Alone, |db, now| {
+            prune::prune(db, now, before, limit, actor, &mut *export)
+        })?;
         if ids.is_empty() {
             return Ok(pruned);
         }
-        self.driver
-            .write_no_sweep(|db| prune::free_outcomes(db, ids, &mut pruned, &mut *export))?;
+        self.driver.write(Write::Plain, |db, _| {
+            prune::free_outcomes(db, ids, &mut pruned, &mut *export)
+        })?;
         Ok(pruned)
     }
 
@@ -382,8 +409,9 @@ impl<D: Driver> Store for Queue<D> {
         lookup: &str,
         hash: &[u8],
     ) -> Result<WebToken> {
-        self.driver
-            .write(|db, now| tokens::create(db, now, name, role, context, lookup, hash))
+        self.driver.write(Write::Swept, |db, now| {
+            tokens::create(db, now, name, role, context, lookup, hash)
+        })
     }
 
     fn tokens(&mut self) -> Result<Vec<WebToken>> {
@@ -391,7 +419,8 @@ impl<D: Driver> Store for Queue<D> {
     }
 
     fn token_revoke(&mut self, name: &str) -> Result<bool> {
-        self.driver.write(|db, now| tokens::revoke(db, now, name))
+        self.driver
+            .write(Write::Swept, |db, now| tokens::revoke(db, now, name))
     }
 
     fn token_credential(&mut self, lookup: &str) -> Result<Option<TokenCredential>> {

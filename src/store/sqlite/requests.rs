@@ -11,18 +11,16 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
-pub use super::outbox::{mark_outbox_written, outbox_pending};
-pub use super::sweep::{abort_overdue, next_due};
 use crate::clock::Millis;
 pub use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
 use crate::protocol::error::UserQuestionError;
 use crate::protocol::types::{Decision, Request};
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
+use crate::store::driver::RequestReads;
 use crate::store::queue;
 pub use crate::store::queue::requests::Rejection;
-use crate::store::sqlite::outbox;
-use crate::store::sqlite::sql::Sql;
+use crate::store::sqlite::sql::{Sql, SqlRead};
 pub use crate::store::types::{Accepted, ListFilter};
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
@@ -258,14 +256,6 @@ impl crate::store::driver::RequestStatements for Sql<'_, '_> {
             })
             .optional()?)
     }
-
-    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
-        crate::store::sqlite::sweep::open_past_deadline(self.0, now)
-    }
-
-    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
-        outbox::unset_outbox_pending(self.0, seqs)
-    }
 }
 
 /// The accepted request with `id` (not a rejection), if any.
@@ -333,4 +323,18 @@ pub fn list(conn: &Connection, f: &ListFilter) -> Result<Vec<RequestRow>> {
         row,
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+impl RequestReads for SqlRead<'_> {
+    fn request(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get(self.0, id)
+    }
+
+    fn request_or_rejection(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get_any(self.0, id)
+    }
+
+    fn requests(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+        list(self.0, filter)
+    }
 }

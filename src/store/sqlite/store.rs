@@ -9,14 +9,13 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::conn::{self, write_clocked, write_no_sweep};
+use super::events;
 use super::sql::SqlRead;
-use super::{audit, events, requests};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::Outcome;
-use crate::store::driver::{Driver, Statements};
+use crate::store::driver::{Driver, Reads, Statements, Write};
 use crate::store::queue::Queue;
-use crate::store::{Anchor, Event, ExportSink, ListFilter, RequestRow, Swept, Verified};
+use crate::store::ExportSink;
 
 /// A clock: milliseconds since the epoch.
 pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
@@ -77,120 +76,60 @@ impl SqliteDriver {
 }
 
 impl Driver for SqliteDriver {
-    type Read<'a> = SqlRead<'a>;
-
-    fn write<T>(&mut self, f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>) -> Result<T> {
-        let clock = self.clock.clone();
-        write_clocked(&mut self.conn, &*clock, |db, now| f(db, now))
-    }
-
-    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut dyn Statements) -> Result<T>) -> Result<T> {
-        write_no_sweep(&mut self.conn, |db| f(db))
-    }
-
-    fn write_alone<T>(
+    fn write<T>(
         &mut self,
+        kind: Write,
         f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>,
     ) -> Result<T> {
-        // Every SQLite write runs alone (`BEGIN IMMEDIATE`).
-        self.write(f)
+        let clock = self.clock.clone();
+        match kind {
+            // Every SQLite write runs alone (`BEGIN IMMEDIATE`).
+            Write::Swept | Write::Alone => {
+                write_clocked(&mut self.conn, &*clock, |db, now| f(db, now))
+            }
+            Write::Plain => write_no_sweep(&mut self.conn, |db| f(db, clock())),
+            Write::Unsynced => {
+                // Committed without its own fsync (`synchronous=NORMAL` for this one
+                // transaction): what it marks is durable already (an outcome file is
+                // fsynced, renamed and its directory fsynced), and losing this commit to a
+                // power cut only leaves the marks unset, so the same documents are written
+                // again. The WAL frames are made durable by the next synced commit (every
+                // other write), in order. A CLI answer saves one fsync of its five.
+                self.conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+                let done = write_no_sweep(&mut self.conn, |db| f(db, clock()));
+                let restored = self.conn.execute_batch("PRAGMA synchronous=FULL");
+                let done = done?;
+                restored?;
+                Ok(done)
+            }
+        }
     }
 
-    fn read<T>(&mut self, f: impl Fn(&mut SqlRead<'_>) -> Result<T>) -> Result<T> {
+    fn read<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
         f(&mut SqlRead(&self.conn))
+    }
+
+    fn snapshot<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
+        // One read transaction: a snapshot even while the daemon writes.
+        let tx = self.conn.unchecked_transaction()?;
+        f(&mut SqlRead(&tx))
     }
 
     fn now(&mut self) -> Result<Millis> {
         Ok(SqliteDriver::now(self))
     }
 
-    fn sweep_if_due(&mut self) -> Result<Option<Swept>> {
-        let now = SqliteDriver::now(self);
-        conn::sweep_if_due(&mut self.conn, now)
+    fn origin(&self) -> Option<&str> {
+        None
     }
 
-    fn next_due(&mut self) -> Result<Option<Millis>> {
-        requests::next_due(&self.conn)
-    }
-
-    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
-        super::ladder::set_context_ladders(&mut self.conn, policies)
-    }
-
-    fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {
-        super::deliveries::add_routes(&mut self.conn, routes)
-    }
-
-    fn deliveries_due(
-        &mut self,
-        routes: &[crate::store::Route],
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<crate::store::Delivery>> {
-        super::deliveries::due(&self.conn, routes, now, limit)
-    }
-
-    fn next_delivery_due(&mut self, routes: &[crate::store::Route]) -> Result<Option<Millis>> {
-        super::deliveries::next_due(&self.conn, routes)
-    }
-
-    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
-        super::deliveries::mark_delivered(&self.conn, id, now)
-    }
-
-    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
-        super::deliveries::mark_failed(&self.conn, id, next_ms, error)
-    }
-
-    fn deliveries(&mut self, request_id: &str) -> Result<Vec<crate::store::Delivery>> {
-        super::deliveries::of_request(&self.conn, request_id)
-    }
-
-    fn delivery_counts(&mut self) -> Result<Vec<crate::store::DeliveryCounts>> {
-        super::deliveries::counts(&self.conn)
-    }
-
-    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
-        requests::outbox_pending(&self.conn, after, limit as i64)
-    }
-
-    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
-        // Committed without its own fsync (`synchronous=NORMAL` for this one transaction):
-        // the outcome files it marks are durable already (fsynced, renamed, directory
-        // fsynced), and losing this commit to a power cut only leaves their flags set, so
-        // the same documents are written again. The WAL frames are made durable by the
-        // next synced commit (every other write), in order. A CLI answer saved one fsync
-        // of its five.
-        self.conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-        let marked = write_no_sweep(&mut self.conn, |tx| requests::mark_outbox_written(tx, keys));
-        let restored = self.conn.execute_batch("PRAGMA synchronous=FULL");
-        marked?;
-        Ok(restored?)
+    fn key_dir(&self) -> Option<PathBuf> {
+        events::root_dir(&self.conn)
     }
 
     fn view_now(&mut self) -> Result<()> {
         let now = SqliteDriver::now(self);
         conn::view_at(&mut self.conn, now)
-    }
-
-    fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        requests::get(&self.conn, id)
-    }
-
-    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        requests::get_any(&self.conn, id)
-    }
-
-    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-        requests::list(&self.conn, filter)
-    }
-
-    fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
-        events::for_request(&self.conn, request_id)
-    }
-
-    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        audit::verify(&self.conn, anchors)
     }
 
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {

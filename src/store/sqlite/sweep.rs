@@ -1,6 +1,6 @@
 //! The sweep's statements on this driver: when something next falls due (so the daemon
 //! sleeps exactly until then), and the open requests whose deadline passed, which the
-//! sweep aborts ([`crate::store::queue::requests::abort_overdue`]).
+//! sweep aborts ([`crate::store::queue::sweep`]).
 
 use rusqlite::Connection;
 use rusqlite::Transaction;
@@ -9,8 +9,8 @@ use super::requests::{row, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::store::queue;
-use crate::store::sqlite::sql::Sql;
+use crate::store::driver::{SweepReads, SweepStatements};
+use crate::store::sqlite::sql::{Sql, SqlRead};
 
 /// The earliest future time something falls due (a lease expiry, a deadline, a ladder's
 /// next rung, an agent ttl), so the daemon can sleep exactly until then.
@@ -25,11 +25,6 @@ pub fn next_due(conn: &Connection) -> Result<Option<Millis>> {
     .query_row([], |r| r.get(0))?)
 }
 
-/// Abort every open request whose deadline has passed at `now`.
-pub fn abort_overdue(tx: &mut Sql<'_, '_>, now: Millis) -> Result<Vec<String>> {
-    queue::requests::abort_overdue(tx, now)
-}
-
 /// The open requests whose deadline is before `now`.
 pub(in crate::store::sqlite) fn open_past_deadline(
     tx: &Transaction,
@@ -42,4 +37,16 @@ pub(in crate::store::sqlite) fn open_past_deadline(
     ))?;
     let rows = stmt.query_map([now], row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+impl SweepReads for SqlRead<'_> {
+    fn next_due(&mut self) -> Result<Option<Millis>> {
+        next_due(self.0)
+    }
+}
+
+impl SweepStatements for Sql<'_, '_> {
+    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
+        open_past_deadline(self.0, now)
+    }
 }
