@@ -152,7 +152,7 @@ impl Host {
         )
     }
 
-    fn store(&self) -> Box<dyn Store> {
+    fn store(&self) -> Store {
         let backend = Backend::parse(self.store.as_deref()).unwrap();
         Root::new(&self.root)
             .with_backend(backend)
@@ -231,7 +231,7 @@ fn burst(hosts: &[Host], n: usize) -> f64 {
     rate
 }
 
-fn ask(store: &mut dyn Store, id: &str, context: &str) {
+fn ask(store: &mut Store, id: &str, context: &str) {
     let body = request_json(id, context);
     let input = AskInput {
         request: dshq::protocol::check::parse_request(body.as_bytes()),
@@ -254,7 +254,7 @@ fn pick() -> dshq::protocol::Answer {
 fn reviewer(host: &Host, context: &str, ops: usize, ready: &Barrier) -> f64 {
     let mut store = host.store();
     for i in 0..ops {
-        ask(&mut *store, &format!("{context}-{i:06}"), context);
+        ask(&mut store, &format!("{context}-{i:06}"), context);
     }
     let (reg, _) = store.register(context, "bench", 600_000).unwrap();
     let lease = LeaseRef::Token(reg.lease);
@@ -297,7 +297,7 @@ fn answer_latency(asker: &Host, by: &Host, samples: usize, tag: &str) -> Vec<f64
     let mut v = Vec::with_capacity(samples);
     for i in 0..samples {
         let id = format!("{tag}-lat-{i:04}");
-        ask(&mut *store, &id, tag);
+        ask(&mut store, &id, tag);
         let outcome = asker.root.join("outbox").join(format!("{id}.json"));
         let start = Instant::now();
         let out = by

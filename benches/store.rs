@@ -18,13 +18,14 @@ use dshq::store::queue::history;
 use dshq::store::queue::leases;
 use dshq::store::sqlite::sql::SqlRead;
 use dshq::store::sqlite::{self as store, requests, SqliteStore};
+use dshq::store::{AnyDriver, Store};
 
 #[path = "common/fixture.rs"]
 mod fixture;
 use fixture::{answer, fixture, request, DAY, T0};
 
 /// A fresh store in a temp dir with `n` pending requests and a live lease.
-fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store::Lease) {
+fn pending_store(n: usize) -> (tempfile::TempDir, Root, Store, dshq::store::Lease) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path().join("root"));
     root.ensure_layout().unwrap();
@@ -44,7 +45,15 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store
     })
     .unwrap();
     let lease = leases::authenticate(&mut SqlRead(st.connection()), &token, now).unwrap();
-    (dir, root, st, lease)
+    (dir, root, st.into(), lease)
+}
+
+/// The SQLite connection under `st`.
+fn connection(st: &mut Store) -> &mut Connection {
+    match st.driver() {
+        AnyDriver::Sqlite(d) => d.connection(),
+        AnyDriver::Postgres(_) => panic!("the bench opened a SQLite store"),
+    }
 }
 
 fn claim_answer(c: &mut Criterion) {
@@ -69,7 +78,7 @@ fn claim_answer(c: &mut Criterion) {
                         let mut i = 0u64;
                         while i < iters {
                             let end = (i + group_size as u64).min(iters);
-                            store::write(st.connection(), now, |tx| {
+                            store::write(connection(&mut st), now, |tx| {
                                 for k in i..end {
                                     let id = format!("r{k}");
                                     requests::claim(tx, &lease, &id, now)?;

@@ -133,7 +133,7 @@ impl Waker {
 }
 
 /// The call the host makes after every pass of the file loop, on the loop's thread and store.
-pub type AfterPass = Box<dyn FnMut(&mut dyn Store) + Send>;
+pub type AfterPass = Box<dyn FnMut(&mut Store) + Send>;
 
 /// How the async host ([`crate::host`]) rides along with the file loop: it gets a
 /// [`Waker`] once the loop holds the root, and a call after every pass (on the loop's own
@@ -159,7 +159,7 @@ pub fn run_linked(
     shutdown: &Stop,
 ) -> Result<()> {
     let mut store_box = root.open_store()?;
-    let store: &mut dyn Store = &mut *store_box;
+    let store: &mut Store = &mut store_box;
     // One daemon per root: a second one would race the first over the same files.
     let _lock = lock_root(root)?;
     let (tx, rx) = mpsc::channel::<Hint>();
@@ -334,7 +334,7 @@ pub fn run_linked(
 }
 
 /// Run the scheduled prune when it is due (logged; an error is retried next time).
-fn maybe_prune(root: &Root, store: &mut dyn Store, config: &Config, next: &mut std::time::Instant) {
+fn maybe_prune(root: &Root, store: &mut Store, config: &Config, next: &mut std::time::Instant) {
     let Some(p) = &config.prune else { return };
     let now = std::time::Instant::now();
     if now < *next {
@@ -392,7 +392,7 @@ pub fn lock_root(root: &Root) -> Result<std::fs::File> {
 }
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.
-fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
+fn sleep_for(store: &mut Store, tick: Duration) -> Duration {
     // The store's clock, not this host's: what falls due is judged by it.
     let Ok(now) = store.clock_now() else {
         return tick;
@@ -434,7 +434,7 @@ fn back_off(rx: &mpsc::Receiver<Hint>, failures: u32, stop: &AtomicBool) -> bool
 /// hosts) into passes, when the backend has them. It reconnects with backoff when the
 /// store goes away, and ends with the daemon.
 fn spawn_wakeups(
-    store: &mut dyn Store,
+    store: &mut Store,
     feed: bool,
     tx: mpsc::Sender<Hint>,
     stop: Arc<AtomicBool>,
@@ -485,7 +485,7 @@ fn spawn_wakeups(
 /// backoff ([`back_off`]); the daemon keeps running. Returns whether every step succeeded.
 fn pass(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -545,7 +545,7 @@ fn pass(
 /// a listing of a large backlog (every [`RELIST_AFTER`]) stood between two commits.
 fn drain_inbox(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -870,7 +870,7 @@ fn pick_batch(
 }
 
 /// Sweep expiries when something is due.
-fn expire(store: &mut dyn Store) -> Result<()> {
+fn expire(store: &mut Store) -> Result<()> {
     let Some(swept) = app::sweep::sweep_quietly(store)? else {
         return Ok(());
     };

@@ -8,7 +8,7 @@ use crate::store::{AgentInfo, Entered, Store};
 
 /// Enter the registry (a new instance each time).
 pub fn enter(
-    store: &mut dyn Store,
+    store: &mut Store,
     id: &str,
     owner: Option<&str>,
     lineage: Option<&str>,
@@ -18,16 +18,16 @@ pub fn enter(
 }
 
 /// Extend a live agent's ttl.
-pub fn heartbeat(store: &mut dyn Store, id: &str, instance: &str) -> Result<AgentInfo> {
+pub fn heartbeat(store: &mut Store, id: &str, instance: &str) -> Result<AgentInfo> {
     store.agent_heartbeat(id, instance)
 }
 
 /// Exit, with every agent it owns; returns the ended ids.
-pub fn exit(store: &mut dyn Store, id: &str, instance: &str) -> Result<Vec<String>> {
+pub fn exit(store: &mut Store, id: &str, instance: &str) -> Result<Vec<String>> {
     store.agent_exit(id, instance)
 }
 
 /// The registry (live agents only, or all).
-pub fn list(store: &mut dyn Store, live_only: bool) -> Result<Vec<AgentInfo>> {
+pub fn list(store: &mut Store, live_only: bool) -> Result<Vec<AgentInfo>> {
     store.agents(live_only)
 }

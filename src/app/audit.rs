@@ -8,17 +8,17 @@ use crate::protocol::error::Code;
 use crate::store::{Anchor, Event, ExportSink, HistoryFilter, HistoryRow, Stats, Store, Verified};
 
 /// Requests with their questions, by filter.
-pub fn history(store: &mut dyn Store, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
+pub fn history(store: &mut Store, filter: &HistoryFilter) -> Result<Vec<HistoryRow>> {
     store.history(filter)
 }
 
 /// Counts, waits, approval rates since a time.
-pub fn stats(store: &mut dyn Store, since: Option<Millis>) -> Result<Stats> {
+pub fn stats(store: &mut Store, since: Option<Millis>) -> Result<Stats> {
     store.stats(since)
 }
 
 /// The events of request `id`; `NOT_FOUND` when there is no such request at all.
-pub fn events(store: &mut dyn Store, id: &str) -> Result<Vec<Event>> {
+pub fn events(store: &mut Store, id: &str) -> Result<Vec<Event>> {
     let list = store.events(id)?;
     if list.is_empty() && store.get_any(id)?.is_none() {
         return Err(Error::NotFound(id.to_string()));
@@ -27,7 +27,7 @@ pub fn events(store: &mut dyn Store, id: &str) -> Result<Vec<Event>> {
 }
 
 /// Verify the record against `anchors`; a break is `AUDIT_BROKEN`.
-pub fn verify(store: &mut dyn Store, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
+pub fn verify(store: &mut Store, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
     let v = store.verify(anchors)?;
     match &v.broken {
         Some(problem) => Err(Error::question(Code::AuditBroken, problem.clone())),
@@ -36,7 +36,7 @@ pub fn verify(store: &mut dyn Store, anchors: &[(PathBuf, Anchor)]) -> Result<Ve
 }
 
 /// Every record, in one snapshot, to `sink` as (type, fields).
-pub fn export(store: &mut dyn Store, sink: ExportSink<'_>) -> Result<()> {
+pub fn export(store: &mut Store, sink: ExportSink<'_>) -> Result<()> {
     store.export(sink)
 }
 
@@ -141,7 +141,7 @@ pub fn charts_of(rows: &[HistoryRow], now: Millis) -> Charts {
 
 /// The history by filter and its charts, in one read.
 pub fn history_with_charts(
-    store: &mut dyn Store,
+    store: &mut Store,
     filter: &HistoryFilter,
     now: Millis,
 ) -> Result<(Vec<HistoryRow>, Charts)> {

@@ -14,7 +14,7 @@ use crate::store::{Provided, ProviderAct, Store};
 /// Answer `link.request_id` with `answer` as `who`, spending `link` (`LINK_USED` when an
 /// answer was already sent through it; nothing changes then).
 pub fn answer_by_link(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     link: &LinkUse,
     who: &Acting,
@@ -29,6 +29,6 @@ pub fn answer_by_link(
 }
 
 /// Whether an answer was sent through link `link_id`.
-pub fn link_used(store: &mut dyn Store, link_id: &str) -> Result<bool> {
+pub fn link_used(store: &mut Store, link_id: &str) -> Result<bool> {
     store.link_used(link_id)
 }

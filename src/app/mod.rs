@@ -5,7 +5,7 @@
 //! page and the MCP server. A rule such as "a lease must be live" or "an outcome is
 //! published after its commit" is written once, here or in the store, and every face gets it.
 //!
-//! Use-cases take `&mut dyn Store` (the backend is chosen at run time) and the [`Root`]
+//! Use-cases take `&mut Store` (the backend is chosen at run time) and the [`Root`]
 //! where files are involved.
 //!
 //! [`Store`]: crate::store::Store
@@ -47,7 +47,7 @@ pub struct Finished {
 }
 
 /// Publish what is pending after a commit that finished `outcome`.
-fn publish(store: &mut dyn Store, root: Option<&Root>, outcome: Outcome) -> Finished {
+fn publish(store: &mut Store, root: Option<&Root>, outcome: Outcome) -> Finished {
     let file_pending = root.and_then(|root| match outbox::flush(root, store) {
         Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
         Err(e) => Some(e.to_string()),

@@ -92,7 +92,7 @@ impl Answering {
 }
 
 /// Claim `id` as `who` (idempotent for the lease's own claims).
-pub fn claim_as(store: &mut dyn Store, who: &Acting, id: &str) -> Result<RequestRow> {
+pub fn claim_as(store: &mut Store, who: &Acting, id: &str) -> Result<RequestRow> {
     Ok(claimed(store.provide(
         &who.lease_ref(),
         ProviderAct::Claim(id.to_string()),
@@ -100,7 +100,7 @@ pub fn claim_as(store: &mut dyn Store, who: &Acting, id: &str) -> Result<Request
 }
 
 /// Claim `id` with the lease `token` (idempotent for its own claims).
-pub fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
+pub fn claim(store: &mut Store, token: &str, id: &str) -> Result<RequestRow> {
     let lease = LeaseRef::Token(token.to_string());
     Ok(claimed(
         store.provide(&lease, ProviderAct::Claim(id.to_string()))?,
@@ -108,7 +108,7 @@ pub fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow>
 }
 
 /// Claim the oldest pending request of the lease's context.
-pub fn claim_next(store: &mut dyn Store, token: &str) -> Result<RequestRow> {
+pub fn claim_next(store: &mut Store, token: &str) -> Result<RequestRow> {
     let lease = LeaseRef::Token(token.to_string());
     Ok(claimed(store.provide(&lease, ProviderAct::ClaimNext)?))
 }
@@ -116,7 +116,7 @@ pub fn claim_next(store: &mut dyn Store, token: &str) -> Result<RequestRow> {
 /// Answer `id`, then publish the outcome (when `root` is given). On a request with a
 /// quorum the answer is `who`'s vote, and it may leave the request open.
 pub fn answer(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     id: &str,
     who: &Acting,
@@ -132,7 +132,7 @@ pub fn answer(
 
 /// Cancel `id` (`ASK_CANCELLED`), then publish the outcome (when `root` is given).
 pub fn cancel(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     id: &str,
     who: &Acting,
@@ -147,7 +147,7 @@ pub fn cancel(
 /// each batch in one store transaction, each file on its own; then the outcomes are
 /// published by the caller's pass.
 pub fn answer_files(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     max_bytes: u64,
     batch_bytes: u64,

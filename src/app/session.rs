@@ -9,19 +9,14 @@ use crate::error::Result;
 use crate::store::{HostMark, Lease, LeaseInfo, Registered, Revoked, Store};
 
 /// Register a provider lease in `context`.
-pub fn register(
-    store: &mut dyn Store,
-    context: &str,
-    name: &str,
-    ttl: Duration,
-) -> Result<Registered> {
+pub fn register(store: &mut Store, context: &str, name: &str, ttl: Duration) -> Result<Registered> {
     Ok(store.register(context, name, duration_ms(ttl))?.0)
 }
 
 /// Register the provider lease a host holds in `context` for its web page and HTTP API,
 /// recording the host ([`HostMark`]).
 pub fn register_host(
-    store: &mut dyn Store,
+    store: &mut Store,
     context: &str,
     name: &str,
     ttl: Duration,
@@ -35,34 +30,29 @@ pub fn register_host(
 /// A host starting: end the leases its earlier life still holds (a crash or SIGKILL left
 /// them live), so its reviewers are not locked out for their ttl; their claims go back to
 /// `pending`. Only leases recorded with this host's own id are touched.
-pub fn take_over_host(store: &mut dyn Store, host_id: &str) -> Result<Vec<Revoked>> {
+pub fn take_over_host(store: &mut Store, host_id: &str) -> Result<Vec<Revoked>> {
     store.take_over_host(host_id)
 }
 
 /// Extend the live lease by its ttl.
-pub fn heartbeat(store: &mut dyn Store, token: &str) -> Result<Lease> {
+pub fn heartbeat(store: &mut Store, token: &str) -> Result<Lease> {
     store.heartbeat(token)
 }
 
 /// End the lease; its claims go back to `pending`. `false` when it had ended already.
-pub fn release(store: &mut dyn Store, token: &str) -> Result<bool> {
+pub fn release(store: &mut Store, token: &str) -> Result<bool> {
     store.release(token)
 }
 
 /// End another holder's live lease in `context` on purpose, recorded as `by` with `reason`;
 /// its claims go back to `pending` and the old token fails with `LEASE_EXPIRED`.
-pub fn revoke(
-    store: &mut dyn Store,
-    context: &str,
-    by: &str,
-    reason: Option<&str>,
-) -> Result<Revoked> {
+pub fn revoke(store: &mut Store, context: &str, by: &str, reason: Option<&str>) -> Result<Revoked> {
     store.revoke(context, by, reason)
 }
 
 /// The lease of `token` (live or not), or the unended lease of each context (or one).
 pub fn status(
-    store: &mut dyn Store,
+    store: &mut Store,
     token: Option<&str>,
     context: Option<&str>,
 ) -> Result<Vec<LeaseInfo>> {
@@ -73,7 +63,7 @@ pub fn status(
 }
 
 /// The live lease of `token`.
-pub fn authenticate(store: &mut dyn Store, token: &str) -> Result<Lease> {
+pub fn authenticate(store: &mut Store, token: &str) -> Result<Lease> {
     store.authenticate(token)
 }
 
@@ -92,7 +82,7 @@ pub struct Session {
 impl Session {
     /// Take up the lease `given`, or register one in `context` as `name`.
     pub fn start(
-        store: &mut dyn Store,
+        store: &mut Store,
         context: &str,
         given: Option<&str>,
         name: &str,
@@ -119,13 +109,13 @@ impl Session {
     }
 
     /// Keep the lease alive.
-    pub fn heartbeat(&mut self, store: &mut dyn Store) -> Result<()> {
+    pub fn heartbeat(&mut self, store: &mut Store) -> Result<()> {
         self.lease = store.heartbeat(&self.token)?;
         Ok(())
     }
 
     /// End the session: release the lease when the session registered it.
-    pub fn end(&self, store: &mut dyn Store) -> Result<()> {
+    pub fn end(&self, store: &mut Store) -> Result<()> {
         if self.owned {
             store.release(&self.token)?;
         }

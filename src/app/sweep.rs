@@ -8,7 +8,7 @@ use crate::store::{Store, Swept};
 
 /// Sweep what fell due and publish the outcomes it finished (aborted deadlines, expired
 /// ladders).
-pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
+pub fn sweep(store: &mut Store, root: &Root) -> Result<Option<Swept>> {
     let swept = store.sweep()?;
     if swept
         .as_ref()
@@ -20,11 +20,11 @@ pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
 }
 
 /// Sweep without publishing (a read command presenting the store as it is now).
-pub fn sweep_quietly(store: &mut dyn Store) -> Result<Option<Swept>> {
+pub fn sweep_quietly(store: &mut Store) -> Result<Option<Swept>> {
     store.sweep()
 }
 
 /// The earliest future time something falls due.
-pub fn next_due(store: &mut dyn Store) -> Result<Option<Millis>> {
+pub fn next_due(store: &mut Store) -> Result<Option<Millis>> {
     store.next_due()
 }

@@ -50,7 +50,7 @@ fn lookup_of(token: &str) -> Option<&str> {
 /// Create a token with `role` (bound to `context` when given), named `name` or a
 /// generated `ROLE-HEX` name.
 pub fn create(
-    store: &mut dyn Store,
+    store: &mut Store,
     role: Role,
     name: Option<&str>,
     context: Option<&str>,
@@ -80,17 +80,17 @@ pub fn create(
 }
 
 /// Every token (never the tokens themselves).
-pub fn list(store: &mut dyn Store) -> Result<Vec<WebToken>> {
+pub fn list(store: &mut Store) -> Result<Vec<WebToken>> {
     store.tokens()
 }
 
 /// Revoke `name`: `false` when it was revoked already.
-pub fn revoke(store: &mut dyn Store, name: &str) -> Result<bool> {
+pub fn revoke(store: &mut Store, name: &str) -> Result<bool> {
     store.token_revoke(name)
 }
 
 /// The live token record of a presented bearer token, or [`Error::Unauthorized`].
-pub fn authenticate(store: &mut dyn Store, presented: &str) -> Result<WebToken> {
+pub fn authenticate(store: &mut Store, presented: &str) -> Result<WebToken> {
     let Some(lookup) = lookup_of(presented) else {
         return Err(Error::Unauthorized);
     };
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn a_token_authenticates_until_revoked_and_nothing_else_does() {
-        let mut store = SqliteStore::in_memory().unwrap();
+        let mut store: crate::store::Store = SqliteStore::in_memory().unwrap().into();
         let c = create(&mut store, Role::Reviewer, Some("alice"), Some("ci")).unwrap();
         assert_eq!(c.record.name, "alice");
         let t = authenticate(&mut store, &c.token).unwrap();

@@ -76,23 +76,23 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             lineage,
             ttl,
         } => {
-            let e = agents::enter(&mut *store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
+            let e = agents::enter(&mut store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {
-            let a = agents::heartbeat(&mut *store, &id, &instance)?;
+            let a = agents::heartbeat(&mut store, &id, &instance)?;
             emit(ctx.json, &a, || match &a.expires_at {
                 Some(e) => format!("agent {} live until {e}\n", a.id),
                 None => format!("agent {} is live (no ttl)\n", a.id),
             });
         }
         Command::Exit { id, instance } => {
-            let ended = agents::exit(&mut *store, &id, &instance)?;
+            let ended = agents::exit(&mut store, &id, &instance)?;
             let v = ExitView { ended };
             emit(ctx.json, &v, || format!("ended {}\n", v.ended.join(", ")));
         }
         Command::List { all } => {
-            let list = agents::list(&mut *store, !all)?;
+            let list = agents::list(&mut store, !all)?;
             drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {

@@ -277,7 +277,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         }
         None => {
             let row =
-                app::feed::get(&mut *store, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+                app::feed::get(&mut store, &id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
             let questions = row.request().map(|r| r.questions).unwrap_or_default();
             let qids: Vec<String> = questions.iter().map(|q| q.id.clone()).collect();
             let flags = read_edits(flags)?;
@@ -289,7 +289,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         }
     };
     let who = acting(a.lease.as_deref(), a.name.as_deref());
-    match app::provide::answer(&mut *store, Some(&ctx.root), &id, &who, &answer)? {
+    match app::provide::answer(&mut store, Some(&ctx.root), &id, &who, &answer)? {
         app::provide::Answering::Finished(finished) => publish(ctx, &finished),
         // A vote on a request with a quorum that left it open.
         app::provide::Answering::Voted(v) => {

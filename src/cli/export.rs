@@ -86,9 +86,9 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         first: true,
     };
     if a.receipts {
-        app::receipts::all(&mut *store, &ctx.root, &mut |r| out.receipt(r))?;
+        app::receipts::all(&mut store, &ctx.root, &mut |r| out.receipt(r))?;
     } else {
-        app::audit::export(&mut *store, &mut |_, record| out.record(&record))?;
+        app::audit::export(&mut store, &mut |_, record| out.record(&record))?;
     }
     out.finish()
 }

@@ -258,7 +258,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let now = now_ms();
     let f = filter(&a, now)?;
     let mut store = ctx.stored_store()?;
-    let rows = crate::app::audit::history(&mut *store, &f)?;
+    let rows = crate::app::audit::history(&mut store, &f)?;
     let format = a.format.unwrap_or(if ctx.json {
         Format::Json
     } else if std::io::stdout().is_terminal() {

@@ -94,7 +94,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {
         Command::Register { name, context, ttl } => {
             let name = name.unwrap_or_else(default_provider_name);
-            let reg = session::register(&mut *store, &context, &name, ttl)?;
+            let reg = session::register(&mut store, &context, &name, ttl)?;
             emit(ctx.json, &reg, || {
                 eprintln!(
                     "registered {} in context {} (generation {}), expires {}; heartbeat before then",
@@ -108,7 +108,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Heartbeat { lease } => {
             let token = require_lease(lease)?;
-            let l = session::heartbeat(&mut *store, &token)?;
+            let l = session::heartbeat(&mut store, &token)?;
             let v = HeartbeatView {
                 context: l.context,
                 name: l.name,
@@ -121,7 +121,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Release { lease } => {
             let token = require_lease(lease)?;
-            let released = session::release(&mut *store, &token)?;
+            let released = session::release(&mut store, &token)?;
             let v = ReleaseView { released };
             emit(ctx.json, &v, || {
                 if released {
@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             name,
         } => {
             let by = name.unwrap_or_else(default_provider_name);
-            let v = session::revoke(&mut *store, &context, &by, reason.as_deref())?;
+            let v = session::revoke(&mut store, &context, &by, reason.as_deref())?;
             emit(ctx.json, &v, || {
                 let mut s = format!(
                     "revoked {}'s lease in context {} (generation {})",
@@ -157,7 +157,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Status { context, lease } => {
             let token = lease.filter(|l| !l.trim().is_empty());
-            let list = session::status(&mut *store, token.as_deref(), context.as_deref())?;
+            let list = session::status(&mut store, token.as_deref(), context.as_deref())?;
             drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {

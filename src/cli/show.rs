@@ -16,7 +16,7 @@ pub struct Args {
 /// Run it.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.read_store()?;
-    let row = app::feed::show(&mut *store, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
+    let row = app::feed::show(&mut store, &a.id)?.ok_or_else(|| Error::NotFound(a.id.clone()))?;
     drop(store); // End the view before printing (see `list`).
     let view = RequestView::from_row(&row);
     emit(ctx.json, &view, || show_text(&view));

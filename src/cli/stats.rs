@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         .map(|s| parse_time("since", s, now))
         .transpose()?;
     let mut store = ctx.stored_store()?;
-    let st = crate::app::audit::stats(&mut *store, since)?;
+    let st = crate::app::audit::stats(&mut store, since)?;
     emit(ctx.json, &st, || {
         let mut s = format!("requests {}\n", st.total);
         for (k, n) in &st.by_status {

@@ -76,7 +76,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             name,
             context,
         } => {
-            let created = tokens::create(&mut *store, role, name.as_deref(), context.as_deref())?;
+            let created = tokens::create(&mut store, role, name.as_deref(), context.as_deref())?;
             drop(store);
             let r = &created.record;
             emit(
@@ -97,7 +97,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             );
         }
         Command::List => {
-            let list = tokens::list(&mut *store)?;
+            let list = tokens::list(&mut store)?;
             drop(store);
             let views: Vec<TokenView> = list
                 .iter()
@@ -130,7 +130,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             }
         }
         Command::Revoke { name } => {
-            let revoked = tokens::revoke(&mut *store, &name)?;
+            let revoked = tokens::revoke(&mut store, &name)?;
             drop(store);
             emit(
                 ctx.json,

@@ -174,7 +174,7 @@ pub async fn watch_revocations(ends: Arc<Ends>, db: Db) {
         if held.is_empty() {
             continue;
         }
-        let records = match db.read(|store| crate::app::tokens::list(store)).await {
+        let records = match db.read(crate::app::tokens::list).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the tokens to find revoked ones");

@@ -75,7 +75,7 @@ pub fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
 /// drain (`serve`, below).
 pub fn run(root: &Root, config: &daemon::Config, web: WebConfig, stop: Arc<Stop>) -> Result<()> {
     nofile::raise();
-    let changes = Arc::new(changes::Changes::new(&mut *root.open_store()?)?);
+    let changes = Arc::new(changes::Changes::new(&mut root.open_store()?)?);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let file_loop = {

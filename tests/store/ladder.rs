@@ -26,7 +26,7 @@ fn request(id: &str, ladder: Value) -> Value {
     })
 }
 
-fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
+fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
     let raw = v.to_string();
     let input = AskInput {
         request: Ok(serde_json::from_value::<Request>(v).unwrap()),
@@ -43,7 +43,7 @@ fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, (Code
     }
 }
 
-fn outcome<S: Store>(store: &mut S, id: &str) -> Option<Outcome> {
+fn outcome(store: &mut Store, id: &str) -> Option<Outcome> {
     store
         .outbox_pending(0, 1_000)
         .unwrap()
@@ -52,7 +52,7 @@ fn outcome<S: Store>(store: &mut S, id: &str) -> Option<Outcome> {
         .map(|(_, o)| o)
 }
 
-fn verifies<S: Store>(store: &mut S) {
+fn verifies(store: &mut Store) {
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
 }
@@ -60,8 +60,8 @@ fn verifies<S: Store>(store: &mut S) {
 /// Remind at 1m, escalate to another context at 2m (dropping the old context's claim),
 /// expire at 3m: each rung once, in order, strictly after its time, each an event; the
 /// daemon's next wake-up is the next rung; the expiry is `ASK_EXPIRED` with no answer.
-pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let t0 = clock.now();
@@ -149,8 +149,8 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
 /// `onExpire: "default"`: on expiry the request is answered with the declared default,
 /// with no provider and `decidedBy: "policy"`, recorded as the `expired` event; the chain
 /// and the records verify.
-pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let mut store = new(&clock);
@@ -198,7 +198,7 @@ pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
 /// "default"` is refused at acceptance, as is a default the answer rules refuse and a
 /// rung the deadline would pre-empt; a request without `ladder` stores none and its
 /// `accepted` event carries none.
-pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_ladder_never_decides_unless_declared(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let default = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]});
@@ -266,10 +266,11 @@ fn sqlite_verify_catches_an_edited_ladder() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dshq.db");
     let clock = TestClock::new();
-    let mut store = dshq::store::sqlite::SqliteStore::with_clock(
+    let mut store: Store = dshq::store::sqlite::SqliteStore::with_clock(
         dshq::store::sqlite::open(&path).unwrap(),
         clock.as_fn(),
-    );
+    )
+    .into();
     let ladder = json!({"remindAfter": "1m", "escalateAfter": "2m", "expireAfter": "3m"});
     ask(&mut store, request("t", ladder)).unwrap();
     clock.advance(MIN + 1);
@@ -305,7 +306,7 @@ fn sqlite_verify_catches_an_edited_ladder() {
 /// context a daemon sends for; each with its own stable id; none for a refused act; the
 /// retry bookkeeping (a failed attempt waits for its next time, a delivered row is done),
 /// and the counts the metrics show.
-pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn deliveries_are_written_with_their_events(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let ctx = routes(&[("default", Channel::Webhook)]);
@@ -407,7 +408,7 @@ fn routes(r: &[(&str, Channel)]) -> Vec<Route> {
 /// Channels: an event goes out once per channel of its context that takes its kind (a
 /// mail only when a person is needed), each row with its own id and retry state, read
 /// back by route; a channel that fails holds back no other.
-pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn each_channel_has_its_own_rows(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let both = routes(&[("default", Channel::Webhook), ("default", Channel::Email)]);
@@ -486,7 +487,7 @@ pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// Prune takes a final request's delivered rows with it and leaves its undelivered ones,
 /// which are still to be sent; it takes the request's used mail links, and its Slack
 /// messages once no delivery is left to update them.
-pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     store
@@ -569,9 +570,7 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
 /// ladder, under the asker's own (field by field, the asker's wins), left out where the
 /// deadline ends the request first (never a refusal), and not applied to other contexts;
 /// the resolved ladder is what the record keeps, so the chain verifies.
-pub fn a_context_policy_applies_under_the_askers_own_ladder<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn a_context_policy_applies_under_the_askers_own_ladder(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -589,7 +588,7 @@ pub fn a_context_policy_applies_under_the_askers_own_ladder<S: Store>(
         v
     };
     ask(&mut store, in_ops("plain", json!(null))).unwrap();
-    let rungs = |store: &mut S, id: &str| -> Value {
+    let rungs = |store: &mut Store, id: &str| -> Value {
         serde_json::from_str(row(store, id).ladder.as_deref().expect("a ladder")).unwrap()
     };
     let r = rungs(&mut store, "plain");

@@ -14,7 +14,7 @@ use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Stor
 use crate::lifecycle::{code, kinds, row};
 use crate::scenarios::{pick, TestClock};
 
-fn ask_simple<S: Store>(store: &mut S, id: &str) {
+fn ask_simple(store: &mut Store, id: &str) {
     let v = serde_json::json!({
         "id": id,
         "questions": [{"id": "db", "question": "Which database?",
@@ -42,7 +42,7 @@ fn link(id: &str, request: &str) -> LinkUse {
     }
 }
 
-pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_mail_link_answers_once(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     for id in ["l1", "l2"] {

@@ -13,14 +13,15 @@ use crate::scenarios::TestClock;
 use dshq::core::access::Role;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::driver::Driver;
 use dshq::store::postgres::tx::{PgRead, Tx};
 use dshq::store::postgres::wakeups::{Listener, FEED_CHANNEL};
 use dshq::store::postgres::{audit, conn, export};
+use dshq::store::queue::Queue;
 use dshq::store::queue::{history, tokens};
 use dshq::store::sqlite::SqliteStore;
 use dshq::store::{
-    AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Store,
-    Wakeups,
+    AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Wakeups,
 };
 
 /// A new empty database on the test server.
@@ -54,7 +55,7 @@ fn two_questions(id: &str) -> serde_json::Value {
     })
 }
 
-fn ask<S: Store>(s: &mut S, r: serde_json::Value) -> Asked {
+fn ask<D: Driver>(s: &mut Queue<D>, r: serde_json::Value) -> Asked {
     s.ask(AskInput {
         request: Ok(request(r)),
         fallback_id: None,
@@ -90,7 +91,7 @@ fn answer(db: &str, plan: &str) -> Answer {
 /// answered, declined, cancelled, aborted, past its deadline, still claimed, pending; a
 /// provider required; with `agents`, an agent asks and exits (agent instances are
 /// random, so a history run twice differs there).
-fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
+fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
     // Refused: no provider is live.
     let mut r = two_questions("needs");
     r["requireProvider"] = json!(true);
@@ -197,7 +198,7 @@ fn sqlite_store(dir: &Path, clock: &TestClock, agents: bool) -> SqliteStore {
     s
 }
 
-fn export_of<S: Store>(s: &mut S) -> Vec<Record> {
+fn export_of<D: Driver>(s: &mut Queue<D>) -> Vec<Record> {
     let mut out = Vec::new();
     s.export(&mut |kind, fields| {
         out.push((kind.to_string(), fields));

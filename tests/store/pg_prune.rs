@@ -8,7 +8,7 @@ use crate::scenarios::{ask, mark_outcomes_written, pick, MemoryExport, TestClock
 use crate::throwaway;
 use dshq::core::audit::Actor;
 use dshq::store::postgres::{audit, conn, PgStore};
-use dshq::store::{Anchor, LeaseRef, ProviderAct, Store};
+use dshq::store::{Anchor, LeaseRef, ProviderAct};
 
 fn client(url: &str) -> Client {
     let config = conn::parse_url(url).unwrap();

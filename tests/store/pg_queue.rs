@@ -14,8 +14,10 @@ use dshq::core::audit::{Actor, Source};
 use dshq::error::Error;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::driver::Driver;
 use dshq::store::postgres::PgStore;
-use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+use dshq::store::queue::Queue;
+use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status};
 
 fn fresh() -> String {
     throwaway::shared().fresh_database().unwrap()
@@ -525,7 +527,7 @@ fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
 
 /// One scripted history through the trait, every result written down as text, with the
 /// random parts (agent instances, lease tokens, event hashes) replaced by names.
-fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
+fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock) -> Vec<String> {
     use dshq::core::audit::EventKind;
     use dshq::store::{HistoryFilter, InboxInput, ProviderFile};
     let mut out: Vec<String> = Vec::new();

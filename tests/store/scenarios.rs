@@ -12,6 +12,8 @@ use dshq::clock::Millis;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Outcome, Request};
+use dshq::store::driver::Driver;
+use dshq::store::queue::Queue;
 use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
 
 /// A clock a scenario moves by hand.
@@ -52,7 +54,7 @@ fn request(id: &str) -> Request {
 }
 
 /// Ask request `id` (one question, `db`) and expect it accepted, pending.
-pub fn ask<S: Store>(store: &mut S, id: &str) {
+pub fn ask<D: Driver>(store: &mut Queue<D>, id: &str) {
     let input = AskInput {
         request: Ok(request(id)),
         fallback_id: None,
@@ -69,7 +71,7 @@ pub fn ask<S: Store>(store: &mut S, id: &str) {
 
 /// The answer picking `label` for question `db`.
 /// Mark every pending outcome as written (as the daemon does once it wrote the files).
-pub fn mark_outcomes_written<S: Store>(store: &mut S) {
+pub fn mark_outcomes_written<D: Driver>(store: &mut Queue<D>) {
     let keys: Vec<i64> = store
         .outbox_pending(0, 100)
         .unwrap()
@@ -95,7 +97,7 @@ fn code(e: dshq::Error) -> Code {
 }
 
 /// ask → claim → answer → the outcome, and the outbox publishes it once.
-pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn ask_claim_answer_outcome(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q1");
@@ -154,7 +156,7 @@ pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// A lease that stops heartbeating expires, and its claim goes back to `pending` for the
 /// next provider.
-pub fn lease_expiry_returns_the_claim<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn lease_expiry_returns_the_claim(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q2");
@@ -186,7 +188,7 @@ pub fn lease_expiry_returns_the_claim<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// A stale lease (expired, even before any sweep) cannot claim, answer, cancel or
 /// heartbeat: `LEASE_EXPIRED`, and nothing changes.
-pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_stale_lease_cannot_act(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q3");
@@ -226,7 +228,7 @@ pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
 }
 
 /// A rejection is recorded with the actor of the face that refused it.
-pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_rejection_records_its_actor(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let bad: Request = serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap();
@@ -260,7 +262,7 @@ pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// The same through the application layer: ask, answer with a transient lease, and the
 /// outcome is published by the use-case.
-pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_use_cases_compose(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q4");
@@ -298,7 +300,7 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// The event feed reads every lifecycle event in order, a page at a time, with the
 /// kinds and request filters applied, and a lease running out shows as `released`.
-pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_event_feed_pages_in_order(new: impl Fn(&TestClock) -> Store) {
     use dshq::core::audit::EventKind as K;
     let all = [
         K::Accepted,
@@ -323,7 +325,7 @@ pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
     clock.advance(10_001);
     store.sweep().unwrap();
     // One position a page: lease events in between are read past, not returned.
-    let read = |store: &mut S, kinds: &[K], filter: &ListFilter| {
+    let read = |store: &mut Store, kinds: &[K], filter: &ListFilter| {
         let (mut after, mut out) = (start, Vec::new());
         loop {
             let page = store.request_events(after, kinds, filter, 1).unwrap();
@@ -401,7 +403,7 @@ impl dshq::store::PruneExport for MemoryExport {
 /// after handing them over, keeps open ones and everything after the cut, and the record
 /// still verifies; an export that fails to sync rolls the prune back; a pruned id asked
 /// again is a new request.
-pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_keeps_open_requests_and_verifies(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
@@ -508,7 +510,7 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
 
 /// The newest request row stays even when it is final and old enough: its seq keeps the
 /// feed positions growing (an emptied table would hand out positions a feed has passed).
-pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_keeps_the_newest_request(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
@@ -534,7 +536,7 @@ pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// A host taking over at start ends the unended leases recorded with its own id (their
 /// claims back to pending) and nothing else: not another host's, not a terminal
 /// reviewer's. A refused registration names the host's page.
-pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_host_takes_over_only_its_own_leases(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "mine");
@@ -585,7 +587,7 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
 /// The feed of new requests: from the log's head on, each accepted request once, oldest
 /// first, never a rejection, whatever else happened in between (a lease, a claim, an
 /// answer), read one position a page; the open queue and the open ids among given ones.
-pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_request_feed_sees_each_accepted_request_once(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "before");
@@ -674,8 +676,8 @@ fn one_question(id: &str, question: &str) -> serde_json::Value {
 /// same batch: a second file with an accepted id is a re-delivery (the same request) or a
 /// duplicate id (another one); a file after an abort of its id sees the request aborted;
 /// a file rejected in an earlier batch keeps its verdict when it is judged again.
-pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn one_inbox_batch_judges_each_file_against_the_files_before_it(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     use dshq::store::{InboxInput, InboxVerdict};
     let clock = TestClock::new();
@@ -754,7 +756,7 @@ pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
 }
 
 /// Ask `request` and expect it accepted, pending.
-fn ask_request<S: Store>(store: &mut S, request: serde_json::Value) {
+fn ask_request(store: &mut Store, request: serde_json::Value) {
     let input = AskInput {
         request: Ok(serde_json::from_value(request).unwrap()),
         fallback_id: None,
@@ -775,7 +777,7 @@ fn ask_request<S: Store>(store: &mut S, request: serde_json::Value) {
 /// `answered` event records the same, the outcome gives them to the asker, and the
 /// audit verifies. An edit with a decline, on a question that allows none, blank or
 /// unchanged is refused with its code, and nothing changes.
-pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let plan = "1. Drain node a\n2. Upgrade node a\n3. Run the smoke tests\n";
@@ -808,7 +810,7 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
             edited: edited.map(str::to_string),
         };
     let answer = |items: Vec<AnswerItem>| Answer { answers: items };
-    let refused = |store: &mut S, id: &str, a: Answer| {
+    let refused = |store: &mut Store, id: &str, a: Answer| {
         let before = store.events(id).unwrap().len();
         let e = store
             .provide(&token, ProviderAct::Answer(id.into(), a))
@@ -915,8 +917,8 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
 /// that rejection's error outcome; the rows of batches and asks are numbered one after the
 /// other without gaps, in the order of their `accepted`/`rejected` events; and the chain
 /// and the records verify.
-pub fn a_batch_sees_its_own_new_rows_and_numbers_them_without_gaps<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn a_batch_sees_its_own_new_rows_and_numbers_them_without_gaps(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     use dshq::store::{InboxInput, InboxVerdict};
     let clock = TestClock::new();

@@ -264,10 +264,10 @@ fn ask_and_wait(ctx: &Ctx, id: &str, request: &Value, wait: Duration) -> Result<
     let mut store = ctx.store()?;
     // The id is this tool call's own: a request under it is this call's, asked before
     // the run deferred (perhaps from another directory, so its meta differs).
-    if app::feed::get(&mut *store, id)?.is_none() {
+    if app::feed::get(&mut store, id)?.is_none() {
         let bytes = serde_json::to_vec(request).expect("a request serializes");
         let asked = app::ask::ask(
-            &mut *store,
+            &mut store,
             &ctx.root,
             app::ask::Ask {
                 bytes: &bytes,
@@ -299,11 +299,11 @@ fn not_yet(ctx: &Ctx, a: &HookArgs, id: &str, kind: &Kind, ev: &Event) -> Result
         format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
     let end = |why: &str| -> Result<Option<Verdict>> {
         let mut store = ctx.store()?;
-        match app::ask::abort(&mut *store, &ctx.root, id, Some(why), &Actor::Cli) {
+        match app::ask::abort(&mut store, &ctx.root, id, Some(why), &Actor::Cli) {
             Ok(_) => Ok(None),
             // Answered (or ended) between the wait and the abort: that is the verdict.
             Err(Error::RequestFinal { .. }) => {
-                let row = app::feed::get(&mut *store, id)?;
+                let row = app::feed::get(&mut store, id)?;
                 Ok(row.and_then(|r| r.outcome()).map(|o| match kind {
                     Kind::Questions => event::ask_verdict(ev, &o),
                     Kind::Plan(plan) => event::plan_verdict(ev, plan, &o),
@@ -387,7 +387,7 @@ fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<PathBuf> {
 fn session_of(ctx: &Ctx, id: &str) -> Result<(String, PathBuf)> {
     let row = {
         let mut store = ctx.read_store()?;
-        app::feed::get(&mut *store, id)?
+        app::feed::get(&mut store, id)?
     };
     let row = row.ok_or_else(|| Error::NotFound(id.to_string()))?;
     let not_ours = || {

@@ -119,7 +119,7 @@ impl Session {
     /// and catching signals.
     pub fn start(
         root: &Root,
-        store: &mut dyn Store,
+        store: &mut Store,
         context: &str,
         given: Option<&str>,
         name: &str,
@@ -206,7 +206,7 @@ impl Session {
                     match stop_rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {
                             // Nothing while the lease is released for idleness.
-                            if let Err(e) = held.heartbeat(&mut *store) {
+                            if let Err(e) = held.heartbeat(&mut store) {
                                 let fatal = matches!(e, Error::LeaseExpired(_));
                                 *lost.lock().unwrap_or_else(|e| e.into_inner()) =
                                     Some(e.to_string());
@@ -558,7 +558,7 @@ impl Prompter for Terminal {
 }
 
 /// Claim `id` for the session's lease.
-fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
+fn claim(store: &mut Store, token: &str, id: &str) -> Result<RequestRow> {
     app::provide::claim(store, token, id)
 }
 
@@ -617,7 +617,7 @@ fn request_header(row: &RequestRow, at: Option<(usize, usize)>, style: &Style) -
 /// The context pane of a request: its whole meta pretty-printed (every line escaped,
 /// nothing cut), the links in it shown whole, the asking agent and its lineage, and that
 /// agent's last questions with their answers.
-fn context_lines(store: &mut dyn Store, row: &RequestRow, style: &Style) -> Vec<String> {
+fn context_lines(store: &mut Store, row: &RequestRow, style: &Style) -> Vec<String> {
     let mut out = vec![
         style.heading(&format!(
             "Request {}",
@@ -738,7 +738,7 @@ enum Next {
 /// Show one claimed request and carry out the reviewer's ending.
 fn handle_request(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     row: &RequestRow,
@@ -841,7 +841,7 @@ fn ended(session: &Session, term: &mut Terminal) -> std::result::Result<Next, Ha
 /// Answer with the session's lease; the outcome is published by the use-case.
 fn submit(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     token: &str,
     id: &str,
     answer: &Answer,
@@ -859,7 +859,7 @@ enum HandleError {
 /// request as it is shown; at the end, stop, or with `follow` wait for more.
 fn walk(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     follow: bool,
@@ -946,7 +946,7 @@ fn walk(
 /// arrives meanwhile. Ctrl-C here is a key (raw mode), so it ends the session as Ctrl-C
 /// at a prompt does.
 fn away(
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     queue: &follow::Queue,
@@ -983,7 +983,7 @@ fn away(
 /// Run the interactive session.
 pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut store = ctx.store()?;
-    let store = &mut *store;
+    let store = &mut store;
     let given = opts.lease.as_deref().filter(|l| !l.trim().is_empty());
     // Resolve the context before taking a lease: a request id decides it.
     let first = match &opts.id {

@@ -65,11 +65,16 @@ impl Queue<SqliteDriver> {
 
     /// The connection, for this backend's own tests and tools.
     pub fn connection(&mut self) -> &mut Connection {
-        &mut self.driver().conn
+        self.driver().connection()
     }
 }
 
 impl SqliteDriver {
+    /// The connection, for this backend's own tests and tools.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
     fn now(&self) -> Millis {
         (self.clock)()
     }

@@ -303,11 +303,7 @@ fn retry_soon() -> Response {
 async fn provide<T, F>(st: &AppState, caller: &Caller, row: &RequestRow, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
-    F: Fn(
-            &mut dyn crate::store::Store,
-            &crate::root::Root,
-            &app::provide::Acting,
-        ) -> crate::Result<T>
+    F: Fn(&mut crate::store::Store, &crate::root::Root, &app::provide::Acting) -> crate::Result<T>
         + Send
         + Sync
         + Clone
