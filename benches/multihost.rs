@@ -32,7 +32,7 @@ use dshq::root::{Backend, Root};
 #[path = "../tests/support/throwaway.rs"]
 #[allow(dead_code)]
 mod throwaway;
-use dshq::store::{AskInput, LeaseRef, ProviderAct, Store};
+use dshq::store::{AskInput, LeaseRef, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dshq");
 
@@ -261,13 +261,8 @@ fn reviewer(host: &Host, context: &str, ops: usize, ready: &Barrier) -> f64 {
     ready.wait();
     let start = Instant::now();
     for _ in 0..ops {
-        let claimed = match store.provide(&lease, ProviderAct::ClaimNext).unwrap() {
-            dshq::store::Provided::Claimed(row) => row.id.clone().unwrap(),
-            other => panic!("{other:?}"),
-        };
-        store
-            .provide(&lease, ProviderAct::Answer(claimed, pick()))
-            .unwrap();
+        let claimed = store.claim_next(&lease).unwrap().id.unwrap();
+        store.answer(&lease, &claimed, &pick()).unwrap();
     }
     ops as f64 / start.elapsed().as_secs_f64()
 }

@@ -221,30 +221,15 @@ pub enum LeaseRef {
     },
 }
 
-/// What a provider does in one transaction ([`queue::Queue::provide`]).
-#[derive(Debug, Clone)]
-pub enum ProviderAct {
-    /// Claim `id`.
-    Claim(String),
-    /// Claim the oldest pending request of the lease's context.
-    ClaimNext,
-    /// Answer `id` (claiming it implicitly when pending).
-    Answer(String, Answer),
-    /// Cancel `id`.
-    Cancel(String, Option<String>),
-}
-
-/// What [`queue::Queue::provide`] did.
-// One value per provide call, moved once to its caller: boxing the outcome would cost an
+/// What an answer did ([`queue::Queue::answer`]).
+// One value per answer, moved once to its caller: boxing the outcome would cost an
 // allocation per answer to save a copy of a few hundred bytes.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum Provided {
-    /// The claimed request.
-    Claimed(Box<RequestRow>),
-    /// The outcome of an answer or a cancel.
+pub enum Answered {
+    /// The request is answered (or, by a veto, declined): its outcome.
     Finished(Outcome),
-    /// A vote on a request with a quorum that left it open (issue 30).
+    /// A vote on a request with a quorum that left it open.
     Voted(Box<Voted>),
 }
 

@@ -10,7 +10,7 @@ use dshq::core::audit::{Actor, Source};
 use dshq::core::channel::Channel;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{AskInput, Asked, Provided, ProviderAct, Route, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, Route, Status, Store};
 
 use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
@@ -71,9 +71,7 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event(
     ask(&mut store, request("r1", ladder)).unwrap();
     assert_eq!(store.next_due().unwrap(), Some(t0 + MIN));
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("r1".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "r1").unwrap();
 
     // Not before its time (rungs run strictly after it, as deadlines do).
     clock.advance(MIN);
@@ -111,10 +109,7 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event(
     assert_eq!(esc.data["to"], "oncall");
     // The lease of the old context no longer reaches it.
     assert_eq!(
-        code(store.provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("r1".into(), pick("SQLite"))
-        )),
+        code(store.answer(&lease(&reg.lease), "r1", &pick("SQLite"))),
         Code::WrongContext
     );
     assert!(outcome(&mut store, "r1").is_none());
@@ -161,13 +156,10 @@ pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy(
     ask(&mut store, request("p1", json!({"expireAfter": "5m"}))).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
     match store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("p1".into(), pick("Postgres")),
-        )
+        .answer(&lease(&reg.lease), "p1", &pick("Postgres"))
         .unwrap()
     {
-        Provided::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
+        Answered::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
         other => panic!("{other:?}"),
     }
     clock.advance(5 * MIN + 1);
@@ -246,10 +238,7 @@ pub fn a_ladder_never_decides_unless_declared(new: impl Fn(&TestClock) -> Store)
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("x".into(), pick("Postgres")),
-        )
+        .answer(&lease(&reg.lease), "x", &pick("Postgres"))
         .unwrap();
     clock.advance(5 * MIN);
     store.sweep().unwrap();
@@ -318,23 +307,15 @@ pub fn deliveries_are_written_with_their_events(new: impl Fn(&TestClock) -> Stor
     quiet.as_object_mut().unwrap().remove("ladder");
     ask(&mut store, quiet).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("w".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "w").unwrap();
     // A refused act writes nothing.
     assert!(store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("w".into(), pick("MySQL"))
-        )
+        .answer(&lease(&reg.lease), "w", &pick("MySQL"))
         .is_err());
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("w".into(), pick("SQLite")),
-        )
+        .answer(&lease(&reg.lease), "w", &pick("SQLite"))
         .unwrap();
     let d = store.deliveries("w").unwrap();
     let kinds: Vec<&str> = d.iter().map(|d| d.kind.as_str()).collect();
@@ -415,16 +396,11 @@ pub fn each_channel_has_its_own_rows(new: impl Fn(&TestClock) -> Store) {
     store.add_delivery_routes(&both).unwrap();
     ask(&mut store, request("c", json!({"remindAfter": "1m"}))).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("c".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "c").unwrap();
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("c".into(), pick("SQLite")),
-        )
+        .answer(&lease(&reg.lease), "c", &pick("SQLite"))
         .unwrap();
     let d = store.deliveries("c").unwrap();
     let of = |channel: Channel| -> Vec<&str> {
@@ -510,18 +486,11 @@ pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) ->
         issued_ms: clock.now(),
     };
     store
-        .provide_by_link(
-            &link,
-            &by_mail,
-            ProviderAct::Answer("done".into(), pick("SQLite")),
-        )
+        .answer_by_link(&link, &by_mail, &pick("SQLite"))
         .unwrap();
     for id in ["old", "newest"] {
         store
-            .provide(
-                &lease(&reg.lease),
-                ProviderAct::Answer(id.into(), pick("SQLite")),
-            )
+            .answer(&lease(&reg.lease), id, &pick("SQLite"))
             .unwrap();
     }
     for d in store.deliveries("done").unwrap() {

@@ -11,7 +11,7 @@ use dshq::clock::rfc3339;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Decision, Outcome, Request};
-use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, RequestRow, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, RequestRow, Status, Store};
 
 use crate::scenarios::{ask, pick, TestClock};
 
@@ -54,27 +54,18 @@ pub(crate) fn lease(token: &str) -> LeaseRef {
 }
 
 fn claim(store: &mut Store, token: &str, id: &str) -> dshq::Result<RequestRow> {
-    match store.provide(&lease(token), ProviderAct::Claim(id.into()))? {
-        Provided::Claimed(row) => Ok(*row),
-        other => panic!("{other:?}"),
-    }
+    store.claim(&lease(token), id)
 }
 
 fn answer(store: &mut Store, token: &str, id: &str, a: &Answer) -> dshq::Result<Outcome> {
-    match store.provide(&lease(token), ProviderAct::Answer(id.into(), a.clone()))? {
-        Provided::Finished(o) => Ok(o),
+    match store.answer(&lease(token), id, a)? {
+        Answered::Finished(o) => Ok(o),
         other => panic!("{other:?}"),
     }
 }
 
 fn cancel(store: &mut Store, token: &str, id: &str) -> dshq::Result<Outcome> {
-    match store.provide(
-        &lease(token),
-        ProviderAct::Cancel(id.into(), Some("out of scope".into())),
-    )? {
-        Provided::Finished(o) => Ok(o),
-        other => panic!("{other:?}"),
-    }
+    store.cancel(&lease(token), id, Some("out of scope"))
 }
 
 fn abort(store: &mut Store, id: &str) -> dshq::Result<Outcome> {
@@ -554,7 +545,7 @@ pub fn a_lease_of_another_context_is_wrong_context(new: impl Fn(&TestClock) -> S
     assert_eq!(code(claim(&mut store, &a.lease, "rb")), Code::WrongContext);
     assert_eq!(code(cancel(&mut store, &a.lease, "rb")), Code::WrongContext);
     assert_eq!(row(&mut store, "rb"), before);
-    let next = store.provide(&lease(&a.lease), ProviderAct::ClaimNext);
+    let next = store.claim_next(&lease(&a.lease));
     assert_eq!(code(next), Code::NotFound);
 }
 
@@ -568,11 +559,7 @@ pub fn claim_next_takes_the_oldest_pending(new: impl Fn(&TestClock) -> Store) {
         clock.advance(1);
     }
     let (reg, _) = store.register("ctx", "alice", TTL).unwrap();
-    let next = |store: &mut Store| match store.provide(&lease(&reg.lease), ProviderAct::ClaimNext) {
-        Ok(Provided::Claimed(r)) => Ok(r.id.unwrap()),
-        Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e),
-    };
+    let next = |store: &mut Store| store.claim_next(&lease(&reg.lease)).map(|r| r.id.unwrap());
     assert_eq!(next(&mut store).unwrap(), "r1");
     assert_eq!(
         code(store.register("ctx", "mallory", TTL)),

@@ -20,9 +20,7 @@ use dshq::store::postgres::{audit, conn, export};
 use dshq::store::queue::Queue;
 use dshq::store::queue::{history, tokens};
 use dshq::store::sqlite::SqliteStore;
-use dshq::store::{
-    AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Wakeups,
-};
+use dshq::store::{AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, Record, Status, Wakeups};
 
 /// A new empty database on the test server.
 fn fresh_url() -> String {
@@ -118,7 +116,7 @@ fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
     let (alice, _) = s.register("default", "alice", 1_000).unwrap();
     let alice = LeaseRef::Token(alice.lease);
     clock.advance(10);
-    s.provide(&alice, ProviderAct::Claim("a".into())).unwrap();
+    s.claim(&alice, "a").unwrap();
     // alice's lease expires: "a" goes back to pending; bob takes over.
     clock.advance(5_000);
     let (bob, _) = s.register("default", "bob", 600_000).unwrap();
@@ -126,25 +124,13 @@ fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
     // Now a provider is live: the same request is accepted.
     assert!(matches!(ask(s, r), Asked::Accepted(_)));
     clock.advance(1_000);
-    s.provide(
-        &bob,
-        ProviderAct::Answer("a".into(), answer("SQLite", "Approve")),
-    )
-    .unwrap();
+    s.answer(&bob, "a", &answer("SQLite", "Approve")).unwrap();
     clock.advance(3);
-    s.provide(
-        &bob,
-        ProviderAct::Answer("d".into(), answer("Postgres", "Revise")),
-    )
-    .unwrap();
+    s.answer(&bob, "d", &answer("Postgres", "Revise")).unwrap();
     clock.advance(3);
-    s.provide(
-        &bob,
-        ProviderAct::Cancel("c".into(), Some("not needed".into())),
-    )
-    .unwrap();
+    s.cancel(&bob, "c", Some("not needed")).unwrap();
     clock.advance(3);
-    s.provide(&bob, ProviderAct::Claim("k".into())).unwrap();
+    s.claim(&bob, "k").unwrap();
     clock.advance(3);
     s.abort("needs", Some("changed my mind"), &Actor::Asker)
         .unwrap();
@@ -162,11 +148,8 @@ fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
         actor: Actor::Web("carol".into()),
     };
     for who in [&bob, &carol] {
-        s.provide(
-            who,
-            ProviderAct::Answer("quorum".into(), answer("SQLite", "Approve")),
-        )
-        .unwrap();
+        s.answer(who, "quorum", &answer("SQLite", "Approve"))
+            .unwrap();
         clock.advance(3);
     }
     if agents {

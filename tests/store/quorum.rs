@@ -13,7 +13,7 @@ use dshq::core::audit::{Actor, Source};
 use dshq::core::quorum::Policy;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Decision, Outcome, Quorum, Request};
-use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, Status, Store};
 
 use crate::lifecycle::{kinds, row};
 use crate::scenarios::{pick, TestClock};
@@ -93,24 +93,24 @@ fn web(token: &str, who: &str) -> LeaseRef {
     }
 }
 
-fn vote(store: &mut Store, who: &LeaseRef, id: &str, a: &Answer) -> dshq::Result<Provided> {
-    store.provide(who, ProviderAct::Answer(id.into(), a.clone()))
+fn vote(store: &mut Store, who: &LeaseRef, id: &str, a: &Answer) -> dshq::Result<Answered> {
+    store.answer(who, id, a)
 }
 
 fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
     r.expect_err("refused").to_user_error().code
 }
 
-fn voted(p: Provided) -> Box<dshq::store::Voted> {
+fn voted(p: Answered) -> Box<dshq::store::Voted> {
     match p {
-        Provided::Voted(v) => v,
+        Answered::Voted(v) => v,
         other => panic!("expected a vote that leaves the request open: {other:?}"),
     }
 }
 
-fn finished(p: Provided) -> dshq::protocol::AnsweredOutcome {
+fn finished(p: Answered) -> dshq::protocol::AnsweredOutcome {
     match p {
-        Provided::Finished(Outcome::Answered(a)) => a,
+        Answered::Finished(Outcome::Answered(a)) => a,
         other => panic!("expected the answer: {other:?}"),
     }
 }

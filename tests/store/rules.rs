@@ -10,7 +10,7 @@ use dshq::clock::rfc3339;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{AskInput, Asked, Provided, ProviderAct, ProviderFile, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, ProviderFile, Status, Store};
 
 use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
@@ -53,13 +53,13 @@ fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, Code> {
     }
 }
 
-fn claim(store: &mut Store, token: &str, id: &str) -> dshq::Result<Provided> {
-    store.provide(&lease(token), ProviderAct::Claim(id.into()))
+fn claim(store: &mut Store, token: &str, id: &str) -> dshq::Result<dshq::store::RequestRow> {
+    store.claim(&lease(token), id)
 }
 
 fn answer(store: &mut Store, token: &str, id: &str, label: &str) -> dshq::Result<Outcome> {
-    match store.provide(&lease(token), ProviderAct::Answer(id.into(), pick(label)))? {
-        Provided::Finished(o) => Ok(o),
+    match store.answer(&lease(token), id, &pick(label))? {
+        Answered::Finished(o) => Ok(o),
         other => panic!("{other:?}"),
     }
 }
@@ -607,9 +607,7 @@ pub fn every_state_change_appends_an_event_and_the_chain_verifies(
     clock.advance(1);
     ask(&mut store, simple("r2", "default")).unwrap();
     clock.advance(1);
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Cancel("r2".into(), None))
-        .unwrap();
+    store.cancel(&lease(&reg.lease), "r2", None).unwrap();
     clock.advance(1);
     ask(&mut store, simple("r3", "default")).unwrap();
     clock.advance(1);

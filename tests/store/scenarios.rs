@@ -14,7 +14,7 @@ use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Outcome, Request};
 use dshq::store::driver::Driver;
 use dshq::store::queue::Queue;
-use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, ListFilter, Status, Store};
 
 /// A clock a scenario moves by hand.
 #[derive(Clone)]
@@ -104,20 +104,13 @@ pub fn ask_claim_answer_outcome(new: impl Fn(&TestClock) -> Store) {
     let (reg, lease) = store.register("ctx", "alice", 60_000).unwrap();
     assert_eq!(lease.name, "alice");
     let token = LeaseRef::Token(reg.lease.clone());
-    match store.provide(&token, ProviderAct::ClaimNext).unwrap() {
-        Provided::Claimed(row) => {
-            assert_eq!(row.id.as_deref(), Some("q1"));
-            assert_eq!(row.status, Status::Claimed);
-            assert_eq!(row.claimed_by.as_deref(), Some("alice"));
-        }
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&token).unwrap();
+    assert_eq!(row.id.as_deref(), Some("q1"));
+    assert_eq!(row.status, Status::Claimed);
+    assert_eq!(row.claimed_by.as_deref(), Some("alice"));
     clock.advance(1_000);
-    let outcome = match store
-        .provide(&token, ProviderAct::Answer("q1".into(), pick("SQLite")))
-        .unwrap()
-    {
-        Provided::Finished(o) => o,
+    let outcome = match store.answer(&token, "q1", &pick("SQLite")).unwrap() {
+        Answered::Finished(o) => o,
         other => panic!("{other:?}"),
     };
     let Outcome::Answered(a) = &outcome else {
@@ -135,7 +128,7 @@ pub fn ask_claim_answer_outcome(new: impl Fn(&TestClock) -> Store) {
     store.mark_outbox_written(&[pending[0].0]).unwrap();
     assert!(store.outbox_pending(0, 16).unwrap().is_empty());
     // A final request never changes.
-    let again = store.provide(&token, ProviderAct::Answer("q1".into(), pick("Postgres")));
+    let again = store.answer(&token, "q1", &pick("Postgres"));
     assert_eq!(code(again.unwrap_err()), Code::RequestFinal);
     // The audit saw it all, the lease by name.
     let kinds: Vec<_> = store
@@ -162,10 +155,7 @@ pub fn lease_expiry_returns_the_claim(new: impl Fn(&TestClock) -> Store) {
     ask(&mut store, "q2");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Claim("q2".into()),
-        )
+        .claim(&LeaseRef::Token(reg.lease.clone()), "q2")
         .unwrap();
     assert_eq!(store.get("q2").unwrap().unwrap().status, Status::Claimed);
     assert_eq!(store.next_due().unwrap(), Some(clock.now() + 10_000));
@@ -177,13 +167,8 @@ pub fn lease_expiry_returns_the_claim(new: impl Fn(&TestClock) -> Store) {
     assert_eq!(row.claimed_lease, None);
     // The next provider takes it.
     let (bob, _) = store.register("ctx", "bob", 10_000).unwrap();
-    match store
-        .provide(&LeaseRef::Token(bob.lease), ProviderAct::ClaimNext)
-        .unwrap()
-    {
-        Provided::Claimed(row) => assert_eq!(row.claimed_by.as_deref(), Some("bob")),
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&LeaseRef::Token(bob.lease)).unwrap();
+    assert_eq!(row.claimed_by.as_deref(), Some("bob"));
 }
 
 /// A stale lease (expired, even before any sweep) cannot claim, answer, cancel or
@@ -195,14 +180,16 @@ pub fn a_stale_lease_cannot_act(new: impl Fn(&TestClock) -> Store) {
     let (reg, _) = store.register("ctx", "alice", 5_000).unwrap();
     let stale = LeaseRef::Token(reg.lease.clone());
     clock.advance(5_001);
-    for act in [
-        ProviderAct::Claim("q3".into()),
-        ProviderAct::ClaimNext,
-        ProviderAct::Answer("q3".into(), pick("SQLite")),
-        ProviderAct::Cancel("q3".into(), None),
+    for (act, e) in [
+        ("claim", store.claim(&stale, "q3").map(drop)),
+        ("claim next", store.claim_next(&stale).map(drop)),
+        (
+            "answer",
+            store.answer(&stale, "q3", &pick("SQLite")).map(drop),
+        ),
+        ("cancel", store.cancel(&stale, "q3", None).map(drop)),
     ] {
-        let e = store.provide(&stale, act.clone()).unwrap_err();
-        assert_eq!(code(e), Code::LeaseExpired, "{act:?}");
+        assert_eq!(code(e.unwrap_err()), Code::LeaseExpired, "{act}");
     }
     assert_eq!(
         code(store.heartbeat(&reg.lease).unwrap_err()),
@@ -212,14 +199,9 @@ pub fn a_stale_lease_cannot_act(new: impl Fn(&TestClock) -> Store) {
     // A new lease in the context acts; the old one still cannot.
     let (fresh, _) = store.register("ctx", "bob", 5_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(fresh.lease),
-            ProviderAct::Answer("q3".into(), pick("Postgres")),
-        )
+        .answer(&LeaseRef::Token(fresh.lease), "q3", &pick("Postgres"))
         .unwrap();
-    let e = store
-        .provide(&stale, ProviderAct::Answer("q3".into(), pick("SQLite")))
-        .unwrap_err();
+    let e = store.answer(&stale, "q3", &pick("SQLite")).unwrap_err();
     assert_eq!(code(e), Code::LeaseExpired);
     assert_eq!(
         store.get("q3").unwrap().unwrap().provider.as_deref(),
@@ -317,10 +299,7 @@ pub fn the_event_feed_pages_in_order(new: impl Fn(&TestClock) -> Store) {
     ask(&mut store, "e2");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Claim("e1".into()),
-        )
+        .claim(&LeaseRef::Token(reg.lease.clone()), "e1")
         .unwrap();
     clock.advance(10_001);
     store.sweep().unwrap();
@@ -411,18 +390,14 @@ pub fn prune_keeps_open_requests_and_verifies(new: impl Fn(&TestClock) -> Store)
     ask(&mut store, "a");
     ask(&mut store, "b");
     clock.advance(10);
-    store
-        .provide(&token, ProviderAct::Answer("a".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "a", &pick("SQLite")).unwrap();
     store.abort("b", None, &Actor::Asker).unwrap();
     clock.advance(10);
     let cut = clock.now();
     clock.advance(10);
     ask(&mut store, "p");
     ask(&mut store, "late");
-    store
-        .provide(&token, ProviderAct::Answer("late".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "late", &pick("SQLite")).unwrap();
     ask(&mut store, "z");
     // A final request whose outcome file is not written yet stays; once written, it goes.
     let pruned = store
@@ -517,9 +492,7 @@ pub fn prune_keeps_the_newest_request(new: impl Fn(&TestClock) -> Store) {
     let token = LeaseRef::Token(reg.lease.clone());
     for id in ["a", "b"] {
         ask(&mut store, id);
-        store
-            .provide(&token, ProviderAct::Answer(id.into(), pick("SQLite")))
-            .unwrap();
+        store.answer(&token, id, &pick("SQLite")).unwrap();
     }
     mark_outcomes_written(&mut store);
     clock.advance(10);
@@ -549,10 +522,7 @@ pub fn a_host_takes_over_only_its_own_leases(new: impl Fn(&TestClock) -> Store) 
         .register_as("ctx", "web", 60_000, Some(&host("a")))
         .unwrap();
     store
-        .provide(
-            &LeaseRef::Token(ours.lease.clone()),
-            ProviderAct::Claim("mine".into()),
-        )
+        .claim(&LeaseRef::Token(ours.lease.clone()), "mine")
         .unwrap();
     let (theirs, _) = store
         .register_as("other", "web", 60_000, Some(&host("b")))
@@ -607,9 +577,7 @@ pub fn the_request_feed_sees_each_accepted_request_once(new: impl Fn(&TestClock)
     assert!(matches!(rejected, Asked::Rejected { .. }), "{rejected:?}");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     let lease = LeaseRef::Token(reg.lease.clone());
-    store
-        .provide(&lease, ProviderAct::Answer("f1".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&lease, "f1", &pick("SQLite")).unwrap();
     ask(&mut store, "f2");
     let (mut after, mut seen) = (start, Vec::new());
     loop {
@@ -812,9 +780,7 @@ pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
     let answer = |items: Vec<AnswerItem>| Answer { answers: items };
     let refused = |store: &mut Store, id: &str, a: Answer| {
         let before = store.events(id).unwrap().len();
-        let e = store
-            .provide(&token, ProviderAct::Answer(id.into(), a))
-            .unwrap_err();
+        let e = store.answer(&token, id, &a).unwrap_err();
         let row = store.get(id).unwrap().unwrap();
         assert_eq!(row.status, Status::Pending, "{id}: nothing changed");
         assert_eq!(row.edits, None);
@@ -845,11 +811,8 @@ pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
     // The approval with the edited plan.
     clock.advance(1_000);
     let a = answer(vec![item("plan", &["Approve"], None, Some(approved))]);
-    let outcome = match store
-        .provide(&token, ProviderAct::Answer("e1".into(), a.clone()))
-        .unwrap()
-    {
-        Provided::Finished(o) => o,
+    let outcome = match store.answer(&token, "e1", &a).unwrap() {
+        Answered::Finished(o) => o,
         other => panic!("{other:?}"),
     };
     let Outcome::Answered(o) = &outcome else {
@@ -882,10 +845,7 @@ pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
         item("msg", &[], None, Some("Fix the parser bug")),
         item("note", &[], Some("none"), None),
     ]);
-    let Provided::Finished(Outcome::Answered(o)) = store
-        .provide(&token, ProviderAct::Answer("e3".into(), msg))
-        .unwrap()
-    else {
+    let Answered::Finished(Outcome::Answered(o)) = store.answer(&token, "e3", &msg).unwrap() else {
         panic!("not answered")
     };
     let edited = o.edited.expect("the edit is in the outcome");
@@ -896,9 +856,7 @@ pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
 
     // An answer that edits nothing keeps the event's and the outcome's old shape.
     let plain = answer(vec![item("plan", &["Approve"], None, None)]);
-    let Provided::Finished(Outcome::Answered(o)) = store
-        .provide(&token, ProviderAct::Answer("e2".into(), plain))
-        .unwrap()
+    let Answered::Finished(Outcome::Answered(o)) = store.answer(&token, "e2", &plain).unwrap()
     else {
         panic!("not answered")
     };

@@ -406,7 +406,7 @@ pub fn resolve(
             lease.on_behalf = Some(actor.clone());
             Ok((lease, None))
         }
-        // Only a vote is made without a lease ([`super::answers::provide`] casts it).
+        // Only a vote is made without a lease ([`super::answers::answer_with`] casts it).
         LeaseRef::Voter(_) => Err(Error::Invalid(
             "only a vote on a request with a quorum is made without a lease".into(),
         )),

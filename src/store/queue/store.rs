@@ -14,14 +14,14 @@ use super::{
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
-use crate::protocol::Outcome;
+use crate::protocol::{Answer, Outcome};
 use crate::store::driver::{Driver, Write};
 use crate::store::{
-    AgentInfo, Anchor, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event, EventPage,
-    ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput, InboxVerdict,
-    Lease, LeaseInfo, LeaseRef, ListFilter, OpenCounts, Provided, ProviderAct, ProviderFile,
-    PruneExport, Pruned, Record, Registered, RequestRow, Revoked, Route, SlackMessage, Stats,
-    Swept, TokenCredential, Verified, Wakeups, WebToken,
+    AgentInfo, Anchor, Answered, AskInput, Asked, Delivery, DeliveryCounts, Entered, Event,
+    EventPage, ExportSink, FeedPage, FeedPos, HistoryFilter, HistoryRow, HostMark, InboxInput,
+    InboxVerdict, Lease, LeaseInfo, LeaseRef, ListFilter, OpenCounts, ProviderFile, PruneExport,
+    Pruned, Record, Registered, RequestRow, Revoked, Route, SlackMessage, Stats, Swept,
+    TokenCredential, Verified, Wakeups, WebToken,
 };
 
 /// The queue over one driver: every method is a rule of [`super`] run in a transaction
@@ -104,27 +104,50 @@ impl<D: Driver> Queue<D> {
 
     // ---- providing -------------------------------------------------------------------
 
-    /// Claim, answer or cancel with a lease (live at the time of the write), or with a
-    /// transient lease registered and released inside the same transaction.
-    pub fn provide(&mut self, lease: &LeaseRef, act: ProviderAct) -> Result<Provided> {
-        let policy = self.policy.clone();
+    /// Claim `id` with `lease` (live at the time of the write, or a transient lease
+    /// registered and released inside the same transaction); idempotent for the lease's
+    /// own claims.
+    pub fn claim(&mut self, lease: &LeaseRef, id: &str) -> Result<RequestRow> {
         self.driver.write(Write::Swept, |db, now| {
-            answers::provide(db, now, lease, &act, &policy.people)
+            answers::claim_with(db, now, lease, id)
         })
     }
 
-    /// Answer through a mail's link (issue 29): `act` (an answer of the link's request)
-    /// as [`Queue::provide`] makes it, recording `link` as used in the same transaction;
-    /// `LINK_USED` when an answer was already sent through it (nothing changes).
-    pub fn provide_by_link(
+    /// Claim the oldest pending request of the lease's context.
+    pub fn claim_next(&mut self, lease: &LeaseRef) -> Result<RequestRow> {
+        self.driver.write(Write::Swept, |db, now| {
+            answers::claim_next_with(db, now, lease)
+        })
+    }
+
+    /// Answer `id` with `lease` (claiming it implicitly when pending). On a request with a
+    /// quorum the answer is a vote, and it may leave the request open.
+    pub fn answer(&mut self, lease: &LeaseRef, id: &str, answer: &Answer) -> Result<Answered> {
+        let policy = self.policy.clone();
+        self.driver.write(Write::Swept, |db, now| {
+            answers::answer_with(db, now, lease, id, answer, &policy.people)
+        })
+    }
+
+    /// Cancel `id` with `lease` (`ASK_CANCELLED`).
+    pub fn cancel(&mut self, lease: &LeaseRef, id: &str, reason: Option<&str>) -> Result<Outcome> {
+        self.driver.write(Write::Swept, |db, now| {
+            answers::cancel_with(db, now, lease, id, reason)
+        })
+    }
+
+    /// Answer through a mail's link: [`Queue::answer`] of the link's request, recording
+    /// `link` as used in the same transaction; `LINK_USED` when an answer was already sent
+    /// through it (nothing changes).
+    pub fn answer_by_link(
         &mut self,
         link: &crate::store::driver::links::LinkUse,
         lease: &LeaseRef,
-        act: ProviderAct,
-    ) -> Result<Provided> {
+        answer: &Answer,
+    ) -> Result<Answered> {
         let policy = self.policy.clone();
         self.driver.write(Write::Swept, |db, now| {
-            super::links::provide_by_link(db, now, link, lease, &act, &policy.people)
+            super::links::answer_by_link(db, now, link, lease, answer, &policy.people)
         })
     }
 

@@ -17,7 +17,7 @@ use crate::store::driver::{AnswerReads, AnswerStatements};
 use crate::store::queue;
 use crate::store::sqlite::sql::{Sql, SqlRead};
 use crate::store::types::Lease;
-use crate::store::{Provided, ProviderFile};
+use crate::store::{Answered, ProviderFile};
 
 /// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
 /// `?4` the generation. A stale holder (ended, expired, or another generation) matches
@@ -50,8 +50,8 @@ pub fn answer(
 ) -> Result<Outcome> {
     let people = crate::core::people::People::default();
     match queue::answers::answer(tx, now, lease, id, answer, &people)? {
-        Provided::Finished(o) => Ok(o),
-        _ => Err(voted(id)),
+        Answered::Finished(o) => Ok(o),
+        Answered::Voted(_) => Err(voted(id)),
     }
 }
 
