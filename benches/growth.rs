@@ -153,7 +153,13 @@ fn main() {
             .unwrap();
         store::write(st.connection(), cut - 1, |tx| {
             for id in &stale {
-                requests::abort(tx, id, None, &dshq::core::audit::Actor::Daemon, cut - 1)?;
+                dshq::store::queue::answers::abort(
+                    tx,
+                    cut - 1,
+                    id,
+                    None,
+                    &dshq::core::audit::Actor::Daemon,
+                )?;
             }
             Ok(())
         })

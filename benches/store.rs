@@ -17,7 +17,7 @@ use dshq::root::Root;
 use dshq::store::queue::history;
 use dshq::store::queue::leases;
 use dshq::store::sqlite::sql::SqlRead;
-use dshq::store::sqlite::{self as store, requests, SqliteStore};
+use dshq::store::sqlite::{self as store, SqliteStore};
 use dshq::store::{AnyDriver, Store};
 
 #[path = "common/fixture.rs"]
@@ -33,12 +33,13 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, Store, dshq::store::Leas
     let now = dshq::clock::now_ms();
     let token = store::write(st.connection(), now, |tx| {
         for i in 0..n {
-            requests::accept(
+            dshq::store::queue::requests::accept(
                 tx,
+                now,
                 request(&format!("r{i}"), None, "default", false),
                 None,
                 "bench",
-                now,
+                &Default::default(),
             )?;
         }
         Ok(leases::register(tx, now, "default", "bench", 3_600_000, None)?.lease)
@@ -81,8 +82,15 @@ fn claim_answer(c: &mut Criterion) {
                             store::write(connection(&mut st), now, |tx| {
                                 for k in i..end {
                                     let id = format!("r{k}");
-                                    requests::claim(tx, &lease, &id, now)?;
-                                    requests::answer(tx, &lease, &id, &answer("Postgres"), now)?;
+                                    dshq::store::queue::answers::claim(tx, now, &lease, &id)?;
+                                    dshq::store::queue::answers::answer(
+                                        tx,
+                                        now,
+                                        &lease,
+                                        &id,
+                                        &answer("Postgres"),
+                                        &Default::default(),
+                                    )?;
                                 }
                                 Ok(())
                             })

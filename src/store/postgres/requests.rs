@@ -13,7 +13,6 @@
 use postgres::types::{ToSql, Type};
 use postgres::{GenericClient, Row};
 
-pub use super::answers::abort;
 use crate::clock::Millis;
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
@@ -22,7 +21,6 @@ use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewReques
 use crate::store::driver::RequestReads;
 use crate::store::postgres::session::HeldRequest;
 use crate::store::postgres::tx::{IdRowCopy, IdRows, PgRead, Tx};
-pub use crate::store::queue::requests::Rejection;
 use crate::store::types::ListFilter;
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,

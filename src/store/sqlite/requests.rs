@@ -10,16 +10,12 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-pub use super::answers::{abort, answer, answer_replayable, cancel, claim};
 use crate::clock::Millis;
 pub use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
-use crate::protocol::error::UserQuestionError;
-use crate::protocol::types::{Decision, Request};
+use crate::protocol::types::Decision;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::driver::RequestReads;
-use crate::store::queue;
-pub use crate::store::queue::requests::Rejection;
 use crate::store::sqlite::sql::{Sql, SqlRead};
 pub use crate::store::types::{Accepted, ListFilter};
 
@@ -68,46 +64,6 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         approvers: r.get(25)?,
         votes: r.get(26)?,
     })
-}
-
-/// Check and accept a parsed request ([`queue::requests::accept`]) in `tx`.
-pub fn accept(
-    tx: &mut Sql<'_, '_>,
-    request: Request,
-    fallback_id: Option<&str>,
-    source: &str,
-    now: Millis,
-) -> Result<Accepted> {
-    queue::requests::accept(
-        tx,
-        now,
-        request,
-        fallback_id,
-        source,
-        &crate::core::quorum::Policy::default(),
-    )
-}
-
-/// Record a rejected input for the audit ([`queue::requests::record_rejection`]) in `tx`.
-pub fn record_rejection(
-    tx: &mut Sql<'_, '_>,
-    rej: &Rejection<'_>,
-    error: &UserQuestionError,
-    now: Millis,
-) -> Result<bool> {
-    queue::requests::record_rejection(tx, now, rej, error)
-}
-
-/// The verdict of an earlier rejection of this very input
-/// ([`queue::requests::earlier_rejection`]) in `tx`.
-pub fn earlier_rejection(
-    tx: &mut Sql<'_, '_>,
-    id: &str,
-    source: &str,
-    body: &str,
-    file_mtime_ms: Millis,
-) -> Result<Option<UserQuestionError>> {
-    queue::requests::earlier_rejection(tx, id, source, body, file_mtime_ms)
 }
 
 impl crate::store::driver::RequestStatements for Sql<'_, '_> {
