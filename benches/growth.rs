@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use dshq::root::Root;
 use dshq::store::queue::history;
-use dshq::store::sqlite::sql::SqlRead;
+use dshq::store::sqlite::tx::SqlRead;
 use dshq::store::sqlite::{self as store, requests, SqliteStore};
 use dshq::store::{ListFilter, Status, Store};
 

@@ -16,7 +16,7 @@ use dshq::files::outbox;
 use dshq::root::Root;
 use dshq::store::queue::history;
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::SqlRead;
+use dshq::store::sqlite::tx::SqlRead;
 use dshq::store::sqlite::{self as store, SqliteStore};
 use dshq::store::{AnyDriver, Store};
 

@@ -13,11 +13,12 @@
 //! - [`core`], [`protocol`]: the lifecycle, the audit's vocabulary, the dsh vocabulary and
 //!   its rules, as types; pure. [`clock`], [`text`] (the one sanitiser for asker-supplied
 //!   text shown to a person) and [`markdown`] (the one Markdown front end) are pure too.
-//! - [`store`]: the seam (`trait Store`, one method per transaction); the queue's rules
+//! - [`store`]: the seam ([`store::Store`], one method per transaction); the queue's rules
 //!   written once ([`store::queue`]) over the statements a driver offers
 //!   ([`store::driver`]); the two drivers, [`store::sqlite`] (the default, bundled) and
 //!   [`store::postgres`] (one store for many hosts), each the only place its client crate
-//!   and its SQL live; the keyed event chain ([`store::chain`]).
+//!   and its SQL live, one file per concern named alike in all four; the keyed event
+//!   chain ([`store::chain`]).
 //! - [`root`], [`config`]: where the state lives and the operator's settings.
 //! - [`receipt`]: signed decision receipts (the key, the build, the signature, the
 //!   offline check).

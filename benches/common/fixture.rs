@@ -9,7 +9,7 @@ use std::time::Instant;
 use dshq::clock::Millis;
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::SqlRead;
+use dshq::store::sqlite::tx::SqlRead;
 use dshq::store::sqlite::{self as store};
 
 pub const DAY: Millis = 86_400_000;

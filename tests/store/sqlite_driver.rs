@@ -19,7 +19,7 @@ mod leases {
     use dshq::clock::Millis;
     use dshq::error::Result;
     use dshq::store::queue::leases as q;
-    use dshq::store::sqlite::sql::{Sql, SqlRead};
+    use dshq::store::sqlite::tx::{Sql, SqlRead};
     use dshq::store::types::{HostMark, Lease, Registered};
     use rusqlite::Connection;
 
@@ -96,7 +96,7 @@ fn with_lease<T>(
     conn: &mut Connection,
     token: &str,
     now: Millis,
-    f: impl FnOnce(&mut dshq::store::sqlite::sql::Sql<'_, '_>, &Lease) -> Result<T>,
+    f: impl FnOnce(&mut dshq::store::sqlite::tx::Sql<'_, '_>, &Lease) -> Result<T>,
 ) -> Result<T> {
     write(conn, now, |tx| {
         let lease = leases::authenticate(tx, token, now)?;

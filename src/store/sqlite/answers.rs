@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::protocol::types::Decision;
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, AnswerStatements};
-use crate::store::sqlite::sql::{Sql, SqlRead};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 
 /// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
 /// `?4` the generation. A stale holder (ended, expired, or another generation) matches

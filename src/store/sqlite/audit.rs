@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::events;
 use super::requests::{self, ListFilter};
-use super::sql::SqlRead;
+use super::tx::SqlRead;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::audit::{AuditReads, StoredEvent};

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::sql::Sql;
+use super::tx::Sql;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::types::Swept;

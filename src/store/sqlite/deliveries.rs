@@ -10,7 +10,7 @@ use crate::core::channel::Channel;
 use crate::error::Result;
 use crate::store::driver::deliveries::{stored_channel as channel, NewDelivery};
 use crate::store::driver::{DeliveryReads, DeliveryStatements};
-use crate::store::sqlite::sql::{Sql, SqlRead};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 use crate::store::types::{Delivery, DeliveryCounts, Route};
 
 impl DeliveryStatements for Sql<'_, '_> {

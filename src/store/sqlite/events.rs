@@ -316,7 +316,7 @@ pub fn verify_with(conn: &Connection, key: Option<&AuditKey>) -> Result<(i64, Op
     Ok((walk.count, None))
 }
 
-impl crate::store::driver::EventReads for super::sql::SqlRead<'_> {
+impl crate::store::driver::EventReads for super::tx::SqlRead<'_> {
     fn events_of_request(&mut self, request_id: &str) -> Result<Vec<Event>> {
         for_request(self.0, request_id)
     }

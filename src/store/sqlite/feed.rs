@@ -7,7 +7,7 @@ use rusqlite::{params, Connection};
 
 use super::events;
 use super::requests::{contexts_json, row, COLUMNS, FROM, MATCHES, WIDTH};
-use super::sql::SqlRead;
+use super::tx::SqlRead;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::types::ListFilter;

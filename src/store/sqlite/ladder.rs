@@ -9,7 +9,7 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::LadderStatements;
-use crate::store::sqlite::sql::Sql;
+use crate::store::sqlite::tx::Sql;
 
 impl LadderStatements for Sql<'_, '_> {
     fn replace_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, Transaction};
 
 use crate::store::driver::{OutboxReads, OutboxStatements};
-use crate::store::sqlite::sql::{Sql, SqlRead};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 
 use super::requests::{row, COLUMNS, FROM};
 use crate::error::Result;

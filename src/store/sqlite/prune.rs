@@ -8,7 +8,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::events;
-use super::sql::Sql;
+use super::tx::Sql;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::prune::{WalkEvent, WalkRow, WalkVisit};

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::protocol::types::Decision;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
 use crate::store::driver::RequestReads;
-use crate::store::sqlite::sql::{Sql, SqlRead};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 pub use crate::store::types::{Accepted, ListFilter};
 
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,

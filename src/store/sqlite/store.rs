@@ -10,7 +10,7 @@ use rusqlite::Connection;
 
 use super::conn::{self, write_clocked, write_no_sweep};
 use super::events;
-use super::sql::SqlRead;
+use super::tx::SqlRead;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::{Driver, Reads, Statements, Write};

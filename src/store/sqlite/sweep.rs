@@ -10,7 +10,7 @@ use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::{SweepReads, SweepStatements};
-use crate::store::sqlite::sql::{Sql, SqlRead};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 
 /// The earliest future time something falls due (a lease expiry, a deadline, a ladder's
 /// next rung, an agent ttl), so the daemon can sleep exactly until then.
