@@ -96,16 +96,6 @@ const TRIM_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 /// while nothing committed).
 const FIRST_BATCH: usize = 64;
 
-/// Give the heap's free memory back to the system (glibc keeps freed memory of large
-/// batches mapped otherwise, and the daemon would sit at its peak forever).
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 #[derive(Debug)]
 enum Hint {
     Inbox,
@@ -362,7 +352,6 @@ fn maybe_prune(root: &Root, store: &mut Store, config: &Config, next: &mut std::
 /// it), held for the life of the returned file (the kernel drops it when the process
 /// dies, even on SIGKILL).
 pub fn lock_root(root: &Root) -> Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     // The root directory itself, not a file in it: a lock file can be unlinked (and a
     // second daemon would lock a new one), the directory cannot while it holds our root.
@@ -374,21 +363,17 @@ pub fn lock_root(root: &Root) -> Result<std::fs::File> {
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::question(
-                crate::protocol::Code::DaemonRunning,
-                format!(
-                    "another dshq daemon already runs on {}",
-                    crate::text::path_for_log(root.dir())
-                ),
-            ));
-        }
-        return Err(Error::io(path, e));
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(f),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Err(Error::question(
+            crate::protocol::Code::DaemonRunning,
+            format!(
+                "another dshq daemon already runs on {}",
+                crate::text::path_for_log(root.dir())
+            ),
+        )),
+        Err(e) => Err(Error::io(path, e.into())),
     }
-    Ok(f)
 }
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.
@@ -621,7 +606,7 @@ fn drain_inbox(
             }
             if r.bytes >= TRIM_AFTER_BYTES {
                 big = true;
-                trim_heap();
+                crate::sys::trim_heap();
             }
             // Outcomes between batches: at once after a batch that made some (a rejection
             // with an id, an abort), else at most every RELIST_AFTER for the ones other
@@ -648,7 +633,7 @@ fn drain_inbox(
         }
     });
     if big {
-        trim_heap();
+        crate::sys::trim_heap();
     }
     if unwatched {
         // An error or a stop left the watch off: put it back (the next tick rescans anyway).

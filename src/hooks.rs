@@ -183,10 +183,13 @@ impl Hooks {
     }
 }
 
+/// Kill the process group `pgid` (one this runner created, whose leader it has not reaped).
 fn kill_group(pgid: u32) {
-    // SAFETY: kill(2) on a process group we created and have not reaped the leader of.
-    unsafe {
-        libc::kill(-(pgid as i32), libc::SIGKILL);
+    let group = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

@@ -28,6 +28,7 @@
 //! - [`views`]: the JSON views every JSON-speaking face shares (CLI `--json`, the API,
 //!   hooks, MCP); [`output`]: terminal rendering, for the CLI only.
 //! - [`daemon`] (the file loop), [`hooks`] (`--on-question`), [`metrics`], [`shutdown`].
+//! - [`sys`]: the system calls that need `unsafe`, the only module allowed it.
 //! - [`host`]: `daemon --listen`, the tokio host around the file loop: the database
 //!   thread, the change broadcast after each commit, listeners, health.
 //! - The faces: [`web`] (the JSON API, the event stream, the page), [`mcp`] (the MCP
@@ -35,6 +36,9 @@
 //!   screen in `cli::interactive`).
 
 #![warn(missing_docs)]
+// Only `sys` may use `unsafe` (it allows it for itself): every other system call goes
+// through rustix.
+#![deny(unsafe_code)]
 
 pub mod app;
 pub mod cli;
@@ -57,6 +61,7 @@ pub mod root;
 pub mod shutdown;
 pub mod slack;
 pub mod store;
+pub mod sys;
 pub mod text;
 pub mod views;
 pub mod web;

@@ -337,8 +337,7 @@ impl Root {
 }
 
 fn current_euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 fn unsafe_root(path: &Path, why: impl std::fmt::Display) -> Error {
@@ -403,10 +402,7 @@ fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<bool> {
 
 /// Make every file and directory this process creates owner-only.
 pub fn restrict_umask() {
-    // SAFETY: umask only swaps the process file-mode mask; it cannot fail.
-    unsafe {
-        libc::umask(0o077);
-    }
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
 }
 
 #[cfg(test)]

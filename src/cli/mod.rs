@@ -377,16 +377,6 @@ impl Cli {
     }
 }
 
-/// Restore SIGPIPE's default action (the process ends when it writes to a pipe nobody
-/// reads), for the runs of [`Cli::sigpipe_may_end_it`].
-pub fn default_sigpipe() {
-    // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions; it runs
-    // before any thread is started.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
 /// carry the order of its flags).
 pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {

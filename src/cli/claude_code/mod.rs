@@ -32,7 +32,6 @@ pub mod event;
 pub mod process;
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::Duration;
@@ -371,14 +370,8 @@ fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<PathBuf> {
     if let Some(p) = process::read(pid) {
         c.arg("--after-started").arg(p.started.to_string());
     }
-    // SAFETY: setsid(2) is async-signal-safe and has no preconditions in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    c.spawn()
+    crate::sys::in_new_session(&mut c)
+        .spawn()
         .map_err(|e| Error::io("dshq claude-code resume", e))?;
     Ok(log)
 }

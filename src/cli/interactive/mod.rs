@@ -322,30 +322,31 @@ fn end_process(held: &Held, sig: i32, why: &str) -> ! {
 /// events, so only a hang-up, an error or a closed descriptor is reported: pending keys
 /// neither wake it nor are consumed.
 fn terminal_hung_up(wait: Duration) -> bool {
-    let mut fds = [0, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use std::os::fd::AsFd;
+    let (stdin, stderr) = (std::io::stdin(), std::io::stderr());
+    let mut fds = [
+        PollFd::new(&stdin, PollFlags::empty()),
+        PollFd::from_borrowed_fd(stderr.as_fd(), PollFlags::empty()),
+    ];
+    let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
+        tv_sec: i64::MAX,
+        tv_nsec: 0,
     });
-    // SAFETY: `fds` is a valid array of pollfd for the length given.
-    let n = unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            wait.as_millis() as libc::c_int,
-        )
-    };
-    if n <= 0 {
-        if n < 0 {
-            // EINTR: a signal; poll again. Anything else: do not spin.
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                std::thread::sleep(wait);
-            }
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(0) => false,
+        Ok(_) => fds.iter().any(|p| {
+            p.revents()
+                .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
+        }),
+        // EINTR: a signal; poll again.
+        Err(rustix::io::Errno::INTR) => false,
+        // Anything else: do not spin.
+        Err(_) => {
+            std::thread::sleep(wait);
+            false
         }
-        return false;
     }
-    fds.iter()
-        .any(|p| p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
 }
 
 /// Put the terminal back as a shell expects it (raw mode off, cursor shown, main screen)
