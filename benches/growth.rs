@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use dshq::root::Root;
 use dshq::store::queue::history;
-use dshq::store::sqlite::sql::SqlRead;
+use dshq::store::sqlite::tx::SqlRead;
 use dshq::store::sqlite::{self as store, requests, SqliteStore};
 use dshq::store::{ListFilter, Status, Store};
 
@@ -153,7 +153,13 @@ fn main() {
             .unwrap();
         store::write(st.connection(), cut - 1, |tx| {
             for id in &stale {
-                requests::abort(tx, id, None, &dshq::core::audit::Actor::Daemon, cut - 1)?;
+                dshq::store::queue::answers::abort(
+                    tx,
+                    cut - 1,
+                    id,
+                    None,
+                    &dshq::core::audit::Actor::Daemon,
+                )?;
             }
             Ok(())
         })
@@ -166,6 +172,7 @@ fn main() {
             )
             .unwrap();
         let export = work.join("export.ndjson");
+        let mut st: Store = st.into();
         let started = Instant::now();
         let report = dshq::app::prune::prune(
             &mut st,
@@ -178,6 +185,8 @@ fn main() {
         )
         .unwrap();
         let took = started.elapsed();
+        // The SQLite file's own reads and maintenance, beside the store.
+        let conn = store::open(&root.db()).unwrap();
         let p = &report.pruned;
         println!(
             "prune 30 of 90 days: {} requests, {} events in {:.1} s = {:.0} requests/s; export {:.1} MiB ({} records); stopped at {:?}",
@@ -189,8 +198,7 @@ fn main() {
             report.records,
             p.stopped_at
         );
-        let cp: String = st
-            .connection()
+        let cp: String = conn
             .query_row(
                 "SELECT data FROM events WHERE kind = 'pruned' ORDER BY seq DESC LIMIT 1",
                 [],
@@ -206,19 +214,16 @@ fn main() {
             v.events,
             started.elapsed().as_secs_f64()
         );
-        let left: i64 = st
-            .connection()
+        let left: i64 = conn
             .query_row("SELECT COUNT(*) FROM requests", [], |r| r.get(0))
             .unwrap();
-        st.connection()
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .unwrap();
         let before_vacuum = file_size(&root.db());
         let started = Instant::now();
-        st.connection().execute_batch("VACUUM;").unwrap();
+        conn.execute_batch("VACUUM;").unwrap();
         let vac = started.elapsed();
-        st.connection()
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .unwrap();
         let after = file_size(&root.db());
         println!(

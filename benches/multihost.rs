@@ -32,7 +32,7 @@ use dshq::root::{Backend, Root};
 #[path = "../tests/support/throwaway.rs"]
 #[allow(dead_code)]
 mod throwaway;
-use dshq::store::{AskInput, LeaseRef, ProviderAct, Store};
+use dshq::store::{AskInput, LeaseRef, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dshq");
 
@@ -152,7 +152,7 @@ impl Host {
         )
     }
 
-    fn store(&self) -> Box<dyn Store> {
+    fn store(&self) -> Store {
         let backend = Backend::parse(self.store.as_deref()).unwrap();
         Root::new(&self.root)
             .with_backend(backend)
@@ -231,7 +231,7 @@ fn burst(hosts: &[Host], n: usize) -> f64 {
     rate
 }
 
-fn ask(store: &mut dyn Store, id: &str, context: &str) {
+fn ask(store: &mut Store, id: &str, context: &str) {
     let body = request_json(id, context);
     let input = AskInput {
         request: dshq::protocol::check::parse_request(body.as_bytes()),
@@ -254,20 +254,15 @@ fn pick() -> dshq::protocol::Answer {
 fn reviewer(host: &Host, context: &str, ops: usize, ready: &Barrier) -> f64 {
     let mut store = host.store();
     for i in 0..ops {
-        ask(&mut *store, &format!("{context}-{i:06}"), context);
+        ask(&mut store, &format!("{context}-{i:06}"), context);
     }
     let (reg, _) = store.register(context, "bench", 600_000).unwrap();
     let lease = LeaseRef::Token(reg.lease);
     ready.wait();
     let start = Instant::now();
     for _ in 0..ops {
-        let claimed = match store.provide(&lease, ProviderAct::ClaimNext).unwrap() {
-            dshq::store::Provided::Claimed(row) => row.id.clone().unwrap(),
-            other => panic!("{other:?}"),
-        };
-        store
-            .provide(&lease, ProviderAct::Answer(claimed, pick()))
-            .unwrap();
+        let claimed = store.claim_next(&lease).unwrap().id.unwrap();
+        store.answer(&lease, &claimed, &pick()).unwrap();
     }
     ops as f64 / start.elapsed().as_secs_f64()
 }
@@ -297,7 +292,7 @@ fn answer_latency(asker: &Host, by: &Host, samples: usize, tag: &str) -> Vec<f64
     let mut v = Vec::with_capacity(samples);
     for i in 0..samples {
         let id = format!("{tag}-lat-{i:04}");
-        ask(&mut *store, &id, tag);
+        ask(&mut store, &id, tag);
         let outcome = asker.root.join("outbox").join(format!("{id}.json"));
         let start = Instant::now();
         let out = by

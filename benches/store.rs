@@ -16,15 +16,16 @@ use dshq::files::outbox;
 use dshq::root::Root;
 use dshq::store::queue::history;
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::SqlRead;
-use dshq::store::sqlite::{self as store, requests, SqliteStore};
+use dshq::store::sqlite::tx::SqlRead;
+use dshq::store::sqlite::{self as store, SqliteStore};
+use dshq::store::{AnyDriver, Store};
 
 #[path = "common/fixture.rs"]
 mod fixture;
 use fixture::{answer, fixture, request, DAY, T0};
 
 /// A fresh store in a temp dir with `n` pending requests and a live lease.
-fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store::Lease) {
+fn pending_store(n: usize) -> (tempfile::TempDir, Root, Store, dshq::store::Lease) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path().join("root"));
     root.ensure_layout().unwrap();
@@ -32,19 +33,28 @@ fn pending_store(n: usize) -> (tempfile::TempDir, Root, SqliteStore, dshq::store
     let now = dshq::clock::now_ms();
     let token = store::write(st.connection(), now, |tx| {
         for i in 0..n {
-            requests::accept(
+            dshq::store::queue::requests::accept(
                 tx,
+                now,
                 request(&format!("r{i}"), None, "default", false),
                 None,
                 "bench",
-                now,
+                &Default::default(),
             )?;
         }
         Ok(leases::register(tx, now, "default", "bench", 3_600_000, None)?.lease)
     })
     .unwrap();
     let lease = leases::authenticate(&mut SqlRead(st.connection()), &token, now).unwrap();
-    (dir, root, st, lease)
+    (dir, root, st.into(), lease)
+}
+
+/// The SQLite connection under `st`.
+fn connection(st: &mut Store) -> &mut Connection {
+    match st.driver() {
+        AnyDriver::Sqlite(d) => d.connection(),
+        AnyDriver::Postgres(_) => panic!("the bench opened a SQLite store"),
+    }
 }
 
 fn claim_answer(c: &mut Criterion) {
@@ -69,11 +79,18 @@ fn claim_answer(c: &mut Criterion) {
                         let mut i = 0u64;
                         while i < iters {
                             let end = (i + group_size as u64).min(iters);
-                            store::write(st.connection(), now, |tx| {
+                            store::write(connection(&mut st), now, |tx| {
                                 for k in i..end {
                                     let id = format!("r{k}");
-                                    requests::claim(tx, &lease, &id, now)?;
-                                    requests::answer(tx, &lease, &id, &answer("Postgres"), now)?;
+                                    dshq::store::queue::answers::claim(tx, now, &lease, &id)?;
+                                    dshq::store::queue::answers::answer(
+                                        tx,
+                                        now,
+                                        &lease,
+                                        &id,
+                                        &answer("Postgres"),
+                                        &Default::default(),
+                                    )?;
                                 }
                                 Ok(())
                             })

@@ -93,16 +93,6 @@ const TRIM_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 /// while nothing committed).
 const FIRST_BATCH: usize = 64;
 
-/// Give the heap's free memory back to the system (glibc keeps freed memory of large
-/// batches mapped otherwise, and the daemon would sit at its peak forever).
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 #[derive(Debug)]
 enum Hint {
     Inbox,
@@ -133,7 +123,7 @@ impl Waker {
 pub type Started = Box<dyn FnOnce(Waker) -> Result<()> + Send>;
 
 /// The call the host makes after every pass of the file loop, on the loop's thread and store.
-pub type AfterPass = Box<dyn FnMut(&mut dyn Store) + Send>;
+pub type AfterPass = Box<dyn FnMut(&mut Store) + Send>;
 
 /// What rides along with the file loop, given by the composition root
 /// ([`crate::serve`]); the loop itself knows nothing of channels or of HTTP.
@@ -154,7 +144,7 @@ pub struct Link {
 /// shutdown), with what rides along ([`Link`]).
 pub fn run(root: &Root, config: &Config, mut link: Link, shutdown: &Stop) -> Result<()> {
     let mut store_box = root.open_store()?;
-    let store: &mut dyn Store = &mut *store_box;
+    let store: &mut Store = &mut store_box;
     // One daemon per root: a second one would race the first over the same files.
     let _lock = lock_root(root)?;
     let (tx, rx) = mpsc::channel::<Hint>();
@@ -205,7 +195,7 @@ pub fn run(root: &Root, config: &Config, mut link: Link, shutdown: &Stop) -> Res
         failures = 1;
     }
     let mut next_prune = std::time::Instant::now();
-    let mut after = |store: &mut dyn Store, next_prune: &mut Instant| {
+    let mut after = |store: &mut Store, next_prune: &mut Instant| {
         maybe_prune(root, store, config, next_prune);
         if let Some(h) = hooks.as_mut() {
             h.poll(store);
@@ -241,7 +231,6 @@ pub fn run(root: &Root, config: &Config, mut link: Link, shutdown: &Stop) -> Res
         failures = if ok { 0 } else { failures.saturating_add(1) };
         after(store, &mut next_prune);
     }
-    drop(after);
     drop(watcher);
     if let Some(h) = hooks {
         h.shutdown();
@@ -284,7 +273,7 @@ fn watch(root: &Root, tx: mpsc::Sender<Hint>) -> Result<notify::RecommendedWatch
 
 /// What a start tidies before it serves the root: temp files of killed writers, stale
 /// outcome files, and the operator's ladder policies.
-fn tidy_at_start(root: &Root, store: &mut dyn Store, config: &Config) -> Result<()> {
+fn tidy_at_start(root: &Root, store: &mut Store, config: &Config) -> Result<()> {
     // Temp files of writers killed mid-write (their pid is gone) are never renamed.
     for dir in [root.outbox(), root.rejected(), root.answers_rejected()] {
         let n = crate::files::atomic::remove_orphan_temps(&dir);
@@ -346,7 +335,7 @@ fn next_look(
 }
 
 /// Run the scheduled prune when it is due (logged; an error is retried next time).
-fn maybe_prune(root: &Root, store: &mut dyn Store, config: &Config, next: &mut std::time::Instant) {
+fn maybe_prune(root: &Root, store: &mut Store, config: &Config, next: &mut std::time::Instant) {
     let Some(p) = &config.prune else { return };
     let now = std::time::Instant::now();
     if now < *next {
@@ -374,7 +363,6 @@ fn maybe_prune(root: &Root, store: &mut dyn Store, config: &Config, next: &mut s
 /// it), held for the life of the returned file (the kernel drops it when the process
 /// dies, even on SIGKILL).
 pub fn lock_root(root: &Root) -> Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     // The root directory itself, not a file in it: a lock file can be unlinked (and a
     // second daemon would lock a new one), the directory cannot while it holds our root.
@@ -386,25 +374,21 @@ pub fn lock_root(root: &Root) -> Result<std::fs::File> {
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::question(
-                crate::protocol::Code::DaemonRunning,
-                format!(
-                    "another dshq daemon already runs on {}",
-                    crate::text::path_for_log(root.dir())
-                ),
-            ));
-        }
-        return Err(Error::io(path, e));
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(f),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Err(Error::question(
+            crate::protocol::Code::DaemonRunning,
+            format!(
+                "another dshq daemon already runs on {}",
+                crate::text::path_for_log(root.dir())
+            ),
+        )),
+        Err(e) => Err(Error::io(path, e.into())),
     }
-    Ok(f)
 }
 
 /// How long to sleep: until the next lease or deadline falls due, at most one tick.
-fn sleep_for(store: &mut dyn Store, tick: Duration) -> Duration {
+fn sleep_for(store: &mut Store, tick: Duration) -> Duration {
     // The store's clock, not this host's: what falls due is judged by it.
     let Ok(now) = store.clock_now() else {
         return tick;
@@ -446,7 +430,7 @@ fn back_off(rx: &mpsc::Receiver<Hint>, failures: u32, stop: &AtomicBool) -> bool
 /// hosts) into passes, when the backend has them. It reconnects with backoff when the
 /// store goes away, and ends with the daemon.
 fn spawn_wakeups(
-    store: &mut dyn Store,
+    store: &mut Store,
     feed: bool,
     tx: mpsc::Sender<Hint>,
     stop: Arc<AtomicBool>,
@@ -497,7 +481,7 @@ fn spawn_wakeups(
 /// backoff ([`back_off`]); the daemon keeps running. Returns whether every step succeeded.
 fn pass(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -557,7 +541,7 @@ fn pass(
 /// between two commits.
 fn drain_inbox(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     config: &Config,
     stop: &AtomicBool,
     watcher: &mut notify::RecommendedWatcher,
@@ -601,7 +585,7 @@ fn drain_inbox(
         }
     });
     if big {
-        trim_heap();
+        crate::sys::trim_heap();
     }
     if unwatched {
         // An error or a stop left the watch off: put it back (the next tick rescans anyway).
@@ -657,7 +641,7 @@ fn read_ahead(
 /// between batches. `big` is set once a batch read a lot (the heap is trimmed).
 fn commit_batches(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     stop: &AtomicBool,
     batches: &mpsc::Receiver<Result<Option<inbox::ReadBatch>>>,
     removals: &mpsc::Sender<inbox::Removals>,
@@ -687,7 +671,7 @@ fn commit_batches(
         }
         if r.bytes >= TRIM_AFTER_BYTES {
             *big = true;
-            trim_heap();
+            crate::sys::trim_heap();
         }
         // Outcomes between batches: at once after a batch that made some (a rejection
         // with an id, an abort), else at most every RELIST_AFTER for the ones other
@@ -914,7 +898,7 @@ fn pick_batch(
 }
 
 /// Sweep expiries when something is due.
-fn expire(store: &mut dyn Store) -> Result<()> {
+fn expire(store: &mut Store) -> Result<()> {
     let Some(swept) = store.sweep()? else {
         return Ok(());
     };

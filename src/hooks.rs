@@ -105,7 +105,7 @@ pub struct Hooks {
 
 impl Hooks {
     /// Start the workers; requests newer than the newest one in `store` will run the hook.
-    pub fn start(root: &Root, store: &mut dyn Store, config: HookConfig) -> Result<Hooks> {
+    pub fn start(root: &Root, store: &mut Store, config: HookConfig) -> Result<Hooks> {
         let (tx, rx) = mpsc::sync_channel::<Job>(config.queue.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let running: Running = Arc::new((Mutex::new(State::default()), Condvar::new()));
@@ -130,7 +130,7 @@ impl Hooks {
     /// Queue a run for every request accepted since the last poll. Never blocks: a full
     /// queue drops the run with a warning. Database errors are logged; the next poll
     /// retries from the same mark.
-    pub fn poll(&mut self, store: &mut dyn Store) {
+    pub fn poll(&mut self, store: &mut Store) {
         let rows = match self.seen.all(store) {
             Ok(rows) => rows,
             Err(e) => {
@@ -183,10 +183,13 @@ impl Hooks {
     }
 }
 
+/// Kill the process group `pgid` (one this runner created, whose leader it has not reaped).
 fn kill_group(pgid: u32) {
-    // SAFETY: kill(2) on a process group we created and have not reaped the leader of.
-    unsafe {
-        libc::kill(-(pgid as i32), libc::SIGKILL);
+    let group = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 
@@ -302,7 +305,7 @@ mod tests {
     use crate::store::sqlite::SqliteStore;
     use crate::store::{AskInput, InboxInput};
 
-    fn ask(store: &mut dyn Store, id: &str, context: &str) {
+    fn ask(store: &mut Store, id: &str, context: &str) {
         let req: crate::protocol::Request = serde_json::from_value(serde_json::json!({
             "id": id, "context": context,
             "questions": [{"id": "q", "question": "?"}]
@@ -322,8 +325,8 @@ mod tests {
 
     #[test]
     fn new_requests_are_seen_once_in_order_and_rejections_skipped() {
-        let mut store = SqliteStore::in_memory().unwrap();
-        let store: &mut dyn Store = &mut store;
+        let mut store: crate::store::Store = SqliteStore::in_memory().unwrap().into();
+        let store: &mut Store = &mut store;
         ask(store, "old", "default");
         let mut seen = NewRequests::from_now(store).unwrap();
         assert!(seen.all(store).unwrap().is_empty());
@@ -353,7 +356,7 @@ mod tests {
 
     #[test]
     fn request_json_is_one_line_with_the_questions() {
-        let mut store = SqliteStore::in_memory().unwrap();
+        let mut store: crate::store::Store = SqliteStore::in_memory().unwrap().into();
         ask(&mut store, "a", "default");
         let row = store.get("a").unwrap().unwrap();
         let json = request_json(&row);

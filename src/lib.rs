@@ -13,11 +13,12 @@
 //! - [`core`], [`protocol`]: the lifecycle, the audit's vocabulary, the dsh vocabulary and
 //!   its rules, as types; pure. [`clock`], [`text`] (the one sanitiser for asker-supplied
 //!   text shown to a person) and [`markdown`] (the one Markdown front end) are pure too.
-//! - [`store`]: the seam (`trait Store`, one method per transaction); the queue's rules
+//! - [`store`]: the seam ([`store::Store`], one method per transaction); the queue's rules
 //!   written once ([`store::queue`]) over the statements a driver offers
 //!   ([`store::driver`]); the two drivers, [`store::sqlite`] (the default, bundled) and
 //!   [`store::postgres`] (one store for many hosts), each the only place its client crate
-//!   and its SQL live; the keyed event chain ([`store::chain`]).
+//!   and its SQL live, one file per concern named alike in all four; the keyed event
+//!   chain ([`store::chain`]).
 //! - [`root`], [`config`]: where the state lives and the operator's settings.
 //! - [`receipt`]: signed decision receipts (the key, the build, the signature, the
 //!   offline check).
@@ -28,6 +29,7 @@
 //!   hooks, MCP); [`output`]: terminal rendering, for the CLI only; [`html`]: the one rule
 //!   for untrusted text in HTML (the page, the mail channel).
 //! - [`daemon`] (the file loop), [`hooks`] (`--on-question`), [`metrics`], [`shutdown`].
+//! - [`sys`]: the system calls that need `unsafe`, the only module allowed it.
 //! - [`host`]: the services the HTTP faces share at run time (the database thread, the
 //!   change broadcast, the shared provider lease, what tokens hold open, health, the
 //!   accept loop) and every handler's plumbing.
@@ -41,6 +43,9 @@
 //! `docs/ARCHITECTURE.md` is the map, and its floors are checked by the test suite.
 
 #![warn(missing_docs)]
+// Only `sys` may use `unsafe` (it allows it for itself): every other system call goes
+// through rustix.
+#![deny(unsafe_code)]
 
 pub mod app;
 pub mod channels;
@@ -65,6 +70,7 @@ pub mod root;
 pub mod serve;
 pub mod shutdown;
 pub mod store;
+pub mod sys;
 pub mod text;
 pub mod views;
 pub mod web;

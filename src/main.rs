@@ -1,6 +1,8 @@
 //! The `dshq` binary: parse the command line, set up logging, run, and map errors to
 //! their stable codes and exit statuses.
 
+#![deny(unsafe_code)]
+
 use std::io::IsTerminal;
 
 use dshq::output::print_json;
@@ -11,7 +13,7 @@ fn main() {
     dshq::root::restrict_umask();
     let (cli, answer_matches) = dshq::cli::parse();
     if cli.sigpipe_may_end_it() {
-        dshq::cli::default_sigpipe();
+        dshq::sys::default_sigpipe();
     }
     // The daemon logs a line per request by default; other commands only warnings.
     let default_level = match cli.command {

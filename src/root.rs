@@ -280,23 +280,19 @@ impl Root {
 
     /// Create the layout and open (and migrate) the store: the one place a backend is
     /// chosen (SQLite, `dshq.db` in the root).
-    pub fn open_store(&self) -> Result<Box<dyn crate::store::Store>> {
+    pub fn open_store(&self) -> Result<crate::store::Store> {
         self.ensure_layout()?;
-        let mut store: Box<dyn crate::store::Store> = match &self.backend {
-            Backend::Sqlite => Box::new(crate::store::sqlite::SqliteStore::open(&self.db())?),
+        let mut store: crate::store::Store = match &self.backend {
+            Backend::Sqlite => crate::store::sqlite::SqliteStore::open(&self.db())?.into(),
             Backend::Postgres(url) => self.open_postgres(url)?,
         };
         store.set_quorum_policy(self.quorum.clone());
         Ok(store)
     }
 
-    fn open_postgres(&self, url: &str) -> Result<Box<dyn crate::store::Store>> {
+    fn open_postgres(&self, url: &str) -> Result<crate::store::Store> {
         let origin = self.origin()?;
-        Ok(Box::new(crate::store::postgres::PgStore::connect(
-            url,
-            Some(&self.dir),
-            Some(&origin),
-        )?))
+        Ok(crate::store::postgres::PgStore::connect(url, Some(&self.dir), Some(&origin))?.into())
     }
 
     /// Refuse a root that does not exist (`NO_ROOT`): the directory is missing, or, with
@@ -316,7 +312,7 @@ impl Root {
 
     /// Open the database for a read command: nothing is created, migrated or written, so
     /// a read-only copy of a root (an auditor's) can be read.
-    pub fn open_store_read(&self) -> Result<Box<dyn crate::store::Store>> {
+    pub fn open_store_read(&self) -> Result<crate::store::Store> {
         if let Backend::Postgres(url) = &self.backend {
             // Nothing of a shared store is in the root but its name and the audit key.
             self.ensure_layout()?;
@@ -336,15 +332,12 @@ impl Root {
             }
         }
         check_path(&self.db(), euid, false)?;
-        Ok(Box::new(crate::store::sqlite::SqliteStore::open_read(
-            &self.db(),
-        )?))
+        Ok(crate::store::sqlite::SqliteStore::open_read(&self.db())?.into())
     }
 }
 
 fn current_euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 fn unsafe_root(path: &Path, why: impl std::fmt::Display) -> Error {
@@ -409,10 +402,7 @@ fn check_path(path: &Path, euid: u32, want_dir: bool) -> Result<bool> {
 
 /// Make every file and directory this process creates owner-only.
 pub fn restrict_umask() {
-    // SAFETY: umask only swaps the process file-mode mask; it cannot fail.
-    unsafe {
-        libc::umask(0o077);
-    }
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
 }
 
 #[cfg(test)]

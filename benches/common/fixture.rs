@@ -9,8 +9,8 @@ use std::time::Instant;
 use dshq::clock::Millis;
 use dshq::protocol::{Answer, AnswerItem, Request};
 use dshq::store::queue::leases;
-use dshq::store::sqlite::sql::SqlRead;
-use dshq::store::sqlite::{self as store, requests};
+use dshq::store::sqlite::tx::SqlRead;
+use dshq::store::sqlite::{self as store};
 
 pub const DAY: Millis = 86_400_000;
 pub const T0: Millis = 1_780_000_000_000;
@@ -81,7 +81,14 @@ pub fn fixture(n: usize) -> PathBuf {
     let agents: Vec<(String, String)> = store::write(&mut conn, T0, |tx| {
         (0..1000)
             .map(|a| {
-                let e = store::agents::enter(tx, &format!("agent-{a}"), None, None, None, T0)?;
+                let e = dshq::store::queue::agents::enter(
+                    tx,
+                    T0,
+                    &format!("agent-{a}"),
+                    None,
+                    None,
+                    None,
+                )?;
                 Ok((e.id, e.instance))
             })
             .collect()
@@ -109,12 +116,13 @@ pub fn fixture(n: usize) -> PathBuf {
                 let (a, inst) = &agents[(j * 7) % agents.len()];
                 let plan = j % 5 == 0;
                 let id = format!("req-{j:07}");
-                requests::accept(
+                dshq::store::queue::requests::accept(
                     tx,
+                    created,
                     request(&id, Some((a, inst)), contexts[c], plan),
                     None,
                     "bench",
-                    created,
+                    &Default::default(),
                 )?;
                 let lease = leases::authenticate(&mut SqlRead(tx), &tokens[c], created)?;
                 match j % 20 {
@@ -125,18 +133,31 @@ pub fn fixture(n: usize) -> PathBuf {
                             "SQLite"
                         };
                         let at = created + ((j as i64 * 7919) % 3_600) * 1000;
-                        requests::answer(tx, &lease, &id, &answer(label), at)?;
+                        dshq::store::queue::answers::answer(
+                            tx,
+                            at,
+                            &lease,
+                            &id,
+                            &answer(label),
+                            &Default::default(),
+                        )?;
                     }
                     16 => {
-                        requests::cancel(tx, &lease, &id, Some("not mine"), created + 60_000)?;
+                        dshq::store::queue::answers::cancel(
+                            tx,
+                            created + 60_000,
+                            &lease,
+                            &id,
+                            Some("not mine"),
+                        )?;
                     }
                     17 => {
-                        requests::abort(
+                        dshq::store::queue::answers::abort(
                             tx,
+                            created + 120_000,
                             &id,
                             None,
                             &dshq::core::audit::Actor::Asker,
-                            created + 120_000,
                         )?;
                     }
                     _ => {}

@@ -50,6 +50,7 @@ for m, p in files.items():
     for line in src.split('\n'):
         s = line.strip()
         if s.startswith('//'): continue
+        s = re.sub(r'pub\(in [^)]*\)', 'pub', s)  # a visibility bound, not an import
         reexport = s.startswith('pub use')
         # a use of a child module by its bare name (`use sqlite::x`, `pub use ask::y`)
         mu = re.match(r'(?:pub(?:\([^)]*\))? )?use (\w+)::', s)

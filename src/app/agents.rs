@@ -8,7 +8,7 @@ use crate::store::{Entered, Store};
 
 /// Enter the registry (a new instance each time).
 pub fn enter(
-    store: &mut dyn Store,
+    store: &mut Store,
     id: &str,
     owner: Option<&str>,
     lineage: Option<&str>,

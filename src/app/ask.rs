@@ -51,7 +51,7 @@ pub struct TokenAsk<'a> {
 /// ([`Ask::own_only`]); a request that names no id gets a fresh one ([`generated_id`]),
 /// under which no rejection is published. Whether the token may ask at all is its role's
 /// ([`crate::core::access`]), checked by the face before it reads the input.
-pub fn ask_with_token(store: &mut dyn Store, root: &Root, a: TokenAsk<'_>) -> Result<Asked> {
+pub fn ask_with_token(store: &mut Store, root: &Root, a: TokenAsk<'_>) -> Result<Asked> {
     if let Some(t) = a.token {
         let (_, context) = salvage_id_context(a.bytes);
         let asked_in = context.as_deref().unwrap_or(DEFAULT_CONTEXT);
@@ -79,7 +79,7 @@ pub fn ask_with_token(store: &mut dyn Store, root: &Root, a: TokenAsk<'_>) -> Re
 /// Parse, then accept or record the rejection (one transaction); then publish: a stale
 /// error outcome of an earlier rejection of this id goes, and pending outcomes are
 /// written. A rejection is `Ok(Asked::Rejected)`: the face decides how to report it.
-pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
+pub fn ask(store: &mut Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
     let request = parse_request(a.bytes);
     // Kept with a rejection (for the audit, and as the outcome's name when known and free).
     let (id, context) = salvage_id_context(a.bytes);
@@ -130,7 +130,7 @@ pub fn ask(store: &mut dyn Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
 
 /// The asker aborts request `id` (`ASK_ABORTED`), and the outcome is published.
 pub fn abort(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     id: &str,
     reason: Option<&str>,
@@ -144,7 +144,7 @@ pub fn abort(
 /// transaction for all of them, then remove or file each by its verdict (only after the
 /// commit).
 pub fn ingest_inbox(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     names: &[String],
     max_bytes: u64,
@@ -174,7 +174,7 @@ pub fn read_inbox(
 /// Commit a batch [`read_inbox`] read, in one transaction; the files it handled are
 /// returned for the caller to remove (the second half of [`ingest_inbox`]).
 pub fn commit_inbox(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     batch: crate::files::inbox::ReadBatch,
 ) -> Result<(crate::files::inbox::Ingested, crate::files::inbox::Removals)> {
@@ -193,12 +193,12 @@ pub fn generated_id() -> String {
 }
 
 /// Write every outcome committed but not yet published.
-pub fn publish_pending(store: &mut dyn Store, root: &Root) -> Result<outbox::Flushed> {
+pub fn publish_pending(store: &mut Store, root: &Root) -> Result<outbox::Flushed> {
     outbox::flush(root, store, crate::app::receipts::attach)
 }
 
 /// Remove outcome files left under open requests (stale error outcomes of an earlier
 /// rejection of a reused id): at the daemon's start, for every open request.
-pub fn repair_outbox(store: &mut dyn Store, root: &Root) -> Result<usize> {
+pub fn repair_outbox(store: &mut Store, root: &Root) -> Result<usize> {
     outbox::repair(root, store, None)
 }

@@ -8,7 +8,7 @@ use crate::protocol::error::Code;
 use crate::store::{Anchor, Event, HistoryFilter, HistoryRow, Store, Verified};
 
 /// The events of request `id`; `NOT_FOUND` when there is no such request at all.
-pub fn events(store: &mut dyn Store, id: &str) -> Result<Vec<Event>> {
+pub fn events(store: &mut Store, id: &str) -> Result<Vec<Event>> {
     let list = store.events(id)?;
     if list.is_empty() && store.get_any(id)?.is_none() {
         return Err(Error::NotFound(id.to_string()));
@@ -17,7 +17,7 @@ pub fn events(store: &mut dyn Store, id: &str) -> Result<Vec<Event>> {
 }
 
 /// Verify the record against `anchors`; a break is `AUDIT_BROKEN`.
-pub fn verify(store: &mut dyn Store, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
+pub fn verify(store: &mut Store, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
     let v = store.verify(anchors)?;
     match &v.broken {
         Some(problem) => Err(Error::question(Code::AuditBroken, problem.clone())),
@@ -126,7 +126,7 @@ pub fn charts_of(rows: &[HistoryRow], now: Millis) -> Charts {
 
 /// The history by filter and its charts, in one read.
 pub fn history_with_charts(
-    store: &mut dyn Store,
+    store: &mut Store,
     filter: &HistoryFilter,
     now: Millis,
 ) -> Result<(Vec<HistoryRow>, Charts)> {

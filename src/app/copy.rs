@@ -27,8 +27,8 @@ pub struct Copied {
 /// Copy `from` into `to` (which must be empty), then verify `to` against `anchors` (the
 /// source root's head anchor): `AUDIT_BROKEN` when the copy does not verify.
 pub fn copy(
-    from: &mut dyn Store,
-    to: &mut dyn Store,
+    from: &mut Store,
+    to: &mut Store,
     anchors: &[(std::path::PathBuf, Anchor)],
 ) -> Result<Copied> {
     let (tx, rx) = mpsc::sync_channel::<Result<Record>>(IN_FLIGHT);

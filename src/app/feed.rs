@@ -24,7 +24,7 @@ pub struct NewRequests {
 
 impl NewRequests {
     /// Start after the newest request: only requests accepted from now on are new.
-    pub fn from_now(store: &mut dyn Store) -> Result<NewRequests> {
+    pub fn from_now(store: &mut Store) -> Result<NewRequests> {
         Ok(NewRequests {
             after: store.events_head()?,
         })
@@ -42,14 +42,14 @@ impl NewRequests {
 
     /// The next accepted requests (never rejections) above the mark, oldest first, at
     /// most a batch; advances the mark past everything read, rejections included.
-    pub fn next_batch(&mut self, store: &mut dyn Store) -> Result<Vec<RequestRow>> {
+    pub fn next_batch(&mut self, store: &mut Store) -> Result<Vec<RequestRow>> {
         let page = store.feed(self.after, BATCH)?;
         self.after = self.after.max(page.upto);
         Ok(page.requests)
     }
 
     /// Everything new above the mark (all batches).
-    pub fn all(&mut self, store: &mut dyn Store) -> Result<Vec<RequestRow>> {
+    pub fn all(&mut self, store: &mut Store) -> Result<Vec<RequestRow>> {
         let mut out = Vec::new();
         loop {
             let before = self.after;
@@ -89,7 +89,7 @@ impl RequestEvents {
     /// Start after the newest event: only what happens from now on. No `kinds`: every
     /// [`LIFECYCLE`] kind.
     pub fn from_now(
-        store: &mut dyn Store,
+        store: &mut Store,
         kinds: &[EventKind],
         filter: ListFilter,
     ) -> Result<RequestEvents> {
@@ -106,7 +106,7 @@ impl RequestEvents {
 
     /// Every matching event above the mark (all batches), oldest first; advances the
     /// mark past everything read.
-    pub fn all(&mut self, store: &mut dyn Store) -> Result<Vec<(Event, RequestRow)>> {
+    pub fn all(&mut self, store: &mut Store) -> Result<Vec<(Event, RequestRow)>> {
         let mut out = Vec::new();
         loop {
             let page = store.request_events(self.after, &self.kinds, &self.filter, BATCH)?;
@@ -134,7 +134,7 @@ pub struct Missed {
 /// Every request lifecycle event after log position `after`, reading at most about `max`
 /// positions (whole pages): what a subscriber that reconnects has missed. The rest, when
 /// the log holds more, is counted in [`Missed::unread`] for the caller to report.
-pub fn events_after(store: &mut dyn Store, after: FeedPos, max: usize) -> Result<Missed> {
+pub fn events_after(store: &mut Store, after: FeedPos, max: usize) -> Result<Missed> {
     let head = store.events_head()?;
     let mut out = Missed {
         upto: after,
@@ -157,7 +157,7 @@ pub fn events_after(store: &mut dyn Store, after: FeedPos, max: usize) -> Result
 /// The outcome of request `id` if it is ready. A rejection is the answer only while no
 /// new file for this id waits in the inbox (a fixed re-submission supersedes it). A
 /// deadline nobody has noticed yet (no daemon running) is ended here and published.
-pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Option<Outcome>> {
+pub fn outcome_ready(store: &mut Store, root: &Root, id: &str) -> Result<Option<Outcome>> {
     let Some(r) = store.get_any(id)? else {
         return Ok(None);
     };
@@ -179,7 +179,7 @@ pub fn outcome_ready(store: &mut dyn Store, root: &Root, id: &str) -> Result<Opt
 /// ignored): one query a status, each on its index, merged in the filter's order and cut
 /// to its limit.
 pub fn list_in(
-    store: &mut dyn Store,
+    store: &mut Store,
     statuses: &[Status],
     filter: &ListFilter,
 ) -> Result<Vec<RequestRow>> {
@@ -216,7 +216,7 @@ pub fn list_in(
 /// claims). The filters are matched by the store's own `list` query, the one place they
 /// are defined, so the queue keeps exactly the requests `dshq list` would show.
 pub fn review_queue(
-    store: &mut dyn Store,
+    store: &mut Store,
     context: &str,
     lease_id: i64,
     only: &ListFilter,
@@ -259,7 +259,7 @@ pub fn review_queue(
 /// The last `n` requests of `agent` (any status, newest first) with their answers: what
 /// the reviewer's context pane shows of the asking agent's earlier questions. One read.
 pub fn agent_recent(
-    store: &mut dyn Store,
+    store: &mut Store,
     agent: &str,
     n: i64,
 ) -> Result<Vec<crate::store::HistoryRow>> {

@@ -29,7 +29,7 @@ pub struct Gauges {
 }
 
 /// Read the gauges.
-pub fn read(store: &mut dyn Store) -> Result<Gauges> {
+pub fn read(store: &mut Store) -> Result<Gauges> {
     let now = store.clock_now()?;
     let open = store.open_counts()?;
     let since = |ms: i64| Duration::from_millis(ms.max(0) as u64);

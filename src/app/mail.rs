@@ -4,26 +4,21 @@
 //! (`mail:ADDRESS`, the `acting` the page built), then the outcome is published.
 
 use super::provide::{Acting, Answering};
-use super::publish;
 use crate::error::Result;
 use crate::protocol::Answer;
 use crate::root::Root;
 use crate::store::driver::links::LinkUse;
-use crate::store::{Provided, ProviderAct, Store};
+use crate::store::Store;
 
 /// Answer `link.request_id` with `answer` as `who`, spending `link` (`LINK_USED` when an
 /// answer was already sent through it; nothing changes then).
 pub fn answer_by_link(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     link: &LinkUse,
     who: &Acting,
     answer: &Answer,
 ) -> Result<Answering> {
-    let act = ProviderAct::Answer(link.request_id.clone(), answer.clone());
-    Ok(match store.provide_by_link(link, &who.lease_ref(), act)? {
-        Provided::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
-        Provided::Voted(v) => Answering::Voted(*v),
-        Provided::Claimed(_) => unreachable!("an answer does not claim"),
-    })
+    let done = store.answer_by_link(link, &who.lease_ref(), answer)?;
+    Ok(super::provide::published(store, root, done))
 }

@@ -7,7 +7,7 @@
 //! store itself only where the store's method is the whole use-case (a read with no rule
 //! around it); a function here that would only forward that one call is not written.
 //!
-//! Use-cases take `&mut dyn Store` (the backend is chosen at run time) and the [`Root`]
+//! Use-cases take `&mut Store` (the backend is chosen at run time) and the [`Root`]
 //! where files are involved.
 //!
 //! [`Store`]: crate::store::Store
@@ -50,7 +50,7 @@ pub struct Finished {
 }
 
 /// Publish what is pending after a commit that finished `outcome`.
-fn publish(store: &mut dyn Store, root: Option<&Root>, outcome: Outcome) -> Finished {
+fn publish(store: &mut Store, root: Option<&Root>, outcome: Outcome) -> Finished {
     let file_pending =
         root.and_then(
             |root| match outbox::flush(root, store, crate::app::receipts::attach) {

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::{publish, Finished};
 use crate::error::Result;
-use crate::protocol::{Answer, Outcome};
+use crate::protocol::Answer;
 use crate::root::Root;
-use crate::store::{LeaseRef, Provided, ProviderAct, RequestRow, Store, Voted};
+use crate::store::{Answered, LeaseRef, RequestRow, Store, Voted};
 
 /// How long a transient lease (taken for one command) lives at most.
 pub const TRANSIENT_TTL: Duration = Duration::from_secs(60);
@@ -53,24 +53,6 @@ impl Acting {
     }
 }
 
-fn finished(p: Provided) -> Outcome {
-    match p {
-        Provided::Finished(o) => o,
-        Provided::Claimed(_) | Provided::Voted(_) => {
-            unreachable!("a cancel finishes the request")
-        }
-    }
-}
-
-fn claimed(p: Provided) -> RequestRow {
-    match p {
-        Provided::Claimed(r) => *r,
-        Provided::Finished(_) | Provided::Voted(_) => {
-            unreachable!("a claim does not finish the request")
-        }
-    }
-}
-
 /// What an answer did: finished the request, or (on a request with a quorum) recorded a
 /// vote that left it open.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,54 +74,51 @@ impl Answering {
 }
 
 /// Claim `id` as `who` (idempotent for the lease's own claims).
-pub fn claim_as(store: &mut dyn Store, who: &Acting, id: &str) -> Result<RequestRow> {
-    Ok(claimed(store.provide(
-        &who.lease_ref(),
-        ProviderAct::Claim(id.to_string()),
-    )?))
+pub fn claim_as(store: &mut Store, who: &Acting, id: &str) -> Result<RequestRow> {
+    store.claim(&who.lease_ref(), id)
 }
 
 /// Claim `id` with the lease `token` (idempotent for its own claims).
-pub fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
-    let lease = LeaseRef::Token(token.to_string());
-    Ok(claimed(
-        store.provide(&lease, ProviderAct::Claim(id.to_string()))?,
-    ))
+pub fn claim(store: &mut Store, token: &str, id: &str) -> Result<RequestRow> {
+    store.claim(&LeaseRef::Token(token.to_string()), id)
 }
 
 /// Claim the oldest pending request of the lease's context.
-pub fn claim_next(store: &mut dyn Store, token: &str) -> Result<RequestRow> {
-    let lease = LeaseRef::Token(token.to_string());
-    Ok(claimed(store.provide(&lease, ProviderAct::ClaimNext)?))
+pub fn claim_next(store: &mut Store, token: &str) -> Result<RequestRow> {
+    store.claim_next(&LeaseRef::Token(token.to_string()))
+}
+
+/// What the store's answer did, with a finished request's outcome published (when `root`
+/// is given): what every face's answer returns.
+pub(super) fn published(store: &mut Store, root: Option<&Root>, done: Answered) -> Answering {
+    match done {
+        Answered::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
+        Answered::Voted(v) => Answering::Voted(*v),
+    }
 }
 
 /// Answer `id`, then publish the outcome (when `root` is given). On a request with a
 /// quorum the answer is `who`'s vote, and it may leave the request open.
 pub fn answer(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     id: &str,
     who: &Acting,
     answer: &Answer,
 ) -> Result<Answering> {
-    let act = ProviderAct::Answer(id.to_string(), answer.clone());
-    Ok(match store.provide(&who.lease_ref(), act)? {
-        Provided::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
-        Provided::Voted(v) => Answering::Voted(*v),
-        Provided::Claimed(_) => unreachable!("an answer does not claim"),
-    })
+    let done = store.answer(&who.lease_ref(), id, answer)?;
+    Ok(published(store, root, done))
 }
 
 /// Cancel `id` (`ASK_CANCELLED`), then publish the outcome (when `root` is given).
 pub fn cancel(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: Option<&Root>,
     id: &str,
     who: &Acting,
     reason: Option<&str>,
 ) -> Result<Finished> {
-    let act = ProviderAct::Cancel(id.to_string(), reason.map(str::to_string));
-    let outcome = finished(store.provide(&who.lease_ref(), act)?);
+    let outcome = store.cancel(&who.lease_ref(), id, reason)?;
     Ok(publish(store, root, outcome))
 }
 
@@ -147,7 +126,7 @@ pub fn cancel(
 /// each batch in one store transaction, each file on its own; then the outcomes are
 /// published by the caller's pass.
 pub fn answer_files(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     max_bytes: u64,
     batch_bytes: u64,

@@ -177,7 +177,7 @@ fn pause_for_tests() {}
 /// `always_write`, the file is written even when nothing is removed (empty), so a script
 /// can rely on it; otherwise (the daemon's schedule) no file is left then.
 pub fn prune(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     before: Millis,
     limit: Option<u64>,
@@ -223,7 +223,7 @@ pub const SCHEDULED_LIMIT: u64 = 10_000;
 /// The daemon's scheduled prune: everything finished more than `after` ago (at most
 /// [`SCHEDULED_LIMIT`] requests), exported to a new `prune-TIME.ndjson` in `dir`.
 pub fn scheduled(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     after: std::time::Duration,
     dir: &Path,

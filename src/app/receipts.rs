@@ -25,7 +25,7 @@ pub fn key(root: &Root) -> Result<Arc<ReceiptKey>> {
 }
 
 /// The signed receipt of the final request row `row`, checked against its events.
-pub fn of_row(store: &mut dyn Store, key: &ReceiptKey, row: &RequestRow) -> Result<Receipt> {
+pub fn of_row(store: &mut Store, key: &ReceiptKey, row: &RequestRow) -> Result<Receipt> {
     let id = row.id.clone().unwrap_or_default();
     if row.status.is_open() {
         return Err(Error::RequestOpen {
@@ -50,7 +50,7 @@ pub fn of_row(store: &mut dyn Store, key: &ReceiptKey, row: &RequestRow) -> Resu
 /// The signed receipt of request `id` (the accepted request, else its newest rejection):
 /// `NOT_FOUND`, `REQUEST_OPEN` while it is open, `AUDIT_BROKEN` when its row and events
 /// disagree.
-pub fn of_request(store: &mut dyn Store, root: &Root, id: &str) -> Result<Receipt> {
+pub fn of_request(store: &mut Store, root: &Root, id: &str) -> Result<Receipt> {
     let row = store
         .get_any(id)?
         .ok_or_else(|| Error::NotFound(id.to_string()))?;
@@ -67,7 +67,7 @@ pub fn of_request(store: &mut dyn Store, root: &Root, id: &str) -> Result<Receip
 /// The outcome `outcome` of the request row at `row_seq` (from the outbox), carrying its
 /// receipt. A receipt that cannot be made (the key cannot be read or created, the row
 /// and its events disagree) is logged and left out: the asker still gets its outcome.
-pub fn attach(store: &mut dyn Store, root: &Root, row_seq: i64, outcome: Outcome) -> Outcome {
+pub fn attach(store: &mut Store, root: &Root, row_seq: i64, outcome: Outcome) -> Outcome {
     let made = (|| -> Result<Option<Receipt>> {
         let Some(row) = store.get_any(outcome.id())? else {
             return Ok(None);
@@ -97,7 +97,7 @@ pub fn attach(store: &mut dyn Store, root: &Root, row_seq: i64, outcome: Outcome
 /// id, oldest first: a rejected attempt under an id reused since included). Returns how
 /// many. The first row that cannot be attested ends it with `AUDIT_BROKEN`.
 pub fn all(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     each: &mut dyn FnMut(&Receipt) -> Result<()>,
 ) -> Result<u64> {

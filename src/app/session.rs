@@ -9,19 +9,14 @@ use crate::error::Result;
 use crate::store::{HostMark, Lease, LeaseInfo, Registered, Store};
 
 /// Register a provider lease in `context`.
-pub fn register(
-    store: &mut dyn Store,
-    context: &str,
-    name: &str,
-    ttl: Duration,
-) -> Result<Registered> {
+pub fn register(store: &mut Store, context: &str, name: &str, ttl: Duration) -> Result<Registered> {
     Ok(store.register(context, name, duration_ms(ttl))?.0)
 }
 
 /// Register the provider lease a host holds in `context` for its web page and HTTP API,
 /// recording the host ([`HostMark`]).
 pub fn register_host(
-    store: &mut dyn Store,
+    store: &mut Store,
     context: &str,
     name: &str,
     ttl: Duration,
@@ -34,7 +29,7 @@ pub fn register_host(
 
 /// The lease of `token` (live or not), or the unended lease of each context (or one).
 pub fn status(
-    store: &mut dyn Store,
+    store: &mut Store,
     token: Option<&str>,
     context: Option<&str>,
 ) -> Result<Vec<LeaseInfo>> {
@@ -59,7 +54,7 @@ pub struct Session {
 impl Session {
     /// Take up the lease `given`, or register one in `context` as `name`.
     pub fn start(
-        store: &mut dyn Store,
+        store: &mut Store,
         context: &str,
         given: Option<&str>,
         name: &str,
@@ -86,13 +81,13 @@ impl Session {
     }
 
     /// Keep the lease alive.
-    pub fn heartbeat(&mut self, store: &mut dyn Store) -> Result<()> {
+    pub fn heartbeat(&mut self, store: &mut Store) -> Result<()> {
         self.lease = store.heartbeat(&self.token)?;
         Ok(())
     }
 
     /// End the session: release the lease when the session registered it.
-    pub fn end(&self, store: &mut dyn Store) -> Result<()> {
+    pub fn end(&self, store: &mut Store) -> Result<()> {
         if self.owned {
             store.release(&self.token)?;
         }

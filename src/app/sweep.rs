@@ -7,7 +7,7 @@ use crate::store::{Store, Swept};
 
 /// Sweep what fell due and publish the outcomes it finished (aborted deadlines, expired
 /// ladders).
-pub fn sweep(store: &mut dyn Store, root: &Root) -> Result<Option<Swept>> {
+pub fn sweep(store: &mut Store, root: &Root) -> Result<Option<Swept>> {
     let swept = store.sweep()?;
     if swept
         .as_ref()

@@ -50,7 +50,7 @@ fn lookup_of(token: &str) -> Option<&str> {
 /// Create a token with `role` (bound to `context` when given), named `name` or a
 /// generated `ROLE-HEX` name.
 pub fn create(
-    store: &mut dyn Store,
+    store: &mut Store,
     role: Role,
     name: Option<&str>,
     context: Option<&str>,
@@ -80,7 +80,7 @@ pub fn create(
 }
 
 /// The live token record of a presented bearer token, or [`Error::Unauthorized`].
-pub fn authenticate(store: &mut dyn Store, presented: &str) -> Result<WebToken> {
+pub fn authenticate(store: &mut Store, presented: &str) -> Result<WebToken> {
     let Some(lookup) = lookup_of(presented) else {
         return Err(Error::Unauthorized);
     };
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn a_token_authenticates_until_revoked_and_nothing_else_does() {
-        let mut store = SqliteStore::in_memory().unwrap();
+        let mut store: crate::store::Store = SqliteStore::in_memory().unwrap().into();
         let c = create(&mut store, Role::Reviewer, Some("alice"), Some("ci")).unwrap();
         assert_eq!(c.record.name, "alice");
         let t = authenticate(&mut store, &c.token).unwrap();

@@ -118,7 +118,7 @@ fn run(
 ) {
     let (hint, commits) = std::sync::mpsc::channel::<()>();
     let _hints = hear_commits(&root, hint, stop.clone());
-    let mut store: Option<Box<dyn Store>> = None;
+    let mut store: Option<Store> = None;
     let mut settle: &[Duration] = &[];
     while !stop.load(Ordering::SeqCst) {
         let mut wait = match settle.split_first() {
@@ -150,7 +150,7 @@ fn run(
                         }) else {
                             continue;
                         };
-                        attempt(rt, &**sender, &mut **s, retry_min, d);
+                        attempt(rt, &**sender, &mut *s, retry_min, d);
                     }
                 }
                 Err(e) => {
@@ -275,7 +275,7 @@ fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<Ato
 fn attempt(
     rt: &tokio::runtime::Runtime,
     sender: &dyn Sender,
-    store: &mut dyn Store,
+    store: &mut Store,
     retry_min: Duration,
     d: Delivery,
 ) {

@@ -21,5 +21,5 @@ pub trait Sender: Send {
     /// sender's own connection, for what a channel must read or record beside the
     /// outbox, and is called outside `rt` only (a PostgreSQL client runs a runtime of its
     /// own for each call and panics inside another).
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt;
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt;
 }

@@ -114,7 +114,7 @@ impl Sender for WebhookSender {
         self.hooks.urls.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, _store: &mut dyn Store, d: &Delivery) -> Attempt {
+    fn send(&self, rt: &tokio::runtime::Runtime, _store: &mut Store, d: &Delivery) -> Attempt {
         rt.block_on(self.post(d))
     }
 }

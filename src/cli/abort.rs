@@ -19,7 +19,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.store()?;
     let finished = app::ask::abort(
-        &mut *store,
+        &mut store,
         &ctx.root,
         &a.id,
         a.reason.as_deref(),

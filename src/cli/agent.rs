@@ -76,7 +76,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             lineage,
             ttl,
         } => {
-            let e = agents::enter(&mut *store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
+            let e = agents::enter(&mut store, &id, owner.as_deref(), lineage.as_deref(), ttl)?;
             emit(ctx.json, &e, || format!("{}\n", e.instance));
         }
         Command::Heartbeat { id, instance } => {

@@ -288,7 +288,7 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         }
     };
     let who = acting(a.lease.as_deref(), a.name.as_deref());
-    match app::provide::answer(&mut *store, Some(&ctx.root), &id, &who, &answer)? {
+    match app::provide::answer(&mut store, Some(&ctx.root), &id, &who, &answer)? {
         app::provide::Answering::Finished(finished) => publish(ctx, &finished),
         // A vote on a request with a quorum that left it open.
         app::provide::Answering::Voted(v) => {

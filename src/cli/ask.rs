@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     })?;
     let mut store = ctx.store()?;
     let asked = app::ask::ask(
-        &mut *store,
+        &mut store,
         &ctx.root,
         app::ask::Ask {
             bytes: &bytes,

@@ -73,7 +73,7 @@ fn verify(ctx: &Ctx, anchor_arg: Option<PathBuf>) -> Result<()> {
     if let Some(path) = anchor_arg {
         anchors.push((path.clone(), read_anchor(&path)?));
     }
-    let v = app::audit::verify(&mut *store, &anchors)?;
+    let v = app::audit::verify(&mut store, &anchors)?;
     let report = VerifyReport {
         ok: true,
         events: v.events,

@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.store()?;
     let who = acting(a.lease.as_deref(), a.name.as_deref());
     let finished = app::provide::cancel(
-        &mut *store,
+        &mut store,
         Some(&ctx.root),
         &a.id,
         &who,

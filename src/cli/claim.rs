@@ -25,8 +25,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let token = require_lease(a.lease)?;
     let mut store = ctx.store()?;
     let row = match &a.id {
-        Some(id) => app::provide::claim(&mut *store, &token, id)?,
-        None if a.next => app::provide::claim_next(&mut *store, &token)?,
+        Some(id) => app::provide::claim(&mut store, &token, id)?,
+        None if a.next => app::provide::claim_next(&mut store, &token)?,
         None => return Err(Error::Usage("give a request id or --next".into())),
     };
     let view = RequestView::from_row(&row);

@@ -55,7 +55,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         });
         return Ok(());
     }
-    let list = app::audit::events(&mut *store, &a.id)?;
+    let list = app::audit::events(&mut store, &a.id)?;
     emit(ctx.json, &list, || {
         table(
             &["SEQ", "AT", "EVENT", "ACTOR", "DETAILS"],

@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         first: true,
     };
     if a.receipts {
-        app::receipts::all(&mut *store, &ctx.root, &mut |r| out.receipt(r))?;
+        app::receipts::all(&mut store, &ctx.root, &mut |r| out.receipt(r))?;
     } else {
         store.export(&mut |_, record| out.record(&record))?;
     }

@@ -39,7 +39,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     };
     let mut store = ctx.read_store()?;
     let rows = app::feed::list_in(
-        &mut *store,
+        &mut store,
         statuses,
         &ListFilter {
             limit: Some(a.limit),

@@ -211,7 +211,7 @@ impl Ctx {
     }
 
     /// Open the store (creating the layout).
-    pub fn store(&self) -> Result<Box<dyn crate::store::Store>> {
+    pub fn store(&self) -> Result<crate::store::Store> {
         self.root.open_store()
     }
 
@@ -220,7 +220,7 @@ impl Ctx {
     /// a read-only copy can be read and a read never changes the store; a root that does
     /// not exist is `NO_ROOT` ([`crate::root::Root::require_existing`]). The view may hold
     /// the write lock: drop the store before printing.
-    pub fn read_store(&self) -> Result<Box<dyn crate::store::Store>> {
+    pub fn read_store(&self) -> Result<crate::store::Store> {
         let mut store = self.open_read_migrating()?;
         store.view_now()?;
         Ok(store)
@@ -228,7 +228,7 @@ impl Ctx {
 
     /// Open for reading; a store that needs a migration is migrated when it can be written
     /// (an upgraded dshq), and refused with the clear error otherwise.
-    fn open_read_migrating(&self) -> Result<Box<dyn crate::store::Store>> {
+    fn open_read_migrating(&self) -> Result<crate::store::Store> {
         if let Err(no_root) = self.root.require_existing() {
             // An untrusted root is refused as such (UNSAFE_ROOT) before it is found empty.
             return Err(match self.root.check_trusted() {
@@ -245,7 +245,7 @@ impl Ctx {
     /// Like [`Ctx::read_store`], but showing the store as stored (no view at now, no open
     /// transaction, no write lock), for the audit's reads (`history`, `events`, `stats`,
     /// `export`, `audit verify`, `watch`), whose output may be long and read slowly.
-    pub fn stored_store(&self) -> Result<Box<dyn crate::store::Store>> {
+    pub fn stored_store(&self) -> Result<crate::store::Store> {
         self.open_read_migrating()
     }
 }
@@ -374,16 +374,6 @@ impl Cli {
                 crate::root::Backend::parse(self.store.as_deref()),
                 Ok(crate::root::Backend::Sqlite)
             )
-    }
-}
-
-/// Restore SIGPIPE's default action (the process ends when it writes to a pipe nobody
-/// reads), for the runs of [`Cli::sigpipe_may_end_it`].
-pub fn default_sigpipe() {
-    // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions; it runs
-    // before any thread is started.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -94,7 +94,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
     match c {
         Command::Register { name, context, ttl } => {
             let name = name.unwrap_or_else(default_provider_name);
-            let reg = session::register(&mut *store, &context, &name, ttl)?;
+            let reg = session::register(&mut store, &context, &name, ttl)?;
             emit(ctx.json, &reg, || {
                 eprintln!(
                     "registered {} in context {} (generation {}), expires {}; heartbeat before then",
@@ -157,7 +157,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         }
         Command::Status { context, lease } => {
             let token = lease.filter(|l| !l.trim().is_empty());
-            let list = session::status(&mut *store, token.as_deref(), context.as_deref())?;
+            let list = session::status(&mut store, token.as_deref(), context.as_deref())?;
             drop(store); // End the view before printing (its sweep holds the write lock).
             emit(ctx.json, &list, || {
                 if list.is_empty() {

@@ -31,7 +31,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let before = parse_time("before", &a.before, crate::clock::now_ms())?;
     let mut store = ctx.store()?;
     let report = app::prune::prune(
-        &mut *store,
+        &mut store,
         &ctx.root,
         before,
         a.limit,

@@ -80,7 +80,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
 fn print_receipt(ctx: &Ctx, id: &str) -> Result<()> {
     // As stored (no view at now): a receipt signs what the log recorded.
     let mut store = ctx.stored_store()?;
-    let stored = app::receipts::of_request(&mut *store, &ctx.root, id);
+    let stored = app::receipts::of_request(&mut store, &ctx.root, id);
     drop(store);
     let receipt = match stored {
         // Open as stored: its deadline (or a ladder's expiry) may have passed with no
@@ -88,8 +88,8 @@ fn print_receipt(ctx: &Ctx, id: &str) -> Result<()> {
         // for real, as any write would, so the two agree and the end is in the log to sign.
         Err(Error::RequestOpen { .. }) => {
             let mut store = ctx.store()?;
-            app::sweep::sweep(&mut *store, &ctx.root)?;
-            app::receipts::of_request(&mut *store, &ctx.root, id)?
+            app::sweep::sweep(&mut store, &ctx.root)?;
+            app::receipts::of_request(&mut store, &ctx.root, id)?
         }
         other => other?,
     };

@@ -105,7 +105,7 @@ fn copy(ctx: &Ctx, to: &str) -> Result<()> {
     let mut from = ctx.stored_store()?;
     // A live lease cannot move: its token's secret is not in the record, so it would sit
     // on the copy until its ttl with nobody able to use it.
-    let live: Vec<String> = app::session::status(&mut *from, None, None)?
+    let live: Vec<String> = app::session::status(&mut from, None, None)?
         .into_iter()
         .filter(|l| l.live)
         .map(|l| format!("{} (context {:?})", l.name, l.context))
@@ -124,7 +124,7 @@ fn copy(ctx: &Ctx, to: &str) -> Result<()> {
     if own.exists() {
         anchors.push((own.clone(), read_anchor(&own)?));
     }
-    let copied = app::copy::copy(&mut *from, &mut *into, &anchors)?;
+    let copied = app::copy::copy(&mut from, &mut into, &anchors)?;
     let v = &copied.verified;
     let report = CopyReport {
         records: copied.records,

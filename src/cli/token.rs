@@ -76,7 +76,7 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
             name,
             context,
         } => {
-            let created = tokens::create(&mut *store, role, name.as_deref(), context.as_deref())?;
+            let created = tokens::create(&mut store, role, name.as_deref(), context.as_deref())?;
             drop(store);
             let r = &created.record;
             emit(

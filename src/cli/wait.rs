@@ -77,7 +77,7 @@ pub fn wait_for(root: &Root, id: &str, timeout: Option<Duration>) -> Result<Outc
     let _keep_open = tx.clone();
     let _watcher = watch_outbox(root, tx);
     loop {
-        if let Some(o) = app::feed::outcome_ready(&mut *store, root, id)? {
+        if let Some(o) = app::feed::outcome_ready(&mut store, root, id)? {
             return Ok(o);
         }
         let mut sleep = Duration::from_secs(1);

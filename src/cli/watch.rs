@@ -121,7 +121,7 @@ fn json_line(row: &RequestRow, event: Option<&Event>) -> String {
 /// Run it until interrupted, `--count` is reached, or stdout closes.
 pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
     let mut store = ctx.stored_store()?;
-    let store = &mut *store;
+    let store = &mut store;
     let filter = a.filters.to_filter()?;
     let json = ctx.json || !std::io::stdout().is_terminal();
     let style = ctx.color.for_stdout();

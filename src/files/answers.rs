@@ -149,7 +149,7 @@ fn redacted_copy(path: &std::path::Path, max_bytes: u64) -> Option<Vec<u8>> {
 /// the others.
 pub fn process(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     max_bytes: u64,
     batch_bytes: u64,
     now: Millis,

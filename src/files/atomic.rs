@@ -108,12 +108,8 @@ pub fn write_temp(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> Result<s
 pub fn sync_filesystem(dir: &Path) -> Result<bool> {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
         let d = File::open(dir).map_err(|e| Error::io(dir, e))?;
-        // SAFETY: syncfs on a descriptor we own for the duration of the call.
-        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-            return Err(Error::io(dir, std::io::Error::last_os_error()));
-        }
+        rustix::fs::syncfs(&d).map_err(|e| Error::io(dir, e.into()))?;
         Ok(true)
     }
     #[cfg(not(target_os = "linux"))]
@@ -147,13 +143,10 @@ pub fn remove_orphan_temps(dir: &Path) -> usize {
         // NAME.PID.N: the pid is the second-to-last dot-separated field.
         let mut parts = inner.rsplitn(3, '.');
         let (_n, pid) = (parts.next(), parts.next());
-        let Some(pid) = pid.and_then(|p| p.parse::<i32>().ok()) else {
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        // SAFETY: kill with signal 0 only checks whether the process exists.
-        let alive = pid == std::process::id() as i32
-            || unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        let alive = pid == std::process::id() || crate::sys::process_exists(pid);
         if !alive && fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }

@@ -425,7 +425,7 @@ impl Removals {
 /// taken); [`Ingested::consumed`] says how many names were taken.
 pub fn ingest(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     names: &[String],
     max_bytes: u64,
     batch_bytes: u64,
@@ -443,7 +443,7 @@ pub fn ingest(
 /// go at any time, and a crash before they go only means they are read again.
 pub fn commit_batch(
     root: &Root,
-    store: &mut dyn Store,
+    store: &mut Store,
     batch: ReadBatch,
     now: Millis,
 ) -> Result<(Ingested, Removals)> {
@@ -730,7 +730,7 @@ mod tests {
         let names = vec!["gone.json".to_string(), "kept.json".to_string()];
         let batch = read_batch(&new, &names, 1 << 20, 1 << 20);
         assert_eq!(batch.consumed, 2);
-        let (out, removals) = commit_batch(&root, &mut *store, batch, 1_000).unwrap();
+        let (out, removals) = commit_batch(&root, &mut store, batch, 1_000).unwrap();
         assert_eq!(out.accepted.len(), 2);
         // Both committed, neither removed yet; then "kept.json" is dropped again, as a
         // writer does: a new file renamed over the name.
@@ -757,7 +757,7 @@ mod tests {
         let tmp = root.inbox_tmp().join("fixed.json");
         fs::write(&tmp, request("fixed", "Which?")).unwrap();
         fs::rename(&tmp, new.join("fixed.json")).unwrap();
-        let (out, _) = commit_batch(&root, &mut *store, batch, 1_000).unwrap();
+        let (out, _) = commit_batch(&root, &mut store, batch, 1_000).unwrap();
         assert_eq!(out.rejected.len(), 1, "the bytes read were judged: {out:?}");
         let left = fs::read_to_string(new.join("fixed.json")).unwrap();
         assert!(left.contains("Which?"), "the corrected file stays: {left}");

@@ -53,8 +53,7 @@ impl Flushed {
 
 /// What makes an outcome carry its receipt before its file is written: given the store,
 /// the root, the row's seq and the outcome, the outcome to write.
-pub type Attach =
-    fn(&mut dyn Store, &Root, i64, crate::protocol::Outcome) -> crate::protocol::Outcome;
+pub type Attach = fn(&mut Store, &Root, i64, crate::protocol::Outcome) -> crate::protocol::Outcome;
 
 /// Write every pending outcome.
 ///
@@ -62,7 +61,7 @@ pub type Attach =
 /// file system refuses) stays pending and is reported in [`Flushed::failed`]; it never
 /// holds back the others, which are written and cleared as usual. A failure of the whole
 /// directory (the store, `syncfs`, the directory fsync) is an error.
-pub fn flush(root: &Root, store: &mut dyn Store, attach: Attach) -> Result<Flushed> {
+pub fn flush(root: &Root, store: &mut Store, attach: Attach) -> Result<Flushed> {
     let dir = root.outbox();
     let mut report = Flushed::default();
     let mut after = 0;
@@ -161,7 +160,7 @@ pub fn flush(root: &Root, store: &mut dyn Store, attach: Attach) -> Result<Flush
 pub fn remove_stale(root: &Root, id: &str) {
     let removed = root
         .open_store()
-        .and_then(|mut store| repair(root, &mut *store, Some(&[id])));
+        .and_then(|mut store| repair(root, &mut store, Some(&[id])));
     match removed {
         Ok(0) => {}
         Ok(_) => tracing::info!(id, "removed the outcome of an earlier rejection of this id"),
@@ -175,7 +174,7 @@ pub fn remove_stale(root: &Root, id: &str) {
 /// rejections of their ids that a crash left behind (see the module docs). `ids` limits
 /// the check to those ids; `None` checks every open request (the daemon's start). Returns
 /// how many files were removed.
-pub fn repair(root: &Root, store: &mut dyn Store, ids: Option<&[&str]>) -> Result<usize> {
+pub fn repair(root: &Root, store: &mut Store, ids: Option<&[&str]>) -> Result<usize> {
     store.while_open(ids, &mut |open| {
         let mut removed = 0;
         for id in open {

@@ -64,8 +64,7 @@ pub fn read(path: &Path, what: &str) -> Result<Option<String>> {
 /// write.
 pub fn judge(path: &Path, what: &str, m: &std::fs::Metadata) -> Result<()> {
     judge_readers(path, what, m)?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if m.uid() != euid && m.uid() != 0 {
         return Err(unsafe_file(
             path,

@@ -146,7 +146,7 @@ pub struct Changes {
 
 impl Changes {
     /// A broadcast that publishes only what is committed from now on.
-    pub fn new(store: &mut dyn Store) -> crate::Result<Changes> {
+    pub fn new(store: &mut Store) -> crate::Result<Changes> {
         let (tx, _) = broadcast::channel(CAPACITY);
         let feed = RequestEvents::from_now(store, &[], ListFilter::default())?;
         Ok(Changes {
@@ -169,7 +169,7 @@ impl Changes {
 
     /// Publish what was committed since the last call (call after each commit, on the
     /// thread that owns `store`). Errors are logged; the next call catches up.
-    pub fn publish(&self, store: &mut dyn Store) {
+    pub fn publish(&self, store: &mut Store) {
         let mut guard = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
         let Some(feed) = guard.as_mut() else { return };
         let events = match feed.all(store) {

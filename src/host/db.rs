@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::Store;
 
-type Job = Box<dyn FnOnce(&mut dyn Store) + Send>;
+type Job = Box<dyn FnOnce(&mut Store) + Send>;
 
 /// A handle on the database thread (cheap to clone).
 #[derive(Clone)]
@@ -41,7 +41,7 @@ impl Db {
             .spawn(move || {
                 // Ends when every handle is dropped.
                 while let Ok(job) = rx.recv() {
-                    job(&mut *store);
+                    job(&mut store);
                 }
             })
             .map_err(|e| Error::io("database thread", e))?;
@@ -61,7 +61,7 @@ impl Db {
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         self.run(f, false).await
     }
@@ -71,7 +71,7 @@ impl Db {
     pub async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         self.run(f, true).await
     }
@@ -79,7 +79,7 @@ impl Db {
     async fn run<T, F>(&self, f: F, wrote: bool) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
         let changes = self.changes.clone();

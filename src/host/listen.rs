@@ -94,15 +94,7 @@ pub fn effective_cap(limits: &ConnLimits, soft_limit: Option<u64>, open_now: u64
 
 /// The soft `RLIMIT_NOFILE`, when it can be read and is finite.
 fn soft_nofile() -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
 }
 
 /// How many descriptors this process has open (`/proc/self/fd`), 0 when unknown.

@@ -9,40 +9,38 @@
 //! raising the soft one up to it needs no privilege (what Go's runtime and most servers
 //! do at start).
 
-/// The soft limit to set, given the current soft and hard limits: the hard one when it
-/// is higher, else nothing to do.
-pub fn target(soft: libc::rlim_t, hard: libc::rlim_t) -> Option<libc::rlim_t> {
-    (soft < hard).then_some(hard)
+/// The soft limit to set, given the current soft and hard limits (`None`: unlimited): the
+/// hard one when it is higher, else nothing to do.
+pub fn target(soft: Option<u64>, hard: Option<u64>) -> Option<Option<u64>> {
+    let higher = match (soft, hard) {
+        (Some(s), Some(h)) => s < h,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    higher.then_some(hard)
 }
 
 /// Raise this process's soft `RLIMIT_NOFILE` to its hard limit, logging the change (or
 /// why it could not be made: the host still runs, with the lower limit).
 pub fn raise() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        let e = std::io::Error::last_os_error();
-        tracing::warn!(error = %e, "cannot read the open-file limit");
-        return;
-    }
-    let (soft, hard) = (lim.rlim_cur, lim.rlim_max);
-    let Some(to) = target(soft, hard) else {
-        tracing::debug!(soft, hard, "open-file limit already at its hard limit");
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
+    let Some(to) = target(current, maximum) else {
+        tracing::debug!(soft = ?current, hard = ?maximum, "open-file limit already at its hard limit");
         return;
     };
-    lim.rlim_cur = to;
-    // SAFETY: setrlimit reads the struct we own; only the soft limit changes.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        let e = std::io::Error::last_os_error();
-        tracing::warn!(error = %e, soft, hard, "cannot raise the open-file limit; connections may run out of descriptors");
+    let raised = Rlimit {
+        current: to,
+        maximum,
+    };
+    if let Err(e) = setrlimit(Resource::Nofile, raised) {
+        let e = std::io::Error::from(e);
+        tracing::warn!(error = %e, soft = ?current, hard = ?maximum, "cannot raise the open-file limit; connections may run out of descriptors");
         return;
     }
     tracing::info!(
-        from = soft,
-        to,
+        from = ?current,
+        to = ?to,
         "raised the open-file limit to the hard limit"
     );
 }
@@ -53,9 +51,9 @@ mod tests {
 
     #[test]
     fn the_soft_limit_goes_up_to_the_hard_one_never_down() {
-        assert_eq!(target(1024, 524_288), Some(524_288));
-        assert_eq!(target(4096, 4096), None);
-        assert_eq!(target(libc::RLIM_INFINITY, libc::RLIM_INFINITY), None);
-        assert_eq!(target(1024, libc::RLIM_INFINITY), Some(libc::RLIM_INFINITY));
+        assert_eq!(target(Some(1024), Some(524_288)), Some(Some(524_288)));
+        assert_eq!(target(Some(4096), Some(4096)), None);
+        assert_eq!(target(None, None), None);
+        assert_eq!(target(Some(1024), None), Some(None));
     }
 }

@@ -70,14 +70,12 @@ pub fn host_mark(root: &Root, idle: Duration) -> Result<HostMark> {
     })
 }
 
-/// This machine's host name (`gethostname`), or `localhost` when it has none.
+/// This machine's host name (`uname`'s node name, what `gethostname` reads), or
+/// `localhost` when it has none.
 fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match std::str::from_utf8(&buf[..end]) {
-        Ok(s) if r == 0 && !s.is_empty() => s.to_string(),
+    let name = rustix::system::uname();
+    match name.nodename().to_str() {
+        Ok(s) if !s.is_empty() => s.to_string(),
         _ => "localhost".to_string(),
     }
 }
@@ -165,7 +163,7 @@ impl Providers {
     pub async fn act<T, F>(&self, row: &RequestRow, actor: Actor, act: Act, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: Fn(&mut dyn Store, &Acting) -> Result<T> + Send + Clone + 'static,
+        F: Fn(&mut Store, &Acting) -> Result<T> + Send + Clone + 'static,
     {
         for attempt in 0..2 {
             let acting = match act {

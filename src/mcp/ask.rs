@@ -115,7 +115,7 @@ pub async fn submit<T, F>(
 ) -> Result<(Submitted, crate::error::Result<T>), CallToolResult>
 where
     T: Send + 'static,
-    F: FnOnce(&mut dyn Store, &Root, &str) -> crate::error::Result<T> + Send + 'static,
+    F: FnOnce(&mut Store, &Root, &str) -> crate::error::Result<T> + Send + 'static,
 {
     let wait_given = args.get("waitSeconds").is_some_and(|v| !v.is_null());
     let wait = wait_arg(&mut args, cfg.wait, cfg).map_err(|e| tool_error(&e, None))?;

@@ -24,7 +24,7 @@ use crate::protocol::Outcome;
 use crate::root::Root;
 use crate::store::Store;
 
-type Job = Box<dyn FnOnce(&mut dyn Store) + Send>;
+type Job = Box<dyn FnOnce(&mut Store) + Send>;
 
 /// The stdio server's own store: a database thread and a watch on the outbox.
 pub struct Local {
@@ -43,7 +43,7 @@ impl Local {
             .name("dshq-mcp-db".into())
             .spawn(move || {
                 while let Ok(job) = rx.recv() {
-                    job(&mut *store);
+                    job(&mut store);
                 }
             })
             .map_err(|e| Error::io("database thread", e))?;
@@ -78,7 +78,7 @@ impl Local {
     pub fn run_blocking<T, F>(&self, f: F, limit: Duration) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
         let job: Job = Box::new(move |store| {
@@ -92,7 +92,7 @@ impl Local {
     async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |store| {
@@ -126,7 +126,7 @@ impl Backend {
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         match self {
             Backend::Local(l) => l.run(f).await,
@@ -138,7 +138,7 @@ impl Backend {
     pub async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut dyn Store) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
         match self {
             Backend::Local(l) => l.run(f).await,

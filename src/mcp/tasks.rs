@@ -71,7 +71,7 @@ pub async fn create(
 /// The request `id` and its outcome if it has one: right after the ask's commit, in its
 /// job, and for `tasks/get`.
 fn row_and_outcome(
-    store: &mut dyn Store,
+    store: &mut Store,
     root: &Root,
     id: &str,
 ) -> crate::Result<Option<(RequestRow, Option<Outcome>)>> {

@@ -58,7 +58,7 @@ pub fn run(
     stop: Arc<Stop>,
 ) -> Result<()> {
     nofile::raise();
-    let changes = Arc::new(Changes::new(&mut *root.open_store()?)?);
+    let changes = Arc::new(Changes::new(&mut root.open_store()?)?);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let slack = channels.clone();

@@ -49,6 +49,7 @@ mod seam;
 mod sessions;
 mod slack;
 mod snippets;
+mod sys;
 mod tables;
 mod terminal;
 #[path = "../support/throwaway.rs"]

@@ -10,7 +10,7 @@ use dshq::core::audit::{Actor, Source};
 use dshq::core::channel::Channel;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{AskInput, Asked, Provided, ProviderAct, Route, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, Route, Status, Store};
 
 use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
@@ -26,7 +26,7 @@ fn request(id: &str, ladder: Value) -> Value {
     })
 }
 
-fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
+fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
     let raw = v.to_string();
     let input = AskInput {
         request: Ok(serde_json::from_value::<Request>(v).unwrap()),
@@ -43,7 +43,7 @@ fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, (Code
     }
 }
 
-fn outcome<S: Store>(store: &mut S, id: &str) -> Option<Outcome> {
+fn outcome(store: &mut Store, id: &str) -> Option<Outcome> {
     store
         .outbox_pending(0, 1_000)
         .unwrap()
@@ -52,7 +52,7 @@ fn outcome<S: Store>(store: &mut S, id: &str) -> Option<Outcome> {
         .map(|(_, o)| o)
 }
 
-fn verifies<S: Store>(store: &mut S) {
+fn verifies(store: &mut Store) {
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
 }
@@ -60,8 +60,8 @@ fn verifies<S: Store>(store: &mut S) {
 /// Remind at 1m, escalate to another context at 2m (dropping the old context's claim),
 /// expire at 3m: each rung once, in order, strictly after its time, each an event; the
 /// daemon's next wake-up is the next rung; the expiry is `ASK_EXPIRED` with no answer.
-pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let t0 = clock.now();
@@ -71,9 +71,7 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
     ask(&mut store, request("r1", ladder)).unwrap();
     assert_eq!(store.next_due().unwrap(), Some(t0 + MIN));
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("r1".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "r1").unwrap();
 
     // Not before its time (rungs run strictly after it, as deadlines do).
     clock.advance(MIN);
@@ -111,10 +109,7 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
     assert_eq!(esc.data["to"], "oncall");
     // The lease of the old context no longer reaches it.
     assert_eq!(
-        code(store.provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("r1".into(), pick("SQLite"))
-        )),
+        code(store.answer(&lease(&reg.lease), "r1", &pick("SQLite"))),
         Code::WrongContext
     );
     assert!(outcome(&mut store, "r1").is_none());
@@ -149,8 +144,8 @@ pub fn the_ladder_reminds_escalates_and_expires_each_as_an_event<S: Store>(
 /// `onExpire: "default"`: on expiry the request is answered with the declared default,
 /// with no provider and `decidedBy: "policy"`, recorded as the `expired` event; the chain
 /// and the records verify.
-pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let mut store = new(&clock);
@@ -161,13 +156,10 @@ pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
     ask(&mut store, request("p1", json!({"expireAfter": "5m"}))).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
     match store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("p1".into(), pick("Postgres")),
-        )
+        .answer(&lease(&reg.lease), "p1", &pick("Postgres"))
         .unwrap()
     {
-        Provided::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
+        Answered::Finished(Outcome::Answered(a)) => assert_eq!(a.decided_by, None),
         other => panic!("{other:?}"),
     }
     clock.advance(5 * MIN + 1);
@@ -198,7 +190,7 @@ pub fn a_declared_default_is_used_on_expiry_and_attributed_to_policy<S: Store>(
 /// "default"` is refused at acceptance, as is a default the answer rules refuse and a
 /// rung the deadline would pre-empt; a request without `ladder` stores none and its
 /// `accepted` event carries none.
-pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_ladder_never_decides_unless_declared(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let default = json!({"answers": [{"id": "db", "selected": ["SQLite"]}]});
@@ -246,10 +238,7 @@ pub fn a_ladder_never_decides_unless_declared<S: Store>(new: impl Fn(&TestClock)
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("x".into(), pick("Postgres")),
-        )
+        .answer(&lease(&reg.lease), "x", &pick("Postgres"))
         .unwrap();
     clock.advance(5 * MIN);
     store.sweep().unwrap();
@@ -266,10 +255,11 @@ fn sqlite_verify_catches_an_edited_ladder() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dshq.db");
     let clock = TestClock::new();
-    let mut store = dshq::store::sqlite::SqliteStore::with_clock(
+    let mut store: Store = dshq::store::sqlite::SqliteStore::with_clock(
         dshq::store::sqlite::open(&path).unwrap(),
         clock.as_fn(),
-    );
+    )
+    .into();
     let ladder = json!({"remindAfter": "1m", "escalateAfter": "2m", "expireAfter": "3m"});
     ask(&mut store, request("t", ladder)).unwrap();
     clock.advance(MIN + 1);
@@ -305,7 +295,7 @@ fn sqlite_verify_catches_an_edited_ladder() {
 /// context a daemon sends for; each with its own stable id; none for a refused act; the
 /// retry bookkeeping (a failed attempt waits for its next time, a delivered row is done),
 /// and the counts the metrics show.
-pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn deliveries_are_written_with_their_events(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let ctx = routes(&[("default", Channel::Webhook)]);
@@ -317,23 +307,15 @@ pub fn deliveries_are_written_with_their_events<S: Store>(new: impl Fn(&TestCloc
     quiet.as_object_mut().unwrap().remove("ladder");
     ask(&mut store, quiet).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("w".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "w").unwrap();
     // A refused act writes nothing.
     assert!(store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("w".into(), pick("MySQL"))
-        )
+        .answer(&lease(&reg.lease), "w", &pick("MySQL"))
         .is_err());
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("w".into(), pick("SQLite")),
-        )
+        .answer(&lease(&reg.lease), "w", &pick("SQLite"))
         .unwrap();
     let d = store.deliveries("w").unwrap();
     let kinds: Vec<&str> = d.iter().map(|d| d.kind.as_str()).collect();
@@ -407,23 +389,18 @@ fn routes(r: &[(&str, Channel)]) -> Vec<Route> {
 /// Channels: an event goes out once per channel of its context that takes its kind (a
 /// mail only when a person is needed), each row with its own id and retry state, read
 /// back by route; a channel that fails holds back no other.
-pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn each_channel_has_its_own_rows(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let both = routes(&[("default", Channel::Webhook), ("default", Channel::Email)]);
     store.add_delivery_routes(&both).unwrap();
     ask(&mut store, request("c", json!({"remindAfter": "1m"}))).unwrap();
     let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Claim("c".into()))
-        .unwrap();
+    store.claim(&lease(&reg.lease), "c").unwrap();
     clock.advance(MIN + 1);
     store.sweep().unwrap();
     store
-        .provide(
-            &lease(&reg.lease),
-            ProviderAct::Answer("c".into(), pick("SQLite")),
-        )
+        .answer(&lease(&reg.lease), "c", &pick("SQLite"))
         .unwrap();
     let d = store.deliveries("c").unwrap();
     let of = |channel: Channel| -> Vec<&str> {
@@ -486,7 +463,7 @@ pub fn each_channel_has_its_own_rows<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// Prune takes a final request's delivered rows with it and leaves its undelivered ones,
 /// which are still to be sent; it takes the request's used mail links, and its Slack
 /// messages once no delivery is left to update them.
-pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     store
@@ -509,18 +486,11 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
         issued_ms: clock.now(),
     };
     store
-        .provide_by_link(
-            &link,
-            &by_mail,
-            ProviderAct::Answer("done".into(), pick("SQLite")),
-        )
+        .answer_by_link(&link, &by_mail, &pick("SQLite"))
         .unwrap();
     for id in ["old", "newest"] {
         store
-            .provide(
-                &lease(&reg.lease),
-                ProviderAct::Answer(id.into(), pick("SQLite")),
-            )
+            .answer(&lease(&reg.lease), id, &pick("SQLite"))
             .unwrap();
     }
     for d in store.deliveries("done").unwrap() {
@@ -569,9 +539,7 @@ pub fn prune_takes_delivered_rows_with_their_request<S: Store>(new: impl Fn(&Tes
 /// ladder, under the asker's own (field by field, the asker's wins), left out where the
 /// deadline ends the request first (never a refusal), and not applied to other contexts;
 /// the resolved ladder is what the record keeps, so the chain verifies.
-pub fn a_context_policy_applies_under_the_askers_own_ladder<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn a_context_policy_applies_under_the_askers_own_ladder(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -589,7 +557,7 @@ pub fn a_context_policy_applies_under_the_askers_own_ladder<S: Store>(
         v
     };
     ask(&mut store, in_ops("plain", json!(null))).unwrap();
-    let rungs = |store: &mut S, id: &str| -> Value {
+    let rungs = |store: &mut Store, id: &str| -> Value {
         serde_json::from_str(row(store, id).ladder.as_deref().expect("a ladder")).unwrap()
     };
     let r = rungs(&mut store, "plain");

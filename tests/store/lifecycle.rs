@@ -11,7 +11,7 @@ use dshq::clock::rfc3339;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Decision, Outcome, Request};
-use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, RequestRow, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, RequestRow, Status, Store};
 
 use crate::scenarios::{ask, pick, TestClock};
 
@@ -22,7 +22,7 @@ pub(crate) fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
 
 /// Ask `id` with two questions in context `ctx`: `db` (options) and `plan` (a plan review
 /// whose approve label is `Approve`).
-fn ask_batch<S: Store>(store: &mut S, id: &str) {
+fn ask_batch(store: &mut Store, id: &str) {
     let request: Request = serde_json::from_value(json!({
         "id": id,
         "context": "ctx",
@@ -53,39 +53,30 @@ pub(crate) fn lease(token: &str) -> LeaseRef {
     LeaseRef::Token(token.to_string())
 }
 
-fn claim<S: Store>(store: &mut S, token: &str, id: &str) -> dshq::Result<RequestRow> {
-    match store.provide(&lease(token), ProviderAct::Claim(id.into()))? {
-        Provided::Claimed(row) => Ok(*row),
+fn claim(store: &mut Store, token: &str, id: &str) -> dshq::Result<RequestRow> {
+    store.claim(&lease(token), id)
+}
+
+fn answer(store: &mut Store, token: &str, id: &str, a: &Answer) -> dshq::Result<Outcome> {
+    match store.answer(&lease(token), id, a)? {
+        Answered::Finished(o) => Ok(o),
         other => panic!("{other:?}"),
     }
 }
 
-fn answer<S: Store>(store: &mut S, token: &str, id: &str, a: &Answer) -> dshq::Result<Outcome> {
-    match store.provide(&lease(token), ProviderAct::Answer(id.into(), a.clone()))? {
-        Provided::Finished(o) => Ok(o),
-        other => panic!("{other:?}"),
-    }
+fn cancel(store: &mut Store, token: &str, id: &str) -> dshq::Result<Outcome> {
+    store.cancel(&lease(token), id, Some("out of scope"))
 }
 
-fn cancel<S: Store>(store: &mut S, token: &str, id: &str) -> dshq::Result<Outcome> {
-    match store.provide(
-        &lease(token),
-        ProviderAct::Cancel(id.into(), Some("out of scope".into())),
-    )? {
-        Provided::Finished(o) => Ok(o),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn abort<S: Store>(store: &mut S, id: &str) -> dshq::Result<Outcome> {
+fn abort(store: &mut Store, id: &str) -> dshq::Result<Outcome> {
     store.abort(id, Some("changed my mind"), &Actor::Asker)
 }
 
-pub(crate) fn row<S: Store>(store: &mut S, id: &str) -> RequestRow {
+pub(crate) fn row(store: &mut Store, id: &str) -> RequestRow {
     store.get(id).unwrap().expect("the request exists")
 }
 
-pub(crate) fn kinds<S: Store>(store: &mut S, id: &str) -> Vec<String> {
+pub(crate) fn kinds(store: &mut Store, id: &str) -> Vec<String> {
     store
         .events(id)
         .unwrap()
@@ -95,7 +86,7 @@ pub(crate) fn kinds<S: Store>(store: &mut S, id: &str) -> Vec<String> {
 }
 
 /// Whether `id`'s outcome waits in the outbox for its file.
-fn in_outbox<S: Store>(store: &mut S, id: &str) -> bool {
+fn in_outbox(store: &mut Store, id: &str) -> bool {
     store
         .outbox_pending(0, 1_000)
         .unwrap()
@@ -105,7 +96,7 @@ fn in_outbox<S: Store>(store: &mut S, id: &str) -> bool {
 
 /// Accept, claim (idempotent for the same lease), answer: the outcome, the row, the
 /// decision of a plan review, the outbox and the events.
-pub fn accept_claim_answer<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn accept_claim_answer(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -176,7 +167,7 @@ pub fn accept_claim_answer<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// Answering a pending request claims it for the answering lease, and the answer event
 /// says so.
-pub fn answering_a_pending_request_claims_it_implicitly<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn answering_a_pending_request_claims_it_implicitly(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -196,7 +187,7 @@ pub fn answering_a_pending_request_claims_it_implicitly<S: Store>(new: impl Fn(&
 
 /// An answer that does not fit the questions is refused, naming what is wrong, and changes
 /// neither the request nor the record.
-pub fn a_bad_answer_changes_nothing<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_bad_answer_changes_nothing(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -214,7 +205,7 @@ pub fn a_bad_answer_changes_nothing<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// An answered request never changes: a second answer (even an identical one: of two
 /// racing answers exactly one wins), a cancel, an abort, a claim, and a new provider
 /// after the answering lease is released are all REQUEST_FINAL, and append no event.
-pub fn a_final_request_never_changes<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_final_request_never_changes(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -256,7 +247,7 @@ pub fn a_final_request_never_changes<S: Store>(new: impl Fn(&TestClock) -> S) {
 }
 
 /// Cancelled and aborted requests are as final as answered ones.
-pub fn cancelled_and_aborted_are_final_too<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn cancelled_and_aborted_are_final_too(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "c1");
@@ -280,7 +271,7 @@ pub fn cancelled_and_aborted_are_final_too<S: Store>(new: impl Fn(&TestClock) ->
 
 /// The asker aborts without any lease, pending or claimed; the outcome is ASK_ABORTED with
 /// the reason, published, and recorded as the asker's; an unknown id is NOT_FOUND.
-pub fn abort_needs_no_lease<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn abort_needs_no_lease(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -318,7 +309,7 @@ pub fn abort_needs_no_lease<S: Store>(new: impl Fn(&TestClock) -> S) {
 }
 
 /// A provider's cancel is ASK_CANCELLED, naming the provider, pending or claimed.
-pub fn a_cancel_by_the_lease_is_ask_cancelled<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_cancel_by_the_lease_is_ask_cancelled(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -352,7 +343,7 @@ pub fn a_cancel_by_the_lease_is_ask_cancelled<S: Store>(new: impl Fn(&TestClock)
 }
 
 /// Claim, answer and cancel of an id nobody asked are NOT_FOUND.
-pub fn an_unknown_request_is_not_found<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn an_unknown_request_is_not_found(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("ctx", "alice", 60_000).unwrap();
@@ -372,7 +363,7 @@ pub fn an_unknown_request_is_not_found<S: Store>(new: impl Fn(&TestClock) -> S) 
 const TTL: i64 = 60_000;
 
 /// Ask `id` (one question, `db`) in `context`.
-fn ask_in<S: Store>(store: &mut S, id: &str, context: &str) {
+fn ask_in(store: &mut Store, id: &str, context: &str) {
     let request: Request = serde_json::from_value(json!({
         "id": id,
         "context": context,
@@ -394,8 +385,8 @@ fn ask_in<S: Store>(store: &mut S, id: &str, context: &str) {
 /// A second register in a live context is DUPLICATE_PROVIDER naming the holder and how to
 /// revoke it; the first lease stays live and alone; another context has its own
 /// generations.
-pub fn a_second_register_is_duplicate_provider_and_the_first_stays<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn a_second_register_is_duplicate_provider_and_the_first_stays(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let t0 = clock.now();
@@ -423,7 +414,7 @@ pub fn a_second_register_is_duplicate_provider_and_the_first_stays<S: Store>(
 
 /// A heartbeat extends the lease by its ttl from now; the lease is live exactly at its
 /// expiry and dead one millisecond later; an expired lease cannot be revived.
-pub fn a_heartbeat_extends_by_the_ttl_and_cannot_revive<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_heartbeat_extends_by_the_ttl_and_cannot_revive(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -448,9 +439,7 @@ pub fn a_heartbeat_extends_by_the_ttl_and_cannot_revive<S: Store>(new: impl Fn(&
 /// After a lease expired and a new one registered, the old holder can neither claim,
 /// answer, cancel nor heartbeat; its claim went back to the queue; releasing it is not an
 /// error and ends nothing else; the new holder can act.
-pub fn a_stale_lease_cannot_claim_or_answer_after_a_new_one<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn a_stale_lease_cannot_claim_or_answer_after_a_new_one(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -482,7 +471,7 @@ pub fn a_stale_lease_cannot_claim_or_answer_after_a_new_one<S: Store>(
 
 /// Releasing twice is fine (the second says nothing was released) and returns the claims;
 /// a released lease is never live again, saying so; the context is free for the next.
-pub fn a_release_twice_is_ok_and_returns_claims<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_release_twice_is_ok_and_returns_claims(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -505,7 +494,7 @@ pub fn a_release_twice_is_ok_and_returns_claims<S: Store>(new: impl Fn(&TestCloc
 /// Any token that is not the lease's (another secret, zeros, empty, garbage, the id alone,
 /// a short secret, another id) is LEASE_EXPIRED for every act and releases nothing;
 /// whitespace around the real token is tolerated.
-pub fn a_forged_token_is_lease_expired<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_forged_token_is_lease_expired(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "r1");
@@ -540,7 +529,7 @@ pub fn a_forged_token_is_lease_expired<S: Store>(new: impl Fn(&TestClock) -> S) 
 
 /// A lease acts only in its own context: WRONG_CONTEXT naming both, nothing changed, and
 /// claim-next finds nothing of another context.
-pub fn a_lease_of_another_context_is_wrong_context<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_lease_of_another_context_is_wrong_context(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask_in(&mut store, "rb", "ctx-b");
@@ -556,13 +545,13 @@ pub fn a_lease_of_another_context_is_wrong_context<S: Store>(new: impl Fn(&TestC
     assert_eq!(code(claim(&mut store, &a.lease, "rb")), Code::WrongContext);
     assert_eq!(code(cancel(&mut store, &a.lease, "rb")), Code::WrongContext);
     assert_eq!(row(&mut store, "rb"), before);
-    let next = store.provide(&lease(&a.lease), ProviderAct::ClaimNext);
+    let next = store.claim_next(&lease(&a.lease));
     assert_eq!(code(next), Code::NotFound);
 }
 
 /// While a lease holds a claim no second lease can register in its context; claim-next
 /// takes the oldest pending request, and finds none once the rest are final.
-pub fn claim_next_takes_the_oldest_pending<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn claim_next_takes_the_oldest_pending(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     for id in ["r1", "r2", "r3"] {
@@ -570,11 +559,7 @@ pub fn claim_next_takes_the_oldest_pending<S: Store>(new: impl Fn(&TestClock) ->
         clock.advance(1);
     }
     let (reg, _) = store.register("ctx", "alice", TTL).unwrap();
-    let next = |store: &mut S| match store.provide(&lease(&reg.lease), ProviderAct::ClaimNext) {
-        Ok(Provided::Claimed(r)) => Ok(r.id.unwrap()),
-        Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e),
-    };
+    let next = |store: &mut Store| store.claim_next(&lease(&reg.lease)).map(|r| r.id.unwrap());
     assert_eq!(next(&mut store).unwrap(), "r1");
     assert_eq!(
         code(store.register("ctx", "mallory", TTL)),

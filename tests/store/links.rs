@@ -9,12 +9,12 @@ use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::Request;
 use dshq::store::driver::links::LinkUse;
-use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, Status, Store};
 
 use crate::lifecycle::{code, kinds, row};
 use crate::scenarios::{pick, TestClock};
 
-fn ask_simple<S: Store>(store: &mut S, id: &str) {
+fn ask_simple(store: &mut Store, id: &str) {
     let v = serde_json::json!({
         "id": id,
         "questions": [{"id": "db", "question": "Which database?",
@@ -42,7 +42,7 @@ fn link(id: &str, request: &str) -> LinkUse {
     }
 }
 
-pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_mail_link_answers_once(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     for id in ["l1", "l2"] {
@@ -53,26 +53,21 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
         token: reg.lease.clone(),
         actor: Actor::Mail("alice@example.com".into()),
     };
-    let answer = |label: &str, id: &str| ProviderAct::Answer(id.into(), pick(label));
     assert!(!store.link_used("k1").unwrap());
 
     // A refused answer leaves the link unused and changes nothing.
     let before = kinds(&mut store, "l1");
-    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("MySQL", "l1"));
+    let e = store.answer_by_link(&link("k1", "l1"), &by_mail, &pick("MySQL"));
     assert_eq!(code(e), Code::BadAnswer);
     assert!(!store.link_used("k1").unwrap());
-    // A link answers its own request only.
-    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l2"));
-    assert_eq!(code(e), Code::Forbidden);
-    assert_eq!(row(&mut store, "l2").status, Status::Pending);
     assert_eq!(kinds(&mut store, "l1"), before);
 
     // The answer, as the recipient, spends the link.
     match store
-        .provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l1"))
+        .answer_by_link(&link("k1", "l1"), &by_mail, &pick("SQLite"))
         .unwrap()
     {
-        Provided::Finished(o) => assert_eq!(o.id(), "l1"),
+        Answered::Finished(o) => assert_eq!(o.id(), "l1"),
         other => panic!("{other:?}"),
     }
     assert!(store.link_used("k1").unwrap());
@@ -86,14 +81,14 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
 
     // Used: refused, nothing changes, on this request or another.
     let before = kinds(&mut store, "l1");
-    let e = store.provide_by_link(&link("k1", "l1"), &by_mail, answer("SQLite", "l1"));
+    let e = store.answer_by_link(&link("k1", "l1"), &by_mail, &pick("SQLite"));
     assert_eq!(code(e), Code::LinkUsed);
-    let e = store.provide_by_link(&link("k1", "l2"), &by_mail, answer("SQLite", "l2"));
+    let e = store.answer_by_link(&link("k1", "l2"), &by_mail, &pick("SQLite"));
     assert_eq!(code(e), Code::LinkUsed);
     assert_eq!(kinds(&mut store, "l1"), before);
     assert_eq!(row(&mut store, "l2").status, Status::Pending);
     // Another link of the answered request: REQUEST_FINAL, and it stays unused.
-    let e = store.provide_by_link(&link("k2", "l1"), &by_mail, answer("Postgres", "l1"));
+    let e = store.answer_by_link(&link("k2", "l1"), &by_mail, &pick("Postgres"));
     assert_eq!(code(e), Code::RequestFinal);
     assert!(!store.link_used("k2").unwrap());
     // A link made before its request id was asked (the one it was sent for was pruned,
@@ -102,7 +97,7 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
         issued_ms: row(&mut store, "l2").created_ms - 1,
         ..link("k3", "l2")
     };
-    let e = store.provide_by_link(&early, &by_mail, answer("SQLite", "l2"));
+    let e = store.answer_by_link(&early, &by_mail, &pick("SQLite"));
     assert_eq!(code(e), Code::NotFound);
     assert!(!store.link_used("k3").unwrap());
     assert_eq!(row(&mut store, "l2").status, Status::Pending);
@@ -113,7 +108,7 @@ pub fn a_mail_link_answers_once<S: Store>(new: impl Fn(&TestClock) -> S) {
         ..link("k4", "l2")
     };
     let before = kinds(&mut store, "l2");
-    let e = store.provide_by_link(&elsewhere, &by_mail, answer("SQLite", "l2"));
+    let e = store.answer_by_link(&elsewhere, &by_mail, &pick("SQLite"));
     assert_eq!(code(e), Code::WrongContext);
     assert!(!store.link_used("k4").unwrap());
     assert_eq!(kinds(&mut store, "l2"), before);

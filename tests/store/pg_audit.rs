@@ -13,15 +13,14 @@ use crate::scenarios::TestClock;
 use dshq::core::access::Role;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::driver::Driver;
 use dshq::store::postgres::tx::{PgRead, Tx};
 use dshq::store::postgres::wakeups::{Listener, FEED_CHANNEL};
 use dshq::store::postgres::{audit, conn, export};
+use dshq::store::queue::Queue;
 use dshq::store::queue::{history, tokens};
 use dshq::store::sqlite::SqliteStore;
-use dshq::store::{
-    AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, ProviderAct, Record, Status, Store,
-    Wakeups,
-};
+use dshq::store::{AskInput, Asked, HistoryFilter, InboxInput, LeaseRef, Record, Status, Wakeups};
 
 /// A new empty database on the test server.
 fn fresh_url() -> String {
@@ -54,7 +53,7 @@ fn two_questions(id: &str) -> serde_json::Value {
     })
 }
 
-fn ask<S: Store>(s: &mut S, r: serde_json::Value) -> Asked {
+fn ask<D: Driver>(s: &mut Queue<D>, r: serde_json::Value) -> Asked {
     s.ask(AskInput {
         request: Ok(request(r)),
         fallback_id: None,
@@ -90,7 +89,7 @@ fn answer(db: &str, plan: &str) -> Answer {
 /// answered, declined, cancelled, aborted, past its deadline, still claimed, pending; a
 /// provider required; with `agents`, an agent asks and exits (agent instances are
 /// random, so a history run twice differs there).
-fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
+fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
     // Refused: no provider is live.
     let mut r = two_questions("needs");
     r["requireProvider"] = json!(true);
@@ -117,7 +116,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
     let (alice, _) = s.register("default", "alice", 1_000).unwrap();
     let alice = LeaseRef::Token(alice.lease);
     clock.advance(10);
-    s.provide(&alice, ProviderAct::Claim("a".into())).unwrap();
+    s.claim(&alice, "a").unwrap();
     // alice's lease expires: "a" goes back to pending; bob takes over.
     clock.advance(5_000);
     let (bob, _) = s.register("default", "bob", 600_000).unwrap();
@@ -125,25 +124,13 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
     // Now a provider is live: the same request is accepted.
     assert!(matches!(ask(s, r), Asked::Accepted(_)));
     clock.advance(1_000);
-    s.provide(
-        &bob,
-        ProviderAct::Answer("a".into(), answer("SQLite", "Approve")),
-    )
-    .unwrap();
+    s.answer(&bob, "a", &answer("SQLite", "Approve")).unwrap();
     clock.advance(3);
-    s.provide(
-        &bob,
-        ProviderAct::Answer("d".into(), answer("Postgres", "Revise")),
-    )
-    .unwrap();
+    s.answer(&bob, "d", &answer("Postgres", "Revise")).unwrap();
     clock.advance(3);
-    s.provide(
-        &bob,
-        ProviderAct::Cancel("c".into(), Some("not needed".into())),
-    )
-    .unwrap();
+    s.cancel(&bob, "c", Some("not needed")).unwrap();
     clock.advance(3);
-    s.provide(&bob, ProviderAct::Claim("k".into())).unwrap();
+    s.claim(&bob, "k").unwrap();
     clock.advance(3);
     s.abort("needs", Some("changed my mind"), &Actor::Asker)
         .unwrap();
@@ -161,11 +148,8 @@ fn script<S: Store>(s: &mut S, clock: &TestClock, agents: bool) {
         actor: Actor::Web("carol".into()),
     };
     for who in [&bob, &carol] {
-        s.provide(
-            who,
-            ProviderAct::Answer("quorum".into(), answer("SQLite", "Approve")),
-        )
-        .unwrap();
+        s.answer(who, "quorum", &answer("SQLite", "Approve"))
+            .unwrap();
         clock.advance(3);
     }
     if agents {
@@ -197,7 +181,7 @@ fn sqlite_store(dir: &Path, clock: &TestClock, agents: bool) -> SqliteStore {
     s
 }
 
-fn export_of<S: Store>(s: &mut S) -> Vec<Record> {
+fn export_of<D: Driver>(s: &mut Queue<D>) -> Vec<Record> {
     let mut out = Vec::new();
     s.export(&mut |kind, fields| {
         out.push((kind.to_string(), fields));

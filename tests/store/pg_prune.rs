@@ -8,7 +8,7 @@ use crate::scenarios::{ask, mark_outcomes_written, pick, MemoryExport, TestClock
 use crate::throwaway;
 use dshq::core::audit::Actor;
 use dshq::store::postgres::{audit, conn, PgStore};
-use dshq::store::{Anchor, LeaseRef, ProviderAct, Store};
+use dshq::store::{Anchor, LeaseRef};
 
 fn client(url: &str) -> Client {
     let config = conn::parse_url(url).unwrap();
@@ -29,18 +29,14 @@ fn pruned() -> (String, tempfile::TempDir, PgStore, MemoryExport) {
     ask(&mut store, "a");
     ask(&mut store, "b");
     clock.advance(10);
-    store
-        .provide(&token, ProviderAct::Answer("a".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "a", &pick("SQLite")).unwrap();
     store.abort("b", None, &Actor::Asker).unwrap();
     clock.advance(10);
     let cut = clock.now();
     clock.advance(10);
     ask(&mut store, "c");
     ask(&mut store, "d");
-    store
-        .provide(&token, ProviderAct::Answer("c".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "c", &pick("SQLite")).unwrap();
     ask(&mut store, "e");
     mark_outcomes_written(&mut store);
     let mut out = MemoryExport::default();

@@ -14,8 +14,10 @@ use dshq::core::audit::{Actor, Source};
 use dshq::error::Error;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Request};
+use dshq::store::driver::Driver;
 use dshq::store::postgres::PgStore;
-use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+use dshq::store::queue::Queue;
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, ListFilter, Status};
 
 fn fresh() -> String {
     throwaway::shared().fresh_database().unwrap()
@@ -107,9 +109,8 @@ fn racing_claim_next_on_two_connections_never_claims_one_request_twice() {
                 barrier.wait();
                 let mut got = Vec::new();
                 loop {
-                    match store.provide(&lease, ProviderAct::ClaimNext) {
-                        Ok(Provided::Claimed(row)) => got.push(row.id.unwrap()),
-                        Ok(other) => panic!("{other:?}"),
+                    match store.claim_next(&lease) {
+                        Ok(row) => got.push(row.id.unwrap()),
                         Err(e) if code(&e) == Code::NotFound => return got,
                         Err(e) => panic!("{e}"),
                     }
@@ -138,21 +139,13 @@ fn claim_next_skips_a_row_another_session_has_locked() {
     let mut held = other.transaction().unwrap();
     held.execute("SELECT 1 FROM requests WHERE id = 'first' FOR UPDATE", &[])
         .unwrap();
-    match store
-        .provide(&LeaseRef::Token(reg.lease.clone()), ProviderAct::ClaimNext)
-        .unwrap()
-    {
-        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("second")),
-        other => panic!("{other:?}"),
-    }
+    let row = store
+        .claim_next(&LeaseRef::Token(reg.lease.clone()))
+        .unwrap();
+    assert_eq!(row.id.as_deref(), Some("second"));
     held.rollback().unwrap();
-    match store
-        .provide(&LeaseRef::Token(reg.lease), ProviderAct::ClaimNext)
-        .unwrap()
-    {
-        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("first")),
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&LeaseRef::Token(reg.lease)).unwrap();
+    assert_eq!(row.id.as_deref(), Some("first"));
 }
 
 #[test]
@@ -176,7 +169,7 @@ fn racing_answers_from_two_stores_have_exactly_one_winner() {
                     .map(|i| {
                         barrier.wait();
                         store
-                            .provide(&lease, ProviderAct::Answer(format!("q{i}"), pick(label)))
+                            .answer(&lease, &format!("q{i}"), &pick(label))
                             .map(|_| label)
                             .map_err(|e| code(&e))
                     })
@@ -255,43 +248,33 @@ fn time_is_the_database_clock_never_the_hosts() {
     assert_eq!(code(&e), Code::LeaseExpired, "{e}");
 }
 
+/// Every file of the backend, read at run time (so a file moved or added is checked too).
+fn backend_files(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            backend_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
+        }
+    }
+}
+
 #[test]
 fn the_backend_never_reads_the_hosts_clock() {
-    for (name, text) in [
-        ("conn.rs", include_str!("../../src/store/postgres/conn.rs")),
-        (
-            "store.rs",
-            include_str!("../../src/store/postgres/store.rs"),
-        ),
-        (
-            "leases.rs",
-            include_str!("../../src/store/postgres/leases.rs"),
-        ),
-        (
-            "agents.rs",
-            include_str!("../../src/store/postgres/agents.rs"),
-        ),
-        (
-            "events.rs",
-            include_str!("../../src/store/postgres/events.rs"),
-        ),
-        (
-            "requests/ask.rs",
-            include_str!("../../src/store/postgres/requests/ask.rs"),
-        ),
-        (
-            "requests/provide.rs",
-            include_str!("../../src/store/postgres/requests/provide.rs"),
-        ),
-        (
-            "requests/timeouts.rs",
-            include_str!("../../src/store/postgres/requests/timeouts.rs"),
-        ),
-        (
-            "requests/reads.rs",
-            include_str!("../../src/store/postgres/requests/reads.rs"),
-        ),
-    ] {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/postgres");
+    let mut files = Vec::new();
+    backend_files(&dir, &mut files);
+    assert!(
+        files.len() > 10,
+        "found {} files in {}",
+        files.len(),
+        dir.display()
+    );
+    for (name, text) in files {
         assert!(
             !text.contains(concat!("now_ms", "(")),
             "{name} reads the host's clock"
@@ -359,11 +342,8 @@ fn the_outbox_of_a_store_holds_only_its_origins_outcomes() {
     // Answered from a third host: each outcome goes to the root that asked.
     let (reg, _) = tool.register("ctx", "alice", 600_000).unwrap();
     for id in ["mine", "theirs"] {
-        tool.provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Answer(id.into(), pick("SQLite")),
-        )
-        .unwrap();
+        tool.answer(&LeaseRef::Token(reg.lease.clone()), id, &pick("SQLite"))
+            .unwrap();
     }
     let ids = |s: &mut PgStore| -> Vec<String> {
         s.outbox_pending(0, 16)
@@ -384,9 +364,7 @@ fn a_view_sweeps_without_committing_and_the_next_write_ends_it() {
     let mut store = open(&url).with_clock(clock.as_fn());
     ask(&mut store, "v", "ctx");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
-    store
-        .provide(&LeaseRef::Token(reg.lease), ProviderAct::Claim("v".into()))
-        .unwrap();
+    store.claim(&LeaseRef::Token(reg.lease), "v").unwrap();
     clock.advance(10_001);
     store.view_now().unwrap();
     assert_eq!(store.get("v").unwrap().unwrap().status, Status::Pending);
@@ -406,17 +384,11 @@ fn a_failed_write_keeps_the_sweep_it_observed() {
     ask(&mut store, "s", "ctx");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Claim("s".into()),
-        )
+        .claim(&LeaseRef::Token(reg.lease.clone()), "s")
         .unwrap();
     clock.advance(10_001);
     let e = store
-        .provide(
-            &LeaseRef::Token(reg.lease),
-            ProviderAct::Answer("s".into(), pick("SQLite")),
-        )
+        .answer(&LeaseRef::Token(reg.lease), "s", &pick("SQLite"))
         .unwrap_err();
     assert_eq!(code(&e), Code::LeaseExpired, "{e}");
     // The expiry the failed answer observed is committed.
@@ -511,10 +483,7 @@ fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
         assert!(e.to_string().contains("record"), "{edit}: {e}");
     }
     store
-        .provide(
-            &LeaseRef::Token(reg.lease),
-            ProviderAct::Answer("fixed".into(), pick("SQLite")),
-        )
+        .answer(&LeaseRef::Token(reg.lease), "fixed", &pick("SQLite"))
         .unwrap();
     let c = store.client().unwrap();
     for edit in [
@@ -535,7 +504,7 @@ fn the_database_refuses_to_change_what_was_asked_or_a_final_request() {
 
 /// One scripted history through the trait, every result written down as text, with the
 /// random parts (agent instances, lease tokens, event hashes) replaced by names.
-fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
+fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock) -> Vec<String> {
     use dshq::core::audit::EventKind;
     use dshq::store::{HistoryFilter, InboxInput, ProviderFile};
     let mut out: Vec<String> = Vec::new();
@@ -693,32 +662,18 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
     secrets.push(reg.lease.clone());
     step!("register bob", s.register("ctx", "bob", 10_000)).ok();
     let alice = LeaseRef::Token(reg.lease.clone());
-    step!("claim next", s.provide(&alice, ProviderAct::ClaimNext)).ok();
-    step!(
-        "claim q2",
-        s.provide(&alice, ProviderAct::Claim("q2".into()))
-    )
-    .ok();
-    step!(
-        "bad answer",
-        s.provide(&alice, ProviderAct::Answer("q1".into(), pick("SQLite")))
-    )
-    .ok();
+    step!("claim next", s.claim_next(&alice)).ok();
+    step!("claim q2", s.claim(&alice, "q2")).ok();
+    step!("bad answer", s.answer(&alice, "q1", &pick("SQLite"))).ok();
     clock.advance(500);
     step!(
         "answer q1",
-        s.provide(
-            &alice,
-            ProviderAct::Answer("q1".into(), both("SQLite", "Approve"))
-        )
+        s.answer(&alice, "q1", &both("SQLite", "Approve"))
     )
     .ok();
     step!(
         "answer q1 again",
-        s.provide(
-            &alice,
-            ProviderAct::Answer("q1".into(), both("Postgres", "Revise"))
-        )
+        s.answer(&alice, "q1", &both("Postgres", "Revise"))
     )
     .ok();
     step!(
@@ -762,23 +717,25 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
     // taken again by the next lease, as SQLite numbers rows).
     step!(
         "transient bad answer q2",
-        s.provide(
+        s.answer(
             &LeaseRef::Transient {
                 name: "carol".into(),
                 ttl_ms: 5_000
             },
-            ProviderAct::Answer("q2".into(), pick("SQLite"))
+            "q2",
+            &pick("SQLite")
         )
     )
     .ok();
     let bob = step!(
         "transient answer q2",
-        s.provide(
+        s.answer(
             &LeaseRef::Transient {
                 name: "carol".into(),
                 ttl_ms: 5_000
             },
-            ProviderAct::Answer("q2".into(), both("Postgres", "Revise"))
+            "q2",
+            &both("Postgres", "Revise")
         )
     );
     drop(bob);
@@ -861,7 +818,7 @@ fn script<S: Store>(s: &mut S, clock: &TestClock) -> Vec<String> {
     secrets.push(reg3.lease.clone());
     step!(
         "erin claims",
-        s.provide(&LeaseRef::Token(reg3.lease.clone()), ProviderAct::ClaimNext)
+        s.claim_next(&LeaseRef::Token(reg3.lease.clone()))
     )
     .ok();
     step!("lease status", s.lease_status(None)).ok();
@@ -1061,16 +1018,12 @@ fn writes_in_other_contexts_do_not_wait_for_an_open_write_and_every_wait_is_boun
         ))
         .unwrap();
     // Meanwhile, in context y: a claim and an answer commit, without waiting.
-    match store.provide(&y_lease, ProviderAct::ClaimNext).unwrap() {
-        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("y1")),
-        other => panic!("{other:?}"),
-    }
-    store
-        .provide(&y_lease, ProviderAct::Answer("y1".into(), pick("SQLite")))
-        .unwrap();
+    let row = store.claim_next(&y_lease).unwrap();
+    assert_eq!(row.id.as_deref(), Some("y1"));
+    store.answer(&y_lease, "y1", &pick("SQLite")).unwrap();
     assert_eq!(store.get("y1").unwrap().unwrap().status, Status::Answered);
     // A claim in x skips the row the open write holds: nothing else is pending there.
-    let e = store.provide(&x_lease, ProviderAct::ClaimNext).unwrap_err();
+    let e = store.claim_next(&x_lease).unwrap_err();
     assert_eq!(code(&e), Code::NotFound, "{e}");
 
     // An ask must number its row after the open write's: it waits (and says so in the
@@ -1099,10 +1052,8 @@ fn writes_in_other_contexts_do_not_wait_for_an_open_write_and_every_wait_is_boun
     assert!(open_write.commit().is_err(), "its session was ended");
     // Its claim was rolled back with it: x1 is pending, and claimable.
     assert_eq!(store.get("x1").unwrap().unwrap().status, Status::Pending);
-    match store.provide(&x_lease, ProviderAct::ClaimNext).unwrap() {
-        Provided::Claimed(row) => assert_eq!(row.id.as_deref(), Some("x1")),
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&x_lease).unwrap();
+    assert_eq!(row.id.as_deref(), Some("x1"));
     let v = store.verify(&[]).unwrap();
     assert!(v.broken.is_none(), "{v:?}");
 }
@@ -1215,13 +1166,9 @@ fn racing_votes_on_three_connections_answer_each_request_exactly_once() {
                 (0..N)
                     .map(|i| {
                         barrier.wait();
-                        match store.provide(
-                            &lease,
-                            ProviderAct::Answer(format!("v{i}"), pick("Postgres")),
-                        ) {
-                            Ok(Provided::Finished(_)) => "finished",
-                            Ok(Provided::Voted(_)) => "voted",
-                            Ok(other) => panic!("{other:?}"),
+                        match store.answer(&lease, &format!("v{i}"), &pick("Postgres")) {
+                            Ok(Answered::Finished(_)) => "finished",
+                            Ok(Answered::Voted(_)) => "voted",
                             Err(e) if code(&e) == Code::RequestFinal => "final",
                             Err(e) => panic!("{e}"),
                         }

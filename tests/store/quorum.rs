@@ -13,7 +13,7 @@ use dshq::core::audit::{Actor, Source};
 use dshq::core::quorum::Policy;
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Decision, Outcome, Quorum, Request};
-use dshq::store::{AskInput, Asked, LeaseRef, Provided, ProviderAct, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, Status, Store};
 
 use crate::lifecycle::{kinds, row};
 use crate::scenarios::{pick, TestClock};
@@ -21,7 +21,7 @@ use crate::scenarios::{pick, TestClock};
 const TTL: i64 = 600_000;
 
 /// A one-question request (`db`) in `ctx` with `quorum`, asked by the web token `asker`.
-fn ask_with<S: Store>(store: &mut S, id: &str, quorum: Value, asker: &str) -> Result<(), Code> {
+fn ask_with(store: &mut Store, id: &str, quorum: Value, asker: &str) -> Result<(), Code> {
     ask_value(
         store,
         json!({
@@ -35,7 +35,7 @@ fn ask_with<S: Store>(store: &mut S, id: &str, quorum: Value, asker: &str) -> Re
     )
 }
 
-fn ask_value<S: Store>(store: &mut S, mut v: Value, asker: &str) -> Result<(), Code> {
+fn ask_value(store: &mut Store, mut v: Value, asker: &str) -> Result<(), Code> {
     if v["quorum"].is_null() {
         v.as_object_mut().unwrap().remove("quorum");
     }
@@ -58,7 +58,7 @@ fn ask_value<S: Store>(store: &mut S, mut v: Value, asker: &str) -> Result<(), C
 }
 
 /// A plan review (`plan`, approve label `Approve`) in `ctx` with `quorum`.
-fn ask_plan<S: Store>(store: &mut S, id: &str, quorum: Value) {
+fn ask_plan(store: &mut Store, id: &str, quorum: Value) {
     ask_value(
         store,
         json!({
@@ -93,24 +93,24 @@ fn web(token: &str, who: &str) -> LeaseRef {
     }
 }
 
-fn vote<S: Store>(store: &mut S, who: &LeaseRef, id: &str, a: &Answer) -> dshq::Result<Provided> {
-    store.provide(who, ProviderAct::Answer(id.into(), a.clone()))
+fn vote(store: &mut Store, who: &LeaseRef, id: &str, a: &Answer) -> dshq::Result<Answered> {
+    store.answer(who, id, a)
 }
 
 fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
     r.expect_err("refused").to_user_error().code
 }
 
-fn voted(p: Provided) -> Box<dshq::store::Voted> {
+fn voted(p: Answered) -> Box<dshq::store::Voted> {
     match p {
-        Provided::Voted(v) => v,
+        Answered::Voted(v) => v,
         other => panic!("expected a vote that leaves the request open: {other:?}"),
     }
 }
 
-fn finished(p: Provided) -> dshq::protocol::AnsweredOutcome {
+fn finished(p: Answered) -> dshq::protocol::AnsweredOutcome {
     match p {
-        Provided::Finished(Outcome::Answered(a)) => a,
+        Answered::Finished(Outcome::Answered(a)) => a,
         other => panic!("expected the answer: {other:?}"),
     }
 }
@@ -120,9 +120,7 @@ fn finished(p: Provided) -> dshq::protocol::AnsweredOutcome {
 /// `ALREADY_VOTED`), and the second distinct reviewer, on another face (a CLI provider
 /// lease), meets the quorum: answered once, with both approvers; a later vote is
 /// `REQUEST_FINAL`. The chain records each vote, and `audit verify` passes.
-pub fn quorum_two_of_three_is_met_once_by_distinct_reviewers<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn quorum_two_of_three_is_met_once_by_distinct_reviewers(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask_with(&mut store, "q", json!({"approvals": 2}), "alice").unwrap();
@@ -223,7 +221,7 @@ pub fn quorum_two_of_three_is_met_once_by_distinct_reviewers<S: Store>(
 
 /// A decline vetoes by default: the first declining vote answers the request with that
 /// decline, naming its voter. Under `decline: "vote"` a decline is one vote among others.
-pub fn quorum_a_decline_vetoes_unless_it_is_a_vote<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn quorum_a_decline_vetoes_unless_it_is_a_vote(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask_plan(&mut store, "veto", json!({"approvals": 2}));
@@ -295,9 +293,7 @@ pub fn quorum_a_decline_vetoes_unless_it_is_a_vote<S: Store>(new: impl Fn(&TestC
 /// A context's policy wins over the asker's quorum, and its group restricts who votes
 /// (`NOT_IN_GROUP`); an asker's group the config does not define is refused at the ask
 /// (`BAD_REQUEST`). A request without a quorum is answered by one reviewer, as before.
-pub fn quorum_the_policy_wins_and_a_group_restricts_the_voters<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn quorum_the_policy_wins_and_a_group_restricts_the_voters(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let mut groups = BTreeMap::new();
@@ -418,7 +414,7 @@ fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
             .unwrap(),
         );
         assert_eq!(store.verify(&[]).unwrap().broken, None);
-        let conn = store.connection();
+        let conn = crate::drivers::sqlite_connection(&mut store);
         conn.execute_batch(
             "DROP TRIGGER votes_record_fixed; DROP TRIGGER votes_no_delete;
              DROP TRIGGER requests_quorum_fixed; DROP TRIGGER requests_approvers_fixed;
@@ -439,9 +435,7 @@ fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
 /// reviewer pressing from two Slack accounts mapped to them is one voter; another reviewer
 /// meets the quorum, the approvers name the reviewers (`slack:NAME`), the events the
 /// accounts; `audit verify` passes.
-pub fn quorum_counts_a_slack_reviewer_once_whichever_account<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn quorum_counts_a_slack_reviewer_once_whichever_account(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask_with(&mut store, "s", json!({"approvals": 2}), "asker").unwrap();
@@ -483,7 +477,7 @@ pub fn quorum_counts_a_slack_reviewer_once_whichever_account<S: Store>(
 /// vote through a mail link is `OWN_REQUEST`; votes take no lease, so a terminal holding
 /// the context keeps nobody from voting; carol's Slack press meets the quorum with
 /// the votes (identity and person) in the outcome; `audit verify` passes.
-pub fn quorum_counts_persons_not_faces<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn quorum_counts_persons_not_faces(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let people = dshq::core::people::People::new(

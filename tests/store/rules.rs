@@ -10,7 +10,7 @@ use dshq::clock::rfc3339;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Outcome, Request};
-use dshq::store::{AskInput, Asked, Provided, ProviderAct, ProviderFile, Status, Store};
+use dshq::store::{Answered, AskInput, Asked, ProviderFile, Status, Store};
 
 use crate::lifecycle::{code, kinds, lease, row};
 use crate::scenarios::{pick, TestClock};
@@ -45,7 +45,7 @@ fn input(v: Value, fallback: Option<&str>) -> AskInput {
 }
 
 /// Ask `v`: the acceptance, or the code it was refused with.
-fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, Code> {
+fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, Code> {
     match store.ask(input(v, None)) {
         Ok(Asked::Accepted(a)) => Ok(a),
         Ok(Asked::Rejected { error, .. }) => Err(error.code),
@@ -53,19 +53,19 @@ fn ask<S: Store>(store: &mut S, v: Value) -> Result<dshq::store::Accepted, Code>
     }
 }
 
-fn claim<S: Store>(store: &mut S, token: &str, id: &str) -> dshq::Result<Provided> {
-    store.provide(&lease(token), ProviderAct::Claim(id.into()))
+fn claim(store: &mut Store, token: &str, id: &str) -> dshq::Result<dshq::store::RequestRow> {
+    store.claim(&lease(token), id)
 }
 
-fn answer<S: Store>(store: &mut S, token: &str, id: &str, label: &str) -> dshq::Result<Outcome> {
-    match store.provide(&lease(token), ProviderAct::Answer(id.into(), pick(label)))? {
-        Provided::Finished(o) => Ok(o),
+fn answer(store: &mut Store, token: &str, id: &str, label: &str) -> dshq::Result<Outcome> {
+    match store.answer(&lease(token), id, &pick(label))? {
+        Answered::Finished(o) => Ok(o),
         other => panic!("{other:?}"),
     }
 }
 
 /// Every event of the log, oldest first, as [`Store::export`] gives them.
-fn all_events<S: Store>(store: &mut S) -> Vec<serde_json::Map<String, Value>> {
+fn all_events(store: &mut Store) -> Vec<serde_json::Map<String, Value>> {
     let mut out = Vec::new();
     store
         .export(&mut |kind, fields| {
@@ -86,7 +86,7 @@ fn lease_id(token: &str) -> i64 {
     token.split_once('.').unwrap().0.parse().unwrap()
 }
 
-fn outbox_ids<S: Store>(store: &mut S) -> Vec<String> {
+fn outbox_ids(store: &mut Store) -> Vec<String> {
     store
         .outbox_pending(0, 1_000)
         .unwrap()
@@ -105,7 +105,7 @@ fn error_code(o: &Outcome) -> Code {
 /// The same request asked again is accepted once: not new, its deadline the first
 /// acceptance's; a file without an id is known by its name; after the request is final a
 /// re-delivery reports the final state and changes nothing.
-pub fn idempotent_redelivery_is_accepted_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn idempotent_redelivery_is_accepted_once(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -147,7 +147,7 @@ pub fn idempotent_redelivery_is_accepted_once<S: Store>(new: impl Fn(&TestClock)
 
 /// Other content under an accepted id (other questions, another context) is DUPLICATE_ID,
 /// naming the id; the accepted request does not change.
-pub fn different_content_under_same_id_is_duplicate_id<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn different_content_under_same_id_is_duplicate_id(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, simple("r1", "default")).unwrap();
@@ -171,7 +171,7 @@ pub fn different_content_under_same_id_is_duplicate_id<S: Store>(new: impl Fn(&T
 /// A request on a tool call (dsh 0.2's continued questions) is the call's: its id comes
 /// from the call (not the fallback), asking again on the call is the same request, other
 /// content on the call is DUPLICATE_WAIT, and its outcome carries the call id.
-pub fn a_request_on_a_tool_call_is_the_calls<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_request_on_a_tool_call_is_the_calls(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let on_call = |question: &str| {
@@ -209,7 +209,7 @@ pub fn a_request_on_a_tool_call_is_the_calls<S: Store>(new: impl Fn(&TestClock) 
 
 /// A request refused by its checks is recorded as a rejection (with an error outcome, as
 /// nobody owns the id), is not an accepted request, and does not reserve its id.
-pub fn rejected_input_does_not_reserve_its_id<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn rejected_input_does_not_reserve_its_id(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let mut bad = simple("r9", "default");
@@ -253,7 +253,7 @@ pub fn rejected_input_does_not_reserve_its_id<S: Store>(new: impl Fn(&TestClock)
 /// At acceptance the registry decides who may ask: a live root (its lineage recorded), not
 /// an owned child (DELEGATED_CALLER naming its root), not a wrong or stale instance, not an
 /// unknown agent (CALLER_NOT_LIVE); refused asks accept nothing.
-pub fn registry_decides_who_may_ask<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn registry_decides_who_may_ask(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let root = store
@@ -310,9 +310,7 @@ pub fn registry_decides_who_may_ask<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// `requireProvider` needs a live lease in the request's own context at the time of the
 /// ask: not one of another context, not one past its expiry (swept or not).
-pub fn require_provider_consults_the_live_lease_of_the_context<S: Store>(
-    new: impl Fn(&TestClock) -> S,
-) {
+pub fn require_provider_consults_the_live_lease_of_the_context(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let mut v = simple("r1", "team-a");
@@ -343,7 +341,7 @@ pub fn require_provider_consults_the_live_lease_of_the_context<S: Store>(
 /// it aborted, and that abort is committed although the answer failed); at the deadline
 /// itself it is open; the outbox gives the outcomes oldest request first, once; a request
 /// whose deadline passed before it was asked is ASK_ABORTED and not stored.
-pub fn deadline_passing_aborts_on_the_next_write<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn deadline_passing_aborts_on_the_next_write(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -404,8 +402,8 @@ pub fn deadline_passing_aborts_on_the_next_write<S: Store>(new: impl Fn(&TestClo
 /// A lease past its expiry is dead for every read before anything swept it; the next
 /// write ends it as expired and returns its claims, the expiry recorded before the
 /// releases it causes; a second sweep finds nothing.
-pub fn lease_past_expiry_is_dead_before_any_sweep_and_the_sweep_returns_its_claims<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn lease_past_expiry_is_dead_before_any_sweep_and_the_sweep_returns_its_claims(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let mut store = new(&clock);
@@ -471,7 +469,7 @@ pub fn lease_past_expiry_is_dead_before_any_sweep_and_the_sweep_returns_its_clai
 
 /// A sweep reports what it ended: expired leases, the claims they returned, passed
 /// deadlines, and agents whose ttl ran out with what they owned; then nothing is due.
-pub fn sweep_reports_what_it_ended<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn sweep_reports_what_it_ended(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -495,7 +493,7 @@ pub fn sweep_reports_what_it_ended<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// A write that fails because of what its sweep found (an answer after the deadline, a
 /// heartbeat after the expiry) still commits what the sweep ended.
-pub fn a_failed_write_still_records_what_its_sweep_ended<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_failed_write_still_records_what_its_sweep_ended(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);
@@ -526,8 +524,8 @@ pub fn a_failed_write_still_records_what_its_sweep_ended<S: Store>(new: impl Fn(
 /// An answer file applied again (a crash before its file was removed) is a replay only by
 /// the same lease with the same answer; any other identical or different answer to a final
 /// request is REQUEST_FINAL and changes nothing; on an open request it is a first answer.
-pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let mut store = new(&clock);
@@ -547,7 +545,7 @@ pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease<S:
         token: token.into(),
         answer: pick(label),
     };
-    let apply = |store: &mut S, f: ProviderFile| {
+    let apply = |store: &mut Store, f: ProviderFile| {
         let mut out = store.apply_answer_files(&[f]).unwrap();
         assert_eq!(out.len(), 1);
         out.pop().unwrap()
@@ -589,8 +587,8 @@ pub fn identical_answer_is_request_final_except_as_a_replay_by_the_same_lease<S:
 
 /// Every state change appends one event, with its time and actor, and the chain of hashes
 /// links each to the one before and verifies.
-pub fn every_state_change_appends_an_event_and_the_chain_verifies<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn every_state_change_appends_an_event_and_the_chain_verifies(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
     let t0 = clock.now();
@@ -609,9 +607,7 @@ pub fn every_state_change_appends_an_event_and_the_chain_verifies<S: Store>(
     clock.advance(1);
     ask(&mut store, simple("r2", "default")).unwrap();
     clock.advance(1);
-    store
-        .provide(&lease(&reg.lease), ProviderAct::Cancel("r2".into(), None))
-        .unwrap();
+    store.cancel(&lease(&reg.lease), "r2", None).unwrap();
     clock.advance(1);
     ask(&mut store, simple("r3", "default")).unwrap();
     clock.advance(1);
@@ -671,7 +667,7 @@ pub fn every_state_change_appends_an_event_and_the_chain_verifies<S: Store>(
 
 /// Refused operations append no event: a second register in a live context, a claim of an
 /// unknown id, a claim with a forged token.
-pub fn refused_operations_append_no_event<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn refused_operations_append_no_event(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("default", "alice", TTL).unwrap();
@@ -694,7 +690,7 @@ pub fn refused_operations_append_no_event<S: Store>(new: impl Fn(&TestClock) -> 
 /// authenticates as the lease, at generation 1, expiring a ttl from now; the secret
 /// appears in no exported record; a bad context is BAD_REQUEST, a blank name or a zero
 /// ttl USAGE.
-pub fn register_returns_an_unguessable_token<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn register_returns_an_unguessable_token(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let t0 = clock.now();
     let mut store = new(&clock);

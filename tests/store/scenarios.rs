@@ -12,7 +12,9 @@ use dshq::clock::Millis;
 use dshq::core::audit::{Actor, Source};
 use dshq::protocol::error::Code;
 use dshq::protocol::{Answer, AnswerItem, Outcome, Request};
-use dshq::store::{AskInput, Asked, LeaseRef, ListFilter, Provided, ProviderAct, Status, Store};
+use dshq::store::driver::Driver;
+use dshq::store::queue::Queue;
+use dshq::store::{Answered, AskInput, Asked, LeaseRef, ListFilter, Status, Store};
 
 /// A clock a scenario moves by hand.
 #[derive(Clone)]
@@ -52,7 +54,7 @@ fn request(id: &str) -> Request {
 }
 
 /// Ask request `id` (one question, `db`) and expect it accepted, pending.
-pub fn ask<S: Store>(store: &mut S, id: &str) {
+pub fn ask<D: Driver>(store: &mut Queue<D>, id: &str) {
     let input = AskInput {
         request: Ok(request(id)),
         fallback_id: None,
@@ -69,7 +71,7 @@ pub fn ask<S: Store>(store: &mut S, id: &str) {
 
 /// The answer picking `label` for question `db`.
 /// Mark every pending outcome as written (as the daemon does once it wrote the files).
-pub fn mark_outcomes_written<S: Store>(store: &mut S) {
+pub fn mark_outcomes_written<D: Driver>(store: &mut Queue<D>) {
     let keys: Vec<i64> = store
         .outbox_pending(0, 100)
         .unwrap()
@@ -95,27 +97,20 @@ fn code(e: dshq::Error) -> Code {
 }
 
 /// ask → claim → answer → the outcome, and the outbox publishes it once.
-pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn ask_claim_answer_outcome(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q1");
     let (reg, lease) = store.register("ctx", "alice", 60_000).unwrap();
     assert_eq!(lease.name, "alice");
     let token = LeaseRef::Token(reg.lease.clone());
-    match store.provide(&token, ProviderAct::ClaimNext).unwrap() {
-        Provided::Claimed(row) => {
-            assert_eq!(row.id.as_deref(), Some("q1"));
-            assert_eq!(row.status, Status::Claimed);
-            assert_eq!(row.claimed_by.as_deref(), Some("alice"));
-        }
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&token).unwrap();
+    assert_eq!(row.id.as_deref(), Some("q1"));
+    assert_eq!(row.status, Status::Claimed);
+    assert_eq!(row.claimed_by.as_deref(), Some("alice"));
     clock.advance(1_000);
-    let outcome = match store
-        .provide(&token, ProviderAct::Answer("q1".into(), pick("SQLite")))
-        .unwrap()
-    {
-        Provided::Finished(o) => o,
+    let outcome = match store.answer(&token, "q1", &pick("SQLite")).unwrap() {
+        Answered::Finished(o) => o,
         other => panic!("{other:?}"),
     };
     let Outcome::Answered(a) = &outcome else {
@@ -133,7 +128,7 @@ pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
     store.mark_outbox_written(&[pending[0].0]).unwrap();
     assert!(store.outbox_pending(0, 16).unwrap().is_empty());
     // A final request never changes.
-    let again = store.provide(&token, ProviderAct::Answer("q1".into(), pick("Postgres")));
+    let again = store.answer(&token, "q1", &pick("Postgres"));
     assert_eq!(code(again.unwrap_err()), Code::RequestFinal);
     // The audit saw it all, the lease by name.
     let kinds: Vec<_> = store
@@ -154,16 +149,13 @@ pub fn ask_claim_answer_outcome<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// A lease that stops heartbeating expires, and its claim goes back to `pending` for the
 /// next provider.
-pub fn lease_expiry_returns_the_claim<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn lease_expiry_returns_the_claim(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q2");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Claim("q2".into()),
-        )
+        .claim(&LeaseRef::Token(reg.lease.clone()), "q2")
         .unwrap();
     assert_eq!(store.get("q2").unwrap().unwrap().status, Status::Claimed);
     assert_eq!(store.next_due().unwrap(), Some(clock.now() + 10_000));
@@ -175,32 +167,29 @@ pub fn lease_expiry_returns_the_claim<S: Store>(new: impl Fn(&TestClock) -> S) {
     assert_eq!(row.claimed_lease, None);
     // The next provider takes it.
     let (bob, _) = store.register("ctx", "bob", 10_000).unwrap();
-    match store
-        .provide(&LeaseRef::Token(bob.lease), ProviderAct::ClaimNext)
-        .unwrap()
-    {
-        Provided::Claimed(row) => assert_eq!(row.claimed_by.as_deref(), Some("bob")),
-        other => panic!("{other:?}"),
-    }
+    let row = store.claim_next(&LeaseRef::Token(bob.lease)).unwrap();
+    assert_eq!(row.claimed_by.as_deref(), Some("bob"));
 }
 
 /// A stale lease (expired, even before any sweep) cannot claim, answer, cancel or
 /// heartbeat: `LEASE_EXPIRED`, and nothing changes.
-pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_stale_lease_cannot_act(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q3");
     let (reg, _) = store.register("ctx", "alice", 5_000).unwrap();
     let stale = LeaseRef::Token(reg.lease.clone());
     clock.advance(5_001);
-    for act in [
-        ProviderAct::Claim("q3".into()),
-        ProviderAct::ClaimNext,
-        ProviderAct::Answer("q3".into(), pick("SQLite")),
-        ProviderAct::Cancel("q3".into(), None),
+    for (act, e) in [
+        ("claim", store.claim(&stale, "q3").map(drop)),
+        ("claim next", store.claim_next(&stale).map(drop)),
+        (
+            "answer",
+            store.answer(&stale, "q3", &pick("SQLite")).map(drop),
+        ),
+        ("cancel", store.cancel(&stale, "q3", None).map(drop)),
     ] {
-        let e = store.provide(&stale, act.clone()).unwrap_err();
-        assert_eq!(code(e), Code::LeaseExpired, "{act:?}");
+        assert_eq!(code(e.unwrap_err()), Code::LeaseExpired, "{act}");
     }
     assert_eq!(
         code(store.heartbeat(&reg.lease).unwrap_err()),
@@ -210,14 +199,9 @@ pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
     // A new lease in the context acts; the old one still cannot.
     let (fresh, _) = store.register("ctx", "bob", 5_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(fresh.lease),
-            ProviderAct::Answer("q3".into(), pick("Postgres")),
-        )
+        .answer(&LeaseRef::Token(fresh.lease), "q3", &pick("Postgres"))
         .unwrap();
-    let e = store
-        .provide(&stale, ProviderAct::Answer("q3".into(), pick("SQLite")))
-        .unwrap_err();
+    let e = store.answer(&stale, "q3", &pick("SQLite")).unwrap_err();
     assert_eq!(code(e), Code::LeaseExpired);
     assert_eq!(
         store.get("q3").unwrap().unwrap().provider.as_deref(),
@@ -226,7 +210,7 @@ pub fn a_stale_lease_cannot_act<S: Store>(new: impl Fn(&TestClock) -> S) {
 }
 
 /// A rejection is recorded with the actor of the face that refused it.
-pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_rejection_records_its_actor(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let bad: Request = serde_json::from_value(json!({"id": "bad", "questions": []})).unwrap();
@@ -260,7 +244,7 @@ pub fn a_rejection_records_its_actor<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// The same through the application layer: ask, answer with a transient lease, and the
 /// outcome is published by the use-case.
-pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_use_cases_compose(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "q4");
@@ -298,7 +282,7 @@ pub fn the_use_cases_compose<S: Store>(new: impl Fn(&TestClock) -> S) {
 
 /// The event feed reads every lifecycle event in order, a page at a time, with the
 /// kinds and request filters applied, and a lease running out shows as `released`.
-pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_event_feed_pages_in_order(new: impl Fn(&TestClock) -> Store) {
     use dshq::core::audit::EventKind as K;
     let all = [
         K::Accepted,
@@ -315,15 +299,12 @@ pub fn the_event_feed_pages_in_order<S: Store>(new: impl Fn(&TestClock) -> S) {
     ask(&mut store, "e2");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     store
-        .provide(
-            &LeaseRef::Token(reg.lease.clone()),
-            ProviderAct::Claim("e1".into()),
-        )
+        .claim(&LeaseRef::Token(reg.lease.clone()), "e1")
         .unwrap();
     clock.advance(10_001);
     store.sweep().unwrap();
     // One position a page: lease events in between are read past, not returned.
-    let read = |store: &mut S, kinds: &[K], filter: &ListFilter| {
+    let read = |store: &mut Store, kinds: &[K], filter: &ListFilter| {
         let (mut after, mut out) = (start, Vec::new());
         loop {
             let page = store.request_events(after, kinds, filter, 1).unwrap();
@@ -401,7 +382,7 @@ impl dshq::store::PruneExport for MemoryExport {
 /// after handing them over, keeps open ones and everything after the cut, and the record
 /// still verifies; an export that fails to sync rolls the prune back; a pruned id asked
 /// again is a new request.
-pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_keeps_open_requests_and_verifies(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
@@ -409,18 +390,14 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
     ask(&mut store, "a");
     ask(&mut store, "b");
     clock.advance(10);
-    store
-        .provide(&token, ProviderAct::Answer("a".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "a", &pick("SQLite")).unwrap();
     store.abort("b", None, &Actor::Asker).unwrap();
     clock.advance(10);
     let cut = clock.now();
     clock.advance(10);
     ask(&mut store, "p");
     ask(&mut store, "late");
-    store
-        .provide(&token, ProviderAct::Answer("late".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&token, "late", &pick("SQLite")).unwrap();
     ask(&mut store, "z");
     // A final request whose outcome file is not written yet stays; once written, it goes.
     let pruned = store
@@ -508,16 +485,14 @@ pub fn prune_keeps_open_requests_and_verifies<S: Store>(new: impl Fn(&TestClock)
 
 /// The newest request row stays even when it is final and old enough: its seq keeps the
 /// feed positions growing (an emptied table would hand out positions a feed has passed).
-pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn prune_keeps_the_newest_request(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let (reg, _) = store.register("ctx", "alice", 3_600_000).unwrap();
     let token = LeaseRef::Token(reg.lease.clone());
     for id in ["a", "b"] {
         ask(&mut store, id);
-        store
-            .provide(&token, ProviderAct::Answer(id.into(), pick("SQLite")))
-            .unwrap();
+        store.answer(&token, id, &pick("SQLite")).unwrap();
     }
     mark_outcomes_written(&mut store);
     clock.advance(10);
@@ -534,7 +509,7 @@ pub fn prune_keeps_the_newest_request<S: Store>(new: impl Fn(&TestClock) -> S) {
 /// A host taking over at start ends the unended leases recorded with its own id (their
 /// claims back to pending) and nothing else: not another host's, not a terminal
 /// reviewer's. A refused registration names the host's page.
-pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn a_host_takes_over_only_its_own_leases(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "mine");
@@ -547,10 +522,7 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
         .register_as("ctx", "web", 60_000, Some(&host("a")))
         .unwrap();
     store
-        .provide(
-            &LeaseRef::Token(ours.lease.clone()),
-            ProviderAct::Claim("mine".into()),
-        )
+        .claim(&LeaseRef::Token(ours.lease.clone()), "mine")
         .unwrap();
     let (theirs, _) = store
         .register_as("other", "web", 60_000, Some(&host("b")))
@@ -585,7 +557,7 @@ pub fn a_host_takes_over_only_its_own_leases<S: Store>(new: impl Fn(&TestClock) 
 /// The feed of new requests: from the log's head on, each accepted request once, oldest
 /// first, never a rejection, whatever else happened in between (a lease, a claim, an
 /// answer), read one position a page; the open queue and the open ids among given ones.
-pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn the_request_feed_sees_each_accepted_request_once(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     ask(&mut store, "before");
@@ -605,9 +577,7 @@ pub fn the_request_feed_sees_each_accepted_request_once<S: Store>(new: impl Fn(&
     assert!(matches!(rejected, Asked::Rejected { .. }), "{rejected:?}");
     let (reg, _) = store.register("ctx", "alice", 10_000).unwrap();
     let lease = LeaseRef::Token(reg.lease.clone());
-    store
-        .provide(&lease, ProviderAct::Answer("f1".into(), pick("SQLite")))
-        .unwrap();
+    store.answer(&lease, "f1", &pick("SQLite")).unwrap();
     ask(&mut store, "f2");
     let (mut after, mut seen) = (start, Vec::new());
     loop {
@@ -674,8 +644,8 @@ fn one_question(id: &str, question: &str) -> serde_json::Value {
 /// same batch: a second file with an accepted id is a re-delivery (the same request) or a
 /// duplicate id (another one); a file after an abort of its id sees the request aborted;
 /// a file rejected in an earlier batch keeps its verdict when it is judged again.
-pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn one_inbox_batch_judges_each_file_against_the_files_before_it(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     use dshq::store::{InboxInput, InboxVerdict};
     let clock = TestClock::new();
@@ -754,7 +724,7 @@ pub fn one_inbox_batch_judges_each_file_against_the_files_before_it<S: Store>(
 }
 
 /// Ask `request` and expect it accepted, pending.
-fn ask_request<S: Store>(store: &mut S, request: serde_json::Value) {
+fn ask_request(store: &mut Store, request: serde_json::Value) {
     let input = AskInput {
         request: Ok(serde_json::from_value(request).unwrap()),
         fallback_id: None,
@@ -775,7 +745,7 @@ fn ask_request<S: Store>(store: &mut S, request: serde_json::Value) {
 /// `answered` event records the same, the outcome gives them to the asker, and the
 /// audit verifies. An edit with a decline, on a question that allows none, blank or
 /// unchanged is refused with its code, and nothing changes.
-pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn edits_are_kept_recorded_and_verified(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     let plan = "1. Drain node a\n2. Upgrade node a\n3. Run the smoke tests\n";
@@ -808,11 +778,9 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
             edited: edited.map(str::to_string),
         };
     let answer = |items: Vec<AnswerItem>| Answer { answers: items };
-    let refused = |store: &mut S, id: &str, a: Answer| {
+    let refused = |store: &mut Store, id: &str, a: Answer| {
         let before = store.events(id).unwrap().len();
-        let e = store
-            .provide(&token, ProviderAct::Answer(id.into(), a))
-            .unwrap_err();
+        let e = store.answer(&token, id, &a).unwrap_err();
         let row = store.get(id).unwrap().unwrap();
         assert_eq!(row.status, Status::Pending, "{id}: nothing changed");
         assert_eq!(row.edits, None);
@@ -843,11 +811,8 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
     // The approval with the edited plan.
     clock.advance(1_000);
     let a = answer(vec![item("plan", &["Approve"], None, Some(approved))]);
-    let outcome = match store
-        .provide(&token, ProviderAct::Answer("e1".into(), a.clone()))
-        .unwrap()
-    {
-        Provided::Finished(o) => o,
+    let outcome = match store.answer(&token, "e1", &a).unwrap() {
+        Answered::Finished(o) => o,
         other => panic!("{other:?}"),
     };
     let Outcome::Answered(o) = &outcome else {
@@ -880,10 +845,7 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
         item("msg", &[], None, Some("Fix the parser bug")),
         item("note", &[], Some("none"), None),
     ]);
-    let Provided::Finished(Outcome::Answered(o)) = store
-        .provide(&token, ProviderAct::Answer("e3".into(), msg))
-        .unwrap()
-    else {
+    let Answered::Finished(Outcome::Answered(o)) = store.answer(&token, "e3", &msg).unwrap() else {
         panic!("not answered")
     };
     let edited = o.edited.expect("the edit is in the outcome");
@@ -894,9 +856,7 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
 
     // An answer that edits nothing keeps the event's and the outcome's old shape.
     let plain = answer(vec![item("plan", &["Approve"], None, None)]);
-    let Provided::Finished(Outcome::Answered(o)) = store
-        .provide(&token, ProviderAct::Answer("e2".into(), plain))
-        .unwrap()
+    let Answered::Finished(Outcome::Answered(o)) = store.answer(&token, "e2", &plain).unwrap()
     else {
         panic!("not answered")
     };
@@ -915,8 +875,8 @@ pub fn edits_are_kept_recorded_and_verified<S: Store>(new: impl Fn(&TestClock) -
 /// that rejection's error outcome; the rows of batches and asks are numbered one after the
 /// other without gaps, in the order of their `accepted`/`rejected` events; and the chain
 /// and the records verify.
-pub fn a_batch_sees_its_own_new_rows_and_numbers_them_without_gaps<S: Store>(
-    new: impl Fn(&TestClock) -> S,
+pub fn a_batch_sees_its_own_new_rows_and_numbers_them_without_gaps(
+    new: impl Fn(&TestClock) -> Store,
 ) {
     use dshq::store::{InboxInput, InboxVerdict};
     let clock = TestClock::new();

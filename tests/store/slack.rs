@@ -15,7 +15,7 @@ use dshq::store::{AskInput, Asked, Route, Store};
 
 use crate::scenarios::TestClock;
 
-fn ask<S: Store>(store: &mut S, id: &str) {
+fn ask(store: &mut Store, id: &str) {
     let v = json!({"id": id, "questions": [{"id": "q", "question": "Ship it?",
                    "options": [{"label": "Yes"}, {"label": "No"}]}]});
     let input = AskInput {
@@ -31,7 +31,7 @@ fn ask<S: Store>(store: &mut S, id: &str) {
 
 /// One message per delivery, the first record kept; a request's messages in posting
 /// order, at the store's clock; a message with no channel or ts refused.
-pub fn slack_messages_are_recorded_once_per_delivery<S: Store>(new: impl Fn(&TestClock) -> S) {
+pub fn slack_messages_are_recorded_once_per_delivery(new: impl Fn(&TestClock) -> Store) {
     let clock = TestClock::new();
     let mut store = new(&clock);
     store

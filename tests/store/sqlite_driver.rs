@@ -19,7 +19,7 @@ mod leases {
     use dshq::clock::Millis;
     use dshq::error::Result;
     use dshq::store::queue::leases as q;
-    use dshq::store::sqlite::sql::{Sql, SqlRead};
+    use dshq::store::sqlite::tx::{Sql, SqlRead};
     use dshq::store::types::{HostMark, Lease, Registered};
     use rusqlite::Connection;
 
@@ -80,7 +80,7 @@ fn simple(id: &str, context: &str) -> Value {
 
 fn accept(conn: &mut Connection, v: Value, now: Millis) -> Result<Accepted> {
     write(conn, now, |tx| {
-        requests::accept(tx, request(v), None, "cli", now)
+        dshq::store::queue::requests::accept(tx, now, request(v), None, "cli", &Default::default())
     })
 }
 
@@ -96,7 +96,7 @@ fn with_lease<T>(
     conn: &mut Connection,
     token: &str,
     now: Millis,
-    f: impl FnOnce(&mut dshq::store::sqlite::sql::Sql<'_, '_>, &Lease) -> Result<T>,
+    f: impl FnOnce(&mut dshq::store::sqlite::tx::Sql<'_, '_>, &Lease) -> Result<T>,
 ) -> Result<T> {
     write(conn, now, |tx| {
         let lease = leases::authenticate(tx, token, now)?;
@@ -104,8 +104,18 @@ fn with_lease<T>(
     })
 }
 
+/// The outcome of an answer to a request without a quorum.
+fn finished(a: dshq::store::Answered) -> Outcome {
+    match a {
+        dshq::store::Answered::Finished(o) => o,
+        dshq::store::Answered::Voted(v) => panic!("a vote without a quorum: {v:?}"),
+    }
+}
+
 fn claim(conn: &mut Connection, token: &str, id: &str, now: Millis) -> Result<RequestRow> {
-    with_lease(conn, token, now, |tx, l| requests::claim(tx, l, id, now))
+    with_lease(conn, token, now, |tx, l| {
+        dshq::store::queue::answers::claim(tx, now, l, id)
+    })
 }
 
 fn answer_with(
@@ -116,7 +126,7 @@ fn answer_with(
     now: Millis,
 ) -> Result<Outcome> {
     with_lease(conn, token, now, |tx, l| {
-        requests::answer(tx, l, id, a, now)
+        dshq::store::queue::answers::answer(tx, now, l, id, a, &Default::default()).map(finished)
     })
 }
 
@@ -444,13 +454,24 @@ fn a_request_claimed_by_one_lease_cannot_be_taken_by_another() {
     let before = get(&conn, "r1");
     let t = T0 + 3;
     for r in [
-        write(&mut conn, t, |tx| requests::claim(tx, &other, "r1", t)).map(|_| ()),
         write(&mut conn, t, |tx| {
-            requests::answer(tx, &other, "r1", &pick("SQLite"), t)
+            dshq::store::queue::answers::claim(tx, t, &other, "r1")
         })
         .map(|_| ()),
         write(&mut conn, t, |tx| {
-            requests::cancel(tx, &other, "r1", None, t)
+            dshq::store::queue::answers::answer(
+                tx,
+                t,
+                &other,
+                "r1",
+                &pick("SQLite"),
+                &Default::default(),
+            )
+            .map(finished)
+        })
+        .map(|_| ()),
+        write(&mut conn, t, |tx| {
+            dshq::store::queue::answers::cancel(tx, t, &other, "r1", None)
         })
         .map(|_| ()),
     ] {
@@ -672,7 +693,7 @@ mod roundtrip {
 
             let mut conn = db();
             let reg = register(&mut conn, "default", "prop", T0).unwrap();
-            let accepted = write(&mut conn, T0, |tx| requests::accept(tx, req.clone(), None, "cli", T0));
+            let accepted = write(&mut conn, T0, |tx| dshq::store::queue::requests::accept(tx, T0, req.clone(), None, "cli", &Default::default()));
             prop_assert!(accepted.is_ok(), "generated request rejected: {accepted:?}");
             let stored = answer_with(&mut conn, &reg.lease, "r", &answer, T0 + 1);
 
@@ -798,7 +819,7 @@ mod audit_records {
     use dshq::protocol::types::{Answer, AnswerItem, Request};
     use dshq::protocol::UserQuestionError;
     use dshq::store::sqlite::audit::{check_records, integrity};
-    use dshq::store::sqlite::{events, open_in_memory, requests, write};
+    use dshq::store::sqlite::{events, open_in_memory, write};
 
     const T0: Millis = 1_780_000_000_000;
 
@@ -846,14 +867,15 @@ mod audit_records {
                 if *id == "x" {
                     r.timeout = Some("1m".into());
                 }
-                requests::accept(tx, r, None, "cli", t)
+                dshq::store::queue::requests::accept(tx, t, r, None, "cli", &Default::default())
             })
             .unwrap();
         }
         write(&mut conn, T0 + 10, |tx| {
-            requests::record_rejection(
+            dshq::store::queue::requests::record_rejection(
                 tx,
-                &requests::Rejection {
+                T0 + 10,
+                &dshq::store::queue::requests::Rejection {
                     id: Some("bad"),
                     context: None,
                     body: "{not json",
@@ -861,7 +883,6 @@ mod audit_records {
                     actor: None,
                 },
                 &UserQuestionError::new(dshq::protocol::Code::BadRequest, "not JSON"),
-                T0 + 10,
             )
         })
         .unwrap();
@@ -871,7 +892,7 @@ mod audit_records {
         .unwrap();
         write(&mut conn, T0 + 30, |tx| {
             let l = leases::authenticate(tx, &alice.lease, T0 + 30)?;
-            requests::claim(tx, &l, "a", T0 + 30)
+            dshq::store::queue::answers::claim(tx, T0 + 30, &l, "a")
         })
         .unwrap();
         // alice's lease expires: "a" goes back to pending; bob answers it.
@@ -881,9 +902,16 @@ mod audit_records {
         .unwrap();
         write(&mut conn, T0 + 6_000, |tx| {
             let l = leases::authenticate(tx, &bob.lease, T0 + 6_000)?;
-            requests::answer(tx, &l, "a", &answer(), T0 + 6_000)?;
-            requests::cancel(tx, &l, "c", Some("not needed"), T0 + 6_000)?;
-            requests::claim(tx, &l, "k", T0 + 6_000)
+            dshq::store::queue::answers::answer(
+                tx,
+                T0 + 6_000,
+                &l,
+                "a",
+                &answer(),
+                &Default::default(),
+            )?;
+            dshq::store::queue::answers::cancel(tx, T0 + 6_000, &l, "c", Some("not needed"))?;
+            dshq::store::queue::answers::claim(tx, T0 + 6_000, &l, "k")
         })
         .unwrap();
         // The deadline of "x" passes.

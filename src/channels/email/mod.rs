@@ -207,12 +207,7 @@ impl EmailSender {
 
     /// One attempt of `d`: the store is read here, outside `rt`; only the SMTP exchange
     /// runs on it (see [`crate::channels::Sender::send`]).
-    fn send_all(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        store: &mut dyn Store,
-        d: &Delivery,
-    ) -> Attempt {
+    fn send_all(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
         let recipients = self
             .email
             .recipients
@@ -287,7 +282,7 @@ impl Sender for EmailSender {
         self.email.recipients.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt {
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
         self.send_all(rt, store, d)
     }
 }

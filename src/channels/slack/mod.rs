@@ -292,7 +292,7 @@ fn causes(e: &dyn std::error::Error) -> String {
 
 /// How request `row` ended, from its row and its events, for the updated message; `None`
 /// while it is open.
-pub fn end_of(store: &mut dyn Store, row: &RequestRow) -> Result<Option<Ended>> {
+pub fn end_of(store: &mut Store, row: &RequestRow) -> Result<Option<Ended>> {
     let (how, kinds): (How, &[EventKind]) = match row.status {
         Status::Pending | Status::Claimed | Status::Rejected => return Ok(None),
         Status::Answered if row.decided_by.as_deref() == Some("policy") => (
@@ -346,12 +346,7 @@ impl SlackSender {
 
     /// One attempt of `d`: the store is read and written here, outside `rt`; only the
     /// Web API's calls run on it (see [`crate::channels::Sender::send`]).
-    fn deliver(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        store: &mut dyn Store,
-        d: &Delivery,
-    ) -> Attempt {
+    fn deliver(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
         let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
         let call = match kind {
             EventKind::Accepted => Call::New,
@@ -391,7 +386,7 @@ impl SlackSender {
     /// The request of `d` and how it ended, read now.
     fn read(
         &self,
-        store: &mut dyn Store,
+        store: &mut Store,
         d: &Delivery,
     ) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
         let row = match store.get(&d.request_id) {
@@ -407,7 +402,7 @@ impl SlackSender {
     fn post(
         &self,
         rt: &tokio::runtime::Runtime,
-        store: &mut dyn Store,
+        store: &mut Store,
         d: &Delivery,
         call: Call,
     ) -> Attempt {
@@ -444,7 +439,7 @@ impl SlackSender {
         }
     }
 
-    fn update(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt {
+    fn update(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
         let messages = store
             .slack_messages(&d.request_id)
             .map_err(|e| format!("the store: {e}"))?;
@@ -489,7 +484,7 @@ impl Sender for SlackSender {
         self.slack.channels.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut dyn Store, d: &Delivery) -> Attempt {
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
         self.deliver(rt, store, d)
     }
 }

@@ -32,7 +32,6 @@ pub mod event;
 pub mod process;
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::Duration;
@@ -267,7 +266,7 @@ fn ask_and_wait(ctx: &Ctx, id: &str, request: &Value, wait: Duration) -> Result<
     if store.get(id)?.is_none() {
         let bytes = serde_json::to_vec(request).expect("a request serializes");
         let asked = app::ask::ask(
-            &mut *store,
+            &mut store,
             &ctx.root,
             app::ask::Ask {
                 bytes: &bytes,
@@ -299,7 +298,7 @@ fn not_yet(ctx: &Ctx, a: &HookArgs, id: &str, kind: &Kind, ev: &Event) -> Result
         format!("Waiting for a human: dshq request {id} (answer it with `dshq answer {id}`).");
     let end = |why: &str| -> Result<Option<Verdict>> {
         let mut store = ctx.store()?;
-        match app::ask::abort(&mut *store, &ctx.root, id, Some(why), &Actor::Cli) {
+        match app::ask::abort(&mut store, &ctx.root, id, Some(why), &Actor::Cli) {
             Ok(_) => Ok(None),
             // Answered (or ended) between the wait and the abort: that is the verdict.
             Err(Error::RequestFinal { .. }) => {
@@ -371,14 +370,8 @@ fn spawn_resumer(ctx: &Ctx, id: &str, claude: &Path) -> Result<PathBuf> {
     if let Some(p) = process::read(pid) {
         c.arg("--after-started").arg(p.started.to_string());
     }
-    // SAFETY: setsid(2) is async-signal-safe and has no preconditions in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    c.spawn()
+    crate::sys::in_new_session(&mut c)
+        .spawn()
         .map_err(|e| Error::io("dshq claude-code resume", e))?;
     Ok(log)
 }

@@ -83,12 +83,7 @@ pub fn alive(pid: u32, started: Option<u64>) -> bool {
     if let (Some(p), Some(s)) = (read(pid), started) {
         return p.started == s;
     }
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill(2) with signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    crate::sys::process_exists(pid)
 }
 
 /// Wait until process `pid` (that started at `started`, when known) has exited.

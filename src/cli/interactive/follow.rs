@@ -80,7 +80,7 @@ impl Queue {
     /// The next request not shown yet in this session, or `None` when none is left.
     pub fn next(
         &mut self,
-        store: &mut dyn Store,
+        store: &mut Store,
         context: &str,
         lease_id: i64,
     ) -> Result<Option<Next>> {
@@ -102,7 +102,7 @@ impl Queue {
     }
 
     /// How many requests not shown yet are waiting (nothing is marked shown).
-    pub fn waiting(&self, store: &mut dyn Store, context: &str, lease_id: i64) -> Result<usize> {
+    pub fn waiting(&self, store: &mut Store, context: &str, lease_id: i64) -> Result<usize> {
         let queue = app::feed::review_queue(store, context, lease_id, &self.only)?;
         Ok(queue
             .iter()

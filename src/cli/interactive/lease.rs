@@ -100,7 +100,7 @@ impl Held {
 
     /// Heartbeat the lease from `store` (the heartbeat thread's connection); nothing
     /// while it is paused or after the end.
-    pub fn heartbeat(&self, store: &mut dyn Store) -> Result<()> {
+    pub fn heartbeat(&self, store: &mut Store) -> Result<()> {
         let s = self.state();
         if !s.live || s.ended {
             return Ok(());
@@ -153,11 +153,11 @@ impl Held {
         }
         let mut store = self.root.open_store()?;
         let session =
-            app::session::Session::start(&mut *store, &self.context, None, &self.name, self.ttl)?;
+            app::session::Session::start(&mut store, &self.context, None, &self.name, self.ttl)?;
         s.token = session.token;
         s.lease_id = session.lease.lease_id;
         s.live = true;
-        let claim = showing.map(|id| app::provide::claim(&mut *store, &s.token, id).map(|_| ()));
+        let claim = showing.map(|id| app::provide::claim(&mut store, &s.token, id).map(|_| ()));
         Ok(TakenBack { claim })
     }
 }

@@ -119,7 +119,7 @@ impl Session {
     /// and catching signals.
     pub fn start(
         root: &Root,
-        store: &mut dyn Store,
+        store: &mut Store,
         context: &str,
         given: Option<&str>,
         name: &str,
@@ -206,7 +206,7 @@ impl Session {
                     match stop_rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {
                             // Nothing while the lease is released for idleness.
-                            if let Err(e) = held.heartbeat(&mut *store) {
+                            if let Err(e) = held.heartbeat(&mut store) {
                                 let fatal = matches!(e, Error::LeaseExpired(_));
                                 *lost.lock().unwrap_or_else(|e| e.into_inner()) =
                                     Some(e.to_string());
@@ -322,30 +322,31 @@ fn end_process(held: &Held, sig: i32, why: &str) -> ! {
 /// events, so only a hang-up, an error or a closed descriptor is reported: pending keys
 /// neither wake it nor are consumed.
 fn terminal_hung_up(wait: Duration) -> bool {
-    let mut fds = [0, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use std::os::fd::AsFd;
+    let (stdin, stderr) = (std::io::stdin(), std::io::stderr());
+    let mut fds = [
+        PollFd::new(&stdin, PollFlags::empty()),
+        PollFd::from_borrowed_fd(stderr.as_fd(), PollFlags::empty()),
+    ];
+    let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
+        tv_sec: i64::MAX,
+        tv_nsec: 0,
     });
-    // SAFETY: `fds` is a valid array of pollfd for the length given.
-    let n = unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            wait.as_millis() as libc::c_int,
-        )
-    };
-    if n <= 0 {
-        if n < 0 {
-            // EINTR: a signal; poll again. Anything else: do not spin.
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                std::thread::sleep(wait);
-            }
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(0) => false,
+        Ok(_) => fds.iter().any(|p| {
+            p.revents()
+                .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
+        }),
+        // EINTR: a signal; poll again.
+        Err(rustix::io::Errno::INTR) => false,
+        // Anything else: do not spin.
+        Err(_) => {
+            std::thread::sleep(wait);
+            false
         }
-        return false;
     }
-    fds.iter()
-        .any(|p| p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
 }
 
 /// Put the terminal back as a shell expects it (raw mode off, cursor shown, main screen)
@@ -558,7 +559,7 @@ impl Prompter for Terminal {
 }
 
 /// Claim `id` for the session's lease.
-fn claim(store: &mut dyn Store, token: &str, id: &str) -> Result<RequestRow> {
+fn claim(store: &mut Store, token: &str, id: &str) -> Result<RequestRow> {
     app::provide::claim(store, token, id)
 }
 
@@ -617,7 +618,7 @@ fn request_header(row: &RequestRow, at: Option<(usize, usize)>, style: &Style) -
 /// The context pane of a request: its whole meta pretty-printed (every line escaped,
 /// nothing cut), the links in it shown whole, the asking agent and its lineage, and that
 /// agent's last questions with their answers.
-fn context_lines(store: &mut dyn Store, row: &RequestRow, style: &Style) -> Vec<String> {
+fn context_lines(store: &mut Store, row: &RequestRow, style: &Style) -> Vec<String> {
     let mut out = vec![
         style.heading(&format!(
             "Request {}",
@@ -738,7 +739,7 @@ enum Next {
 /// Show one claimed request and carry out the reviewer's ending.
 fn handle_request(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     row: &RequestRow,
@@ -841,7 +842,7 @@ fn ended(session: &Session, term: &mut Terminal) -> std::result::Result<Next, Ha
 /// Answer with the session's lease; the outcome is published by the use-case.
 fn submit(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     token: &str,
     id: &str,
     answer: &Answer,
@@ -859,7 +860,7 @@ enum HandleError {
 /// request as it is shown; at the end, stop, or with `follow` wait for more.
 fn walk(
     ctx: &Ctx,
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     follow: bool,
@@ -946,7 +947,7 @@ fn walk(
 /// arrives meanwhile. Ctrl-C here is a key (raw mode), so it ends the session as Ctrl-C
 /// at a prompt does.
 fn away(
-    store: &mut dyn Store,
+    store: &mut Store,
     session: &Session,
     term: &mut Terminal,
     queue: &follow::Queue,
@@ -983,7 +984,7 @@ fn away(
 /// Run the interactive session.
 pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut store = ctx.store()?;
-    let store = &mut *store;
+    let store = &mut store;
     let given = opts.lease.as_deref().filter(|l| !l.trim().is_empty());
     // Resolve the context before taking a lease: a request id decides it.
     let first = match &opts.id {

@@ -21,40 +21,44 @@
 
 use std::sync::Mutex;
 
+use rustix::termios::{
+    isatty, tcflush, tcgetattr, tcsetattr, InputModes, LocalModes, OptionalActions, QueueSelector,
+    SpecialCodeIndex, Termios,
+};
+
 /// The mode the terminal had before the session set its own (`None` when not held).
-static FOUND: Mutex<Option<libc::termios>> = Mutex::new(None);
+static FOUND: Mutex<Option<Termios>> = Mutex::new(None);
 
-/// The terminal descriptor keys are read from (crossterm's choice too): stdin.
-const FD: libc::c_int = libc::STDIN_FILENO;
-
-fn found() -> std::sync::MutexGuard<'static, Option<libc::termios>> {
+fn found() -> std::sync::MutexGuard<'static, Option<Termios>> {
     FOUND.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn get() -> Option<libc::termios> {
-    // SAFETY: `t` is a plain C struct that tcgetattr fills on success; it is only read
-    // when tcgetattr returned 0.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        (libc::tcgetattr(FD, &mut t) == 0).then_some(t)
-    }
+/// The terminal keys are read from (crossterm's choice too): stdin.
+fn terminal() -> std::io::Stdin {
+    std::io::stdin()
 }
 
-fn set(t: &libc::termios) -> bool {
-    // SAFETY: `t` is a valid termios read by tcgetattr; TCSANOW keeps pending input.
-    unsafe { libc::tcsetattr(FD, libc::TCSANOW, t) == 0 }
+fn get() -> Option<Termios> {
+    tcgetattr(terminal()).ok()
+}
+
+fn set(t: &Termios) -> bool {
+    // Now: pending input is kept.
+    tcsetattr(terminal(), OptionalActions::Now, t).is_ok()
 }
 
 /// The quiet mode made from the mode found: see the module doc.
-fn quiet(mut t: libc::termios) -> libc::termios {
-    t.c_lflag &= !(libc::ECHO | libc::ECHONL | libc::ICANON | libc::IEXTEN);
-    t.c_lflag |= libc::NOFLSH | libc::ISIG;
+fn quiet(mut t: Termios) -> Termios {
+    t.local_modes &=
+        !(LocalModes::ECHO | LocalModes::ECHONL | LocalModes::ICANON | LocalModes::IEXTEN);
+    t.local_modes |= LocalModes::NOFLSH | LocalModes::ISIG;
     // IXON: a typed-ahead Ctrl-S would freeze the screen until a Ctrl-Q. VQUIT: Ctrl-\
     // would kill the session with the terminal left quiet (in raw mode both are keys).
-    t.c_iflag &= !(libc::ICRNL | libc::INLCR | libc::IGNCR | libc::IXON);
-    t.c_cc[libc::VQUIT] = 0;
-    t.c_cc[libc::VMIN] = 1;
-    t.c_cc[libc::VTIME] = 0;
+    t.input_modes &=
+        !(InputModes::ICRNL | InputModes::INLCR | InputModes::IGNCR | InputModes::IXON);
+    t.special_codes[SpecialCodeIndex::VQUIT] = 0;
+    t.special_codes[SpecialCodeIndex::VMIN] = 1;
+    t.special_codes[SpecialCodeIndex::VTIME] = 0;
     t
 }
 
@@ -62,15 +66,11 @@ fn quiet(mut t: libc::termios) -> libc::termios {
 /// nothing when stdin is not a terminal or the mode is held already.
 pub fn hold() {
     let mut saved = found();
-    if saved.is_some() {
-        return;
-    }
-    // SAFETY: isatty only inspects the descriptor.
-    if unsafe { libc::isatty(FD) } != 1 {
+    if saved.is_some() || !isatty(terminal()) {
         return;
     }
     if let Some(t) = get() {
-        if set(&quiet(t)) {
+        if set(&quiet(t.clone())) {
             *saved = Some(t);
         }
     }
@@ -82,8 +82,7 @@ pub fn hold() {
 /// they do not reach the shell as a command line (output is kept).
 pub fn restore() {
     if let Some(t) = found().take() {
-        // SAFETY: tcflush only discards the terminal's pending input.
-        unsafe { libc::tcflush(FD, libc::TCIFLUSH) };
+        let _ = tcflush(terminal(), QueueSelector::IFlush);
         set(&t);
     }
 }
@@ -99,7 +98,7 @@ pub fn as_found<T>(f: impl FnOnce() -> T) -> T {
     };
     let out = f();
     if held {
-        if let Some(t) = *found() {
+        if let Some(t) = found().clone() {
             set(&quiet(t));
         }
     }
@@ -110,21 +109,57 @@ pub fn as_found<T>(f: impl FnOnce() -> T) -> T {
 mod tests {
     use super::*;
 
+    /// The mode of a real terminal: a new pseudo-terminal's, as the kernel sets it.
+    fn a_terminals_mode() -> Termios {
+        use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+        let main = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("a pseudo-terminal");
+        grantpt(&main).unwrap();
+        unlockpt(&main).unwrap();
+        let name = ptsname(&main, Vec::new()).unwrap();
+        let side = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name.to_str().unwrap())
+            .unwrap();
+        tcgetattr(&side).unwrap()
+    }
+
     #[test]
     fn quiet_mode_keeps_signals_and_output_and_drops_echo_and_line_editing() {
-        // SAFETY: zeroed is a valid termios for this pure bit arithmetic.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        t.c_lflag = libc::ECHO | libc::ICANON | libc::ISIG | libc::IEXTEN;
-        t.c_iflag = libc::ICRNL;
-        t.c_oflag = libc::OPOST | libc::ONLCR;
-        let q = quiet(t);
-        assert_eq!(q.c_lflag & (libc::ECHO | libc::ICANON | libc::IEXTEN), 0);
-        assert_ne!(q.c_lflag & libc::ISIG, 0, "Ctrl-C still interrupts");
-        assert_ne!(q.c_lflag & libc::NOFLSH, 0, "a signal flushes nothing");
-        assert_eq!(q.c_iflag & libc::ICRNL, 0, "Enter stays Enter");
-        assert_eq!(q.c_iflag & libc::IXON, 0, "Ctrl-S freezes nothing");
-        assert_eq!(q.c_cc[libc::VQUIT], 0, "Ctrl-\\ quits nothing");
-        assert_eq!(q.c_oflag, t.c_oflag, "output processing untouched");
-        assert_eq!(q.c_cc[libc::VMIN], 1);
+        let t = a_terminals_mode();
+        assert!(t
+            .local_modes
+            .contains(LocalModes::ECHO | LocalModes::ICANON));
+        assert!(t.input_modes.contains(InputModes::ICRNL));
+        let q = quiet(t.clone());
+        assert!(!q
+            .local_modes
+            .intersects(LocalModes::ECHO | LocalModes::ICANON | LocalModes::IEXTEN));
+        assert!(
+            q.local_modes.contains(LocalModes::ISIG),
+            "Ctrl-C still interrupts"
+        );
+        assert!(
+            q.local_modes.contains(LocalModes::NOFLSH),
+            "a signal flushes nothing"
+        );
+        assert!(
+            !q.input_modes.contains(InputModes::ICRNL),
+            "Enter stays Enter"
+        );
+        assert!(
+            !q.input_modes.contains(InputModes::IXON),
+            "Ctrl-S freezes nothing"
+        );
+        assert_eq!(
+            q.special_codes[SpecialCodeIndex::VQUIT],
+            0,
+            "Ctrl-\\ quits nothing"
+        );
+        assert_eq!(
+            q.output_modes, t.output_modes,
+            "output processing untouched"
+        );
+        assert_eq!(q.special_codes[SpecialCodeIndex::VMIN], 1);
     }
 }

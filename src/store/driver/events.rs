@@ -1,10 +1,12 @@
-//! The chain's statements: appending an event to the keyed, hash-chained log.
+//! The chain's statements: appending an event to the keyed, hash-chained log, and reading
+//! one request's events back.
 //!
 //! See [`super`] for what a statement is and is not.
 
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::chain::NewEvent;
+use crate::store::types::Event;
 
 /// Appending to the event log.
 pub trait EventStatements {
@@ -20,4 +22,10 @@ pub trait EventStatements {
     /// seq. Only for a rule that records the seq and holds the store exclusively (prune's
     /// checkpoint).
     fn append_event_now(&mut self, now: Millis, event: NewEvent<'_>) -> Result<i64>;
+}
+
+/// The log's read of one request, outside a write (`dshq events`).
+pub trait EventReads {
+    /// The events of request `request_id`, oldest first.
+    fn events_of_request(&mut self, request_id: &str) -> Result<Vec<Event>>;
 }

@@ -45,12 +45,12 @@ pub trait FeedReads {
 }
 
 /// Implements [`FeedReads`] for a driver's read type by the driver's functions of the
-/// same names (`EVENTS::{head, upto, range}` and `REQUESTS::{event_requests,
+/// same names (`EVENTS::{head, upto, range}` and `FEED::{event_requests,
 /// open_requests, open_ids}`), each given the read's connection (`self.0`) first: the
 /// mapping of these statements to their SQL is written once, here, not once per driver.
 ///
-/// `feed_reads_by!([GENERICS] TYPE, EVENTS, REQUESTS)`, e.g.
-/// `feed_reads_by!([C: GenericClient] PgRead<'_, C>, events, requests::reads)`.
+/// `feed_reads_by!([GENERICS] TYPE, EVENTS, FEED)`, e.g.
+/// `feed_reads_by!([C: GenericClient] PgRead<'_, C>, events, super::feed)`.
 macro_rules! feed_reads_by {
     ([$($generics:tt)*] $ty:ty, $($events:ident)::+, $($reads:ident)::+) => {
         impl<$($generics)*> $crate::store::driver::feed::FeedReads for $ty {

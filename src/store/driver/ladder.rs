@@ -11,6 +11,10 @@ use crate::error::Result;
 
 /// The statements the ladder's rule needs from a write transaction.
 pub trait LadderStatements {
+    /// Replace the operator's ladder policies with `policies` (context, the policy's
+    /// `ladder` JSON).
+    fn replace_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()>;
+
     /// The ladder policy of `context` (JSON), when the operator set one.
     fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>>;
 

@@ -27,28 +27,32 @@ pub mod inside;
 pub mod ladder;
 pub mod leases;
 pub mod links;
+pub mod outbox;
 pub mod prune;
 pub mod requests;
 pub mod slack;
+pub mod store;
+pub mod sweep;
 pub mod tokens;
-pub mod transactions;
 
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
 pub use audit::AuditReads;
-pub use deliveries::DeliveryStatements;
-pub use events::EventStatements;
+pub use deliveries::{DeliveryReads, DeliveryStatements};
+pub use events::{EventReads, EventStatements};
 pub use feed::FeedReads;
 pub use history::HistoryReads;
 pub use inside::ReadsInside;
 pub use ladder::LadderStatements;
 pub use leases::{LeaseReads, LeaseStatements};
 pub use links::{LinkReads, LinkStatements};
+pub use outbox::{OutboxReads, OutboxStatements};
 pub use prune::PruneStatements;
-pub use requests::RequestStatements;
+pub use requests::{RequestReads, RequestStatements};
 pub use slack::{SlackReads, SlackStatements};
+pub use store::{Driver, Reads, Write};
+pub use sweep::{SweepReads, SweepStatements};
 pub use tokens::{TokenReads, TokenStatements};
-pub use transactions::{Driver, Reads};
 
 /// Every statement a write transaction offers: what a queue rule takes. A write reads
 /// what the feeds read too (a rule run inside a write, such as [`super::queue::feed::while_open`]).
@@ -65,6 +69,8 @@ pub trait Statements:
     + DeliveryStatements
     + SlackStatements
     + LinkStatements
+    + SweepStatements
+    + OutboxStatements
 {
 }
 
@@ -81,6 +87,8 @@ impl<T> Statements for T where
         + DeliveryStatements
         + SlackStatements
         + LinkStatements
+        + SweepStatements
+        + OutboxStatements
         + ?Sized
 {
 }

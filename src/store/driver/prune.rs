@@ -5,7 +5,7 @@
 
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::store::ExportSink;
+use crate::store::calls::ExportSink;
 
 /// One event of the log as the prune's walk reads it.
 #[derive(Debug, Clone)]

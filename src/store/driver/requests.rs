@@ -1,10 +1,12 @@
-//! The statements of one concern. Asking: accepting a request, recording a rejection, deadlines, the outbox.
+//! The statements of one concern. Asking: accepting a request, recording a rejection; and
+//! the reads of one request and of lists.
 //!
 //! See [`super`] for what a statement is and is not.
 
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
+use crate::store::types::ListFilter;
 
 /// A row holding a request id (accepted or rejected), as the accept reads it.
 #[derive(Debug, Clone)]
@@ -149,10 +151,16 @@ pub trait RequestStatements {
         body: &str,
         since: Millis,
     ) -> Result<Option<(Option<String>, Option<String>)>>;
+}
 
-    /// The open (`pending` or `claimed`) requests whose deadline is before `now`.
-    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>>;
+/// The reads of requests outside a write (`show`, `list`, `wait`).
+pub trait RequestReads {
+    /// The accepted request `id` (not a rejection).
+    fn request(&mut self, id: &str) -> Result<Option<RequestRow>>;
 
-    /// Clear the outbox flag of the rows at `seqs` that have it.
-    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()>;
+    /// The request `id`, or else its newest rejection.
+    fn request_or_rejection(&mut self, id: &str) -> Result<Option<RequestRow>>;
+
+    /// Requests by filter.
+    fn requests(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>>;
 }

@@ -6,21 +6,9 @@ use postgres::{GenericClient, Row};
 use super::tx::{PgRead, Tx};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::check::CallerStatus;
-use crate::protocol::AgentRef;
 use crate::store::driver::agents::{
     AgentEnd, AgentInstanceRef, AgentReads, AgentRow, AgentStatements, LiveAgentRow, NewAgent,
 };
-use crate::store::queue;
-
-/// [`queue::agents::caller_status`] on `c`.
-pub fn caller_status(
-    c: &mut impl GenericClient,
-    agent: &AgentRef,
-    now: Millis,
-) -> Result<(CallerStatus, Option<String>)> {
-    queue::agents::caller_status(&mut PgRead(c), now, agent)
-}
 
 fn agent_row(r: &Row) -> Result<AgentRow> {
     Ok(AgentRow {

@@ -24,10 +24,10 @@ use super::tx::PgRead;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::anchor::Anchor;
+use crate::store::calls::Verified;
 use crate::store::driver::audit::{AuditReads, StoredEvent};
 use crate::store::queue;
 use crate::store::records::QuestionRow;
-use crate::store::Verified;
 
 /// Open a `REPEATABLE READ READ ONLY` transaction on `client` and [`verify`] in it.
 pub fn verify_snapshot(

@@ -477,7 +477,7 @@ impl Db {
         let now = self.now(clock)?;
         {
             let client = self.client()?;
-            match next_due(client)? {
+            match super::sweep::next_due(client)? {
                 Some(due) if due < now => {}
                 _ => return Ok(()),
             }
@@ -568,7 +568,7 @@ fn run<T>(
 /// What a write's opening statement does ([`open_write`]): it takes the write lock in
 /// `mode` and, in the same statement, reads the store's clock (`read_clock`; a test clock
 /// gives it otherwise) and when something next falls due (`look_due`, for a write that
-/// sweeps first; see [`super::requests::due::NEXT_DUE`]).
+/// sweeps first; see [`super::sweep::NEXT_DUE`]).
 #[derive(Debug, Clone, Copy)]
 struct Opening {
     mode: LockMode,
@@ -592,7 +592,7 @@ impl Opening {
             "NULL::bigint"
         };
         let due = if self.look_due {
-            super::requests::due::NEXT_DUE
+            super::sweep::NEXT_DUE
         } else {
             "NULL::bigint"
         };
@@ -639,31 +639,8 @@ fn commit(mut tx: Tx<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Whether a lease, deadline or agent ttl has fallen due at `now`.
-pub fn is_due(c: &mut impl GenericClient, now: Millis) -> Result<bool> {
-    Ok(next_due(c)?.is_some_and(|due| due < now))
-}
-
-/// The earliest time something falls due (a lease expiry, a deadline, an agent ttl).
-pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {
-    super::requests::next_due(c)
-}
-
 /// End what is due at `now`: expired provider leases (their claims go back to `pending`),
 /// requests past their deadline (`ASK_ABORTED`), agents past their ttl.
-pub fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
+fn sweep(tx: &mut Tx<'_>, now: Millis) -> Result<Swept> {
     crate::store::queue::sweep::sweep(tx, now)
-}
-
-/// Sweep and commit when something has fallen due (the daemon's pass, `Store::sweep`).
-pub fn sweep_if_due(
-    db: &mut Db,
-    clock: Option<&Clock>,
-    root: Option<&Path>,
-) -> Result<Option<Swept>> {
-    let now = db.now(clock)?;
-    if !is_due(db.client()?, now)? {
-        return Ok(None);
-    }
-    db.write_no_sweep(clock, root, None, |tx, now| sweep(tx, now).map(Some))
 }

@@ -1,7 +1,8 @@
-//! This driver's side of the deliveries outbox (issue 29), as SQLite's: the statement a
-//! write makes ([`crate::store::driver::DeliveryStatements`]) and the host's reads and
-//! bookkeeping (single autocommit statements on the deliveries tables alone: sending is
-//! not a change of the record, so it takes no write lock).
+//! The deliveries outbox on PostgreSQL, as SQLite's: the statements a write makes
+//! ([`crate::store::driver::DeliveryStatements`]) and the sender's reads and marks
+//! ([`crate::store::driver::DeliveryReads`]: each mark a single autocommit statement on
+//! the deliveries table alone, since sending is not a change of the record, so it takes
+//! no write lock).
 
 use postgres::types::Type;
 use postgres::GenericClient;
@@ -10,8 +11,8 @@ use crate::clock::Millis;
 use crate::core::channel::Channel;
 use crate::error::Result;
 use crate::store::driver::deliveries::{stored_channel as channel, NewDelivery};
-use crate::store::driver::DeliveryStatements;
-use crate::store::postgres::tx::Tx;
+use crate::store::driver::{DeliveryReads, DeliveryStatements};
+use crate::store::postgres::tx::{PgRead, Tx};
 use crate::store::types::{Delivery, DeliveryCounts, Route};
 
 impl DeliveryStatements for Tx<'_> {
@@ -41,6 +42,17 @@ impl DeliveryStatements for Tx<'_> {
             .and_then(|m| m.get(context))
             .cloned()
             .unwrap_or_default())
+    }
+
+    fn insert_delivery_routes(&mut self, routes: &[Route]) -> Result<()> {
+        let (contexts, channels) = routes_arrays(routes);
+        self.tx.execute(
+            "INSERT INTO delivery_channels (context, channel)
+             SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING",
+            &[&contexts, &channels],
+        )?;
+        self.sending_channels = None;
+        Ok(())
     }
 
     fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
@@ -89,19 +101,8 @@ fn routes_arrays(routes: &[Route]) -> (Vec<&str>, Vec<&str>) {
         .unzip()
 }
 
-/// Record that these contexts send on these channels (a daemon with channels, at start).
-pub fn add_routes(c: &mut impl GenericClient, routes: &[Route]) -> Result<()> {
-    let (contexts, channels) = routes_arrays(routes);
-    c.execute(
-        "INSERT INTO delivery_channels (context, channel)
-         SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING",
-        &[&contexts, &channels],
-    )?;
-    Ok(())
-}
-
 /// The undelivered rows of `routes` due at `now`, oldest first.
-pub fn due(
+fn due(
     c: &mut impl GenericClient,
     routes: &[Route],
     now: Millis,
@@ -124,7 +125,7 @@ pub fn due(
 }
 
 /// When the next undelivered row of `routes` falls due.
-pub fn next_due(c: &mut impl GenericClient, routes: &[Route]) -> Result<Option<Millis>> {
+fn next_due(c: &mut impl GenericClient, routes: &[Route]) -> Result<Option<Millis>> {
     let (contexts, channels) = routes_arrays(routes);
     Ok(c.query_one(
         "SELECT MIN(next_ms) FROM deliveries
@@ -136,7 +137,7 @@ pub fn next_due(c: &mut impl GenericClient, routes: &[Route]) -> Result<Option<M
 }
 
 /// Mark a row delivered (a 2xx).
-pub fn mark_delivered(c: &mut impl GenericClient, id: &str, now: Millis) -> Result<()> {
+fn mark_delivered(c: &mut impl GenericClient, id: &str, now: Millis) -> Result<()> {
     c.execute(
         "UPDATE deliveries SET delivered_ms = $2, attempts = attempts + 1, last_error = NULL
           WHERE id = $1 AND delivered_ms IS NULL",
@@ -146,12 +147,7 @@ pub fn mark_delivered(c: &mut impl GenericClient, id: &str, now: Millis) -> Resu
 }
 
 /// Record a failed attempt and when to try again.
-pub fn mark_failed(
-    c: &mut impl GenericClient,
-    id: &str,
-    next_ms: Millis,
-    error: &str,
-) -> Result<()> {
+fn mark_failed(c: &mut impl GenericClient, id: &str, next_ms: Millis, error: &str) -> Result<()> {
     c.execute(
         "UPDATE deliveries SET attempts = attempts + 1, next_ms = $2, last_error = $3
           WHERE id = $1 AND delivered_ms IS NULL",
@@ -161,7 +157,7 @@ pub fn mark_failed(
 }
 
 /// The deliveries of request `id`, oldest first.
-pub fn of_request(c: &mut impl GenericClient, id: &str) -> Result<Vec<Delivery>> {
+fn of_request(c: &mut impl GenericClient, id: &str) -> Result<Vec<Delivery>> {
     c.query(
         &format!("SELECT {COLUMNS} FROM deliveries WHERE request_id = $1 ORDER BY seq"),
         &[&id],
@@ -172,7 +168,7 @@ pub fn of_request(c: &mut impl GenericClient, id: &str) -> Result<Vec<Delivery>>
 }
 
 /// The outbox's counts by channel, for the metrics.
-pub fn counts(c: &mut impl GenericClient) -> Result<Vec<DeliveryCounts>> {
+fn counts(c: &mut impl GenericClient) -> Result<Vec<DeliveryCounts>> {
     c.query(
         "SELECT channel,
                 COUNT(*) FILTER (WHERE delivered_ms IS NULL),
@@ -191,4 +187,35 @@ pub fn counts(c: &mut impl GenericClient) -> Result<Vec<DeliveryCounts>> {
         })
     })
     .collect()
+}
+
+impl<C: GenericClient> DeliveryReads for PgRead<'_, C> {
+    fn deliveries_due(
+        &mut self,
+        routes: &[Route],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Delivery>> {
+        due(self.0, routes, now, limit)
+    }
+
+    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>> {
+        next_due(self.0, routes)
+    }
+
+    fn deliveries_of_request(&mut self, request_id: &str) -> Result<Vec<Delivery>> {
+        of_request(self.0, request_id)
+    }
+
+    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>> {
+        counts(self.0)
+    }
+
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
+        mark_delivered(self.0, id, now)
+    }
+
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+        mark_failed(self.0, id, next_ms, error)
+    }
 }

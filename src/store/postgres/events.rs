@@ -278,3 +278,9 @@ impl crate::store::driver::EventStatements for Tx<'_> {
         flush(self)?.ok_or_else(|| crate::error::Error::Invalid("no event was staged".into()))
     }
 }
+
+impl<C: GenericClient> crate::store::driver::EventReads for super::tx::PgRead<'_, C> {
+    fn events_of_request(&mut self, request_id: &str) -> Result<Vec<Event>> {
+        for_request(self.0, request_id)
+    }
+}

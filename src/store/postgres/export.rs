@@ -27,8 +27,8 @@ use postgres::{GenericClient, Row, Transaction};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::store::calls::{ExportSink, Record};
 use crate::store::export::camel;
-use crate::store::{ExportSink, Record};
 
 /// How a column reads and prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! The PostgreSQL backend: one queue shared by daemons and commands on many hosts.
 //!
-//! Everything `postgres` lives here and nowhere else. [`PgStore`] implements
-//! [`crate::store::Store`] on one connection; the migrations are embedded from
+//! Everything `postgres` lives here and nowhere else. [`PgStore`] is the queue over
+//! one connection; the migrations are embedded from
 //! `migrations/postgres/`. Chosen with `--store postgres://…` / `DSHQ_STORE`.
 //!
 //! The client is the `postgres` crate (0.19): the blocking client built on
-//! tokio-postgres. The `Store` trait is synchronous and runs on a blocking (DB) thread;
+//! tokio-postgres. The store is synchronous and runs on a blocking (DB) thread;
 //! tokio-postgres' own runtime stays hidden inside the client.
 //!
 //! Every write transaction first takes one transaction-scoped advisory lock: the writes
@@ -18,11 +18,13 @@
 //! reads the host's clock for a decision; `PgStore::with_clock` replaces the database's
 //! clock for tests).
 //!
-//! One file per concern, mirroring the SQLite backend: [`conn`] (connecting, migrations,
-//! the write transactions, views), [`requests`] (split by concern inside), [`leases`],
-//! [`agents`], [`events`] (appending to the chain, the event reads), and the audit side:
-//! `audit` (verify), `history`, `export` (export and import), `tokens`, `wakeups`
-//! (LISTEN/NOTIFY).
+//! One file per concern, named as in the SQLite backend, `driver/` and `queue/` (`answers`,
+//! `requests`, `leases`, `agents`, `sweep`, `outbox`, `ladder`, `deliveries`, `slack`,
+//! `links`, `tokens`, `feed`, `history`, `audit`, `prune`, `events`, `export`), each
+//! implementing its concern's statements on this driver's transaction ([`tx`], whose new
+//! rows [`session`] holds and sends in batches); [`conn`] connects, migrates and runs the
+//! write transactions and views, `store` is the driver, [`tls`] the connection's TLS,
+//! [`wakeups`] the LISTEN connection.
 //!
 //! Many hosts: each host's daemon connects with its own root dir and origin. A request
 //! records the origin that asked (`requests.origin`) and only that origin's daemon writes
@@ -31,17 +33,21 @@
 //! `audit.key` in its root (copy it from the first): the chain is keyed with it.
 
 pub mod agents;
+pub mod answers;
 pub mod conn;
 mod copy;
 pub mod deliveries;
 pub mod events;
 mod feed;
+pub mod ladder;
 pub mod leases;
 pub mod links;
+pub mod outbox;
 pub mod requests;
 pub mod session;
 pub mod slack;
 mod store;
+pub mod sweep;
 pub mod tls;
 pub mod tx;
 

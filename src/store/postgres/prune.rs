@@ -15,9 +15,9 @@ use super::events;
 use super::tx::Tx;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::store::calls::ExportSink;
 use crate::store::driver::prune::{WalkEvent, WalkRow, WalkVisit};
 use crate::store::driver::PruneStatements;
-use crate::store::ExportSink;
 
 /// Rows read through a portal in batches (two walk side by side in one transaction).
 struct Cursor {

@@ -14,15 +14,12 @@ use postgres::IsolationLevel;
 
 use super::conn::{self, Clock, Db};
 use super::tx::PgRead;
-use super::{audit, events, export, requests, wakeups};
+use super::{export, wakeups};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::Outcome;
-use crate::store::driver::{Driver, Statements};
+use crate::store::calls::{ExportSink, Record, Wakeups};
+use crate::store::driver::{Driver, Reads, Statements, Write};
 use crate::store::queue::Queue;
-use crate::store::{
-    Anchor, Event, ExportSink, ListFilter, Record, RequestRow, Swept, Verified, Wakeups,
-};
 
 /// The PostgreSQL backend: the queue over one connection ([`PgDriver`]).
 pub type PgStore = Queue<PgDriver>;
@@ -86,139 +83,64 @@ impl Queue<PgDriver> {
 }
 
 impl Driver for PgDriver {
-    type Read<'a> = PgRead<'a, postgres::Client>;
-
-    fn write<T>(&mut self, f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>) -> Result<T> {
-        self.db.write(
-            self.clock.as_ref(),
-            self.root.as_deref(),
-            self.origin.as_deref(),
-            |t, now| f(t, now),
-        )
-    }
-
-    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut dyn Statements) -> Result<T>) -> Result<T> {
-        self.db.write_no_sweep(
-            self.clock.as_ref(),
-            self.root.as_deref(),
-            self.origin.as_deref(),
-            |t, _| f(t),
-        )
-    }
-
-    fn write_alone<T>(
+    fn write<T>(
         &mut self,
+        kind: Write,
         f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>,
     ) -> Result<T> {
-        self.db.write_alone(
+        let (clock, root, origin) = (
             self.clock.as_ref(),
             self.root.as_deref(),
             self.origin.as_deref(),
-            true,
-            |t, now| {
+        );
+        match kind {
+            Write::Swept => self.db.write(clock, root, origin, |t, now| f(t, now)),
+            Write::Plain | Write::Unsynced => {
+                self.db
+                    .write_no_sweep(clock, root, origin, |t, now| f(t, now))
+            }
+            Write::Alone => self.db.write_alone(clock, root, origin, true, |t, now| {
                 // What runs alone (a prune of a large log) may take longer than a
                 // statement may.
                 t.tx.batch_execute("SET LOCAL statement_timeout = 0")?;
                 f(t, now)
-            },
-        )
+            }),
+        }
     }
 
-    fn read<T>(&mut self, f: impl Fn(&mut PgRead<'_, postgres::Client>) -> Result<T>) -> Result<T> {
+    fn read<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
         self.db.read(|c| f(&mut PgRead(c)))
+    }
+
+    fn snapshot<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
+        // Its own snapshot: a view's transaction (and its uncommitted sweep) ends first.
+        self.db.close_view();
+        self.db.read(|c| {
+            let mut tx = c
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let out = f(&mut PgRead(&mut tx))?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     fn now(&mut self) -> Result<Millis> {
         self.db.now(self.clock.as_ref())
     }
 
-    fn sweep_if_due(&mut self) -> Result<Option<Swept>> {
-        conn::sweep_if_due(&mut self.db, self.clock.as_ref(), self.root.as_deref())
+    fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
     }
 
-    fn next_due(&mut self) -> Result<Option<Millis>> {
-        self.db.read(requests::next_due)
-    }
-
-    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
-        self.db
-            .read(|c| requests::ladder::set_context_ladders(c, policies))
-    }
-
-    fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {
-        self.db.read(|c| super::deliveries::add_routes(c, routes))
-    }
-
-    fn deliveries_due(
-        &mut self,
-        routes: &[crate::store::Route],
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<crate::store::Delivery>> {
-        self.db
-            .read(|c| super::deliveries::due(c, routes, now, limit))
-    }
-
-    fn next_delivery_due(&mut self, routes: &[crate::store::Route]) -> Result<Option<Millis>> {
-        self.db.read(|c| super::deliveries::next_due(c, routes))
-    }
-
-    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
-        self.db
-            .read(|c| super::deliveries::mark_delivered(c, id, now))
-    }
-
-    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
-        self.db
-            .read(|c| super::deliveries::mark_failed(c, id, next_ms, error))
-    }
-
-    fn deliveries(&mut self, request_id: &str) -> Result<Vec<crate::store::Delivery>> {
-        self.db
-            .read(|c| super::deliveries::of_request(c, request_id))
-    }
-
-    fn delivery_counts(&mut self) -> Result<Vec<crate::store::DeliveryCounts>> {
-        self.db.read(super::deliveries::counts)
-    }
-
-    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let origin = self.origin.as_deref();
-        self.db
-            .read(|c| requests::outbox_pending(c, origin, after, limit))
-    }
-
-    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
-        self.write_no_sweep(|t| crate::store::queue::requests::mark_outbox_written(t, keys))
+    fn key_dir(&self) -> Option<PathBuf> {
+        self.root.clone()
     }
 
     fn view_now(&mut self) -> Result<()> {
         self.db.view(self.clock.as_ref(), self.root.as_deref())
-    }
-
-    fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        self.db.read(|c| requests::get(c, id))
-    }
-
-    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        self.db.read(|c| requests::get_any(c, id))
-    }
-
-    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-        self.db.read(|c| requests::list(c, filter))
-    }
-
-    fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
-        self.db.read(|c| events::for_request(c, request_id))
-    }
-
-    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        // Its own snapshot: a view's transaction (and its uncommitted sweep) ends first.
-        self.db.close_view();
-        let root = self.root.clone();
-        self.db
-            .read(|c| audit::verify_snapshot(c, root.as_deref(), anchors))
     }
 
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {

@@ -22,7 +22,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Config};
 
 use crate::error::Result;
-use crate::store::Wakeups;
+use crate::store::calls::Wakeups;
 
 /// The channel of every commit that appended an event.
 pub const FEED_CHANNEL: &str = "dshq_feed";

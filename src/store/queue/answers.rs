@@ -23,13 +23,14 @@ use crate::protocol::answer::{check_answer, in_question_order, request_decision}
 use crate::protocol::edit;
 use crate::protocol::error::Code;
 use crate::protocol::types::{Answer, Decision, Outcome};
+use crate::store::calls::LeaseRef;
+use crate::store::calls::{Answered, ProviderFile};
 use crate::store::chain::NewEvent;
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, Statements};
 use crate::store::queue::leases;
 use crate::store::types::Lease;
-use crate::store::LeaseRef;
-use crate::store::{Provided, ProviderAct, ProviderFile, Voted};
+use crate::store::types::Voted;
 
 fn changed(id: &str) -> Error {
     Error::RequestFinal {
@@ -77,31 +78,75 @@ pub fn load_open(db: &mut dyn Statements, lease: &Lease, id: &str) -> Result<Req
     Ok(r)
 }
 
-/// The request a provider act names (none for `ClaimNext`), for resolving its lease.
-pub fn target(act: &ProviderAct) -> Option<&str> {
-    match act {
-        ProviderAct::Claim(id) | ProviderAct::Answer(id, _) | ProviderAct::Cancel(id, _) => {
-            Some(id.as_str())
-        }
-        ProviderAct::ClaimNext => None,
+/// Run `act` with the lease `lease` resolves to, on request `id` (none for a claim of the
+/// next request): a token's live lease, the same acting for someone, or a transient lease
+/// registered for this one act and released after it ([`leases::resolve`]). `context`:
+/// the request's context, when the caller read it already.
+fn with_lease<T>(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+    id: Option<&str>,
+    context: Option<&str>,
+    act: impl FnOnce(&mut dyn Statements, &Lease) -> Result<T>,
+) -> Result<T> {
+    let (l, transient) = leases::resolve(db, now, lease, id, context)?;
+    let done = act(db, &l)?;
+    if let Some(token) = transient {
+        leases::release(db, now, &token)?;
     }
+    Ok(done)
 }
 
-/// One provider act by `lease` (a token, a token acting for someone, or a transient
-/// lease registered for this one act and released after it: see [`leases::resolve`]).
-/// `people` says which person a voter is, for a request with a quorum.
+/// Claim `id` with `lease` ([`claim`]).
+pub fn claim_with(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+    id: &str,
+) -> Result<RequestRow> {
+    with_lease(db, now, lease, Some(id), None, |db, l| {
+        claim(db, now, l, id)
+    })
+}
+
+/// Claim the oldest pending request of `lease`'s context ([`claim_next`]).
+pub fn claim_next_with(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+) -> Result<RequestRow> {
+    with_lease(db, now, lease, None, None, |db, l| claim_next(db, now, l))
+}
+
+/// Cancel `id` with `lease` ([`cancel`]).
+pub fn cancel_with(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &LeaseRef,
+    id: &str,
+    reason: Option<&str>,
+) -> Result<Outcome> {
+    with_lease(db, now, lease, Some(id), None, |db, l| {
+        cancel(db, now, l, id, reason)
+    })
+}
+
+/// Answer `id` with `lease` ([`answer`]). `people` says which person a voter is, for a
+/// request with a quorum.
 ///
 /// A vote takes no lease: an answer to a request with a quorum by a one-shot provider
 /// (`Transient`, `dshq answer --name NAME`) or a reviewer voting as themselves (`Voter`)
 /// is cast without registering or using the context's lease, so voters on different faces
 /// never meet DUPLICATE_PROVIDER; a vote made with a lease (a token) is fenced by it.
-pub fn provide(
+pub fn answer_with(
     db: &mut dyn Statements,
     now: Millis,
     lease: &LeaseRef,
-    act: &ProviderAct,
+    id: &str,
+    a: &Answer,
     people: &People,
-) -> Result<Provided> {
+) -> Result<Answered> {
     let leaseless = match lease {
         LeaseRef::Transient { name, .. } => Some(Actor::Provider(name.clone())),
         LeaseRef::Voter(actor) => Some(actor.clone()),
@@ -110,52 +155,24 @@ pub fn provide(
     // The request's context, when it was read here (a one-shot answer), for the lease.
     let mut context = None;
     if let Some(actor) = leaseless {
-        if let ProviderAct::Answer(id, a) = act {
-            let r = reread(db, id)?;
-            context = Some(r.context.clone());
-            if let Some(q) = r.required_quorum() {
-                if r.status.is_final() {
-                    return Err(Error::RequestFinal {
-                        id: id.clone(),
-                        status: r.status.as_str().into(),
-                    });
-                }
-                let request = r.request().ok_or_else(|| Error::NotFound(id.clone()))?;
-                let decisions = check_answer(&request.questions, a)?;
-                let a = in_question_order(&request.questions, a);
-                let voter = Voter { actor, lease: None };
-                return vote(db, now, &voter, &r, &q, &a, &decisions, people);
+        let r = reread(db, id)?;
+        context = Some(r.context.clone());
+        if let Some(q) = r.required_quorum() {
+            if r.status.is_final() {
+                return Err(Error::RequestFinal {
+                    id: id.into(),
+                    status: r.status.as_str().into(),
+                });
             }
-        }
-        if matches!(lease, LeaseRef::Voter(_)) {
-            return Err(Error::Invalid(
-                "only a vote on a request with a quorum is made without a lease".into(),
-            ));
+            let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
+            let decisions = check_answer(&request.questions, a)?;
+            let a = in_question_order(&request.questions, a);
+            let voter = Voter { actor, lease: None };
+            return vote(db, now, &voter, &r, &q, &a, &decisions, people);
         }
     }
-    let (l, transient) = leases::resolve(db, now, lease, target(act), context.as_deref())?;
-    let done = provide_with(db, now, &l, act, people)?;
-    if let Some(token) = transient {
-        leases::release(db, now, &token)?;
-    }
-    Ok(done)
-}
-
-/// One provider act with the resolved `lease`.
-fn provide_with(
-    db: &mut dyn Statements,
-    now: Millis,
-    lease: &Lease,
-    act: &ProviderAct,
-    people: &People,
-) -> Result<Provided> {
-    Ok(match act {
-        ProviderAct::Claim(id) => Provided::Claimed(Box::new(claim(db, now, lease, id)?)),
-        ProviderAct::ClaimNext => Provided::Claimed(Box::new(claim_next(db, now, lease)?)),
-        ProviderAct::Answer(id, a) => answer(db, now, lease, id, a, people)?,
-        ProviderAct::Cancel(id, reason) => {
-            Provided::Finished(cancel(db, now, lease, id, reason.as_deref())?)
-        }
+    with_lease(db, now, lease, Some(id), context.as_deref(), |db, l| {
+        answer(db, now, l, id, a, people)
     })
 }
 
@@ -203,7 +220,7 @@ pub fn claim_next(db: &mut dyn Statements, now: Millis, lease: &Lease) -> Result
 /// `REQUEST_FINAL`, so of several racing answers exactly one wins.
 ///
 /// On a request with a quorum (issue 30) the answer is the reviewer's vote ([`vote`]):
-/// [`Provided::Voted`] while the quorum is not met, [`Provided::Finished`] by the vote
+/// [`Answered::Voted`] while the quorum is not met, [`Answered::Finished`] by the vote
 /// that meets it (or vetoes it).
 pub fn answer(
     db: &mut dyn Statements,
@@ -212,7 +229,7 @@ pub fn answer(
     id: &str,
     answer: &Answer,
     people: &People,
-) -> Result<Provided> {
+) -> Result<Answered> {
     let r = load_open(db, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;
@@ -235,7 +252,7 @@ pub fn answer(
         &decisions,
         None,
     )
-    .map(Provided::Finished)
+    .map(Answered::Finished)
 }
 
 /// Who casts a vote: the identity a face authenticated, through a lease (which fences
@@ -373,7 +390,7 @@ fn vote(
     answer: &Answer,
     decisions: &[Option<Decision>],
     people: &People,
-) -> Result<Provided> {
+) -> Result<Answered> {
     let id = r.id.as_deref().unwrap_or_default();
     let Some((_, person)) = people.of_actor(&voter.actor) else {
         return Err(Error::Forbidden);
@@ -465,7 +482,7 @@ fn vote(
     }
     let (winning, approvers) = match q.verdict(&votes) {
         Verdict::Open => {
-            return Ok(Provided::Voted(Box::new(Voted {
+            return Ok(Answered::Voted(Box::new(Voted {
                 id: id.into(),
                 status: "voted".into(),
                 voter: voter_id,
@@ -491,7 +508,7 @@ fn vote(
         &decisions,
         Some(&approvers),
     )
-    .map(Provided::Finished)
+    .map(Answered::Finished)
 }
 
 /// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
@@ -687,9 +704,9 @@ pub fn apply_answer_file(
     let done = match file {
         ProviderFile::Answer { id, answer, .. } => {
             match self::answer(db, now, &lease, id, answer, people)? {
-                Provided::Finished(o) => Some(o),
+                Answered::Finished(o) => Some(o),
                 // A vote that left its request open (a quorum): nothing to publish yet.
-                _ => None,
+                Answered::Voted(_) => None,
             }
         }
         ProviderFile::Cancel { id, reason, .. } => {

@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 use crate::store::anchor::{anchor_break, Anchor};
+use crate::store::calls::Verified;
 use crate::store::chain::{self, ChainWalk, HashInput, KEY_FILE};
 use crate::store::driver::audit::{AuditReads, StoredEvent};
 use crate::store::records::{check_rows, QuestionRow, RecordBreak};
 use crate::store::types::{ChainBreak, Event};
-use crate::store::Verified;
 
 fn hash_input(e: &StoredEvent) -> HashInput<'_> {
     let ev = &e.event;

@@ -1,6 +1,5 @@
 //! Feeds, written once over [`FeedReads`]: new requests since a position, the lifecycle
-//! events of requests since a position, the open queue, and the stale outcome files of
-//! open requests.
+//! events of requests since a position.
 //!
 //! Every feed pages by event position, the one order both drivers keep equal to commit
 //! order ([`crate::store::driver::feed`]): a new request is its `accepted` event, so a
@@ -9,9 +8,9 @@
 use crate::core::audit::EventKind;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
+use crate::store::calls::{EventPage, FeedPage, FeedPos};
 use crate::store::driver::FeedReads;
 use crate::store::types::ListFilter;
-use crate::store::{EventPage, FeedPage, FeedPos};
 
 /// The events of `kinds` about accepted requests matching `filter`, after `after`, at
 /// most `limit` positions read.
@@ -63,16 +62,4 @@ pub fn new_requests(
         Vec::new()
     };
     Ok(FeedPage { requests, upto })
-}
-
-/// Call `remove` with the open requests among `ids` (every open request for `None`):
-/// their outcome files, if any, are stale. Run inside a write, so no answer commits
-/// between the check and the removal.
-pub fn while_open(
-    db: &mut (impl FeedReads + ?Sized),
-    ids: Option<&[&str]>,
-    remove: &mut dyn FnMut(&[String]) -> Result<usize>,
-) -> Result<usize> {
-    let open = db.open_ids(ids)?;
-    remove(&open)
 }

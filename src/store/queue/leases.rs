@@ -13,11 +13,11 @@ use crate::clock::{rfc3339, Millis};
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::LeaseEnd;
 use crate::error::{Error, Result, WebHolder};
+use crate::store::calls::LeaseRef;
 use crate::store::chain::{hex, NewEvent};
 use crate::store::driver::leases::{LeaseInfoRow, LeaseRow, NewLease};
 use crate::store::driver::{LeaseReads, Statements};
 use crate::store::types::{HostMark, Lease, LeaseInfo, Registered, Revoked};
-use crate::store::LeaseRef;
 
 fn new_secret() -> Result<[u8; 32]> {
     let mut b = [0u8; 32];
@@ -406,7 +406,7 @@ pub fn resolve(
             lease.on_behalf = Some(actor.clone());
             Ok((lease, None))
         }
-        // Only a vote is made without a lease ([`super::answers::provide`] casts it).
+        // Only a vote is made without a lease ([`super::answers::answer_with`] casts it).
         LeaseRef::Voter(_) => Err(Error::Invalid(
             "only a vote on a request with a quorum is made without a lease".into(),
         )),

@@ -9,24 +9,21 @@
 use crate::clock::Millis;
 use crate::core::mail_link::Refused;
 use crate::error::{Error, Result};
+use crate::protocol::Answer;
+use crate::store::calls::{Answered, LeaseRef};
 use crate::store::driver::links::{LinkReads, LinkUse};
 use crate::store::driver::Statements;
-use crate::store::{LeaseRef, Provided, ProviderAct};
 
-/// Answer (or vote on) `link.request_id` through `lease` as `act` says, spending `link`.
-pub fn provide_by_link(
+/// Answer (or vote on) `link.request_id`, the one request a link opens, with `answer`
+/// through `lease`, spending `link`.
+pub fn answer_by_link(
     db: &mut dyn Statements,
     now: Millis,
     link: &LinkUse,
     lease: &LeaseRef,
-    act: &ProviderAct,
+    answer: &Answer,
     people: &crate::core::people::People,
-) -> Result<Provided> {
-    match act {
-        ProviderAct::Answer(id, _) if *id == link.request_id => {}
-        // A link's session opens one request; anything else is not its to do.
-        _ => return Err(Error::Forbidden),
-    }
+) -> Result<Answered> {
     // The request of this id asked after the link was made is not the link's (the one
     // it was sent for was pruned, and the id asked again): not found, as it is gone.
     match db.answer_target(&link.request_id)? {
@@ -42,7 +39,7 @@ pub fn provide_by_link(
         }
         .into());
     }
-    super::answers::provide(db, now, lease, act, people)
+    super::answers::answer_with(db, now, lease, &link.request_id, answer, people)
 }
 
 /// Whether an answer was sent through link `link_id`.

@@ -17,6 +17,7 @@ pub mod history;
 pub mod ladder;
 pub mod leases;
 pub mod links;
+pub mod outbox;
 pub mod prune;
 pub mod requests;
 pub mod slack;

@@ -29,11 +29,11 @@ use std::collections::HashSet;
 use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::error::{Error, Result};
+use crate::store::calls::PruneExport;
 use crate::store::chain::{Checkpoint, NewEvent};
 use crate::store::driver::prune::{NextRow, WalkEvent};
 use crate::store::driver::{PruneStatements, Statements};
 use crate::store::types::Pruned;
-use crate::store::PruneExport;
 
 /// What can go: the log up to `upto_seq` (its hash `upto_hash`) and the request rows up to
 /// `rows_upto`.

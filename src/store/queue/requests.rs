@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 
-use crate::clock::{rfc3339, Millis};
+use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind, Source};
 use crate::core::lifecycle::Status;
 use crate::core::quorum::{Policy, Required};
@@ -17,13 +17,12 @@ use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, Ca
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::prepared::Prepared;
 use crate::protocol::types::{AgentRef, Request};
+use crate::store::calls::{AskInput, Asked, InboxInput, InboxVerdict};
 use crate::store::chain::{hex, NewEvent};
-use crate::store::driver::answers::ErrorEnd;
 use crate::store::driver::requests::{NewQuestion, NewRejection, NewRequest};
 use crate::store::driver::Statements;
 use crate::store::queue::{agents, answers, leases};
 use crate::store::types::Accepted;
-use crate::store::{AskInput, Asked, InboxInput, InboxVerdict};
 
 /// The ask checks' view of the world, read through the transaction's statements. A
 /// failed read is kept (and returned by [`accept`]) rather than judged on.
@@ -549,41 +548,4 @@ pub fn ingest_one(
             InboxVerdict::Rejected(error)
         }
     })
-}
-
-/// Abort every open request whose deadline has passed at `now` (the sweep); their ids.
-/// The end is the answers' error end ([`super::answers::finish_error`]), by the daemon,
-/// with no provider and the claim kept as it is.
-pub fn abort_overdue(db: &mut dyn Statements, now: Millis) -> Result<Vec<String>> {
-    let due = db.open_requests_past_deadline(now)?;
-    let mut ids = Vec::with_capacity(due.len());
-    for r in due {
-        // SQLite's copy panicked on an accepted row without an id; PostgreSQL's error is kept.
-        let id =
-            r.id.clone()
-                .ok_or_else(|| Error::Invalid("an accepted request has an id".into()))?;
-        let deadline = r.deadline_ms.map(rfc3339).unwrap_or_default();
-        let message = format!("the deadline {deadline} passed before an answer");
-        let end = ErrorEnd {
-            seq: r.seq,
-            status: Status::Aborted,
-            code: Code::AskAborted,
-            message: &message,
-            provider: None,
-            lease_id: None,
-        };
-        match answers::finish_error(db, now, &r, end, &Actor::Daemon) {
-            Ok(_) => ids.push(id),
-            // Another writer (an answer, another host's sweep) ended it since the read:
-            // it has its outcome, and its event.
-            Err(Error::RequestFinal { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(ids)
-}
-
-/// Mark outcome files as written (by the seqs the outbox read returned).
-pub fn mark_outbox_written(db: &mut dyn Statements, seqs: &[i64]) -> Result<()> {
-    db.unset_outbox_pending_of_seqs(seqs)
 }

@@ -11,7 +11,7 @@ use crate::core::access::Role;
 use crate::error::{Error, Result};
 use crate::store::driver::tokens::{TokenReads, TokenRecord};
 use crate::store::driver::Statements;
-use crate::store::{TokenCredential, WebToken};
+use crate::store::types::{TokenCredential, WebToken};
 
 /// The row as a credential. A role the database lets through but this dshq does not know
 /// (a newer one wrote it) is refused rather than given guessed rights.

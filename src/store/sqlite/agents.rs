@@ -3,42 +3,12 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::sql::{Sql, SqlRead};
+use super::tx::{Sql, SqlRead};
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::check::CallerStatus;
-use crate::protocol::AgentRef;
 use crate::store::driver::agents::{
     AgentEnd, AgentInstanceRef, AgentReads, AgentRow, AgentStatements, LiveAgentRow, NewAgent,
 };
-use crate::store::queue;
-use crate::store::types::Entered;
-
-/// [`queue::agents::enter`] in `tx` (for this driver's tests).
-pub fn enter(
-    tx: &mut Sql<'_, '_>,
-    id: &str,
-    owner: Option<&str>,
-    lineage: Option<&str>,
-    ttl_ms: Option<Millis>,
-    now: Millis,
-) -> Result<Entered> {
-    queue::agents::enter(tx, now, id, owner, lineage, ttl_ms)
-}
-
-/// [`queue::agents::exit`] in `tx` (for this driver's tests).
-pub fn exit(tx: &mut Sql<'_, '_>, id: &str, instance: &str, now: Millis) -> Result<Vec<String>> {
-    queue::agents::exit(tx, now, id, instance)
-}
-
-/// [`queue::agents::caller_status`] on `conn`.
-pub fn caller_status(
-    conn: &rusqlite::Connection,
-    agent: &AgentRef,
-    now: Millis,
-) -> Result<(CallerStatus, Option<String>)> {
-    queue::agents::caller_status(&mut SqlRead(conn), now, agent)
-}
 
 fn agent_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentRow> {
     Ok(AgentRow {

@@ -1,24 +1,21 @@
 //! `audit verify`'s reads on SQLite ([`crate::store::driver::AuditReads`]): the checks and
 //! their order are [`crate::store::queue::audit`]; here are the SQL, the row mapping, the
-//! file's own integrity check (`PRAGMA integrity_check`), and the one read transaction all
-//! of it runs in.
+//! file's own integrity check (`PRAGMA integrity_check`). All of it runs in the driver's
+//! snapshot (one read transaction, [`crate::store::driver::Driver::snapshot`]).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use super::events;
 use super::requests::{self, ListFilter};
-use super::sql::SqlRead;
+use super::tx::SqlRead;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
-use crate::store::anchor::Anchor;
 use crate::store::driver::audit::{AuditReads, StoredEvent};
 use crate::store::queue;
 use crate::store::records::QuestionRow;
 pub use crate::store::records::RecordBreak;
-use crate::store::Verified;
 
 /// SQLite's own check of the file: `None` when it says ok, else its first complaints.
 pub fn integrity(conn: &Connection) -> Result<Option<String>> {
@@ -32,15 +29,6 @@ pub fn integrity(conn: &Connection) -> Result<Option<String>> {
     } else {
         Ok(Some(first.join("; ")))
     }
-}
-
-/// Verify the record of the database `conn` works on, in one read transaction (a
-/// snapshot even while the daemon writes), keyed with the key in the database's directory
-/// ([`queue::audit::verify`]).
-pub fn verify(conn: &Connection, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-    let root = events::root_dir(conn);
-    let tx = conn.unchecked_transaction()?;
-    queue::audit::verify(&mut SqlRead(&tx), root.as_deref(), anchors)
 }
 
 /// Compare every request row and its questions with the log

@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::requests;
-use super::sql::Sql;
+use super::tx::Sql;
 use crate::clock::Millis;
 use crate::error::{Error, Result};
 use crate::store::types::Swept;
@@ -281,7 +280,7 @@ fn uri_path(path: &Path) -> String {
 /// command does is ever durable. A store that cannot be written (a read-only copy) is
 /// shown as stored.
 pub fn view_at(conn: &mut Connection, now: Millis) -> Result<()> {
-    match requests::next_due(conn)? {
+    match super::sweep::next_due(conn)? {
         Some(due) if due < now => {}
         _ => return Ok(()),
     }
@@ -458,7 +457,7 @@ pub fn write_clocked<T>(
 /// indexed read otherwise. Writes and the daemon call it; read commands use [`view_at`],
 /// which never commits.
 pub fn sweep_if_due(conn: &mut Connection, now: Millis) -> Result<Option<Swept>> {
-    match requests::next_due(conn)? {
+    match super::sweep::next_due(conn)? {
         Some(due) if due < now => transact(conn, |db| sweep(db, now).map(Some)),
         _ => Ok(None),
     }
@@ -474,12 +473,12 @@ pub fn write_no_sweep<T>(
 }
 
 /// [`sweep`] inside a write transaction, when something has fallen due by `now`: one
-/// indexed read ([`requests::next_due`], a statement every connection already has
+/// indexed read ([`super::sweep::next_due`], a statement every connection already has
 /// prepared) instead of the three sweeps' queries, which each new process would compile
 /// for a store where, almost always, nothing is due. Every sweep ends only what fell due
 /// strictly before `now`, so nothing is skipped when the earliest due time is later.
 fn sweep_due(db: &mut Sql<'_, '_>, now: Millis) -> Result<()> {
-    if requests::next_due(db)?.is_some_and(|due| due <= now) {
+    if super::sweep::next_due(db)?.is_some_and(|due| due <= now) {
         sweep(db, now)?;
     }
     Ok(())

@@ -1,7 +1,7 @@
-//! This driver's side of the deliveries outbox (issue 29): the statement a write makes
-//! ([`crate::store::driver::DeliveryStatements`]) and the host's reads and bookkeeping
-//! (each its own small transaction, outside any rule: sending is not a change of the
-//! record).
+//! The deliveries outbox on SQLite: the statements a write makes
+//! ([`crate::store::driver::DeliveryStatements`]) and the sender's reads and marks
+//! ([`crate::store::driver::DeliveryReads`]: each mark one autocommit statement, outside
+//! any rule, since sending is not a change of the record).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -9,8 +9,8 @@ use crate::clock::Millis;
 use crate::core::channel::Channel;
 use crate::error::Result;
 use crate::store::driver::deliveries::{stored_channel as channel, NewDelivery};
-use crate::store::driver::DeliveryStatements;
-use crate::store::sqlite::sql::Sql;
+use crate::store::driver::{DeliveryReads, DeliveryStatements};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 use crate::store::types::{Delivery, DeliveryCounts, Route};
 
 impl DeliveryStatements for Sql<'_, '_> {
@@ -22,6 +22,18 @@ impl DeliveryStatements for Sql<'_, '_> {
         names
             .map(|n| channel(&n?))
             .collect::<Result<Vec<Channel>>>()
+    }
+
+    fn insert_delivery_routes(&mut self, routes: &[Route]) -> Result<()> {
+        self.0
+            .prepare_cached(&format!(
+                // `WHERE true`: an upsert after a SELECT needs it (SQLite's parser).
+                "INSERT INTO delivery_channels (context, channel) {} WHERE true
+                 ON CONFLICT DO NOTHING",
+                routes_rows("?1")
+            ))?
+            .execute([routes_json(routes)])?;
+        Ok(())
     }
 
     fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
@@ -74,32 +86,13 @@ fn routes_json(routes: &[Route]) -> String {
     .to_string()
 }
 
-/// Record that these contexts send on these channels (a daemon with channels, at start).
-pub fn add_routes(conn: &mut Connection, routes: &[Route]) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    for r in routes {
-        tx.execute(
-            "INSERT INTO delivery_channels (context, channel) VALUES (?1, ?2)
-             ON CONFLICT DO NOTHING",
-            [&r.context, r.channel.as_str()],
-        )?;
-    }
-    tx.commit()?;
-    Ok(())
-}
-
 /// The rows (context, channel) of the routes in the statement's JSON parameter `param`.
 fn routes_rows(param: &str) -> String {
     format!("SELECT value ->> 0, value ->> 1 FROM json_each({param})")
 }
 
 /// The undelivered rows of `routes` due at `now`, oldest first.
-pub fn due(
-    conn: &Connection,
-    routes: &[Route],
-    now: Millis,
-    limit: usize,
-) -> Result<Vec<Delivery>> {
+fn due(conn: &Connection, routes: &[Route], now: Millis, limit: usize) -> Result<Vec<Delivery>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM deliveries
           WHERE delivered_ms IS NULL AND next_ms <= ?1
@@ -116,7 +109,7 @@ pub fn due(
 }
 
 /// When the next undelivered row of `routes` falls due.
-pub fn next_due(conn: &Connection, routes: &[Route]) -> Result<Option<Millis>> {
+fn next_due(conn: &Connection, routes: &[Route]) -> Result<Option<Millis>> {
     Ok(conn
         .prepare_cached(&format!(
             "SELECT MIN(next_ms) FROM deliveries
@@ -129,7 +122,7 @@ pub fn next_due(conn: &Connection, routes: &[Route]) -> Result<Option<Millis>> {
 }
 
 /// Mark a row delivered (a 2xx) after `attempts` attempts.
-pub fn mark_delivered(conn: &Connection, id: &str, now: Millis) -> Result<()> {
+fn mark_delivered(conn: &Connection, id: &str, now: Millis) -> Result<()> {
     conn.prepare_cached(
         "UPDATE deliveries SET delivered_ms = ?2, attempts = attempts + 1, last_error = NULL
           WHERE id = ?1 AND delivered_ms IS NULL",
@@ -139,7 +132,7 @@ pub fn mark_delivered(conn: &Connection, id: &str, now: Millis) -> Result<()> {
 }
 
 /// Record a failed attempt and when to try again.
-pub fn mark_failed(conn: &Connection, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+fn mark_failed(conn: &Connection, id: &str, next_ms: Millis, error: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE deliveries SET attempts = attempts + 1, next_ms = ?2, last_error = ?3
           WHERE id = ?1 AND delivered_ms IS NULL",
@@ -149,7 +142,7 @@ pub fn mark_failed(conn: &Connection, id: &str, next_ms: Millis, error: &str) ->
 }
 
 /// The deliveries of request `id`, oldest first.
-pub fn of_request(conn: &Connection, id: &str) -> Result<Vec<Delivery>> {
+fn of_request(conn: &Connection, id: &str) -> Result<Vec<Delivery>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM deliveries WHERE request_id = ?1 ORDER BY rowid"
     ))?;
@@ -162,7 +155,7 @@ pub fn of_request(conn: &Connection, id: &str) -> Result<Vec<Delivery>> {
 }
 
 /// The outbox's counts by channel, for the metrics.
-pub fn counts(conn: &Connection) -> Result<Vec<DeliveryCounts>> {
+fn counts(conn: &Connection) -> Result<Vec<DeliveryCounts>> {
     let mut stmt = conn.prepare_cached(
         "SELECT channel,
                 COUNT(*) FILTER (WHERE delivered_ms IS NULL),
@@ -181,4 +174,35 @@ pub fn counts(conn: &Connection) -> Result<Vec<DeliveryCounts>> {
         });
     }
     Ok(out)
+}
+
+impl DeliveryReads for SqlRead<'_> {
+    fn deliveries_due(
+        &mut self,
+        routes: &[Route],
+        now: Millis,
+        limit: usize,
+    ) -> Result<Vec<Delivery>> {
+        due(self.0, routes, now, limit)
+    }
+
+    fn next_delivery_due(&mut self, routes: &[Route]) -> Result<Option<Millis>> {
+        next_due(self.0, routes)
+    }
+
+    fn deliveries_of_request(&mut self, request_id: &str) -> Result<Vec<Delivery>> {
+        of_request(self.0, request_id)
+    }
+
+    fn delivery_counts(&mut self) -> Result<Vec<DeliveryCounts>> {
+        counts(self.0)
+    }
+
+    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
+        mark_delivered(self.0, id, now)
+    }
+
+    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
+        mark_failed(self.0, id, next_ms, error)
+    }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params_from_iter, types::Value as SqlValue, OptionalExtension};
 
-use super::sql::SqlRead;
+use super::tx::SqlRead;
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::history::{HistoryQuestionRecord, HistoryReads, HistoryRecord};

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::sql::{Sql, SqlRead};
+use super::tx::{Sql, SqlRead};
 use crate::clock::Millis;
 use crate::core::audit::EventKind;
 use crate::core::lifecycle::LeaseEnd;

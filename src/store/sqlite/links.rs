@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::sql::{Sql, SqlRead};
+use super::tx::{Sql, SqlRead};
 use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::links::{LinkReads, LinkStatements, LinkUse};

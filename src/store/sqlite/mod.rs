@@ -1,11 +1,13 @@
 //! The SQLite backend: everything rusqlite lives here and nowhere else.
 //!
-//! [`SqliteStore`] implements [`crate::store::Store`] on one connection. Below it, one
-//! file per concern, plain functions over a transaction: [`conn`] (connection setup,
-//! pragmas, migrations, the write transactions), [`requests`] (split by concern inside),
-//! [`leases`], [`agents`], [`events`] (the keyed chain), [`audit`] (rows checked against
-//! events) and [`history`] (the audit's queries). The migrations are embedded from
-//! `migrations/sqlite/`.
+//! [`SqliteDriver`] is the queue's driver on one connection (`store`), and
+//! [`SqliteStore`] the queue over it. Below it, one file per concern, named as the
+//! concern is in `driver/` and `queue/` (`answers`, `requests`, `leases`, `agents`,
+//! `sweep`, `outbox`, `ladder`, `deliveries`, `slack`, `links`, `tokens`, `feed`,
+//! `history`, `audit`, `prune`, `events`, `export`): each implements its concern's
+//! statements on this driver's transaction context and read type ([`tx`]). [`conn`] opens
+//! the connection (pragmas, migrations from `migrations/sqlite/`) and runs the write
+//! transactions.
 //!
 //! Every write is a `BEGIN IMMEDIATE` transaction, so a CLI command and the daemon share
 //! exactly the same logic and take SQLite's write lock up front (no deadlock-prone lock
@@ -13,20 +15,25 @@
 //! requests: an expired lease is dead for every operation even before the daemon notices.
 
 pub mod agents;
+pub mod answers;
 pub mod audit;
 pub mod conn;
 pub mod deliveries;
 pub mod events;
+pub mod export;
 mod feed;
 pub mod history;
+pub mod ladder;
 pub mod leases;
 pub mod links;
+pub mod outbox;
 pub mod prune;
 pub mod requests;
 pub mod slack;
-pub mod sql;
 mod store;
+pub mod sweep;
 pub mod tokens;
+pub mod tx;
 
 pub use conn::{
     lock_retry_pause, migrate, open, open_in_memory, open_read, schema_version, sweep,

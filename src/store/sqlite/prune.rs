@@ -8,12 +8,12 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::events;
-use super::sql::Sql;
+use super::tx::Sql;
 use crate::clock::Millis;
 use crate::error::Result;
+use crate::store::calls::ExportSink;
 use crate::store::driver::prune::{WalkEvent, WalkRow, WalkVisit};
 use crate::store::driver::PruneStatements;
-use crate::store::ExportSink;
 
 impl Sql<'_, '_> {
     fn count_upto(&self, sql: &str, upto: i64) -> Result<u64> {
@@ -85,7 +85,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_requests_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "request",
             "SELECT * FROM requests WHERE seq <= ?1 ORDER BY seq",
@@ -95,7 +95,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_questions_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "question",
             "SELECT * FROM questions WHERE request_seq <= ?1 ORDER BY request_seq, idx",
@@ -105,7 +105,7 @@ impl PruneStatements for Sql<'_, '_> {
     }
 
     fn export_events_upto(&mut self, upto: i64, sink: ExportSink<'_>) -> Result<()> {
-        super::store::dump_where(
+        super::export::dump_where(
             self.0,
             "event",
             "SELECT * FROM events WHERE seq <= ?1 ORDER BY seq",

@@ -4,7 +4,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::sql::{Sql, SqlRead};
+use super::tx::{Sql, SqlRead};
 use crate::error::Result;
 use crate::store::driver::slack::{SlackMessage, SlackReads, SlackStatements};
 

@@ -6,18 +6,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use super::conn::{self, write_clocked, write_no_sweep};
-use super::sql::SqlRead;
-use super::{audit, events, requests};
+use super::events;
+use super::tx::SqlRead;
 use crate::clock::Millis;
 use crate::error::Result;
-use crate::protocol::Outcome;
-use crate::store::driver::{Driver, Statements};
-use crate::store::export::camel;
+use crate::store::calls::ExportSink;
+use crate::store::driver::{Driver, Reads, Statements, Write};
 use crate::store::queue::Queue;
-use crate::store::{Anchor, Event, ExportSink, ListFilter, RequestRow, Swept, Verified};
 
 /// A clock: milliseconds since the epoch.
 pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
@@ -67,106 +65,71 @@ impl Queue<SqliteDriver> {
 
     /// The connection, for this backend's own tests and tools.
     pub fn connection(&mut self) -> &mut Connection {
-        &mut self.driver().conn
+        self.driver().connection()
     }
 }
 
 impl SqliteDriver {
+    /// The connection, for this backend's own tests and tools.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
     fn now(&self) -> Millis {
         (self.clock)()
     }
 }
 
 impl Driver for SqliteDriver {
-    type Read<'a> = SqlRead<'a>;
-
-    fn write<T>(&mut self, f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>) -> Result<T> {
-        let clock = self.clock.clone();
-        write_clocked(&mut self.conn, &*clock, |db, now| f(db, now))
-    }
-
-    fn write_no_sweep<T>(&mut self, f: impl FnOnce(&mut dyn Statements) -> Result<T>) -> Result<T> {
-        write_no_sweep(&mut self.conn, |db| f(db))
-    }
-
-    fn write_alone<T>(
+    fn write<T>(
         &mut self,
+        kind: Write,
         f: impl FnOnce(&mut dyn Statements, Millis) -> Result<T>,
     ) -> Result<T> {
-        // Every SQLite write runs alone (`BEGIN IMMEDIATE`).
-        self.write(f)
+        let clock = self.clock.clone();
+        match kind {
+            // Every SQLite write runs alone (`BEGIN IMMEDIATE`).
+            Write::Swept | Write::Alone => {
+                write_clocked(&mut self.conn, &*clock, |db, now| f(db, now))
+            }
+            Write::Plain => write_no_sweep(&mut self.conn, |db| f(db, clock())),
+            Write::Unsynced => {
+                // Committed without its own fsync (`synchronous=NORMAL` for this one
+                // transaction): what it marks is durable already (an outcome file is
+                // fsynced, renamed and its directory fsynced), and losing this commit to a
+                // power cut only leaves the marks unset, so the same documents are written
+                // again. The WAL frames are made durable by the next synced commit (every
+                // other write), in order. A CLI answer saves one fsync of its five.
+                self.conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+                let done = write_no_sweep(&mut self.conn, |db| f(db, clock()));
+                let restored = self.conn.execute_batch("PRAGMA synchronous=FULL");
+                let done = done?;
+                restored?;
+                Ok(done)
+            }
+        }
     }
 
-    fn read<T>(&mut self, f: impl Fn(&mut SqlRead<'_>) -> Result<T>) -> Result<T> {
+    fn read<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
         f(&mut SqlRead(&self.conn))
+    }
+
+    fn snapshot<T>(&mut self, f: impl Fn(&mut dyn Reads) -> Result<T>) -> Result<T> {
+        // One read transaction: a snapshot even while the daemon writes.
+        let tx = self.conn.unchecked_transaction()?;
+        f(&mut SqlRead(&tx))
     }
 
     fn now(&mut self) -> Result<Millis> {
         Ok(SqliteDriver::now(self))
     }
 
-    fn sweep_if_due(&mut self) -> Result<Option<Swept>> {
-        let now = SqliteDriver::now(self);
-        conn::sweep_if_due(&mut self.conn, now)
+    fn origin(&self) -> Option<&str> {
+        None
     }
 
-    fn next_due(&mut self) -> Result<Option<Millis>> {
-        requests::next_due(&self.conn)
-    }
-
-    fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
-        requests::ladder::set_context_ladders(&mut self.conn, policies)
-    }
-
-    fn add_delivery_routes(&mut self, routes: &[crate::store::Route]) -> Result<()> {
-        super::deliveries::add_routes(&mut self.conn, routes)
-    }
-
-    fn deliveries_due(
-        &mut self,
-        routes: &[crate::store::Route],
-        now: Millis,
-        limit: usize,
-    ) -> Result<Vec<crate::store::Delivery>> {
-        super::deliveries::due(&self.conn, routes, now, limit)
-    }
-
-    fn next_delivery_due(&mut self, routes: &[crate::store::Route]) -> Result<Option<Millis>> {
-        super::deliveries::next_due(&self.conn, routes)
-    }
-
-    fn mark_delivered(&mut self, id: &str, now: Millis) -> Result<()> {
-        super::deliveries::mark_delivered(&self.conn, id, now)
-    }
-
-    fn mark_delivery_failed(&mut self, id: &str, next_ms: Millis, error: &str) -> Result<()> {
-        super::deliveries::mark_failed(&self.conn, id, next_ms, error)
-    }
-
-    fn deliveries(&mut self, request_id: &str) -> Result<Vec<crate::store::Delivery>> {
-        super::deliveries::of_request(&self.conn, request_id)
-    }
-
-    fn delivery_counts(&mut self) -> Result<Vec<crate::store::DeliveryCounts>> {
-        super::deliveries::counts(&self.conn)
-    }
-
-    fn outbox_pending(&mut self, after: i64, limit: usize) -> Result<Vec<(i64, Outcome)>> {
-        requests::outbox_pending(&self.conn, after, limit as i64)
-    }
-
-    fn mark_outbox_written(&mut self, keys: &[i64]) -> Result<()> {
-        // Committed without its own fsync (`synchronous=NORMAL` for this one transaction):
-        // the outcome files it marks are durable already (fsynced, renamed, directory
-        // fsynced), and losing this commit to a power cut only leaves their flags set, so
-        // the same documents are written again. The WAL frames are made durable by the
-        // next synced commit (every other write), in order. A CLI answer saved one fsync
-        // of its five.
-        self.conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-        let marked = write_no_sweep(&mut self.conn, |tx| requests::mark_outbox_written(tx, keys));
-        let restored = self.conn.execute_batch("PRAGMA synchronous=FULL");
-        marked?;
-        Ok(restored?)
+    fn key_dir(&self) -> Option<PathBuf> {
+        events::root_dir(&self.conn)
     }
 
     fn view_now(&mut self) -> Result<()> {
@@ -174,94 +137,7 @@ impl Driver for SqliteDriver {
         conn::view_at(&mut self.conn, now)
     }
 
-    fn get(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        requests::get(&self.conn, id)
-    }
-
-    fn get_any(&mut self, id: &str) -> Result<Option<RequestRow>> {
-        requests::get_any(&self.conn, id)
-    }
-
-    fn list(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
-        requests::list(&self.conn, filter)
-    }
-
-    fn events(&mut self, request_id: &str) -> Result<Vec<Event>> {
-        events::for_request(&self.conn, request_id)
-    }
-
-    fn verify(&mut self, anchors: &[(PathBuf, Anchor)]) -> Result<Verified> {
-        audit::verify(&self.conn, anchors)
-    }
-
     fn export(&mut self, sink: ExportSink<'_>) -> Result<()> {
-        // One read transaction: a consistent snapshot even while the daemon writes.
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)?;
-        for (kind, sql) in [
-            ("request", "SELECT * FROM requests ORDER BY seq"),
-            (
-                "question",
-                "SELECT * FROM questions ORDER BY request_seq, idx",
-            ),
-            (
-                "lease",
-                "SELECT lease_id, context, name, generation, ttl_ms, created_ms, heartbeat_ms, expires_ms, ended_ms, end_reason FROM leases ORDER BY lease_id",
-            ),
-            ("agent", "SELECT * FROM agents ORDER BY entered_ms"),
-            (
-                "vote",
-                "SELECT * FROM votes ORDER BY request_seq, created_ms, voter",
-            ),
-            ("event", "SELECT * FROM events ORDER BY seq"),
-        ] {
-            dump(&tx, kind, sql, sink)?;
-        }
-        Ok(())
+        super::export::export(&mut self.conn, sink)
     }
-}
-
-fn dump(conn: &Connection, kind: &str, sql: &str, sink: ExportSink<'_>) -> Result<()> {
-    dump_params(conn, kind, sql, [], sink)
-}
-
-/// [`dump`] of the rows `sql` selects with `?1` bound to `upto` (prune's export).
-pub(super) fn dump_where(
-    conn: &Connection,
-    kind: &str,
-    sql: &str,
-    upto: i64,
-    sink: ExportSink<'_>,
-) -> Result<()> {
-    dump_params(conn, kind, sql, [upto], sink)
-}
-
-fn dump_params<P: rusqlite::Params>(
-    conn: &Connection,
-    kind: &str,
-    sql: &str,
-    params: P,
-    sink: ExportSink<'_>,
-) -> Result<()> {
-    use rusqlite::types::ValueRef;
-    let mut stmt = conn.prepare(sql)?;
-    let names: Vec<String> = stmt.column_names().iter().map(|s| camel(s)).collect();
-    let mut rows = stmt.query(params)?;
-    while let Some(r) = rows.next()? {
-        let mut obj = serde_json::Map::new();
-        obj.insert("type".into(), kind.into());
-        for (i, name) in names.iter().enumerate() {
-            let v = match r.get_ref(i)? {
-                ValueRef::Null => serde_json::Value::Null,
-                ValueRef::Integer(x) => x.into(),
-                ValueRef::Real(x) => x.into(),
-                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
-                ValueRef::Blob(b) => events::hex(b).into(),
-            };
-            obj.insert(name.clone(), v);
-        }
-        sink(kind, obj)?;
-    }
-    Ok(())
 }

@@ -85,3 +85,9 @@ impl EventStatements for Sql<'_, '_> {
         events::append(self.0, &mut self.1, now, event)
     }
 }
+
+impl crate::store::driver::EventReads for SqlRead<'_> {
+    fn events_of_request(&mut self, request_id: &str) -> Result<Vec<crate::store::types::Event>> {
+        events::for_request(self.0, request_id)
+    }
+}

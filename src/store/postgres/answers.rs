@@ -10,34 +10,20 @@
 use postgres::types::Type;
 use postgres::GenericClient;
 
-use super::reads::get;
+use super::requests::get;
 use crate::clock::Millis;
-use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
 use crate::core::quorum::Vote;
 use crate::error::Result;
 use crate::protocol::types::Decision;
-use crate::protocol::types::Outcome;
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, AnswerStatements};
 use crate::store::postgres::tx::{PgRead, Tx};
-use crate::store::queue;
 
 /// The fencing condition of a lease-holder's update on `$1` (lease id), `$2` (now) and
 /// `$4` (generation): a stale holder (ended, expired, another generation) matches no row.
 const LEASE_LIVE: &str = "EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $4
                           AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)";
-
-/// [`queue::answers::abort`] on `t` (the inbox's aborts).
-pub fn abort(
-    t: &mut Tx<'_>,
-    id: &str,
-    reason: Option<&str>,
-    actor: &Actor,
-    now: Millis,
-) -> Result<Outcome> {
-    queue::answers::abort(t, now, id, reason, actor)
-}
 
 impl<C: GenericClient> AnswerReads for PgRead<'_, C> {
     fn first_open_for_lease_after(

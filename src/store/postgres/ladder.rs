@@ -4,7 +4,7 @@
 
 use postgres::types::Type;
 
-use super::row::{rows, COLUMNS, FROM};
+use super::requests::{rows, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
@@ -12,6 +12,18 @@ use crate::store::driver::LadderStatements;
 use crate::store::postgres::tx::Tx;
 
 impl LadderStatements for Tx<'_> {
+    fn replace_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        self.tx.execute("DELETE FROM context_ladders", &[])?;
+        for (ctx, l) in policies {
+            self.tx.execute(
+                "INSERT INTO context_ladders (context, ladder) VALUES ($1, $2)",
+                &[ctx, l],
+            )?;
+        }
+        self.ladder_policies.clear();
+        Ok(())
+    }
+
     fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>> {
         // Once a write per context, beside the held rows (no held row touches the
         // policies): a batch's files would otherwise each cost this round trip and the
@@ -92,18 +104,4 @@ impl LadderStatements for Tx<'_> {
         )?;
         self.outcome_of_row_due(done)
     }
-}
-
-/// Replace the ladder policies with `policies` (context, ladder JSON), in one transaction.
-pub fn set_context_ladders(c: &mut postgres::Client, policies: &[(String, String)]) -> Result<()> {
-    let mut tx = c.transaction()?;
-    tx.execute("DELETE FROM context_ladders", &[])?;
-    for (ctx, l) in policies {
-        tx.execute(
-            "INSERT INTO context_ladders (context, ladder) VALUES ($1, $2)",
-            &[ctx, l],
-        )?;
-    }
-    tx.commit()?;
-    Ok(())
 }

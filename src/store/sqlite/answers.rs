@@ -4,92 +4,21 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::reads::get;
-use super::row::LEASE_LIVE;
+use super::requests::get;
 use crate::clock::Millis;
-use crate::core::audit::Actor;
 use crate::core::lifecycle::RequestRow;
 use crate::core::quorum::Vote;
 use crate::error::Result;
 use crate::protocol::types::Decision;
-use crate::protocol::types::{Answer, Outcome};
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
 use crate::store::driver::{AnswerReads, AnswerStatements};
-use crate::store::queue;
-use crate::store::sqlite::sql::{Sql, SqlRead};
-use crate::store::types::Lease;
-use crate::store::{Provided, ProviderFile};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 
-// The entry points this backend's callers (the inbox's aborts, its own tests) still name:
-// each is the queue's rule on this transaction, nothing more.
-
-/// [`queue::answers::claim`] on `tx`.
-pub fn claim(tx: &mut Sql<'_, '_>, lease: &Lease, id: &str, now: Millis) -> Result<RequestRow> {
-    queue::answers::claim(tx, now, lease, id)
-}
-
-fn voted(id: &str) -> crate::error::Error {
-    crate::error::Error::Invalid(format!(
-        "request {id:?} has a quorum: the answer was recorded as a vote and it is still open"
-    ))
-}
-
-/// [`queue::answers::answer`] on `tx`, for a request without a quorum (a vote that
-/// leaves its request open is an error here).
-pub fn answer(
-    tx: &mut Sql<'_, '_>,
-    lease: &Lease,
-    id: &str,
-    answer: &Answer,
-    now: Millis,
-) -> Result<Outcome> {
-    let people = crate::core::people::People::default();
-    match queue::answers::answer(tx, now, lease, id, answer, &people)? {
-        Provided::Finished(o) => Ok(o),
-        _ => Err(voted(id)),
-    }
-}
-
-/// [`queue::answers::cancel`] on `tx`.
-pub fn cancel(
-    tx: &mut Sql<'_, '_>,
-    lease: &Lease,
-    id: &str,
-    reason: Option<&str>,
-    now: Millis,
-) -> Result<Outcome> {
-    queue::answers::cancel(tx, now, lease, id, reason)
-}
-
-/// [`queue::answers::abort`] on `tx`.
-pub fn abort(
-    tx: &mut Sql<'_, '_>,
-    id: &str,
-    reason: Option<&str>,
-    actor: &Actor,
-    now: Millis,
-) -> Result<Outcome> {
-    queue::answers::abort(tx, now, id, reason, actor)
-}
-
-/// The answer file `(id, token, answer)` on `tx` ([`queue::answers::apply_answer_file`]):
-/// its outcome and whether it was a replay.
-pub fn answer_replayable(
-    tx: &mut Sql<'_, '_>,
-    token: &str,
-    id: &str,
-    answer: &Answer,
-    now: Millis,
-) -> Result<(Outcome, bool)> {
-    let file = ProviderFile::Answer {
-        id: id.into(),
-        token: token.into(),
-        answer: answer.clone(),
-    };
-    let people = crate::core::people::People::default();
-    let (o, replay) = queue::answers::apply_answer_file(tx, now, &file, &people)?;
-    Ok((o.ok_or_else(|| voted(id))?, replay))
-}
+/// The fencing condition of a lease-holder's update: `?1` is the lease id, `?2` now and
+/// `?4` the generation. A stale holder (ended, expired, or another generation) matches
+/// no row.
+const LEASE_LIVE: &str = "EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?4
+                          AND ended_ms IS NULL AND expires_ms >= ?2)";
 
 impl AnswerReads for SqlRead<'_> {
     fn first_open_for_lease_after(

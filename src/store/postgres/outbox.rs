@@ -1,4 +1,5 @@
-//! Outbox bookkeeping: which final requests still need their outcome file, and whose.
+//! The outbox of outcome files on PostgreSQL ([`crate::store::driver::outbox`]): which
+//! final requests still need their file, and whose; and marking it written.
 //!
 //! Every host's daemon writes the outcome files of its own root only: a store opened with
 //! an origin sees only the requests that origin asked (`requests.origin`); a store opened
@@ -6,10 +7,11 @@
 
 use postgres::GenericClient;
 
-use super::row::{rows, COLUMNS, FROM};
+use super::requests::{rows, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
-use crate::store::postgres::tx::Tx;
+use crate::store::driver::{OutboxReads, OutboxStatements};
+use crate::store::postgres::tx::{PgRead, Tx};
 
 /// Final requests of `origin` (every origin for `None`) whose outcome file is not written
 /// yet, oldest first, after `after_seq` (a cursor).
@@ -35,16 +37,33 @@ pub fn outbox_pending(
         .collect())
 }
 
-/// Mark outcome files as written ([`crate::store::queue::requests::mark_outbox_written`]).
-pub fn mark_outbox_written(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
-    crate::store::queue::requests::mark_outbox_written(t, seqs)
-}
-
 /// Clear the outbox flag of the rows at `seqs`.
-pub(super) fn unset_outbox_pending(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
+fn unset_outbox_pending(t: &mut Tx<'_>, seqs: &[i64]) -> Result<()> {
     t.tx.execute(
         "UPDATE requests SET outbox_pending = FALSE WHERE seq = ANY($1) AND outbox_pending",
         &[&seqs],
     )?;
     Ok(())
+}
+
+impl<C: GenericClient> OutboxReads for PgRead<'_, C> {
+    fn outbox_pending(
+        &mut self,
+        origin: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, Outcome)>> {
+        outbox_pending(
+            self.0,
+            origin,
+            after,
+            i64::try_from(limit).unwrap_or(i64::MAX),
+        )
+    }
+}
+
+impl OutboxStatements for Tx<'_> {
+    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
+        unset_outbox_pending(self, seqs)
+    }
 }

@@ -4,14 +4,25 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::row::{row, COLUMNS, FROM};
+use super::requests::{row, COLUMNS, FROM};
 use crate::clock::Millis;
 use crate::core::lifecycle::RequestRow;
 use crate::error::Result;
 use crate::store::driver::LadderStatements;
-use crate::store::sqlite::sql::Sql;
+use crate::store::sqlite::tx::Sql;
 
 impl LadderStatements for Sql<'_, '_> {
+    fn replace_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
+        self.0.execute("DELETE FROM context_ladders", [])?;
+        let mut insert = self
+            .0
+            .prepare_cached("INSERT INTO context_ladders (context, ladder) VALUES (?1, ?2)")?;
+        for (c, l) in policies {
+            insert.execute(params![c, l])?;
+        }
+        Ok(())
+    }
+
     fn context_ladder_policy(&mut self, context: &str) -> Result<Option<String>> {
         Ok(self
             .0
@@ -72,21 +83,4 @@ impl LadderStatements for Sql<'_, '_> {
         .execute(params![seq, now, answer_json, decision])?;
         Ok(n == 1)
     }
-}
-
-/// Replace the ladder policies with `policies` (context, ladder JSON).
-pub fn set_context_ladders(
-    conn: &mut rusqlite::Connection,
-    policies: &[(String, String)],
-) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    tx.execute("DELETE FROM context_ladders", [])?;
-    for (c, l) in policies {
-        tx.execute(
-            "INSERT INTO context_ladders (context, ladder) VALUES (?1, ?2)",
-            params![c, l],
-        )?;
-    }
-    tx.commit()?;
-    Ok(())
 }

@@ -1,18 +1,87 @@
-//! Asking on PostgreSQL: the statements of [`crate::store::queue::requests`] (accept,
-//! reject, deadlines, the outbox). A new row records the store's origin (the root that
-//! asked), so that root's daemon writes its outcome file.
+//! Requests on PostgreSQL: the statements of asking
+//! ([`crate::store::driver::RequestStatements`]: accept, reject, the id and rejection
+//! lookups), the reads of one request and of lists (`show`, `list`, `wait`), and how a
+//! request row maps to a [`RequestRow`], which the other concerns' statements select too.
+//! The rules are [`crate::store::queue::requests`]. A new row records the store's origin
+//! (the root that asked), so that root's daemon writes its outcome file.
+//!
+//! The lifecycle (spec §5) is enforced with conditional updates: every transition names
+//! the states it leaves (`WHERE status IN ('pending', 'claimed')`) and the lease that may
+//! make it, so a final state never changes and of two concurrent answers exactly one
+//! matches a row.
 
-use postgres::types::Type;
+use postgres::types::{ToSql, Type};
+use postgres::{GenericClient, Row};
 
-use super::reads::get;
-use super::{outbox, timeouts};
 use crate::clock::Millis;
-use crate::core::lifecycle::RequestRow;
+use crate::core::lifecycle::{RequestRow, Status};
 use crate::error::Result;
+use crate::protocol::types::Decision;
 use crate::store::driver::requests::{IdRow, NewQuestion, NewRejection, NewRequest};
+use crate::store::driver::RequestReads;
 use crate::store::postgres::session::HeldRequest;
-use crate::store::postgres::tx::{IdRowCopy, IdRows, Tx};
-pub use crate::store::queue::requests::Rejection;
+use crate::store::postgres::tx::{IdRowCopy, IdRows, PgRead, Tx};
+use crate::store::types::ListFilter;
+
+pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
+    r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
+    r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
+    r.edits, r.quorum, r.approvers,
+    CASE WHEN r.quorum IS NULL THEN NULL ELSE (
+        SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
+                                                   'decision', v.decision, 'atMs', v.created_ms)
+                                 ORDER BY v.created_ms, v.voter), '[]')::text
+        FROM votes v WHERE v.request_seq = r.seq) END";
+pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
+
+/// How many columns [`COLUMNS`] has (a query may select more after them).
+pub(super) const WIDTH: usize = 27;
+
+pub(super) fn row(r: &Row) -> Result<RequestRow> {
+    let status: String = r.try_get(3)?;
+    let decision: Option<String> = r.try_get(16)?;
+    Ok(RequestRow {
+        seq: r.try_get(0)?,
+        id: r.try_get(1)?,
+        context: r.try_get(2)?,
+        // A status the CHECK constraint refuses cannot be stored; an unknown one reads
+        // as rejected, as SQLite's row mapping does, and then fails the record check.
+        status: Status::parse(&status).unwrap_or(Status::Rejected),
+        agent_id: r.try_get(4)?,
+        agent_instance: r.try_get(5)?,
+        agent_lineage: r.try_get(6)?,
+        body: r.try_get(7)?,
+        source: r.try_get(8)?,
+        deadline_ms: r.try_get(9)?,
+        created_ms: r.try_get(10)?,
+        claimed_lease: r.try_get(11)?,
+        claimed_by: r.try_get(12)?,
+        claimed_ms: r.try_get(13)?,
+        finished_ms: r.try_get(14)?,
+        answer: r.try_get(15)?,
+        decision: decision.as_deref().and_then(Decision::parse),
+        provider: r.try_get(17)?,
+        error_code: r.try_get(18)?,
+        error_message: r.try_get(19)?,
+        ladder: r.try_get(20)?,
+        ladder_done: r.try_get(21)?,
+        decided_by: r.try_get(22)?,
+        edits: r.try_get(23)?,
+        quorum: r.try_get(24)?,
+        approvers: r.try_get(25)?,
+        votes: r.try_get(26)?,
+    })
+}
+
+/// Every row of `rows` mapped.
+pub(super) fn rows(rows: &[Row]) -> Result<Vec<RequestRow>> {
+    rows.iter().map(row).collect()
+}
+
+/// Every request row, oldest first (what the audit's record check reads).
+pub(crate) fn all_oldest_first(c: &mut impl GenericClient) -> Result<Vec<RequestRow>> {
+    rows(&c.query(&format!("SELECT {COLUMNS} FROM {FROM} ORDER BY r.seq"), &[])?)
+}
 
 // A new row's position (`requests.seq`) is the largest + 1, counted under the row-number
 // lock, as SQLite numbers its rows: an identity would leave a gap for every rolled-back
@@ -221,12 +290,118 @@ impl crate::store::driver::RequestStatements for Tx<'_> {
         };
         Ok(Some((r.try_get(0)?, r.try_get(1)?)))
     }
+}
 
-    fn open_requests_past_deadline(&mut self, now: Millis) -> Result<Vec<RequestRow>> {
-        timeouts::open_past_deadline(self, now)
+/// The accepted request with `id` (not a rejection), if any.
+pub fn get(c: &mut impl GenericClient, id: &str) -> Result<Option<RequestRow>> {
+    c.query_typed_opt(
+        &format!("SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 AND r.status <> 'rejected'"),
+        &[(&id, Type::TEXT)],
+    )?
+    .as_ref()
+    .map(row)
+    .transpose()
+}
+
+/// The request with `id`, or else its newest rejection.
+pub fn get_any(c: &mut impl GenericClient, id: &str) -> Result<Option<RequestRow>> {
+    if let Some(r) = get(c, id)? {
+        return Ok(Some(r));
+    }
+    c.query_opt(
+        &format!("SELECT {COLUMNS} FROM {FROM} WHERE r.id = $1 ORDER BY r.seq DESC LIMIT 1"),
+        &[&id],
+    )?
+    .as_ref()
+    .map(row)
+    .transpose()
+}
+
+/// ASCII lower case in SQL (SQLite's `lower()` folds ASCII only; PostgreSQL's follows the
+/// collation, so it is spelled out to match exactly).
+fn ascii_lower(expr: &str) -> String {
+    format!("translate({expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')")
+}
+
+/// The request filters of a [`ListFilter`] but its status, on parameters `$n..$n+4`:
+/// the contexts (a text array), the agent, the intent kind, the text, the source.
+pub(super) fn matches(n: usize) -> String {
+    let (ctx, agent, intent, grep, source) = (n, n + 1, n + 2, n + 3, n + 4);
+    format!(
+        "(${ctx}::text[] IS NULL OR r.context = ANY(${ctx}::text[]))
+       AND (${agent}::text IS NULL OR r.agent_id = ${agent}::text)
+       AND (${intent}::text IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq AND q.intent_kind = ${intent}::text))
+       AND (${grep}::text IS NULL OR EXISTS (SELECT 1 FROM questions q
+                                  WHERE q.request_seq = r.seq
+                                    AND strpos({}, {}) > 0))
+       AND (${source}::text IS NULL OR r.source = ${source}::text)",
+        ascii_lower("q.question"),
+        ascii_lower(&format!("${grep}::text"))
+    )
+}
+
+/// The values of [`matches`]' parameters.
+pub(super) struct Matching {
+    contexts: Option<Vec<String>>,
+    agent: Option<String>,
+    intent: Option<String>,
+    grep: Option<String>,
+    source: Option<String>,
+}
+
+impl Matching {
+    pub(super) fn of(f: &ListFilter) -> Matching {
+        Matching {
+            contexts: (!f.contexts.is_empty()).then(|| f.contexts.clone()),
+            agent: f.agent.clone(),
+            intent: f.intent.clone(),
+            grep: f.grep.clone(),
+            source: f.source.clone(),
+        }
     }
 
-    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
-        outbox::unset_outbox_pending(self, seqs)
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+        [
+            &self.contexts,
+            &self.agent,
+            &self.intent,
+            &self.grep,
+            &self.source,
+        ]
+    }
+}
+
+/// Requests, newest first (or oldest first), filtered in the query.
+pub fn list(c: &mut impl GenericClient, f: &ListFilter) -> Result<Vec<RequestRow>> {
+    let order = if f.oldest_first { "ASC" } else { "DESC" };
+    let m = Matching::of(f);
+    let status = f.status.map(Status::as_str);
+    // SQLite's `LIMIT -1` (any negative) is no limit; so is PostgreSQL's `LIMIT NULL`.
+    let limit = f.limit.filter(|l| *l >= 0);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&status, &limit];
+    params.extend(m.params());
+    rows(&c.query(
+        &format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE ($1::text IS NULL OR r.status = $1::text) AND {}
+             ORDER BY r.seq {order} LIMIT $2",
+            matches(3)
+        ),
+        &params,
+    )?)
+}
+
+impl<C: GenericClient> RequestReads for PgRead<'_, C> {
+    fn request(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get(self.0, id)
+    }
+
+    fn request_or_rejection(&mut self, id: &str) -> Result<Option<RequestRow>> {
+        get_any(self.0, id)
+    }
+
+    fn requests(&mut self, filter: &ListFilter) -> Result<Vec<RequestRow>> {
+        list(self.0, filter)
     }
 }

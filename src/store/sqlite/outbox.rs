@@ -1,10 +1,13 @@
-//! Outbox bookkeeping: which final requests still need their outcome file.
+//! The outbox of outcome files on SQLite ([`crate::store::driver::outbox`]): which final
+//! requests still need their file (every row: a SQLite store has one root), and marking it
+//! written.
 
 use rusqlite::{Connection, Transaction};
 
-use crate::store::sqlite::sql::Sql;
+use crate::store::driver::{OutboxReads, OutboxStatements};
+use crate::store::sqlite::tx::{Sql, SqlRead};
 
-use super::row::{row, COLUMNS, FROM};
+use super::requests::{row, COLUMNS, FROM};
 use crate::error::Result;
 use crate::protocol::types::Outcome;
 
@@ -32,13 +35,8 @@ pub fn outbox_pending(
     Ok(out)
 }
 
-/// Mark outcome files as written ([`crate::store::queue::requests::mark_outbox_written`]).
-pub fn mark_outbox_written(tx: &mut Sql<'_, '_>, seqs: &[i64]) -> Result<()> {
-    crate::store::queue::requests::mark_outbox_written(tx, seqs)
-}
-
 /// Clear the outbox flag of the rows at `seqs`.
-pub(super) fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()> {
+fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "UPDATE requests SET outbox_pending = 0 WHERE seq = ?1 AND outbox_pending = 1",
     )?;
@@ -46,4 +44,21 @@ pub(super) fn unset_outbox_pending(tx: &Transaction, seqs: &[i64]) -> Result<()>
         stmt.execute([s])?;
     }
     Ok(())
+}
+
+impl OutboxReads for SqlRead<'_> {
+    fn outbox_pending(
+        &mut self,
+        _origin: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, Outcome)>> {
+        outbox_pending(self.0, after, i64::try_from(limit).unwrap_or(i64::MAX))
+    }
+}
+
+impl OutboxStatements for Sql<'_, '_> {
+    fn unset_outbox_pending_of_seqs(&mut self, seqs: &[i64]) -> Result<()> {
+        unset_outbox_pending(self.0, seqs)
+    }
 }
