@@ -256,7 +256,18 @@ fn typescript_package_installs_from_its_tarball() {
         "import dshq from its installed tarball",
     );
     assert!(out.trim().parse::<u32>().unwrap() > 30, "{out}");
-    assert!(Path::new(&project.join("node_modules/dshq/index.d.ts")).exists());
+    for f in [
+        "index.d.ts",
+        "ai-sdk.js",
+        "openai-agents.d.ts",
+        "claude-agent-sdk.js",
+        "adapters/core.js",
+    ] {
+        assert!(
+            Path::new(&project.join("node_modules/dshq").join(f)).exists(),
+            "{f} is not in the package"
+        );
+    }
 }
 
 /// Run one `node --test` file of the Node package against the binary under test.
