@@ -233,7 +233,10 @@ const FACES: &[Face] = &[
     // file transport (the HTTP transport is the ts-http face's).
     Face {
         name: "ts-ai-sdk",
-        driver: Driver::Runner("node", &["contrib/typescript/test/adapters/conformance.js", "ai-sdk"]),
+        driver: Driver::Runner(
+            "node",
+            &["contrib/typescript/test/adapters/conformance.js", "ai-sdk"],
+        ),
         carries: ALL,
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
@@ -244,7 +247,10 @@ const FACES: &[Face] = &[
         name: "ts-openai-agents",
         driver: Driver::Runner(
             "node",
-            &["contrib/typescript/test/adapters/conformance.js", "openai-agents"],
+            &[
+                "contrib/typescript/test/adapters/conformance.js",
+                "openai-agents",
+            ],
         ),
         carries: ALL,
         can: &[Need::OwnLadder, Need::Questions],
@@ -258,7 +264,10 @@ const FACES: &[Face] = &[
         name: "ts-claude-agent-sdk",
         driver: Driver::Runner(
             "node",
-            &["contrib/typescript/test/adapters/conformance.js", "claude-agent-sdk"],
+            &[
+                "contrib/typescript/test/adapters/conformance.js",
+                "claude-agent-sdk",
+            ],
         ),
         carries: ALL,
         can: &[Need::OwnLadder, Need::Questions],
