@@ -175,6 +175,39 @@ fn typescript_declarations_check_with_tsc() {
     );
 }
 
+/// The adapters' declarations against the frameworks' own (the pinned `ai`,
+/// `@openai/agents-core` and `@anthropic-ai/claude-agent-sdk`, with Node's types): a
+/// separate project, so that the core package's check keeps needing nothing but itself.
+#[test]
+fn typescript_adapter_declarations_check_with_tsc_against_the_frameworks() {
+    node_ready();
+    let pkg = top().join("contrib/typescript");
+    adapters_ready();
+    run(
+        Command::new("tsc")
+            .args(["--noEmit", "-p"])
+            .arg(pkg.join("tsconfig.adapters.json")),
+        "tsc --noEmit -p contrib/typescript/tsconfig.adapters.json",
+    );
+}
+
+/// The frameworks the adapters import resolve from `contrib/typescript/node_modules`,
+/// which `contrib/test/run` links to the pinned packages.
+pub fn adapters_ready() {
+    let pkg = top().join("contrib/typescript");
+    for p in [
+        "ai",
+        "@openai/agents-core",
+        "@anthropic-ai/claude-agent-sdk",
+        "@types/node",
+    ] {
+        assert!(
+            pkg.join("node_modules").join(p).join("package.json").exists(),
+            "{p} does not resolve from contrib/typescript (contrib/test/package.json pins it); {HOW}"
+        );
+    }
+}
+
 #[test]
 fn typescript_package_installs_from_its_tarball() {
     node_ready();
@@ -223,7 +256,18 @@ fn typescript_package_installs_from_its_tarball() {
         "import dshq from its installed tarball",
     );
     assert!(out.trim().parse::<u32>().unwrap() > 30, "{out}");
-    assert!(Path::new(&project.join("node_modules/dshq/index.d.ts")).exists());
+    for f in [
+        "index.d.ts",
+        "ai-sdk.js",
+        "openai-agents.d.ts",
+        "claude-agent-sdk.js",
+        "adapters/core.js",
+    ] {
+        assert!(
+            Path::new(&project.join("node_modules/dshq").join(f)).exists(),
+            "{f} is not in the package"
+        );
+    }
 }
 
 /// Run one `node --test` file of the Node package against the binary under test.
@@ -250,6 +294,17 @@ fn node_test(file: &str) {
 #[test]
 fn typescript_suite_against_the_real_daemon() {
     node_test("test/client.test.js");
+}
+
+#[test]
+fn typescript_adapters_share_one_core_plan_edit_and_decision() {
+    node_test("test/adapters/core.test.js");
+}
+
+#[test]
+fn typescript_adapters_pause_kill_answer_edited_resume_decline_expire() {
+    adapters_ready();
+    node_test("test/adapters/adapters.test.js");
 }
 
 #[test]

@@ -23,7 +23,8 @@
 //! usual.
 //!
 //! **Adding a face** (an adapter for another framework): write a runner that speaks the
-//! line protocol of `tests/conformance/runner.py` (one job a line on stdin; `{"asked": ID}`
+//! line protocol of `tests/conformance/runner.py` (or the TypeScript adapters' runner,
+//! `contrib/typescript/test/adapters/conformance.js`: one job a line on stdin; `{"asked": ID}`
 //! once the request is handed over; `{"decision": D}` normalized as above, from the
 //! adapter's own types), and add a [`Face`] to [`FACES`] naming its runner
 //! ([`Driver::Runner`], or [`Driver::Installed`] for a Node runner that imports packages
@@ -218,6 +219,57 @@ const FACES: &[Face] = &[
         // The PreToolUse hook at the SDK's boundary: what Claude Code is told carries the
         // answers (AskUserQuestion's updatedInput), the approved plan and the reason.
         carries: &[End, Answers, Decision, Feedback, Plan],
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
+    },
+    // The TypeScript package's framework adapters (dshq/ai-sdk, dshq/openai-agents,
+    // dshq/claude-agent-sdk), each running its framework's offline test model: a plan is a
+    // tool call whose argument `plan` is the plan (edited in the block of arguments; Claude's
+    // is ExitPlanMode), questions the framework's question tool (Claude's AskUserQuestion).
+    // Every scenario applies: the adapters take a request's ladder, hand over the whole
+    // decision document (votes, decidedBy, the receipt), and ask through a Client, here the
+    // file transport (the HTTP transport is the ts-http face's).
+    Face {
+        name: "ts-ai-sdk",
+        driver: Driver::Runner(
+            "node",
+            &["contrib/typescript/test/adapters/conformance.js", "ai-sdk"],
+        ),
+        carries: ALL,
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
+    },
+    Face {
+        name: "ts-openai-agents",
+        driver: Driver::Runner(
+            "node",
+            &[
+                "contrib/typescript/test/adapters/conformance.js",
+                "openai-agents",
+            ],
+        ),
+        carries: ALL,
+        can: &[Need::OwnLadder, Need::Questions],
+        http: false,
+        without_daemon: Some("NO_DAEMON"),
+        ends_as: &[],
+    },
+    // At the SDK's `canUseTool` boundary (a session needs Claude Code's binary and a
+    // model), which waits for the decision as a live session does.
+    Face {
+        name: "ts-claude-agent-sdk",
+        driver: Driver::Runner(
+            "node",
+            &[
+                "contrib/typescript/test/adapters/conformance.js",
+                "claude-agent-sdk",
+            ],
+        ),
+        carries: ALL,
         can: &[Need::OwnLadder, Need::Questions],
         http: false,
         without_daemon: Some("NO_DAEMON"),
@@ -1240,4 +1292,22 @@ fn dsh_provider_file_transport() {
 #[test]
 fn dsh_provider_http_transport() {
     run_face("dsh-http");
+}
+
+#[test]
+fn typescript_ai_sdk_adapter() {
+    crate::clients::adapters_ready();
+    run_face("ts-ai-sdk");
+}
+
+#[test]
+fn typescript_openai_agents_adapter() {
+    crate::clients::adapters_ready();
+    run_face("ts-openai-agents");
+}
+
+#[test]
+fn typescript_claude_agent_sdk_adapter() {
+    crate::clients::adapters_ready();
+    run_face("ts-claude-agent-sdk");
 }

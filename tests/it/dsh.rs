@@ -24,10 +24,12 @@ fn copy_dir(from: &Path, to: &Path) {
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let (src, dst) = (e.path(), to.join(e.file_name()));
+        // A package's node_modules (a folder, or the link contrib/test/run makes) is not copied.
+        if e.file_name() == "node_modules" {
+            continue;
+        }
         if e.file_type().unwrap().is_dir() {
-            if e.file_name() != "node_modules" {
-                copy_dir(&src, &dst);
-            }
+            copy_dir(&src, &dst);
         } else {
             std::fs::copy(&src, &dst).unwrap();
         }

@@ -2,7 +2,8 @@
 //! `python runnable` and `js runnable` in README.md, docs/guide/*.md and the packages'
 //! READMEs (found wherever they live, so they stay tested when a page is cut or moved). Each runs against a real
 //! daemon on a temporary root (`DSHQ_ROOT`), Python in the project's venv with the package
-//! installed, Node with `dshq` resolving to `contrib/typescript`; a reviewer (the real CLI)
+//! installed, Node with `dshq` resolving to `contrib/typescript` (and the frameworks its
+//! adapters glue to, to the pinned ones); a reviewer (the real CLI)
 //! answers whatever the snippet asks (the first option, or the plan's approval as edited),
 //! and the snippet must end well and say something.
 
@@ -79,7 +80,17 @@ fn answer_open(env: &Env) -> usize {
         let qs = shown["questions"].as_array().unwrap();
         if let [q] = &qs[..] {
             if q["intent"]["kind"] == "plan-review" && q["editable"] != false {
-                let edited = format!("{}3. Check it came back\n", q["detail"].as_str().unwrap());
+                // A framework adapter's plan is the call's arguments: the steps are its last
+                // one, a block of lines indented by two spaces.
+                let indent = if shown["meta"]["agentRun"].is_object() {
+                    "  "
+                } else {
+                    ""
+                };
+                let edited = format!(
+                    "{}{indent}3. Check it came back\n",
+                    q["detail"].as_str().unwrap()
+                );
                 env.run_stdin(&["answer", id, "--edit", "-"], &edited).ok();
                 n += 1;
                 continue;
@@ -168,6 +179,15 @@ fn every_client_snippet_in_the_readme_and_the_guide_runs_as_written() {
     let modules = dir.path().join("node_modules");
     fs::create_dir_all(&modules).unwrap();
     std::os::unix::fs::symlink(repo().join("contrib/typescript"), modules.join("dshq")).unwrap();
+    // The frameworks the adapters' snippets import: the pinned ones the package resolves.
+    if let Ok(entries) = fs::read_dir(repo().join("contrib/typescript/node_modules")) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if name != "dshq" && name != ".bin" {
+                std::os::unix::fs::symlink(e.path(), modules.join(&name)).unwrap();
+            }
+        }
+    }
     fs::write(
         dir.path().join("package.json"),
         r#"{"private": true, "type": "module"}"#,
@@ -187,8 +207,9 @@ fn every_client_snippet_in_the_readme_and_the_guide_runs_as_written() {
         let daemon = env.daemon();
         let out = run_answered(&env, dir.path(), program, &name, &what);
         println!("{what}: {}", out.trim());
-        // A plan gate runs the plan as the reviewer approved it: edited here.
-        if code.contains("approval.plan") {
+        // A plan gate runs the plan as the reviewer approved it (a Node adapter's tool, its
+        // steps as approved): edited here.
+        if code.contains("approval.plan") || code.contains("from \"dshq/") {
             assert!(out.contains("doing 3. Check it came back"), "{what}: {out}");
         }
         daemon.stop();
