@@ -51,10 +51,6 @@ use serde_json::{json, Value};
 
 use crate::helpers::*;
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// README.md, then the guide's pages in name order: (path from the repository, text).
 pub fn pages() -> Vec<(String, String)> {
     let mut names = vec!["README.md".to_string()];
@@ -455,14 +451,6 @@ fn lines_of(text: &str, dir: &str) -> Vec<String> {
 /// The ports the pages name, each replaced by a free one in a run.
 const PAGE_PORTS: [u16; 4] = [7465, 9465, 8700, 9000];
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The longest part of a normalized line that a terminal shows as it is: no placeholder of
 /// `normalize`, no `...`, nothing but printable ASCII (the pty reader sees bytes).
 fn plainest_part(line: &str) -> String {
@@ -504,7 +492,10 @@ impl Runner {
             title: title.to_string(),
             dir,
             store,
-            ports: PAGE_PORTS.iter().map(|p| (*p, free_port())).collect(),
+            ports: PAGE_PORTS
+                .iter()
+                .map(|p| (*p, crate::browser::free_port()))
+                .collect(),
             daemons: Vec::new(),
             mcp: None,
             transcript: String::new(),
@@ -1252,7 +1243,7 @@ fn check_mcp_http(doc: &Value) -> Result<(), String> {
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let token = env.run(&words).ok().stdout.trim().to_string();
     let header = placeholder.replace(header, token.as_str()).into_owned();
-    let port = free_port();
+    let port = crate::browser::free_port();
     let url = server["url"]
         .as_str()
         .ok_or("no url")?

@@ -7,17 +7,13 @@
 //! and the snippet must end well and say something.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, Env, DEADLINE};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::helpers::{bin, repo, Env, DEADLINE};
 
 /// `(file, language, code)` of every runnable block: the README's and the guide's (as
 /// `tests/it/docs.rs` reads them) and the packages' READMEs.

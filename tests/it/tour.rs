@@ -29,7 +29,7 @@ fn the_readme_tour_runs_as_written_and_prints_what_it_shows() {
         .expect("README.md marks its tour with <!-- tour:begin --> and <!-- tour:end -->");
     let steps: usize = docs::blocks(
         "README.md",
-        &std::fs::read_to_string(docs::repo().join("README.md")).unwrap(),
+        &std::fs::read_to_string(repo().join("README.md")).unwrap(),
     )
     .iter()
     .filter(|b| {
