@@ -1396,3 +1396,84 @@ fn the_parser_finds_markers_sessions_and_steps() {
         "dshq_<64 hex digits>"
     );
 }
+
+/// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as
+/// `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// A page's text outside its fenced blocks.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for l in text.lines() {
+        if l.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn every_link_of_the_docs_leads_somewhere() {
+    let mut files: Vec<PathBuf> = vec![repo().join("README.md")];
+    for dir in ["docs", "docs/guide"] {
+        let mut more: Vec<PathBuf> = fs::read_dir(repo().join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        more.sort();
+        files.extend(more);
+    }
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let heading = regex::Regex::new(r"(?m)^#+ (.*)$").unwrap();
+    let mut broken = Vec::new();
+    let mut n = 0;
+    for f in &files {
+        let text = prose(&fs::read_to_string(f).unwrap());
+        for c in link.captures_iter(&text) {
+            let target = &c[1];
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
+                continue;
+            }
+            n += 1;
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let file = if path.is_empty() {
+                f.clone()
+            } else {
+                f.parent().unwrap().join(path)
+            };
+            let name = f.strip_prefix(repo()).unwrap().display();
+            if !file.exists() {
+                broken.push(format!("{name}: {target}: no such file"));
+                continue;
+            }
+            if !anchor.is_empty() && file.extension().is_some_and(|x| x == "md") {
+                let headings = prose(&fs::read_to_string(&file).unwrap());
+                if !heading
+                    .captures_iter(&headings)
+                    .any(|h| slug(&h[1]) == anchor)
+                {
+                    broken.push(format!("{name}: {target}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(n > 50, "{n} links");
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
