@@ -10,6 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The repository's top directory (README.md, docs/, contrib/).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// The path of the built binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dshq"))

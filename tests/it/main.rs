@@ -16,6 +16,7 @@ mod conformance;
 mod continued;
 mod crash;
 mod daemon;
+mod docs;
 mod dsh;
 mod edit;
 mod email;

@@ -8,65 +8,39 @@
 //! and the snippet must end well and say something.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{bin, Env, DEADLINE};
+use crate::helpers::{bin, repo, Env, DEADLINE};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `(file, language, code)` of every runnable block.
+/// `(file, language, code)` of every runnable block: the README's and the guide's (as
+/// `tests/it/docs.rs` reads them) and the packages' READMEs.
 fn snippets() -> Vec<(String, String, String)> {
-    let mut files = vec![
-        repo().join("README.md"),
-        repo().join("contrib/python/README.md"),
-        repo().join("contrib/typescript/README.md"),
-    ];
-    let mut guide: Vec<PathBuf> = fs::read_dir(repo().join("docs/guide"))
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    guide.sort();
-    files.extend(
-        guide
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "md")),
-    );
-    let mut out = Vec::new();
-    for f in files {
-        let text = fs::read_to_string(&f).unwrap();
-        let mut lines = text.lines();
-        while let Some(line) = lines.next() {
-            let Some(info) = line.trim_start().strip_prefix("```") else {
-                continue;
-            };
-            let words: Vec<&str> = info.split_whitespace().collect();
-            let runnable = words.contains(&"runnable");
-            let mut code = String::new();
-            for l in lines.by_ref() {
-                if l.trim_start().starts_with("```") {
-                    break;
-                }
-                code.push_str(l);
-                code.push('\n');
-            }
-            if runnable {
-                let name = f.strip_prefix(repo()).unwrap().display().to_string();
-                // CrewAI's snippets run in its own venv (its pins clash with the others').
-                let lang = if words.contains(&"crewai") {
-                    "crewai"
-                } else {
-                    words[0]
-                };
-                out.push((name, lang.to_string(), code));
-            }
-        }
+    let mut pages = crate::docs::pages();
+    for readme in ["contrib/python/README.md", "contrib/typescript/README.md"] {
+        pages.push((
+            readme.to_string(),
+            fs::read_to_string(repo().join(readme)).unwrap(),
+        ));
     }
-    out
+    pages
+        .iter()
+        .flat_map(|(name, text)| crate::docs::blocks(name, text))
+        .filter(|b| b.marker == Some(crate::docs::Marker::Runnable))
+        .map(|b| {
+            let words: Vec<&str> = b.info.split_whitespace().collect();
+            // CrewAI's snippets run in its own venv (its pins clash with the others').
+            let lang = if words.contains(&"crewai") {
+                "crewai"
+            } else {
+                words.first().copied().unwrap_or("")
+            };
+            (b.page, lang.to_string(), b.body.join("\n") + "\n")
+        })
+        .collect()
 }
 
 /// Answer every open request the way a reviewer would: a plan review approved as edited
