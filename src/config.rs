@@ -44,10 +44,10 @@ pub struct File {
     pub path: PathBuf,
     /// Its settings, in file order.
     pub settings: Vec<Setting>,
-    /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables (issue 30), with
+    /// The quorum policy of its `[groups]` and `[quorum.CONTEXT]` tables, with
     /// the people directory of its `[people]` table.
     pub quorum: crate::core::quorum::Policy,
-    /// The Slack users a press is admitted from (issue 29): Slack user id → the dshq
+    /// The Slack users a press is admitted from: Slack user id → the dshq
     /// reviewer (person) a press of that user answers as, from `[slack.users]` and the
     /// `slack:` identities of `[people]`. A Slack user named in neither is refused.
     pub slack_users: std::collections::BTreeMap<String, String>,
@@ -66,7 +66,7 @@ pub const GROUPS: &str = "groups";
 /// `group`, `decline`).
 pub const QUORUM: &str = "quorum";
 
-/// The Slack channel's table (issue 29): `[slack.users]`, `SLACKUSERID = "reviewer"`.
+/// The Slack channel's table: `[slack.users]`, `SLACKUSERID = "reviewer"`.
 pub const SLACK: &str = "slack";
 
 /// The default path: `$XDG_CONFIG_HOME/dshq/config.toml`, else `~/.config/dshq/config.toml`.

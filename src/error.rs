@@ -42,7 +42,7 @@ pub enum Error {
         /// Its final status.
         status: String,
     },
-    /// A reviewer voted on a request with a quorum that they asked themselves (issue 30):
+    /// A reviewer voted on a request with a quorum that they asked themselves:
     /// the asker's own identity never counts.
     #[error("{voter:?} is the person who asked request {id:?}: the asker's own vote never counts toward its quorum, from any face")]
     OwnRequest {
@@ -208,7 +208,7 @@ pub enum Error {
     /// A receipt that does not verify.
     #[error(transparent)]
     Receipt(#[from] crate::protocol::receipt::ReceiptError),
-    /// A mail's link refused (issue 29).
+    /// A mail's link refused.
     #[error(transparent)]
     Link(#[from] crate::core::mail_link::Refused),
     /// A file-system operation failed.

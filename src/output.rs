@@ -487,7 +487,7 @@ fn vote_answer_text(answer: &serde_json::Value) -> String {
         .join("; ")
 }
 
-/// A recorded vote that left its request open (issue 30), for people.
+/// A recorded vote that left its request open, for people.
 pub fn voted_text(v: &crate::store::Voted) -> String {
     format!(
         "{} voted by {}: open, {}\n",

@@ -103,7 +103,7 @@ impl Root {
         self
     }
 
-    /// The same root with the config file's quorum policy (issue 30): every store it
+    /// The same root with the config file's quorum policy: every store it
     /// opens holds asks to it.
     pub fn with_quorum_policy(mut self, policy: crate::core::quorum::Policy) -> Root {
         self.quorum = std::sync::Arc::new(policy);

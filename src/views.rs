@@ -153,7 +153,7 @@ pub struct RequestView {
     /// For a rejection: the raw input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    /// dshq extension (issue 30): the quorum the request is held to and its votes so far;
+    /// dshq extension: the quorum the request is held to and its votes so far;
     /// absent for a request without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quorum: Option<crate::core::quorum::QuorumView>,

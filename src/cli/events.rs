@@ -1,5 +1,5 @@
 //! `dshq events ID`: the full trail of one request; `--deliveries`: its notifications in
-//! the deliveries outbox (issue 29), with their ids and retry state.
+//! the deliveries outbox, with their ids and retry state.
 
 use super::Ctx;
 use crate::app;

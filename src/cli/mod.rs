@@ -380,7 +380,7 @@ impl Cli {
 /// Run the parsed command line (`answer_matches`: the `answer` subcommand's matches, which
 /// carry the order of its flags).
 pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
-    // The daemon handles SIGTERM and SIGINT before it touches its root (issue 23): a
+    // The daemon handles SIGTERM and SIGINT before it touches its root: a
     // service manager may stop it at any moment of its start.
     let stop = match &cli.command {
         Command::Daemon(a) => Some(crate::shutdown::Stop::install(a.shutdown_grace)?),
@@ -401,7 +401,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Err(_) if offline => Root::new("."),
         Err(e) => return Err(e),
     };
-    // The config file's quorum policy (issue 30) holds every ask this process makes.
+    // The config file's quorum policy holds every ask this process makes.
     let root = match crate::config::locate(cli.config.as_deref()) {
         Some(path) if !offline => root.with_quorum_policy(crate::config::load(&path)?.quorum),
         _ => root,

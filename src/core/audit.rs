@@ -17,7 +17,7 @@ pub enum EventKind {
     Released,
     /// A provider answered.
     Answered,
-    /// A reviewer voted on a request with a quorum (issue 30): the voter and the answer.
+    /// A reviewer voted on a request with a quorum: the voter and the answer.
     Voted,
     /// A provider cancelled (`ASK_CANCELLED`).
     Cancelled,
@@ -42,7 +42,7 @@ pub enum EventKind {
     /// `dshq prune` removed a prefix of the log (and the final requests it concerned): the
     /// checkpoint the chain is verified from, carrying the removed prefix's head.
     Pruned,
-    /// The ladder's reminder rung ran: the request is still unanswered (issue 29).
+    /// The ladder's reminder rung ran: the request is still unanswered.
     Reminded,
     /// The ladder's escalation rung ran (and moved the request when `to` is in its data).
     Escalated,
@@ -110,7 +110,7 @@ pub enum Actor {
     Web(String),
     /// An MCP client, by its name (a later face).
     Mcp(String),
-    /// A reviewer who pressed a button of a Slack message (issue 29): the dshq reviewer
+    /// A reviewer who pressed a button of a Slack message: the dshq reviewer
     /// the Slack user maps to in the config file (`[slack.users]`) and the Slack user id,
     /// both recorded so the audit shows who acted and from which Slack account.
     Slack {
@@ -119,7 +119,7 @@ pub enum Actor {
         /// The Slack user id (`U0123ABCD`).
         user: String,
     },
-    /// A mail's recipient, answering through the link it was sent (issue 29).
+    /// A mail's recipient, answering through the link it was sent.
     Mail(String),
 }
 

@@ -1,4 +1,4 @@
-//! The channels a delivery goes out on (issue 29): a webhook, a mail, a Slack message.
+//! The channels a delivery goes out on: a webhook, a mail, a Slack message.
 //!
 //! Why a closed set in the core: a delivery row names its channel, so the outbox holds one
 //! row per channel of an event and each row has its own id, attempts and retry state (a

@@ -27,8 +27,8 @@ pub enum Status {
     Aborted,
     /// Final: rejected at ingestion, with its code.
     Rejected,
-    /// Final: nobody answered before the request's ladder expired it (`ASK_EXPIRED`,
-    /// issue 29). A request answered by its declared default on expiry is `answered`.
+    /// Final: nobody answered before the request's ladder expired it (`ASK_EXPIRED`).
+    /// A request answered by its declared default on expiry is `answered`.
     Expired,
 }
 

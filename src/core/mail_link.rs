@@ -1,4 +1,4 @@
-//! The signed, expiring, one-request link a mail carries (issue 29): what it binds and how
+//! The signed, expiring, one-request link a mail carries: what it binds and how
 //! it is checked, pure (no I/O; the key is read by [`crate::app::mail_key`]).
 //!
 //! Why a signed token and not a row: the mail is written by the sender long before anyone

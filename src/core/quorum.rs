@@ -1,4 +1,4 @@
-//! Quorum (issue 30): M-of-N approval of a request. Pure: the policy a config file gives
+//! Quorum: M-of-N approval of a request. Pure: the policy a config file gives
 //! ([`Policy`]), the quorum a request is held to ([`Required`], fixed at acceptance),
 //! who may vote ([`Required::may_vote`]) and what the votes decide ([`Required::verdict`]).
 //!

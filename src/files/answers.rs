@@ -243,7 +243,7 @@ pub fn process(
                         Parsed::Cancel(id, ..) => (id.clone(), false),
                     };
                     match applied.next().expect("one result per file") {
-                        // A vote on a request with a quorum that left it open (issue 30).
+                        // A vote on a request with a quorum that left it open.
                         Ok(None) if answered => {
                             tracing::info!(id = %id, "voted by answer file; the request's quorum is not met yet");
                             Ok((id, answered))

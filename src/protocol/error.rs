@@ -38,7 +38,7 @@ pub enum Code {
     BadAnswer,
     /// The human (provider side) cancelled the request.
     AskCancelled,
-    /// Nobody answered: the request's ladder expired it (`ladder.expireAfter`, issue 29).
+    /// Nobody answered: the request's ladder expired it (`ladder.expireAfter`).
     /// Not the asker's abort, nor its `deadline`/`timeout` (`ASK_ABORTED`).
     AskExpired,
     /// A live provider lease already exists in the context.
@@ -105,7 +105,7 @@ pub enum Code {
     /// that says something else than the receipt signed).
     ReceiptMismatch,
     /// A request to the Slack interactions endpoint whose `X-Slack-Signature` is missing
-    /// or does not match (not signed with the app's signing secret; issue 29).
+    /// or does not match (not signed with the app's signing secret).
     SlackBadSignature,
     /// A request to the Slack interactions endpoint signed, but with a timestamp outside
     /// Slack's five-minute window (a replay).
@@ -113,7 +113,7 @@ pub enum Code {
     /// A Slack user that the config file's `[slack.users]` maps to no dshq reviewer
     /// pressed a button: refused, nothing recorded.
     SlackUnknownUser,
-    /// A mail's link that is not one this root signed, or that was changed (issue 29).
+    /// A mail's link that is not one this root signed, or that was changed.
     LinkInvalid,
     /// A mail's link past its expiry.
     LinkExpired,

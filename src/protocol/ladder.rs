@@ -1,4 +1,4 @@
-//! The deadline ladder (issue 29): an extension of the request (`ladder`) that says what
+//! The deadline ladder: an extension of the request (`ladder`) that says what
 //! happens while nobody answers: a reminder, an escalation (optionally to another
 //! context), and an expiry that ends the request with its own code (`ASK_EXPIRED`,
 //! "nobody answered"), or, only when the asker declared it (`onExpire: "default"`), answers

@@ -1,4 +1,4 @@
-//! The signed decision receipt (an extension of the outcome document, issue 30): its
+//! The signed decision receipt (an extension of the outcome document): its
 //! wire types and why one does not verify.
 //!
 //! A receipt says, for one final request, what was asked (its digest and the questions

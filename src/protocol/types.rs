@@ -176,7 +176,7 @@ pub struct Request {
     /// Free-form object stored and returned untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
-    /// Extension (issue 29): the deadline ladder, what happens while nobody answers
+    /// Extension: the deadline ladder, what happens while nobody answers
     /// ([`super::ladder`] resolves it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Box<Ladder>>,
@@ -391,7 +391,7 @@ pub struct AnsweredOutcome {
     /// and the unified diff between them. Absent when nothing was edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<Edits>,
-    /// Extension (issue 29): `"policy"` when nobody answered and the asker's declared
+    /// Extension: `"policy"` when nobody answered and the asker's declared
     /// default was used on expiry (`ladder.onExpire: "default"`); omitted when a person
     /// answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -518,7 +518,7 @@ impl Outcome {
     }
 }
 
-// ---- the outcome's receipt extension (issue 30) --------------------------------------
+// ---- the outcome's receipt extension --------------------------------------
 //
 // Beside the outcome because each contains the other (an outcome file carries its
 // receipt; a receipt signs the outcome without one). `crate::protocol::receipt` is where

@@ -174,7 +174,7 @@ pub fn unsigned(row: &RequestRow, events: &[Event]) -> Result<Receipt, Unatteste
     let (_, fin) = attest(row, events)?;
     let request = row.request();
     // A default the ladder used was approved by nobody (the outcome's `decidedBy` says
-    // so); a request with a quorum names every approver of its answer (issue 30).
+    // so); a request with a quorum names every approver of its answer.
     let approvers = match (row.status, row.parsed_approvers()) {
         (Status::Answered, _) if row.decided_by.is_some() => Vec::new(),
         (Status::Answered, Some(a)) => a,

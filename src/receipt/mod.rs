@@ -1,4 +1,4 @@
-//! Signed decision receipts (issue 30): a document a third party can check without
+//! Signed decision receipts: a document a third party can check without
 //! trusting the server or reading its database.
 //!
 //! - [`key`]: the host's Ed25519 key in `receipt.key`, beside `audit.key` and kept like it.

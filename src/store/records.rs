@@ -439,7 +439,7 @@ fn check_accepted(
             let l = accepted.data.get("lineage")?;
             differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
         })
-        // The quorum the request is held to (issue 30): the row's is the log's.
+        // The quorum the request is held to: the row's is the log's.
         .or_else(|| differs_json("quorum", row.quorum.as_deref(), accepted.data.get("quorum")));
     if p.is_some() {
         return at(p);
@@ -524,7 +524,7 @@ fn check_accepted(
                 st.claimed_lease = e.lease_id.or(st.claimed_lease);
                 st.finished_ms = Some(e.at_ms);
             }
-            // The ladder (issue 29): every rung counts; an escalation with `to` moves the
+            // The ladder: every rung counts; an escalation with `to` moves the
             // request, as pending; the expiry ends it, answered by policy or expired.
             Some(EventKind::Reminded) => st.rungs += 1,
             Some(EventKind::Escalated) => {
@@ -609,7 +609,7 @@ fn check_accepted(
     here(p)
 }
 
-/// The row's resolved ladder (issue 29) is the one the `accepted` event recorded, and
+/// The row's resolved ladder is the one the `accepted` event recorded, and
 /// none when it recorded none.
 fn check_ladder_column(row: &RequestRow, accepted: &Event) -> Option<String> {
     use crate::protocol::ladder::Rungs;
@@ -630,7 +630,7 @@ fn check_ladder_column(row: &RequestRow, accepted: &Event) -> Option<String> {
     (stored != logged).then(|| "the row's ladder is not the ladder the log recorded".into())
 }
 
-/// The votes rows of a request are its `voted` events (issue 30): the same voters, each
+/// The votes rows of a request are its `voted` events: the same voters, each
 /// with the answer, decision and person its event recorded, and votes only under a quorum.
 fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i64, String)> {
     let at_last = voted.last().map_or(0, |e| e.seq);
@@ -724,7 +724,7 @@ fn check_answered(
             )
         })
         .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
-        // The approvers of a request with a quorum (issue 30): the row's are the log's.
+        // The approvers of a request with a quorum: the row's are the log's.
         .or_else(|| {
             differs_json(
                 "approvers",

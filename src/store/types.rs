@@ -115,7 +115,7 @@ pub struct HostMark {
     pub idle_ms: Millis,
 }
 
-/// A vote recorded on a request with a quorum that it did not decide (issue 30): the
+/// A vote recorded on a request with a quorum that it did not decide: the
 /// request stays open.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -424,7 +424,7 @@ pub struct Swept {
     pub aborted: Vec<String>,
     /// Agent ids whose ttl ran out (with what they owned).
     pub agents: Vec<String>,
-    /// Requests whose ladder reminded or escalated (issue 29).
+    /// Requests whose ladder reminded or escalated.
     pub laddered: Vec<String>,
     /// Requests whose ladder ended them (`ASK_EXPIRED`, or answered by their default).
     pub expired: Vec<String>,
@@ -495,7 +495,7 @@ pub struct Pruned {
     pub freed_ids: Vec<String>,
 }
 
-/// One row of the deliveries outbox (issue 29): a notification, its stable id and its
+/// One row of the deliveries outbox: a notification, its stable id and its
 /// retry state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

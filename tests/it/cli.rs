@@ -1595,7 +1595,7 @@ fn a_reading_command_whose_reader_went_away_ends_quietly_by_sigpipe() {
 
 /// `dshq list` shows by default what a reviewer needs: the open requests, as the page's
 /// queue does; an answered request, or an attempt rejected under the id of a live one, only
-/// with `--all` or `--status` (issue 24).
+/// with `--all` or `--status`.
 #[test]
 fn list_shows_the_open_requests_by_default() {
     let env = Env::new();

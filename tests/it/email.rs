@@ -1,4 +1,4 @@
-//! The email channel (issue 29) through the real binary, against a real SMTP server the
+//! The email channel through the real binary, against a real SMTP server the
 //! test starts (aiosmtpd, `tests/it/smtp_sink.py`, from the test venv): the mail arrives
 //! with the request's text (hostile asker text escaped in the HTML part, no header
 //! injection through the subject), its signed link opens the request in a real headless

@@ -1,5 +1,5 @@
 //! Closed sets on the command line are typed: clap lists the values and refuses others as
-//! `USAGE` before any command runs (issue 12: typed CLI values).
+//! `USAGE` before any command runs (typed CLI values).
 
 use crate::helpers::*;
 

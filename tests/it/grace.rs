@@ -1,5 +1,5 @@
-//! The inbox forgives the common mistake (issue 24) and judges what it cannot read (issue
-//! 23, item 3): a file written straight into `inbox/new/` (a `cp`, a slow writer) is judged
+//! The inbox forgives the common mistake and judges what it cannot read: a
+//! file written straight into `inbox/new/` (a `cp`, a slow writer) is judged
 //! only once it stood still for the grace, so a whole file is accepted; one that stays cut
 //! short is rejected with a reason that says to write in `tmp/` and rename; a file the
 //! daemon may not read is rejected once, with a reason that says what to change.

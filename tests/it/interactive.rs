@@ -512,7 +512,7 @@ fn spawn_raw(env: &Env, args: &[&str]) -> PtySession {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 11, item 6: holding Enter sends nothing.
+// holding Enter sends nothing.
 // ---------------------------------------------------------------------------------------
 
 /// Start `dshq answer ID`, wait for `prompt`, press Enter 30 times as a held key would,
@@ -587,7 +587,7 @@ fn holding_enter_on_a_single_select_or_a_batch_sends_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 11, item 5: the screen ends with its terminal.
+// the screen ends with its terminal.
 // ---------------------------------------------------------------------------------------
 
 /// A pseudo-terminal made by hand, so the test can close its master side (rexpect keeps
@@ -811,7 +811,7 @@ fn holding_enter_while_walking_a_queue_answers_none_of_it() {
 
 #[test]
 fn an_answer_whose_outcome_file_fails_is_recorded_and_the_walk_goes_on() {
-    // Issue 11, item 13, on the screen: the commit is the answer, so a blocked outcome file
+    // on the screen: the commit is the answer, so a blocked outcome file
     // is a warning, and the session goes on to the next request instead of ending.
     let env = Env::new();
     env.ask(&simple_request("s1")).ok();

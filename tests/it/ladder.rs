@@ -1,4 +1,4 @@
-//! The deadline ladder (issue 29) through the real binary: a request asked with `dshq ask`,
+//! The deadline ladder through the real binary: a request asked with `dshq ask`,
 //! the daemon started on a shifted clock (`DSHQ_CLOCK_SKEW`, the `test-clock` feature)
 //! wakes for each rung by itself, `dshq events` shows each rung, `dshq wait` ends with
 //! `ASK_EXPIRED` (exit 8), a declared default is published as decided by policy, and

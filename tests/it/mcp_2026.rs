@@ -1,4 +1,4 @@
-//! MCP revision 2026-07-28 beside 2025-11-25 (issue 28): the official Python SDK's
+//! MCP revision 2026-07-28 beside 2025-11-25: the official Python SDK's
 //! stateless client (`Client(mode="2026-07-28")`, no `initialize`) against the same
 //! `dshq mcp` over stdio and `/mcp` over Streamable HTTP, through the same flows as the
 //! handshake-era client in [`crate::mcp`]; the answering human is the real CLI.

@@ -1,4 +1,4 @@
-//! Hardening, round three (issue 23): the network faces cannot stop the file loop, a
+//! Hardening, round three: the network faces cannot stop the file loop, a
 //! restarted host is not locked out by its own lease (and never takes another host's),
 //! `dshq answer` says who holds a context, `answer --follow` filters, and a read on a
 //! missing root fails with `NO_ROOT` and creates nothing.

@@ -1,4 +1,4 @@
-//! Operating the daemon (issue 27, and issue 23's SIGTERM at start): the real binary,
+//! Operating the daemon (and SIGTERM at start): the real binary,
 //! real signals and sockets. Metrics parsed by the Prometheus client's own parser
 //! (Python `prometheus_client`), the probes and `dshq healthcheck` before, during and after
 //! a drain, a drain under an HTTP burst, the config file under variables and flags, JSON

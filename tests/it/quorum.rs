@@ -1,4 +1,4 @@
-//! Quorum (issue 30) through the real binary.
+//! Quorum through the real binary.
 //!
 //! - `two_of_three_through_the_cli_and_the_http_api`: a context's policy in the config
 //!   file (two approvals of group `ops`) holds a request an asker token sent over HTTP;

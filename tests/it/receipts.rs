@@ -1,4 +1,4 @@
-//! Signed decision receipts (issue 30): `dshq receipt ID|key|verify`, the outcome file's
+//! Signed decision receipts: `dshq receipt ID|key|verify`, the outcome file's
 //! `receipt`, `dshq export --receipts`, on a real SQLite root, verified by the real binary
 //! run with no root, no database and no environment.
 

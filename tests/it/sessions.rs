@@ -1,4 +1,4 @@
-//! Sessions and revocation through real sockets (issue 23): what a token opened ends when
+//! Sessions and revocation through real sockets: what a token opened ends when
 //! the token is revoked or its page session logs out; an MCP session answers only the
 //! token that opened it; `/mcp` refuses browser Origins it was not told to allow; a review
 //! sends a 2025-06-18 client only the forms that revision has. The MCP side is spoken as
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::api::{host, token, Host};
 use crate::helpers::{simple_request, wait_until, Env, DEADLINE};
 
-/// A revoked token's open things must end within this long (issue 23, item 4).
+/// A revoked token's open things must end within this long.
 const WITHIN: Duration = Duration::from_secs(1);
 
 fn agent() -> ureq::Agent {

@@ -1,4 +1,4 @@
-//! The Slack channel (issue 29) through the real binary: `dshq daemon --listen 0 --slack`
+//! The Slack channel through the real binary: `dshq daemon --listen 0 --slack`
 //! against a stand-in for Slack's Web API that this test runs on loopback (a small
 //! HTTP/1.1 server on a std `TcpListener`, recording each `chat.postMessage`,
 //! `chat.update` and `chat.postEphemeral` call and answering as Slack does: `{"ok": true,

@@ -1,4 +1,4 @@
-//! Issue 13 "Tables, filters and the feed": `list` filters, text `show`, tables that fit
+//! Tables, filters and the feed: `list` filters, text `show`, tables that fit
 //! the terminal, and `watch` over every lifecycle event. Each through the real binary.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! Issue 11, item 2: asker-supplied text never reaches the reviewer's terminal as control
+//! Asker-supplied text never reaches the reviewer's terminal as control
 //! bytes. Every human-readable command prints a hostile request (escape sequences, OSC,
 //! BEL, CR, a C1 CSI, bidi overrides in every field an asker or provider controls) with
 //! visible escapes such as `\x1b` instead, while `--json` stays exact.

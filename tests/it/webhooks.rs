@@ -1,4 +1,4 @@
-//! Webhook deliveries (issue 29) through the real binary, against a receiver this test runs
+//! Webhook deliveries through the real binary, against a receiver this test runs
 //! on loopback (a small HTTP/1.1 server on a std `TcpListener`): every delivery is signed
 //! as Standard Webhooks describes (checked here with the spec's algorithm, computed
 //! independently of dshq's code: HMAC-SHA256 keyed by the base64 after `whsec_`, over
@@ -22,8 +22,7 @@ use crate::helpers::*;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// How many times `no_delivery_is_lost_across_repeated_kills` kills the daemon (the issue
-/// asks for 50).
+/// How many times `no_delivery_is_lost_across_repeated_kills` kills the daemon.
 const KILLS: usize = 50;
 
 /// One request the receiver got.

@@ -205,7 +205,7 @@ async def continued() -> None:
 
 
 async def quorum_get() -> None:
-    """get_answer on a request with a quorum (issue 30): its votes while pending."""
+    """get_answer on a request with a quorum: its votes while pending."""
     rid = os.environ["MCP_RID"]
     async with connect() as s:
         got = await s.call_tool("get_answer", {"id": rid})

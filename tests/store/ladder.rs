@@ -1,4 +1,4 @@
-//! The deadline ladder (issue 29) as conformance scenarios, through the [`Store`] trait
+//! The deadline ladder as conformance scenarios, through the [`Store`] trait
 //! only, on the scenario's clock: each rung runs in the sweep once its time has passed,
 //! each is an event of the chain (`reminded`, `escalated`, `expired`), the next rung is
 //! what the daemon wakes for (`next_due`), an expiry is `ASK_EXPIRED` with no answer

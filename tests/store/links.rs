@@ -1,4 +1,4 @@
-//! Mail links (issue 29) as a conformance scenario, through the [`Store`] trait only: an
+//! Mail links as a conformance scenario, through the [`Store`] trait only: an
 //! answer sent through a link records the link as used in the answer's transaction, so
 //! the link answers once (`LINK_USED` after, changing nothing); an answer that is refused
 //! leaves the link unused; a link answers its own request only, and only while the request

@@ -134,7 +134,7 @@ fn script<D: Driver>(s: &mut Queue<D>, clock: &TestClock, agents: bool) {
     clock.advance(3);
     s.abort("needs", Some("changed my mind"), &Actor::Asker)
         .unwrap();
-    // A request with a quorum (issue 30): two votes, the second meets it.
+    // A request with a quorum: two votes, the second meets it.
     let mut q = two_questions("quorum");
     q["quorum"] = json!({"approvals": 2});
     assert!(matches!(ask(s, q), Asked::Accepted(_)));

@@ -1127,7 +1127,7 @@ fn a_held_row_with_a_taken_id_fails_its_whole_write() {
     assert_eq!(n, 1, "only the first ask's row");
 }
 
-/// Quorum (issue 30) on PostgreSQL, where writers run side by side: three reviewers on
+/// Quorum on PostgreSQL, where writers run side by side: three reviewers on
 /// three connections vote on each of N requests needing two approvals at once. Every
 /// request ends answered exactly once (one `answered` event, two approvers, two `voted`
 /// rows counted before it); the third vote meets a final request, or (when it was

@@ -1,4 +1,4 @@
-//! Quorum (issue 30) as conformance scenarios, through the [`Store`] trait only: a vote
+//! Quorum as conformance scenarios, through the [`Store`] trait only: a vote
 //! per reviewer, the asker's own vote refused, the same reviewer counted once, the
 //! request answered exactly once when the quorum is met with every approver named, a
 //! decline that vetoes (or counts as a vote), a context's policy that wins over the
@@ -431,7 +431,7 @@ fn quorum_audit_verify_catches_forged_votes_approvers_and_quorum() {
     }
 }
 
-/// A Slack reviewer votes as the reviewer, not the Slack account (issue 29): the same
+/// A Slack reviewer votes as the reviewer, not the Slack account: the same
 /// reviewer pressing from two Slack accounts mapped to them is one voter; another reviewer
 /// meets the quorum, the approvers name the reviewers (`slack:NAME`), the events the
 /// accounts; `audit verify` passes.

@@ -1,4 +1,4 @@
-//! The Slack channel's messages (issue 29) as a conformance scenario, through the
+//! The Slack channel's messages as a conformance scenario, through the
 //! [`Store`] trait only: a Slack delivery is written for a context a daemon posts to Slack
 //! for, the message it posted is recorded once per delivery (a resend after a crash finds
 //! it and posts no second one), at the store's clock, and a request's messages are listed

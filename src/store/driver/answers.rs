@@ -35,7 +35,7 @@ pub struct AnsweredRow<'a> {
     pub edits_json: Option<&'a str>,
 }
 
-/// A reviewer's vote on a request with a quorum (issue 30), for the `votes` table.
+/// A reviewer's vote on a request with a quorum, for the `votes` table.
 #[derive(Debug, Clone, Copy)]
 pub struct NewVote<'a> {
     /// The request's seq.

@@ -56,6 +56,6 @@ pub trait AuditReads {
     /// Each request row's stored `require_provider` flag, by `requests.seq`.
     fn require_provider_by_row(&mut self) -> Result<HashMap<i64, bool>>;
 
-    /// Every vote as `(requests.seq, vote)`, by request, then in the order cast (issue 30).
+    /// Every vote as `(requests.seq, vote)`, by request, then in the order cast.
     fn all_votes(&mut self) -> Result<Vec<(i64, crate::core::quorum::Vote)>>;
 }

@@ -1,4 +1,4 @@
-//! The statements of one concern. The deadline ladder (issue 29): the open requests whose
+//! The statements of one concern. The deadline ladder: the open requests whose
 //! next rung fell due, and what a rung writes on the row (its count, the next due time, a
 //! move to another context, an answer by policy on expiry).
 //!

@@ -1,4 +1,4 @@
-//! The statements of one concern. Mail links (issue 29): which links an answer was sent
+//! The statements of one concern. Mail links: which links an answer was sent
 //! through (`mail_links_used`), so a link answers once.
 //!
 //! See [`super`] for what a statement is and is not; the rule is

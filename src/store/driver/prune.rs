@@ -88,18 +88,18 @@ pub trait PruneStatements {
     /// Delete the questions of request rows `<= upto`; how many.
     fn delete_questions_upto(&mut self, upto: i64) -> Result<u64>;
 
-    /// Delete the votes of the request rows up to `upto` (issue 30); how many.
+    /// Delete the votes of the request rows up to `upto`; how many.
     fn delete_votes_upto(&mut self, upto: i64) -> Result<u64>;
 
     /// Delete the delivered rows of the deliveries outbox whose request is among the
-    /// request rows up to `upto` (issue 29); how many. Undelivered rows stay, to be sent.
+    /// request rows up to `upto`; how many. Undelivered rows stay, to be sent.
     fn delete_delivered_deliveries_upto(&mut self, upto: i64) -> Result<u64>;
 
-    /// Delete the Slack messages recorded for the request rows up to `upto` (issue 29)
+    /// Delete the Slack messages recorded for the request rows up to `upto`
     /// whose request has no undelivered delivery left; how many.
     fn delete_slack_messages_upto(&mut self, upto: i64) -> Result<u64>;
 
-    /// Delete the used mail links of the request rows up to `upto` (issue 29); how many.
+    /// Delete the used mail links of the request rows up to `upto`; how many.
     fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64>;
 
     /// Delete the request rows with `seq <= upto`; how many.

@@ -42,11 +42,11 @@ pub struct NewRequest<'a> {
     pub deadline_ms: Option<Millis>,
     /// The `created_ms` column.
     pub created_ms: Millis,
-    /// The `ladder` column: the resolved ladder as JSON (issue 29).
+    /// The `ladder` column: the resolved ladder as JSON.
     pub ladder: Option<&'a str>,
     /// The `ladder_due_ms` column: when its first rung falls due.
     pub ladder_due_ms: Option<Millis>,
-    /// The `quorum` column: the quorum the request is held to, as JSON (issue 30).
+    /// The `quorum` column: the quorum the request is held to, as JSON.
     pub quorum: Option<&'a str>,
 }
 

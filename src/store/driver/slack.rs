@@ -1,4 +1,4 @@
-//! The statements of one concern. The Slack channel's messages (issue 29): where the
+//! The statements of one concern. The Slack channel's messages: where the
 //! sender posted each delivery's message (the Slack channel and the message's `ts`), so
 //! the message can be updated when the request ends, and a delivery sent again after a
 //! crash posts no second message.

@@ -156,10 +156,10 @@ pub struct Tx<'c> {
     rows_locked: bool,
     /// What was unsent at the answer file's savepoint (see `savepoint_answer_file`).
     pub(super) answer_file_mark: Mark,
-    /// The operator's ladder policy of each context this write looked up (issue 29): read
+    /// The operator's ladder policy of each context this write looked up: read
     /// once a write, beside the held rows, not once a file.
     pub(super) ladder_policies: std::collections::HashMap<String, Option<String>>,
-    /// The channels each context's deliveries go out on, read once a write (issue 29): an
+    /// The channels each context's deliveries go out on, read once a write: an
     /// event of a context without channels costs no statement.
     pub(super) sending_channels:
         Option<std::collections::HashMap<String, Vec<crate::core::channel::Channel>>>,

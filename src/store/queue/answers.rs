@@ -219,7 +219,7 @@ pub fn claim_next(db: &mut dyn Statements, now: Millis, lease: &Lease) -> Result
 /// that breaks a rule is `BAD_ANSWER` and nothing changes; a final request is
 /// `REQUEST_FINAL`, so of several racing answers exactly one wins.
 ///
-/// On a request with a quorum (issue 30) the answer is the reviewer's vote ([`vote`]):
+/// On a request with a quorum the answer is the reviewer's vote ([`vote`]):
 /// [`Answered::Voted`] while the quorum is not met, [`Answered::Finished`] by the vote
 /// that meets it (or vetoes it).
 pub fn answer(
@@ -369,7 +369,7 @@ fn finish_answer(
     outcome_of(db, id)
 }
 
-/// A reviewer's vote on open request `r` with quorum `q` (issue 30). The voter is the
+/// A reviewer's vote on open request `r` with quorum `q`. The voter is the
 /// identity its face authenticated (`provider:NAME`, `web:NAME`, `mcp:CLIENT`,
 /// `slack:REVIEWER`, `mail:ADDRESS`) and the person `people` says it is: the asker (as a
 /// person) and, with a group, anyone outside it are refused. One person votes once: the

@@ -1,4 +1,4 @@
-//! The deliveries outbox's rule (issue 29): each notification is a row written in the same
+//! The deliveries outbox's rule: each notification is a row written in the same
 //! transaction as the event that causes it, so a committed event has its delivery and a
 //! rolled-back one has none; the host sends the rows after the commit
 //! ([`crate::channels::deliveries`]), retries them, and marks them delivered after a 2xx.

@@ -1,4 +1,4 @@
-//! The deadline ladder's rule (issue 29), over [`crate::store::driver::LadderStatements`]:
+//! The deadline ladder's rule, over [`crate::store::driver::LadderStatements`]:
 //! run, in the sweep, every rung that fell due strictly before the write's `now`, each
 //! with its event in the chain.
 //!

@@ -1,4 +1,4 @@
-//! The queue rule of mail links (issue 29), over
+//! The queue rule of mail links, over
 //! [`crate::store::driver::LinkStatements`]: an answer sent through a mail's link records
 //! the link as used in the answer's own transaction, so a link answers once: a second
 //! send through it is `LINK_USED` and changes nothing, one sent after the request moved to

@@ -245,9 +245,9 @@ pub fn prune(
     )?;
     db.insert_prune_guard(plan.upto_seq, before)?;
     pruned.questions = db.delete_questions_upto(plan.rows_upto)?;
-    // A vote goes with its request (issue 30); the votes are in the export's events.
+    // A vote goes with its request; the votes are in the export's events.
     db.delete_votes_upto(plan.rows_upto)?;
-    // A delivered notification goes with its request (issue 29): it is transport state,
+    // A delivered notification goes with its request: it is transport state,
     // not the record. One not yet delivered stays, to be sent (its body says it all).
     db.delete_delivered_deliveries_upto(plan.rows_upto)?;
     // So do its channels' records: its Slack messages (once nothing is left to update

@@ -150,7 +150,7 @@ pub fn accept_prepared(
         .map_err(|e| Error::question(Code::BadRequest, e.to_string()))?;
     let quorum_json = required.as_ref().map(Required::to_json);
     let lineage = env.lineage.into_inner();
-    // The operator's ladder policy of the context, under the asker's own (issue 29).
+    // The operator's ladder policy of the context, under the asker's own.
     if let Some(policy) = db.context_ladder_policy(&n.context)? {
         match serde_json::from_str::<crate::protocol::ladder::Ladder>(&policy) {
             Ok(p) => {
@@ -242,14 +242,14 @@ pub fn accept_prepared(
         "deadlineMs": deadline,
         "lineage": lineage,
     });
-    // The resolved ladder (issue 29), only on a request that has one: the row's `ladder`
+    // The resolved ladder, only on a request that has one: the row's `ladder`
     // column must be this.
     if let (Some(l), Some(map)) = (&n.ladder, data.as_object_mut()) {
         let v = serde_json::to_value(l)
             .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
         map.insert("ladder".into(), v);
     }
-    // The quorum the row holds (issue 30; only when there is one: a request without one
+    // The quorum the row holds (only when there is one: a request without one
     // is recorded exactly as before).
     if let Some(q) = &required {
         data["quorum"] = serde_json::to_value(q)

@@ -1,4 +1,4 @@
-//! The Slack channel's rule (issue 29): a delivery posts at most one message, and the
+//! The Slack channel's rule: a delivery posts at most one message, and the
 //! messages a request has are the ones updated when it ends.
 //!
 //! The sender ([`crate::channels::slack`]) posts a delivery's message with `chat.postMessage`

@@ -34,7 +34,7 @@ use crate::store::types::{
 #[derive(Debug)]
 pub struct Queue<D> {
     driver: D,
-    /// The config file's quorum policy (issue 30), applied to every ask.
+    /// The config file's quorum policy, applied to every ask.
     policy: std::sync::Arc<crate::core::quorum::Policy>,
 }
 
@@ -85,7 +85,7 @@ impl<D: Driver> Queue<D> {
     }
 
     /// Hold the requests asked from now on to the quorum policy of the config file
-    /// (issue 30: a context's policy wins over the asker's `quorum`); none until set.
+    /// (a context's policy wins over the asker's `quorum`); none until set.
     pub fn set_quorum_policy(&mut self, policy: std::sync::Arc<crate::core::quorum::Policy>) {
         self.policy = policy;
     }
@@ -316,13 +316,13 @@ impl<D: Driver> Queue<D> {
     }
 
     /// Replace the operator's ladder policies (context, the policy's `ladder` JSON): what
-    /// a daemon started with `--context-ladder` does at start (issue 29).
+    /// a daemon started with `--context-ladder` does at start.
     pub fn set_context_ladders(&mut self, policies: &[(String, String)]) -> Result<()> {
         self.driver
             .write(Write::Plain, |db, _| db.replace_context_ladders(policies))
     }
 
-    // ---- the deliveries outbox (issue 29) ----------------------------------------------
+    // ---- the deliveries outbox ----------------------------------------------
 
     /// Record that a daemon sends the deliveries of these contexts on these channels: from
     /// now on their events write delivery rows ([`queue::deliveries`]).
