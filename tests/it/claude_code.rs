@@ -69,19 +69,13 @@ fn plan_event(env: &Env) -> String {
 
 /// Start `c` with piped streams and `stdin` written to it.
 fn spawn_with(c: &mut std::process::Command, stdin: &str) -> std::process::Child {
-    use std::io::Write;
     let mut child = c
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    crate::helpers::feed(&mut child, stdin);
     child
 }
 
