@@ -128,15 +128,15 @@ fn outcome_files_raw(c: &mut Criterion) {
                 for k in i..end {
                     let name = format!("r{k}.json");
                     temps.push((
-                        dshq::files::atomic::write_temp(dir.path(), &name, body, false).unwrap(),
+                        dshq::disk::atomic::write_temp(dir.path(), &name, body, false).unwrap(),
                         dir.path().join(name),
                     ));
                 }
-                dshq::files::atomic::sync_filesystem(dir.path()).unwrap();
+                dshq::disk::atomic::sync_filesystem(dir.path()).unwrap();
                 for (t, target) in temps {
                     std::fs::rename(t, target).unwrap();
                 }
-                dshq::files::atomic::sync_dir(dir.path()).unwrap();
+                dshq::disk::atomic::sync_dir(dir.path()).unwrap();
                 i = end;
             }
             start.elapsed()

@@ -106,7 +106,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 ///
 /// A file holding a password (any setting whose value is a URL with one: `store`, a
 /// `webhook`'s URL) is a secret file: refused with `UNSAFE_ROOT` when group or others may
-/// read it ([`crate::files::secret::judge_readers`], the key files' rule), so that `config
+/// read it ([`crate::disk::secret::judge_readers`], the key files' rule), so that `config
 /// check` does not say "ok" of a password anyone on the machine can read, and no command
 /// uses one.
 pub fn load(path: &Path) -> Result<File> {
@@ -123,7 +123,7 @@ pub fn load(path: &Path) -> Result<File> {
             None => s.key.clone(),
         };
         let what = format!("password in the URL of `{key}` (line {})", s.line);
-        crate::files::secret::judge_readers(path, &what, &meta)?;
+        crate::disk::secret::judge_readers(path, &what, &meta)?;
     }
     Ok(file)
 }

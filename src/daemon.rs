@@ -276,7 +276,7 @@ fn watch(root: &Root, tx: mpsc::Sender<Hint>) -> Result<notify::RecommendedWatch
 fn tidy_at_start(root: &Root, store: &mut Store, config: &Config) -> Result<()> {
     // Temp files of writers killed mid-write (their pid is gone) are never renamed.
     for dir in [root.outbox(), root.rejected(), root.answers_rejected()] {
-        let n = crate::files::atomic::remove_orphan_temps(&dir);
+        let n = crate::disk::atomic::remove_orphan_temps(&dir);
         if n > 0 {
             tracing::info!(dir = %dir.display(), removed = n, "removed temp files of killed writers");
         }

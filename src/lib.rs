@@ -23,6 +23,8 @@
 //! - [`receipt`]: signed decision receipts (the key, the build, the signature, the
 //!   offline check).
 //! - [`files`]: the directory API (inbox, outbox, answer files), written atomically.
+//! - [`disk`]: durable atomic writes and the one rule for key and secret files, under
+//!   everything that writes a file or reads a secret.
 //! - [`app`]: the use-cases every face calls (ask, provide, session, agents, sweep, feed,
 //!   audit, prune, tokens, backup, mail links, receipts).
 //! - [`views`]: the JSON views every JSON-speaking face shares (CLI `--json`, the API,
@@ -54,6 +56,7 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod disk;
 pub mod error;
 pub mod files;
 pub mod hooks;

@@ -146,7 +146,7 @@ impl Root {
         let id = crate::protocol::digest::hex(&id);
         // Created whole under a temporary name, then linked into place without replacing:
         // two commands starting at once agree on the one that won.
-        crate::files::atomic::write_new(&self.dir, ORIGIN_FILE, format!("{id}\n").as_bytes())?;
+        crate::disk::atomic::write_new(&self.dir, ORIGIN_FILE, format!("{id}\n").as_bytes())?;
         let s = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         if valid(s.trim()) {
             Ok(s.trim().to_string())

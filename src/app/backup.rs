@@ -116,7 +116,7 @@ pub fn backup(root: &Root, dest: &Path) -> Result<Backup> {
         (crate::store::chain::KEY_FILE, crate::store::chain::KEY_WHAT),
         (crate::receipt::key::KEY_FILE, crate::receipt::key::KEY_WHAT),
     ] {
-        let keyed = crate::files::secret::read(&root.dir().join(name), what).and_then(|k| {
+        let keyed = crate::disk::secret::read(&root.dir().join(name), what).and_then(|k| {
             k.map(|text| write_key(&dest.join(name), text.as_bytes()))
                 .transpose()
         });

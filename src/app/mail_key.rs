@@ -25,7 +25,7 @@ fn parse(text: &str) -> Option<LinkKey> {
 /// The root's key, if it has one.
 pub fn load(dir: &Path) -> Result<Option<LinkKey>> {
     let path = dir.join(KEY_FILE);
-    match crate::files::secret::read(&path, KEY_WHAT)? {
+    match crate::disk::secret::read(&path, KEY_WHAT)? {
         Some(text) => parse(&text).map(Some).ok_or_else(|| {
             Error::Usage(format!(
                 "{} is not a mail link key: it must hold 64 lowercase hex digits",
@@ -46,7 +46,7 @@ pub fn load_or_create(dir: &Path) -> Result<LinkKey> {
     getrandom::getrandom(&mut b)
         .map_err(|e| Error::Invalid(format!("no randomness for the mail link key: {e}")))?;
     let text = format!("{}\n", crate::receipt::key::hex(&b));
-    if crate::files::atomic::write_new(dir, KEY_FILE, text.as_bytes())? {
+    if crate::disk::atomic::write_new(dir, KEY_FILE, text.as_bytes())? {
         tracing::info!(file = KEY_FILE, "created the mail link key");
     }
     load(dir)?.ok_or_else(|| Error::Invalid(format!("{KEY_FILE} vanished after it was created")))

@@ -153,7 +153,7 @@ impl Secret {
     /// Read `dir/webhook.key`, creating it (0600, 32 random bytes) when it is missing.
     pub fn load_or_create(dir: &Path) -> Result<Secret> {
         let path = dir.join(KEY_FILE);
-        match crate::files::secret::read(&path, KEY_WHAT)? {
+        match crate::disk::secret::read(&path, KEY_WHAT)? {
             Some(text) => Secret::parse(&text).ok_or_else(|| {
                 Error::Usage(format!(
                     "{} is not a webhook secret: it must hold whsec_ and base64",

@@ -177,7 +177,7 @@ fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
 }
 
 /// The key and secret files a root holds, with what each holds: checked at the daemon's
-/// start ([`crate::files::secret`]'s rule), so that a daemon with one that others may read
+/// start ([`crate::disk::secret`]'s rule), so that a daemon with one that others may read
 /// does not start, whether or not this run uses it.
 const ROOT_SECRETS: &[(&str, &str)] = &[
     (crate::store::chain::KEY_FILE, crate::store::chain::KEY_WHAT),
@@ -209,7 +209,7 @@ pub fn run(
     config_file: Option<&std::path::Path>,
 ) -> Result<()> {
     for (file, what) in ROOT_SECRETS {
-        crate::files::secret::check(&ctx.root.dir().join(file), what)?;
+        crate::disk::secret::check(&ctx.root.dir().join(file), what)?;
     }
     if a.metrics.is_some() {
         if a.listen.is_none() {

@@ -64,9 +64,9 @@ fn usage(m: impl Into<String>) -> Error {
 }
 
 /// The password in `path`: its first line, the file readable by its owner only
-/// ([`crate::files::secret`]).
+/// ([`crate::disk::secret`]).
 fn read_password(path: &std::path::Path) -> Result<String> {
-    let text = crate::files::secret::read(path, "SMTP password")?.ok_or_else(|| {
+    let text = crate::disk::secret::read(path, "SMTP password")?.ok_or_else(|| {
         usage(format!(
             "--smtp-password-file {}: no such file",
             crate::text::path_for_log(path)

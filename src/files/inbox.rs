@@ -17,10 +17,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
 use super::grace;
 use super::safe_read::{read_dropped_identified, FileIdentity, ReadError};
 use crate::clock::Millis;
+use crate::disk::atomic::{fit_name, sync_dir, sync_filesystem, write_temp};
 use crate::error::{Error, Result};
 use crate::protocol::check::{is_valid_id, parse_request};
 use crate::protocol::error::{Code, UserQuestionError};

@@ -22,7 +22,7 @@
 //! between, and an answer's file is written only after its commit, so a fresh outcome is
 //! never the one removed.
 
-use super::atomic::{sync_dir, sync_filesystem, write_atomic, write_temp};
+use crate::disk::atomic::{sync_dir, sync_filesystem, write_atomic, write_temp};
 use crate::error::Result;
 use crate::root::Root;
 use crate::store::Store;

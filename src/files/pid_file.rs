@@ -30,7 +30,7 @@ impl PidFile {
     /// Write this process's pid to `root/daemon.pid` (atomically).
     pub fn write(root: &Path) -> Result<PidFile> {
         let pid = std::process::id();
-        crate::files::atomic::write_atomic(root, NAME, format!("{pid}\n").as_bytes(), true)?;
+        crate::disk::atomic::write_atomic(root, NAME, format!("{pid}\n").as_bytes(), true)?;
         Ok(PidFile {
             path: root.join(NAME),
         })

@@ -283,7 +283,7 @@ fn parse_key(text: &str) -> Option<[u8; 32]> {
 fn load_or_create_key(root: &Root) -> Result<[u8; 32]> {
     let path = root.dir().join(KEY_FILE);
     let read = |path: &std::path::Path| -> Result<Option<[u8; 32]>> {
-        match crate::files::secret::read(path, KEY_WHAT)? {
+        match crate::disk::secret::read(path, KEY_WHAT)? {
             Some(t) => parse_key(&t).map(Some).ok_or_else(|| {
                 Error::io(
                     path,

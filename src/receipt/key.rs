@@ -126,7 +126,7 @@ static KEYS: Mutex<Vec<(PathBuf, Arc<ReceiptKey>)>> = Mutex::new(Vec::new());
 /// Read the key file of root `dir`, if there is one.
 pub fn load(dir: &Path) -> Result<Option<ReceiptKey>> {
     let path = dir.join(KEY_FILE);
-    match crate::files::secret::read(&path, KEY_WHAT)? {
+    match crate::disk::secret::read(&path, KEY_WHAT)? {
         Some(text) => ReceiptKey::parse(&text).map(Some).ok_or_else(|| {
             Error::io(
                 &path,
@@ -176,7 +176,7 @@ pub fn load_or_create(dir: &Path) -> Result<Arc<ReceiptKey>> {
 /// Create `dir/receipt.key` (0600, written whole and fsynced, linked into place so an
 /// existing key is never replaced: a racing creator's file wins).
 fn create_file(dir: &Path, key: &ReceiptKey) -> Result<()> {
-    crate::files::atomic::write_new(dir, KEY_FILE, key.to_file().as_bytes()).map(|_| ())
+    crate::disk::atomic::write_new(dir, KEY_FILE, key.to_file().as_bytes()).map(|_| ())
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ impl AuditKey {
 /// Read the key file of the root `dir`, if there is one.
 pub fn load_key(dir: &Path) -> Result<Option<AuditKey>> {
     let path = dir.join(KEY_FILE);
-    match crate::files::secret::read(&path, KEY_WHAT)? {
+    match crate::disk::secret::read(&path, KEY_WHAT)? {
         Some(text) => AuditKey::parse(&text).map(Some).ok_or_else(|| {
             Error::io(
                 &path,

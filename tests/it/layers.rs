@@ -139,7 +139,7 @@ fn floors() -> Vec<Vec<String>> {
         .collect()
 }
 
-/// A module path (`files::atomic`, `crate` for the crate root) as a path under `src/`
+/// A module path (`disk::atomic`, `crate` for the crate root) as a path under `src/`
 /// without its `.rs` (`files/atomic`); the crate root's only import is its re-export of
 /// `error`, so an import of it is one of `error`.
 fn module_path(m: &str) -> String {

@@ -142,11 +142,11 @@ pub fn parse_page_url(s: &str) -> std::result::Result<String, String> {
     Ok(t.to_string())
 }
 
-/// Read a secret from `path` ([`crate::files::secret`]'s rule: refused when group or
+/// Read a secret from `path` ([`crate::disk::secret`]'s rule: refused when group or
 /// others may read it), refused when missing or empty.
 pub fn read_secret_file(path: &Path, what: &str) -> Result<String> {
     let shown = crate::text::path_for_log(path);
-    let text = crate::files::secret::read(path, what)?.ok_or_else(|| {
+    let text = crate::disk::secret::read(path, what)?.ok_or_else(|| {
         Error::Usage(format!(
             "{shown}: no {what} there; write it there (mode 0600) or name its file with the flag"
         ))
