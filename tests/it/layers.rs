@@ -5,23 +5,9 @@
 //! by [`every_folder_and_file_stays_on_its_floor`]). Checked on the source tree, so a
 //! change that breaks the shape fails CI instead of waiting for a reader to notice.
 
-use std::path::{Path, PathBuf};
+use super::source::{rust_files, src};
+use std::path::PathBuf;
 use std::process::Command;
-
-fn src() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 #[test]
 fn each_database_and_its_sql_live_only_in_its_backend() {

@@ -50,6 +50,7 @@ mod seam;
 mod sessions;
 mod slack;
 mod snippets;
+mod source;
 mod sys;
 mod tables;
 mod terminal;

@@ -3,18 +3,8 @@
 //! itself; this test reads the source, so an `unsafe` block, function or impl anywhere
 //! else, or an `allow(unsafe_code)` that would lift the lint, fails CI with its place.
 
-use std::path::{Path, PathBuf};
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use super::source::rust_files;
+use std::path::PathBuf;
 
 /// The places in `text` (comments left out) that use `unsafe` as the language does, or
 /// lift the lint against it: `(line number, line)`.
