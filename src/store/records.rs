@@ -109,6 +109,49 @@ pub fn check_rows(
     require_provider: &HashMap<i64, bool>,
     mut votes: HashMap<i64, Vec<Vote>>,
 ) -> (i64, Option<RecordBreak>) {
+    let (creations, mut lifecycle) = match index_events(all) {
+        Ok(indexed) => indexed,
+        Err(brk) => return (0, Some(brk)),
+    };
+    let mut checked = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let Some(ev) = creations.get(i) else {
+            return (
+                checked,
+                Some(row_break(
+                    row,
+                    None,
+                    "has no accepted or rejected event: the row was inserted outside dshq".into(),
+                )),
+            );
+        };
+        let q = questions.remove(&row.seq).unwrap_or_default();
+        let v = votes.remove(&row.seq).unwrap_or_default();
+        let stored = require_provider.get(&row.seq).copied().unwrap_or(false);
+        if let Some(brk) = check_row(row, ev, &mut lifecycle, &q, &v, stored) {
+            return (checked, Some(brk));
+        }
+        checked += 1;
+    }
+    (
+        checked,
+        left_over(
+            &creations[rows.len().min(creations.len())..],
+            &lifecycle,
+            &questions,
+            &votes,
+        ),
+    )
+}
+
+/// Lifecycle events by the id of the request they concern, oldest first.
+type ByRequest<'a> = HashMap<&'a str, Vec<&'a Event>>;
+
+/// The log's creation events (`accepted`, `rejected`), oldest first, and each request's
+/// lifecycle events by its id, leaving out those of requests a prune removed while they
+/// still had events to come (rowless by design, named by the newest checkpoint:
+/// `store::chain::Checkpoint::rowless`). A lifecycle event that names no request breaks.
+fn index_events(all: &[Event]) -> Result<(Vec<&Event>, ByRequest<'_>), RecordBreak> {
     let creations: Vec<&Event> = all
         .iter()
         .filter(|e| {
@@ -118,8 +161,6 @@ pub fn check_rows(
             )
         })
         .collect();
-    // Events of requests a prune removed while they still had events to come: rowless
-    // by design, named by the newest checkpoint (`store::chain::Checkpoint::rowless`).
     let rowless = all
         .iter()
         .rev()
@@ -132,7 +173,7 @@ pub fn check_rows(
             )
         })
         .unwrap_or_default();
-    let mut lifecycle: HashMap<&str, Vec<&Event>> = HashMap::new();
+    let mut lifecycle = ByRequest::new();
     for e in all.iter().filter(|e| !rowless.contains(&e.seq)) {
         if matches!(
             e.event_kind(),
@@ -151,128 +192,116 @@ pub fn check_rows(
             match e.request_id.as_deref() {
                 Some(id) => lifecycle.entry(id).or_default().push(e),
                 None => {
-                    return (
-                        0,
-                        Some(RecordBreak {
-                            request: None,
-                            row: None,
-                            event: Some(e.seq),
-                            problem: format!("a {} event names no request", e.kind),
-                        }),
-                    )
+                    return Err(RecordBreak {
+                        request: None,
+                        row: None,
+                        event: Some(e.seq),
+                        problem: format!("a {} event names no request", e.kind),
+                    })
                 }
             }
         }
     }
+    Ok((creations, lifecycle))
+}
 
-    let mut checked = 0;
-    for (i, row) in rows.iter().enumerate() {
-        let brk = |event: Option<i64>, problem: String| RecordBreak {
-            request: row.id.clone(),
-            row: Some(row.seq),
-            event,
-            problem,
-        };
-        let Some(ev) = creations.get(i) else {
-            return (
-                checked,
-                Some(brk(
-                    None,
-                    "has no accepted or rejected event: the row was inserted outside dshq".into(),
-                )),
-            );
-        };
-        let mut problem = if let Some(s) = ev.data.get("rowSeq").and_then(Value::as_i64) {
-            (s != row.seq).then(|| format!("the event records row {s}"))
+/// A break at `row` (and the event concerned, if one is).
+fn row_break(row: &RequestRow, event: Option<i64>, problem: String) -> RecordBreak {
+    RecordBreak {
+        request: row.id.clone(),
+        row: Some(row.seq),
+        event,
+        problem,
+    }
+}
+
+/// One request row against its creation event `ev` (they pair), its lifecycle events
+/// (taken out of `lifecycle`), its questions and votes rows and its stored
+/// `requireProvider` flag: the first disagreement.
+fn check_row(
+    row: &RequestRow,
+    ev: &Event,
+    lifecycle: &mut ByRequest<'_>,
+    q: &[QuestionRow],
+    v: &[Vote],
+    require_provider: bool,
+) -> Option<RecordBreak> {
+    let mut problem = if let Some(s) = ev.data.get("rowSeq").and_then(Value::as_i64) {
+        (s != row.seq).then(|| format!("the event records row {s}"))
+    } else {
+        None
+    };
+    if problem.is_none() && ev.request_id != row.id {
+        problem = Some(format!(
+            "the event concerns request {}: rows and events do not pair (a row was inserted or removed)",
+            ev.request_id.as_deref().unwrap_or("(none)")
+        ));
+    }
+    if problem.is_none() {
+        problem = if ev.event_kind() == Some(EventKind::Rejected) {
+            check_rejected(row, ev, q)
+                .or_else(|| (!v.is_empty()).then(|| "a rejected input has votes rows".to_string()))
         } else {
+            let id = row.id.as_deref().unwrap_or_default();
+            let evs = lifecycle.remove(id).unwrap_or_default();
+            if let Some((seq, p)) = check_accepted(row, ev, &evs, q, v) {
+                return Some(row_break(row, Some(seq), p));
+            }
             None
         };
-        if problem.is_none() && ev.request_id != row.id {
+    }
+    if problem.is_none() {
+        // The body parsed and matched its digest in `check_accepted`; a rejection
+        // asks for nothing.
+        let asked = ev.kind != "rejected"
+            && serde_json::from_str::<Request>(&row.body).is_ok_and(|r| r.requires_provider());
+        if require_provider != asked {
             problem = Some(format!(
-                "the event concerns request {}: rows and events do not pair (a row was inserted or removed)",
-                ev.request_id.as_deref().unwrap_or("(none)")
+                "requireProvider is {require_provider} in the row but {asked} in the request the log recorded"
             ));
         }
-        if problem.is_none() {
-            let q = questions.remove(&row.seq).unwrap_or_default();
-            let v = votes.remove(&row.seq).unwrap_or_default();
-            problem = if ev.event_kind() == Some(EventKind::Rejected) {
-                check_rejected(row, ev, &q).or_else(|| {
-                    (!v.is_empty()).then(|| "a rejected input has votes rows".to_string())
-                })
-            } else {
-                let id = row.id.as_deref().unwrap_or_default();
-                let evs = lifecycle.remove(id).unwrap_or_default();
-                match check_accepted(row, ev, &evs, &q, &v) {
-                    Some((seq, p)) => {
-                        return (checked, Some(brk(Some(seq), p)));
-                    }
-                    None => None,
-                }
-            };
-        }
-        if problem.is_none() {
-            // The body parsed and matched its digest in `check_accepted`; a rejection
-            // asks for nothing.
-            let asked = ev.kind != "rejected"
-                && serde_json::from_str::<Request>(&row.body).is_ok_and(|r| r.requires_provider());
-            let stored = require_provider.get(&row.seq).copied().unwrap_or(false);
-            if stored != asked {
-                problem = Some(format!(
-                    "requireProvider is {stored} in the row but {asked} in the request the log recorded"
-                ));
-            }
-        }
-        if let Some(p) = problem {
-            return (checked, Some(brk(Some(ev.seq), p)));
-        }
-        checked += 1;
     }
-    if let Some(ev) = creations.get(rows.len()) {
-        return (
-            checked,
-            Some(RecordBreak {
-                request: ev.request_id.clone(),
-                row: None,
-                event: Some(ev.seq),
-                problem: format!("the {} event has no request row: it was removed", ev.kind),
-            }),
-        );
+    problem.map(|p| row_break(row, Some(ev.seq), p))
+}
+
+/// What the rows left unpaired once every row was checked: a creation event with no row
+/// (`unpaired`, those past the last row), a lifecycle event of no accepted row, questions
+/// or votes rows of no request.
+fn left_over(
+    unpaired: &[&Event],
+    lifecycle: &ByRequest<'_>,
+    questions: &HashMap<i64, Vec<QuestionRow>>,
+    votes: &HashMap<i64, Vec<Vote>>,
+) -> Option<RecordBreak> {
+    if let Some(ev) = unpaired.first() {
+        return Some(RecordBreak {
+            request: ev.request_id.clone(),
+            row: None,
+            event: Some(ev.seq),
+            problem: format!("the {} event has no request row: it was removed", ev.kind),
+        });
     }
     if let Some(e) = lifecycle.values().flatten().min_by_key(|e| e.seq) {
-        return (
-            checked,
-            Some(RecordBreak {
-                request: e.request_id.clone(),
-                row: None,
-                event: Some(e.seq),
-                problem: format!("the {} event has no accepted request row", e.kind),
-            }),
-        );
+        return Some(RecordBreak {
+            request: e.request_id.clone(),
+            row: None,
+            event: Some(e.seq),
+            problem: format!("the {} event has no accepted request row", e.kind),
+        });
     }
-    if let Some(seq) = questions.keys().min() {
-        return (
-            checked,
-            Some(RecordBreak {
-                request: None,
-                row: Some(*seq),
-                event: None,
-                problem: "questions rows belong to no request".into(),
-            }),
-        );
-    }
-    if let Some(seq) = votes.keys().min() {
-        return (
-            checked,
-            Some(RecordBreak {
-                request: None,
-                row: Some(*seq),
-                event: None,
-                problem: "votes rows belong to no request".into(),
-            }),
-        );
-    }
-    (checked, None)
+    let rowless = |seq: Option<&i64>, problem: &str| {
+        seq.map(|seq| RecordBreak {
+            request: None,
+            row: Some(*seq),
+            event: None,
+            problem: problem.into(),
+        })
+    };
+    rowless(
+        questions.keys().min(),
+        "questions rows belong to no request",
+    )
+    .or_else(|| rowless(votes.keys().min(), "votes rows belong to no request"))
 }
 
 fn str_field<'a>(ev: &'a Event, name: &str) -> Option<&'a str> {
@@ -408,14 +437,34 @@ fn check_accepted(
     q: &[QuestionRow],
     votes: &[Vote],
 ) -> Option<(i64, String)> {
-    let at = |p: Option<String>| p.map(|p| (accepted.seq, p));
-    if row.status == Status::Rejected {
-        return Some((
-            accepted.seq,
-            "status is \"rejected\" in the row but the log says accepted".into(),
-        ));
+    let at = |p: String| (accepted.seq, p);
+    if let Some(p) = check_acceptance(row, accepted) {
+        return Some(at(p));
     }
-    let p = differs("createdAt", &Some(row.created_ms), &Some(accepted.at_ms))
+    let request = match accepted_request(row, accepted, q) {
+        Ok(r) => r,
+        Err(p) => return Some(at(p)),
+    };
+    let (st, voted) = match replay(accepted, evs) {
+        Ok(replayed) => replayed,
+        Err(brk) => return Some(brk),
+    };
+    if let Some(p) = check_votes(row, &voted, votes) {
+        return Some(p);
+    }
+    let last_seq = st.last.map_or(accepted.seq, |e| e.seq);
+    check_replayed(row, &st)
+        .or_else(|| check_ending(row, st.last, &request, q))
+        .map(|p| (last_seq, p))
+}
+
+/// The columns the acceptance wrote are the `accepted` event's: the time, the ladder, the
+/// source, the agent, the deadline, the lineage, the quorum.
+fn check_acceptance(row: &RequestRow, accepted: &Event) -> Option<String> {
+    if row.status == Status::Rejected {
+        return Some("status is \"rejected\" in the row but the log says accepted".into());
+    }
+    differs("createdAt", &Some(row.created_ms), &Some(accepted.at_ms))
         .or_else(|| check_ladder_column(row, accepted))
         .or_else(|| {
             differs(
@@ -440,20 +489,24 @@ fn check_accepted(
             differs("lineage", &row.agent_lineage.as_deref(), &l.as_str())
         })
         // The quorum the request is held to: the row's is the log's.
-        .or_else(|| differs_json("quorum", row.quorum.as_deref(), accepted.data.get("quorum")));
-    if p.is_some() {
-        return at(p);
-    }
-    let request: Request = match serde_json::from_str(&row.body) {
-        Ok(r) => r,
-        Err(e) => return at(Some(format!("its request body does not parse ({e})"))),
-    };
+        .or_else(|| differs_json("quorum", row.quorum.as_deref(), accepted.data.get("quorum")))
+}
+
+/// The row's request body, once it parses, matches the digest the `accepted` event
+/// recorded, and agrees with the row's agent columns and its question rows.
+fn accepted_request(
+    row: &RequestRow,
+    accepted: &Event,
+    q: &[QuestionRow],
+) -> Result<Request, String> {
+    let request: Request = serde_json::from_str(&row.body)
+        .map_err(|e| format!("its request body does not parse ({e})"))?;
     if let Some(want) = str_field(accepted, "digest") {
         if request_digest(&request) != want {
-            return at(Some(
+            return Err(
                 "its request content does not match the digest the log recorded (the request was rewritten)"
                     .into(),
-            ));
+            );
         }
     }
     let p = differs(
@@ -469,93 +522,108 @@ fn check_accepted(
         )
     })
     .or_else(|| check_question_rows(&request, q));
-    if p.is_some() {
-        return at(p);
+    match p {
+        Some(p) => Err(p),
+        None => Ok(request),
     }
+}
 
-    // Replay the lifecycle.
+/// Replay an accepted request's lifecycle events: the state they imply and its `voted`
+/// events, or the first event that could not have happened then (and why).
+fn replay<'a>(
+    accepted: &'a Event,
+    evs: &[&'a Event],
+) -> Result<(Replayed<'a>, Vec<&'a Event>), (i64, String)> {
     let mut st = Replayed {
         status: Some(Status::Pending),
         context: str_field(accepted, "context"),
         ..Default::default()
     };
     let mut voted: Vec<&Event> = Vec::new();
-    for e in evs {
+    for &e in evs {
         if e.seq < accepted.seq {
-            return Some((e.seq, format!("a {} event precedes the acceptance", e.kind)));
+            return Err((e.seq, format!("a {} event precedes the acceptance", e.kind)));
         }
         if st.status.is_some_and(Status::is_final) {
-            return Some((e.seq, format!("a {} event follows the final state", e.kind)));
+            return Err((e.seq, format!("a {} event follows the final state", e.kind)));
         }
+        if e.event_kind() == Some(EventKind::Voted) {
+            // A vote changes no state; it is cast while the request is open.
+            voted.push(e);
+            continue;
+        }
+        st.step(e).map_err(|p| (e.seq, p.into()))?;
+        st.last = Some(e);
+    }
+    Ok((st, voted))
+}
+
+impl<'a> Replayed<'a> {
+    /// The state after lifecycle event `e` (not a vote), or why it could not happen now.
+    fn step(&mut self, e: &'a Event) -> Result<(), &'static str> {
         match e.event_kind() {
             Some(EventKind::Claimed) => {
-                if st.status != Some(Status::Pending) {
-                    return Some((e.seq, "claimed while not pending".into()));
+                if self.status != Some(Status::Pending) {
+                    return Err("claimed while not pending");
                 }
-                st.status = Some(Status::Claimed);
-                st.claimed_lease = e.lease_id;
-                st.claimed_ms = Some(e.at_ms);
+                self.status = Some(Status::Claimed);
+                self.claimed_lease = e.lease_id;
+                self.claimed_ms = Some(e.at_ms);
             }
             Some(EventKind::Released) => {
-                if st.status != Some(Status::Claimed) {
-                    return Some((e.seq, "released while not claimed".into()));
+                if self.status != Some(Status::Claimed) {
+                    return Err("released while not claimed");
                 }
-                st.status = Some(Status::Pending);
-                st.claimed_lease = None;
-                st.claimed_ms = None;
+                self.status = Some(Status::Pending);
+                self.claimed_lease = None;
+                self.claimed_ms = None;
             }
             Some(EventKind::Answered) => {
-                st.status = Some(Status::Answered);
-                st.claimed_lease = e.lease_id;
-                st.claimed_ms = st.claimed_ms.or(Some(e.at_ms));
-                st.finished_ms = Some(e.at_ms);
-            }
-            Some(EventKind::Voted) => {
-                // A vote changes no state; it is cast while the request is open.
-                voted.push(e);
-                continue;
+                self.status = Some(Status::Answered);
+                self.claimed_lease = e.lease_id;
+                self.claimed_ms = self.claimed_ms.or(Some(e.at_ms));
+                self.finished_ms = Some(e.at_ms);
             }
             Some(kind @ (EventKind::Cancelled | EventKind::Aborted)) => {
-                st.status = Some(if kind == EventKind::Cancelled {
+                self.status = Some(if kind == EventKind::Cancelled {
                     Status::Cancelled
                 } else {
                     Status::Aborted
                 });
-                st.claimed_lease = e.lease_id.or(st.claimed_lease);
-                st.finished_ms = Some(e.at_ms);
+                self.claimed_lease = e.lease_id.or(self.claimed_lease);
+                self.finished_ms = Some(e.at_ms);
             }
             // The ladder: every rung counts; an escalation with `to` moves the
             // request, as pending; the expiry ends it, answered by policy or expired.
-            Some(EventKind::Reminded) => st.rungs += 1,
+            Some(EventKind::Reminded) => self.rungs += 1,
             Some(EventKind::Escalated) => {
-                st.rungs += 1;
+                self.rungs += 1;
                 if let Some(to) = str_field(e, "to") {
-                    st.context = Some(to);
-                    st.status = Some(Status::Pending);
-                    st.claimed_lease = None;
-                    st.claimed_ms = None;
+                    self.context = Some(to);
+                    self.status = Some(Status::Pending);
+                    self.claimed_lease = None;
+                    self.claimed_ms = None;
                 }
             }
             Some(EventKind::Expired) => {
-                st.rungs += 1;
+                self.rungs += 1;
                 if str_field(e, "decidedBy") == Some("policy") {
-                    st.status = Some(Status::Answered);
-                    st.decided_by = Some("policy");
+                    self.status = Some(Status::Answered);
+                    self.decided_by = Some("policy");
                 } else {
-                    st.status = Some(Status::Expired);
+                    self.status = Some(Status::Expired);
                 }
-                st.finished_ms = Some(e.at_ms);
+                self.finished_ms = Some(e.at_ms);
             }
             _ => unreachable!("only lifecycle kinds are collected"),
         }
-        st.last = Some(e);
+        Ok(())
     }
-    let last_seq = st.last.map_or(accepted.seq, |e| e.seq);
-    if let Some(p) = check_votes(row, &voted, votes) {
-        return Some(p);
-    }
-    let here = |p: Option<String>| p.map(|p| (last_seq, p));
-    let p = differs(
+}
+
+/// The row's state columns are the replayed state's.
+fn check_replayed(row: &RequestRow, st: &Replayed) -> Option<String> {
+    differs(
         "status",
         &Some(row.status.as_str()),
         &st.status.map(Status::as_str),
@@ -571,12 +639,19 @@ fn check_accepted(
     .or_else(|| differs("decidedBy", &row.decided_by.as_deref(), &st.decided_by))
     .or_else(|| differs("the claiming lease", &row.claimed_lease, &st.claimed_lease))
     .or_else(|| differs("claimedAt", &row.claimed_ms, &st.claimed_ms))
-    .or_else(|| differs("finishedAt", &row.finished_ms, &st.finished_ms));
-    if p.is_some() {
-        return here(p);
-    }
-    let p = match (row.status, st.last) {
-        (Status::Answered, Some(e)) => check_answered(row, e, &request, q),
+    .or_else(|| differs("finishedAt", &row.finished_ms, &st.finished_ms))
+}
+
+/// The row's provider, error and answer columns are what its last event (`last`) says of
+/// how it ended: answered, ended without an answer, or (still open) none of them.
+fn check_ending(
+    row: &RequestRow,
+    last: Option<&Event>,
+    request: &Request,
+    q: &[QuestionRow],
+) -> Option<String> {
+    match (row.status, last) {
+        (Status::Answered, Some(e)) => check_answered(row, e, request, q),
         (Status::Cancelled | Status::Aborted | Status::Expired, Some(e)) => {
             let provider = match e.data.get("provider") {
                 Some(p) => p.as_str(),
@@ -605,8 +680,7 @@ fn check_accepted(
         _ => differs("provider", &row.provider.as_deref(), &None)
             .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
             .or_else(|| unanswered(row, q)),
-    };
-    here(p)
+    }
 }
 
 /// The row's resolved ladder is the one the `accepted` event recorded, and
@@ -753,10 +827,20 @@ fn check_answered(
     if stored != answer {
         return Some("the answer in the row is not the answer in the log".into());
     }
-    if let Some(p) = check_edits(row, e, request, &answer) {
-        return Some(p);
-    }
-    let decisions = match check_answer(&request.questions, &answer) {
+    check_edits(row, e, request, &answer).or_else(|| check_decisions(row, e, request, &answer, q))
+}
+
+/// The decisions the answer makes are the log's (each question's, when the event lists
+/// them) and the row's: the request's decision on the row, each question's selected
+/// labels, custom text and decision on its question row.
+fn check_decisions(
+    row: &RequestRow,
+    e: &Event,
+    request: &Request,
+    answer: &Answer,
+    q: &[QuestionRow],
+) -> Option<String> {
+    let decisions = match check_answer(&request.questions, answer) {
         Ok(d) => d,
         Err(err) => {
             return Some(format!(
