@@ -17,7 +17,7 @@ use crate::clock::Millis;
 use crate::core::audit::{Actor, EventKind};
 use crate::core::lifecycle::{RequestRow, Status};
 use crate::core::people::People;
-use crate::core::quorum::{QuorumView, Refusal, Required, Verdict};
+use crate::core::quorum::{QuorumView, Refusal, Required, Verdict, Vote};
 use crate::error::{Error, Result};
 use crate::protocol::answer::{check_answer, in_question_order, request_decision};
 use crate::protocol::edit;
@@ -392,33 +392,7 @@ fn vote(
     people: &People,
 ) -> Result<Answered> {
     let id = r.id.as_deref().unwrap_or_default();
-    let Some((_, person)) = people.of_actor(&voter.actor) else {
-        return Err(Error::Forbidden);
-    };
-    // The identity as groups and the record have always named it (for Slack the reviewer,
-    // whichever account pressed; the `voted` event's actor names the account).
-    let voter_id = voter.actor.identity().into_owned();
-    match q.may_vote(
-        &person,
-        &people.askers(r.agent_id.as_deref(), &r.source),
-        people,
-    ) {
-        Ok(()) => {}
-        Err(Refusal::OwnRequest) => {
-            return Err(Error::OwnRequest {
-                id: id.into(),
-                voter: voter_id,
-            })
-        }
-        Err(Refusal::NotInGroup(group)) => {
-            return Err(Error::NotInGroup {
-                id: id.into(),
-                group,
-                voter: voter_id,
-            })
-        }
-        Err(Refusal::Unauthenticated) => return Err(Error::Forbidden),
-    }
+    let (voter_id, person) = admit_voter(voter, r, q, people)?;
     // Lock order: the lease row (shared), then the request row.
     if let Some(l) = voter.lease {
         if !db.is_fence_live(fence(l), now)? {
@@ -429,57 +403,14 @@ fn vote(
         // Finished by another writer since it was read.
         return Err(changed(id));
     }
-    let answer_json = answer.to_json();
-    let decision = request_decision(decisions);
-    let new = db.insert_vote_if_voter_new(
-        NewVote {
-            request_seq: r.seq,
-            voter: &voter_id,
-            person: &person,
-            answer_json: &answer_json,
-            decision: decision.map(Decision::as_str),
-            lease_id: voter.lease.map(|l| l.lease_id),
-        },
-        now,
-    )?;
-    let votes = db.votes_of_request(r.seq)?;
-    if new {
-        let answer_value = serde_json::to_value(answer)
-            .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
-        db.append_event(
-            now,
-            NewEvent {
-                kind: EventKind::Voted,
-                request_id: Some(id),
-                lease_id: voter.lease.map(|l| l.lease_id),
-                actor: voter.actor.clone(),
-                data: serde_json::json!({
-                    "voter": voter_id,
-                    "person": person,
-                    "answer": answer_value,
-                    "decision": decision.map(Decision::as_str),
-                    "approvals": q.approvals,
-                }),
-                agent_id: None,
-            },
-        )?;
-    } else if let Some(earlier) = votes
-        .iter()
-        .find(|v| v.person_key() == person || v.voter == voter_id)
-        .filter(|v| v.voter != voter_id || v.answer != answer_json)
-    {
-        return Err(Error::AlreadyVoted {
-            id: id.into(),
-            voter: if earlier.voter == voter_id {
-                voter_id
-            } else {
-                format!(
-                    "{voter_id}, the person {person} who voted as {},",
-                    earlier.voter
-                )
-            },
-        });
-    }
+    let ballot = Ballot {
+        voter_id,
+        person,
+        answer_json: answer.to_json(),
+        decision: request_decision(decisions),
+    };
+    let votes = record_vote(db, now, voter, r, q, answer, &ballot)?;
+    let voter_id = ballot.voter_id;
     let (winning, approvers) = match q.verdict(&votes) {
         Verdict::Open => {
             return Ok(Answered::Voted(Box::new(Voted {
@@ -509,6 +440,120 @@ fn vote(
         Some(&approvers),
     )
     .map(Answered::Finished)
+}
+
+/// Who may vote on `r`: the voter as the person `people` says it is, refused when it is
+/// the asker or, with a group, outside it. The identity as groups and the record have
+/// always named it (for Slack the reviewer, whichever account pressed; the `voted`
+/// event's actor names the account), and the person.
+fn admit_voter(
+    voter: &Voter<'_>,
+    r: &RequestRow,
+    q: &Required,
+    people: &People,
+) -> Result<(String, String)> {
+    let id = r.id.as_deref().unwrap_or_default();
+    let Some((_, person)) = people.of_actor(&voter.actor) else {
+        return Err(Error::Forbidden);
+    };
+    let voter_id = voter.actor.identity().into_owned();
+    match q.may_vote(
+        &person,
+        &people.askers(r.agent_id.as_deref(), &r.source),
+        people,
+    ) {
+        Ok(()) => Ok((voter_id, person)),
+        Err(Refusal::OwnRequest) => Err(Error::OwnRequest {
+            id: id.into(),
+            voter: voter_id,
+        }),
+        Err(Refusal::NotInGroup(group)) => Err(Error::NotInGroup {
+            id: id.into(),
+            group,
+            voter: voter_id,
+        }),
+        Err(Refusal::Unauthenticated) => Err(Error::Forbidden),
+    }
+}
+
+/// One vote as it is recorded: who cast it and what it answered.
+struct Ballot {
+    voter_id: String,
+    person: String,
+    answer_json: String,
+    decision: Option<Decision>,
+}
+
+/// Record `ballot` on locked request `r` (a `voted` event for a new one) and return the
+/// request's votes. One person votes once: the same identity with the same answer again
+/// is counted once (an answer file replayed); the same person through another identity,
+/// or with another answer, is `ALREADY_VOTED`.
+fn record_vote(
+    db: &mut dyn Statements,
+    now: Millis,
+    voter: &Voter<'_>,
+    r: &RequestRow,
+    q: &Required,
+    answer: &Answer,
+    ballot: &Ballot,
+) -> Result<Vec<Vote>> {
+    let id = r.id.as_deref().unwrap_or_default();
+    let Ballot {
+        voter_id,
+        person,
+        answer_json,
+        decision,
+    } = ballot;
+    let new = db.insert_vote_if_voter_new(
+        NewVote {
+            request_seq: r.seq,
+            voter: voter_id,
+            person,
+            answer_json,
+            decision: decision.map(Decision::as_str),
+            lease_id: voter.lease.map(|l| l.lease_id),
+        },
+        now,
+    )?;
+    let votes = db.votes_of_request(r.seq)?;
+    if new {
+        let answer_value = serde_json::to_value(answer)
+            .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
+        db.append_event(
+            now,
+            NewEvent {
+                kind: EventKind::Voted,
+                request_id: Some(id),
+                lease_id: voter.lease.map(|l| l.lease_id),
+                actor: voter.actor.clone(),
+                data: serde_json::json!({
+                    "voter": voter_id,
+                    "person": person,
+                    "answer": answer_value,
+                    "decision": decision.map(Decision::as_str),
+                    "approvals": q.approvals,
+                }),
+                agent_id: None,
+            },
+        )?;
+    } else if let Some(earlier) = votes
+        .iter()
+        .find(|v| v.person_key() == person.as_str() || v.voter == *voter_id)
+        .filter(|v| v.voter != *voter_id || v.answer != *answer_json)
+    {
+        return Err(Error::AlreadyVoted {
+            id: id.into(),
+            voter: if earlier.voter == *voter_id {
+                voter_id.clone()
+            } else {
+                format!(
+                    "{voter_id}, the person {person} who voted as {},",
+                    earlier.voter
+                )
+            },
+        });
+    }
+    Ok(votes)
 }
 
 /// The provider side cancels a request (`ASK_CANCELLED`); the cancelling lease is
