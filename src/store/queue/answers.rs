@@ -46,6 +46,15 @@ fn fence(lease: &Lease) -> Fence {
     }
 }
 
+/// `LEASE_EXPIRED` unless `lease` is live at `now` (not ended, not expired, this
+/// generation): the check of an act whose own update does not fence the lease.
+fn require_live(db: &mut dyn Statements, lease: &Lease, now: Millis) -> Result<()> {
+    if !db.is_fence_live(fence(lease), now)? {
+        return Err(Error::LeaseExpired("it is no longer live".into()));
+    }
+    Ok(())
+}
+
 fn reread(db: &mut dyn Statements, id: &str) -> Result<RequestRow> {
     db.answer_target(id)?
         .ok_or_else(|| Error::NotFound(id.to_string()))
@@ -395,9 +404,7 @@ fn vote(
     let (voter_id, person) = admit_voter(voter, r, q, people)?;
     // Lock order: the lease row (shared), then the request row.
     if let Some(l) = voter.lease {
-        if !db.is_fence_live(fence(l), now)? {
-            return Err(Error::LeaseExpired("it is no longer live".into()));
-        }
+        require_live(db, l, now)?;
     }
     if !db.lock_request_if_open_for_vote(r.seq)? {
         // Finished by another writer since it was read.
@@ -566,9 +573,7 @@ pub fn cancel(
     reason: Option<&str>,
 ) -> Result<Outcome> {
     let r = load_open(db, lease, id)?;
-    if !db.is_fence_live(fence(lease), now)? {
-        return Err(Error::LeaseExpired("it is no longer live".into()));
-    }
+    require_live(db, lease, now)?;
     let provider = lease.provider_name();
     let message = match reason {
         Some(reason) => format!("cancelled by provider {provider:?}: {reason}"),
