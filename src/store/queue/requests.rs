@@ -13,7 +13,9 @@ use crate::core::audit::{Actor, EventKind, Source};
 use crate::core::lifecycle::Status;
 use crate::core::quorum::{Policy, Required};
 use crate::error::{Error, Result};
-use crate::protocol::check::{check_ask, check_structure, is_valid_id, AskEnv, CallerStatus};
+use crate::protocol::check::{
+    check_ask, check_structure, is_valid_id, AskEnv, CallerStatus, Normalized,
+};
 use crate::protocol::error::{Code, UserQuestionError};
 use crate::protocol::prepared::Prepared;
 use crate::protocol::types::{AgentRef, Request};
@@ -106,162 +108,52 @@ pub fn accept_prepared(
     policy: &Policy,
 ) -> Result<Accepted> {
     let mut n = check_structure(request, fallback_id, crate::clock::to_timestamp(now))?;
-    // Re-delivery of the same request is accepted once; other content under the same id
-    // is not. One lookup finds both the accepted request owning the id (if any) and
-    // whether an earlier input with this id was rejected.
-    let mut existing: Option<(String, String, Status)> = None;
-    let mut replaced_rejection = false;
-    for r in db.rows_with_id(&n.id)? {
-        match Status::parse(&r.status) {
-            Some(Status::Rejected) | None => replaced_rejection = true,
-            Some(st) => existing = Some((r.context, r.body, st)),
-        }
-    }
-    if let Some((context, body, status)) = existing {
-        let same = serde_json::from_str::<Request>(&body).is_ok_and(|r| r == n.request);
-        if same {
-            return Ok(Accepted {
-                id: n.id,
-                context,
-                new: false,
-                status,
-                replaced_rejection: false,
-            });
-        }
-        return Err(match &n.request.wait {
-            Some(w) => duplicate_wait(&n.id, &w.call_id),
-            None => duplicate_id(&n.id),
-        });
-    }
-    let env = Env {
-        db: RefCell::new(&mut *db),
-        now,
-        lineage: Default::default(),
-        failure: Default::default(),
+    let replaced_rejection = match earlier_under_id(db, &n)? {
+        Earlier::Same(accepted) => return Ok(accepted),
+        Earlier::None { replaced_rejection } => replaced_rejection,
     };
-    let checked = check_ask(&n, crate::clock::to_timestamp(now), &env);
-    if let Some(e) = env.failure.into_inner() {
-        return Err(e);
-    }
-    checked?;
+    let lineage = check_in_place(db, now, &n)?;
     // The quorum it is held to, fixed now (the context's policy wins over the asker's).
     let required = policy
         .required(&n.context, n.request.quorum.as_deref())
         .map_err(|e| Error::question(Code::BadRequest, e.to_string()))?;
-    let quorum_json = required.as_ref().map(Required::to_json);
-    let lineage = env.lineage.into_inner();
-    // The operator's ladder policy of the context, under the asker's own.
-    if let Some(policy) = db.context_ladder_policy(&n.context)? {
-        match serde_json::from_str::<crate::protocol::ladder::Ladder>(&policy) {
-            Ok(p) => {
-                n.ladder = crate::protocol::ladder::resolve_with_policy(
-                    n.request.ladder.as_deref(),
-                    &p,
-                    &n.request.questions,
-                    &n.context,
-                    n.deadline,
-                    crate::clock::to_timestamp(now),
-                )?;
-            }
-            Err(e) => {
-                tracing::warn!(context = %n.context, error = %e, "a context's ladder policy does not parse; ignored")
-            }
-        }
-    }
+    apply_context_ladder(db, now, &mut n)?;
     if replaced_rejection {
         // An earlier rejection of this id must not publish its error outcome over this
         // request's (the file, if already written, is removed after the commit).
         db.unset_outbox_of_rejections_of_id(&n.id)?;
     }
-    let Some(Prepared {
-        body,
-        digest,
-        options,
-        ..
-    }) = prepared
+    let Some(prepared) = prepared
         .filter(|p| p.id == n.id)
         .or_else(|| Prepared::of_named(&n.request))
     else {
         return Err(Error::Invalid("the request does not serialize".to_string()));
     };
-    let deadline = n.deadline.map(crate::clock::from_timestamp);
-    let agent_id = n.request.agent.as_ref().map(|a| a.id.as_str());
-    let ladder = n.ladder.as_ref().map(|l| l.to_json());
-    let ladder_due_ms = n.ladder.as_ref().and_then(|l| l.next(0)).map(|(_, t)| t);
-    let seq = db
-        .insert_pending_request(&NewRequest {
-            id: &n.id,
-            context: &n.context,
-            agent_id,
-            agent_instance: n.request.agent.as_ref().map(|a| a.instance.as_str()),
-            agent_lineage: lineage.as_deref(),
-            body: &body,
-            source,
-            require_provider: n.request.requires_provider(),
-            deadline_ms: deadline,
-            created_ms: now,
-            ladder: ladder.as_deref(),
-            ladder_due_ms,
-            quorum: quorum_json.as_deref(),
-        })?
-        // Unreachable under the write lock (the id was looked up above); the index has
-        // the last word all the same.
-        .ok_or_else(|| duplicate_id(&n.id))?;
-    for ((idx, q), options) in n.request.questions.iter().enumerate().zip(&options) {
-        db.insert_question(&NewQuestion {
-            request_seq: seq,
-            idx: idx as i64,
-            qid: &q.id,
-            question: &q.question,
-            header: q.header.as_deref(),
-            detail: q.detail.as_deref(),
-            multi_select: q.is_multi(),
-            intent_kind: q.intent.as_ref().map(|i| i.kind.as_str()),
-            intent_approve: q.intent.as_ref().map(|i| i.approve.as_str()),
-            options,
-        })?;
-    }
-    let actor = match &n.request.agent {
-        Some(a) => Actor::Agent(a.id.clone()),
-        // A web token that asks is named in the log (`web:NAME`), as it is for what else
-        // it does; so is an MCP client over stdio (`mcp:CLIENT`).
-        None => match Source::parse(source) {
-            Some(Source::WebToken(name)) => Actor::Web(name),
-            Some(Source::Mcp(name)) => Actor::Mcp(name),
-            _ => Actor::Asker,
-        },
-    };
-    // What was asked: the digest of the canonical request (the row's body must hash to
-    // it) and what the row keeps beside the body.
-    let mut data = serde_json::json!({
-        "context": n.context,
-        "source": source,
-        "questions": n.request.questions.len(),
-        "rowSeq": seq,
-        "digest": digest,
-        "deadlineMs": deadline,
-        "lineage": lineage,
-    });
-    // The resolved ladder, only on a request that has one: the row's `ladder`
-    // column must be this.
-    if let (Some(l), Some(map)) = (&n.ladder, data.as_object_mut()) {
-        let v = serde_json::to_value(l)
-            .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
-        map.insert("ladder".into(), v);
-    }
-    // The quorum the row holds (only when there is one: a request without one
-    // is recorded exactly as before).
-    if let Some(q) = &required {
-        data["quorum"] = serde_json::to_value(q)
-            .map_err(|e| Error::Invalid(format!("the quorum does not serialize: {e}")))?;
-    }
+    let quorum_json = required.as_ref().map(Required::to_json);
+    let seq = insert_rows(
+        db,
+        now,
+        &n,
+        &prepared,
+        source,
+        lineage.as_deref(),
+        quorum_json.as_deref(),
+    )?;
+    let data = accepted_data(
+        &n,
+        source,
+        seq,
+        &prepared.digest,
+        lineage,
+        required.as_ref(),
+    )?;
     db.append_event(
         now,
         NewEvent {
             kind: EventKind::Accepted,
             request_id: Some(&n.id),
-            agent_id,
-            actor,
+            agent_id: n.request.agent.as_ref().map(|a| a.id.as_str()),
+            actor: asker(&n.request, source),
             data,
             lease_id: None,
         },
@@ -281,6 +173,189 @@ pub fn accept_prepared(
         status: Status::Pending,
         replaced_rejection,
     })
+}
+
+/// What the store already holds under a request's id.
+enum Earlier {
+    /// The same request, accepted before: its re-delivery is that acceptance.
+    Same(Accepted),
+    /// No accepted request; whether an earlier input with this id was rejected.
+    None { replaced_rejection: bool },
+}
+
+/// Re-delivery of the same request is accepted once; other content under the same id is
+/// not (`DUPLICATE_ID`, or `DUPLICATE_WAIT` for a tool call's request). One lookup finds
+/// both the accepted request owning the id (if any) and whether an earlier input with
+/// this id was rejected.
+fn earlier_under_id(db: &mut dyn Statements, n: &Normalized) -> Result<Earlier> {
+    let mut existing: Option<(String, String, Status)> = None;
+    let mut replaced_rejection = false;
+    for r in db.rows_with_id(&n.id)? {
+        match Status::parse(&r.status) {
+            Some(Status::Rejected) | None => replaced_rejection = true,
+            Some(st) => existing = Some((r.context, r.body, st)),
+        }
+    }
+    let Some((context, body, status)) = existing else {
+        return Ok(Earlier::None { replaced_rejection });
+    };
+    if serde_json::from_str::<Request>(&body).is_ok_and(|r| r == n.request) {
+        return Ok(Earlier::Same(Accepted {
+            id: n.id.clone(),
+            context,
+            new: false,
+            status,
+            replaced_rejection: false,
+        }));
+    }
+    Err(match &n.request.wait {
+        Some(w) => duplicate_wait(&n.id, &w.call_id),
+        None => duplicate_id(&n.id),
+    })
+}
+
+/// The ask checks that read the store (the caller's registration, a live provider where
+/// one is required), through the transaction's statements: the caller's lineage, or the
+/// rejection (a failed read is returned as itself, not judged on).
+fn check_in_place(db: &mut dyn Statements, now: Millis, n: &Normalized) -> Result<Option<String>> {
+    let env = Env {
+        db: RefCell::new(db),
+        now,
+        lineage: Default::default(),
+        failure: Default::default(),
+    };
+    let checked = check_ask(n, crate::clock::to_timestamp(now), &env);
+    if let Some(e) = env.failure.into_inner() {
+        return Err(e);
+    }
+    checked?;
+    Ok(env.lineage.into_inner())
+}
+
+/// The operator's ladder policy of the request's context, resolved under the asker's own
+/// ladder; a policy that does not parse is logged and ignored.
+fn apply_context_ladder(db: &mut dyn Statements, now: Millis, n: &mut Normalized) -> Result<()> {
+    let Some(policy) = db.context_ladder_policy(&n.context)? else {
+        return Ok(());
+    };
+    match serde_json::from_str::<crate::protocol::ladder::Ladder>(&policy) {
+        Ok(p) => {
+            n.ladder = crate::protocol::ladder::resolve_with_policy(
+                n.request.ladder.as_deref(),
+                &p,
+                &n.request.questions,
+                &n.context,
+                n.deadline,
+                crate::clock::to_timestamp(now),
+            )?;
+        }
+        Err(e) => {
+            tracing::warn!(context = %n.context, error = %e, "a context's ladder policy does not parse; ignored")
+        }
+    }
+    Ok(())
+}
+
+/// Insert the accepted request's row (pending) and its question rows: the row's `seq`.
+fn insert_rows(
+    db: &mut dyn Statements,
+    now: Millis,
+    n: &Normalized,
+    prepared: &Prepared,
+    source: &str,
+    lineage: Option<&str>,
+    quorum: Option<&str>,
+) -> Result<i64> {
+    let ladder = n.ladder.as_ref().map(|l| l.to_json());
+    let seq = db
+        .insert_pending_request(&NewRequest {
+            id: &n.id,
+            context: &n.context,
+            agent_id: n.request.agent.as_ref().map(|a| a.id.as_str()),
+            agent_instance: n.request.agent.as_ref().map(|a| a.instance.as_str()),
+            agent_lineage: lineage,
+            body: &prepared.body,
+            source,
+            require_provider: n.request.requires_provider(),
+            deadline_ms: n.deadline.map(crate::clock::from_timestamp),
+            created_ms: now,
+            ladder: ladder.as_deref(),
+            ladder_due_ms: n.ladder.as_ref().and_then(|l| l.next(0)).map(|(_, t)| t),
+            quorum,
+        })?
+        // Unreachable under the write lock (the id was looked up above); the index has
+        // the last word all the same.
+        .ok_or_else(|| duplicate_id(&n.id))?;
+    for ((idx, q), options) in n
+        .request
+        .questions
+        .iter()
+        .enumerate()
+        .zip(&prepared.options)
+    {
+        db.insert_question(&NewQuestion {
+            request_seq: seq,
+            idx: idx as i64,
+            qid: &q.id,
+            question: &q.question,
+            header: q.header.as_deref(),
+            detail: q.detail.as_deref(),
+            multi_select: q.is_multi(),
+            intent_kind: q.intent.as_ref().map(|i| i.kind.as_str()),
+            intent_approve: q.intent.as_ref().map(|i| i.approve.as_str()),
+            options,
+        })?;
+    }
+    Ok(seq)
+}
+
+/// Who asked, as the log names them: the agent; else a web token that asks (`web:NAME`),
+/// as it is for what else it does, or an MCP client over stdio (`mcp:CLIENT`); else the
+/// asker.
+fn asker(request: &Request, source: &str) -> Actor {
+    match &request.agent {
+        Some(a) => Actor::Agent(a.id.clone()),
+        None => match Source::parse(source) {
+            Some(Source::WebToken(name)) => Actor::Web(name),
+            Some(Source::Mcp(name)) => Actor::Mcp(name),
+            _ => Actor::Asker,
+        },
+    }
+}
+
+/// The `accepted` event's data: what was asked (the digest of the canonical request: the
+/// row's body must hash to it) and what the row keeps beside the body.
+fn accepted_data(
+    n: &Normalized,
+    source: &str,
+    seq: i64,
+    digest: &str,
+    lineage: Option<String>,
+    required: Option<&Required>,
+) -> Result<serde_json::Value> {
+    let mut data = serde_json::json!({
+        "context": n.context,
+        "source": source,
+        "questions": n.request.questions.len(),
+        "rowSeq": seq,
+        "digest": digest,
+        "deadlineMs": n.deadline.map(crate::clock::from_timestamp),
+        "lineage": lineage,
+    });
+    // The resolved ladder, only on a request that has one: the row's `ladder`
+    // column must be this.
+    if let (Some(l), Some(map)) = (&n.ladder, data.as_object_mut()) {
+        let v = serde_json::to_value(l)
+            .map_err(|e| Error::Invalid(format!("the ladder does not serialize: {e}")))?;
+        map.insert("ladder".into(), v);
+    }
+    // The quorum the row holds (only when there is one: a request without one
+    // is recorded exactly as before).
+    if let Some(q) = required {
+        data["quorum"] = serde_json::to_value(q)
+            .map_err(|e| Error::Invalid(format!("the quorum does not serialize: {e}")))?;
+    }
+    Ok(data)
 }
 
 /// The questions' texts, for a delivery's body (the receiver shows them: untrusted text).
