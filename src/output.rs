@@ -308,6 +308,31 @@ pub fn list_text(rows: &[RequestSummary], layout: &Layout) -> String {
 /// Human text of one request.
 pub fn show_text(v: &RequestView) -> String {
     let mut s = String::new();
+    push_heading(&mut s, v);
+    if let Some(q) = &v.quorum {
+        push_quorum(&mut s, v, q);
+    }
+    if let Some(meta) = &v.meta {
+        push_meta(&mut s, meta);
+    }
+    for (i, q) in v.questions.iter().enumerate() {
+        push_question(&mut s, v, i, q);
+    }
+    if let Some(Outcome::Error(e)) = &v.outcome {
+        s.push_str(&format!(
+            "\nerror    {}: {}\n",
+            e.error.code,
+            one_line(&e.error.message)
+        ));
+    }
+    if let Some(raw) = &v.raw {
+        s.push_str(&format!("\ninput    {}\n", ellipsize(raw, 200)));
+    }
+    s
+}
+
+/// The request's lines: its id, status, context, agent, source, times, claim and ending.
+fn push_heading(s: &mut String, v: &RequestView) {
     let id = v.id.as_deref().unwrap_or("-");
     s.push_str(&format!("request  {}\n", one_line(id)));
     s.push_str(&format!("status   {}\n", v.status.as_str()));
@@ -343,122 +368,113 @@ pub fn show_text(v: &RequestView) -> String {
             _ => s.push_str(&format!("{:<8} at {f}\n", v.status.as_str())),
         }
     }
-    if let Some(q) = &v.quorum {
+}
+
+/// The quorum's progress, each vote, and who approved an answered request.
+fn push_quorum(s: &mut String, v: &RequestView, q: &crate::core::quorum::QuorumView) {
+    s.push_str(&format!(
+        "quorum   {} agree; {} matching vote(s) needed{}, decline: {} (set by the {})\n",
+        q.progress(),
+        q.approvals,
+        q.group
+            .as_deref()
+            .map(|g| format!(" from group {}", one_line(g)))
+            .unwrap_or_default(),
+        q.decline,
+        q.by
+    ));
+    for vote in &q.votes {
         s.push_str(&format!(
-            "quorum   {} agree; {} matching vote(s) needed{}, decline: {} (set by the {})\n",
-            q.progress(),
-            q.approvals,
-            q.group
-                .as_deref()
-                .map(|g| format!(" from group {}", one_line(g)))
-                .unwrap_or_default(),
-            q.decline,
-            q.by
+            "vote     {} at {}: {}{}\n",
+            one_line(&vote.who()),
+            vote.at,
+            vote_answer_text(&vote.answer),
+            vote.decision
+                .map(|d| format!(" ({})", d.as_str()))
+                .unwrap_or_default()
         ));
-        for vote in &q.votes {
-            s.push_str(&format!(
-                "vote     {} at {}: {}{}\n",
-                one_line(&vote.who()),
-                vote.at,
-                vote_answer_text(&vote.answer),
-                vote.decision
-                    .map(|d| format!(" ({})", d.as_str()))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(Outcome::Answered(a)) = &v.outcome {
-            if let Some(approvers) = &a.approvers {
-                let names: Vec<String> =
-                    approvers.iter().map(|p| one_line(p).into_owned()).collect();
-                s.push_str(&format!("approved by {}\n", names.join(", ")));
-            }
+    }
+    if let Some(Outcome::Answered(a)) = &v.outcome {
+        if let Some(approvers) = &a.approvers {
+            let names: Vec<String> = approvers.iter().map(|p| one_line(p).into_owned()).collect();
+            s.push_str(&format!("approved by {}\n", names.join(", ")));
         }
     }
-    if let Some(meta) = &v.meta {
-        // Whole and pretty-printed, one JSON line a terminal line. serde_json escapes C0
-        // controls but passes C1 and bidi controls through: each line is escaped.
-        let json = serde_json::to_string_pretty(&serde_json::Value::Object(meta.clone()))
-            .unwrap_or_default();
-        for (i, line) in json.lines().enumerate() {
-            let lead = if i == 0 { "meta    " } else { "        " };
-            s.push_str(&format!("{lead} {}\n", one_line(line)));
+}
+
+/// The asker's `meta`, whole and pretty-printed.
+fn push_meta(s: &mut String, meta: &serde_json::Map<String, serde_json::Value>) {
+    // Whole and pretty-printed, one JSON line a terminal line. serde_json escapes C0
+    // controls but passes C1 and bidi controls through: each line is escaped.
+    let json =
+        serde_json::to_string_pretty(&serde_json::Value::Object(meta.clone())).unwrap_or_default();
+    for (i, line) in json.lines().enumerate() {
+        let lead = if i == 0 { "meta    " } else { "        " };
+        s.push_str(&format!("{lead} {}\n", one_line(line)));
+    }
+}
+
+/// Question `i` (0-based): its text, detail and options, and how it was answered.
+fn push_question(s: &mut String, v: &RequestView, i: usize, q: &crate::views::QuestionView) {
+    s.push('\n');
+    let q0 = &q.question;
+    if let Some(h) = &q0.header {
+        s.push_str(&format!("[{}] ", one_line(h)));
+    }
+    s.push_str(&format!(
+        "{}. {} (id {}{}{})\n",
+        i + 1,
+        one_line(&q0.question),
+        one_line(&q0.id),
+        if q0.is_multi() { ", multi-select" } else { "" },
+        if q0.plan_review_approve().is_some() {
+            ", plan-review"
+        } else {
+            ""
+        }
+    ));
+    if let Some(d) = &q0.detail {
+        for line in multi_line(d).lines() {
+            s.push_str(&format!("   | {line}\n"));
         }
     }
-    for (i, q) in v.questions.iter().enumerate() {
-        s.push('\n');
-        let q0 = &q.question;
-        if let Some(h) = &q0.header {
-            s.push_str(&format!("[{}] ", one_line(h)));
-        }
-        s.push_str(&format!(
-            "{}. {} (id {}{}{})\n",
-            i + 1,
-            one_line(&q0.question),
-            one_line(&q0.id),
-            if q0.is_multi() { ", multi-select" } else { "" },
-            if q0.plan_review_approve().is_some() {
-                ", plan-review"
-            } else {
-                ""
-            }
-        ));
-        if let Some(d) = &q0.detail {
-            for line in multi_line(d).lines() {
-                s.push_str(&format!("   | {line}\n"));
-            }
-        }
-        for o in q0.options() {
-            let mark = match &q.selected {
-                Some(sel) if sel.contains(&o.label) => "[x]",
-                Some(_) => "[ ]",
-                None => "-",
-            };
-            let approve = if q0.plan_review_approve() == Some(o.label.as_str()) {
-                " (approves)"
-            } else {
-                ""
-            };
-            let label = one_line(&o.label);
-            match &o.description {
-                Some(desc) => {
-                    s.push_str(&format!("   {mark} {label}{approve}: {}\n", one_line(desc)))
-                }
-                None => s.push_str(&format!("   {mark} {label}{approve}\n")),
-            }
-        }
-        if let Some(c) = &q.custom {
-            s.push_str(&format!("   custom: {}\n", one_line(c)));
-        }
-        // Edit-then-approve: the recorded diff of what the reviewer changed.
-        let edit = match &v.outcome {
-            Some(Outcome::Answered(a)) => a.edited.as_ref().and_then(|e| e.get(&q0.id)),
-            _ => None,
+    for o in q0.options() {
+        let mark = match &q.selected {
+            Some(sel) if sel.contains(&o.label) => "[x]",
+            Some(_) => "[ ]",
+            None => "-",
         };
-        if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() && edit.is_none()
-        {
-            s.push_str("   (skipped)\n");
-        }
-        if let Some(d) = q.decision {
-            s.push_str(&format!("   decision: {}\n", d.as_str()));
-        }
-        if let Some(e) = edit {
-            s.push_str("   approved as edited; the changes to the proposal:\n");
-            for line in e.diff.lines() {
-                s.push_str(&format!("     {}\n", one_line(line)));
-            }
+        let approve = if q0.plan_review_approve() == Some(o.label.as_str()) {
+            " (approves)"
+        } else {
+            ""
+        };
+        let label = one_line(&o.label);
+        match &o.description {
+            Some(desc) => s.push_str(&format!("   {mark} {label}{approve}: {}\n", one_line(desc))),
+            None => s.push_str(&format!("   {mark} {label}{approve}\n")),
         }
     }
-    if let Some(Outcome::Error(e)) = &v.outcome {
-        s.push_str(&format!(
-            "\nerror    {}: {}\n",
-            e.error.code,
-            one_line(&e.error.message)
-        ));
+    if let Some(c) = &q.custom {
+        s.push_str(&format!("   custom: {}\n", one_line(c)));
     }
-    if let Some(raw) = &v.raw {
-        s.push_str(&format!("\ninput    {}\n", ellipsize(raw, 200)));
+    // Edit-then-approve: the recorded diff of what the reviewer changed.
+    let edit = match &v.outcome {
+        Some(Outcome::Answered(a)) => a.edited.as_ref().and_then(|e| e.get(&q0.id)),
+        _ => None,
+    };
+    if q.selected.as_ref().is_some_and(|s| s.is_empty()) && q.custom.is_none() && edit.is_none() {
+        s.push_str("   (skipped)\n");
     }
-    s
+    if let Some(d) = q.decision {
+        s.push_str(&format!("   decision: {}\n", d.as_str()));
+    }
+    if let Some(e) = edit {
+        s.push_str("   approved as edited; the changes to the proposal:\n");
+        for line in e.diff.lines() {
+            s.push_str(&format!("     {}\n", one_line(line)));
+        }
+    }
 }
 
 /// Human text of an outcome.
