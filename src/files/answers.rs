@@ -12,6 +12,7 @@
 //! never a place to steal a lease from.
 
 use std::fs;
+use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -159,138 +160,192 @@ pub fn process(
     let names = list_dir(&dir)?;
     let mut rest = &names[..];
     while !rest.is_empty() {
-        let mut items: Vec<(String, std::result::Result<Parsed, UserQuestionError>)> = Vec::new();
-        let (mut taken, mut read) = (0, 0u64);
-        for name in rest.iter().take(BATCH) {
-            if read >= batch_bytes {
-                break;
-            }
-            taken += 1;
-            let path = dir.join(name);
-            let parsed = match read_dropped(&path, max_bytes) {
-                Ok((bytes, _)) => {
-                    read += bytes.len() as u64;
-                    if grace::unfinished(&bytes) {
-                        if grace::settling(&path) {
-                            // Still being written (or copied in): judged after the grace.
-                            continue;
-                        }
-                        parse(name, &bytes).map_err(|mut e| {
-                            e.message = format!(
-                                "{}; {}",
-                                e.message,
-                                grace::unfinished_hint(&bytes, "answers")
-                            );
-                            e
-                        })
-                    } else {
-                        parse(name, &bytes)
-                    }
-                }
-                Err(ReadError::Gone) => continue,
-                Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    if grace::settling(&path) {
-                        continue;
-                    }
-                    Err(UserQuestionError::new(
-                        Code::BadRequest,
-                        format!("{name}: {}", grace::unreadable_hint(&path, &e, "answers")),
-                    ))
-                }
-                Err(ReadError::Io(e)) => {
-                    tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read answer file; will retry");
-                    continue;
-                }
-                Err(e) => Err(UserQuestionError::new(
-                    Code::BadRequest,
-                    format!("{name}: {e}"),
-                )),
-            };
-            items.push((name.clone(), parsed));
-        }
+        let (items, taken) = read_batch(&dir, rest, max_bytes, batch_bytes);
         rest = &rest[taken..];
         if items.is_empty() {
             continue;
         }
-        // Per file: Ok((id, answered?)) or the error to file it under.
-        let files: Vec<ProviderFile> = items
-            .iter()
-            .filter_map(|(_, parsed)| match parsed {
-                Ok(Parsed::Answer(id, token, answer)) => Some(ProviderFile::Answer {
-                    id: id.clone(),
-                    token: token.clone(),
-                    answer: answer.clone(),
-                }),
-                Ok(Parsed::Cancel(id, token, reason)) => Some(ProviderFile::Cancel {
-                    id: id.clone(),
-                    token: token.clone(),
-                    reason: (!reason.trim().is_empty()).then(|| reason.clone()),
-                }),
-                Err(_) => None,
-            })
-            .collect();
         // One transaction; each file applies on its own, and replays (a crash between the
         // commit and the file's removal) are recognised by the store and applied once.
-        let mut applied = store.apply_answer_files(&files)?.into_iter();
-        // Per file: Ok((id, answered?)) or the error to file it under.
-        let results: Vec<std::result::Result<(String, bool), UserQuestionError>> = items
-            .iter()
-            .map(|(_, parsed)| match parsed {
-                Err(e) => Err(e.clone()),
-                Ok(p) => {
-                    let (id, answered) = match p {
-                        Parsed::Answer(id, ..) => (id.clone(), true),
-                        Parsed::Cancel(id, ..) => (id.clone(), false),
-                    };
-                    match applied.next().expect("one result per file") {
-                        // A vote on a request with a quorum that left it open.
-                        Ok(None) if answered => {
-                            tracing::info!(id = %id, "voted by answer file; the request's quorum is not met yet");
-                            Ok((id, answered))
-                        }
-                        Ok(_) => Ok((id, answered)),
-                        Err(e) => Err(e.to_user_error()),
-                    }
-                }
-            })
-            .collect();
+        let applied = store.apply_answer_files(&provider_files(&items))?;
+        let results = verdicts(&items, applied);
         // Committed: now the files may go.
-        let mut rejected = Vec::new();
-        for ((name, _), result) in items.iter().zip(results) {
-            match result {
-                Ok((id, answered)) => {
-                    if answered {
-                        tracing::info!(id = %id, "answered by answer file");
-                        out.answered.push(id);
-                    } else {
-                        tracing::info!(id = %id, "cancelled by answer file");
-                        out.cancelled.push(id);
-                    }
-                    if let Err(e) = fs::remove_file(dir.join(name)) {
-                        if e.kind() != std::io::ErrorKind::NotFound {
-                            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot remove answer file");
-                        }
-                    }
-                }
-                Err(mut ue) => {
-                    // A message may quote the file (a parse error names a value).
-                    if let Some(m) = redact_lease_secrets(ue.message.as_bytes()) {
-                        ue.message = String::from_utf8_lossy(&m).into_owned();
-                    }
-                    tracing::warn!(file = %for_log(name), code = %ue.code, message = %for_log(&ue.message), "answer file rejected");
-                    out.rejected.push((name.clone(), ue.code));
-                    rejected.push(RejectedFile {
-                        name: name.clone(),
-                        keep: redacted_copy(&dir.join(name), max_bytes),
-                        error: ue,
-                        identity: None,
-                    });
-                }
-            }
-        }
+        let rejected = settle(&dir, &items, results, max_bytes, &mut out);
         move_rejected(&dir, &root.answers_rejected(), &rejected, now);
     }
     Ok(out)
+}
+
+/// An answer file of a batch: its name, and what it says or why it is rejected.
+type Item = (String, std::result::Result<Parsed, UserQuestionError>);
+
+/// The next batch of `names`: at most [`BATCH`] files, read until about `batch_bytes`
+/// bytes; and how many names it took (files still settling or gone are taken and left).
+fn read_batch(
+    dir: &Path,
+    names: &[String],
+    max_bytes: u64,
+    batch_bytes: u64,
+) -> (Vec<Item>, usize) {
+    let mut items = Vec::new();
+    let (mut taken, mut read) = (0, 0u64);
+    for name in names.iter().take(BATCH) {
+        if read >= batch_bytes {
+            break;
+        }
+        taken += 1;
+        let (parsed, bytes) = read_one(dir, name, max_bytes);
+        read += bytes;
+        if let Some(parsed) = parsed {
+            items.push((name.clone(), parsed));
+        }
+    }
+    (items, taken)
+}
+
+/// Read and parse answer file `dir/name`, or `None` to leave it for a later pass: still
+/// being written or copied in (judged after the grace), gone, or not readable for a
+/// reason that may pass; and the bytes read (a file left to settle counts too).
+fn read_one(
+    dir: &Path,
+    name: &str,
+    max_bytes: u64,
+) -> (Option<std::result::Result<Parsed, UserQuestionError>>, u64) {
+    let path = dir.join(name);
+    match read_dropped(&path, max_bytes) {
+        Ok((bytes, _)) => {
+            let read = bytes.len() as u64;
+            if !grace::unfinished(&bytes) {
+                return (Some(parse(name, &bytes)), read);
+            }
+            if grace::settling(&path) {
+                return (None, read);
+            }
+            let parsed = parse(name, &bytes).map_err(|mut e| {
+                e.message = format!(
+                    "{}; {}",
+                    e.message,
+                    grace::unfinished_hint(&bytes, "answers")
+                );
+                e
+            });
+            (Some(parsed), read)
+        }
+        Err(ReadError::Gone) => (None, 0),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            if grace::settling(&path) {
+                return (None, 0);
+            }
+            let e = UserQuestionError::new(
+                Code::BadRequest,
+                format!("{name}: {}", grace::unreadable_hint(&path, &e, "answers")),
+            );
+            (Some(Err(e)), 0)
+        }
+        Err(ReadError::Io(e)) => {
+            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read answer file; will retry");
+            (None, 0)
+        }
+        Err(e) => {
+            let e = UserQuestionError::new(Code::BadRequest, format!("{name}: {e}"));
+            (Some(Err(e)), 0)
+        }
+    }
+}
+
+/// The store's calls for the batch's files that parsed, in order.
+fn provider_files(items: &[Item]) -> Vec<ProviderFile> {
+    items
+        .iter()
+        .filter_map(|(_, parsed)| match parsed {
+            Ok(Parsed::Answer(id, token, answer)) => Some(ProviderFile::Answer {
+                id: id.clone(),
+                token: token.clone(),
+                answer: answer.clone(),
+            }),
+            Ok(Parsed::Cancel(id, token, reason)) => Some(ProviderFile::Cancel {
+                id: id.clone(),
+                token: token.clone(),
+                reason: (!reason.trim().is_empty()).then(|| reason.clone()),
+            }),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// Per file: `Ok((id, answered?))`, or the error to file it under, from its parse and
+/// what the store made of it (`applied`: one result per file that parsed, in order).
+fn verdicts(
+    items: &[Item],
+    applied: Vec<std::result::Result<Option<crate::protocol::Outcome>, crate::error::Error>>,
+) -> Vec<std::result::Result<(String, bool), UserQuestionError>> {
+    let mut applied = applied.into_iter();
+    items
+        .iter()
+        .map(|(_, parsed)| match parsed {
+            Err(e) => Err(e.clone()),
+            Ok(p) => {
+                let (id, answered) = match p {
+                    Parsed::Answer(id, ..) => (id.clone(), true),
+                    Parsed::Cancel(id, ..) => (id.clone(), false),
+                };
+                match applied.next().expect("one result per file") {
+                    // A vote on a request with a quorum that left it open.
+                    Ok(None) if answered => {
+                        tracing::info!(id = %id, "voted by answer file; the request's quorum is not met yet");
+                        Ok((id, answered))
+                    }
+                    Ok(_) => Ok((id, answered)),
+                    Err(e) => Err(e.to_user_error()),
+                }
+            }
+        })
+        .collect()
+}
+
+/// After the commit: remove each applied file and count it in `out`; log and count each
+/// rejected one, and return what to keep of it in `answers/rejected/`.
+fn settle(
+    dir: &Path,
+    items: &[Item],
+    results: Vec<std::result::Result<(String, bool), UserQuestionError>>,
+    max_bytes: u64,
+    out: &mut Processed,
+) -> Vec<RejectedFile> {
+    let mut rejected = Vec::new();
+    for ((name, _), result) in items.iter().zip(results) {
+        match result {
+            Ok((id, answered)) => {
+                if answered {
+                    tracing::info!(id = %id, "answered by answer file");
+                    out.answered.push(id);
+                } else {
+                    tracing::info!(id = %id, "cancelled by answer file");
+                    out.cancelled.push(id);
+                }
+                if let Err(e) = fs::remove_file(dir.join(name)) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot remove answer file");
+                    }
+                }
+            }
+            Err(mut ue) => {
+                // A message may quote the file (a parse error names a value).
+                if let Some(m) = redact_lease_secrets(ue.message.as_bytes()) {
+                    ue.message = String::from_utf8_lossy(&m).into_owned();
+                }
+                tracing::warn!(file = %for_log(name), code = %ue.code, message = %for_log(&ue.message), "answer file rejected");
+                out.rejected.push((name.clone(), ue.code));
+                rejected.push(RejectedFile {
+                    name: name.clone(),
+                    keep: redacted_copy(&dir.join(name), max_bytes),
+                    error: ue,
+                    identity: None,
+                });
+            }
+        }
+    }
+    rejected
 }
 
 #[cfg(test)]
