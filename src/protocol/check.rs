@@ -67,21 +67,7 @@ pub fn check_structure(
     if let Some(w) = &request.wait {
         super::continued::check_wait(w)?;
     }
-    let id = match (&request.id, fallback_id) {
-        // A request on a tool call is the call's (dsh 0.2's continued questions).
-        _ if request.wait.is_some() => {
-            let w = request.wait.as_ref().expect("checked above");
-            super::continued::request_id(w, request.id.as_deref())?
-        }
-        (Some(id), _) => id.clone(),
-        (None, Some(f)) => f.to_string(),
-        (None, None) => {
-            return Err(err(
-                Code::BadRequest,
-                "the request has no `id`; give one in the JSON (or name the file after it)",
-            ))
-        }
-    };
+    let id = request_id(&request, fallback_id)?;
     check_id("request id", &id)?;
     request.id = Some(id.clone());
     let context = request.context().to_string();
@@ -91,18 +77,7 @@ pub fn check_structure(
         check_id("agent instance", &agent.instance)?;
     }
     if let Some(q) = &request.quorum {
-        if !(1..=MAX_APPROVALS).contains(&q.approvals) {
-            return Err(err(
-                Code::BadRequest,
-                format!(
-                    "quorum.approvals is {}: give 1 to {MAX_APPROVALS} distinct reviewers",
-                    q.approvals
-                ),
-            ));
-        }
-        if let Some(g) = &q.group {
-            check_id("quorum group", g)?;
-        }
+        check_quorum(q)?;
     }
     let mut seen = HashSet::new();
     for q in &request.questions {
@@ -116,44 +91,104 @@ pub fn check_structure(
                 ),
             ));
         }
-        if q.editable == Some(true) && q.intent.is_none() {
-            // dshq's edit-then-approve extension ([`super::edit`]).
-            if q.options.is_some() {
-                return Err(err(
-                    Code::BadRequest,
-                    format!(
-                        "question {:?} is `editable` but has options: `editable: true` is for a free-text question, whose `detail` is the proposal the reviewer may edit (a plan review is editable without it)",
-                        q.id
-                    ),
-                ));
-            }
-            if q.detail.is_none() {
-                return Err(err(
-                    Code::BadRequest,
-                    format!(
-                        "question {:?} is `editable` but has no `detail`: put the proposal the reviewer may edit in `detail`",
-                        q.id
-                    ),
-                ));
-            }
+        check_question(q)?;
+    }
+    let deadline = deadline(&request, now)?;
+    let ladder = match &request.ladder {
+        Some(l) => Some(super::ladder::resolve(
+            l,
+            &request.questions,
+            &context,
+            deadline,
+            now,
+        )?),
+        None => None,
+    };
+    Ok(Normalized {
+        request,
+        id,
+        context,
+        deadline,
+        ladder,
+    })
+}
+
+/// The id a request is asked under: a tool call's (dsh 0.2's continued questions), else its
+/// own, else `fallback_id` (its file's name).
+fn request_id(request: &Request, fallback_id: Option<&str>) -> Result<String, UserQuestionError> {
+    match (&request.id, &request.wait, fallback_id) {
+        (own, Some(w), _) => super::continued::request_id(w, own.as_deref()),
+        (Some(id), None, _) => Ok(id.clone()),
+        (None, None, Some(f)) => Ok(f.to_string()),
+        (None, None, None) => Err(err(
+            Code::BadRequest,
+            "the request has no `id`; give one in the JSON (or name the file after it)",
+        )),
+    }
+}
+
+/// A quorum asks for 1 to [`MAX_APPROVALS`] reviewers, from a group whose name is an id.
+fn check_quorum(q: &super::types::Quorum) -> Result<(), UserQuestionError> {
+    if !(1..=MAX_APPROVALS).contains(&q.approvals) {
+        return Err(err(
+            Code::BadRequest,
+            format!(
+                "quorum.approvals is {}: give 1 to {MAX_APPROVALS} distinct reviewers",
+                q.approvals
+            ),
+        ));
+    }
+    if let Some(g) = &q.group {
+        check_id("quorum group", g)?;
+    }
+    Ok(())
+}
+
+/// One question's shape: an editable free-text question carries its proposal and no
+/// options; its option labels are non-empty and unique.
+fn check_question(q: &super::types::Question) -> Result<(), UserQuestionError> {
+    if q.editable == Some(true) && q.intent.is_none() {
+        // dshq's edit-then-approve extension ([`super::edit`]).
+        if q.options.is_some() {
+            return Err(err(
+                Code::BadRequest,
+                format!(
+                    "question {:?} is `editable` but has options: `editable: true` is for a free-text question, whose `detail` is the proposal the reviewer may edit (a plan review is editable without it)",
+                    q.id
+                ),
+            ));
         }
-        let mut labels = HashSet::new();
-        for o in q.options() {
-            if o.label.is_empty() {
-                return Err(err(
-                    Code::BadRequest,
-                    format!("question {:?} has an option with an empty label", q.id),
-                ));
-            }
-            if !labels.insert(o.label.as_str()) {
-                return Err(err(
-                    Code::BadRequest,
-                    format!("question {:?} has the option label {:?} twice: labels are the returned values and must be unique", q.id, o.label),
-                ));
-            }
+        if q.detail.is_none() {
+            return Err(err(
+                Code::BadRequest,
+                format!(
+                    "question {:?} is `editable` but has no `detail`: put the proposal the reviewer may edit in `detail`",
+                    q.id
+                ),
+            ));
         }
     }
-    let deadline = match (&request.deadline, &request.timeout) {
+    let mut labels = HashSet::new();
+    for o in q.options() {
+        if o.label.is_empty() {
+            return Err(err(
+                Code::BadRequest,
+                format!("question {:?} has an option with an empty label", q.id),
+            ));
+        }
+        if !labels.insert(o.label.as_str()) {
+            return Err(err(
+                Code::BadRequest,
+                format!("question {:?} has the option label {:?} twice: labels are the returned values and must be unique", q.id, o.label),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The absolute deadline: `deadline` as given, or `timeout` from `now`; not both.
+fn deadline(request: &Request, now: Timestamp) -> Result<Option<Timestamp>, UserQuestionError> {
+    Ok(match (&request.deadline, &request.timeout) {
         (Some(_), Some(_)) => {
             return Err(err(
                 Code::BadRequest,
@@ -181,23 +216,6 @@ pub fn check_structure(
             )
         }
         (None, None) => None,
-    };
-    let ladder = match &request.ladder {
-        Some(l) => Some(super::ladder::resolve(
-            l,
-            &request.questions,
-            &context,
-            deadline,
-            now,
-        )?),
-        None => None,
-    };
-    Ok(Normalized {
-        request,
-        id,
-        context,
-        deadline,
-        ladder,
     })
 }
 
