@@ -32,8 +32,18 @@ pub fn attest<'e>(
     row: &RequestRow,
     events: &'e [Event],
 ) -> Result<(&'e Event, &'e Event), Unattested> {
+    let creation = creation_event(row, events)?;
+    let fin = final_event(row, events, creation)?;
+    match check_times(row, creation, fin).or_else(|| check_recorded(row, creation, fin)) {
+        Some(p) => Err(Unattested(p)),
+        None => Ok((creation, fin)),
+    }
+}
+
+/// The `accepted` (or `rejected`) event of `row` among `events`: the one that names its
+/// row, or in a log from before events named their row, the newest one of its id.
+fn creation_event<'e>(row: &RequestRow, events: &'e [Event]) -> Result<&'e Event, Unattested> {
     let id = row.id.as_deref().unwrap_or_default();
-    let fail = |why: String| Err(Unattested(why));
     let creation_kind = if row.status == Status::Rejected {
         EventKind::Rejected
     } else {
@@ -44,34 +54,53 @@ pub fn attest<'e>(
         .iter()
         .filter(|e| e.event_kind() == Some(creation_kind) && e.request_id.as_deref() == Some(id))
         .collect();
-    let creation = match creations.iter().find(|e| row_seq_of(e) == Some(row.seq)) {
-        Some(e) => *e,
+    match creations.iter().find(|e| row_seq_of(e) == Some(row.seq)) {
+        Some(e) => Ok(*e),
         // A log from before events named their row: the newest one of the id.
         None if creations.iter().all(|e| row_seq_of(e).is_none()) => match creations.last() {
-            Some(e) => *e,
-            None => return fail(format!("the log holds no {creation_kind} event of it")),
+            Some(e) => Ok(*e),
+            None => Err(Unattested(format!(
+                "the log holds no {creation_kind} event of it"
+            ))),
         },
-        None => return fail(format!("no {creation_kind} event of the log names its row")),
-    };
-    let fin = if row.status == Status::Rejected {
-        creation
+        None => Err(Unattested(format!(
+            "no {creation_kind} event of the log names its row"
+        ))),
+    }
+}
+
+/// The event that ended `row` (its creation, for a rejection), after its `creation`.
+fn final_event<'e>(
+    row: &RequestRow,
+    events: &'e [Event],
+    creation: &'e Event,
+) -> Result<&'e Event, Unattested> {
+    let id = row.id.as_deref().unwrap_or_default();
+    if row.status == Status::Rejected {
+        return Ok(creation);
+    }
+    // A request its ladder answered with the asker's default ends with its `expired`
+    // event, not an `answered` one: nobody answered it.
+    let final_kind = if row.status == Status::Answered && row.decided_by.is_some() {
+        Status::Expired.as_str()
     } else {
-        // A request its ladder answered with the asker's default ends with its `expired`
-        // event, not an `answered` one: nobody answered it.
-        let final_kind = if row.status == Status::Answered && row.decided_by.is_some() {
-            Status::Expired.as_str()
-        } else {
-            row.status.as_str()
-        };
-        match events.iter().find(|e| {
-            e.seq > creation.seq && e.request_id.as_deref() == Some(id) && e.kind == final_kind
-        }) {
-            Some(e) => e,
-            None => return fail(format!("the log holds no {} event of it", row.status)),
-        }
+        row.status.as_str()
     };
+    match events.iter().find(|e| {
+        e.seq > creation.seq && e.request_id.as_deref() == Some(id) && e.kind == final_kind
+    }) {
+        Some(e) => Ok(e),
+        None => Err(Unattested(format!(
+            "the log holds no {} event of it",
+            row.status
+        ))),
+    }
+}
+
+/// The row's creation and finishing times are its events'.
+fn check_times(row: &RequestRow, creation: &Event, fin: &Event) -> Option<String> {
     if creation.at_ms != row.created_ms {
-        return fail(format!(
+        return Some(format!(
             "its row says it was created at {}, its {} event at {}",
             rfc3339(row.created_ms),
             creation.kind,
@@ -79,7 +108,7 @@ pub fn attest<'e>(
         ));
     }
     if row.finished_ms != Some(fin.at_ms) {
-        return fail(format!(
+        return Some(format!(
             "its row says it finished at {}, its {} event at {}",
             row.finished_ms
                 .map(rfc3339)
@@ -88,6 +117,12 @@ pub fn attest<'e>(
             rfc3339(fin.at_ms)
         ));
     }
+    None
+}
+
+/// What the row says is what its events recorded: the request's digest, and by how it
+/// ended, the answer, decision and provider, or the error (and the rejected input).
+fn check_recorded(row: &RequestRow, creation: &Event, fin: &Event) -> Option<String> {
     let differs = |what: &str, recorded: Option<&Value>, row_says: Value| -> Option<String> {
         match recorded {
             Some(v) if *v != row_says => Some(format!(
@@ -154,10 +189,7 @@ pub fn attest<'e>(
             problem = Some(format!("it is {}, not final", row.status));
         }
     }
-    match problem {
-        Some(p) => fail(p),
-        None => Ok((creation, fin)),
-    }
+    problem
 }
 
 /// The unsigned receipt of the final request `row` (its `signer` and `signature` are
