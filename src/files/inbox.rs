@@ -171,48 +171,18 @@ fn read_input_into(
 ) -> Option<Input> {
     let kind = classify(name)?;
     let path = dir.join(name);
-    let stem_id = match &kind {
-        EntryKind::Request(s) => Some(s.clone()),
-        EntryKind::Abort(_) | EntryKind::Unknown => None,
-    };
-    let reject = |error: UserQuestionError, raw: String| Input::Reject {
-        name: name.to_string(),
-        id: stem_id.clone(),
-        context: None,
-        raw,
-        error,
-    };
-    let (bytes, mtime) = match read_dropped_identified(&path, max_bytes) {
-        Ok((bytes, mtime, id)) => {
+    let (bytes, mtime) = match read_file(&path, name, max_bytes, settle) {
+        Reading::Read(bytes, mtime, id) => {
             *identity = Some(id);
             (bytes, mtime)
         }
-        Err(ReadError::Gone) => return None,
-        Err(
-            e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. } | ReadError::HardLinked(_)),
-        ) => {
-            return Some(reject(
-                UserQuestionError::new(Code::BadRequest, format!("{name}: {e}")),
-                String::new(),
-            ))
-        }
-        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            // Not the daemon's failure but the file's: judged once it stood still.
-            if settle == Settle::Wait && grace::settling(&path) {
-                tracing::debug!(file = %for_log(name), "inbox file not readable yet; judged after the grace");
-                return None;
-            }
-            return Some(reject(
-                UserQuestionError::new(
-                    Code::BadRequest,
-                    format!("{name}: {}", grace::unreadable_hint(&path, &e, "inbox")),
-                ),
-                String::new(),
-            ));
-        }
-        Err(ReadError::Io(e)) => {
-            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read inbox file; will retry");
-            return None;
+        Reading::Later => return None,
+        Reading::Refused(error) => {
+            let id = match &kind {
+                EntryKind::Request(s) => Some(s.clone()),
+                EntryKind::Abort(_) | EntryKind::Unknown => None,
+            };
+            return Some(refused(name, id, String::new(), error));
         }
     };
     // A request is parsed once: a file that parses is whole, so only one that does not is
@@ -230,64 +200,137 @@ fn read_input_into(
         tracing::debug!(file = %for_log(name), "inbox file still being written; judged after the grace");
         return None;
     }
-    match kind {
-        EntryKind::Unknown => Some(reject(
+    Some(match kind {
+        EntryKind::Unknown => refused(
+            name,
+            None,
+            into_text(bytes),
             UserQuestionError::new(
                 Code::BadRequest,
                 format!("{name}: unknown file kind; drop NAME.json to ask or ID.abort to abort"),
             ),
-            into_text(bytes),
-        )),
-        EntryKind::Abort(id) => {
-            if !is_valid_id(&id) {
-                return Some(reject(
-                    UserQuestionError::new(
-                        Code::BadRequest,
-                        format!("{name}: {id:?} is not a valid request id"),
-                    ),
-                    into_text(bytes),
-                ));
-            }
-            let raw = into_text(bytes);
-            let reason = raw.trim();
-            Some(Input::Abort {
-                name: name.to_string(),
-                id,
-                reason: (!reason.is_empty()).then(|| reason.chars().take(1000).collect()),
-            })
+        ),
+        EntryKind::Abort(id) => abort_input(name, id, bytes),
+        EntryKind::Request(stem) => {
+            let parsed = parsed.unwrap_or_else(|| parse_request(&bytes));
+            request_input(name, stem, parsed, bytes, mtime)
         }
-        EntryKind::Request(stem) => match parsed.unwrap_or_else(|| parse_request(&bytes)) {
-            Ok(mut request) => Some(Input::Request {
-                name: name.to_string(),
-                prepared: {
-                    // Under the id the checks will give it (a call's, for a request on one).
-                    let id = crate::protocol::continued::own_id(&request);
-                    Prepared::of(&mut request, Some(id.as_deref().unwrap_or(&stem))).map(Box::new)
-                },
-                stem,
-                request,
-                raw: into_text(bytes),
-                mtime,
-            }),
-            Err(mut error) => {
-                if grace::unfinished(&bytes) {
-                    error.message = format!(
-                        "{}; {}",
-                        error.message,
-                        grace::unfinished_hint(&bytes, "inbox")
-                    );
-                }
-                // Salvage the id and context for the audit and the outbox, if readable.
-                let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
-                Some(Input::Reject {
-                    name: name.to_string(),
-                    id: id.or(Some(stem)),
-                    context,
-                    raw: into_text(bytes),
-                    error,
-                })
+    })
+}
+
+/// Inbox file `name` refused as it is, with no context (the file is not a request that
+/// parsed): under `id` when its name gives one.
+fn refused(name: &str, id: Option<String>, raw: String, error: UserQuestionError) -> Input {
+    Input::Reject {
+        name: name.to_string(),
+        id,
+        context: None,
+        raw,
+        error,
+    }
+}
+
+/// What reading an inbox file gave.
+enum Reading {
+    /// Its bytes, its modification time and the identity of the file read.
+    Read(Vec<u8>, i64, FileIdentity),
+    /// Nothing to judge now: gone, still settling, or unreadable for a reason that may pass.
+    Later,
+    /// The file itself is refused (not a regular file, too large, hard-linked, unreadable).
+    Refused(UserQuestionError),
+}
+
+/// Read inbox file `path` (named `name`), bounded and never through a link.
+fn read_file(path: &Path, name: &str, max_bytes: u64, settle: Settle) -> Reading {
+    match read_dropped_identified(path, max_bytes) {
+        Ok((bytes, mtime, id)) => Reading::Read(bytes, mtime, id),
+        Err(ReadError::Gone) => Reading::Later,
+        Err(
+            e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. } | ReadError::HardLinked(_)),
+        ) => Reading::Refused(UserQuestionError::new(
+            Code::BadRequest,
+            format!("{name}: {e}"),
+        )),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            // Not the daemon's failure but the file's: judged once it stood still.
+            if settle == Settle::Wait && grace::settling(path) {
+                tracing::debug!(file = %for_log(name), "inbox file not readable yet; judged after the grace");
+                return Reading::Later;
             }
+            Reading::Refused(UserQuestionError::new(
+                Code::BadRequest,
+                format!("{name}: {}", grace::unreadable_hint(path, &e, "inbox")),
+            ))
+        }
+        Err(ReadError::Io(e)) => {
+            tracing::warn!(file = %for_log(name), error = %for_log(&e.to_string()), "cannot read inbox file; will retry");
+            Reading::Later
+        }
+    }
+}
+
+/// An abort file `ID.abort`: its reason (the first 1000 characters of its text, if any),
+/// or its rejection when `ID` is not a valid request id.
+fn abort_input(name: &str, id: String, bytes: Vec<u8>) -> Input {
+    if !is_valid_id(&id) {
+        return refused(
+            name,
+            None,
+            into_text(bytes),
+            UserQuestionError::new(
+                Code::BadRequest,
+                format!("{name}: {id:?} is not a valid request id"),
+            ),
+        );
+    }
+    let raw = into_text(bytes);
+    let reason = raw.trim();
+    Input::Abort {
+        name: name.to_string(),
+        id,
+        reason: (!reason.is_empty()).then(|| reason.chars().take(1000).collect()),
+    }
+}
+
+/// A request file `STEM.json`: the request with its stored forms prepared, or its
+/// rejection, with the id and context salvaged for the audit and the outbox.
+fn request_input(
+    name: &str,
+    stem: String,
+    parsed: std::result::Result<crate::protocol::types::Request, UserQuestionError>,
+    bytes: Vec<u8>,
+    mtime: i64,
+) -> Input {
+    match parsed {
+        Ok(mut request) => Input::Request {
+            name: name.to_string(),
+            prepared: {
+                // Under the id the checks will give it (a call's, for a request on one).
+                let id = crate::protocol::continued::own_id(&request);
+                Prepared::of(&mut request, Some(id.as_deref().unwrap_or(&stem))).map(Box::new)
+            },
+            stem,
+            request,
+            raw: into_text(bytes),
+            mtime,
         },
+        Err(mut error) => {
+            if grace::unfinished(&bytes) {
+                error.message = format!(
+                    "{}; {}",
+                    error.message,
+                    grace::unfinished_hint(&bytes, "inbox")
+                );
+            }
+            let (id, context) = crate::protocol::check::salvage_id_context(&bytes);
+            Input::Reject {
+                name: name.to_string(),
+                id: id.or(Some(stem)),
+                context,
+                raw: into_text(bytes),
+                error,
+            }
+        }
     }
 }
 
@@ -594,60 +637,20 @@ pub fn move_rejected(
     files: &[RejectedFile],
     now: Millis,
 ) -> usize {
-    struct Planned<'a> {
-        file: &'a RejectedFile,
-        target: String,
-        reason: String,
-        keep_tmp: Option<std::path::PathBuf>,
-    }
     let mut stuck = 0;
     let mut planned = Vec::with_capacity(files.len());
     for file in files {
-        let src = src_dir.join(&file.name);
-        match fs::symlink_metadata(&src) {
-            Ok(m) => {
-                use std::os::unix::fs::MetadataExt;
-                if file
-                    .identity
-                    .is_some_and(|id| id != FileIdentity(m.dev(), m.ino()))
-                {
-                    // Replaced since it was read: the new file is judged on its own.
-                    continue;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+        match still_there(&src_dir.join(&file.name), file) {
+            Ok(true) => {}
+            Ok(false) => continue,
             Err(e) => {
                 tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
                 stuck += 1;
                 continue;
             }
         }
-        let (target, reason, cut) = rejected_names(rejected_dir, &file.name, now);
-        let mut error = file.error.clone();
-        if cut && !error.message.contains(&file.name) {
-            // The stored names are cut: the reason says the whole name.
-            error.message = format!("{}: {}", file.name, error.message);
-        }
-        let mut doc = serde_json::to_string_pretty(&error).expect("errors serialize");
-        doc.push('\n');
-        let written = (|| -> Result<Option<std::path::PathBuf>> {
-            let tmp = write_temp(rejected_dir, &reason, doc.as_bytes(), FSYNC_EACH)?;
-            if let Err(e) = fs::rename(&tmp, rejected_dir.join(&reason)) {
-                let _ = fs::remove_file(&tmp);
-                return Err(Error::io(rejected_dir.join(&reason), e));
-            }
-            match &file.keep {
-                Some(bytes) => Ok(Some(write_temp(rejected_dir, &target, bytes, FSYNC_EACH)?)),
-                None => Ok(None),
-            }
-        })();
-        match written {
-            Ok(keep_tmp) => planned.push(Planned {
-                file,
-                target,
-                reason,
-                keep_tmp,
-            }),
+        match write_reason(rejected_dir, file, now) {
+            Ok(p) => planned.push(p),
             Err(e) => {
                 tracing::warn!(file = %for_log(&file.name), error = %for_log(&e.to_string()), "cannot write the reason of a rejected file; will retry");
                 stuck += 1;
@@ -669,32 +672,8 @@ pub fn move_rejected(
         return stuck + planned.len();
     }
     for p in planned {
-        let src = src_dir.join(&p.file.name);
-        let dst = rejected_dir.join(&p.target);
-        let moved = match &p.keep_tmp {
-            // The redacted copy takes the input's place, then the input goes.
-            Some(tmp) => fs::rename(tmp, &dst).and_then(|()| match fs::remove_file(&src) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let _ = fs::remove_file(&dst);
-                    Err(e)
-                }
-                r => r,
-            }),
-            None => fs::rename(&src, &dst),
-        };
-        match moved {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Taken meanwhile: no input, so no reason either.
-                let _ = fs::remove_file(rejected_dir.join(&p.reason));
-            }
-            Err(e) => {
-                tracing::warn!(file = %for_log(&p.file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
-                if let Some(tmp) = &p.keep_tmp {
-                    let _ = fs::remove_file(tmp);
-                }
-                stuck += 1;
-            }
+        if !move_input(src_dir, rejected_dir, &p) {
+            stuck += 1;
         }
     }
     for d in [rejected_dir, src_dir] {
@@ -703,6 +682,94 @@ pub fn move_rejected(
         }
     }
     stuck
+}
+
+/// A rejected file whose reason is written, waiting to move beside it.
+struct Planned<'a> {
+    file: &'a RejectedFile,
+    /// Its name in the rejected folder.
+    target: String,
+    /// Its reason's name there.
+    reason: String,
+    /// The redacted copy to put in its place, written under a temporary name.
+    keep_tmp: Option<PathBuf>,
+}
+
+/// Whether the rejected file is still at `src` as it was read; `false` when it is gone or
+/// was replaced since (the new file is judged on its own).
+fn still_there(src: &Path, file: &RejectedFile) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    match fs::symlink_metadata(src) {
+        Ok(m) => Ok(file
+            .identity
+            .is_none_or(|id| id == FileIdentity(m.dev(), m.ino()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write the reason of a rejected file into `rejected_dir` (and its redacted copy, under a
+/// temporary name), under names no earlier rejection has.
+fn write_reason<'a>(
+    rejected_dir: &Path,
+    file: &'a RejectedFile,
+    now: Millis,
+) -> Result<Planned<'a>> {
+    let (target, reason, cut) = rejected_names(rejected_dir, &file.name, now);
+    let mut error = file.error.clone();
+    if cut && !error.message.contains(&file.name) {
+        // The stored names are cut: the reason says the whole name.
+        error.message = format!("{}: {}", file.name, error.message);
+    }
+    let mut doc = serde_json::to_string_pretty(&error).expect("errors serialize");
+    doc.push('\n');
+    let tmp = write_temp(rejected_dir, &reason, doc.as_bytes(), FSYNC_EACH)?;
+    if let Err(e) = fs::rename(&tmp, rejected_dir.join(&reason)) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(rejected_dir.join(&reason), e));
+    }
+    let keep_tmp = match &file.keep {
+        Some(bytes) => Some(write_temp(rejected_dir, &target, bytes, FSYNC_EACH)?),
+        None => None,
+    };
+    Ok(Planned {
+        file,
+        target,
+        reason,
+        keep_tmp,
+    })
+}
+
+/// Move a planned input beside its reason (its redacted copy takes its place, then the
+/// input goes); one taken meanwhile takes its reason with it. Whether it did not stay.
+fn move_input(src_dir: &Path, rejected_dir: &Path, p: &Planned) -> bool {
+    let src = src_dir.join(&p.file.name);
+    let dst = rejected_dir.join(&p.target);
+    let moved = match &p.keep_tmp {
+        Some(tmp) => fs::rename(tmp, &dst).and_then(|()| match fs::remove_file(&src) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let _ = fs::remove_file(&dst);
+                Err(e)
+            }
+            r => r,
+        }),
+        None => fs::rename(&src, &dst),
+    };
+    match moved {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Taken meanwhile: no input, so no reason either.
+            let _ = fs::remove_file(rejected_dir.join(&p.reason));
+            true
+        }
+        Err(e) => {
+            tracing::warn!(file = %for_log(&p.file.name), error = %for_log(&e.to_string()), "cannot move a rejected file; will retry");
+            if let Some(tmp) = &p.keep_tmp {
+                let _ = fs::remove_file(tmp);
+            }
+            false
+        }
+    }
 }
 
 #[cfg(test)]
