@@ -986,26 +986,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
     let mut store = ctx.store()?;
     let store = &mut store;
     let given = opts.lease.as_deref().filter(|l| !l.trim().is_empty());
-    // Resolve the context before taking a lease: a request id decides it.
-    let first = match &opts.id {
-        Some(id) => {
-            let row = store.get(id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
-            if row.status.is_final() {
-                return Err(Error::RequestFinal {
-                    id: id.clone(),
-                    status: row.status.as_str().into(),
-                });
-            }
-            Some(row)
-        }
-        None => None,
-    };
-    let context = match (&first, &opts.context, given) {
-        (Some(row), _, _) => row.context.clone(),
-        (None, Some(c), _) => c.clone(),
-        (None, None, Some(token)) => store.authenticate(token)?.context,
-        (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
-    };
+    let context = session_context(store, &opts, given)?;
     let name = opts.name.clone().unwrap_or_else(default_provider_name);
     let session = Session::start(
         &ctx.root,
@@ -1030,22 +1011,7 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         context: Vec::new(),
         presence: session.presence.clone(),
     };
-    let idle_note = session.owned().then(|| {
-        format!(
-            "idle release after {}",
-            humantime::format_duration(opts.idle_release)
-        )
-    });
-    let mut intro = vec![format!(
-        "answering as {} in context {}",
-        style::one_line(&session.name),
-        style::one_line(&session.context)
-    )];
-    intro.extend(idle_note);
-    intro.push("keys: 1-9 pick, e editor, s skip, l later, i context, q quit, Esc more".into());
-    intro.push("Ctrl-C: stop".into());
-    let width = term.size().0.saturating_sub(1).max(20);
-    term.say(&wrap::parts(&intro, " · ", width, wrap::Paint::Dim, &style).join("\n"));
+    say_intro(&mut term, &session, &opts);
     let mut tally = Tally::default();
     let result = (|| -> std::result::Result<(), HandleError> {
         match &opts.id {
@@ -1065,6 +1031,65 @@ pub fn run(ctx: &Ctx, opts: Opts) -> Result<()> {
         }
         Ok(())
     })();
+    end_session(session, &mut term, &tally, result)
+}
+
+/// The context the session answers in, resolved before a lease is taken: the request's
+/// when an id is given (which must be open), else the one asked for, else the given
+/// lease's, else the default.
+fn session_context(store: &mut Store, opts: &Opts, given: Option<&str>) -> Result<String> {
+    let first = match &opts.id {
+        Some(id) => {
+            let row = store.get(id)?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            if row.status.is_final() {
+                return Err(Error::RequestFinal {
+                    id: id.clone(),
+                    status: row.status.as_str().into(),
+                });
+            }
+            Some(row)
+        }
+        None => None,
+    };
+    let context = match (&first, &opts.context, given) {
+        (Some(row), _, _) => row.context.clone(),
+        (None, Some(c), _) => c.clone(),
+        (None, None, Some(token)) => store.authenticate(token)?.context,
+        (None, None, None) => crate::protocol::DEFAULT_CONTEXT.to_string(),
+    };
+    Ok(context)
+}
+
+/// The session's first line: who answers where, the idle release, the keys.
+fn say_intro(term: &mut Terminal, session: &Session, opts: &Opts) {
+    let style = opts.style;
+    let idle_note = session.owned().then(|| {
+        format!(
+            "idle release after {}",
+            humantime::format_duration(opts.idle_release)
+        )
+    });
+    let mut intro = vec![format!(
+        "answering as {} in context {}",
+        style::one_line(&session.name),
+        style::one_line(&session.context)
+    )];
+    intro.extend(idle_note);
+    intro.push("keys: 1-9 pick, e editor, s skip, l later, i context, q quit, Esc more".into());
+    intro.push("Ctrl-C: stop".into());
+    let width = term.size().0.saturating_sub(1).max(20);
+    term.say(&wrap::parts(&intro, " · ", width, wrap::Paint::Dim, &style).join("\n"));
+}
+
+/// End the session as its walk ended: release what it owns and say what it did, or
+/// return why it stopped (an interrupt releases the lease and exits 130).
+fn end_session(
+    session: Session,
+    term: &mut Terminal,
+    tally: &Tally,
+    result: std::result::Result<(), HandleError>,
+) -> Result<()> {
+    let style = term.style;
     match result {
         Ok(()) => {
             let owned = session.owned();
