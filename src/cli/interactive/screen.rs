@@ -620,6 +620,71 @@ fn show_plan(p: &mut dyn Prompter, q: &Question, pager: bool) -> Result<(), Stop
     Ok(())
 }
 
+/// A plan review's decision list: the review's choices, then "Read the plan again", "Edit
+/// the plan" (unless the asker made the plan `editable: false`) and the menu, with where
+/// each of those three stands.
+struct PlanMenu {
+    items: Vec<String>,
+    again: usize,
+    edit_then_approve: Option<usize>,
+    more: usize,
+}
+
+impl PlanMenu {
+    fn of(q: &Question, plan: &review::Choices) -> PlanMenu {
+        let mut items: Vec<String> = plan
+            .choices
+            .iter()
+            .map(|c| match c {
+                review::Choice::Option {
+                    option, approves, ..
+                } => option_line(
+                    &option.label,
+                    option.description.as_deref(),
+                    if *approves {
+                        " (approves)"
+                    } else {
+                        " (declines)"
+                    },
+                ),
+                review::Choice::DeclineWithFeedback => review::DECLINE_WITH_FEEDBACK.to_string(),
+            })
+            .collect();
+        let again = items.len();
+        items.push("Read the plan again".to_string());
+        let edit_then_approve = q.allows_edit().then(|| {
+            items.push(EDIT_PLAN.to_string());
+            items.len() - 1
+        });
+        items.push(MORE.to_string());
+        let more = items.len() - 1;
+        PlanMenu {
+            items,
+            again,
+            edit_then_approve,
+            more,
+        }
+    }
+}
+
+/// Where the decision list starts: on the earlier answer's choice (the feedback, for a
+/// declined one), else on the review's default.
+fn plan_start(plan: &review::Choices, prev: Option<&AnswerItem>) -> usize {
+    match prev {
+        Some(item) if item.custom.is_some() => plan.default,
+        Some(item) => item
+            .selected
+            .first()
+            .and_then(|l| {
+                plan.choices.iter().position(
+                    |c| matches!(c, review::Choice::Option { option, .. } if &option.label == l),
+                )
+            })
+            .unwrap_or(plan.default),
+        None => plan.default,
+    }
+}
+
 fn plan_review(
     p: &mut dyn Prompter,
     q: &Question,
@@ -632,51 +697,14 @@ fn plan_review(
         choices: vec![review::Choice::DeclineWithFeedback],
         default: 0,
     });
-    let mut items: Vec<String> = plan
-        .choices
-        .iter()
-        .map(|c| match c {
-            review::Choice::Option {
-                option, approves, ..
-            } => option_line(
-                &option.label,
-                option.description.as_deref(),
-                if *approves {
-                    " (approves)"
-                } else {
-                    " (declines)"
-                },
-            ),
-            review::Choice::DeclineWithFeedback => review::DECLINE_WITH_FEEDBACK.to_string(),
-        })
-        .collect();
-    let again = items.len();
-    items.push("Read the plan again".to_string());
-    // Edit-then-approve (unless the asker made the plan `editable: false`).
-    let edit_then_approve = q.allows_edit().then(|| {
-        items.push(EDIT_PLAN.to_string());
-        items.len() - 1
-    });
-    items.push(MORE.to_string());
-    let more = items.len() - 1;
-    let feedback = plan.default;
-    let start = match prev {
-        Some(item) if item.custom.is_some() => feedback,
-        Some(item) => item
-            .selected
-            .first()
-            .and_then(|l| {
-                plan.choices.iter().position(
-                    |c| matches!(c, review::Choice::Option { option, .. } if &option.label == l),
-                )
-            })
-            .unwrap_or(plan.default),
-        None => plan.default,
-    };
+    let menu = PlanMenu::of(q, &plan);
+    let (items, again, edit_then_approve, more) =
+        (&menu.items, menu.again, menu.edit_then_approve, menu.more);
+    let start = plan_start(&plan, prev);
     let help =
         "1-9/Enter: choose · e: feedback in $EDITOR · l: later · i: context · q: quit · Esc: more";
     loop {
-        let k = match p.keyed("Your decision", &items, help, start, ACTIONS)? {
+        let k = match p.keyed("Your decision", items, help, start, ACTIONS)? {
             Keyed::Esc => return Ok(Step::Menu),
             Keyed::Pick(k) => k,
             Keyed::Action('e') => {
