@@ -159,6 +159,36 @@ impl Renderer<'_> {
         self.out.push(format!("{}{s}", first.0));
     }
 
+    /// A code block: its language (a fenced block's info) on a line of its own, then its
+    /// text, taken whole until it ends.
+    fn open_code_block(&mut self, kind: &CodeBlockKind<'_>) {
+        self.flush();
+        self.gap();
+        if let CodeBlockKind::Fenced(info) = kind {
+            let lang = info.trim();
+            if !lang.is_empty() {
+                let l = self.style.dim(&format!("  ┌ {lang}"));
+                self.line(l);
+            }
+        }
+        self.code = Some(String::new());
+    }
+
+    /// A list item, marked with its number in an ordered list (counting on), else a bullet.
+    fn open_item(&mut self) {
+        self.flush();
+        let marker = match self.containers.last_mut() {
+            Some(Container::List(Some(n))) => {
+                let m = format!("{n}.");
+                *n += 1;
+                m
+            }
+            _ => "•".to_string(),
+        };
+        let w = marker.width() + 3;
+        self.containers.push(Container::Item(Some(marker), w));
+    }
+
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph => {
@@ -177,18 +207,7 @@ impl Renderer<'_> {
                 self.gap();
                 self.containers.push(Container::Quote);
             }
-            Tag::CodeBlock(kind) => {
-                self.flush();
-                self.gap();
-                if let CodeBlockKind::Fenced(info) = &kind {
-                    let lang = info.trim();
-                    if !lang.is_empty() {
-                        let l = self.style.dim(&format!("  ┌ {lang}"));
-                        self.line(l);
-                    }
-                }
-                self.code = Some(String::new());
-            }
+            Tag::CodeBlock(kind) => self.open_code_block(&kind),
             Tag::List(start) => {
                 self.flush();
                 if !self.in_item() {
@@ -196,19 +215,7 @@ impl Renderer<'_> {
                 }
                 self.containers.push(Container::List(start));
             }
-            Tag::Item => {
-                self.flush();
-                let marker = match self.containers.last_mut() {
-                    Some(Container::List(Some(n))) => {
-                        let m = format!("{n}.");
-                        *n += 1;
-                        m
-                    }
-                    _ => "•".to_string(),
-                };
-                let w = marker.width() + 3;
-                self.containers.push(Container::Item(Some(marker), w));
-            }
+            Tag::Item => self.open_item(),
             Tag::Emphasis | Tag::Strong => self.paints.push(Paint::Bold),
             Tag::Strikethrough => {
                 self.push_text("~~");
@@ -237,20 +244,13 @@ impl Renderer<'_> {
                 if !dest_url.is_empty() {
                     end.push_str(&format!("<{dest_url}>"));
                 }
-                if !title.is_empty() {
-                    end.push_str(&format!(" “{title}”"));
-                }
-                self.ends.push(end);
+                self.ends.push(end + &titled(&title));
             }
             Tag::Image {
                 dest_url, title, ..
             } => {
                 self.push_text("[image: ");
-                let mut end = format!("] <{dest_url}>");
-                if !title.is_empty() {
-                    end.push_str(&format!(" “{title}”"));
-                }
-                self.ends.push(end);
+                self.ends.push(format!("] <{dest_url}>") + &titled(&title));
             }
             Tag::FootnoteDefinition(label) => {
                 self.flush();
@@ -418,6 +418,35 @@ impl Renderer<'_> {
         }
     }
 
+    /// A table too wide for the screen, each row as `header: value` lines under `prefix`
+    /// (its text and width).
+    fn table_as_fields(&mut self, t: &Table, prefix: (&str, usize)) {
+        let (pre, w) = prefix;
+        let heads: Vec<String> = t
+            .head
+            .iter()
+            .map(|c| c.iter().map(Word::plain).collect::<Vec<_>>().join(" "))
+            .collect();
+        for (r, row) in t.rows.iter().enumerate() {
+            if r > 0 {
+                self.out.push(String::new());
+            }
+            for (k, cell) in row.iter().enumerate() {
+                let h = heads.get(k).cloned().unwrap_or_default();
+                let mut words = vec![Word::new(&format!("{h}:"), Paint::Bold)];
+                words.extend(cell.iter().cloned());
+                let lines = fill(
+                    &words,
+                    (pre, w),
+                    (&format!("{pre}    "), w + 4),
+                    self.width,
+                    self.style,
+                );
+                self.out.extend(lines);
+            }
+        }
+    }
+
     /// Draw a table: box lines with columns narrowed to fit (cells wrapped at words),
     /// or `header: value` lines per row when even narrowed columns cannot fit.
     fn table_lines(&mut self, t: Table) {
@@ -433,57 +462,14 @@ impl Renderer<'_> {
         if cols == 0 {
             return;
         }
-        let natural = |cell: &Vec<Word>| -> usize {
-            cell.iter().map(Word::width).sum::<usize>() + cell.len().saturating_sub(1)
-        };
-        let mut widths = vec![1usize; cols];
-        for row in std::iter::once(&t.head).chain(&t.rows) {
-            for (k, cell) in row.iter().enumerate() {
-                widths[k] = widths[k].max(natural(cell));
-            }
-        }
-        let total = |w: &[usize]| w.iter().sum::<usize>() + 3 * w.len() + 1;
-        const NARROWEST: usize = 8;
-        while total(&widths) > room {
-            let (k, &w) = widths
-                .iter()
-                .enumerate()
-                .max_by_key(|(_, w)| **w)
-                .expect("a column");
-            if w <= NARROWEST {
-                break;
-            }
-            widths[k] = w - 1;
-        }
+        let widths = column_widths(&t, cols, room);
         let pre = first.0;
-        let dim = |s: &str| self.style.dim(s);
-        if total(&widths) > room {
+        if table_width(&widths) > room {
             // Too many columns for the screen: each row as "header: value" lines.
-            let heads: Vec<String> = t
-                .head
-                .iter()
-                .map(|c| c.iter().map(Word::plain).collect::<Vec<_>>().join(" "))
-                .collect();
-            for (r, row) in t.rows.iter().enumerate() {
-                if r > 0 {
-                    self.out.push(String::new());
-                }
-                for (k, cell) in row.iter().enumerate() {
-                    let h = heads.get(k).cloned().unwrap_or_default();
-                    let mut words = vec![Word::new(&format!("{h}:"), Paint::Bold)];
-                    words.extend(cell.iter().cloned());
-                    let lines = fill(
-                        &words,
-                        (&pre, first.1),
-                        (&format!("{pre}    "), first.1 + 4),
-                        self.width,
-                        self.style,
-                    );
-                    self.out.extend(lines);
-                }
-            }
+            self.table_as_fields(&t, (&pre, first.1));
             return;
         }
+        let dim = |s: &str| self.style.dim(s);
         let rule = |l: &str, m: &str, r: &str| -> String {
             let segs: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
             format!("{pre}{}", dim(&format!("{l}{}{r}", segs.join(m))))
@@ -681,6 +667,48 @@ pub fn in_pager() -> bool {
 }
 
 static IN_PAGER: AtomicBool = AtomicBool::new(false);
+
+/// The widths of a table's `cols` columns: each cell's natural width, the widest column
+/// narrowed one at a time (down to a floor) while the table is wider than `room`.
+fn column_widths(t: &Table, cols: usize, room: usize) -> Vec<usize> {
+    const NARROWEST: usize = 8;
+    let natural = |cell: &Vec<Word>| -> usize {
+        cell.iter().map(Word::width).sum::<usize>() + cell.len().saturating_sub(1)
+    };
+    let mut widths = vec![1usize; cols];
+    for row in std::iter::once(&t.head).chain(&t.rows) {
+        for (k, cell) in row.iter().enumerate() {
+            widths[k] = widths[k].max(natural(cell));
+        }
+    }
+    while table_width(&widths) > room {
+        let (k, &w) = widths
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, w)| **w)
+            .expect("a column");
+        if w <= NARROWEST {
+            break;
+        }
+        widths[k] = w - 1;
+    }
+    widths
+}
+
+/// A table's width with columns `widths` wide: each cell padded by a space either side,
+/// and a bar between and around them.
+fn table_width(widths: &[usize]) -> usize {
+    widths.iter().sum::<usize>() + 3 * widths.len() + 1
+}
+
+/// A link's or image's title as it follows it (` “title”`), or nothing.
+fn titled(title: &str) -> String {
+    if title.is_empty() {
+        String::new()
+    } else {
+        format!(" “{title}”")
+    }
+}
 
 #[cfg(test)]
 mod tests {
