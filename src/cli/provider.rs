@@ -138,52 +138,58 @@ pub fn run(ctx: &Ctx, c: Command) -> Result<()> {
         } => {
             let by = name.unwrap_or_else(default_provider_name);
             let v = store.revoke(&context, &by, reason.as_deref())?;
-            emit(ctx.json, &v, || {
-                let mut s = format!(
-                    "revoked {}'s lease in context {} (generation {})",
-                    crate::text::one_line(&v.name),
-                    v.context,
-                    v.generation
-                );
-                if !v.released.is_empty() {
-                    s.push_str(&format!(
-                        "; {} claimed request(s) back to pending",
-                        v.released.len()
-                    ));
-                }
-                s.push('\n');
-                s
-            });
+            emit(ctx.json, &v, || revoked_text(&v));
         }
         Command::Status { context, lease } => {
             let token = lease.filter(|l| !l.trim().is_empty());
             let list = session::status(&mut store, token.as_deref(), context.as_deref())?;
             drop(store); // End the view before printing (its sweep holds the write lock).
-            emit(ctx.json, &list, || {
-                if list.is_empty() {
-                    return "no provider lease\n".into();
-                }
-                table(
-                    &["CONTEXT", "PROVIDER", "GEN", "LIVE", "EXPIRES", "CLAIMED"],
-                    list.iter()
-                        .map(|l| {
-                            vec![
-                                l.context.clone(),
-                                l.name.clone(),
-                                l.generation.to_string(),
-                                if l.live {
-                                    "yes".into()
-                                } else {
-                                    l.end_reason.clone().unwrap_or_else(|| "expired".into())
-                                },
-                                l.expires_at.clone(),
-                                l.claimed.to_string(),
-                            ]
-                        })
-                        .collect(),
-                )
-            });
+            emit(ctx.json, &list, || leases_table(&list));
         }
     }
     Ok(())
+}
+
+/// What `provider revoke` says of the lease it ended.
+fn revoked_text(v: &crate::store::Revoked) -> String {
+    let mut s = format!(
+        "revoked {}'s lease in context {} (generation {})",
+        crate::text::one_line(&v.name),
+        v.context,
+        v.generation
+    );
+    if !v.released.is_empty() {
+        s.push_str(&format!(
+            "; {} claimed request(s) back to pending",
+            v.released.len()
+        ));
+    }
+    s.push('\n');
+    s
+}
+
+/// `provider status` as a table: one lease a row.
+fn leases_table(list: &[crate::store::LeaseInfo]) -> String {
+    if list.is_empty() {
+        return "no provider lease\n".into();
+    }
+    table(
+        &["CONTEXT", "PROVIDER", "GEN", "LIVE", "EXPIRES", "CLAIMED"],
+        list.iter()
+            .map(|l| {
+                vec![
+                    l.context.clone(),
+                    l.name.clone(),
+                    l.generation.to_string(),
+                    if l.live {
+                        "yes".into()
+                    } else {
+                        l.end_reason.clone().unwrap_or_else(|| "expired".into())
+                    },
+                    l.expires_at.clone(),
+                    l.claimed.to_string(),
+                ]
+            })
+            .collect(),
+    )
 }
