@@ -509,7 +509,7 @@ fn pass(
         tracing::error!(error = %for_log(&e.to_string()), "expiry pass failed; will retry");
         ok = false;
     }
-    if let Err(e) = app::ask::publish_pending(store, root) {
+    if let Err(e) = app::publish_pending(store, root) {
         tracing::error!(error = %for_log(&e.to_string()), "outbox pass failed; will retry");
         ok = false;
     }
@@ -678,7 +678,7 @@ fn commit_batches(
         // writers made due (each look is a read of the store); the pass writes the rest
         // when the drain ends.
         if !r.rejected.is_empty() || !r.aborted.is_empty() || published.elapsed() >= RELIST_AFTER {
-            app::ask::publish_pending(store, root)?;
+            app::publish_pending(store, root)?;
             published = Instant::now();
         }
         if stop.load(Ordering::SeqCst) {

@@ -124,7 +124,7 @@ pub fn ask(store: &mut Store, root: &Root, a: Ask<'_>) -> Result<Asked> {
             outbox::repair(root, store, Some(&[accepted.id.as_str()]))?;
         }
     }
-    outbox::flush(root, store, crate::app::receipts::attach)?;
+    super::publish_pending(store, root)?;
     Ok(asked)
 }
 
@@ -190,11 +190,6 @@ pub fn generated_id() -> String {
         "ask-{}",
         b.iter().map(|x| format!("{x:02x}")).collect::<String>()
     )
-}
-
-/// Write every outcome committed but not yet published.
-pub fn publish_pending(store: &mut Store, root: &Root) -> Result<outbox::Flushed> {
-    outbox::flush(root, store, crate::app::receipts::attach)
 }
 
 /// Remove outcome files left under open requests (stale error outcomes of an earlier

@@ -5,7 +5,6 @@
 use crate::clock::now_ms;
 use crate::core::audit::EventKind;
 use crate::error::Result;
-use crate::files::outbox;
 use crate::protocol::Outcome;
 use crate::root::Root;
 use crate::store::{Event, FeedPos, ListFilter, RequestRow, Status, Store};
@@ -169,7 +168,7 @@ pub fn outcome_ready(store: &mut Store, root: &Root, id: &str) -> Result<Option<
     }
     if r.deadline_ms.is_some_and(|d| d < now_ms()) {
         store.sweep()?;
-        outbox::flush(root, store, crate::app::receipts::attach)?;
+        super::publish_pending(store, root)?;
         return Ok(store.get_any(id)?.and_then(|r| r.outcome()));
     }
     Ok(None)

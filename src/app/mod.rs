@@ -49,15 +49,18 @@ pub struct Finished {
     pub file_pending: Option<String>,
 }
 
+/// Write every outcome committed but not yet published, each with its signed receipt:
+/// the one place the outbox is flushed.
+pub fn publish_pending(store: &mut Store, root: &Root) -> crate::error::Result<outbox::Flushed> {
+    outbox::flush(root, store, receipts::attach)
+}
+
 /// Publish what is pending after a commit that finished `outcome`.
 fn publish(store: &mut Store, root: Option<&Root>, outcome: Outcome) -> Finished {
-    let file_pending =
-        root.and_then(
-            |root| match outbox::flush(root, store, crate::app::receipts::attach) {
-                Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
-                Err(e) => Some(e.to_string()),
-            },
-        );
+    let file_pending = root.and_then(|root| match publish_pending(store, root) {
+        Ok(report) => report.failed_for(outcome.id()).map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    });
     if let Some(e) = &file_pending {
         tracing::warn!(id = outcome.id(), error = %e, "outcome recorded; its file is pending");
     }

@@ -1,7 +1,6 @@
 //! Time: end what fell due, and publish what that finished.
 
 use crate::error::Result;
-use crate::files::outbox;
 use crate::root::Root;
 use crate::store::{Store, Swept};
 
@@ -13,7 +12,7 @@ pub fn sweep(store: &mut Store, root: &Root) -> Result<Option<Swept>> {
         .as_ref()
         .is_some_and(|s| !s.aborted.is_empty() || !s.expired.is_empty())
     {
-        outbox::flush(root, store, crate::app::receipts::attach)?;
+        super::publish_pending(store, root)?;
     }
     Ok(swept)
 }
