@@ -31,6 +31,7 @@ mod interactive;
 mod ladder;
 mod layers;
 mod lease;
+mod lengths;
 mod map;
 mod mcp;
 mod mcp_2026;
