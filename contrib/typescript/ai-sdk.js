@@ -13,10 +13,10 @@
 
 import { jsonSchema, tool } from "ai";
 
-import { QUESTIONS_SCHEMA, QUESTION_TOOL_DESCRIPTION, RunFile, askFor, decideAll, requestIdOf, requestOptions } from "./adapters/core.js";
+import { QUESTIONS_SCHEMA, QUESTION_TOOL, QUESTION_TOOL_DESCRIPTION, RunFile, answersResult, askFor, decideAll, requestIdOf, requestOptions } from "./adapters/core.js";
 
 /** The default name of the question tool. */
-export const QUESTION_TOOL = "ask_user_question";
+export { QUESTION_TOOL };
 
 /**
  * A tool the model calls to ask a person questions (dsh's vocabulary). It has no `execute`:
@@ -114,7 +114,7 @@ export class AiSdkRun {
     saved.pending.forEach((call, i) => {
       const d = decisions[i];
       if (call.kind === "question") {
-        const output = d.behavior === "allow" ? { type: "json", value: { answers: d.answers } } : { type: "error-text", value: d.message };
+        const output = d.behavior === "allow" ? { type: "json", value: answersResult(d.answers) } : { type: "error-text", value: d.message };
         parts.push({ type: "tool-result", toolCallId: call.callId, toolName: call.toolName, output });
         return;
       }

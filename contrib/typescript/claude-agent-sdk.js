@@ -13,7 +13,7 @@
 // A denial's message is what Claude gets as the tool's result. The request of a call is keyed
 // by the session and the tool use id.
 
-import { decide, dshQuestions, requestIdOf, requestOptions } from "./adapters/core.js";
+import { answersByText, decide, requestIdOf, requestOptions } from "./adapters/core.js";
 
 const ADAPTER = "claude-agent-sdk";
 
@@ -98,12 +98,5 @@ export class ClaudeAgentGate {
 // person's own text); a skipped question has none.
 function updatedInput(call, d) {
   if (call.kind !== "question") return { ...(d.args ?? {}) };
-  const answers = {};
-  const questions = Array.isArray(call.args?.questions) ? call.args.questions : [];
-  const ids = dshQuestions(questions).map((q) => q.id);
-  questions.forEach((q, i) => {
-    const value = d.answers[ids[i]];
-    if (value !== null && value !== undefined) answers[String(q?.question ?? "")] = value;
-  });
-  return { ...(call.args ?? {}), answers };
+  return { ...(call.args ?? {}), answers: answersByText(call.args, d.answers) };
 }

@@ -15,14 +15,14 @@
 
 import { RunState, tool } from "@openai/agents-core";
 
-import { QUESTIONS_SCHEMA, QUESTION_TOOL_DESCRIPTION, RunFile, askFor, decideAll, requestIdOf, requestOptions } from "./adapters/core.js";
+import { QUESTIONS_SCHEMA, QUESTION_TOOL, QUESTION_TOOL_DESCRIPTION, RunFile, answersResult, askFor, decideAll, denialMessage, requestIdOf, requestOptions } from "./adapters/core.js";
 
 const ADAPTER = "openai-agents";
 const WRAPPED = Symbol.for("dshq.openai-agents.wrapped");
 const QUESTION = Symbol.for("dshq.openai-agents.question");
 
 /** The default name of the question tool. */
-export const QUESTION_TOOL = "ask_user_question";
+export { QUESTION_TOOL };
 
 /**
  * A tool the model calls to ask a person questions (dsh's vocabulary): it needs approval,
@@ -80,7 +80,7 @@ export class OpenAIAgentsRun {
           const d = run.approved.get(details?.toolCall?.callId);
           if (t[QUESTION]) {
             if (!d) throw new Error(`${t.name} was not answered through dshq`);
-            return JSON.stringify({ answers: d.answers });
+            return JSON.stringify(answersResult(d.answers));
           }
           return invoke.call(this, ctx, d?.edited ? JSON.stringify(d.args) : input, details);
         },
@@ -146,7 +146,7 @@ export class OpenAIAgentsRun {
         this.approved.set(callId, d);
         state.approve(item);
       } else {
-        state.reject(item, { message: d?.message ?? `The call to \`${item.name}\` was not decided through dshq; it did not run.` });
+        state.reject(item, { message: d?.message ?? denialMessage(item.name, "NO_DECISION") });
       }
     }
     return state;

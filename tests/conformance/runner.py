@@ -191,7 +191,7 @@ def run_pydantic_ai(job: Dict[str, Any]) -> Dict[str, Any]:
         if job["kind"] == "plan":
             return ModelResponse(parts=[ToolCallPart(PLAN_TOOL, {"plan": job["plan"]}, tool_call_id="call-1")])
         qs = job["request"]["questions"]
-        return ModelResponse(parts=[ToolCallPart("ask_user", {"questions": qs}, tool_call_id="call-1")])
+        return ModelResponse(parts=[ToolCallPart("ask_user_question", {"questions": qs}, tool_call_id="call-1")])
 
     ran: Dict[str, str] = {}
     agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests], tools=[adapter.question_tool()])
@@ -232,7 +232,7 @@ def run_openai_agents(job: Dict[str, Any]) -> Dict[str, Any]:
                 out = ResponseFunctionToolCall(type="function_call", call_id="call-1", name=PLAN_TOOL, id="f",
                                                arguments=json.dumps({"plan": job["plan"]}))
             else:
-                out = ResponseFunctionToolCall(type="function_call", call_id="call-1", name="ask_user", id="f",
+                out = ResponseFunctionToolCall(type="function_call", call_id="call-1", name="ask_user_question", id="f",
                                                arguments=json.dumps({"questions": job["request"]["questions"]}))
             return ModelResponse(output=[out], usage=Usage(), response_id=None)
 
@@ -306,7 +306,7 @@ def run_claude_agent_sdk(job: Dict[str, Any]) -> Dict[str, Any]:
     event = PreToolUseHookInput(session_id="conformance", transcript_path="/t.jsonl", cwd="/",
                                 hook_event_name="PreToolUse", tool_name=tool, tool_input=tool_input,
                                 tool_use_id=job["id"])
-    emit(asked=dshq.id_for_key("claude-agent-sdk:conformance:" + job["id"]))
+    emit(asked=dshq.id_for_key(adapter.call_key(adapter.FRAMEWORK, "conformance", job["id"])))
     o = asyncio.run(hook(event, job["id"], {"signal": None}))["hookSpecificOutput"]
     reason = o.get("permissionDecisionReason") or ""
     # What Claude Code is told, read back as the Rust `hook` face reads it.
@@ -319,7 +319,7 @@ def run_claude_agent_sdk(job: Dict[str, Any]) -> Dict[str, Any]:
     if reason.startswith("The reviewer declined"):
         feedback = reason.split("Their feedback: ", 1)[1] if "Their feedback: " in reason else None
         return {"end": "answered", "decision": "declined", "feedback": feedback, "plan": None}
-    # "No one approved this call, so it did not run (CODE: message)."
+    # "No one approved the call to `TOOL`, so it did not run (CODE: message)."
     return {"end": reason.split("(", 1)[1].split(":", 1)[0] if "(" in reason else reason}
 
 

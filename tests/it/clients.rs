@@ -147,6 +147,11 @@ fn python_claude_agent_sdk_hook_defers_then_allows_the_edited_call() {
 }
 
 #[test]
+fn python_adapters_pass_the_vectors_the_node_adapters_pass() {
+    pytest("test_adapter_vectors.py");
+}
+
+#[test]
 fn python_crewai_flow_pause_kill_edit_resume() {
     pytest_with(crewai_ready(), "test_crewai.py");
 }
@@ -297,7 +302,7 @@ fn typescript_suite_against_the_real_daemon() {
 }
 
 #[test]
-fn typescript_adapters_share_one_core_plan_edit_and_decision() {
+fn typescript_adapters_pass_the_vectors_the_python_adapters_pass() {
     node_test("test/adapters/core.test.js");
 }
 

@@ -42,7 +42,7 @@ class ScriptedModel(Model):
         if content == "ask":
             args = {"questions": [{"question": "Which database?", "header": "Database",
                                    "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]}
-            call = ResponseFunctionToolCall(type="function_call", call_id="call-ask", name="ask_user",
+            call = ResponseFunctionToolCall(type="function_call", call_id="call-ask", name="ask_user_question",
                                             arguments=json.dumps(args), id="fc1", status="completed")
         else:
             call = ResponseFunctionToolCall(type="function_call", call_id="call-1", name="deploy", id="fc1",

@@ -35,7 +35,7 @@ def model(messages, info):
     prompt = str(last[-1].content)
     if prompt == "ask":
         questions = [{"question": "Which database?", "header": "Database", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
-        return ModelResponse(parts=[ToolCallPart("ask_user", {"questions": questions}, tool_call_id="call-ask")])
+        return ModelResponse(parts=[ToolCallPart("ask_user_question", {"questions": questions}, tool_call_id="call-ask")])
     return ModelResponse(parts=[ToolCallPart("deploy", {"service": "billing", "version": "1.2", "replicas": 2}, tool_call_id="call-1")])
 
 

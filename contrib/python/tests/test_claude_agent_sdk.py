@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import dshq
+from dshq.adapters import call_key
 from conftest import Agent
 
 AGENT = str(Path(__file__).with_name("claude_agent.py"))
@@ -21,7 +22,7 @@ def test_defer_kill_edit_approve_then_the_resumed_hook_allows_the_edited_call(ho
     env = host.env(PYTHONUNBUFFERED="1", STAY="1")
     first = Agent(python, AGENT, "hook", "sess-1", "toolu_1", "Bash", "0.3", env=env)
     out = first.line()["hookSpecificOutput"]
-    rid = dshq.id_for_key("claude-agent-sdk:sess-1:toolu_1")
+    rid = dshq.id_for_key(call_key("claude-agent-sdk", "sess-1", "toolu_1"))
     assert out["permissionDecision"] == "defer" and rid in out["permissionDecisionReason"]
     host.accepted(rid)
     assert "command: rm -rf build/\n" in host.json("show", rid)["questions"][0]["detail"]
@@ -37,10 +38,10 @@ def test_defer_kill_edit_approve_then_the_resumed_hook_allows_the_edited_call(ho
 def test_a_decline_reaches_claude_with_the_feedback(host, python):
     env = host.env(PYTHONUNBUFFERED="1")
     agent = Agent(python, AGENT, "permit", "toolu_2", "Bash", "30", env=env)
-    rid = dshq.id_for_key("claude-agent-sdk:run-1:toolu_2")
+    rid = dshq.id_for_key(call_key("claude-agent-sdk", "run-1", "toolu_2"))
     host.answer(rid, "--custom", "Keep the build; clean only the cache")
     assert agent.finish() == {"behavior": "deny", "interrupt": False, "message":
-                              "The reviewer declined this call, so it did not run. Their feedback: "
+                              "The reviewer declined the call to `Bash`, so it did not run. Their feedback: "
                               "Keep the build; clean only the cache"}
 
 
@@ -49,13 +50,13 @@ def test_an_expiry_is_a_denial(host, python):
     out = Agent(python, AGENT, "hook", "sess-3", "toolu_3", "Bash", "30",
                 json.dumps({"ladder": {"expireAfter": "1s"}}), env=env).finish()["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
-    assert out["permissionDecisionReason"].startswith("No one approved this call, so it did not run (ASK_EXPIRED: ")
+    assert out["permissionDecisionReason"].startswith("No one approved the call to `Bash`, so it did not run (ASK_EXPIRED: ")
 
 
 def test_ask_user_question_becomes_dsh_questions_and_the_answers_its_input(host, python):
     env = host.env(PYTHONUNBUFFERED="1")
     agent = Agent(python, AGENT, "hook", "sess-4", "toolu_4", "AskUserQuestion", "30", env=env)
-    rid = dshq.id_for_key("claude-agent-sdk:sess-4:toolu_4")
+    rid = dshq.id_for_key(call_key("claude-agent-sdk", "sess-4", "toolu_4"))
     host.accepted(rid)
     [q] = host.json("show", rid)["questions"]
     assert (q["id"], q["question"], [o["label"] for o in q["options"]]) == ("q1", "Which database?", ["Postgres", "SQLite"])

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import dshq
+from dshq.adapters import call_key
 from conftest import Agent
 
 AGENT = str(Path(__file__).with_name("crewai_agent.py"))
@@ -33,7 +34,7 @@ def paused(python, db, env, *request):
 def test_pause_kill_edit_approve_resume_carries_out_the_edited_plan(host, tmp_path, python):
     env, db = env_for(host, tmp_path), str(tmp_path / "flows.db")
     first, flow, rid = paused(python, db, env)
-    assert rid == dshq.id_for_key("crewai:%s:plan" % flow)
+    assert rid == dshq.id_for_key(call_key("crewai", flow, "plan"))
     host.accepted(rid)
     assert "output: |\n  1. Drain node a\n  2. Upgrade node a\n" in host.json("show", rid)["questions"][0]["detail"]
     first.kill9()
@@ -51,7 +52,7 @@ def test_a_decline_reaches_the_flow_with_the_feedback(host, tmp_path, python):
     host.answer(rid, "--custom", "Not on a Friday")
     done = Agent(python, AGENT, "resume", db, flow, env=env).finish()
     assert ran(tmp_path) == []
-    assert done["output"] == "stopped: The reviewer declined this call, so it did not run. Their feedback: Not on a Friday"
+    assert done["output"] == "stopped: The reviewer declined the call to `plan`, so it did not run. Their feedback: Not on a Friday"
 
 
 def test_an_expiry_is_a_denial(host, tmp_path, python):
@@ -60,4 +61,4 @@ def test_an_expiry_is_a_denial(host, tmp_path, python):
     first.proc.kill()
     done = Agent(python, AGENT, "resume", db, flow, env=env).finish()
     assert ran(tmp_path) == []
-    assert done["code"] == "ASK_EXPIRED" and done["output"].startswith("stopped: No one approved this call")
+    assert done["code"] == "ASK_EXPIRED" and done["output"].startswith("stopped: No one approved the call to `plan`, so it did not run (ASK_EXPIRED: ")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import dshq
+from dshq.adapters import call_key
 import pytest
 
 from conftest import Agent
@@ -41,11 +42,11 @@ def test_pause_kill_edit_approve_resume_runs_the_edited_call(framework, host, tm
     store = str(tmp_path / "runs")
     first = Agent(python, script(framework), "start", store, "run-1", env=env)
     [rid] = first.line()["paused"]
-    assert rid == dshq.id_for_key("%s:run-1:call-1" % framework)
+    assert rid == dshq.id_for_key(call_key(framework, "run-1", "call-1"))
     host.accepted(rid)
     shown = host.json("show", rid)["questions"][0]
     # The reviewer reads the call as a plan, not a JSON dump.
-    assert "Call the tool `deploy`" in shown["detail"]
+    assert shown["detail"].startswith("Run `deploy` with:\n\n```\n")
     assert "service: billing\nversion: 1.2\nreplicas: 2\n" in shown["detail"]
     first.kill9()
     assert ran(tmp_path) == []
@@ -71,7 +72,7 @@ def test_a_decline_reaches_the_model_as_the_tools_result(framework, host, tmp_pa
     assert ran(tmp_path) == []
     assert not done["allowed"] and done["feedback"] == "Not on a Friday: wait for Monday"
     [seen] = done["seen"]
-    assert seen == "The reviewer declined this call, so it did not run. Their feedback: Not on a Friday: wait for Monday"
+    assert seen == "The reviewer declined the call to `deploy`, so it did not run. Their feedback: Not on a Friday: wait for Monday"
 
 
 def test_an_expiry_is_a_denial(framework, host, tmp_path, python):
@@ -84,7 +85,7 @@ def test_an_expiry_is_a_denial(framework, host, tmp_path, python):
     assert ran(tmp_path) == []
     assert not done["allowed"] and done["code"] == "ASK_EXPIRED"
     [seen] = done["seen"]
-    assert seen.startswith("No one approved this call, so it did not run (ASK_EXPIRED: ")
+    assert seen.startswith("No one approved the call to `deploy`, so it did not run (ASK_EXPIRED: ")
 
 
 def test_the_question_tool_asks_dsh_questions(framework, host, tmp_path, python):
@@ -98,4 +99,7 @@ def test_the_question_tool_asks_dsh_questions(framework, host, tmp_path, python)
     assert (q["id"], q["question"], [o["label"] for o in q["options"]]) == ("q1", "Which database?", ["Postgres", "SQLite"])
     host.answer(rid, "--select", "SQLite")
     done = Agent(python, script(framework), "resume", store, "run-4", env=env).finish()
-    assert done["seen"] == [str({"Which database?": "SQLite"})]
+    # The model reads {"answers": {ID: ANSWER}}: Pydantic AI is handed the dict, the OpenAI
+    # Agents SDK its JSON.
+    result = {"answers": {"q1": "SQLite"}}
+    assert done["seen"] == [str(result) if framework == "pydantic-ai" else json.dumps(result, separators=(",", ":"))]

@@ -3,195 +3,135 @@
 //
 // - a pending tool call becomes a dshq request whose key is the adapter, the run (or
 //   session) and the call id, so a process that restarts asks again and re-attaches;
-// - the call is shown to the reviewer as a readable plan (`name: value` lines, long text as
-//   a block) that the reviewer may edit, and the edit is read back into arguments; a
-//   question tool becomes dsh questions; a plan tool's plan is the plan itself;
+// - the call is shown to the reviewer as a readable plan (adapters/plan.js) that the
+//   reviewer may edit, and the edit is read back into arguments; a question tool becomes
+//   dsh questions; a plan tool's plan is the plan itself;
 // - the decision document becomes one CallDecision: allow (with the approved arguments, or
 //   the answers) or deny (with the text the model is told). Only an approval allows a call:
 //   a decline, a cancel, an abort, an expiry without a declared default, an edit that cannot
 //   be read, an error or an unknown answer all deny it, saying why (gates fail closed);
 // - an adapter that must keep its framework's state between processes keeps it in one
 //   file per run under a directory the application names, written atomically (0600).
+//
+// These rules are the Python adapters' too (dshq.adapters._core): both packages check
+// contrib/adapters-vectors.json, and docs/guide/adapters.md says them in words.
 
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 
 import { BadRequest, WaitTimeout, idForKey, planReview } from "../index.js";
+import { EditUnreadable, codeSpan, dump, parseEdited, renderPlan, shownName } from "./plan.js";
+
+export { EditUnreadable, parseEdited, renderPlan };
+
+const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** The plan review's question id, approving label and other label. */
 export const PLAN_ID = "plan";
 export const APPROVE = "Approve";
 export const DECLINE = "Decline";
 
-/** The caller-given key of a call: the adapter, the run (or session) and the call id. */
+/**
+ * The caller-given key of a call: a JSON array of the adapter, the run (or session) and the
+ * call id, so no id can run into another whatever it holds, and the same key the Python
+ * adapters give the same call.
+ */
 export function callKey(adapter, run, callId) {
-  return JSON.stringify(["dshq-adapter", adapter, String(run), String(callId)]);
+  return dump(["dshq-adapter", adapter, String(run), String(callId)]);
 }
 
-// --- the plan: arguments a person reads and edits ---------------------------------------
-//
-// `Run \`TOOL\` with:`, a blank line, then one `name: value` line per argument: a string as
-// it is (quoted as JSON when it would not read back the same), a string of several lines as
-// a block (`name: |`, its lines indented by two spaces; `|-` when it does not end with a
-// newline), anything else as compact JSON. An edit is read back by the type each argument
-// had: a string stays a string, a number must still be JSON; a new argument is JSON when it
-// parses as JSON, else a string; a removed line removes the argument.
+// --- what the model reads -------------------------------------------------------------------
 
-const SIMPLE_KEY = /^[A-Za-z_$][A-Za-z0-9_$.-]*$/;
-const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-
-function headOf(toolName, whole) {
-  return whole ? `Run \`${toolName}\` with the input:` : `Run \`${toolName}\` with:`;
-}
-
-function keyText(k) {
-  return SIMPLE_KEY.test(k) ? k : JSON.stringify(k);
-}
-
-function valueLines(v) {
-  if (typeof v === "string") {
-    const plain = v !== "" && !v.includes("\n") && !v.includes("\r") && v.trim() === v && !/^["|]/.test(v);
-    if (plain) return [` ${v}`];
-    const block = v.includes("\n") && !v.includes("\r") && !v.endsWith("\n\n") && !v.startsWith("\n");
-    if (block) {
-      const keep = v.endsWith("\n");
-      const lines = (keep ? v.slice(0, -1) : v).split("\n");
-      return [keep ? " |" : " |-", ...lines.map((l) => (l === "" ? "" : `  ${l}`))];
-    }
-    return [` ${JSON.stringify(v)}`];
+/**
+ * What the model reads when a call of `toolName` is denied with `code` (DECLINED,
+ * NO_DECISION, EDIT_UNREADABLE, EDIT_NOT_ALLOWED, or the code the request ended with):
+ * `detail` is the reviewer's feedback, the reason an edit could not be read, or the message
+ * of the code the request ended with. `kind`: the call's (`tool`, `plan` or `question`).
+ */
+export function denialMessage(toolName, code, detail, kind = "tool") {
+  if (kind === "question") {
+    return `No one answered the questions of ${codeSpan(toolName)}, so carry on without the answers (${code}: ${detail}).`;
   }
-  return [` ${JSON.stringify(v ?? null)}`];
-}
-
-/** The plan a reviewer reads for a call of `toolName` with `args`. */
-export function renderPlan(toolName, args) {
-  const whole = !isPlainObject(args);
-  const lines = [headOf(toolName, whole), ""];
-  const entries = whole ? [["input", args]] : Object.entries(args);
-  for (const [k, v] of entries) {
-    const [first, ...rest] = valueLines(v);
-    lines.push(`${keyText(k)}:${first}`, ...rest);
-  }
-  return `${lines.join("\n")}\n`;
-}
-
-/** An edited plan that does not read back as arguments. */
-export class EditUnreadable extends Error {
-  constructor(message) {
-    super(message);
-    this.name = "EditUnreadable";
+  const [what, so] = kind === "plan" ? ["the plan", "it was not carried out"] : [`the call to ${codeSpan(toolName)}`, "it did not run"];
+  switch (code) {
+    case "DECLINED":
+      return `The reviewer declined ${what}, so ${so}.${detail ? ` Their feedback: ${detail}` : ""}`;
+    case "NO_DECISION":
+      return `No one approved ${what}, so ${so} (NO_DECISION: the review ended without an approval).`;
+    case "EDIT_UNREADABLE":
+      return `The reviewer's edit of ${what} could not be read, so ${so} (EDIT_UNREADABLE: ${detail}).`;
+    case "EDIT_NOT_ALLOWED":
+      return `The reviewer approved ${what} as edited, and it cannot take an edit, so ${so} (EDIT_NOT_ALLOWED).`;
+    default:
+      return `No one approved ${what}, so ${so} (${code}: ${detail}).`;
   }
 }
 
-function splitKey(line, n) {
-  if (line.startsWith('"')) {
-    for (let i = 1; i < line.length; i++) {
-      if (line[i] === "\\") i++;
-      else if (line[i] === '"') {
-        let key;
-        try {
-          key = JSON.parse(line.slice(0, i + 1));
-        } catch {
-          break;
-        }
-        if (line[i + 1] !== ":") break;
-        return [key, line.slice(i + 2)];
-      }
-    }
-    throw new EditUnreadable(`line ${n}: a quoted name must be JSON and be followed by ':'`);
-  }
-  const at = line.indexOf(":");
-  if (at <= 0) throw new EditUnreadable(`line ${n} is not \`name: value\`: ${JSON.stringify(line)}`);
-  return [line.slice(0, at), line.slice(at + 1)];
-}
-
-function scalar(text, original, known, key, n) {
-  if (typeof original === "string" || (!known && text.startsWith('"'))) {
-    if (!text.startsWith('"')) return text;
-    try {
-      const s = JSON.parse(text);
-      if (typeof s === "string") return s;
-    } catch {
-      // fall through
-    }
-    throw new EditUnreadable(`line ${n}: the value of ${JSON.stringify(key)} starts with '"' and is not a JSON string`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    if (!known) return text;
-    throw new EditUnreadable(`line ${n}: the value of ${JSON.stringify(key)} must stay JSON (it was ${JSON.stringify(original)}), not ${JSON.stringify(text)}`);
-  }
-}
-
-/** The arguments an edited plan gives for a call of `toolName` whose arguments were `args`. */
-export function parseEdited(text, toolName, args) {
-  const whole = !isPlainObject(args);
-  const lines = String(text).replace(/\r\n?/g, "\n").split("\n");
-  const head = headOf(toolName, whole);
-  if (lines[0].trimEnd() !== head) {
-    throw new EditUnreadable(`the first line must stay ${JSON.stringify(head)} (the tool cannot change)`);
-  }
-  const original = whole ? { input: args } : args;
-  const out = {};
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    if (line.trim() === "") continue;
-    const [key, rest0] = splitKey(line, i + 1);
-    if (Object.hasOwn(out, key)) throw new EditUnreadable(`line ${i + 1}: ${JSON.stringify(key)} is given twice`);
-    const rest = rest0.startsWith(" ") ? rest0.slice(1) : rest0;
-    const known = Object.hasOwn(original, key);
-    if (rest.trimEnd() === "|" || rest.trimEnd() === "|-") {
-      const block = [];
-      while (i + 1 < lines.length && (lines[i + 1].startsWith("  ") || lines[i + 1] === "")) {
-        i++;
-        block.push(lines[i].slice(2));
-      }
-      while (block.length && block[block.length - 1] === "") block.pop();
-      out[key] = block.join("\n") + (rest.trimEnd() === "|" ? "\n" : "");
-    } else {
-      out[key] = scalar(rest.trimEnd(), original[key], known, key, i + 1);
-    }
-  }
-  if (whole) {
-    if (!Object.hasOwn(out, "input") || Object.keys(out).length !== 1) {
-      throw new EditUnreadable("the edited input must be the one `input:` line");
-    }
-    return out.input;
-  }
-  return out;
+/** The question of a tool call's plan review (plain text: a question is not Markdown). */
+export function reviewQuestion(toolName) {
+  return `Allow the agent to run ${shownName(toolName)}?`;
 }
 
 // --- questions ------------------------------------------------------------------------------
 
-const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const QUESTIONS = 'a question tool\'s arguments are {"questions": [...]}, with at least one question';
 
 /**
- * The dsh questions of a question tool's `questions` (dsh's vocabulary, or Claude's
- * AskUserQuestion, which agrees with it): ids kept when they are ids and unique, else
- * `q1`, `q2`, ... by position.
+ * The dsh questions a question tool's call asks (`args.questions`: dsh's vocabulary, or
+ * Claude's AskUserQuestion, which agrees with it): a text is a question; an id is kept when
+ * it is an id and not taken, else `q1`, `q2`, ... by position; `multi_select` is spelled
+ * `multiSelect`; fields dshq does not know are dropped. Throws BadRequest when there is no
+ * question to ask.
  */
-export function dshQuestions(list) {
+export function dshQuestions(args) {
+  const list = isPlainObject(args) ? args.questions : undefined;
+  if (!Array.isArray(list) || !list.length) throw new BadRequest(QUESTIONS);
   const seen = new Set();
-  return (Array.isArray(list) ? list : []).map((q0, i) => {
-    const q = isPlainObject(q0) ? q0 : { question: String(q0 ?? "") };
-    let id = typeof q.id === "string" && ID.test(q.id) && !seen.has(q.id) ? q.id : `q${i + 1}`;
-    while (seen.has(id)) id = `${id}-${i + 1}`;
-    seen.add(id);
-    const out = { id, question: String(q.question ?? "") };
-    if (typeof q.header === "string") out.header = q.header;
-    if (typeof q.detail === "string") out.detail = q.detail;
-    if (Array.isArray(q.options)) {
-      out.options = q.options.map((o) =>
-        isPlainObject(o)
-          ? { label: String(o.label ?? ""), ...(typeof o.description === "string" ? { description: o.description } : {}) }
-          : { label: String(o) },
-      );
+  return list.map((q0, i) => {
+    const n = i + 1;
+    const q = typeof q0 === "string" ? { question: q0 } : q0;
+    const text = isPlainObject(q) ? q.question : undefined;
+    if (typeof text !== "string" || !text) throw new BadRequest(`question ${n} has no text (question)`);
+    let id = q.id;
+    if (!(typeof id === "string" && ID.test(id) && !seen.has(id))) {
+      id = `q${n}`;
+      while (seen.has(id)) id = `${id}-${n}`;
     }
+    seen.add(id);
+    const out = { id, question: text };
+    for (const name of ["header", "detail"]) if (typeof q[name] === "string") out[name] = q[name];
+    if (Array.isArray(q.options)) out.options = q.options.map((o, j) => optionOf(n, j + 1, o));
     if (q.multiSelect === true || q.multi_select === true) out.multiSelect = true;
     return out;
   });
+}
+
+/**
+ * The answers by question text, as Claude's AskUserQuestion takes them in
+ * `updatedInput.answers` (`answers`: by question id; a skipped question has none).
+ */
+export function answersByText(args, answers) {
+  const out = {};
+  for (const q of dshQuestions(args)) {
+    const value = answers?.[q.id];
+    if (value !== null && value !== undefined) out[q.question] = value;
+  }
+  return out;
+}
+
+/** What the model reads as the question tool's result: `{answers: {ID: ANSWER}}`. */
+export function answersResult(answers) {
+  return { answers: { ...answers } };
+}
+
+function optionOf(n, m, o) {
+  const label = typeof o === "string" ? o : isPlainObject(o) ? o.label : undefined;
+  if (typeof label !== "string") throw new BadRequest(`option ${m} of question ${n} has no label`);
+  const out = { label };
+  if (isPlainObject(o) && typeof o.description === "string") out.description = o.description;
+  return out;
 }
 
 // --- calls, requests and decisions ----------------------------------------------------------
@@ -205,7 +145,7 @@ export function requestOf(call, options = {}) {
   const { context, timeout, deadline, ladder, quorum, agent, meta } = options;
   let questions;
   if (call.kind === "question") {
-    questions = dshQuestions(call.args?.questions);
+    questions = dshQuestions(call.args);
   } else if (call.kind === "plan") {
     questions = [
       planReview(String(call.args?.plan ?? ""), {
@@ -221,7 +161,7 @@ export function requestOf(call, options = {}) {
       planReview(renderPlan(call.toolName, call.args), {
         id: PLAN_ID,
         header: "Tool call",
-        question: `Allow the agent to run \`${call.toolName}\`?`,
+        question: reviewQuestion(call.toolName),
         approve: APPROVE,
         decline: DECLINE,
         editable: call.editable === false ? false : undefined,
@@ -257,8 +197,13 @@ function answersOf(result, questions) {
   return out;
 }
 
-function denied(call, requestId, code, message, extra = {}) {
+function denied(call, requestId, code, detail, extra = {}) {
+  const message = denialMessage(call.toolName, code, detail, call.kind);
   return { callId: call.callId, toolName: call.toolName, requestId, behavior: "deny", args: null, answers: null, edited: false, diff: null, message, feedback: null, code, result: null, ...extra };
+}
+
+function allowed(call, requestId, message, extra) {
+  return { ...denied(call, requestId, null, null), behavior: "allow", message, ...extra };
 }
 
 /**
@@ -266,47 +211,30 @@ function denied(call, requestId, code, message, extra = {}) {
  * `{error}` (anything thrown while asking or waiting).
  */
 export function decisionOf(call, requestId, { result, error }) {
-  const tool = call.toolName;
-  if (!result) {
-    const code = error?.code || error?.name || "ERROR";
-    const why = `${code}: ${error?.message ?? String(error)}`;
-    const message =
-      call.kind === "question"
-        ? `The user did not answer (${why}). Continue without this answer.`
-        : `The call to \`${tool}\` was not approved (${why}); it did not run.`;
-    return denied(call, requestId, code, message);
-  }
+  if (!result) return denied(call, requestId, error?.code || error?.name || "ERROR", error?.message ?? String(error));
   if (call.kind === "question") {
-    const answers = answersOf(result, dshQuestions(call.args?.questions));
-    return { ...denied(call, requestId, null, `Answered in dshq request ${requestId}${voters(result)}.`), behavior: "allow", args: call.args, answers, result };
+    const answers = answersOf(result, dshQuestions(call.args));
+    return allowed(call, requestId, `Answered in dshq request ${requestId}${voters(result)}.`, { args: call.args, answers, result });
   }
   if (result.decision === "declined") {
-    const what = call.kind === "plan" ? "the plan" : `this call to \`${tool}\``;
-    const message = result.feedback
-      ? `The reviewer declined ${what}. Their feedback: ${result.feedback}`
-      : `The reviewer declined ${what} without feedback; it did not run.`;
-    return denied(call, requestId, "DECLINED", message, { feedback: result.feedback, result });
+    return denied(call, requestId, "DECLINED", result.feedback, { feedback: result.feedback, result });
   }
-  if (!result.approved) {
-    return denied(call, requestId, "NO_DECISION", `The review of \`${tool}\` ended without an approval; it did not run.`, { result });
-  }
+  if (!result.approved) return denied(call, requestId, "NO_DECISION", null, { result });
   const edit = result.edited[PLAN_ID] ?? null;
   let args = call.args;
   if (edit && call.kind === "plan") {
     args = { ...(isPlainObject(call.args) ? call.args : {}), plan: edit.approved };
   } else if (edit) {
-    if (call.editable === false) {
-      return denied(call, requestId, "EDIT_NOT_ALLOWED", `The reviewer edited the arguments of \`${tool}\`, which cannot take edited arguments; it did not run.`, { result });
-    }
+    if (call.editable === false) return denied(call, requestId, "EDIT_NOT_ALLOWED", null, { result });
     try {
-      args = parseEdited(edit.approved, tool, call.args);
+      args = parseEdited(edit.approved, call.toolName, call.args);
     } catch (e) {
       if (!(e instanceof EditUnreadable)) throw e;
-      return denied(call, requestId, "EDIT_UNREADABLE", `The reviewer's edit of the arguments of \`${tool}\` could not be read (${e.message}); it did not run.`, { result });
+      return denied(call, requestId, "EDIT_UNREADABLE", e.reason, { result });
     }
   }
   const message = `Approved in dshq request ${requestId}${voters(result)}${edit ? ", as edited" : ""}.`;
-  return { ...denied(call, requestId, null, message), behavior: "allow", args, edited: edit !== null, diff: edit?.diff ?? null, result };
+  return allowed(call, requestId, message, { args, edited: edit !== null, diff: edit?.diff ?? null, result });
 }
 
 /**
@@ -441,6 +369,9 @@ export const QUESTIONS_SCHEMA = Object.freeze({
   },
   required: ["questions"],
 });
+
+/** The default name of the question tool the adapters offer. */
+export const QUESTION_TOOL = "ask_user_question";
 
 /** The description of a question tool. */
 export const QUESTION_TOOL_DESCRIPTION =

@@ -54,9 +54,10 @@ function agent(framework, run, mode, { tool = "deploy", context } = {}) {
 /** The plan the reviewer reads, edited as a person would: other values, one more line. */
 function editedPlan(id) {
   const plan = host.json("show", id).questions[0].detail;
-  assert.match(plan, /^Run `[^`]+` with:\n\nenv: prod\nreplicas: 3\nnotes: \|\n {2}Roll out v2\.\n {2}Watch the error rate\.\n$/);
+  assert.match(plan, /^Run `[^`]+` with:\n\n```\nenv: prod\nreplicas: 3\nnotes: \|\n {2}Roll out v2\.\n {2}Watch the error rate\.\n```\n$/);
   const file = join(host.base, `${id}.edited`);
-  writeFileSync(file, plan.replace("env: prod", "env: staging").replace("replicas: 3", "replicas: 2") + "  Roll back on errors.\n");
+  const edited = plan.replace("env: prod", "env: staging").replace("replicas: 3", "replicas: 2");
+  writeFileSync(file, edited.replace(/\n```\n$/, "\n  Roll back on errors.\n```\n"));
   return file;
 }
 

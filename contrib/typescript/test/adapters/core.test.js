@@ -1,77 +1,125 @@
-// The adapters' shared core without a daemon: the plan a reviewer reads reads back as the
-// same arguments, an edit is read by each argument's type, an edit that cannot be read is
-// an error naming the line, and every ending but an approval denies the call.
+// The adapters' shared core without a daemon, checked case by case against
+// contrib/adapters-vectors.json: the plan a reviewer reads (and the arguments an edit of it
+// gives, or why it is refused), the key of a call, the question tool's questions, and what
+// the model reads when a call is denied. The Python package's tests check the same file
+// (tests/test_adapter_vectors.py), so the two packages cannot drift apart.
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
 
-import { AskExpired, resultOf } from "dshq";
+import { BadRequest, idForKey, resultOf } from "dshq";
 
-import { EditUnreadable, callKey, decisionOf, dshQuestions, parseEdited, renderPlan } from "../../adapters/core.js";
+import {
+  EditUnreadable,
+  QUESTION_TOOL,
+  QUESTION_TOOL_DESCRIPTION,
+  answersByText,
+  answersResult,
+  callKey,
+  decisionOf,
+  denialMessage,
+  dshQuestions,
+  parseEdited,
+  renderPlan,
+  requestOf,
+  reviewQuestion,
+} from "../../adapters/core.js";
 
-const ARGS = [
-  { env: "prod", replicas: 3, dry: false, tags: ["a", "b"], limits: { cpu: 2 }, nothing: null },
-  { notes: "Roll out v2.\nWatch the error rate.\n", body: "no newline at the end\nsecond", blank: "a\n\nb\n" },
-  { quoted: '"already quoted"', spaced: " leading", trailing: "x ", empty: "", pipe: "| not a block", cr: "a\r\nb", twice: "a\n\n" },
-  { "odd key: with colon": 1, "": "empty key", "ünï": "ok", "a\nb": "newline in a key" },
-  {},
-  "a bare string input",
-  [1, 2, 3],
-];
+const VECTORS = JSON.parse(readFileSync(new URL("../../../adapters-vectors.json", import.meta.url), "utf8"));
+const nameOf = (c) => c.name ?? c.code ?? c.tool;
 
-test("a plan reads back as the arguments it shows", () => {
-  for (const args of ARGS) {
-    const plan = renderPlan("deploy", args);
-    assert.deepEqual(parseEdited(plan, "deploy", args), args, plan);
+describe("the plan a reviewer reads", () => {
+  for (const c of VECTORS.render) {
+    test(`render: ${nameOf(c)}`, () => {
+      assert.equal(renderPlan(c.tool, c.args), c.plan);
+      assert.deepEqual(parseEdited(c.plan, c.tool, c.args), c.args, "the plan reads back as the arguments it shows");
+    });
   }
-  assert.equal(renderPlan("deploy", { env: "prod", replicas: 3 }), "Run `deploy` with:\n\nenv: prod\nreplicas: 3\n");
-});
-
-test("an edit is read by each argument's type; a removed line removes the argument", () => {
-  const args = { env: "prod", replicas: 3, notes: "a\nb\n", dry: true };
-  const edited = "Run `deploy` with:\n\nenv: 3\nreplicas: 2\nnotes: |\n  a\n  b\n  c\nextra: [1]\nlabel: staging\n";
-  assert.deepEqual(parseEdited(edited, "deploy", args), { env: "3", replicas: 2, notes: "a\nb\nc\n", extra: [1], label: "staging" });
-});
-
-test("an edit that cannot be read is an error naming what is wrong", () => {
-  const args = { env: "prod", replicas: 3 };
-  for (const [text, says] of [
-    ["Run `other` with:\n\nenv: prod\n", /first line must stay/],
-    ["Run `deploy` with:\n\nenv: prod\nreplicas: two\n", /line 4: the value of "replicas" must stay JSON/],
-    ["Run `deploy` with:\n\njust words\n", /line 3 is not `name: value`/],
-    ["Run `deploy` with:\n\nenv: a\nenv: b\n", /"env" is given twice/],
-    ['Run `deploy` with:\n\nenv: "unterminated\n', /not a JSON string/],
-  ]) {
-    assert.throws(() => parseEdited(text, "deploy", args), (e) => e instanceof EditUnreadable && says.test(e.message), text);
+  for (const c of VECTORS.review) {
+    test(`review question: ${c.tool}`, () => assert.equal(reviewQuestion(c.tool), c.question));
   }
 });
 
-test("questions keep their ids when they are ids, else are numbered", () => {
-  const qs = dshQuestions([{ question: "A?" }, { id: "db", question: "B?", multi_select: true, options: ["x", { label: "y", description: "why" }] }, { id: "db", question: "C?" }, { id: "../x", question: "D?" }]);
-  assert.deepEqual(qs.map((q) => q.id), ["q1", "db", "q3", "q4"]);
-  assert.deepEqual(qs[1].options, [{ label: "x" }, { label: "y", description: "why" }]);
-  assert.equal(qs[1].multiSelect, true);
+describe("the arguments an edit gives", () => {
+  for (const c of VECTORS.parse) {
+    test(`parse: ${nameOf(c)}`, () => {
+      if (c.refused) {
+        assert.throws(
+          () => parseEdited(c.plan, c.tool, c.args),
+          (e) => e instanceof EditUnreadable && assert.deepEqual({ kind: e.kind, reason: e.reason }, c.refused) === undefined,
+        );
+      } else {
+        assert.deepEqual(parseEdited(c.plan, c.tool, c.args), c.gives);
+      }
+    });
+  }
 });
 
-test("only an approval allows a call: every other ending denies it, saying why", () => {
-  const call = { adapter: "t", run: "r", callId: "c", toolName: "deploy", args: { env: "prod" }, kind: "tool" };
-  const doc = (extra) => ({ id: "x", status: "answered", requestDigest: null, createdAt: "", finishedAt: "", answer: { answers: [] }, ...extra });
-  const allow = decisionOf(call, "x", { result: resultOf(doc({ decision: "approved" })) });
-  assert.equal(allow.behavior, "allow");
-  assert.deepEqual(allow.args, { env: "prod" });
-  for (const [ending, code] of [
-    [{ result: resultOf(doc({ decision: "declined", feedback: "no" })) }, "DECLINED"],
-    [{ result: resultOf(doc({ decision: null })) }, "NO_DECISION"],
-    [{ error: new AskExpired("nobody answered", { code: "ASK_EXPIRED" }) }, "ASK_EXPIRED"],
-    [{ error: new Error("disk on fire") }, "Error"],
-    [{ result: resultOf(doc({ decision: "approved", edited: { plan: { proposed: "", approved: "Run `deploy` with:\n\nenv\n", diff: "" } } })) }, "EDIT_UNREADABLE"],
-    [{ result: resultOf(doc({ decision: "approved", edited: { plan: { proposed: "", approved: "x", diff: "" } } })) }, "EDIT_UNREADABLE"],
-  ]) {
-    const d = decisionOf(call, "x", ending);
-    assert.equal(d.behavior, "deny", code);
-    assert.equal(d.code, code);
-    assert.match(d.message, /deploy/);
+test("keys", () => {
+  for (const c of VECTORS.keys) {
+    const key = callKey(c.adapter, c.run, c.call);
+    assert.equal(key, c.key);
+    assert.equal(idForKey(key), c.id);
   }
-  const locked = decisionOf({ ...call, editable: false }, "x", { result: resultOf(doc({ decision: "approved", edited: { plan: { proposed: "", approved: "Run `deploy` with:\n\nenv: dev\n", diff: "" } } })) });
-  assert.equal(locked.code, "EDIT_NOT_ALLOWED");
-  assert.notEqual(callKey("t", "r", "c"), callKey("t", "r\u0000c", ""));
+});
+
+test("the same call asks the same request in both packages (so either re-attaches to it)", () => {
+  for (const c of VECTORS.requests) {
+    const { doc, key } = requestOf({ adapter: c.adapter, run: c.run, callId: c.call, toolName: c.tool, args: c.args, kind: c.kind });
+    assert.deepEqual(JSON.parse(JSON.stringify({ id: idForKey(key), ...doc })), c.request);
+  }
+});
+
+test("what the model reads on a denial", () => {
+  for (const c of VECTORS.messages) {
+    assert.equal(denialMessage(c.tool, c.code, c.detail, c.kind ?? "tool"), c.message);
+  }
+});
+
+describe("decisions", () => {
+  for (const c of VECTORS.decisions) {
+    test(`decision: ${c.name}`, () => {
+      const call = { adapter: "t", run: "r", callId: "call-1", toolName: c.tool, args: c.args, kind: c.kind ?? "tool" };
+      let d;
+      try {
+        d = decisionOf(call, "x", { result: resultOf(c.outcome) });
+      } catch (error) {
+        d = decisionOf(call, "x", { error });
+      }
+      assert.equal(d.behavior, c.allowed ? "allow" : "deny");
+      if (!c.allowed) {
+        assert.deepEqual([d.code, d.message], [c.code, c.message]);
+      } else if (call.kind === "question") {
+        assert.deepEqual(d.answers, c.answers);
+        assert.deepEqual(answersResult(d.answers), c.model_reads);
+        assert.deepEqual(answersByText(call.args, d.answers), c.by_text);
+      } else {
+        assert.deepEqual([d.args, d.edited], [c.runs_with, c.edited]);
+      }
+    });
+  }
+});
+
+describe("the question tool's questions", () => {
+  for (const c of VECTORS.questions) {
+    test(`questions: ${c.name}`, () => {
+      if (c.refused) {
+        assert.throws(() => dshQuestions(c.args), (e) => e instanceof BadRequest && e.message === c.refused);
+      } else {
+        assert.deepEqual(dshQuestions(c.args), c.questions);
+      }
+    });
+  }
+});
+
+test("the question tool", () => {
+  assert.deepEqual([QUESTION_TOOL, QUESTION_TOOL_DESCRIPTION], [VECTORS.question_tool.name, VECTORS.question_tool.description]);
+});
+
+test("an edit a call cannot take denies it", () => {
+  const call = { adapter: "t", run: "r", callId: "c", toolName: "deploy", args: { env: "prod" }, kind: "tool", editable: false };
+  const doc = { id: "x", status: "answered", requestDigest: null, createdAt: "", finishedAt: "", answer: { answers: [] }, decision: "approved" };
+  const edited = { plan: { proposed: "", approved: renderPlan("deploy", { env: "dev" }), diff: "" } };
+  const d = decisionOf(call, "x", { result: resultOf({ ...doc, edited }) });
+  assert.deepEqual([d.behavior, d.code, d.message], ["deny", "EDIT_NOT_ALLOWED", denialMessage("deploy", "EDIT_NOT_ALLOWED")]);
 });

@@ -13,9 +13,24 @@ and the decision resumes the run, in this process or another one.
 Each imports its framework only when imported itself (the package keeps no dependency:
 ``pip install 'dshq[pydantic-ai]'`` and so on). The rules they share (the request's key,
 the plan the reviewer reads, the decision and its mapping, failing closed) are in
-``dshq.adapters._core``; the guide is docs/guide/adapters.md.
+``dshq.adapters._core`` (the plan's text in ``dshq.adapters._plan``), and they are the
+Node adapters' rules too: docs/guide/adapters.md says them, and both packages check the
+cases in contrib/adapters-vectors.json.
 """
 
-from ._core import Call, Decision, Paused, PlanUnreadable, RunStore, Step, call_key, parse_plan, render_plan
+from ._core import Call, Decision, Paused, RunStore, Step, call_key, denial_message, questions_of
+from ._plan import PlanUnreadable, parse_plan, render_plan
 
-__all__ = ["Call", "Decision", "Paused", "PlanUnreadable", "RunStore", "Step", "call_key", "parse_plan", "render_plan"]
+__all__ = [
+    "Call",
+    "Decision",
+    "Paused",
+    "PlanUnreadable",
+    "RunStore",
+    "Step",
+    "call_key",
+    "denial_message",
+    "parse_plan",
+    "questions_of",
+    "render_plan",
+]

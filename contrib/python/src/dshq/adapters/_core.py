@@ -3,21 +3,24 @@
 An adapter turns a framework's pending tool call into a dshq request and the decision back
 into what the framework takes. The rules live here; an adapter module is only the glue:
 
-- **The key.** A pending call is asked under the key ``FRAMEWORK:RUN:CALL`` (the run or
-  thread id the caller names, and the framework's tool call id), so the id is the same in
-  every process: asking again after a restart re-attaches to the same request.
+- **The key.** A pending call is asked under the key :func:`call_key` gives (the
+  framework, the run or thread id the caller names, and the framework's tool call id), so
+  the id is the same in every process: asking again after a restart re-attaches.
 - **The plan.** An approval is a plan review whose plan is the tool's name and arguments
-  as a person reads them: one ``name: value`` line an argument in a fenced block, a text
-  with line breaks as an indented ``|`` block, anything else as JSON. The reviewer may
-  edit the values; :func:`parse_plan` reads the edited block back into arguments (guided
-  by the types of the arguments asked), and an edit it cannot read is a denial.
+  as a person reads them (``_plan``: :func:`render_plan`, and :func:`parse_plan` reading a
+  reviewer's edit back by the types asked; an edit it cannot read is a denial).
 - **The question tool.** A call of a tool that asks the user (its arguments are dsh
-  questions) becomes those questions; the answers become the tool's result.
+  questions) becomes those questions (:func:`questions_of`); the answers become the
+  tool's result.
 - **The decision.** :func:`decide` maps how the request ended to a :class:`Decision`:
   an approval runs the tool with the approved arguments (as edited), a decline is a denial
   whose message carries the reviewer's feedback to the model, and every other ending
   (cancelled, aborted, expired without a declared default, an error, an answer that is no
-  approval) is a denial naming its reason. Nothing else runs a tool: the gate fails closed.
+  approval) is a denial naming its reason (:func:`denial_message`). Nothing else runs a
+  tool: the gate fails closed.
+
+These rules are the Node adapters' too (``contrib/typescript/adapters/``): both packages
+check ``contrib/adapters-vectors.json``, and docs/guide/adapters.md says them in words.
 - **The state.** :class:`RunStore` keeps a paused run (the framework's own serialized
   state and the pending calls) in one JSON file a run, written atomically, for frameworks
   that leave persistence to the caller.
@@ -36,8 +39,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..approval import approval_of
 from ..client import Client
-from ..errors import DshqError, PlanDeclined, WaitTimeout
+from ..errors import BadRequest, DshqError, PlanDeclined, WaitTimeout
 from ..types import Answered, PlanReview, Ticket
+from ._plan import PlanUnreadable, code_span, dump, parse_plan, render_plan, shown_name
 
 __all__ = [
     "Paused",
@@ -49,156 +53,137 @@ __all__ = [
     "ask_call",
     "call_key",
     "decide",
+    "denial_message",
     "parse_plan",
     "questions_of",
     "render_plan",
 ]
 
-#: The kinds of pending call: a tool that needs approval, and a tool that asks the user.
-APPROVAL = "approval"
+#: The kinds of pending call: a tool that needs approval, a tool that asks the user, and
+#: a tool whose argument ``plan`` is itself the plan to review.
+APPROVAL = "tool"
 QUESTION = "question"
+PLAN = "plan"
 
-#: The default name of the question tool the adapters offer.
-QUESTION_TOOL = "ask_user"
+#: The default name and the description of the question tool the adapters offer; its
+#: result is :func:`answers_result`.
+QUESTION_TOOL = "ask_user_question"
+QUESTION_TOOL_DESCRIPTION = (
+    "Ask a person one or more questions and wait for the answers (they may come much later: the run pauses "
+    "until then). Give options when the choice is among known answers; the person may also write their own. "
+    "The result maps each question id to the answer, or null when the person skipped it."
+)
 
 
 def call_key(framework: str, run_id: str, call_id: str) -> str:
-    """The re-attach key of a pending call: its request id is ``dshq.id_for_key`` of it."""
-    return "%s:%s:%s" % (framework, run_id, call_id)
+    """The re-attach key of a pending call (its request id is ``dshq.id_for_key`` of it):
+    a JSON array, so no run id can run into a call id whatever either holds, and the same
+    key the Node adapters give the same call."""
+    return dump(["dshq-adapter", framework, str(run_id), str(call_id)])
 
 
-# --- the plan ------------------------------------------------------------------------
+# --- what the model reads ----------------------------------------------------------------
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):(?: (.*))?\Z")
-
-
-class PlanUnreadable(ValueError):
-    """The reviewer's edit of a tool call's plan is not arguments the adapter can read."""
-
-
-def _block(text: str) -> List[str]:
-    """A text as a ``|`` block: the indicator and the indented lines."""
-    if text.endswith("\n") and not text.endswith("\n\n"):
-        indicator, body = "|", text[:-1]
-    elif text.endswith("\n"):
-        indicator, body = "|+", text[:-1]
-    else:
-        indicator, body = "|-", text
-    lines = body.split("\n") if body else []
-    return [indicator] + [("  " + line) if line else "" for line in lines]
+#: The codes of a denial the adapter decides itself (any other is the code the request
+#: ended with: ``ASK_CANCELLED``, ``ASK_ABORTED``, ``ASK_EXPIRED``, ``NO_DAEMON``, ...).
+DECLINED = "DECLINED"
+NO_DECISION = "NO_DECISION"
+EDIT_UNREADABLE = "EDIT_UNREADABLE"
+EDIT_NOT_ALLOWED = "EDIT_NOT_ALLOWED"
 
 
-def _value_lines(value: Any) -> List[str]:
-    if isinstance(value, str):
-        if value and "\n" not in value and value == value.strip():
-            return [value]
-        return _block(value)
-    return [json.dumps(value, ensure_ascii=False)]
-
-
-def _fence(body: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def render_plan(tool: str, args: Mapping[str, Any]) -> str:
-    """The plan a reviewer reads (and may edit) for a call of ``tool`` with ``args``."""
-    lines: List[str] = []
-    for name, value in args.items():
-        if not _NAME.match(str(name)):
-            # A name the block cannot carry: shown, and not editable back (parse refuses).
-            name = json.dumps(str(name))
-        first, *rest = _value_lines(value)
-        lines.append("%s: %s" % (name, first))
-        lines.extend(rest)
-    body = "\n".join(lines)
-    fence = _fence(body)
-    shown = body if lines else "(no arguments)"
-    return (
-        "Call the tool `%s` with these arguments (edit a value to run it with yours):\n\n"
-        "%s\n%s\n%s\n" % (tool, fence, shown, fence)
-    )
-
-
-def parse_plan(text: str, asked: Mapping[str, Any]) -> Dict[str, Any]:
-    """The arguments an edited plan gives. A value of an argument asked as text is read as
-    text; any other as JSON. An argument left out is left out; one that was not asked, a
-    missing fence or a value that is not JSON raise :class:`PlanUnreadable`."""
-    lines = text.split("\n")
-    start = next((i for i, line in enumerate(lines) if re.match(r"`{3,}[^`]*\Z", line.strip())), None)
-    if start is None:
-        raise PlanUnreadable("the edited plan has no fenced block of arguments")
-    fence = re.match(r"`+", lines[start].strip()).group(0)  # type: ignore[union-attr]
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == fence), None)
-    if end is None:
-        raise PlanUnreadable("the edited plan's block of arguments is not closed")
-    body = lines[start + 1 : end]
-    if [line for line in body if line.strip()] == ["(no arguments)"]:
-        return {}
-    out: Dict[str, Any] = {}
-    i = 0
-    while i < len(body):
-        line = body[i]
-        i += 1
-        if not line.strip():
-            continue
-        m = _LINE.match(line)
-        if m is None:
-            raise PlanUnreadable("cannot read the line %r of the edited arguments" % line)
-        name, raw = m.group(1), m.group(2) or ""
-        if name not in asked:
-            raise PlanUnreadable("the edited plan names an argument the call does not have: %r" % name)
-        if name in out:
-            raise PlanUnreadable("the edited plan gives the argument %r twice" % name)
-        if raw.strip() in ("|", "|-", "|+"):
-            block: List[str] = []
-            while i < len(body) and (body[i].startswith("  ") or not body[i].strip()):
-                block.append(body[i][2:] if body[i].startswith("  ") else "")
-                i += 1
-            indicator = raw.strip()
-            if indicator != "|+":
-                while block and not block[-1]:
-                    block.pop()
-            value: Any = "\n".join(block)
-            if indicator == "|" or (indicator == "|+" and block):
-                value += "\n"
-            if not isinstance(asked[name], str):
-                value = _json(name, value)
-        elif isinstance(asked[name], str):
-            value = raw
-        else:
-            value = _json(name, raw)
-        out[name] = value
-    return out
-
-
-def _json(name: str, raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise PlanUnreadable("the edited value of %r is not JSON: %r" % (name, raw)) from None
+def denial_message(tool: str, code: str, detail: Optional[str] = None, kind: str = APPROVAL) -> str:
+    """What the model reads when a call of ``tool`` is denied with ``code``: ``detail`` is
+    the reviewer's feedback (``DECLINED``), the reason an edit could not be read
+    (``EDIT_UNREADABLE``) or the message of the code the request ended with."""
+    if kind == QUESTION:
+        return "No one answered the questions of %s, so carry on without the answers (%s: %s)." % (
+            code_span(tool), code, detail)
+    what, so = ("the plan", "it was not carried out") if kind == PLAN else ("the call to " + code_span(tool), "it did not run")
+    if code == DECLINED:
+        return "The reviewer declined %s, so %s." % (what, so) + (" Their feedback: %s" % detail if detail else "")
+    if code == NO_DECISION:
+        return "No one approved %s, so %s (NO_DECISION: the review ended without an approval)." % (what, so)
+    if code == EDIT_UNREADABLE:
+        return "The reviewer's edit of %s could not be read, so %s (EDIT_UNREADABLE: %s)." % (what, so, detail)
+    if code == EDIT_NOT_ALLOWED:
+        return "The reviewer approved %s as edited, and it cannot take an edit, so %s (EDIT_NOT_ALLOWED)." % (what, so)
+    return "No one approved %s, so %s (%s: %s)." % (what, so, code, detail)
 
 
 # --- questions -----------------------------------------------------------------------
 
+_QUESTION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
-def questions_of(args: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """The dsh questions a question tool's call asks (``{"questions": [...]}``): each with
-    an id (``q1``, ``q2``, ... when the model gave none). dshq checks the rest."""
-    raw = args.get("questions")
-    if not isinstance(raw, list):
-        raise ValueError("a question tool's arguments are {\"questions\": [...]}")
+
+def questions_of(args: Any) -> List[Dict[str, Any]]:
+    """The dsh questions a question tool's call asks (``{"questions": [...]}``, dsh's
+    vocabulary or Claude's ``AskUserQuestion``, which agrees with it): a text is a
+    question; an id is kept when it is an id and not taken, else ``q1``, ``q2``, ... by
+    position; ``multi_select`` is spelled ``multiSelect``; fields dshq does not know are
+    dropped. Raises :class:`dshq.BadRequest` when there is no question to ask."""
+    raw = args.get("questions") if isinstance(args, Mapping) else None
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest("a question tool's arguments are {\"questions\": [...]}, with at least one question")
+    seen: set = set()
     out: List[Dict[str, Any]] = []
     for n, q in enumerate(raw, 1):
-        q = dict(q) if isinstance(q, Mapping) else {"question": str(q)}
-        if "multi_select" in q and "multiSelect" not in q:
-            q["multiSelect"] = q.pop("multi_select")
-        q = {k: v for k, v in q.items() if v is not None}
-        q.setdefault("id", "q%d" % n)
+        q = {"question": q} if isinstance(q, str) else q
+        text = q.get("question") if isinstance(q, Mapping) else None
+        if not isinstance(text, str) or not text:
+            raise BadRequest("question %d has no text (question)" % n)
+        qid = q.get("id")
+        if not (isinstance(qid, str) and _QUESTION_ID.match(qid) and qid not in seen):
+            qid = "q%d" % n
+            while qid in seen:
+                qid = "%s-%d" % (qid, n)
+        seen.add(qid)
+        item: Dict[str, Any] = {"id": qid, "question": text}
+        for name in ("header", "detail"):
+            if isinstance(q.get(name), str):
+                item[name] = q[name]
         if isinstance(q.get("options"), list):
-            q["options"] = [{"label": o} if isinstance(o, str) else dict(o) for o in q["options"]]
-        out.append(q)
+            item["options"] = [_option(n, m, o) for m, o in enumerate(q["options"], 1)]
+        if q.get("multiSelect") is True or q.get("multi_select") is True:
+            item["multiSelect"] = True
+        out.append(item)
+    return out
+
+
+def answers_of(args: Any, result: Answered) -> Dict[str, Optional[str]]:
+    """A question tool's answers by question id (``q1``, ... as :func:`questions_of` gave
+    them): the labels picked and the person's own words, joined with ", "; None when
+    skipped."""
+    out: Dict[str, Optional[str]] = {}
+    for q in questions_of(args):
+        item = result.answers.get(q["id"])
+        out[q["id"]] = item.value if item is not None else None
+    return out
+
+
+def answers_result(answers: Mapping[str, Optional[str]]) -> Dict[str, Any]:
+    """What the model reads as the question tool's result: ``{"answers": {ID: ANSWER}}``."""
+    return {"answers": dict(answers)}
+
+
+def answers_by_text(args: Any, answers: Mapping[str, Optional[str]]) -> Dict[str, str]:
+    """The answers by question text, as Claude's ``AskUserQuestion`` takes them in
+    ``updatedInput.answers`` (a skipped question has none)."""
+    out: Dict[str, str] = {}
+    for q in questions_of(args):
+        value = answers.get(q["id"])
+        if value is not None:
+            out[q["question"]] = value
+    return out
+
+
+def _option(n: int, m: int, o: Any) -> Dict[str, Any]:
+    label = o if isinstance(o, str) else o.get("label") if isinstance(o, Mapping) else None
+    if not isinstance(label, str):
+        raise BadRequest("option %d of question %d has no label" % (m, n))
+    out: Dict[str, Any] = {"label": label}
+    if isinstance(o, Mapping) and isinstance(o.get("description"), str):
+        out["description"] = o["description"]
     return out
 
 
@@ -246,18 +231,31 @@ def ask_call(
     **fields: Any,
 ) -> Call:
     """Ask about one pending call (re-attaching by its key) and return it as a :class:`Call`.
-    ``fields`` go into the request (``context``, ``timeout``, ``ladder``, ``quorum``, ...)."""
+    ``fields`` go into the request (``context``, ``timeout``, ``ladder``, ``quorum``, ...;
+    ``meta`` is merged with the call's own)."""
     args = dict(args)
+    doc = request_of(framework, run_id, call_id, tool, args, kind, fields.pop("meta", None))
+    fields.setdefault("key", call_key(framework, run_id, call_id))
+    ticket = client.ask_nowait(doc["questions"], meta=doc["meta"], **fields)
+    return Call(call_id, tool, args, kind, ticket)
+
+
+def request_of(framework: str, run_id: str, call_id: str, tool: str, args: Any, kind: str = APPROVAL,
+               meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The questions and meta of a call's request (``{"questions": [...], "meta": {...}}``):
+    the same the Node adapters ask for the same call, so either re-attaches to it. The meta
+    names the call (``agentRun``: the adapter, run, call id and tool) beside ``meta``."""
     if kind == QUESTION:
         questions: List[Any] = questions_of(args)
     else:
-        questions = [PlanReview(render_plan(tool, args), question="Allow the call to %s?" % tool, header="Tool call")]
-    meta = dict(fields.pop("meta", None) or {})
-    meta.setdefault("framework", framework)
-    meta.setdefault("tool", tool)
-    fields.setdefault("key", call_key(framework, run_id, call_id))
-    ticket = client.ask_nowait(questions, meta=meta, **fields)
-    return Call(call_id, tool, args, kind, ticket)
+        questions = [PlanReview(render_plan(tool, args), question=review_question(tool), header="Tool call").to_json()]
+    run = {"adapter": framework, "run": str(run_id), "callId": str(call_id), "tool": tool}
+    return {"questions": questions, "meta": dict(meta or {}, agentRun=run)}
+
+
+def review_question(tool: str) -> str:
+    """The question of a tool call's plan review (plain text: a question is not Markdown)."""
+    return "Allow the agent to run %s?" % shown_name(tool)
 
 
 # --- deciding ------------------------------------------------------------------------
@@ -269,10 +267,12 @@ class Decision:
 
     ``allowed``: run the tool (an approval; for a question, an answer). ``args``: the
     arguments to run it with (as the reviewer edited them when ``edited``). ``answers``: a
-    question's answers by question text, as the model reads them. ``message``: a denial's
-    text for the model (the reviewer's feedback, or why the call was not run). ``result``:
-    the whole decision document (votes, approvers, ``decided_by``, receipt) when the
-    request was answered; ``error`` when it ended without an answer.
+    question tool's answers by question id (:func:`answers_of`). ``message``: a denial's
+    text for the model (the reviewer's feedback, or why the call was not run). ``code``:
+    why it was denied (``DECLINED``, ``NO_DECISION``, ``EDIT_UNREADABLE``, or the code the
+    request ended with). ``result``: the whole decision document (votes, approvers,
+    ``decided_by``, receipt) when the request was answered; ``error`` when it ended without
+    an answer.
     """
 
     call: Call
@@ -283,20 +283,24 @@ class Decision:
     message: Optional[str] = None
     result: Optional[Answered] = None
     error: Optional[DshqError] = field(default=None, compare=False)
+    code: Optional[str] = None
 
     @property
     def feedback(self) -> Optional[str]:
         """The reviewer's words on a declined call."""
         return self.result.feedback if self.result is not None else None
 
-    @property
-    def code(self) -> Optional[str]:
-        """The error code a request without an answer ended with (``ASK_CANCELLED``, ...)."""
-        return self.error.code if self.error is not None else None
+
+def _denied(call: Call, code: str, detail: Optional[str], result: Optional[Answered] = None,
+            error: Optional[DshqError] = None) -> Decision:
+    message = denial_message(call.tool, code, detail, call.kind)
+    return Decision(call, False, message=message, result=result, error=error, code=code)
 
 
-def _denied(call: Call, message: str, result: Optional[Answered] = None, error: Optional[DshqError] = None) -> Decision:
-    return Decision(call, False, message=message, result=result, error=error)
+def decide_error(call: Call, error: DshqError) -> Decision:
+    """The denial a request that ended without an answer gives (cancelled, aborted,
+    expired without a default, no daemon, ...)."""
+    return _denied(call, error.code, error.message, error=error)
 
 
 def decide(client: Client, call: Call, *, timeout: Optional[float] = None) -> Decision:
@@ -308,32 +312,27 @@ def decide(client: Client, call: Call, *, timeout: Optional[float] = None) -> De
     except WaitTimeout:
         raise
     except DshqError as e:
-        return _denied(call, "No one approved this call, so it did not run (%s)." % e, error=e)
+        return decide_error(call, e)
     return decide_result(call, result)
 
 
 def decide_result(call: Call, result: Answered) -> Decision:
     """The :class:`Decision` an answered request gives (the rule of :func:`decide`)."""
     if call.kind == QUESTION:
-        asked = {str(q.get("id")): str(q.get("question")) for q in questions_of(call.args)}
-        answers = {asked.get(qid, qid): item.value for qid, item in result.answers.items()}
-        return Decision(call, True, answers=answers, result=result)
+        return Decision(call, True, answers=answers_of(call.args, result), result=result)
     proposed = render_plan(call.tool, call.args)
     try:
         approval = approval_of(result, proposed)
     except PlanDeclined as e:
         if result.decision == "declined":
-            message = "The reviewer declined this call, so it did not run."
-            if e.feedback:
-                message += " Their feedback: %s" % e.feedback
-            return _denied(call, message, result)
-        return _denied(call, "No one approved this call, so it did not run (%s)." % e, result)
+            return _denied(call, DECLINED, e.feedback, result)
+        return _denied(call, NO_DECISION, None, result)
     if not approval.edited:
         return Decision(call, True, args=dict(call.args), result=result)
     try:
-        args = parse_plan(approval.plan, call.args)
+        args = parse_plan(approval.plan, call.tool, call.args)
     except PlanUnreadable as e:
-        return _denied(call, "The reviewer's edit of this call could not be read, so it did not run (%s)." % e, result)
+        return _denied(call, EDIT_UNREADABLE, e.reason, result)
     return Decision(call, True, args=args, edited=True, result=result)
 
 

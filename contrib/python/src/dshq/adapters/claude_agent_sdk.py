@@ -2,7 +2,7 @@
 SDK's two permission boundaries.
 
 - :func:`hooks` gives ``ClaudeAgentOptions(hooks=...)`` a ``PreToolUse`` hook. It asks
-  (key ``claude-agent-sdk:SESSION:TOOL_USE_ID``) and waits up to ``wait`` seconds. With a
+  (keyed by the session and the tool use id) and waits up to ``wait`` seconds. With a
   decision it answers ``allow`` with ``updatedInput`` (the arguments as the reviewer
   approved them, edited or not; for ``AskUserQuestion`` the tool's input plus the
   ``answers`` by question text) or ``deny`` with the reason the model reads (the
@@ -30,7 +30,7 @@ from ..client import Client
 from ..errors import WaitTimeout
 from .._digest import id_for_key
 from ..types import Ticket
-from ._core import APPROVAL, QUESTION, Call, Decision, ask_call, call_key, decide
+from ._core import APPROVAL, QUESTION, Call, Decision, answers_by_text, ask_call, call_key, decide, decide_error
 
 __all__ = ["FRAMEWORK", "QUESTION_TOOLS", "can_use_tool", "hooks", "pre_tool_use", "wait_deferred"]
 
@@ -48,7 +48,7 @@ def _ask(client: Client, run: str, tool_use_id: str, tool: str, args: Dict[str, 
 def _input_of(d: Decision) -> Dict[str, Any]:
     """The tool input an allowed decision gives."""
     if d.call.kind == QUESTION:
-        return dict(d.call.args, answers=d.answers or {})
+        return dict(d.call.args, answers=answers_by_text(d.call.args, d.answers or {}))
     return dict(d.args or {})
 
 
@@ -103,9 +103,8 @@ def can_use_tool(client: Optional[Client] = None, *, run_id: str = "", timeout: 
                                        dict(tool_input), dict(request))
         try:
             d = await asyncio.to_thread(decide, c, call, timeout=timeout)
-        except WaitTimeout:
-            return PermissionResultDeny(message="No one decided on this call in time (dshq request %s), so it "
-                                                "did not run." % call.ticket.id)
+        except WaitTimeout as e:
+            return PermissionResultDeny(message=decide_error(call, e).message or "")
         if d.allowed:
             return PermissionResultAllow(updated_input=_input_of(d))
         return PermissionResultDeny(message=d.message or "denied")

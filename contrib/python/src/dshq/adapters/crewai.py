@@ -2,8 +2,8 @@
 decision resumes the flow with ``Flow.from_pending(...).resume(...)``, in any process.
 
 :class:`Feedback` is a ``HumanFeedbackProvider``: it asks a plan review of the method's
-output (key ``crewai:FLOW_ID:METHOD``; a text output is the plan, a dict output its
-fields as :func:`~dshq.adapters.render_plan` shows arguments) and raises
+output (keyed by the flow id and the method; a text output is its ``output`` argument, a
+dict output its fields, as :func:`~dshq.adapters.render_plan` shows arguments) and raises
 ``HumanFeedbackPending``, so CrewAI pauses the flow and keeps it in the flow's
 persistence (``SQLiteFlowPersistence``), with the request in the pending context's
 ``metadata["dshq"]``. The process may then exit. :func:`resume`, in any process with the

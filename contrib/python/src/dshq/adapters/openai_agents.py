@@ -4,8 +4,8 @@ decisions resume the ``RunState``, in this process or any later one.
 :func:`gate` marks a function tool as needing approval (``needs_approval=True``) and makes
 it run with the arguments the reviewer approved; :func:`question_tool` is a tool the model
 calls to ask the user dsh questions. :func:`start` runs the agent; when the run stops on
-``result.interruptions``, it asks one request an interruption (key
-``openai-agents:RUN:CALL``) and keeps ``result.to_state().to_json()`` (with its
+``result.interruptions``, it asks one request an interruption (keyed by
+the run and the call id) and keeps ``result.to_state().to_json()`` (with its
 ``$schemaVersion``) and the pending calls in a :class:`~dshq.adapters.RunStore`. The
 process may then exit. :func:`resume`, in any process with the same store and agent,
 waits for the decisions, restores the ``RunState`` and runs it on:
@@ -17,8 +17,8 @@ waits for the decisions, restores the ``RunState`` and runs it on:
   the tool's result the model reads;
 - anything else (cancelled, aborted, expired without a default, an error): a rejection
   saying why;
-- a question answered: approved, and the question tool returns the answers by question
-  text; a question without an answer is rejected saying why.
+- a question answered: approved, and the question tool returns ``{"answers": {ID:
+  ANSWER}}`` (as JSON); a question without an answer is rejected saying why.
 
 A gated tool runs only on a dshq approval of its own call: called without one (approved
 some other way), it does not run and says so to the model.
@@ -42,15 +42,20 @@ from agents.tool_context import ToolContext
 from ..client import Client
 from ._core import (
     APPROVAL,
+    NO_DECISION,
     QUESTION,
     QUESTION_TOOL,
+    QUESTION_TOOL_DESCRIPTION,
     Call,
     Decision,
     Paused,
     RunStore,
     Step,
+    answers_result,
     ask_call,
     decide_all,
+    denial_message,
+    dump,
     load_paused,
     pending_calls,
     store_of,
@@ -80,7 +85,7 @@ def gate(tool: FunctionTool) -> FunctionTool:
     async def on_invoke(ctx: ToolContext[Any], input: str) -> Any:
         d = _decision(ctx)
         if d is None or not d.allowed or d.call.kind != APPROVAL:
-            return "This call was not approved through dshq, so it did not run."
+            return denial_message(tool.name, NO_DECISION)
         return await invoke(ctx, json.dumps(d.args) if d.edited else input)
 
     gated = dataclasses.replace(tool, needs_approval=True, on_invoke_tool=on_invoke)
@@ -98,10 +103,7 @@ def question_tool(name: str = QUESTION_TOOL) -> FunctionTool:
     tool = function_tool(
         ask_user,
         name_override=name,
-        description_override=(
-            "Ask the user one or more questions and get their answers. Each question: "
-            "{question, header?, options?: [{label, description?}], multiSelect?}."
-        ),
+        description_override=QUESTION_TOOL_DESCRIPTION,
         strict_mode=False,
     )
 
@@ -109,7 +111,7 @@ def question_tool(name: str = QUESTION_TOOL) -> FunctionTool:
         d = _decision(ctx)
         if d is None or not d.allowed or d.call.kind != QUESTION:
             return "No answer came through dshq."
-        return d.answers
+        return dump(answers_result(d.answers or {}))
 
     asked = dataclasses.replace(tool, needs_approval=True, on_invoke_tool=on_invoke)
     setattr(asked, _ASKS, QUESTION)
@@ -204,7 +206,7 @@ def resume(
         if d is not None and d.allowed:
             state.approve(item)
         else:
-            state.reject(item, rejection_message=d.message if d is not None else "No one approved this call.")
+            state.reject(item, rejection_message=d.message if d is not None else denial_message(str(item.tool_name), NO_DECISION))
     token = _DECIDED.set(by_call)
     try:
         result = Runner.run_sync(agent, state, **run_kwargs)

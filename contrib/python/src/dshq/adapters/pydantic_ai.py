@@ -5,8 +5,8 @@ A tool that needs approval (``requires_approval=True``, or one that raises
 ``ApprovalRequired``) and the question tool :func:`question_tool` (it raises
 ``CallDeferred(kind="question")``) end a run with ``DeferredToolRequests`` as its output
 (the agent's ``output_type`` includes it, as Pydantic AI asks). :func:`start` runs the
-agent; when the run ends so, it asks one request a pending call (key
-``pydantic-ai:RUN:CALL``) and keeps the run's message history and the pending calls in a
+agent; when the run ends so, it asks one request a pending call (keyed by
+the run and the call id) and keeps the run's message history and the pending calls in a
 :class:`~dshq.adapters.RunStore` (Pydantic AI leaves persistence to its caller). The
 process may then exit. :func:`resume`, in any process with the same store, waits for the
 decisions and runs the agent again with the history and ``DeferredToolResults``:
@@ -16,7 +16,7 @@ decisions and runs the agent again with the history and ``DeferredToolResults``:
   reviewer's feedback;
 - anything else (cancelled, aborted, expired without a default, an error): ``ToolDenied``
   saying why; a question that got no answer is a ``ToolFailed`` saying why;
-- a question answered: the answers by question text, as the tool's result.
+- a question answered: ``{"answers": {ID: ANSWER}}``, as the tool's result.
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ from ._core import (
     APPROVAL,
     QUESTION,
     QUESTION_TOOL,
+    QUESTION_TOOL_DESCRIPTION,
     Call,
     Decision,
     Paused,
     RunStore,
     Step,
+    answers_result,
     ask_call,
     decide_all,
     load_paused,
@@ -70,18 +72,15 @@ class AskedQuestion(TypedDict):
 
 def question_tool(name: str = QUESTION_TOOL) -> Tool[Any]:
     """A tool the model calls to ask the user questions; the run pauses until a person
-    answers them through dshq, and the answers (by question text) are its result."""
+    answers them through dshq, and the answers (by question id) are its result."""
 
-    def ask_user(questions: List[AskedQuestion]) -> Dict[str, Optional[str]]:
+    def ask_user(questions: List[AskedQuestion]) -> Dict[str, Any]:
         raise CallDeferred(kind="question")
 
     return Tool(
         ask_user,
         name=name,
-        description=(
-            "Ask the user one or more questions and get their answers. Give each question "
-            "options (labels) when the answer is a choice; the user may also answer in words."
-        ),
+        description=QUESTION_TOOL_DESCRIPTION,
     )
 
 
@@ -152,7 +151,7 @@ def results_of(decisions: List[Decision]) -> DeferredToolResults:
     for d in decisions:
         cid = d.call.call_id
         if d.call.kind == QUESTION:
-            out.calls[cid] = d.answers if d.allowed else ToolFailed(d.message or "No answer.")
+            out.calls[cid] = answers_result(d.answers or {}) if d.allowed else ToolFailed(d.message or "No answer.")
         elif d.allowed:
             out.approvals[cid] = ToolApproved(override_args=d.args if d.edited else None)
         else:
