@@ -298,7 +298,8 @@ def run_claude_agent_sdk(job: Dict[str, Any]) -> Dict[str, Any]:
     client = dshq.Client(root=job["root"], poll=0.02)
     fields = request_fields(job)
     if job["kind"] == "plan":
-        tool, tool_input = PLAN_TOOL, {"plan": job["plan"]}
+        # Claude's plan tool: its plan is what the reviewer reads, and edits.
+        tool, tool_input = adapter.EXIT_PLAN_MODE, {"plan": job["plan"]}
         fields["context"] = job["context"]
     else:
         tool, tool_input = "AskUserQuestion", {"questions": job["request"]["questions"]}

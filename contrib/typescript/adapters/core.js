@@ -148,7 +148,7 @@ export function requestOf(call, options = {}) {
     questions = dshQuestions(call.args);
   } else if (call.kind === "plan") {
     questions = [
-      planReview(String(call.args?.plan ?? ""), {
+      planReview(typeof call.args?.plan === "string" ? call.args.plan : "", {
         id: PLAN_ID,
         header: "Plan",
         question: "The agent has a plan and asks to carry it out. Approve it?",

@@ -247,10 +247,21 @@ def request_of(framework: str, run_id: str, call_id: str, tool: str, args: Any, 
     names the call (``agentRun``: the adapter, run, call id and tool) beside ``meta``."""
     if kind == QUESTION:
         questions: List[Any] = questions_of(args)
+    elif kind == PLAN:
+        questions = [PlanReview(_plan_of(args), header="Plan", question=PLAN_QUESTION, decline="Keep planning").to_json()]
     else:
         questions = [PlanReview(render_plan(tool, args), question=review_question(tool), header="Tool call").to_json()]
     run = {"adapter": framework, "run": str(run_id), "callId": str(call_id), "tool": tool}
     return {"questions": questions, "meta": dict(meta or {}, agentRun=run)}
+
+
+#: The question of a plan tool's review (Claude's ``ExitPlanMode``: its ``plan`` is the plan).
+PLAN_QUESTION = "The agent has a plan and asks to carry it out. Approve it?"
+
+
+def _plan_of(args: Any) -> str:
+    plan = args.get("plan") if isinstance(args, Mapping) else None
+    return plan if isinstance(plan, str) else ""
 
 
 def review_question(tool: str) -> str:
@@ -320,7 +331,7 @@ def decide_result(call: Call, result: Answered) -> Decision:
     """The :class:`Decision` an answered request gives (the rule of :func:`decide`)."""
     if call.kind == QUESTION:
         return Decision(call, True, answers=answers_of(call.args, result), result=result)
-    proposed = render_plan(call.tool, call.args)
+    proposed = _plan_of(call.args) if call.kind == PLAN else render_plan(call.tool, call.args)
     try:
         approval = approval_of(result, proposed)
     except PlanDeclined as e:
@@ -329,6 +340,8 @@ def decide_result(call: Call, result: Answered) -> Decision:
         return _denied(call, NO_DECISION, None, result)
     if not approval.edited:
         return Decision(call, True, args=dict(call.args), result=result)
+    if call.kind == PLAN:
+        return Decision(call, True, args=dict(call.args, plan=approval.plan), edited=True, result=result)
     try:
         args = parse_plan(approval.plan, call.tool, call.args)
     except PlanUnreadable as e:

@@ -30,19 +30,24 @@ from ..client import Client
 from ..errors import WaitTimeout
 from .._digest import id_for_key
 from ..types import Ticket
-from ._core import APPROVAL, QUESTION, Call, Decision, answers_by_text, ask_call, call_key, decide, decide_error
+from ._core import APPROVAL, PLAN, QUESTION, Call, Decision, answers_by_text, ask_call, call_key, decide, decide_error
 
-__all__ = ["FRAMEWORK", "QUESTION_TOOLS", "can_use_tool", "hooks", "pre_tool_use", "wait_deferred"]
+__all__ = ["EXIT_PLAN_MODE", "FRAMEWORK", "QUESTION_TOOLS", "can_use_tool", "hooks", "pre_tool_use", "wait_deferred"]
 
 FRAMEWORK = "claude-agent-sdk"
 
-#: Claude Code's tools that ask the user (their input is dsh's questions).
+#: Claude Code's tools that ask the user (their input is dsh's questions), and its plan
+#: tool (its ``plan`` is the plan the reviewer reads).
 QUESTION_TOOLS = ("AskUserQuestion",)
+EXIT_PLAN_MODE = "ExitPlanMode"
+
+
+def _kind(tool: str) -> str:
+    return QUESTION if tool in QUESTION_TOOLS else PLAN if tool == EXIT_PLAN_MODE else APPROVAL
 
 
 def _ask(client: Client, run: str, tool_use_id: str, tool: str, args: Dict[str, Any], request: Dict[str, Any]) -> Call:
-    kind = QUESTION if tool in QUESTION_TOOLS else APPROVAL
-    return ask_call(client, FRAMEWORK, run, tool_use_id, tool, args, kind=kind, **request)
+    return ask_call(client, FRAMEWORK, run, tool_use_id, tool, args, kind=_kind(tool), **request)
 
 
 def _input_of(d: Decision) -> Dict[str, Any]:
@@ -121,5 +126,5 @@ def wait_deferred(client: Client, result: Any, *, timeout: Optional[float] = Non
     name, args = str(deferred.name), dict(deferred.input)
     # By id alone: the hook asked it with its own request fields.
     ticket = Ticket(id_for_key(call_key(FRAMEWORK, str(result.session_id), str(deferred.id))))
-    call = Call(str(deferred.id), name, args, QUESTION if name in QUESTION_TOOLS else APPROVAL, ticket)
+    call = Call(str(deferred.id), name, args, _kind(name), ticket)
     return decide(client, call, timeout=timeout)
