@@ -43,6 +43,21 @@ fn snippets() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// A plan with the step "3. Check it came back" added. A framework adapter's plan is the
+/// call's arguments in a fenced block: the steps are its last argument, a block of lines
+/// indented by two spaces, so the step goes last in it, before the closing fence (None
+/// when the last argument is no block: approved as asked).
+fn step_added(plan: &str, meta: &Value) -> Option<String> {
+    const STEP: &str = "3. Check it came back\n";
+    if !meta["agentRun"].is_object() {
+        return Some(format!("{plan}{STEP}"));
+    }
+    let (body, fence) = plan.trim_end_matches('\n').rsplit_once('\n')?;
+    let last = body.rsplit('\n').next()?;
+    last.starts_with("  ")
+        .then(|| format!("{body}\n  {STEP}{fence}\n"))
+}
+
 /// Answer every open request the way a reviewer would: a plan review approved as edited
 /// (a line added), otherwise the first option of each question.
 fn answer_open(env: &Env) -> usize {
@@ -54,20 +69,11 @@ fn answer_open(env: &Env) -> usize {
         let qs = shown["questions"].as_array().unwrap();
         if let [q] = &qs[..] {
             if q["intent"]["kind"] == "plan-review" && q["editable"] != false {
-                // A framework adapter's plan is the call's arguments: the steps are its last
-                // one, a block of lines indented by two spaces.
-                let indent = if shown["meta"]["agentRun"].is_object() {
-                    "  "
-                } else {
-                    ""
-                };
-                let edited = format!(
-                    "{}{indent}3. Check it came back\n",
-                    q["detail"].as_str().unwrap()
-                );
-                env.run_stdin(&["answer", id, "--edit", "-"], &edited).ok();
-                n += 1;
-                continue;
+                if let Some(edited) = step_added(q["detail"].as_str().unwrap(), &shown["meta"]) {
+                    env.run_stdin(&["answer", id, "--edit", "-"], &edited).ok();
+                    n += 1;
+                    continue;
+                }
             }
         }
         let answers: Vec<Value> = qs

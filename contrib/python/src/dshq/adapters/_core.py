@@ -50,13 +50,20 @@ __all__ = [
     "Decision",
     "PlanUnreadable",
     "RunStore",
+    "answers_by_text",
+    "answers_of",
+    "answers_result",
     "ask_call",
     "call_key",
     "decide",
+    "decide_error",
+    "decide_result",
     "denial_message",
     "parse_plan",
     "questions_of",
     "render_plan",
+    "request_of",
+    "review_question",
 ]
 
 #: The kinds of pending call: a tool that needs approval, a tool that asks the user, and
