@@ -1,49 +1,61 @@
-//! The deliveries sender: a thread of its own, with its own store connection
-//! and a tokio runtime for the channels' network I/O, started by the daemon when it has channels (`--webhook`, and
-//! the other channels' flags). It never blocks the file loop: it reads the outbox's due
-//! rows ([`crate::store::queue::deliveries`]) after their commit, hands each to its
-//! channel's [`Sender`] (a webhook signed as Standard Webhooks describes:
-//! [`super::webhook`]), marks it delivered once the channel took it, and otherwise records
-//! the failed attempt and tries again after an exponential backoff
+//! The deliveries sender: a thread of its own, with its own store connection, and a tokio
+//! runtime on which every endpoint sends in a task of its own. Started by the daemon when
+//! it has channels (`--webhook`, and the other channels' flags). It never blocks the file
+//! loop: it reads the outbox's due rows ([`crate::store::queue::deliveries`]) after their
+//! commit, hands each to its endpoint's task, marks it delivered once the channel took it,
+//! and otherwise records the failed attempt and tries again after an exponential backoff
 //! (`--delivery-retry-min`, doubling, at most [`RETRY_MAX`]).
 //!
 //! The loop is written once for every channel; a channel is only its [`Sender`]: where its
-//! contexts' messages go and one attempt. Each row has its own retry state, so a channel
-//! that is down holds back no other.
+//! contexts' messages go, how long one attempt may take, and one attempt.
+//!
+//! **Isolation.** An endpoint is one route: a context on a channel (a webhook URL, a
+//! context's mail, a Slack channel). Each has its own task, which sends its rows one after
+//! the other, each bounded by its channel's [`Sender::timeout`]; the loop reads the due
+//! rows of the endpoints that are idle only, so a row in flight is never read again, and
+//! a hung endpoint's rows (due again and again) never crowd the others' out of a look.
+//! A server that accepts a connection and never answers costs its own endpoint one
+//! timeout per attempt, and no other endpoint anything.
 //!
 //! The loop itself is synchronous, and the store is never called inside the runtime: the
 //! PostgreSQL client runs a runtime of its own for each call and cannot be entered from
-//! another's (it panics). A channel blocks on the runtime for its I/O alone.
+//! another's (it panics). A channel that reads or records beside the outbox (mail reads
+//! the request, Slack records its messages) sends the call to the loop's thread
+//! ([`super::sender::StoreCalls`]), which runs it with its connection between looks.
 //!
-//! When it looks: right after a commit, whoever made it, and when the next retry falls
-//! due; at most [`IDLE`] apart otherwise. A commit is heard as a hint, never trusted as
-//! the truth (the outbox is): on SQLite, a change to the database's files in the root
-//! (every commit of any process writes its write-ahead log), seen by a file watch; on
-//! PostgreSQL, the feed's notifications ([`crate::store::Wakeups`]). So an idle daemon
-//! with channels makes one small read a second, and a new row goes out within a
-//! millisecond or so of its commit, not at the next poll.
+//! When it looks: right after a commit, whoever made it, when an attempt ends, and when
+//! the next retry falls due; at most [`IDLE`] apart otherwise. A commit is heard as a
+//! hint, never trusted as the truth (the outbox is): on SQLite, a change to the
+//! database's files in the root (every commit of any process writes its write-ahead log),
+//! seen by a file watch; on PostgreSQL, the feed's notifications
+//! ([`crate::store::Wakeups`]). So an idle daemon with channels makes one small read a
+//! second, and a new row goes out within a millisecond or so of its commit, not at the
+//! next poll.
 //!
-//! What survives a crash: a row is marked delivered only after its channel took it, so a
-//! daemon killed mid-delivery sends it again at its next start, with the same delivery id
-//! (`webhook-id`): a receiver may see a delivery twice, never lose one.
+//! What survives a crash or a stop: a row is marked delivered only after its channel took
+//! it, so a daemon killed mid-delivery, or stopped with an attempt in flight (the stop
+//! drops it with the runtime), sends it again at its next start, with the same delivery
+//! id (`webhook-id`): a receiver may see a delivery twice, never lose one.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use crate::clock::Millis;
+use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::{Delivery, Route, Store};
 
-use super::sender::Sender;
+use super::sender::{Attempt, Sender, StoreCall, StoreCalls};
 use super::Channels;
 
 /// The longest wait between two attempts of one delivery.
 pub const RETRY_MAX: Duration = Duration::from_secs(600);
 
 /// The longest the sender waits without a hint of a commit (a missed hint costs this
-/// much latency, never a delivery).
+/// much latency, never a delivery; a stop is seen within it).
 const IDLE: Duration = Duration::from_secs(1);
 
 /// The looks after a hint. A hint may come before its commit is visible (a write-ahead
@@ -58,6 +70,16 @@ const SETTLE: [Duration; 3] = [
 
 /// How many due rows one look takes.
 const BATCH: usize = 64;
+
+/// What wakes the loop.
+pub(super) enum Wake {
+    /// A commit to the store, perhaps (a hint).
+    Commit,
+    /// An endpoint's attempt of a delivery ended.
+    Done(Box<Delivery>, Attempt),
+    /// A channel's call on the store ([`StoreCalls`]).
+    Call(StoreCall),
+}
 
 /// The wait before the attempt after `failed` failed attempts.
 pub fn backoff(retry_min: Duration, failed: i64) -> Duration {
@@ -93,7 +115,9 @@ pub fn spawn(
         .name("dshq-deliveries".into())
         .spawn(move || {
             drop(store);
-            let rt = match tokio::runtime::Builder::new_current_thread()
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("dshq-sending")
                 .enable_all()
                 .build()
             {
@@ -103,21 +127,74 @@ pub fn spawn(
                     return;
                 }
             };
-            run(&rt, root, senders, routes, retry_min, stop);
+            {
+                // Everything the loop holds is dropped inside the runtime's context: a
+                // channel's client may hand work to the runtime as it is dropped (a mail
+                // transport closes its pooled connections so).
+                let _inside = rt.enter();
+                run(&rt, root, senders, routes, retry_min, stop);
+            }
+            // The attempts still in flight (an endpoint that never answers) are dropped
+            // here, unmarked: their rows go out at the next start.
+            rt.shutdown_timeout(Duration::from_millis(200));
         })
         .map_err(|e| Error::io("deliveries thread", e))
+}
+
+/// An endpoint: its task's queue and how many of its rows are in it.
+struct Lane {
+    queue: tokio::sync::mpsc::UnboundedSender<Delivery>,
+    busy: usize,
+}
+
+/// The endpoint's task: each row it is handed, one attempt bounded by the channel's
+/// timeout, its outcome sent to the loop.
+async fn endpoint(
+    sender: Arc<dyn Sender>,
+    store: StoreCalls,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<Delivery>,
+    done: mpsc::Sender<Wake>,
+) {
+    let limit = sender.timeout();
+    while let Some(d) = queue.recv().await {
+        let outcome = match tokio::time::timeout(limit, sender.send(&store, &d)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "timed out after {}",
+                humantime::format_duration(limit)
+            )),
+        };
+        if done.send(Wake::Done(Box::new(d), outcome)).is_err() {
+            return;
+        }
+    }
+}
+
+fn key(channel: Channel, context: &str) -> (Channel, String) {
+    (channel, context.to_string())
 }
 
 fn run(
     rt: &tokio::runtime::Runtime,
     root: Root,
-    senders: Vec<Box<dyn Sender>>,
+    senders: Vec<Arc<dyn Sender>>,
     routes: Vec<Route>,
     retry_min: Duration,
     stop: Arc<AtomicBool>,
 ) {
-    let (hint, commits) = std::sync::mpsc::channel::<()>();
-    let _hints = hear_commits(&root, hint, stop.clone());
+    let (wake, wakes) = mpsc::channel::<Wake>();
+    let _hints = hear_commits(&root, wake.clone(), stop.clone());
+    let calls = StoreCalls::new(wake.clone());
+    let mut lanes: HashMap<(Channel, String), Lane> = HashMap::new();
+    for route in &routes {
+        let Some(sender) = senders.iter().find(|s| s.channel() == route.channel) else {
+            continue;
+        };
+        let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
+        rt.spawn(endpoint(sender.clone(), calls.clone(), rx, wake.clone()));
+        lanes.insert(key(route.channel, &route.context), Lane { queue, busy: 0 });
+    }
+    drop(senders);
     let mut store: Option<Store> = None;
     let mut settle: &[Duration] = &[];
     while !stop.load(Ordering::SeqCst) {
@@ -134,23 +211,29 @@ fn run(
                 Err(e) => tracing::warn!(error = %e, "deliveries: cannot open the store"),
             }
         }
-        if let Some(s) = store.as_mut() {
+        // The endpoints with nothing in flight: only their rows are read.
+        let idle: Vec<Route> = routes
+            .iter()
+            .filter(|r| {
+                lanes
+                    .get(&key(r.channel, &r.context))
+                    .is_some_and(|l| l.busy == 0)
+            })
+            .cloned()
+            .collect();
+        if let (Some(s), false) = (store.as_mut(), idle.is_empty()) {
             let now = s.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
-            match s.deliveries_due(&routes, now, BATCH) {
+            match s.deliveries_due(&idle, now, BATCH) {
                 Ok(due) => {
                     if due.len() == BATCH {
                         wait = Duration::ZERO; // more are due: look again at once
                     }
                     for d in due {
-                        if stop.load(Ordering::SeqCst) {
-                            return;
+                        if let Some(lane) = lanes.get_mut(&key(d.channel, &d.context)) {
+                            if lane.queue.send(d).is_ok() {
+                                lane.busy += 1;
+                            }
                         }
-                        let Some(sender) = senders.iter().find(|x| {
-                            x.channel() == d.channel && x.contexts().contains(&d.context)
-                        }) else {
-                            continue;
-                        };
-                        attempt(rt, &**sender, &mut *s, retry_min, d);
                     }
                 }
                 Err(e) => {
@@ -158,24 +241,32 @@ fn run(
                     store = None;
                 }
             }
-        }
-        if let Some(s) = store.as_mut() {
-            // The next retry's time bounds the wait; a row failed just now counts.
-            if let (Ok(Some(next)), Ok(now)) = (s.next_delivery_due(&routes), s.clock_now()) {
-                wait = wait.min(Duration::from_millis(next.saturating_sub(now).max(0) as u64));
+            if let Some(s) = store.as_mut() {
+                // The next retry's time bounds the wait; a row failed just now counts.
+                if let (Ok(Some(next)), Ok(now)) = (s.next_delivery_due(&idle), s.clock_now()) {
+                    wait = wait.min(Duration::from_millis(next.saturating_sub(now).max(0) as u64));
+                }
             }
         }
-        if wait > Duration::ZERO {
-            match commits.recv_timeout(wait) {
-                Ok(()) => {
-                    while commits.try_recv().is_ok() {}
+        let until = Instant::now() + wait;
+        loop {
+            match wakes.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Wake::Commit) => {
                     settle = &SETTLE;
+                    break;
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                // No hints any more: look every IDLE.
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(wait);
+                Ok(Wake::Done(d, outcome)) => {
+                    if let Some(lane) = lanes.get_mut(&key(d.channel, &d.context)) {
+                        lane.busy = lane.busy.saturating_sub(1);
+                    }
+                    if let Some(s) = store.as_mut() {
+                        record(s, retry_min, &d, outcome);
+                    }
+                    // Its endpoint may be idle now: look again.
+                    break;
                 }
+                Ok(Wake::Call(call)) => call(store.as_mut()),
+                Err(_) => break,
             }
         }
     }
@@ -190,11 +281,10 @@ enum Hints {
     /// Neither could start: the sender looks every [`IDLE`].
     None,
 }
-
 /// Wake `commits` on every commit to the store, from any process or host (see the
 /// module's doc); hints only, so a failure to set them up is logged and the sender falls
 /// back to its [`IDLE`] look.
-fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Hints {
+fn hear_commits(root: &Root, commits: mpsc::Sender<Wake>, stop: Arc<AtomicBool>) -> Hints {
     let wakeups = match root.open_store().and_then(|mut s| s.wakeups(true)) {
         Ok(w) => w,
         Err(e) => {
@@ -209,13 +299,13 @@ fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<Ato
                 while !stop.load(Ordering::SeqCst) {
                     match wakeups.wait(IDLE) {
                         Ok(true) => {
-                            let _ = commits.send(());
+                            let _ = commits.send(Wake::Commit);
                         }
                         Ok(false) => {}
                         Err(_) => {
                             // Reconnected at the next call; a commit meanwhile is found by
                             // the sender's own look.
-                            let _ = commits.send(());
+                            let _ = commits.send(Wake::Commit);
                             std::thread::sleep(IDLE);
                         }
                     }
@@ -233,7 +323,7 @@ fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<Ato
     let name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let Ok(ev) = res else {
-            let _ = commits.send(());
+            let _ = commits.send(Wake::Commit);
             return;
         };
         // A write (`Modify`) or the end of one (`Close(Write)`: a command that committed and
@@ -250,7 +340,7 @@ fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<Ato
                 .is_some_and(|f| f.as_encoded_bytes().starts_with(name.as_encoded_bytes()))
         });
         if ours {
-            let _ = commits.send(());
+            let _ = commits.send(Wake::Commit);
         }
     });
     match watcher {
@@ -271,15 +361,8 @@ fn hear_commits(root: &Root, commits: std::sync::mpsc::Sender<()>, stop: Arc<Ato
     }
 }
 
-/// One attempt of `d` on `sender`, and its bookkeeping.
-fn attempt(
-    rt: &tokio::runtime::Runtime,
-    sender: &dyn Sender,
-    store: &mut Store,
-    retry_min: Duration,
-    d: Delivery,
-) {
-    let outcome = sender.send(rt, store, &d);
+/// Record what the attempt of `d` met: delivered, or failed and when to try again.
+fn record(store: &mut Store, retry_min: Duration, d: &Delivery, outcome: Attempt) {
     let now: Millis = store.clock_now().unwrap_or_else(|_| crate::clock::now_ms());
     match outcome {
         Ok(()) => {

@@ -28,11 +28,12 @@ pub mod sender;
 pub mod slack;
 pub mod webhook;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 
-pub use sender::{Attempt, Sender};
+pub use sender::{Attempt, Sender, StoreCalls};
 
 use crate::error::Result;
 use crate::host::AppState;
@@ -60,16 +61,16 @@ impl Channels {
 
     /// The sender of each configured channel, with its secrets read now (a daemon missing
     /// one does not start).
-    pub fn senders(&self, root: &Root) -> Result<Vec<Box<dyn Sender>>> {
-        let mut senders: Vec<Box<dyn Sender>> = Vec::new();
+    pub fn senders(&self, root: &Root) -> Result<Vec<Arc<dyn Sender>>> {
+        let mut senders: Vec<Arc<dyn Sender>> = Vec::new();
         if let Some(w) = &self.webhooks {
-            senders.push(Box::new(webhook::WebhookSender::new(root, w.clone())?));
+            senders.push(Arc::new(webhook::WebhookSender::new(root, w.clone())?));
         }
         if let Some(s) = &self.slack {
-            senders.push(Box::new(slack::SlackSender::new(root, s.clone())?));
+            senders.push(Arc::new(slack::SlackSender::new(root, s.clone())?));
         }
         if let Some(e) = &self.email {
-            senders.push(Box::new(email::EmailSender::new(root, e.clone())?));
+            senders.push(Arc::new(email::EmailSender::new(root, e.clone())?));
         }
         Ok(senders)
     }

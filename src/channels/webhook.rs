@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use futures_util::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -25,11 +26,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sha2::Sha256;
 
-use crate::channels::sender::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::root::Root;
-use crate::store::{Delivery, Store};
+use crate::store::Delivery;
 
 /// The webhook channels of a daemon: one URL per context.
 #[derive(Debug, Clone)]
@@ -96,11 +97,11 @@ impl WebhookSender {
             .header("webhook-signature", signature)
             .body(Full::new(Bytes::from(d.body.clone())))
             .map_err(|e| format!("the request cannot be built: {e}"))?;
-        match tokio::time::timeout(self.hooks.timeout, self.client.request(request)).await {
-            Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
-            Ok(Ok(resp)) => Err(format!("HTTP {}", resp.status().as_u16())),
-            Ok(Err(e)) => Err(format!("not sent: {e}")),
-            Err(_) => Err("timed out".into()),
+        // Bounded by the deliveries loop: the whole exchange within `timeout`.
+        match self.client.request(request).await {
+            Ok(resp) if resp.status().is_success() => Ok(()),
+            Ok(resp) => Err(format!("HTTP {}", resp.status().as_u16())),
+            Err(e) => Err(format!("not sent: {e}")),
         }
     }
 }
@@ -114,8 +115,12 @@ impl Sender for WebhookSender {
         self.hooks.urls.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, _store: &mut Store, d: &Delivery) -> Attempt {
-        rt.block_on(self.post(d))
+    fn timeout(&self) -> Duration {
+        self.hooks.timeout
+    }
+
+    fn send<'a>(&'a self, _store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt> {
+        Box::pin(self.post(d))
     }
 }
 

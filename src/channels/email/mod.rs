@@ -27,13 +27,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::AsyncSmtpTransportBuilder;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use crate::channels::sender::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::clock::{rfc3339, Millis};
 use crate::core::channel::Channel;
 use crate::core::mail_link::{LinkClaims, LinkKey};
@@ -41,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::html::{html, Block, Line, PreEscaped};
 use crate::protocol::{Question, Request};
 use crate::root::Root;
-use crate::store::{Delivery, RequestRow, Store};
+use crate::store::{Delivery, RequestRow};
 use crate::text::{multi_line, one_line};
 
 /// How the connection to the SMTP server is protected (a closed set).
@@ -205,17 +206,17 @@ impl EmailSender {
         })
     }
 
-    /// One attempt of `d`: the store is read here, outside `rt`; only the SMTP exchange
-    /// runs on it (see [`crate::channels::Sender::send`]).
-    fn send_all(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
+    /// One attempt of `d`: the request is read through the loop's store, then every
+    /// recipient's mail is sent, the whole bounded by `--smtp-timeout` (the loop's bound,
+    /// [`Sender::timeout`]; lettre's own, the same, bounds each read and write).
+    async fn send_all(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
         let recipients = self
             .email
             .recipients
             .get(&d.context)
             .ok_or_else(|| format!("no recipients for context {:?}", d.context))?;
-        let row = store
-            .get(&d.request_id)
-            .map_err(|e| format!("the request cannot be read: {e}"))?;
+        let id = d.request_id.clone();
+        let row = store.call(move |s| s.get(&id)).await?;
         let Some(row) = row.filter(|r| !r.status.is_final()) else {
             tracing::info!(id = %d.id, request = %d.request_id, "no mail: the request is over (or gone)");
             return Ok(());
@@ -224,14 +225,16 @@ impl EmailSender {
             return Err("the request's body does not parse".into());
         };
         let expires_ms = d.created_ms + crate::clock::duration_ms(self.email.link_ttl);
-        let transport = self.transport.get_or_init(|| {
-            // The pool's task is spawned on the sender's runtime.
-            let _on = rt.enter();
-            self.builder.clone().build()
-        });
+        // Built at the first mail, inside the deliveries' runtime: its pool runs a task
+        // there.
+        let transport = self
+            .transport
+            .get_or_init(|| self.builder.clone().build());
         for to in recipients {
             let mail = self.message(d, &row, &request, to, expires_ms)?;
-            rt.block_on(transport.send(mail))
+            transport
+                .send(mail)
+                .await
                 .map_err(|e| format!("the SMTP server did not take the mail: {e}"))?;
         }
         Ok(())
@@ -282,8 +285,12 @@ impl Sender for EmailSender {
         self.email.recipients.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
-        self.send_all(rt, store, d)
+    fn timeout(&self) -> Duration {
+        self.email.smtp.timeout
+    }
+
+    fn send<'a>(&'a self, store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt> {
+        Box::pin(self.send_all(store, d))
     }
 }
 

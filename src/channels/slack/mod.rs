@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -39,7 +40,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
-use crate::channels::sender::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
@@ -344,9 +345,9 @@ impl SlackSender {
         Ok(SlackSender { slack, api })
     }
 
-    /// One attempt of `d`: the store is read and written here, outside `rt`; only the
-    /// Web API's calls run on it (see [`crate::channels::Sender::send`]).
-    fn deliver(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
+    /// One attempt of `d`: the store is read and written through the loop's connection
+    /// ([`StoreCalls`]), the Web API called in between.
+    async fn deliver(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
         let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
         let call = match kind {
             EventKind::Accepted => Call::New,
@@ -358,10 +359,10 @@ impl SlackSender {
             EventKind::Answered
             | EventKind::Expired
             | EventKind::Cancelled
-            | EventKind::Aborted => return self.update(rt, store, d),
+            | EventKind::Aborted => return self.update(store, d).await,
             _ => return Ok(()),
         };
-        self.post(rt, store, d, call)
+        self.post(store, d, call).await
     }
 
     /// The message `f` makes of `d`'s request as `row` holds it, with its link to the page.
@@ -384,39 +385,43 @@ impl SlackSender {
     }
 
     /// The request of `d` and how it ended, read now.
-    fn read(
-        &self,
-        store: &mut Store,
+    async fn read(
+        store: &StoreCalls,
         d: &Delivery,
     ) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
-        let row = match store.get(&d.request_id) {
-            Ok(Some(r)) => r,
-            // Pruned since: nothing left to show.
-            Ok(None) => return Ok(None),
-            Err(e) => return Err(format!("the store: {e}")),
-        };
-        let end = end_of(store, &row).map_err(|e| format!("the store: {e}"))?;
-        Ok(Some((row, end)))
+        let id = d.request_id.clone();
+        store
+            .call(move |s| {
+                // Pruned since: nothing left to show.
+                let Some(row) = s.get(&id)? else {
+                    return Ok(None);
+                };
+                let end = end_of(s, &row)?;
+                Ok(Some((row, end)))
+            })
+            .await
     }
 
-    fn post(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        store: &mut Store,
-        d: &Delivery,
-        call: Call,
-    ) -> Attempt {
-        match store.slack_message_of_delivery(&d.id) {
-            Ok(Some(_)) => return Ok(()),
-            Ok(None) => {}
-            Err(e) => return Err(format!("the store: {e}")),
-        }
-        let channel = self
-            .slack
+    /// This endpoint's Slack channel: the context's.
+    fn channel_of(&self, d: &Delivery) -> std::result::Result<&str, String> {
+        self.slack
             .channels
             .get(&d.context)
-            .ok_or_else(|| format!("no Slack channel for context {:?}", d.context))?;
-        let Some((row, end)) = self.read(store, d)? else {
+            .map(String::as_str)
+            .ok_or_else(|| format!("no Slack channel for context {:?}", d.context))
+    }
+
+    async fn post(&self, store: &StoreCalls, d: &Delivery, call: Call) -> Attempt {
+        let delivery = d.id.clone();
+        if store
+            .call(move |s| s.slack_message_of_delivery(&delivery))
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let channel = self.channel_of(d)?;
+        let Some((row, end)) = Self::read(store, d).await? else {
             return Ok(());
         };
         let mut body = self.render(d, &row, |shown| match &end {
@@ -426,27 +431,42 @@ impl SlackSender {
         body["channel"] = json!(channel);
         body["unfurl_links"] = json!(false);
         body["unfurl_media"] = json!(false);
-        let answer = rt.block_on(self.api.call("chat.postMessage", &body))?;
+        let answer = self.api.call("chat.postMessage", &body).await?;
         let (Some(posted_in), Some(ts)) = (answer["channel"].as_str(), answer["ts"].as_str())
         else {
             return Err("Slack's answer names no channel and ts".into());
         };
-        match store.record_slack_message(&d.id, &d.request_id, posted_in, ts) {
-            Ok(_) => Ok(()),
+        let (delivery, request, posted_in, ts) = (
+            d.id.clone(),
+            d.request_id.clone(),
+            posted_in.to_string(),
+            ts.to_string(),
+        );
+        store
+            .call(move |s| s.record_slack_message(&delivery, &request, &posted_in, &ts))
+            .await
+            .map(|_| ())
             // Posted, not recorded: tried again, it posts again (a duplicate message,
             // never a lost one), and its end still updates the one recorded.
-            Err(e) => Err(format!("posted, but not recorded: {e}")),
-        }
+            .map_err(|e| format!("posted, but not recorded: {e}"))
     }
 
-    fn update(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
-        let messages = store
-            .slack_messages(&d.request_id)
-            .map_err(|e| format!("the store: {e}"))?;
+    /// The end of `d`'s request shown in every message posted for it in this endpoint's
+    /// channel (a request escalated from another Slack context has its message there
+    /// updated by that context's own delivery of the end).
+    async fn update(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
+        let channel = self.channel_of(d)?.to_string();
+        let id = d.request_id.clone();
+        let messages: Vec<_> = store
+            .call(move |s| s.slack_messages(&id))
+            .await?
+            .into_iter()
+            .filter(|m| m.channel == channel)
+            .collect();
         if messages.is_empty() {
             return Ok(());
         }
-        let Some((row, Some(end))) = self.read(store, d)? else {
+        let Some((row, Some(end))) = Self::read(store, d).await? else {
             return Ok(());
         };
         let content = self.render(d, &row, |shown| blocks::ended(shown, &end))?;
@@ -455,7 +475,7 @@ impl SlackSender {
             let mut body = content.clone();
             body["channel"] = json!(m.channel);
             body["ts"] = json!(m.ts);
-            match rt.block_on(self.api.call("chat.update", &body)) {
+            match self.api.call("chat.update", &body).await {
                 Ok(_) => {}
                 // Deleted in Slack: there is nothing left to change.
                 Err(e) if e.ends_with("message_not_found") => {
@@ -484,8 +504,12 @@ impl Sender for SlackSender {
         self.slack.channels.keys().cloned().collect()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
-        self.deliver(rt, store, d)
+    fn timeout(&self) -> Duration {
+        self.slack.timeout
+    }
+
+    fn send<'a>(&'a self, store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt> {
+        Box::pin(self.deliver(store, d))
     }
 }
 
