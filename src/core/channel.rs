@@ -64,6 +64,25 @@ impl Channel {
             ),
         }
     }
+
+    /// Whether an event of `kind` goes out on this channel to a context that was told of
+    /// the request before and that the request has left (escalated elsewhere): who was
+    /// told hears how it goes on and how it ends, as each medium can say it.
+    ///
+    /// - A webhook is a machine's record of the request: it gets every step it takes.
+    /// - A mail asks a person to act; the old context's reviewers can no longer (their
+    ///   links stop acting when the request moves, [`crate::core::mail_link::sent_for`]),
+    ///   so they get one mail saying where it went, and no reminder.
+    /// - A Slack message is updated when the request ends, in every channel it was
+    ///   posted in; nothing new is posted in a channel whose context is no longer asked.
+    pub fn tells_former(self, kind: EventKind) -> bool {
+        use EventKind::*;
+        match self {
+            Channel::Webhook => self.takes(kind),
+            Channel::Email => kind == Escalated,
+            Channel::Slack => matches!(kind, Answered | Expired | Cancelled | Aborted),
+        }
+    }
 }
 
 impl std::fmt::Display for Channel {
@@ -93,5 +112,21 @@ mod tests {
         assert!(Channel::Webhook.takes(EventKind::Claimed));
         assert!(Channel::Slack.takes(EventKind::Answered));
         assert!(!Channel::Slack.takes(EventKind::Claimed));
+    }
+
+    #[test]
+    fn a_context_the_request_left_hears_what_its_medium_can_say() {
+        use EventKind::*;
+        for k in [
+            Claimed, Reminded, Escalated, Answered, Expired, Cancelled, Aborted,
+        ] {
+            assert_eq!(Channel::Webhook.tells_former(k), Channel::Webhook.takes(k));
+        }
+        assert!(Channel::Email.tells_former(Escalated));
+        assert!(!Channel::Email.tells_former(Reminded));
+        assert!(Channel::Slack.tells_former(Answered));
+        assert!(Channel::Slack.tells_former(Expired));
+        assert!(!Channel::Slack.tells_former(Escalated));
+        assert!(!Channel::Slack.tells_former(Reminded));
     }
 }

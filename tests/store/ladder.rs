@@ -377,6 +377,122 @@ pub fn deliveries_are_written_with_their_events(new: impl Fn(&TestClock) -> Stor
     verifies(&mut store);
 }
 
+/// Who was told hears the end: a request escalated from a context with only a webhook
+/// and mail to one with only Slack keeps telling the webhook every later step (the
+/// escalation, its end), tells the old context's mail once where it went, and tells
+/// Slack what Slack takes; each row goes to its own route, the body naming the request's
+/// context now. A request never escalated goes where it always did.
+pub fn who_was_told_hears_the_end(new: impl Fn(&TestClock) -> Store) {
+    let clock = TestClock::new();
+    let mut store = new(&clock);
+    store
+        .add_delivery_routes(&routes(&[
+            ("default", Channel::Webhook),
+            ("default", Channel::Email),
+            ("oncall", Channel::Slack),
+        ]))
+        .unwrap();
+    let ladder = json!({"remindAfter": "1m", "escalateAfter": "2m", "escalateTo": "oncall",
+                        "expireAfter": "3m"});
+    ask(&mut store, request("t", ladder)).unwrap();
+    for _ in 0..3 {
+        clock.advance(MIN + 1);
+        store.sweep().unwrap();
+    }
+    assert_eq!(
+        kinds(&mut store, "t"),
+        ["accepted", "reminded", "escalated", "expired"]
+    );
+    let d = store.deliveries("t").unwrap();
+    // In the order of the events; within one event, in no particular order.
+    let order = ["accepted", "reminded", "escalated", "expired"];
+    let mut went: Vec<(usize, &str, Channel)> = d
+        .iter()
+        .map(|d| {
+            let at = order.iter().position(|k| *k == d.kind).unwrap();
+            (at, d.context.as_str(), d.channel)
+        })
+        .collect();
+    assert!(went.windows(2).all(|w| w[0].0 <= w[1].0), "{went:?}");
+    went.sort();
+    let mut want: Vec<(usize, &str, Channel)> = [
+        ("default", Channel::Webhook, "accepted"),
+        ("default", Channel::Email, "accepted"),
+        ("default", Channel::Webhook, "reminded"),
+        ("default", Channel::Email, "reminded"),
+        ("oncall", Channel::Slack, "escalated"),
+        ("default", Channel::Webhook, "escalated"),
+        ("default", Channel::Email, "escalated"),
+        ("oncall", Channel::Slack, "expired"),
+        ("default", Channel::Webhook, "expired"),
+    ]
+    .iter()
+    .map(|(c, ch, k)| (order.iter().position(|o| o == k).unwrap(), *c, *ch))
+    .collect();
+    want.sort();
+    assert_eq!(went, want);
+    for d in &d[4..] {
+        let body: Value = serde_json::from_str(&d.body).unwrap();
+        assert_eq!(body["data"]["context"], "oncall", "{d:?}");
+    }
+    // Each route reads its own rows.
+    let due = store
+        .deliveries_due(&routes(&[("default", Channel::Webhook)]), clock.now(), 100)
+        .unwrap();
+    assert_eq!(due.len(), 4);
+
+    // Escalated, then answered in its new context: the webhook hears the answer.
+    ask(
+        &mut store,
+        request("v", json!({"escalateAfter": "1m", "escalateTo": "oncall"})),
+    )
+    .unwrap();
+    clock.advance(MIN + 1);
+    store.sweep().unwrap();
+    let (reg, _) = store.register("oncall", "bob", 10 * MIN).unwrap();
+    store.claim(&lease(&reg.lease), "v").unwrap();
+    store
+        .answer(&lease(&reg.lease), "v", &pick("SQLite"))
+        .unwrap();
+    let heard: Vec<(String, Channel, String)> = store
+        .deliveries("v")
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.context == "default")
+        .map(|d| (d.context, d.channel, d.kind))
+        .collect();
+    assert!(
+        heard.contains(&("default".into(), Channel::Webhook, "answered".into())),
+        "{heard:?}"
+    );
+
+    // Never escalated: only its own context's routes, as before.
+    ask(&mut store, request("u", json!(null))).unwrap();
+    let (reg, _) = store.register("default", "alice", 10 * MIN).unwrap();
+    store.claim(&lease(&reg.lease), "u").unwrap();
+    store
+        .answer(&lease(&reg.lease), "u", &pick("SQLite"))
+        .unwrap();
+    let mut kinds_of_u: Vec<(String, Channel, String)> = store
+        .deliveries("u")
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.kind, d.channel, d.context))
+        .collect();
+    kinds_of_u.sort();
+    let at = |k: &str, c| (k.to_string(), c, "default".to_string());
+    assert_eq!(
+        kinds_of_u,
+        [
+            at("accepted", Channel::Webhook),
+            at("accepted", Channel::Email),
+            at("answered", Channel::Webhook),
+            at("claimed", Channel::Webhook),
+        ]
+    );
+    verifies(&mut store);
+}
+
 fn routes(r: &[(&str, Channel)]) -> Vec<Route> {
     r.iter()
         .map(|(context, channel)| Route {

@@ -113,6 +113,7 @@ conformance!(
     ladder::a_ladder_never_decides_unless_declared,
     ladder::deliveries_are_written_with_their_events,
     ladder::each_channel_has_its_own_rows,
+    ladder::who_was_told_hears_the_end,
     ladder::prune_takes_delivered_rows_with_their_request,
     slack::slack_messages_are_recorded_once_per_delivery,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,

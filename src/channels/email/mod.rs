@@ -227,9 +227,7 @@ impl EmailSender {
         let expires_ms = d.created_ms + crate::clock::duration_ms(self.email.link_ttl);
         // Built at the first mail, inside the deliveries' runtime: its pool runs a task
         // there.
-        let transport = self
-            .transport
-            .get_or_init(|| self.builder.clone().build());
+        let transport = self.transport.get_or_init(|| self.builder.clone().build());
         for to in recipients {
             let mail = self.message(d, &row, &request, to, expires_ms)?;
             transport
@@ -345,6 +343,8 @@ fn ladder_facts(r: &RequestRow) -> Vec<(&'static str, String)> {
 /// What one mail says, before it is written as text or HTML.
 struct Content<'a> {
     kind: &'a str,
+    /// The context the recipients were told of the request for (the delivery's).
+    context: &'a str,
     body: serde_json::Value,
     row: &'a RequestRow,
     request: &'a Request,
@@ -365,6 +365,7 @@ impl<'a> Content<'a> {
     ) -> Content<'a> {
         Content {
             kind: &d.kind,
+            context: &d.context,
             body: serde_json::from_str(&d.body).unwrap_or_default(),
             row,
             request,
@@ -373,6 +374,13 @@ impl<'a> Content<'a> {
             expires_ms,
             delivery: &d.id,
         }
+    }
+
+    /// Whether the request has left the context this mail's recipients were told of it
+    /// for (escalated elsewhere): the mail then only says so, with no link (a link acts
+    /// only in the context it was sent for, [`crate::core::mail_link::sent_for`]).
+    fn moved(&self) -> bool {
+        self.row.context != self.context
     }
 
     fn rung(&self) -> Option<i64> {
@@ -402,6 +410,14 @@ impl<'a> Content<'a> {
 
     /// The first paragraph: why this mail came.
     fn lead(&self) -> String {
+        if self.moved() {
+            return format!(
+                "Escalated to context {}: nobody answered this request in time, so it is \
+                 theirs to answer now. This mail asks nothing of you: it says where the \
+                 request you were sent went.",
+                one_line(&self.row.context)
+            );
+        }
         match self.kind {
             "reminded" => format!(
                 "Reminder{}: this request is still waiting for an answer.",
@@ -495,12 +511,14 @@ impl<'a> Content<'a> {
                 t.push('\n');
             }
         }
-        t.push_str(&format!(
-            "\nOpen it on the page to answer:\n{}\n\n{}\n\n-- \ndshq, delivery {}\n",
-            self.link,
-            self.footer(),
-            self.delivery
-        ));
+        if !self.moved() {
+            t.push_str(&format!(
+                "\nOpen it on the page to answer:\n{}\n\n{}\n",
+                self.link,
+                self.footer()
+            ));
+        }
+        t.push_str(&format!("\n-- \ndshq, delivery {}\n", self.delivery));
         t
     }
 
@@ -530,8 +548,10 @@ impl<'a> Content<'a> {
                         } }
                     }
                 }
-                p { a href=(self.link) { "Open the request on the page" } }
-                p { small { (Line(&self.footer())) } }
+                @if !self.moved() {
+                    p { a href=(self.link) { "Open the request on the page" } }
+                    p { small { (Line(&self.footer())) } }
+                }
                 p { small { "dshq, delivery " (Line(self.delivery)) } }
             } }
         }

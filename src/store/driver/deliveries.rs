@@ -45,6 +45,10 @@ pub trait DeliveryStatements {
     /// none on a store without channels.
     fn sending_channels_of_context(&mut self, context: &str) -> Result<Vec<Channel>>;
 
+    /// The routes request `request_id`'s deliveries went to so far (each once, in the
+    /// order they were first written): who was told of it.
+    fn told_routes_of_request(&mut self, request_id: &str) -> Result<Vec<Route>>;
+
     /// Insert `d`.
     fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()>;
 

@@ -55,6 +55,30 @@ impl DeliveryStatements for Tx<'_> {
         Ok(())
     }
 
+    fn told_routes_of_request(&mut self, request_id: &str) -> Result<Vec<Route>> {
+        // A store no daemon ever sent for has told nobody: no statement (the routes are
+        // read once a write, above).
+        self.sending_channels_of_context("")?;
+        if self.sending_channels.as_ref().is_some_and(|m| m.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.tx
+            .query(
+                "SELECT context, channel FROM deliveries WHERE request_id = $1
+                  GROUP BY context, channel ORDER BY MIN(seq)",
+                &[&request_id],
+            )?
+            .iter()
+            .map(|r| {
+                let name: String = r.try_get(1)?;
+                Ok(Route {
+                    context: r.try_get(0)?,
+                    channel: channel(&name)?,
+                })
+            })
+            .collect()
+    }
+
     fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
         self.tx.execute_typed(
             "INSERT INTO deliveries

@@ -19,6 +19,7 @@ use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::store::driver::deliveries::NewDelivery;
 use crate::store::driver::Statements;
+use crate::store::types::Route;
 
 /// A fresh delivery id.
 pub fn new_id() -> Result<String> {
@@ -28,12 +29,19 @@ pub fn new_id() -> Result<String> {
     Ok(format!("msg_{}", crate::store::chain::hex(&b)))
 }
 
-/// Write the deliveries of event `kind` about request `id` of `context`, one per channel
-/// that sends it (its `data`, made only when some channel sends it, is the body's `data`
+/// Write the deliveries of event `kind` about request `id` of `context`, one per route
+/// that sends it (its `data`, made only when some route sends it, is the body's `data`
 /// beside `id`, `context` and `event`), in the caller's transaction. An event no channel
 /// sends costs nothing more than the driver's answer to that (every event of a store
 /// without channels: every file of an inbox batch had made a body and drawn a random id
 /// for nothing).
+///
+/// The routes: the channels some daemon sends `context`'s deliveries on that take the
+/// kind ([`Channel::takes`]), and **who was told hears the end**: every route an earlier
+/// delivery of this request went to, in a context the request has left (escalated from),
+/// for the steps its channel tells such a context ([`Channel::tells_former`]). A row's
+/// `context` is its route's, so it goes where that context's channel sends; the body's
+/// `context` is the request's own.
 pub fn notify(
     db: &mut dyn Statements,
     now: Millis,
@@ -45,12 +53,25 @@ pub fn notify(
     if !Channel::ALL.iter().any(|c| c.takes(kind)) {
         return Ok(());
     }
-    let channels: Vec<Channel> = db
+    let mut routes: Vec<Route> = db
         .sending_channels_of_context(context)?
         .into_iter()
         .filter(|c| c.takes(kind))
+        .map(|channel| Route {
+            context: context.to_string(),
+            channel,
+        })
         .collect();
-    if channels.is_empty() {
+    // Nobody was told of a request before it was accepted.
+    if kind != EventKind::Accepted {
+        for told in db.told_routes_of_request(id)? {
+            if told.context != context && told.channel.tells_former(kind) && !routes.contains(&told)
+            {
+                routes.push(told);
+            }
+        }
+    }
+    if routes.is_empty() {
         return Ok(());
     }
     let mut data = data();
@@ -65,13 +86,13 @@ pub fn notify(
         "data": data,
     })
     .to_string();
-    for channel in channels {
+    for route in routes {
         let delivery_id = new_id()?;
         db.insert_delivery(&NewDelivery {
             id: &delivery_id,
             request_id: id,
-            context,
-            channel,
+            context: &route.context,
+            channel: route.channel,
             kind: kind.as_str(),
             body: &body,
             now,

@@ -36,6 +36,24 @@ impl DeliveryStatements for Sql<'_, '_> {
         Ok(())
     }
 
+    fn told_routes_of_request(&mut self, request_id: &str) -> Result<Vec<Route>> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT context, channel FROM deliveries WHERE request_id = ?1
+              GROUP BY context, channel ORDER BY MIN(rowid)",
+        )?;
+        let rows = stmt.query_map([request_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        rows.map(|r| {
+            let (context, name) = r?;
+            Ok(Route {
+                context,
+                channel: channel(&name)?,
+            })
+        })
+        .collect()
+    }
+
     fn insert_delivery(&mut self, d: &NewDelivery<'_>) -> Result<()> {
         self.0
             .prepare_cached(
