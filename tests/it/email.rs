@@ -25,7 +25,7 @@ const EVIL_QUESTION: &str =
     "Ship <script>alert(1)</script>?\r\nBcc: evil@example.net\nX-Evil: 1 \u{1b}[31m ünïcödé ✓";
 
 /// The SMTP server: aiosmtpd writing each mail it accepts to `dir`.
-struct Sink {
+pub(crate) struct Sink {
     child: Child,
     dir: PathBuf,
 }
@@ -38,7 +38,7 @@ impl Drop for Sink {
 }
 
 impl Sink {
-    fn start(port: u16, dir: &Path, refuse: usize) -> Sink {
+    pub(crate) fn start(port: u16, dir: &Path, refuse: usize) -> Sink {
         Sink::start_with(port, dir, refuse, &[])
     }
 
@@ -74,7 +74,7 @@ impl Sink {
     }
 
     /// The mails accepted so far, in order.
-    fn mails(&self) -> Vec<Value> {
+    pub(crate) fn mails(&self) -> Vec<Value> {
         let mut names: Vec<PathBuf> = std::fs::read_dir(&self.dir)
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -104,7 +104,7 @@ impl Sink {
         got
     }
 
-    fn of(&self, id: &str) -> Vec<Value> {
+    pub(crate) fn of(&self, id: &str) -> Vec<Value> {
         self.mails()
             .into_iter()
             .filter(|m| {
@@ -116,7 +116,7 @@ impl Sink {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     crate::browser::free_port()
 }
 

@@ -46,6 +46,7 @@ mod outcome;
 mod page;
 mod prune;
 mod quorum;
+mod reach;
 mod receipts;
 mod release;
 mod screens;

@@ -26,23 +26,23 @@ use sha2::Sha256;
 use crate::api::listening;
 use crate::helpers::*;
 
-const TOKEN: &str = "xoxb-1234-5678-test-token";
-const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub(crate) const TOKEN: &str = "xoxb-1234-5678-test-token";
+pub(crate) const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const CHANNEL: &str = "C0DSHQOPS";
 
 /// One Web API call the stand-in got.
 #[derive(Debug, Clone)]
-struct Call {
+pub(crate) struct Call {
     method: String,
     auth: String,
-    body: Value,
+    pub(crate) body: Value,
     /// What the stand-in answered.
     reply: Value,
 }
 
 /// The stand-in for Slack's Web API.
 #[derive(Clone)]
-struct FakeSlack {
+pub(crate) struct FakeSlack {
     port: u16,
     calls: Arc<Mutex<Vec<Call>>>,
     /// Answer this many `chat.postMessage` calls with HTTP 429 first.
@@ -63,7 +63,7 @@ impl FakeSlack {
         (s, listener)
     }
 
-    fn start() -> FakeSlack {
+    pub(crate) fn start() -> FakeSlack {
         let (s, listener) = FakeSlack::bound();
         let me = s.clone();
         std::thread::spawn(move || {
@@ -75,7 +75,7 @@ impl FakeSlack {
         s
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/api", self.port)
     }
 
@@ -182,7 +182,7 @@ impl FakeSlack {
         }
     }
 
-    fn calls(&self, method: &str) -> Vec<Call> {
+    pub(crate) fn calls(&self, method: &str) -> Vec<Call> {
         self.calls
             .lock()
             .unwrap()
@@ -193,7 +193,7 @@ impl FakeSlack {
     }
 
     /// The successful posts about request `id` (its button values or its link name it).
-    fn posts_of(&self, id: &str) -> Vec<Call> {
+    pub(crate) fn posts_of(&self, id: &str) -> Vec<Call> {
         self.calls("chat.postMessage")
             .into_iter()
             .filter(|c| c.body.to_string().contains(&format!("/r/{id}|")))

@@ -27,13 +27,13 @@ const KILLS: usize = 50;
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
-struct Got {
-    id: String,
+pub(crate) struct Got {
+    pub(crate) id: String,
     timestamp: String,
     signature: String,
-    body: String,
+    pub(crate) body: String,
     /// When it arrived.
-    at: Instant,
+    pub(crate) at: Instant,
 }
 
 /// What the receiver does with the next requests.
@@ -46,14 +46,14 @@ struct Plan {
 }
 
 #[derive(Clone)]
-struct Receiver {
+pub(crate) struct Receiver {
     port: u16,
     got: Arc<Mutex<Vec<Got>>>,
     plan: Arc<Mutex<Plan>>,
 }
 
 impl Receiver {
-    fn start() -> Receiver {
+    pub(crate) fn start() -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let r = Receiver {
             port: listener.local_addr().unwrap().port(),
@@ -71,7 +71,12 @@ impl Receiver {
     }
 
     fn url(&self) -> String {
-        format!("default=http://127.0.0.1:{}/hook", self.port)
+        self.url_for("default")
+    }
+
+    /// `--webhook CONTEXT=URL` of this receiver for `context`.
+    pub(crate) fn url_for(&self, context: &str) -> String {
+        format!("{context}=http://127.0.0.1:{}/hook", self.port)
     }
 
     fn serve(&self, conn: TcpStream) {
@@ -116,12 +121,12 @@ impl Receiver {
         );
     }
 
-    fn got(&self) -> Vec<Got> {
+    pub(crate) fn got(&self) -> Vec<Got> {
         self.got.lock().unwrap().clone()
     }
 
     /// The deliveries received for event `kind` of request `id`.
-    fn of(&self, id: &str, kind: &str) -> Vec<Got> {
+    pub(crate) fn of(&self, id: &str, kind: &str) -> Vec<Got> {
         self.got()
             .into_iter()
             .filter(|g| {
