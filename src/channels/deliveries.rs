@@ -89,13 +89,30 @@ pub fn backoff(retry_min: Duration, failed: i64) -> Duration {
         .min(RETRY_MAX)
 }
 
-/// Start the sender of `channels` on its own thread; it ends soon after `stop` is set.
-/// Records the channels' routes first, so their events write delivery rows from now on.
-pub fn spawn(
-    root: &Root,
-    channels: &Channels,
+/// The running sender, ended by [`Running::end`].
+pub struct Running {
     stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>> {
+    wake: mpsc::Sender<Wake>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    /// End the sender now and wait for it: the loop stops, the attempts in flight are
+    /// dropped unmarked (sent again, with the same ids, at the next start) and the
+    /// runtime is shut down, so nothing of the sender outlives the daemon's exit.
+    pub fn end(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.wake.send(Wake::Commit);
+        if self.thread.join().is_err() {
+            tracing::error!("the deliveries sender panicked");
+        }
+    }
+}
+
+/// Start the sender of `channels` on its own thread; it ends soon after `stop` is set,
+/// at once by [`Running::end`]. Records the channels' routes first, so their events write
+/// delivery rows from now on.
+pub fn spawn(root: &Root, channels: &Channels, stop: Arc<AtomicBool>) -> Result<Running> {
     let senders = channels.senders(root)?;
     let routes: Vec<Route> = senders
         .iter()
@@ -111,7 +128,9 @@ pub fn spawn(
     tracing::info!(routes = ?routes.iter().map(|r| format!("{}:{}", r.context, r.channel)).collect::<Vec<_>>(), "deliveries on");
     let root = root.clone();
     let retry_min = channels.retry_min;
-    std::thread::Builder::new()
+    let (wake, wakes) = mpsc::channel::<Wake>();
+    let running = (stop.clone(), wake.clone());
+    let thread = std::thread::Builder::new()
         .name("dshq-deliveries".into())
         .spawn(move || {
             drop(store);
@@ -132,13 +151,18 @@ pub fn spawn(
                 // channel's client may hand work to the runtime as it is dropped (a mail
                 // transport closes its pooled connections so).
                 let _inside = rt.enter();
-                run(&rt, root, senders, routes, retry_min, stop);
+                run(&rt, root, senders, routes, retry_min, stop, (wake, wakes));
             }
             // The attempts still in flight (an endpoint that never answers) are dropped
             // here, unmarked: their rows go out at the next start.
             rt.shutdown_timeout(Duration::from_millis(200));
         })
-        .map_err(|e| Error::io("deliveries thread", e))
+        .map_err(|e| Error::io("deliveries thread", e))?;
+    Ok(Running {
+        stop: running.0,
+        wake: running.1,
+        thread,
+    })
 }
 
 /// An endpoint: its task's queue and how many of its rows are in it.
@@ -181,8 +205,8 @@ fn run(
     routes: Vec<Route>,
     retry_min: Duration,
     stop: Arc<AtomicBool>,
+    (wake, wakes): (mpsc::Sender<Wake>, mpsc::Receiver<Wake>),
 ) {
-    let (wake, wakes) = mpsc::channel::<Wake>();
     let _hints = hear_commits(&root, wake.clone(), stop.clone());
     let calls = StoreCalls::new(wake.clone());
     let mut lanes: HashMap<(Channel, String), Lane> = HashMap::new();

@@ -11,7 +11,6 @@
 //! - At the stop the host drains ([`serve`]).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +85,7 @@ pub fn run(
         let r = t
             .join()
             .unwrap_or_else(|_| Err(Error::io("file loop", std::io::Error::other("panicked"))));
-        sending.store(true, Ordering::SeqCst);
+        sending.end();
         r
     };
     // The loop sends its waker once it holds the root; a refusal (another daemon), or a

@@ -18,7 +18,6 @@
 pub mod host;
 mod sender;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use host::WebConfig;
@@ -47,7 +46,7 @@ pub fn daemon(
                 after_pass: None,
             };
             let r = daemon::run(root, config, link, &stop);
-            sending.store(true, Ordering::SeqCst);
+            sending.end();
             r
         }
         Some(web) => host::run(root, config, channels, web, stop),
