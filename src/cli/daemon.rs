@@ -114,10 +114,12 @@ pub struct Args {
     /// links in the messages; default http://ADDR of --listen.
     #[arg(long, value_name = "URL", value_parser = crate::channels::slack::parse_page_url)]
     pub slack_page_url: Option<String>,
-    /// With --slack: how long one Web API call may take.
+    /// With --slack: how long one delivery's Web API calls may take in all (connecting,
+    /// every read and write, each answer), and one call an interaction makes.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub slack_timeout: Duration,
-    /// With --webhook: how long one attempt may take.
+    /// With --webhook: how long one attempt may take in all (connecting, writing the POST,
+    /// reading the answer).
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = super::parse_duration)]
     pub webhook_timeout: Duration,
     /// The email channel: --email, --smtp, --email-from, ...

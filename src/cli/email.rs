@@ -35,7 +35,8 @@ pub struct EmailArgs {
     /// system's (a relay with a private CA).
     #[arg(long, value_name = "FILE")]
     pub smtp_ca_file: Option<PathBuf>,
-    /// With --email: how long one SMTP connection and mail may take.
+    /// With --email: how long one attempt may take in all (connecting, the server's
+    /// greeting, TLS, every read and write, every recipient's mail).
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = super::parse_duration)]
     pub smtp_timeout: Duration,
     /// With --email: the From address of the mails.

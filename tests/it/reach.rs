@@ -35,8 +35,11 @@ const STOPS: usize = 20;
 #[derive(Clone)]
 struct Hung {
     port: u16,
-    conns: Arc<Mutex<Vec<(Instant, Option<Instant>)>>>,
+    conns: Arc<Mutex<Vec<Held>>>,
 }
+
+/// When a connection was taken, and when the sender closed it.
+type Held = (Instant, Option<Instant>);
 
 impl Hung {
     fn start() -> Hung {
