@@ -529,15 +529,12 @@ pub fn default_file(cmd: &Command) -> String {
         if let Some(env) = a.get_env() {
             out.push_str(&format!("# (variable: {})\n", env.to_string_lossy()));
         }
+        // A value that works as it is once the line is uncommented: the default, `false`
+        // for a switch, else the example.
         let value = match a.get_default_values().first() {
             Some(d) => toml_string(&d.to_string_lossy()),
-            None => {
-                let name = a
-                    .get_value_names()
-                    .and_then(|n| n.first().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "VALUE".into());
-                toml_string(&name)
-            }
+            None if matches!(a.get_action(), clap::ArgAction::SetTrue) => "false".into(),
+            None => toml_string(example(long).unwrap_or("VALUE")),
         };
         out.push_str(&format!("# {long} = {value}\n"));
     };
@@ -552,7 +549,61 @@ pub fn default_file(cmd: &Command) -> String {
             entry(&mut out, a);
         }
     }
+    out.push_str(TABLES);
     out
+}
+
+/// The tables beyond the settings, as `config default` ends with them (commented, each
+/// working as it is once uncommented).
+const TABLES: &str = "
+# The people directory: a person and the identities that are theirs, one reviewer whatever
+# face they answer from (web:NAME, mail:ADDR, slack:SLACKUSERID, provider:NAME, cli:NAME).
+# [people]
+# alice = [\"web:alice\", \"mail:alice@example.com\", \"slack:U0123ABCD\"]
+
+# Named groups of reviewers, for a quorum.
+# [groups]
+# ops = [\"alice\", \"web:bob\"]
+
+# The quorum a context requires: approvals (a number), group, decline (\"veto\" or \"vote\").
+# [quorum.default]
+# approvals = 1
+# group = \"ops\"
+# decline = \"veto\"
+
+# With --slack: the Slack users whose presses answer, each as a dshq reviewer (a person of
+# [people], or a name); anyone else's press is refused.
+# [slack.users]
+# U0456EFGH = \"bob\"
+";
+
+/// An example value of a setting that has no default, as `config default` prints it: one
+/// its flag takes.
+fn example(long: &str) -> Option<&'static str> {
+    Some(match long {
+        "root" => "/var/lib/dshq",
+        "store" => "postgresql://dshq@/dshq?host=/run/postgresql",
+        "on-question" => "logger -t dshq",
+        "listen" => "127.0.0.1:7465",
+        "mcp-allow-origin" => "http://localhost:5173",
+        "prune-after" => "90d",
+        "prune-export-dir" => "/var/lib/dshq/pruned",
+        "metrics" => "127.0.0.1:9464",
+        "webhook" => "default=http://127.0.0.1:9000/hook",
+        "slack" => "default=C0123ABCD",
+        "slack-token-file" => "/etc/dshq/slack.token",
+        "slack-signing-secret-file" => "/etc/dshq/slack-signing-secret",
+        "slack-page-url" => "https://dshq.example",
+        "email" => "default=alice@example.com",
+        "smtp" => "smtps://mail.example.com",
+        "smtp-user" => "dshq",
+        "smtp-password-file" => "/etc/dshq/smtp.password",
+        "smtp-ca-file" => "/etc/dshq/smtp-ca.pem",
+        "email-from" => "dshq <dshq@example.com>",
+        "email-page-url" => "https://dshq.example",
+        "context-ladder" => "default:remindAfter=30m",
+        _ => return None,
+    })
 }
 
 /// A TOML basic string.

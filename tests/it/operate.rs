@@ -818,3 +818,40 @@ fn config_check_and_show_cover_every_table() {
         r.stderr
     );
 }
+
+/// `config default` prints a file that works once uncommented: every line of it
+/// uncommented (each setting with its default, `false` for a switch or an example a flag
+/// takes, and every table: `[people]`, `[groups]`, `[quorum.CONTEXT]`, `[slack.users]`)
+/// checks, and `config show` shows every table of it.
+#[test]
+fn the_default_file_uncommented_checks_and_shows_every_table() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let default = env.run(&["config", "default"]).ok().stdout;
+    let setting = regex::Regex::new(r"^# ([A-Za-z0-9.-]+ = .*|\[[a-z.]+\])$").unwrap();
+    let mut uncommented = 0;
+    let text: String = default
+        .lines()
+        .map(|l| match setting.captures(l) {
+            Some(c) => {
+                uncommented += 1;
+                format!("{}\n", &c[1])
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert!(uncommented > 40, "{default}");
+    let cfg = env.dir.path().join("all.toml");
+    std::fs::write(&cfg, &text).unwrap();
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = env.run(&["config", "check", cfg.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}\n{text}");
+    let shown = env
+        .run(&["--config", cfg.to_str().unwrap(), "config", "show"])
+        .ok()
+        .stdout;
+    for table in ["[people]", "[groups]", "[quorum]", "[slack.users]"] {
+        assert!(shown.contains(table), "{table} not shown:\n{shown}");
+    }
+    assert!(shown.contains("smtp-plain = \"false\""), "{shown}");
+}
