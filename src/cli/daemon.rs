@@ -94,10 +94,11 @@ pub struct Args {
     /// Post the requests of CONTEXT to the Slack channel CHANNEL (its id, such as
     /// C0123ABCD) as Block Kit messages with buttons, updated when they end; CONTEXT=CHANNEL,
     /// repeat (or separate with commas). Needs --listen (the interactions endpoint,
-    /// POST /slack/interactions), the bot token in the root's slack.token and the signing
+    /// POST /slack/interactions, and the page) or --slack-page-url naming a daemon on this
+    /// store that serves them, the bot token in the root's slack.token and the signing
     /// secret in the root's slack-signing-secret (both mode 0600), and the config file's
     /// [slack.users] mapping Slack users to reviewers.
-    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', requires = "listen", value_parser = crate::channels::slack::parse_slack)]
+    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', value_parser = crate::channels::slack::parse_slack)]
     pub slack: Vec<(String, String)>,
     /// With --slack: the file holding the bot token (xoxb-…; mode 0600), instead of the
     /// root's slack.token.
@@ -156,7 +157,12 @@ fn slack_of(
     let page_url = match (&a.slack_page_url, a.listen) {
         (Some(u), _) => u.clone(),
         (None, Some(l)) => format!("http://{l}"),
-        (None, None) => return Err(crate::Error::Usage("--slack needs --listen".into())),
+        (None, None) => {
+            return Err(crate::Error::Usage(page_url_needed(
+                "--slack",
+                "--slack-page-url",
+            )))
+        }
     };
     Ok(Some(crate::channels::slack::Slack {
         channels: channels.iter().cloned().collect(),
@@ -270,12 +276,9 @@ pub fn run(
                 timeout: a.webhook_timeout.max(Duration::from_millis(100)),
             }),
             slack,
-            email: (*a.email).channel()?,
+            email: (*a.email).channel(a.listen)?,
             retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
         };
-        if channels.email.is_some() && a.listen.is_none() {
-            tracing::warn!("--email without --listen: the mails' links open the page, so a daemon with --listen must serve it at --email-page-url");
-        }
         (!channels.is_empty()).then_some(channels)
     };
     let web = a.listen.map(|listen| crate::serve::WebConfig {
@@ -300,4 +303,14 @@ pub fn run(
         metrics: a.metrics,
     });
     crate::serve::daemon(&ctx.root, &config, channels, web, stop)
+}
+
+/// Why a channel whose messages link to the page cannot start: the page's URL defaults to
+/// `--listen`'s, so without `--listen` it must be given (naming another daemon on this
+/// store that serves the page). One rule for Slack and mail.
+pub fn page_url_needed(channel: &str, flag: &str) -> String {
+    format!(
+        "{channel} needs --listen (this daemon serves the page its messages link to) or {flag} \
+         URL (another daemon on this store serves it there)"
+    )
 }

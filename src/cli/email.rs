@@ -43,8 +43,9 @@ pub struct EmailArgs {
     #[arg(long, value_name = "ADDR")]
     pub email_from: Option<String>,
     /// With --email: the page's public base URL the links point to (http:// or https://,
-    /// e.g. https://dshq.example.com, the TLS proxy in front of --listen). The links need
-    /// a dshq daemon with --listen serving the page there.
+    /// e.g. https://dshq.example.com, the TLS proxy in front of --listen); default
+    /// http://ADDR of --listen. The links need a dshq daemon with --listen serving the page
+    /// there.
     #[arg(long, value_name = "URL")]
     pub email_page_url: Option<String>,
     /// With --email: how long a mail's link opens its request (1m to 30d).
@@ -85,7 +86,7 @@ fn read_password(path: &std::path::Path) -> Result<String> {
 
 impl EmailArgs {
     /// The email channel these flags configure; `None` without `--email`.
-    pub fn channel(self) -> Result<Option<Email>> {
+    pub fn channel(self, listen: Option<std::net::SocketAddr>) -> Result<Option<Email>> {
         if self.email.is_empty() {
             return Ok(None);
         }
@@ -119,9 +120,16 @@ impl EmailArgs {
             .ok_or_else(|| usage("--email needs --email-from ADDR"))?
             .parse()
             .map_err(|e| usage(format!("--email-from: {e}")))?;
-        let page = self.email_page_url.ok_or_else(|| {
-            usage("--email needs --email-page-url URL (where the links open the page)")
-        })?;
+        let page = match (self.email_page_url, listen) {
+            (Some(u), _) => u,
+            (None, Some(l)) => format!("http://{l}"),
+            (None, None) => {
+                return Err(usage(super::daemon::page_url_needed(
+                    "--email",
+                    "--email-page-url",
+                )))
+            }
+        };
         if !(page.starts_with("http://") || page.starts_with("https://"))
             || page.contains(['?', '#', ' '])
         {

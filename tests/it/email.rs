@@ -846,9 +846,29 @@ fn an_escalated_requests_old_link_opens_nothing_and_the_new_one_does() {
     let mut r = simple_request("moved");
     r["ladder"] = json!({"escalateAfter": "1s", "escalateTo": "esc"});
     env.ask(&r).ok();
-    let mails = sink.wait_for("moved", 2);
+    // Alice's request, Bob's escalation, and Alice's word of where it went.
+    let mails = sink.wait_for("moved", 3);
     let to = |m: &Value| m["rcpt_tos"][0].as_str().unwrap_or_default().to_string();
-    let alice = mails.iter().find(|m| to(m) == "alice@example.com").unwrap();
+    let text = |m: &Value| m["text"].as_str().unwrap_or_default().to_string();
+    let to_alice: Vec<&Value> = mails
+        .iter()
+        .filter(|m| to(m) == "alice@example.com")
+        .collect();
+    assert_eq!(to_alice.len(), 2, "{mails:?}");
+    let alice = to_alice
+        .iter()
+        .find(|m| text(m).contains("http://127.0.0.1:"))
+        .unwrap();
+    let told = to_alice
+        .iter()
+        .find(|m| !text(m).contains("http://127.0.0.1:"))
+        .expect("Alice is told where the request went, with no link");
+    assert!(
+        text(told).contains("Escalated to context esc")
+            && text(told).contains("asks nothing of you"),
+        "{}",
+        text(told)
+    );
     let bob = mails.iter().find(|m| to(m) == "bob@example.com").unwrap();
     assert_eq!(env.json(&["show", "moved"]).ok().json()["context"], "esc");
 

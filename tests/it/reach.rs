@@ -385,3 +385,50 @@ fn a_request_escalated_from_a_webhook_context_to_a_slack_one_still_tells_the_web
     assert!(wait_until(DEADLINE, || !fake.posts_of("esc").is_empty()
         && !fake.calls("chat.update").is_empty()));
 }
+
+/// Slack and mail link to the page, so both need its URL the same way: given, or
+/// `--listen`'s (`http://ADDR`); with neither the daemon does not start, saying so.
+#[test]
+fn slack_and_mail_need_the_page_the_same_way() {
+    let env = Env::new();
+    let files = slack_files();
+    let token = files.path().join("token");
+    let signing = files.path().join("signing");
+    let slack = [
+        "--slack",
+        "ops=C0SLACK",
+        "--slack-token-file",
+        token.to_str().unwrap(),
+        "--slack-signing-secret-file",
+        signing.to_str().unwrap(),
+    ];
+    let mail = [
+        "--email",
+        "ops=alice@example.com",
+        "--smtp",
+        "smtp://127.0.0.1:9",
+        "--smtp-plain",
+        "--email-from",
+        "dshq@example.com",
+    ];
+    for (args, flag) in [
+        (&slack[..], "--slack-page-url"),
+        (&mail[..], "--email-page-url"),
+    ] {
+        let mut all = vec!["daemon"];
+        all.extend_from_slice(args);
+        let r = env.run(&all);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(
+            r.stderr.contains("USAGE")
+                && r.stderr.contains("needs --listen")
+                && r.stderr.contains(flag),
+            "{}",
+            r.stderr
+        );
+        // Given the page's URL, it starts without --listen.
+        let mut with = args.to_vec();
+        with.extend_from_slice(&[flag, "https://dshq.example"]);
+        env.daemon_with(&with, &[]).stop();
+    }
+}
