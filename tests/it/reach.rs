@@ -432,3 +432,103 @@ fn slack_and_mail_need_the_page_the_same_way() {
         env.daemon_with(&with, &[]).stop();
     }
 }
+
+/// The bench of time to a person per channel (`--ignored --nocapture`; the figures are in
+/// docs/PERFORMANCE.md): `dshq ask` → the webhook received / the mail accepted by the SMTP
+/// server / the Slack message posted, one request at a time, at idle and with one endpoint
+/// that never answers on each other channel (its own request in flight throughout).
+#[test]
+#[ignore]
+fn time_to_a_person_by_channel_idle_and_beside_hung_endpoints() {
+    const N: usize = 60;
+    for channel in ["webhook", "mail", "slack"] {
+        for beside_hung in [false, true] {
+            let env = Env::new();
+            let files = slack_files();
+            let receiver = Receiver::start();
+            let fake = FakeSlack::start();
+            let port = free_port();
+            let sink = Sink::start(port, &env.dir.path().join("mails"), 0);
+            let (hook, smtp, slack) = (Hung::start(), Hung::start(), Hung::start());
+            // The measured channel's healthy endpoint, in context `mail`, `slack` or `hook`;
+            // the others hung, when asked for.
+            let mut webhooks = Vec::new();
+            let (mut smtp_port, mut api) = (None, None);
+            match channel {
+                "webhook" => webhooks.push(receiver.url_for("hook")),
+                "mail" => smtp_port = Some(port),
+                _ => api = Some(fake.url()),
+            }
+            if beside_hung {
+                if channel != "webhook" {
+                    webhooks.push(hook.url("hook"));
+                }
+                if channel != "mail" {
+                    smtp_port = Some(smtp.port);
+                }
+                if channel != "slack" {
+                    api = Some(format!("http://127.0.0.1:{}/api", slack.port));
+                }
+            }
+            let _d = daemon(
+                &env,
+                &files,
+                &Ends {
+                    webhooks: &webhooks,
+                    smtp: smtp_port,
+                    slack_api: api,
+                    timeout: "60s",
+                },
+            );
+            let context = match channel {
+                "webhook" => "hook",
+                c => c,
+            };
+            if beside_hung {
+                for other in ["hook", "mail", "slack"]
+                    .into_iter()
+                    .filter(|c| *c != context)
+                {
+                    ask_in(&env, &format!("hung-{other}"), other);
+                }
+                let held = [&hook, &smtp, &slack]
+                    .into_iter()
+                    .zip(["hook", "mail", "slack"])
+                    .filter(|(_, c)| *c != context)
+                    .all(|(h, _)| wait_until(DEADLINE, || h.taken() >= 1));
+                assert!(held);
+            }
+            let mut took = Vec::with_capacity(N);
+            for i in 0..N {
+                let id = format!("t{i}");
+                let began = Instant::now();
+                ask_in(&env, &id, context);
+                let arrived = || match channel {
+                    "webhook" => !receiver.of(&id, "accepted").is_empty(),
+                    "mail" => !sink.of(&id).is_empty(),
+                    _ => !fake.posts_of(&id).is_empty(),
+                };
+                // Polled (2 ms at first): the webhook's own arrival time is exact.
+                assert!(wait_until(DEADLINE, arrived));
+                let at = match channel {
+                    "webhook" => receiver.of(&id, "accepted")[0].at,
+                    _ => Instant::now(),
+                };
+                took.push(at - began);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            took.sort();
+            let pct = |p: usize| took[(took.len() * p / 100).min(took.len() - 1)];
+            eprintln!(
+                "time to a person by {channel}, {}, n={N}: p50 {:?}, p99 {:?}",
+                if beside_hung {
+                    "one hung endpoint on each other channel"
+                } else {
+                    "idle"
+                },
+                pct(50),
+                pct(99)
+            );
+        }
+    }
+}
