@@ -48,7 +48,7 @@ use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::{Delivery, Route, Store};
 
-use super::sender::{Attempt, Sender, StoreCall, StoreCalls};
+use super::sender::{Attempt, Sender, StoreCalls, Wake};
 use super::Channels;
 
 /// The longest wait between two attempts of one delivery.
@@ -70,16 +70,6 @@ const SETTLE: [Duration; 3] = [
 
 /// How many due rows one look takes.
 const BATCH: usize = 64;
-
-/// What wakes the loop.
-pub(super) enum Wake {
-    /// A commit to the store, perhaps (a hint).
-    Commit,
-    /// An endpoint's attempt of a delivery ended.
-    Done(Box<Delivery>, Attempt),
-    /// A channel's call on the store ([`StoreCalls`]).
-    Call(StoreCall),
-}
 
 /// The wait before the attempt after `failed` failed attempts.
 pub fn backoff(retry_min: Duration, failed: i64) -> Duration {

@@ -19,8 +19,6 @@ use futures_util::future::BoxFuture;
 use crate::core::channel::Channel;
 use crate::store::{Delivery, Store};
 
-use super::deliveries::Wake;
-
 /// What one attempt met: `Ok` once the channel took the message (a 2xx, a mail server's
 /// acceptance), `Err` with why not (the row is tried again after the backoff).
 pub type Attempt = std::result::Result<(), String>;
@@ -45,6 +43,16 @@ pub trait Sender: Send + Sync + 'static {
     /// Try to send `d` once, on the deliveries' runtime; `store` reaches the sender's
     /// store connection.
     fn send<'a>(&'a self, store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt>;
+}
+
+/// What wakes the loop.
+pub(super) enum Wake {
+    /// A commit to the store, perhaps (a hint).
+    Commit,
+    /// An endpoint's attempt of a delivery ended.
+    Done(Box<Delivery>, Attempt),
+    /// A channel's call on the store ([`StoreCalls`]).
+    Call(StoreCall),
 }
 
 /// A call on the store, run on the loop's thread with its connection (`None` while it

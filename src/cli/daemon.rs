@@ -158,7 +158,7 @@ fn slack_of(
         (Some(u), _) => u.clone(),
         (None, Some(l)) => format!("http://{l}"),
         (None, None) => {
-            return Err(crate::Error::Usage(page_url_needed(
+            return Err(crate::Error::Usage(super::page_url_needed(
                 "--slack",
                 "--slack-page-url",
             )))
@@ -303,14 +303,4 @@ pub fn run(
         metrics: a.metrics,
     });
     crate::serve::daemon(&ctx.root, &config, channels, web, stop)
-}
-
-/// Why a channel whose messages link to the page cannot start: the page's URL defaults to
-/// `--listen`'s, so without `--listen` it must be given (naming another daemon on this
-/// store that serves the page). One rule for Slack and mail.
-pub fn page_url_needed(channel: &str, flag: &str) -> String {
-    format!(
-        "{channel} needs --listen (this daemon serves the page its messages link to) or {flag} \
-         URL (another daemon on this store serves it there)"
-    )
 }

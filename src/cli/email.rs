@@ -124,10 +124,7 @@ impl EmailArgs {
             (Some(u), _) => u,
             (None, Some(l)) => format!("http://{l}"),
             (None, None) => {
-                return Err(usage(super::daemon::page_url_needed(
-                    "--email",
-                    "--email-page-url",
-                )))
+                return Err(usage(super::page_url_needed("--email", "--email-page-url")))
             }
         };
         if !(page.starts_with("http://") || page.starts_with("https://"))

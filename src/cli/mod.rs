@@ -566,3 +566,13 @@ pub fn default_provider_name() -> String {
 }
 
 pub use crate::app::provide::TRANSIENT_TTL;
+
+/// Why a channel whose messages link to the page cannot start: the page's URL defaults to
+/// `--listen`'s, so without `--listen` it must be given (naming another daemon on this
+/// store that serves the page). One rule for Slack and mail.
+pub fn page_url_needed(channel: &str, flag: &str) -> String {
+    format!(
+        "{channel} needs --listen (this daemon serves the page its messages link to) or {flag} \
+         URL (another daemon on this store serves it there)"
+    )
+}

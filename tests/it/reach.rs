@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::email::{free_port, Sink};
 use crate::helpers::*;
 use crate::slack::{FakeSlack, SIGNING_SECRET, TOKEN};
-use crate::webhooks::Receiver;
+use crate::webhooks::{deliveries, Receiver};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -153,15 +153,6 @@ fn ask_in(env: &Env, id: &str, context: &str) {
     let mut r = simple_request(id);
     r["context"] = json!(context);
     env.ask(&r).ok();
-}
-
-fn deliveries(env: &Env, id: &str) -> Vec<Value> {
-    env.json(&["events", id, "--deliveries"])
-        .ok()
-        .json()
-        .as_array()
-        .unwrap()
-        .clone()
 }
 
 #[test]

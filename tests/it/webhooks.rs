@@ -152,7 +152,8 @@ fn webhook_daemon(env: &Env, r: &Receiver) -> Daemon {
     env.daemon_with(&["--webhook", &r.url(), "--webhook-retry-min", "50ms"], &[])
 }
 
-fn deliveries(env: &Env, id: &str) -> Vec<Value> {
+/// The deliveries of request `id`, as `dshq events ID --deliveries` lists them.
+pub(crate) fn deliveries(env: &Env, id: &str) -> Vec<Value> {
     env.json(&["events", id, "--deliveries"])
         .ok()
         .json()
