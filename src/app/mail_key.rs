@@ -18,38 +18,20 @@ pub const KEY_FILE: &str = "mail.key";
 /// What [`KEY_FILE`] holds, in messages.
 pub const KEY_WHAT: &str = "mail link key";
 
-fn parse(text: &str) -> Option<LinkKey> {
-    crate::receipt::key::unhex::<32>(text.trim()).map(LinkKey::new)
-}
-
 /// The root's key, if it has one.
 pub fn load(dir: &Path) -> Result<Option<LinkKey>> {
-    let path = dir.join(KEY_FILE);
-    match crate::disk::secret::read(&path, KEY_WHAT)? {
-        Some(text) => parse(&text).map(Some).ok_or_else(|| {
-            Error::Usage(format!(
-                "{} is not a mail link key: it must hold 64 lowercase hex digits",
-                crate::text::path_for_log(&path)
-            ))
-        }),
-        None => Ok(None),
-    }
+    Ok(crate::files::secret::hex_key::<32>(dir, KEY_FILE, KEY_WHAT)?.map(LinkKey::new))
 }
 
-/// The root's key, created (0600, 32 random bytes) when it has none. Two processes that
-/// race both end with the one file that won.
+/// The root's key, created (0600, 32 random bytes) when it has none.
 pub fn load_or_create(dir: &Path) -> Result<LinkKey> {
-    if let Some(k) = load(dir)? {
-        return Ok(k);
-    }
-    let mut b = [0u8; 32];
-    getrandom::getrandom(&mut b)
-        .map_err(|e| Error::Invalid(format!("no randomness for the mail link key: {e}")))?;
-    let text = format!("{}\n", crate::receipt::key::hex(&b));
-    if crate::disk::atomic::write_new(dir, KEY_FILE, text.as_bytes())? {
-        tracing::info!(file = KEY_FILE, "created the mail link key");
-    }
-    load(dir)?.ok_or_else(|| Error::Invalid(format!("{KEY_FILE} vanished after it was created")))
+    crate::files::secret::hex_key_or_create(dir, KEY_FILE, KEY_WHAT, || {
+        let mut b = [0u8; 32];
+        getrandom::getrandom(&mut b)
+            .map_err(|e| Error::Invalid(format!("no randomness for the mail link key: {e}")))?;
+        Ok(b)
+    })
+    .map(LinkKey::new)
 }
 
 #[cfg(test)]

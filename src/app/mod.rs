@@ -24,6 +24,7 @@ pub mod mail;
 pub mod mail_key;
 pub mod provide;
 pub mod prune;
+pub mod push_key;
 pub mod receipts;
 pub mod session;
 pub mod sweep;

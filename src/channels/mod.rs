@@ -1,10 +1,11 @@
 //! The channels: where dshq reaches people who are not looking at one of its faces. A
 //! channel sends a request (and its reminders, escalations and end) somewhere people
-//! already are: a webhook ([`webhook`]), mail ([`email`]), a Slack channel ([`slack`]).
-//! Some take an answer back the same way (a Slack button, [`slack::interactions`]); a
-//! mail's link opens the page, whose route it is.
+//! already are: a webhook ([`webhook`]), mail ([`email`]), a Slack channel ([`slack`]), a
+//! reviewer's phone or browser by Web Push ([`push`]). Some take an answer back the same
+//! way (a Slack button, [`slack::interactions`]; a notification's action,
+//! [`push::routes`]); a mail's link opens the page, whose route it is.
 //!
-//! Every channel is the same three parts, so a new one (Telegram, Teams, Web Push) has an
+//! Every channel is the same three parts, so a new one (Telegram, Teams) has an
 //! obvious place: a folder or file here with
 //!
 //! 1. its settings (a field of [`Channels`], filled from the daemon's flags);
@@ -24,6 +25,8 @@
 
 pub mod deliveries;
 pub mod email;
+pub mod https;
+pub mod push;
 pub mod sender;
 pub mod slack;
 pub mod webhook;
@@ -49,6 +52,8 @@ pub struct Channels {
     pub slack: Option<slack::Slack>,
     /// `--email`: mail over SMTP to each context's recipients ([`email`]).
     pub email: Option<email::Email>,
+    /// `--push`: Web Push to the devices the contexts' reviewers subscribed ([`push`]).
+    pub push: Option<push::Push>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
 }
@@ -56,7 +61,10 @@ pub struct Channels {
 impl Channels {
     /// Whether no channel is configured (the daemon then starts no sender).
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && self.slack.is_none() && self.email.is_none()
+        self.webhooks.is_none()
+            && self.slack.is_none()
+            && self.email.is_none()
+            && self.push.is_none()
     }
 
     /// The sender of each configured channel, with its secrets read now (a daemon missing
@@ -72,6 +80,9 @@ impl Channels {
         if let Some(e) = &self.email {
             senders.push(Arc::new(email::EmailSender::new(root, e.clone())?));
         }
+        if let Some(p) = &self.push {
+            senders.push(Box::new(push::PushSender::new(root, p.clone())?));
+        }
         Ok(senders)
     }
 }
@@ -82,6 +93,9 @@ pub fn routes(state: &AppState, channels: Option<&Channels>) -> Result<Router> {
     let mut router = Router::new();
     if let Some(s) = channels.and_then(|c| c.slack.as_ref()) {
         router = router.merge(slack::interactions::routes(state, s)?);
+    }
+    if let Some(p) = channels.and_then(|c| c.push.as_ref()) {
+        router = router.merge(push::routes::routes(state, p)?);
     }
     Ok(router)
 }

@@ -126,6 +126,9 @@ pub struct Args {
     /// The email channel: --email, --smtp, --email-from, ...
     #[command(flatten)]
     pub email: Box<super::email::EmailArgs>,
+    /// The Web Push channel: --push, --push-contact, ...
+    #[command(flatten)]
+    pub push: Box<super::push::PushArgs>,
     /// The operator's deadline ladder of a context: CONTEXT:FIELD=VALUE, FIELD one of
     /// remindAfter, escalateAfter, escalateTo, expireAfter (e.g. ops:remindAfter=1h);
     /// repeat (or separate with commas). A request's own `ladder` wins field by field;
@@ -277,6 +280,7 @@ pub fn run(
             }),
             slack,
             email: (*a.email).channel(a.listen)?,
+            push: a.push.channel(),
             retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
         };
         (!channels.is_empty()).then_some(channels)

@@ -26,6 +26,7 @@ pub mod list;
 pub mod mcp;
 pub mod provider;
 pub mod prune;
+pub mod push;
 pub mod receipt;
 pub mod schema;
 pub mod show;

@@ -1,4 +1,4 @@
-//! The channels a delivery goes out on: a webhook, a mail, a Slack message.
+//! The channels a delivery goes out on: a webhook, a mail, a Slack message, a Web Push message.
 //!
 //! Why a closed set in the core: a delivery row names its channel, so the outbox holds one
 //! row per channel of an event and each row has its own id, attempts and retry state (a
@@ -19,11 +19,19 @@ pub enum Channel {
     Email,
     /// A Slack message with buttons, updated when the request ends.
     Slack,
+    /// A Web Push message to each subscribed device of the context's reviewers, with
+    /// one-tap actions where the request allows them.
+    Push,
 }
 
 impl Channel {
     /// Every channel.
-    pub const ALL: [Channel; 3] = [Channel::Webhook, Channel::Email, Channel::Slack];
+    pub const ALL: [Channel; 4] = [
+        Channel::Webhook,
+        Channel::Email,
+        Channel::Slack,
+        Channel::Push,
+    ];
 
     /// The name stored in the outbox and shown in `dshq events --deliveries`.
     pub fn as_str(self) -> &'static str {
@@ -31,6 +39,7 @@ impl Channel {
             Channel::Webhook => "webhook",
             Channel::Email => "email",
             Channel::Slack => "slack",
+            Channel::Push => "push",
         }
     }
 
@@ -54,8 +63,9 @@ impl Channel {
                     | Cancelled
                     | Aborted
             ),
-            // A mail asks a person to act: the request is new, or nobody answered yet.
-            Channel::Email => matches!(kind, Accepted | Reminded | Escalated),
+            // A mail or a push message asks a person to act: the request is new, or
+            // nobody answered yet.
+            Channel::Email | Channel::Push => matches!(kind, Accepted | Reminded | Escalated),
             // A message is posted when a person is needed and updated when the request
             // ends, so the buttons never stay live on a request that is over.
             Channel::Slack => matches!(
@@ -112,6 +122,8 @@ mod tests {
         assert!(Channel::Webhook.takes(EventKind::Claimed));
         assert!(Channel::Slack.takes(EventKind::Answered));
         assert!(!Channel::Slack.takes(EventKind::Claimed));
+        assert!(Channel::Push.takes(EventKind::Reminded));
+        assert!(!Channel::Push.takes(EventKind::Answered));
     }
 
     #[test]

@@ -90,6 +90,13 @@ pub enum Refused {
         /// When it expired (RFC 3339).
         at: String,
     },
+    /// It was made for the request as it was then, and the request of that id now is
+    /// another (its digest differs): nothing acts on a request that is not the one shown.
+    #[error("this action was made for another version of request {request_id:?}: open the request on the page")]
+    Changed {
+        /// The request it named.
+        request_id: String,
+    },
     /// An answer was already sent through it.
     #[error("this link was already used: an answer to request {request_id:?} was sent through it")]
     Used {
@@ -102,7 +109,7 @@ impl Refused {
     /// The stable code.
     pub fn code(&self) -> Code {
         match self {
-            Refused::Invalid => Code::LinkInvalid,
+            Refused::Invalid | Refused::Changed { .. } => Code::LinkInvalid,
             Refused::Expired { .. } => Code::LinkExpired,
             Refused::Used { .. } => Code::LinkUsed,
         }
@@ -138,8 +145,9 @@ impl LinkKey {
         m
     }
 
-    /// The link id of the mail of delivery `delivery_id` to `recipient`: stable, so a mail
-    /// sent again carries the same link; distinct per delivery and recipient.
+    /// The link id of the mail of delivery `delivery_id` to `recipient` (or of the push
+    /// message of that delivery to one device, `recipient` then naming the device): stable,
+    /// so a message sent again carries the same link; distinct per delivery and recipient.
     pub fn link_id(&self, delivery_id: &str, recipient: &str) -> String {
         let mut m = self.mac("dshq-mail-link-id");
         m.update(delivery_id.as_bytes());
@@ -148,11 +156,12 @@ impl LinkKey {
         crate::protocol::digest::hex(&m.finalize().into_bytes()[..16])
     }
 
-    /// The token of `claims`.
-    pub fn sign(&self, claims: &LinkClaims) -> String {
+    /// The token of `claims`: `v1.` + base64url(claims JSON) + `.` + base64url(HMAC-SHA256
+    /// in the claims' own domain over the version and the encoded claims).
+    pub fn sign<T: Signed>(&self, claims: &T) -> String {
         let json = serde_json::to_vec(claims).expect("the claims serialize");
         let payload = URL_SAFE_NO_PAD.encode(json);
-        let mut m = self.mac("dshq-mail-link");
+        let mut m = self.mac(T::DOMAIN);
         m.update(VERSION.as_bytes());
         m.update(b".");
         m.update(payload.as_bytes());
@@ -160,10 +169,16 @@ impl LinkKey {
         format!("{VERSION}.{payload}.{sig}")
     }
 
-    /// The claims of `token` when this key signed it and it has not expired at `now`.
-    /// The signature is compared in constant time; a token that does not verify is
-    /// [`Refused::Invalid`] whatever else is wrong with it.
+    /// The claims of mail link `token` when this key signed it and it has not expired at
+    /// `now` ([`LinkKey::verify_as`]).
     pub fn verify(&self, token: &str, now: Millis) -> Result<LinkClaims, Refused> {
+        self.verify_as(token, now)
+    }
+
+    /// The claims of kind `T` of `token` when this key signed it in `T`'s domain and they
+    /// have not expired at `now`. The signature is compared in constant time; a token that
+    /// does not verify is [`Refused::Invalid`] whatever else is wrong with it.
+    pub fn verify_as<T: Signed>(&self, token: &str, now: Millis) -> Result<T, Refused> {
         let mut parts = token.split('.');
         let (Some(VERSION), Some(payload), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -171,7 +186,7 @@ impl LinkKey {
             return Err(Refused::Invalid);
         };
         let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| Refused::Invalid)?;
-        let mut m = self.mac("dshq-mail-link");
+        let mut m = self.mac(T::DOMAIN);
         m.update(VERSION.as_bytes());
         m.update(b".");
         m.update(payload.as_bytes());
@@ -179,13 +194,34 @@ impl LinkKey {
         let json = URL_SAFE_NO_PAD
             .decode(payload)
             .map_err(|_| Refused::Invalid)?;
-        let claims: LinkClaims = serde_json::from_slice(&json).map_err(|_| Refused::Invalid)?;
-        if now >= claims.expires_ms {
+        let claims: T = serde_json::from_slice(&json).map_err(|_| Refused::Invalid)?;
+        if now >= claims.expires_ms() {
             return Err(Refused::Expired {
-                at: crate::clock::rfc3339(claims.expires_ms),
+                at: crate::clock::rfc3339(claims.expires_ms()),
             });
         }
         Ok(claims)
+    }
+}
+
+/// Claims a token signed with the root's [`LinkKey`] carries: a mail's link
+/// ([`LinkClaims`]), a push notification's one-tap action
+/// ([`crate::core::push_action::ActionClaims`]). Each kind is signed in its own domain, so
+/// a token of one kind never verifies as another; the signing, its check and the expiry
+/// are written once, here.
+pub trait Signed: Serialize + serde::de::DeserializeOwned {
+    /// The HMAC's domain of this kind.
+    const DOMAIN: &'static str;
+
+    /// When the token stops acting (ms since the epoch, the daemon's clock).
+    fn expires_ms(&self) -> Millis;
+}
+
+impl Signed for LinkClaims {
+    const DOMAIN: &'static str = "dshq-mail-link";
+
+    fn expires_ms(&self) -> Millis {
+        self.expires_ms
     }
 }
 

@@ -12,5 +12,6 @@ pub mod channel;
 pub mod lifecycle;
 pub mod mail_link;
 pub mod people;
+pub mod push_action;
 pub mod quorum;
 pub mod slack_users;

@@ -43,6 +43,7 @@ pub use calls::{
     Answered, AskInput, Asked, EventPage, ExportSink, FeedPage, FeedPos, InboxInput, InboxVerdict,
     LeaseRef, ProviderFile, PruneExport, Record, Verified, Wakeups,
 };
+pub use driver::push::PushSubscription;
 pub use driver::slack::SlackMessage;
 pub use drivers::{AnyDriver, Store};
 pub use types::{

@@ -45,6 +45,7 @@ mod operate;
 mod outcome;
 mod page;
 mod prune;
+mod push;
 mod quorum;
 mod reach;
 mod receipts;

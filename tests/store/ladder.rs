@@ -600,6 +600,7 @@ pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) ->
         context: "default".into(),
         recipient: "alice@example.com".into(),
         issued_ms: clock.now(),
+        digest: None,
     };
     store
         .answer_by_link(&link, &by_mail, &pick("SQLite"))

@@ -39,6 +39,7 @@ fn link(id: &str, request: &str) -> LinkUse {
         context: "default".into(),
         recipient: "alice@example.com".into(),
         issued_ms: dshq::clock::Millis::MAX,
+        digest: None,
     }
 }
 
@@ -113,6 +114,26 @@ pub fn a_mail_link_answers_once(new: impl Fn(&TestClock) -> Store) {
     assert!(!store.link_used("k4").unwrap());
     assert_eq!(kinds(&mut store, "l2"), before);
     assert_eq!(row(&mut store, "l2").status, Status::Pending);
+    // A link bound to the request's digest (a push action) acts only on the request with
+    // that digest: another is LINK_INVALID, unused, nothing changes; the right one answers.
+    let digest = row(&mut store, "l2").request_digest().unwrap();
+    let changed = LinkUse {
+        digest: Some("sha256:0000".into()),
+        ..link("k5", "l2")
+    };
+    let e = store.answer_by_link(&changed, &by_mail, &pick("SQLite"));
+    assert_eq!(code(e), Code::LinkInvalid);
+    assert!(!store.link_used("k5").unwrap());
+    assert_eq!(kinds(&mut store, "l2"), before);
+    let bound = LinkUse {
+        digest: Some(digest),
+        ..link("k6", "l2")
+    };
+    store
+        .answer_by_link(&bound, &by_mail, &pick("SQLite"))
+        .unwrap();
+    assert!(store.link_used("k6").unwrap());
+    assert_eq!(row(&mut store, "l2").status, Status::Answered);
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
 }

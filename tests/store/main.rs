@@ -26,6 +26,7 @@ mod pg_audit;
 mod pg_prune;
 mod pg_queue;
 mod pg_tls;
+mod push;
 mod quorum;
 mod rules;
 mod scenarios;
@@ -118,4 +119,5 @@ conformance!(
     slack::slack_messages_are_recorded_once_per_delivery,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
     links::a_mail_link_answers_once,
+    push::push_subscriptions_are_one_per_device_and_push_rows_are_written,
 );

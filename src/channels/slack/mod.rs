@@ -29,17 +29,15 @@ pub mod signature;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
+use crate::channels::https::{causes, Https};
 use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
@@ -171,33 +169,12 @@ impl std::fmt::Debug for BotToken {
     }
 }
 
-type Https = hyper_rustls::HttpsConnector<HttpConnector>;
-
 /// A client of Slack's Web API: its base URL, the bot token, an HTTPS client.
 pub struct Api {
     base: String,
     token: BotToken,
     client: Client<Https, Full<Bytes>>,
     timeout: Duration,
-}
-
-/// The rustls config: the ring provider, TLS 1.2 and 1.3, the system's CA store.
-fn tls_config() -> Result<rustls::ClientConfig> {
-    let found = rustls_native_certs::load_native_certs();
-    for e in &found.errors {
-        tracing::debug!(error = %e, "a certificate of the system store could not be loaded");
-    }
-    let mut roots = rustls::RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(found.certs);
-    if added == 0 {
-        tracing::warn!("no CA certificate in the system store: HTTPS to Slack will fail to verify");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Invalid(format!("TLS setup: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 impl Api {
@@ -214,15 +191,10 @@ impl Api {
                 crate::text::path_for_log(&file)
             )));
         }
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config()?)
-            .https_or_http()
-            .enable_http1()
-            .build();
         Ok(Api {
             base: slack.api.clone(),
             token: BotToken(token),
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client: crate::channels::https::client("Slack")?,
             timeout: slack.timeout,
         })
     }
@@ -277,18 +249,6 @@ impl Api {
             Err(_) => Err("timed out".into()),
         }
     }
-}
-
-/// An error with its causes (a TLS failure is the cause of a connect error), on one line.
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(c) = next {
-        out.push_str(": ");
-        out.push_str(&c.to_string());
-        next = c.source();
-    }
-    crate::text::for_log(&out).into_owned()
 }
 
 /// How request `row` ended, from its row and its events, for the updated message; `None`

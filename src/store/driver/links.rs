@@ -20,6 +20,9 @@ pub struct LinkUse {
     pub recipient: String,
     /// When it was made ([`crate::core::mail_link::opens`]).
     pub issued_ms: crate::clock::Millis,
+    /// The request's digest it was made for, when it binds one (a push action does): the
+    /// request must still have it ([`crate::core::mail_link::Refused::Changed`]).
+    pub digest: Option<String>,
 }
 
 /// The statement the link rule needs from a write transaction.

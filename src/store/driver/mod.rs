@@ -29,6 +29,7 @@ pub mod leases;
 pub mod links;
 pub mod outbox;
 pub mod prune;
+pub mod push;
 pub mod requests;
 pub mod slack;
 pub mod store;
@@ -48,6 +49,7 @@ pub use leases::{LeaseReads, LeaseStatements};
 pub use links::{LinkReads, LinkStatements};
 pub use outbox::{OutboxReads, OutboxStatements};
 pub use prune::PruneStatements;
+pub use push::{PushReads, PushStatements};
 pub use requests::{RequestReads, RequestStatements};
 pub use slack::{SlackReads, SlackStatements};
 pub use store::{Driver, Reads, Write};
@@ -68,6 +70,7 @@ pub trait Statements:
     + LadderStatements
     + DeliveryStatements
     + SlackStatements
+    + PushStatements
     + LinkStatements
     + SweepStatements
     + OutboxStatements
@@ -86,6 +89,7 @@ impl<T> Statements for T where
         + LadderStatements
         + DeliveryStatements
         + SlackStatements
+        + PushStatements
         + LinkStatements
         + SweepStatements
         + OutboxStatements

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use super::{
     AgentReads, AnswerReads, AuditReads, DeliveryReads, EventReads, FeedReads, HistoryReads,
-    LeaseReads, LinkReads, OutboxReads, RequestReads, SlackReads, Statements, SweepReads,
-    TokenReads,
+    LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SlackReads, Statements,
+    SweepReads, TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -37,6 +37,7 @@ pub trait Reads:
     + HistoryReads
     + LinkReads
     + OutboxReads
+    + PushReads
     + RequestReads
     + SlackReads
     + SweepReads
@@ -55,6 +56,7 @@ impl<T> Reads for T where
         + HistoryReads
         + LinkReads
         + OutboxReads
+        + PushReads
         + RequestReads
         + SlackReads
         + SweepReads

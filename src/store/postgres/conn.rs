@@ -101,6 +101,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0010_persons",
         include_str!("../../../migrations/postgres/0010_persons.sql"),
     ),
+    (
+        11,
+        "0011_push",
+        include_str!("../../../migrations/postgres/0011_push.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

@@ -43,6 +43,7 @@ pub mod ladder;
 pub mod leases;
 pub mod links;
 pub mod outbox;
+pub mod push;
 pub mod requests;
 pub mod session;
 pub mod slack;

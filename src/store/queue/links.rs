@@ -2,7 +2,8 @@
 //! [`crate::store::driver::LinkStatements`]: an answer sent through a mail's link records
 //! the link as used in the answer's own transaction, so a link answers once: a second
 //! send through it is `LINK_USED` and changes nothing, one sent after the request moved to
-//! another context (an escalation) is `WRONG_CONTEXT`, and an answer that is refused
+//! another context (an escalation) is `WRONG_CONTEXT`, one whose request is not the one it
+//! was made for (a push action binds the request's digest) is `LINK_INVALID`, and an answer that is refused
 //! (`BAD_ANSWER`, `REQUEST_FINAL`, ...) leaves the link unused (the transaction rolls
 //! back whole).
 
@@ -30,6 +31,17 @@ pub fn answer_by_link(
         Some(row) if crate::core::mail_link::opens(link.issued_ms, row.created_ms) => {
             // Only in the context it was sent for (an escalation moves the request on).
             crate::core::mail_link::sent_for(&link.context, &row.context)?;
+            // Only on the request it was made for, as it was then.
+            if link
+                .digest
+                .as_ref()
+                .is_some_and(|d| row.request_digest().as_ref() != Some(d))
+            {
+                return Err(Refused::Changed {
+                    request_id: link.request_id.clone(),
+                }
+                .into());
+            }
         }
         _ => return Err(Error::NotFound(link.request_id.clone())),
     }

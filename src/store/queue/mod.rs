@@ -19,6 +19,7 @@ pub mod leases;
 pub mod links;
 pub mod outbox;
 pub mod prune;
+pub mod push;
 pub mod requests;
 pub mod slack;
 pub mod store;

@@ -21,6 +21,7 @@ use crate::store::calls::{
     Answered, AskInput, Asked, EventPage, ExportSink, FeedPage, FeedPos, InboxInput, InboxVerdict,
     LeaseRef, ProviderFile, PruneExport, Record, Verified, Wakeups,
 };
+use crate::store::driver::push::PushSubscription;
 use crate::store::driver::slack::SlackMessage;
 use crate::store::driver::{Driver, Write};
 use crate::store::types::{
@@ -394,6 +395,38 @@ impl<D: Driver> Queue<D> {
     pub fn slack_message_of_delivery(&mut self, delivery_id: &str) -> Result<Option<SlackMessage>> {
         self.driver
             .read(|db| super::slack::message_of_delivery(db, delivery_id))
+    }
+
+    /// The person an identity belongs to, by the config file's people directory.
+    pub fn person_of(&self, id: &crate::core::people::Identity) -> String {
+        self.policy.people.person_of(id)
+    }
+
+    /// Subscribe a device for Web Push (replacing the subscription of its endpoint), at
+    /// the store's time ([`queue::push`]).
+    pub fn push_subscribe(&mut self, s: &PushSubscription) -> Result<()> {
+        self.driver
+            .write(Write::Plain, |db, _| super::push::subscribe(db, s))
+    }
+
+    /// Remove the subscription of `endpoint` (its person unsubscribed it, or its push
+    /// service said it is gone); whether there was one.
+    pub fn push_unsubscribe(&mut self, endpoint: &str) -> Result<bool> {
+        self.driver
+            .write(Write::Plain, |db, _| super::push::unsubscribe(db, endpoint))
+    }
+
+    /// The subscriptions live now (none past its browser's expiry), oldest first.
+    pub fn push_subscriptions(&mut self) -> Result<Vec<PushSubscription>> {
+        let now = self.driver.now()?;
+        self.driver.read(|db| super::push::live(db, now))
+    }
+
+    /// The subscription of `endpoint`, when it is live now.
+    pub fn push_subscription(&mut self, endpoint: &str) -> Result<Option<PushSubscription>> {
+        let now = self.driver.now()?;
+        self.driver
+            .read(|db| super::push::of_endpoint(db, endpoint, now))
     }
 
     /// The time now on the clock the store judges by (the database's, for a shared store):

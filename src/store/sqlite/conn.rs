@@ -103,6 +103,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0016_persons",
         include_str!("../../../migrations/sqlite/0016_persons.sql"),
     ),
+    (
+        17,
+        "0017_push",
+        include_str!("../../../migrations/sqlite/0017_push.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -28,6 +28,7 @@ pub mod leases;
 pub mod links;
 pub mod outbox;
 pub mod prune;
+pub mod push;
 pub mod requests;
 pub mod slack;
 mod store;

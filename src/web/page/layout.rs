@@ -16,10 +16,12 @@ use crate::protocol::UserQuestionError;
 
 /// The Content-Security-Policy of every page response.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; \
+frame-ancestors 'none'; base-uri 'none'";
 
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+const ICON_SVG: &str = include_str!("assets/icon.svg");
 
 /// Untrusted text for one line, escaped (for markup still built as a string).
 pub fn text(s: &str) -> String {
@@ -53,6 +55,9 @@ pub fn page(title: &str, nav: Option<&Nav<'_>>, live: Option<&str>, body: Markup
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (Line(title)) " · dshq" }
                 link rel="stylesheet" href="/assets/app.css";
+                link rel="manifest" href="/manifest.webmanifest";
+                link rel="icon" href="/assets/icon.svg" type="image/svg+xml";
+                meta name="theme-color" content="#1f2937";
                 @if let Some(n) = nav { meta name="dshq-csrf" content=(n.csrf); }
                 @if let Some(l) = live { meta name="dshq-live" content=(l); }
                 script src="/assets/app.js" defer {}
@@ -62,6 +67,9 @@ pub fn page(title: &str, nav: Option<&Nav<'_>>, live: Option<&str>, body: Markup
                     a.brand href="/" { "dshq" }
                     @if let Some(n) = nav {
                         nav { a href="/" { "Queue" } a href="/history" { "History" } }
+                        // Shown by the script when this browser can take push messages and
+                        // the daemon sends them.
+                        button #push-subscribe type="button" hidden { "Notify this device" }
                         form.logout method="post" action="/logout" {
                             span.who { (Line(n.name)) " (" (Line(n.role)) ")" }
                             input type="hidden" name="csrf" value=(n.csrf);
@@ -132,11 +140,12 @@ pub fn see_other(to: &str) -> Response {
         .into_response()
 }
 
-/// `GET /assets/{name}`: the embedded script and style sheet.
+/// `GET /assets/{name}`: the embedded script, style sheet and icon.
 pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
     let (ty, body) = match name.as_str() {
         "app.js" => ("text/javascript; charset=utf-8", APP_JS),
         "app.css" => ("text/css; charset=utf-8", APP_CSS),
+        "icon.svg" => ("image/svg+xml", ICON_SVG),
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
     ([(header::CONTENT_TYPE, ty)], body).into_response()

@@ -19,6 +19,7 @@
 //! given through it as `web:NAME`. When a terminal reviewer holds the context the page
 //! says who and is read-only there.
 
+pub mod app;
 pub mod charts;
 pub mod history;
 pub mod layout;
@@ -71,6 +72,9 @@ pub fn routes() -> Router<AppState> {
         .route("/live", get(live::stream))
         .route("/live/active", post(live::active))
         .route("/assets/{name}", get(layout::asset))
+        .route("/manifest.webmanifest", get(app::manifest))
+        .route("/sw.js", get(app::service_worker))
+        .route("/push/subscriptions", post(app::subscribe))
         .layer(axum::middleware::map_response(secure))
         .layer(Extension(Arc::new(Shared::default())))
 }

@@ -1,4 +1,4 @@
-// dshq's reviewer page: keyboard shortcuts and live updates. The page works without
+// dshq's reviewer page: keyboard shortcuts, live updates, and push to this device. The page works without
 // this script (every answer is a form, confirmed on a server-rendered summary page);
 // nothing here sends an answer, and nothing here inserts markup built from data: the
 // queue fragment is rendered and escaped by the server.
@@ -144,4 +144,55 @@
     });
   }
   markQ();
+
+  // ---- an installable app: the service worker, and push to this device ----
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(function () {});
+  }
+  var pushButton = document.getElementById("push-subscribe");
+  function b64url(s) {
+    var pad = "=".repeat((4 - s.length % 4) % 4);
+    var raw = atob((s + pad).replace(/-/g, "+").replace(/_/g, "/"));
+    var out = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
+    return out;
+  }
+  // Post a subscription (PushSubscription.toJSON()) for the logged-in reviewer.
+  function postSubscription(sub) {
+    return fetch("/push/subscriptions", {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "Content-Type": "application/json" },
+      body: JSON.stringify(sub)
+    }).then(function (r) {
+      if (!r.ok) throw new Error("the daemon refused the subscription (HTTP " + r.status + ")");
+      return r.json();
+    });
+  }
+  window.dshqPostSubscription = postSubscription;
+  if (pushButton && csrf && "serviceWorker" in navigator && "PushManager" in window) {
+    fetch("/push/key", { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) return null;
+      return r.json();
+    }).then(function (k) {
+      if (!k || !k.key) return;
+      pushButton.hidden = false;
+      pushButton.addEventListener("click", function () {
+        pushButton.disabled = true;
+        Notification.requestPermission().then(function (perm) {
+          if (perm !== "granted") throw new Error("notifications are not allowed for this page");
+          return navigator.serviceWorker.ready;
+        }).then(function (reg) {
+          return reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(k.key) });
+        }).then(function (sub) {
+          return postSubscription(sub.toJSON());
+        }).then(function () {
+          pushButton.textContent = "This device is notified";
+        }).catch(function (err) {
+          pushButton.disabled = false;
+          pushButton.title = String(err && err.message || err);
+          pushButton.textContent = "Notify this device (failed: see its tooltip)";
+        });
+      });
+    }).catch(function () {});
+  }
 })();

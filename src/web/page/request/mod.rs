@@ -272,6 +272,7 @@ pub async fn send(
         context: m.context.clone(),
         recipient: m.recipient.clone(),
         issued_ms: m.issued_ms,
+        digest: None,
     });
     let (root, id2) = (st.root.clone(), id.clone());
     let answered = st

@@ -1,0 +1,279 @@
+//! The Web Push channel: a request that needs a person (accepted, reminded, escalated)
+//! becomes a push message to every device its context's reviewers subscribed from the
+//! page, and the notification's actions answer it in one tap where the request allows
+//! ([`crate::core::push_action`]).
+//!
+//! - **Settings** ([`Push`]): the contexts it sends for (`--push`), the VAPID contact, how
+//!   long one request to a push service may take, how long an action acts.
+//! - **Sender** ([`PushSender`]): for each live subscription whose web token may answer in
+//!   the request's context (not revoked, a reviewer's or an admin's role, bound to no
+//!   other context), the message ([`message`]) encrypted to the device (RFC 8291,
+//!   `aes128gcm`) and signed with the root's VAPID key (RFC 8292, [`crate::app::push_key`])
+//!   by `web-push-native`, POSTed to its endpoint (RFC 8030) over the channels' HTTPS
+//!   client. A push service's 201 (any 2xx) is delivered; 404 or 410 means the device is
+//!   gone: its subscription is removed and the others still count; anything else (429,
+//!   5xx, a timeout) fails the attempt, retried after the backoff, all devices again (the
+//!   notification's tag is the request's, so a device that got it shows it once).
+//! - **Inbound routes** ([`routes`]): the page subscribes a device, reads the VAPID public
+//!   key, and the service worker sends a tapped action back.
+//!
+//! The page is an installable web app whatever the channels (its manifest and service
+//! worker are the page's own: [`crate::web::page::app`]).
+
+pub mod message;
+pub mod routes;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use web_push_native::jwt_simple::algorithms::ES256KeyPair;
+
+use crate::channels::https::{causes, Https};
+use crate::channels::sender::{Attempt, Sender};
+use crate::core::access::Action;
+use crate::core::channel::Channel;
+use crate::core::mail_link::LinkKey;
+use crate::core::push_action::{device_of, one_taps, ActionClaims, OneTap};
+use crate::error::Result;
+use crate::root::Root;
+use crate::store::{Delivery, PushSubscription, RequestRow, Store, WebToken};
+
+/// The Web Push channel's settings.
+#[derive(Debug, Clone)]
+pub struct Push {
+    /// The contexts whose requests are pushed.
+    pub contexts: Vec<String>,
+    /// The VAPID contact (`mailto:` or `https:`), which push services may use to reach the
+    /// operator.
+    pub contact: String,
+    /// How long one request to a push service may take.
+    pub timeout: Duration,
+    /// How long a notification's actions act.
+    pub action_ttl: Duration,
+}
+
+/// Check a `--push-contact`: a `mailto:` address or an `https:` URL, as RFC 8292 asks.
+pub fn parse_contact(s: &str) -> std::result::Result<String, String> {
+    let t = s.trim();
+    let ok = (t.starts_with("mailto:") && t.len() > 7 && t.contains('@'))
+        || (t.starts_with("https://") && t.len() > 8);
+    if !ok || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{s:?}: give a mailto: address or an https: URL (RFC 8292's contact)"
+        ));
+    }
+    Ok(t.to_string())
+}
+
+/// Whether the web token `t` may answer a request in `context` now.
+pub fn answers_in(t: &WebToken, context: &str) -> bool {
+    t.revoked_ms.is_none()
+        && t.role.may(Action::Answer).is_some()
+        && t.context.as_deref().is_none_or(|c| c == context)
+}
+
+/// The Web Push channel's sender.
+pub struct PushSender {
+    push: Push,
+    vapid: ES256KeyPair,
+    links: LinkKey,
+    client: Client<Https, Full<Bytes>>,
+}
+
+/// What one device's request met.
+enum Sent {
+    /// The push service took it.
+    Taken,
+    /// The push service says the subscription is gone (404, 410).
+    Gone(u16),
+}
+
+impl PushSender {
+    /// The sender of `push`, with the root's VAPID key and link key (each made at its first
+    /// use).
+    pub fn new(root: &Root, push: Push) -> Result<PushSender> {
+        Ok(PushSender {
+            vapid: crate::app::push_key::load_or_create(root.dir())?,
+            links: crate::app::mail_key::load_or_create(root.dir())?,
+            client: crate::channels::https::client("the push service")?,
+            push,
+        })
+    }
+
+    /// The one-tap actions of `row` for device `s`, each with its signed token.
+    fn actions(
+        &self,
+        d: &Delivery,
+        row: &RequestRow,
+        s: &PushSubscription,
+    ) -> Vec<(OneTap, String)> {
+        let (Some(request), Some(digest)) = (row.request(), row.request_digest()) else {
+            return Vec::new();
+        };
+        let action_id = self.links.link_id(&d.id, &format!("push {}", s.endpoint));
+        one_taps(&request)
+            .into_iter()
+            .map(|tap| {
+                let token = self.links.sign(&ActionClaims {
+                    request_id: d.request_id.clone(),
+                    context: row.context.clone(),
+                    web_name: s.web_name.clone(),
+                    device: device_of(&s.endpoint),
+                    digest: digest.clone(),
+                    answer: tap.answer.clone(),
+                    expires_ms: d.created_ms
+                        + self.push.action_ttl.as_millis().min(i64::MAX as u128) as i64,
+                    action_id: action_id.clone(),
+                    issued_ms: d.created_ms,
+                });
+                (tap, token)
+            })
+            .collect()
+    }
+
+    /// One encrypted, signed request of `body` to device `s`.
+    async fn send_one(
+        &self,
+        s: &PushSubscription,
+        body: Vec<u8>,
+    ) -> std::result::Result<Sent, String> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let endpoint: hyper::Uri = s
+            .endpoint
+            .parse()
+            .map_err(|_| "the subscription's endpoint is no URL".to_string())?;
+        let key = b64
+            .decode(&s.p256dh)
+            .ok()
+            .and_then(|k| web_push_native::p256::PublicKey::from_sec1_bytes(&k).ok())
+            .ok_or("the subscription's p256dh is no P-256 key")?;
+        let auth = b64
+            .decode(&s.auth)
+            .ok()
+            .filter(|a| a.len() == 16)
+            .ok_or("the subscription's auth secret is not 16 bytes")?;
+        let request = web_push_native::WebPushBuilder::new(
+            endpoint,
+            key,
+            *web_push_native::Auth::from_slice(&auth),
+        )
+        .with_vapid(&self.vapid, &self.push.contact)
+        .build(body)
+        .map_err(|e| format!("the message cannot be built: {e}"))?
+        .map(|b| Full::new(Bytes::from(b)));
+        let call = async {
+            let resp = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| format!("not sent: {}", causes(&e)))?;
+            let status = resp.status().as_u16();
+            // Read the answer whole, so the connection can be used again.
+            let _ = resp.into_body().collect().await;
+            match status {
+                200..=299 => Ok(Sent::Taken),
+                404 | 410 => Ok(Sent::Gone(status)),
+                429 => Err("rate limited by the push service (HTTP 429)".to_string()),
+                s => Err(format!("HTTP {s}")),
+            }
+        };
+        match tokio::time::timeout(self.push.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => Err("timed out".into()),
+        }
+    }
+
+    /// One attempt of `d`: the store is read and written here, outside `rt`; only the push
+    /// services' requests run on it.
+    fn deliver(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
+        if !Channel::Push.takes(
+            crate::core::audit::EventKind::parse(&d.kind)
+                .unwrap_or(crate::core::audit::EventKind::Answered),
+        ) {
+            return Ok(());
+        }
+        let row = match store.get(&d.request_id) {
+            Ok(Some(r)) => r,
+            // Pruned since: nothing left to ask.
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("the store: {e}")),
+        };
+        if row.status.is_final() {
+            // Over before it went out: nobody needs to be asked.
+            return Ok(());
+        }
+        let Some(request) = row.request() else {
+            return Err(format!("request {} does not parse", d.request_id));
+        };
+        let tokens = store.tokens().map_err(|e| format!("the store: {e}"))?;
+        let devices: Vec<PushSubscription> = store
+            .push_subscriptions()
+            .map_err(|e| format!("the store: {e}"))?
+            .into_iter()
+            .filter(|s| {
+                tokens
+                    .iter()
+                    .any(|t| t.name == s.web_name && answers_in(t, &row.context))
+            })
+            .collect();
+        let about = message::About {
+            id: &d.request_id,
+            context: &row.context,
+            kind: &d.kind,
+            request: &request,
+        };
+        let mut failed = Vec::new();
+        for s in &devices {
+            let body = message::message(&about, &self.actions(d, &row, s));
+            match rt.block_on(self.send_one(s, body)) {
+                Ok(Sent::Taken) => {}
+                Ok(Sent::Gone(status)) => {
+                    tracing::info!(person = %crate::text::for_log(&s.person), status, "push: the device is gone; its subscription is removed");
+                    if let Err(e) = store.push_unsubscribe(&s.endpoint) {
+                        tracing::warn!(error = %e, "push: cannot remove a gone subscription");
+                    }
+                }
+                Err(e) => failed.push(e),
+            }
+        }
+        match failed.first() {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "{} of {} devices not reached: {e}",
+                failed.len(),
+                devices.len()
+            )),
+        }
+    }
+}
+
+impl Sender for PushSender {
+    fn channel(&self) -> Channel {
+        Channel::Push
+    }
+
+    fn contexts(&self) -> Vec<String> {
+        self.push.contexts.clone()
+    }
+
+    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
+        self.deliver(rt, store, d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contact_is_a_mailto_or_an_https_url() {
+        assert!(parse_contact("mailto:ops@example.com").is_ok());
+        assert!(parse_contact("https://dshq.example").is_ok());
+        assert!(parse_contact("http://dshq.example").is_err());
+        assert!(parse_contact("mailto:").is_err());
+        assert!(parse_contact("mailto:a@b c").is_err());
+    }
+}

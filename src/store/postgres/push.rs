@@ -1,0 +1,78 @@
+//! Web Push subscriptions on PostgreSQL ([`crate::store::driver::PushStatements`],
+//! [`crate::store::driver::PushReads`]), as on SQLite: the rule is
+//! [`crate::store::queue::push`]; here are the SQL and the row mapping.
+
+use postgres::{GenericClient, Row};
+
+use super::tx::{PgRead, Tx};
+use crate::error::Result;
+use crate::store::driver::push::{PushReads, PushStatements, PushSubscription};
+
+const COLUMNS: &str = "endpoint, web_name, person, p256dh, auth, created_ms, expires_ms";
+
+fn subscription(r: &Row) -> Result<PushSubscription> {
+    Ok(PushSubscription {
+        endpoint: r.try_get(0)?,
+        web_name: r.try_get(1)?,
+        person: r.try_get(2)?,
+        p256dh: r.try_get(3)?,
+        auth: r.try_get(4)?,
+        created_ms: r.try_get(5)?,
+        expires_ms: r.try_get(6)?,
+    })
+}
+
+impl PushStatements for Tx<'_> {
+    fn upsert_push_subscription(&mut self, s: &PushSubscription) -> Result<()> {
+        // The table is the channel's own: no request row it names needs to be sent first.
+        self.tx.beside_held().execute(
+            &format!(
+                "INSERT INTO push_subscriptions ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (endpoint) DO UPDATE SET web_name = excluded.web_name,
+                   person = excluded.person, p256dh = excluded.p256dh, auth = excluded.auth,
+                   created_ms = excluded.created_ms, expires_ms = excluded.expires_ms"
+            ),
+            &[
+                &s.endpoint,
+                &s.web_name,
+                &s.person,
+                &s.p256dh,
+                &s.auth,
+                &s.created_ms,
+                &s.expires_ms,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn delete_push_subscription(&mut self, endpoint: &str) -> Result<bool> {
+        Ok(self.tx.beside_held().execute(
+            "DELETE FROM push_subscriptions WHERE endpoint = $1",
+            &[&endpoint],
+        )? == 1)
+    }
+}
+
+impl<C: GenericClient> PushReads for PgRead<'_, C> {
+    fn push_subscriptions(&mut self) -> Result<Vec<PushSubscription>> {
+        self.0
+            .query(
+                &format!("SELECT {COLUMNS} FROM push_subscriptions ORDER BY created_ms, endpoint"),
+                &[],
+            )?
+            .iter()
+            .map(subscription)
+            .collect()
+    }
+
+    fn push_subscription(&mut self, endpoint: &str) -> Result<Option<PushSubscription>> {
+        self.0
+            .query_opt(
+                &format!("SELECT {COLUMNS} FROM push_subscriptions WHERE endpoint = $1"),
+                &[&endpoint],
+            )?
+            .as_ref()
+            .map(subscription)
+            .transpose()
+    }
+}
