@@ -81,7 +81,7 @@ impl Channels {
             senders.push(Arc::new(email::EmailSender::new(root, e.clone())?));
         }
         if let Some(p) = &self.push {
-            senders.push(Box::new(push::PushSender::new(root, p.clone())?));
+            senders.push(Arc::new(push::PushSender::new(root, p.clone())?));
         }
         Ok(senders)
     }

@@ -91,6 +91,10 @@ impl Channel {
             Channel::Webhook => self.takes(kind),
             Channel::Email => kind == Escalated,
             Channel::Slack => matches!(kind, Answered | Expired | Cancelled | Aborted),
+            // A notification asks a person to act; one on a request that moved on to
+            // another context asks nothing of them (its actions are refused there,
+            // WRONG_CONTEXT), and its end needs no message of its own.
+            Channel::Push => false,
         }
     }
 }
@@ -140,5 +144,6 @@ mod tests {
         assert!(Channel::Slack.tells_former(Expired));
         assert!(!Channel::Slack.tells_former(Escalated));
         assert!(!Channel::Slack.tells_former(Reminded));
+        assert!(!Channel::Push.tells_former(Answered));
     }
 }

@@ -12,8 +12,9 @@
 //!   by `web-push-native`, POSTed to its endpoint (RFC 8030) over the channels' HTTPS
 //!   client. A push service's 201 (any 2xx) is delivered; 404 or 410 means the device is
 //!   gone: its subscription is removed and the others still count; anything else (429,
-//!   5xx, a timeout) fails the attempt, retried after the backoff, all devices again (the
-//!   notification's tag is the request's, so a device that got it shows it once).
+//!   5xx, the attempt's timeout, `--push-timeout`, for all devices at once) fails the
+//!   attempt, retried after the backoff, all devices again (the notification's tag is the
+//!   request's, so a device that got it shows it once).
 //! - **Inbound routes** ([`routes`]): the page subscribes a device, reads the VAPID public
 //!   key, and the service worker sends a tapped action back.
 //!
@@ -26,19 +27,20 @@ pub mod routes;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use web_push_native::jwt_simple::algorithms::ES256KeyPair;
 
 use crate::channels::https::{causes, Https};
-use crate::channels::sender::{Attempt, Sender};
+use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::access::Action;
 use crate::core::channel::Channel;
 use crate::core::mail_link::LinkKey;
 use crate::core::push_action::{device_of, one_taps, ActionClaims, OneTap};
 use crate::error::Result;
 use crate::root::Root;
-use crate::store::{Delivery, PushSubscription, RequestRow, Store, WebToken};
+use crate::store::{Delivery, PushSubscription, RequestRow, WebToken};
 
 /// The Web Push channel's settings.
 #[derive(Debug, Clone)]
@@ -133,7 +135,8 @@ impl PushSender {
             .collect()
     }
 
-    /// One encrypted, signed request of `body` to device `s`.
+    /// One encrypted, signed request of `body` to device `s` (bounded, with the rest of
+    /// the attempt, by the channel's timeout: [`Sender::timeout`]).
     async fn send_one(
         &self,
         s: &PushSubscription,
@@ -164,42 +167,42 @@ impl PushSender {
         .build(body)
         .map_err(|e| format!("the message cannot be built: {e}"))?
         .map(|b| Full::new(Bytes::from(b)));
-        let call = async {
-            let resp = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| format!("not sent: {}", causes(&e)))?;
-            let status = resp.status().as_u16();
-            // Read the answer whole, so the connection can be used again.
-            let _ = resp.into_body().collect().await;
-            match status {
-                200..=299 => Ok(Sent::Taken),
-                404 | 410 => Ok(Sent::Gone(status)),
-                429 => Err("rate limited by the push service (HTTP 429)".to_string()),
-                s => Err(format!("HTTP {s}")),
-            }
-        };
-        match tokio::time::timeout(self.push.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => Err("timed out".into()),
+        let resp = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| format!("not sent: {}", causes(&e)))?;
+        let status = resp.status().as_u16();
+        // Read the answer whole, so the connection can be used again.
+        let _ = resp.into_body().collect().await;
+        match status {
+            200..=299 => Ok(Sent::Taken),
+            404 | 410 => Ok(Sent::Gone(status)),
+            429 => Err("rate limited by the push service (HTTP 429)".to_string()),
+            s => Err(format!("HTTP {s}")),
         }
     }
 
-    /// One attempt of `d`: the store is read and written here, outside `rt`; only the push
-    /// services' requests run on it.
-    fn deliver(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
-        if !Channel::Push.takes(
-            crate::core::audit::EventKind::parse(&d.kind)
-                .unwrap_or(crate::core::audit::EventKind::Answered),
-        ) {
+    /// One attempt of `d`: what it needs from the store is read through `store` (on the
+    /// deliveries loop's thread); the devices are sent to at once.
+    async fn deliver(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
+        let takes =
+            crate::core::audit::EventKind::parse(&d.kind).is_some_and(|k| Channel::Push.takes(k));
+        if !takes {
             return Ok(());
         }
-        let row = match store.get(&d.request_id) {
-            Ok(Some(r)) => r,
-            // Pruned since: nothing left to ask.
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(format!("the store: {e}")),
+        let id = d.request_id.clone();
+        let read = store
+            .call(move |s| {
+                // Pruned since: nothing left to ask.
+                let Some(row) = s.get(&id)? else {
+                    return Ok(None);
+                };
+                Ok(Some((row, s.tokens()?, s.push_subscriptions()?)))
+            })
+            .await?;
+        let Some((row, tokens, subscriptions)) = read else {
+            return Ok(());
         };
         if row.status.is_final() {
             // Over before it went out: nobody needs to be asked.
@@ -208,10 +211,7 @@ impl PushSender {
         let Some(request) = row.request() else {
             return Err(format!("request {} does not parse", d.request_id));
         };
-        let tokens = store.tokens().map_err(|e| format!("the store: {e}"))?;
-        let devices: Vec<PushSubscription> = store
-            .push_subscriptions()
-            .map_err(|e| format!("the store: {e}"))?
+        let devices: Vec<PushSubscription> = subscriptions
             .into_iter()
             .filter(|s| {
                 tokens
@@ -225,14 +225,19 @@ impl PushSender {
             kind: &d.kind,
             request: &request,
         };
-        let mut failed = Vec::new();
-        for s in &devices {
+        let sends = devices.iter().map(|s| {
             let body = message::message(&about, &self.actions(d, &row, s));
-            match rt.block_on(self.send_one(s, body)) {
+            self.send_one(s, body)
+        });
+        let outcomes = futures_util::future::join_all(sends).await;
+        let mut failed = Vec::new();
+        for (s, outcome) in devices.iter().zip(outcomes) {
+            match outcome {
                 Ok(Sent::Taken) => {}
                 Ok(Sent::Gone(status)) => {
                     tracing::info!(person = %crate::text::for_log(&s.person), status, "push: the device is gone; its subscription is removed");
-                    if let Err(e) = store.push_unsubscribe(&s.endpoint) {
+                    let endpoint = s.endpoint.clone();
+                    if let Err(e) = store.call(move |st| st.push_unsubscribe(&endpoint)).await {
                         tracing::warn!(error = %e, "push: cannot remove a gone subscription");
                     }
                 }
@@ -259,8 +264,12 @@ impl Sender for PushSender {
         self.push.contexts.clone()
     }
 
-    fn send(&self, rt: &tokio::runtime::Runtime, store: &mut Store, d: &Delivery) -> Attempt {
-        self.deliver(rt, store, d)
+    fn timeout(&self) -> Duration {
+        self.push.timeout
+    }
+
+    fn send<'a>(&'a self, store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt> {
+        Box::pin(self.deliver(store, d))
     }
 }
 
