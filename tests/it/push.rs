@@ -428,6 +428,25 @@ fn a_push_message_decrypts_and_its_action_answers_once_as_that_person() {
     service.wait_for("/push/alice-phone", 2);
     service.wait_for("/push/bob-phone", 2);
     assert_eq!(service.to("/gone/old-laptop").len(), 1);
+
+    // A reminder goes out too, and says so.
+    let mut r = crate::helpers::simple_request("p3");
+    r["ladder"] = json!({"remindAfter": "1s", "expireAfter": "1h"});
+    env.ask(&r).ok();
+    let mut reminded = Value::Null;
+    assert!(
+        wait_until(DEADLINE, || {
+            reminded = service
+                .to("/push/alice-phone")
+                .iter()
+                .map(|p| phone.decrypt(&p.body))
+                .find(|m| m["request"] == "p3" && m["kind"] == "reminded")
+                .unwrap_or(Value::Null);
+            !reminded.is_null()
+        }),
+        "no reminder of p3 was pushed"
+    );
+    assert_eq!(reminded["title"], "Reminder: default · dshq");
     drop(h);
 }
 
