@@ -215,7 +215,7 @@ fn email_deliveries(env: &Env, id: &str) -> Vec<Value> {
         .collect()
 }
 
-fn status(env: &Env, id: &str) -> String {
+pub(crate) fn status(env: &Env, id: &str) -> String {
     env.json(&["show", id]).ok().json()["status"]
         .as_str()
         .unwrap_or_default()

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::api::{host, listening, token, Host};
 use crate::browser::actors;
+use crate::email::status;
 use crate::helpers::{wait_until, Env, DEADLINE};
 use crate::page::{login, Session};
 
@@ -254,13 +255,6 @@ fn vapid_key(h: &Host) -> String {
         .into_json()
         .unwrap();
     v["key"].as_str().unwrap().to_string()
-}
-
-fn status(env: &Env, id: &str) -> String {
-    env.json(&["show", id]).ok().json()["status"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn plan_review(id: &str) -> Value {

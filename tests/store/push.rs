@@ -5,28 +5,11 @@
 //! live, a bad one is refused and stores nothing, and one is removed when its push service
 //! says it is gone. Bookkeeping, not a change of any request: the chain still verifies.
 
-use serde_json::json;
-
-use dshq::core::audit::{Actor, Source};
 use dshq::core::channel::Channel;
-use dshq::protocol::Request;
-use dshq::store::{AskInput, Asked, PushSubscription, Route, Store};
+use dshq::store::{PushSubscription, Route, Store};
 
 use crate::scenarios::TestClock;
-
-fn ask(store: &mut Store, id: &str) {
-    let v = json!({"id": id, "questions": [{"id": "q", "question": "Ship it?",
-                   "options": [{"label": "Yes"}, {"label": "No"}]}]});
-    let input = AskInput {
-        request: Ok(serde_json::from_value::<Request>(v.clone()).unwrap()),
-        fallback_id: None,
-        salvaged: (None, None),
-        raw: v.to_string(),
-        source: Source::Cli,
-        actor: Actor::Cli,
-    };
-    assert!(matches!(store.ask(input), Ok(Asked::Accepted(_))));
-}
+use crate::slack::ask;
 
 fn device(endpoint: &str, person: &str, now: i64) -> PushSubscription {
     PushSubscription {

@@ -15,7 +15,7 @@ use dshq::store::{AskInput, Asked, Route, Store};
 
 use crate::scenarios::TestClock;
 
-fn ask(store: &mut Store, id: &str) {
+pub(crate) fn ask(store: &mut Store, id: &str) {
     let v = json!({"id": id, "questions": [{"id": "q", "question": "Ship it?",
                    "options": [{"label": "Yes"}, {"label": "No"}]}]});
     let input = AskInput {
