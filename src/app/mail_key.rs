@@ -20,12 +20,12 @@ pub const KEY_WHAT: &str = "mail link key";
 
 /// The root's key, if it has one.
 pub fn load(dir: &Path) -> Result<Option<LinkKey>> {
-    Ok(crate::files::secret::hex_key::<32>(dir, KEY_FILE, KEY_WHAT)?.map(LinkKey::new))
+    Ok(super::key_file::hex_key::<32>(dir, KEY_FILE, KEY_WHAT)?.map(LinkKey::new))
 }
 
 /// The root's key, created (0600, 32 random bytes) when it has none.
 pub fn load_or_create(dir: &Path) -> Result<LinkKey> {
-    crate::files::secret::hex_key_or_create(dir, KEY_FILE, KEY_WHAT, || {
+    super::key_file::hex_key_or_create(dir, KEY_FILE, KEY_WHAT, || {
         let mut b = [0u8; 32];
         getrandom::getrandom(&mut b)
             .map_err(|e| Error::Invalid(format!("no randomness for the mail link key: {e}")))?;

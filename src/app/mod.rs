@@ -21,6 +21,7 @@ pub mod copy;
 pub mod feed;
 pub mod gauges;
 pub mod mail;
+pub mod key_file;
 pub mod mail_key;
 pub mod provide;
 pub mod prune;

@@ -21,7 +21,7 @@ pub const KEY_WHAT: &str = "Web Push VAPID key";
 
 /// The root's VAPID key pair, created when it has none.
 pub fn load_or_create(dir: &Path) -> Result<ES256KeyPair> {
-    let bytes = crate::files::secret::hex_key_or_create::<32>(dir, KEY_FILE, KEY_WHAT, || {
+    let bytes = super::key_file::hex_key_or_create::<32>(dir, KEY_FILE, KEY_WHAT, || {
         ES256KeyPair::generate()
             .to_bytes()
             .try_into()

@@ -6,7 +6,7 @@
 //! - **Settings** ([`Push`]): the contexts it sends for (`--push`), the VAPID contact, how
 //!   long one request to a push service may take, how long an action acts.
 //! - **Sender** ([`PushSender`]): for each live subscription whose web token may answer in
-//!   the request's context (not revoked, a reviewer's or an admin's role, bound to no
+//!   the request's context (not revoked, a reviewer's role, bound to no
 //!   other context), the message ([`message`]) encrypted to the device (RFC 8291,
 //!   `aes128gcm`) and signed with the root's VAPID key (RFC 8292, [`crate::app::push_key`])
 //!   by `web-push-native`, POSTed to its endpoint (RFC 8030) over the channels' HTTPS
