@@ -1,6 +1,6 @@
 //! The root's key files made by dshq itself (`mail.key`, `push-vapid.key`): a key of `N`
 //! bytes written as hex, read through the one rule for key files
-//! ([`crate::files::secret`]) and created mode 0600 at its first use. Written once, for
+//! ([`crate::disk::secret`]) and created mode 0600 at its first use. Written once, for
 //! every such key.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// messages): `Ok(None)` when there is none; refused when it holds anything else.
 pub fn hex_key<const N: usize>(dir: &Path, file: &str, what: &str) -> Result<Option<[u8; N]>> {
     let path = dir.join(file);
-    match crate::files::secret::read(&path, what)? {
+    match crate::disk::secret::read(&path, what)? {
         Some(text) => crate::receipt::key::unhex::<N>(text.trim())
             .map(Some)
             .ok_or_else(|| {
@@ -37,7 +37,7 @@ pub fn hex_key_or_create<const N: usize>(
         return Ok(k);
     }
     let text = format!("{}\n", crate::receipt::key::hex(&make()?));
-    if crate::files::atomic::write_new(dir, file, text.as_bytes())? {
+    if crate::disk::atomic::write_new(dir, file, text.as_bytes())? {
         tracing::info!(file, "created the {what}");
     }
     hex_key(dir, file, what)?
