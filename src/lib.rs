@@ -49,6 +49,7 @@
 // through rustix.
 #![deny(unsafe_code)]
 
+pub mod a2a;
 pub mod app;
 pub mod channels;
 pub mod cli;

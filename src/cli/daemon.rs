@@ -67,6 +67,12 @@ pub struct Args {
     /// browsers) are not affected. Default: none.
     #[arg(long = "mcp-allow-origin", value_name = "ORIGIN", requires = "listen", value_parser = crate::mcp::http::parse_origin)]
     pub mcp_allow_origin: Vec<String>,
+    /// With --listen: an origin the A2A face may send push notifications to
+    /// (`http://HOST:PORT`, `http://HOST:*` for any port); repeat for several. A client's
+    /// webhook anywhere else is refused. Default: none, and the agent card says it sends
+    /// no push notifications.
+    #[arg(long = "a2a-push-allow", value_name = "ORIGIN", requires = "listen", value_parser = crate::a2a::push::parse_origin)]
+    pub a2a_push_allow: Vec<crate::a2a::push::Origin>,
     /// Prune on a schedule: remove final requests finished more than DUR ago (e.g. 90d),
     /// each time after exporting them to a new prune-TIME.ndjson in --prune-export-dir.
     #[arg(long, value_name = "DUR", value_parser = super::parse_duration, requires = "prune_export_dir")]
@@ -303,6 +309,9 @@ pub fn run(
         mcp: crate::mcp::http::HttpConfig {
             allowed_origins: a.mcp_allow_origin,
             loopback: listen.ip().is_loopback(),
+        },
+        a2a: crate::a2a::Config {
+            push_allow: a.a2a_push_allow,
         },
         metrics: a.metrics,
     });

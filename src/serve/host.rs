@@ -43,6 +43,8 @@ pub struct WebConfig {
     pub conns: listen::ConnLimits,
     /// The `/mcp` endpoint's settings.
     pub mcp: crate::mcp::http::HttpConfig,
+    /// The A2A face's settings (`/a2a`, the agent card).
+    pub a2a: crate::a2a::Config,
     /// `--metrics`: where to serve `/metrics` (and the probes), when given.
     pub metrics: Option<SocketAddr>,
 }
@@ -170,6 +172,7 @@ fn routes(
     let (mcp, mcp_reviews) = crate::mcp::http::routes(state, &web.mcp);
     let app = crate::web::app(state.clone())
         .merge(mcp)
+        .merge(crate::a2a::routes(state, &web.a2a))
         .merge(crate::channels::routes(state, channels)?)
         .merge(health::probes(services.probe()))
         .layer(axum::middleware::from_fn(health::count_requests));

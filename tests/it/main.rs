@@ -3,6 +3,7 @@
 //! Every test spawns the binary (and, where it needs one, the real daemon) and waits on
 //! conditions with deadlines; nothing sleeps for a fixed time.
 
+mod a2a;
 mod adapter_page;
 mod agents;
 mod api;
