@@ -71,7 +71,10 @@ function request(rid, push) {
       ],
     },
   };
-  if (push) wireReq.configuration = { taskPushNotificationConfig: push };
+  // Set here: the client's `polling` option applies only when the request leaves
+  // returnImmediately unset, and fromJSON sets it (false).
+  wireReq.configuration = { returnImmediately: true };
+  if (push) wireReq.configuration.taskPushNotificationConfig = push;
   return sdk.SendMessageRequest.fromJSON(wireReq);
 }
 
