@@ -1,5 +1,6 @@
 //! Every client snippet a user is told to run, run as written: the fenced blocks marked
-//! `python runnable` and `js runnable` in README.md, docs/guide/*.md and the packages'
+//! `python runnable` and `js runnable` (`python runnable a2a`: an A2A client, given the
+//! daemon's URL and an asker token) in README.md, docs/guide/*.md and the packages'
 //! READMEs (found wherever they live, so they stay tested when a page is cut or moved). Each runs against a real
 //! daemon on a temporary root (`DSHQ_ROOT`), Python in the project's venv with the package
 //! installed, Node with `dshq` resolving to `contrib/typescript` (and the frameworks its
@@ -32,9 +33,12 @@ fn snippets() -> Vec<(String, String, String)> {
         .filter(|b| b.marker == Some(crate::docs::Marker::Runnable))
         .map(|b| {
             let words: Vec<&str> = b.info.split_whitespace().collect();
-            // CrewAI's snippets run in its own venv (its pins clash with the others').
+            // CrewAI's snippets run in its own venv (its pins clash with the others'); an
+            // A2A client's snippet needs the daemon listening and an asker token.
             let lang = if words.contains(&"crewai") {
                 "crewai"
+            } else if words.contains(&"a2a") {
+                "a2a"
             } else {
                 words.first().copied().unwrap_or("")
             };
@@ -94,9 +98,17 @@ fn answer_open(env: &Env) -> usize {
 }
 
 /// Run `program file` in `dir` against `env`'s root while a reviewer answers; its stdout.
-fn run_answered(env: &Env, dir: &Path, program: &str, file: &str, what: &str) -> String {
+fn run_answered(
+    env: &Env,
+    dir: &Path,
+    program: &str,
+    file: &str,
+    what: &str,
+    vars: &[(&str, &str)],
+) -> String {
     let mut child = Command::new(program)
         .arg(file)
+        .envs(vars.iter().copied())
         .current_dir(dir)
         .env("DSHQ_ROOT", env.root())
         .env("DSHQ_BIN", bin())
@@ -178,14 +190,24 @@ fn every_client_snippet_in_the_readme_and_the_guide_runs_as_written() {
         let (program, name) = match lang.as_str() {
             "python" => (python, format!("snippet{i}.py")),
             "crewai" => (crate::clients::crewai_ready(), format!("snippet{i}.py")),
+            "a2a" => (python, format!("snippet{i}.py")),
             "js" => ("node", format!("snippet{i}.mjs")),
             other => panic!("{what}: no runner for {other}"),
         };
         fs::write(dir.path().join(&name), code).unwrap();
         // A root of its own: snippets ask under the same keys, and would re-attach.
         let env = Env::new();
-        let daemon = env.daemon();
-        let out = run_answered(&env, dir.path(), program, &name, &what);
+        // An A2A client reaches the daemon listening (A2A_URL) with an asker token
+        // (A2A_TOKEN), as the A2A guide says.
+        let (daemon, vars) = if lang == "a2a" {
+            let h = crate::api::host(&env, &[]);
+            let token = crate::api::token(&env, "asker", "snippet", None);
+            (h.daemon, vec![("A2A_URL", h.base), ("A2A_TOKEN", token)])
+        } else {
+            (env.daemon(), Vec::new())
+        };
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let out = run_answered(&env, dir.path(), program, &name, &what, &vars);
         println!("{what}: {}", out.trim());
         // A plan gate runs the plan as the reviewer approved it (a Node adapter's tool, its
         // steps as approved): edited here.
