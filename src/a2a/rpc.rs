@@ -48,11 +48,6 @@ struct Call {
     params: Value,
 }
 
-/// A JSON-RPC response with `result`.
-pub fn result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
 /// A JSON-RPC response with `error`.
 pub fn error(id: &Value, e: &RpcError) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()})
@@ -60,7 +55,7 @@ pub fn error(id: &Value, e: &RpcError) -> Value {
 
 fn reply(id: &Value, r: Result<Value, RpcError>) -> Response {
     let body = match r {
-        Ok(v) => result(id, v),
+        Ok(v) => super::wire::result(id, v),
         Err(e) => error(id, &e),
     };
     axum::Json(body).into_response()

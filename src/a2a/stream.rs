@@ -56,7 +56,7 @@ pub fn sse(st: AppState, rpc_id: Value, seen: Seen, caller: Caller) -> Response 
     })
     .flat_map(stream::iter)
     .map(move |ev| {
-        let body = super::rpc::result(&rpc_id, serde_json::to_value(&ev).unwrap_or_default());
+        let body = super::wire::result(&rpc_id, serde_json::to_value(&ev).unwrap_or_default());
         Ok::<_, Infallible>(Event::default().data(body.to_string()))
     });
     Sse::new(events)

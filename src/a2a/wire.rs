@@ -279,3 +279,8 @@ pub struct PushConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
 }
+
+/// A JSON-RPC 2.0 response to call `id` carrying `result` (a streamed event is one too).
+pub fn result(id: &Value, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
