@@ -240,19 +240,6 @@ fn code_of(error: &Value) -> String {
         .to_string()
 }
 
-/// The outbox file of `id` (its receipt included), once written.
-fn outbox(env: &Env, id: &str) -> Value {
-    let mut found = None;
-    assert!(
-        wait_until(DEADLINE, || {
-            found = env.outcome_file(id);
-            found.is_some()
-        }),
-        "no outcome file for {id}"
-    );
-    found.unwrap()
-}
-
 fn pending(env: &Env, id: &str) -> bool {
     env.json(&["show", id])
         .json()
@@ -307,8 +294,8 @@ fn every_way(sdk: Sdk) {
     // The person decides.
     env.run(&["answer", "p1", "--select", "Postgres"]).ok();
     env.run(&["answer", "s1", "--select", "SQLite"]).ok();
-    let outbox_p1 = outbox(&env, "p1");
-    let outbox_s1 = outbox(&env, "s1");
+    let outbox_p1 = env.wait_outcome_file("p1");
+    let outbox_s1 = env.wait_outcome_file("s1");
     assert!(outbox_p1["receipt"].is_object(), "{outbox_p1}");
 
     // Polled: the same document the outbox file holds, its receipt included.
@@ -435,7 +422,7 @@ fn killed_between(sdk: Sdk) {
     );
 
     env.run(&["answer", "k1", "--select", "Postgres"]).ok();
-    let outbox = outbox(&env, "k1");
+    let outbox = env.wait_outcome_file("k1");
     let fin = sub.wait_for("final");
     assert!(fin["drops"].as_u64().unwrap() >= 1, "{fin}");
     let events = sub.of("event");

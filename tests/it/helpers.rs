@@ -232,10 +232,19 @@ impl Env {
 
     /// Wait for the outcome file of `id`.
     pub fn wait_outcome(&self, id: &str) -> Value {
+        let mut v = self.wait_outcome_file(id);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("receipt");
+        }
+        v
+    }
+
+    /// The outcome file of `id`, parsed whole (its receipt included), once written.
+    pub fn wait_outcome_file(&self, id: &str) -> Value {
         let mut found = None;
         assert!(
             wait_until(DEADLINE, || {
-                found = self.outcome(id);
+                found = self.outcome_file(id);
                 found.is_some()
             }),
             "no outcome for {id} within {DEADLINE:?}"
