@@ -226,7 +226,7 @@ impl Pushes {
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
             .filter_map(|e| {
-                let text = crate::files::secret::read(&e.path(), "an A2A push configuration")
+                let text = crate::disk::secret::read(&e.path(), "an A2A push configuration")
                     .ok()
                     .flatten()?;
                 serde_json::from_str(&text).ok()
@@ -274,7 +274,7 @@ impl Pushes {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| RpcError::from(crate::error::Error::io("A2A push directory", e)))?;
             let bytes = serde_json::to_vec(&stored).expect("a configuration serializes");
-            crate::files::atomic::write_atomic(&dir, &format!("{id}.json"), &bytes, true)
+            crate::disk::atomic::write_atomic(&dir, &format!("{id}.json"), &bytes, true)
                 .map_err(RpcError::from)
         })
         .await
