@@ -51,6 +51,8 @@ pub struct File {
     /// reviewer (person) a press of that user answers as, from `[slack.users]` and the
     /// `slack:` identities of `[people]`. A Slack user named in neither is refused.
     pub slack_users: std::collections::BTreeMap<String, String>,
+    /// The identity provider the page signs people in through (`[oidc]`), if any.
+    pub oidc: Option<crate::core::sign_in::Settings>,
     /// Every entry of the tables beyond the settings (`[groups]`, `[quorum.CONTEXT]`,
     /// `[people]`, `[slack.users]`), in file order, for `config show`.
     pub tables: Vec<Setting>,
@@ -68,6 +70,186 @@ pub const QUORUM: &str = "quorum";
 
 /// The Slack channel's table: `[slack.users]`, `SLACKUSERID = "reviewer"`.
 pub const SLACK: &str = "slack";
+
+/// The identity provider's table (`[oidc]`, with its `[[oidc.rule]]` claim rules).
+pub const OIDC: &str = "oidc";
+
+/// The keys of `[oidc]` (besides its rules, `[[oidc.rule]]`), with what each holds, for
+/// the default file and the errors.
+pub const OIDC_KEYS: &[(&str, &str)] = &[
+    ("issuer", "the provider's issuer URL (https; plain http only on loopback)"),
+    ("client-id", "dshq's client id at the provider (the ID token's audience)"),
+    ("client-secret-file", "a file (mode 0600) holding the client secret"),
+    ("redirect-url", "the page's callback, as registered at the provider: https://HOST/login/oidc/callback"),
+    ("scopes", "the scopes asked for (default [\"openid\", \"profile\", \"email\"]); add the one that releases groups"),
+    ("groups-claim", "the claim holding the groups (default \"groups\")"),
+    ("roles-claim", "the claim holding the roles (default \"roles\")"),
+    ("person-claim", "the claim naming the person when [people] lists no oidc:SUBJECT for them (e.g. \"preferred_username\"); unset: only listed subjects sign in"),
+    ("post-logout-url", "where the provider's logout returns to (default: the page's /login)"),
+    ("jwks-refetch-after", "the least time between two fetches of the provider's keys for an unknown key id (default 60s)"),
+];
+
+/// The `[oidc]` table `t`: the settings, or (the line's offset, the key, why not).
+fn oidc_table(
+    t: &toml::de::DeTable<'_>,
+) -> std::result::Result<crate::core::sign_in::Settings, (usize, String, String)> {
+    use crate::core::sign_in::{Mapping, Settings};
+    use toml::de::DeValue;
+    let mut s = Settings {
+        issuer: String::new(),
+        client_id: String::new(),
+        client_secret_file: Default::default(),
+        redirect_url: String::new(),
+        scopes: crate::core::sign_in::DEFAULT_SCOPES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        post_logout_url: None,
+        jwks_refetch_after: std::time::Duration::from_secs(60),
+        mapping: Mapping::default(),
+    };
+    let mut seen = Vec::new();
+    for (k, v) in t.iter() {
+        let key = k.get_ref().to_string();
+        let at = k.span().start;
+        let name = format!("{OIDC}.{key}");
+        let fail = |why: String| (at, name.clone(), why);
+        let string = || match v.get_ref() {
+            DeValue::String(x) if !x.trim().is_empty() => Ok(x.to_string()),
+            _ => Err(fail(format!("{name} is a string"))),
+        };
+        let strings = || match v.get_ref() {
+            DeValue::Array(items) => items
+                .iter()
+                .map(|i| match i.get_ref() {
+                    DeValue::String(x) if !x.trim().is_empty() => Ok(x.to_string()),
+                    _ => Err(fail(format!("{name} is a list of strings"))),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>(),
+            _ => Err(fail(format!("{name} is a list of strings"))),
+        };
+        match key.as_str() {
+            "issuer" => {
+                s.issuer = string()?;
+                crate::core::sign_in::check_url("issuer", &s.issuer).map_err(fail)?;
+            }
+            "client-id" => s.client_id = string()?,
+            "client-secret-file" => s.client_secret_file = string()?.into(),
+            "redirect-url" => {
+                s.redirect_url = string()?;
+                crate::core::sign_in::check_url("redirect-url", &s.redirect_url).map_err(fail)?;
+            }
+            "scopes" => {
+                s.scopes = strings()?;
+                if !s.scopes.iter().any(|x| x == "openid") {
+                    return Err(fail("scopes must include \"openid\"".into()));
+                }
+            }
+            "groups-claim" => s.mapping.groups_claim = string()?,
+            "roles-claim" => s.mapping.roles_claim = string()?,
+            "person-claim" => s.mapping.person_claim = Some(string()?),
+            "post-logout-url" => {
+                let u = string()?;
+                crate::core::sign_in::check_url("post-logout-url", &u).map_err(fail)?;
+                s.post_logout_url = Some(u);
+            }
+            "jwks-refetch-after" => {
+                s.jwks_refetch_after = humantime::parse_duration(&string()?)
+                    .map_err(|e| fail(format!("{name}: {e} (such as \"60s\")")))?;
+            }
+            "rule" => {
+                let DeValue::Array(rules) = v.get_ref() else {
+                    return Err(fail("write each rule as [[oidc.rule]]".into()));
+                };
+                for r in rules.iter() {
+                    let at = r.span().start;
+                    let DeValue::Table(r) = r.get_ref() else {
+                        return Err((at, name.clone(), "write each rule as [[oidc.rule]]".into()));
+                    };
+                    s.mapping
+                        .rules
+                        .push(oidc_rule(r).map_err(|why| (at, format!("{OIDC}.rule"), why))?);
+                }
+            }
+            _ => {
+                let keys: Vec<&str> = OIDC_KEYS.iter().map(|(k, _)| *k).collect();
+                return Err(fail(format!(
+                    "unknown key {name:?}: [{OIDC}] takes {}, and its rules as [[{OIDC}.rule]]",
+                    keys.join(", ")
+                )));
+            }
+        }
+        seen.push(key);
+    }
+    for required in ["issuer", "client-id", "client-secret-file", "redirect-url"] {
+        if !seen.iter().any(|k| k == required) {
+            return Err((0, OIDC.to_string(), format!("[{OIDC}] needs {required}")));
+        }
+    }
+    if s.mapping.rules.is_empty() {
+        return Err((
+            0,
+            OIDC.to_string(),
+            format!("[{OIDC}] needs at least one [[{OIDC}.rule]]: nobody could sign in"),
+        ));
+    }
+    Ok(s)
+}
+
+/// One `[[oidc.rule]]`: the claim it looks at (one of `group`, `role`, `email-domain`),
+/// what it grants, and where.
+fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign_in::Rule, String> {
+    use crate::core::access::Role;
+    use crate::core::sign_in::{ClaimKind, Rule};
+    use toml::de::DeValue;
+    let kinds: Vec<&str> = ClaimKind::ALL.iter().map(|k| k.as_str()).collect();
+    let mut matched: Option<(ClaimKind, String)> = None;
+    let mut grant: Option<Role> = None;
+    let mut contexts: Option<Vec<String>> = None;
+    for (k, v) in t.iter() {
+        let key = k.get_ref().as_ref();
+        match (key, v.get_ref()) {
+            ("grant", DeValue::String(r)) => {
+                grant = match Role::parse(r) {
+                    Some(r @ (Role::Reviewer | Role::Auditor)) => Some(r),
+                    _ => return Err(format!("grant is \"reviewer\" or \"auditor\", not {r:?}")),
+                }
+            }
+            ("contexts", DeValue::Array(items)) => {
+                let mut cs = Vec::new();
+                for i in items.iter() {
+                    let DeValue::String(c) = i.get_ref() else {
+                        return Err("contexts is a list of context names".into());
+                    };
+                    crate::protocol::syntax::check_id("context", c).map_err(|e| e.message)?;
+                    cs.push(c.to_string());
+                }
+                contexts = Some(cs);
+            }
+            (key, DeValue::String(value)) if ClaimKind::parse(key).is_some() => {
+                if matched.is_some() {
+                    return Err(format!("a rule looks at one claim: one of {}", kinds.join(", ")));
+                }
+                matched = Some((ClaimKind::parse(key).expect("checked"), value.to_string()));
+            }
+            (key, _) => {
+                return Err(format!(
+                    "{key:?} is not a rule key, or has the wrong type: one of {} (a string), grant (\"reviewer\" or \"auditor\"), contexts (a list)",
+                    kinds.join(", ")
+                ))
+            }
+        }
+    }
+    let (kind, value) =
+        matched.ok_or_else(|| format!("a rule needs one of {} (a string)", kinds.join(", ")))?;
+    let role = grant.ok_or("a rule needs grant = \"reviewer\" or \"auditor\"")?;
+    Ok(Rule {
+        kind,
+        value,
+        role,
+        contexts,
+    })
+}
 
 /// The default path: `$XDG_CONFIG_HOME/dshq/config.toml`, else `~/.config/dshq/config.toml`.
 pub fn default_path() -> Option<PathBuf> {
@@ -141,6 +323,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
     let mut slack_users = std::collections::BTreeMap::new();
     let mut persons: Vec<(String, Vec<String>)> = Vec::new();
     let mut member_lines: Vec<(String, usize)> = Vec::new();
+    let mut oidc = None;
     // A table entry as written, for `config show`.
     let entry = |tables: &mut Vec<Setting>,
                  table: &str,
@@ -279,12 +462,42 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     persons.push((name, ids));
                 }
             }
+            DeValue::Table(t) if key == OIDC => {
+                let settings = oidc_table(t).map_err(|(at, key2, why)| {
+                    let at = if at == 0 { line } else { line_of(text, at) };
+                    config_error(path, at, &key2, why)
+                })?;
+                for (k2, v2) in t.iter().filter(|(k2, _)| k2.get_ref() != "rule") {
+                    entry(&mut tables, OIDC, k2.get_ref(), v2, line_of(text, k2.span().start));
+                }
+                // Each rule as an inline table, at the line of its `[[oidc.rule]]`.
+                let mut headers = text
+                    .match_indices("[[oidc.rule]]")
+                    .map(|(at, _)| line_of(text, at));
+                for r in &settings.mapping.rules {
+                    let mut inline = vec![
+                        format!("{} = {}", r.kind.as_str(), toml_string(&r.value)),
+                        format!("grant = {}", toml_string(r.role.as_str())),
+                    ];
+                    if let Some(cs) = &r.contexts {
+                        let cs: Vec<String> = cs.iter().map(|c| toml_string(c)).collect();
+                        inline.push(format!("contexts = [{}]", cs.join(", ")));
+                    }
+                    tables.push(Setting {
+                        table: Some(OIDC.to_string()),
+                        key: "rule".into(),
+                        value: format!("{{ {} }}", inline.join(", ")),
+                        line: headers.next().unwrap_or(line),
+                    });
+                }
+                oidc = Some(settings);
+            }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}] and [{SLACK}.users]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}], [{SLACK}.users] and [{OIDC}]"),
                 ))
             }
             _ => {
@@ -338,6 +551,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         settings,
         quorum,
         slack_users,
+        oidc,
         tables,
     })
 }

@@ -211,6 +211,9 @@ pub enum Error {
     /// A mail's link refused.
     #[error(transparent)]
     Link(#[from] crate::core::mail_link::Refused),
+    /// A page sign-in through the identity provider refused.
+    #[error(transparent)]
+    SignIn(#[from] crate::core::sign_in::Refused),
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -329,6 +332,7 @@ impl Error {
             Error::RequestOpen { .. } => Code::RequestOpen,
             Error::Receipt(e) => e.code(),
             Error::Link(e) => e.code(),
+            Error::SignIn(e) => e.code(),
         }
     }
 

@@ -110,6 +110,11 @@ impl Root {
         self
     }
 
+    /// The people directory of the config file (`[people]`).
+    pub fn people(&self) -> &crate::core::people::People {
+        &self.quorum.people
+    }
+
     /// Where the store lives.
     pub fn backend(&self) -> &Backend {
         &self.backend

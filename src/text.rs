@@ -101,6 +101,19 @@ pub fn for_log(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// An error with its causes (a TLS failure is the cause of a connect error), on one line,
+/// escaped for a log.
+pub fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(c) = next {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        next = c.source();
+    }
+    for_log(&out).into_owned()
+}
+
 /// A file name (possibly not UTF-8) for a log line or a message: lossily decoded, then
 /// escaped as [`for_log`] does.
 pub fn path_for_log(p: &std::path::Path) -> String {

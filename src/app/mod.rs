@@ -28,6 +28,7 @@ pub mod prune;
 pub mod push_key;
 pub mod receipts;
 pub mod session;
+pub mod sign_in;
 pub mod sweep;
 pub mod tokens;
 

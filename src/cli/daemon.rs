@@ -60,6 +60,11 @@ pub struct Args {
     /// 30d).
     #[arg(long, value_name = "DUR", default_value = "12h", value_parser = parse_session_idle, requires = "listen")]
     pub web_session_idle: Duration,
+    /// With --listen: a page login ends this long after it began, however busy (1s to
+    /// 30d): a token's, or a sign-in through the identity provider (whose groups were
+    /// judged when it began).
+    #[arg(long, value_name = "DUR", default_value = "24h", value_parser = parse_session_idle, requires = "listen")]
+    pub web_session_max: Duration,
     /// With --listen: a browser origin `/mcp` accepts (`SCHEME://HOST:PORT`, `:*` for any
     /// port, or `null`); repeat for several. A request with any other `Origin` header is
     /// refused with 403, but a loopback listener's own origin (`http://localhost:PORT`
@@ -184,7 +189,29 @@ fn slack_of(
     }))
 }
 
-/// `--web-session-idle`: 1s to 30 days.
+/// The identity provider of the config file's `[oidc]`, with its client secret read (a
+/// secret file others may read stops the start).
+fn oidc_of(
+    a: &Args,
+    config_file: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<crate::host::oidc::Oidc>>> {
+    let Some(settings) = crate::config::locate(config_file)
+        .map(|path| crate::config::load(&path))
+        .transpose()?
+        .and_then(|f| f.oidc)
+    else {
+        return Ok(None);
+    };
+    if a.listen.is_none() {
+        tracing::warn!("the config file's [oidc] signs people in to the page: it needs --listen");
+        return Ok(None);
+    }
+    Ok(Some(std::sync::Arc::new(crate::host::oidc::Oidc::new(
+        settings,
+    )?)))
+}
+
+/// `--web-session-idle`, `--web-session-max`: 1s to 30 days.
 fn parse_session_idle(s: &str) -> std::result::Result<Duration, String> {
     let d = super::parse_duration(s)?;
     if d < Duration::from_secs(1) || d > Duration::from_secs(30 * 86_400) {
@@ -259,6 +286,7 @@ pub fn run(
         Some(out)
     };
     let slack = slack_of(&a.slack, &a, config_file)?;
+    let oidc = oidc_of(&a, config_file)?;
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -298,6 +326,7 @@ pub fn run(
         limits: crate::host::Limits {
             max_body: a.max_bytes,
             session_idle: a.web_session_idle,
+            session_max: a.web_session_max,
             ..Default::default()
         },
         conns: crate::host::listen::ConnLimits {
@@ -314,6 +343,7 @@ pub fn run(
             push_allow: a.a2a_push_allow,
         },
         metrics: a.metrics,
+        oidc,
     });
     crate::serve::daemon(&ctx.root, &config, channels, web, stop)
 }

@@ -49,6 +49,9 @@ pub enum EventKind {
     /// The ladder's expiry rung ended the request: `ASK_EXPIRED` with no answer, or, when
     /// the asker declared it, answered by its default (`decidedBy: "policy"`).
     Expired,
+    /// A person signed in to the page through the identity provider: the claims read and
+    /// what they decided (no token).
+    SignedIn,
 }
 
 impl EventKind {
@@ -78,6 +81,7 @@ impl EventKind {
             EventKind::Reminded => "reminded",
             EventKind::Escalated => "escalated",
             EventKind::Expired => "expired",
+            EventKind::SignedIn => "signed-in",
         }
     }
 
@@ -121,6 +125,14 @@ pub enum Actor {
     },
     /// A mail's recipient, answering through the link it was sent.
     Mail(String),
+    /// A person signed in to the page through the identity provider: the person and the
+    /// provider's subject (`sub`), both recorded, as for Slack.
+    Oidc {
+        /// The person (`alice`).
+        person: String,
+        /// The provider's subject.
+        subject: String,
+    },
 }
 
 impl Actor {
@@ -139,6 +151,7 @@ impl Actor {
             Actor::Mcp(n) => Cow::Owned(format!("mcp:{n}")),
             Actor::Slack { reviewer, user } => Cow::Owned(format!("slack:{reviewer}@{user}")),
             Actor::Mail(n) => Cow::Owned(format!("mail:{n}")),
+            Actor::Oidc { person, subject } => Cow::Owned(format!("oidc:{person}@{subject}")),
         }
     }
 
@@ -176,6 +189,17 @@ impl Actor {
                         }
                     }
                     "mail" => Actor::Mail(name),
+                    // A person's name holds no '@'; a subject may.
+                    "oidc" => {
+                        let (person, subject) = name.split_once('@')?;
+                        if person.is_empty() || subject.is_empty() {
+                            return None;
+                        }
+                        Actor::Oidc {
+                            person: person.to_string(),
+                            subject: subject.to_string(),
+                        }
+                    }
                     _ => return None,
                 }
             }

@@ -14,4 +14,5 @@ pub mod mail_link;
 pub mod people;
 pub mod push_action;
 pub mod quorum;
+pub mod sign_in;
 pub mod slack_users;

@@ -33,6 +33,8 @@ pub enum Face {
     Mail,
     /// An asking agent's id.
     Agent,
+    /// An identity provider's subject (`sub`), signed in to the page.
+    Oidc,
 }
 
 impl Face {
@@ -48,6 +50,7 @@ impl Face {
             Face::Slack => "slack",
             Face::Mail => "mail",
             Face::Agent => "agent",
+            Face::Oidc => "oidc",
         }
     }
 
@@ -113,6 +116,7 @@ impl Identity {
             Actor::Slack { user, .. } => Identity::new(Face::Slack, user),
             Actor::Mail(a) => Identity::new(Face::Mail, a),
             Actor::Agent(id) => Identity::new(Face::Agent, id),
+            Actor::Oidc { subject, .. } => Identity::new(Face::Oidc, subject),
             Actor::Daemon | Actor::Cli | Actor::Asker => return None,
         })
     }
@@ -225,6 +229,11 @@ impl People {
         &self.slack
     }
 
+    /// The person the directory lists `id` under, if it does.
+    pub fn listed(&self, id: &Identity) -> Option<&str> {
+        self.by_identity.get(id).map(String::as_str)
+    }
+
     /// The person `id` belongs to: the directory's entry, else the name after the face
     /// (for a Slack user, the reviewer `[slack.users]` maps it to).
     pub fn person_of(&self, id: &Identity) -> String {
@@ -240,15 +249,19 @@ impl People {
     }
 
     /// The identity and person of an actor that is a person's (see [`Identity::of_actor`]).
-    /// A Slack press acts as the reviewer its user is mapped to, which is its person.
+    /// A Slack press acts as the reviewer its user is mapped to, which is its person; a
+    /// provider's sign-in as the person it was decided to be.
     pub fn of_actor(&self, actor: &Actor) -> Option<(Identity, String)> {
         let id = Identity::of_actor(actor)?;
         let person = match actor {
-            Actor::Slack { reviewer, .. } => self
+            Actor::Slack {
+                reviewer: person, ..
+            }
+            | Actor::Oidc { person, .. } => self
                 .by_identity
                 .get(&id)
                 .cloned()
-                .unwrap_or_else(|| reviewer.clone()),
+                .unwrap_or_else(|| person.clone()),
             _ => self.person_of(&id),
         };
         Some((id, person))

@@ -29,6 +29,19 @@ pub struct Caller {
     /// caller sees that one request only and acts as `mail:ADDRESS`
     /// ([`crate::web::page::link`]).
     pub mail: Option<crate::core::mail_link::LinkClaims>,
+    /// For a page session signed in through the identity provider: the subject and the
+    /// contexts the claims reach ([`crate::web::page::sign_in`]). Such a caller acts as
+    /// `oidc:PERSON@SUBJECT`, the token's name being the person.
+    pub signed_in: Option<SignedIn>,
+}
+
+/// What a sign-in through the identity provider decided, as a caller carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    /// The provider's subject.
+    pub subject: String,
+    /// The contexts the role reaches; `None`: every context.
+    pub contexts: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Caller {
@@ -39,7 +52,36 @@ impl Caller {
             .db
             .read(move |store| app::tokens::authenticate(store, &presented))
             .await?;
-        Ok(Caller { token, mail: None })
+        Ok(Caller {
+            token,
+            mail: None,
+            signed_in: None,
+        })
+    }
+
+    /// The caller a sign-in through the identity provider decided on: the person as the
+    /// name, the role, and the contexts (a single one also binds as a token's context
+    /// does, so the filters that take one apply).
+    pub fn signed_in(d: &crate::core::sign_in::Decision) -> Caller {
+        let single = d
+            .contexts
+            .as_ref()
+            .filter(|c| c.len() == 1)
+            .and_then(|c| c.iter().next().cloned());
+        Caller {
+            token: WebToken {
+                name: d.person.clone(),
+                role: d.role,
+                context: single,
+                created_ms: 0,
+                revoked_ms: None,
+            },
+            mail: None,
+            signed_in: Some(SignedIn {
+                subject: d.identity.name.clone(),
+                contexts: d.contexts.clone(),
+            }),
+        }
     }
 
     /// Authenticate the `Authorization: Bearer TOKEN` header of a request.
@@ -67,11 +109,15 @@ impl Caller {
     }
 
     /// Who this caller is in the event log: `web:NAME` (`mail:ADDRESS` for a mail
-    /// link's session).
+    /// link's session, `oidc:PERSON@SUBJECT` for a sign-in through the provider).
     pub fn actor(&self) -> Actor {
-        match &self.mail {
-            Some(m) => Actor::Mail(m.recipient.clone()),
-            None => Actor::Web(self.token.name.clone()),
+        match (&self.mail, &self.signed_in) {
+            (Some(m), _) => Actor::Mail(m.recipient.clone()),
+            (None, Some(s)) => Actor::Oidc {
+                person: self.token.name.clone(),
+                subject: s.subject.clone(),
+            },
+            (None, None) => Actor::Web(self.token.name.clone()),
         }
     }
 
@@ -89,11 +135,7 @@ impl Caller {
     /// Whether the caller may see `row` with `reach`: its context (when the token is bound
     /// to one) and, for [`Reach::Own`], its source.
     pub fn sees(&self, row: &RequestRow, reach: Reach) -> bool {
-        let context_ok = self
-            .token
-            .context
-            .as_ref()
-            .is_none_or(|c| *c == row.context);
+        let context_ok = self.in_context(&row.context);
         let own_ok = match reach {
             Reach::All => true,
             Reach::Own => row.source == self.source().as_str(),
@@ -104,6 +146,11 @@ impl Caller {
     /// Whether the caller may act in `context` (a token bound to a context: only there).
     pub fn in_context(&self, context: &str) -> bool {
         self.token.context.as_deref().is_none_or(|c| c == context)
+            && self
+                .signed_in
+                .as_ref()
+                .and_then(|s| s.contexts.as_ref())
+                .is_none_or(|cs| cs.contains(context))
     }
 }
 

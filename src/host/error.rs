@@ -39,12 +39,24 @@ impl ApiError {
     /// The HTTP status of a code.
     pub fn status(code: Code) -> StatusCode {
         match code {
-            Code::Unauthorized | Code::SlackBadSignature | Code::SlackStaleRequest => {
-                StatusCode::UNAUTHORIZED
-            }
-            Code::Forbidden | Code::OwnRequest | Code::NotInGroup | Code::SlackUnknownUser => {
-                StatusCode::FORBIDDEN
-            }
+            Code::Unauthorized
+            | Code::SlackBadSignature
+            | Code::SlackStaleRequest
+            | Code::OidcNonce
+            | Code::OidcIssuer
+            | Code::OidcAudience
+            | Code::OidcExpired
+            | Code::OidcUnsigned
+            | Code::OidcUnknownKey
+            | Code::OidcBadSignature
+            | Code::OidcCodeRejected => StatusCode::UNAUTHORIZED,
+            Code::Forbidden
+            | Code::OwnRequest
+            | Code::NotInGroup
+            | Code::SlackUnknownUser
+            | Code::OidcNotMapped => StatusCode::FORBIDDEN,
+            Code::OidcState | Code::BadReturnUrl => StatusCode::BAD_REQUEST,
+            Code::OidcProvider => StatusCode::BAD_GATEWAY,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::BadRequest

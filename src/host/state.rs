@@ -16,6 +16,9 @@ use crate::root::Root;
 /// How long an unused page login lasts by default (`--web-session-idle`).
 pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
 
+/// How long a page login lasts at most by default (`--web-session-max`).
+pub const SESSION_MAX: Duration = Duration::from_secs(24 * 3600);
+
 /// Limits a caller cannot exceed.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -27,6 +30,8 @@ pub struct Limits {
     pub max_wait: Duration,
     /// A page login unused this long ends (and its live streams with it).
     pub session_idle: Duration,
+    /// A page login ends this long after it began, however busy.
+    pub session_max: Duration,
 }
 
 impl Default for Limits {
@@ -36,6 +41,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             max_wait: Duration::from_secs(300),
             session_idle: SESSION_IDLE,
+            session_max: SESSION_MAX,
         }
     }
 }
@@ -56,4 +62,7 @@ pub struct AppState {
     /// What each token holds open (streams, long-polls, MCP sessions), to end it when the
     /// token is revoked or its page session ends.
     pub ends: Arc<Ends>,
+    /// The identity provider the page signs people in through, when the config file
+    /// names one (`[oidc]`).
+    pub oidc: Option<Arc<super::oidc::Oidc>>,
 }

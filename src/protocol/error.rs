@@ -127,6 +127,36 @@ pub enum Code {
     DuplicateWait,
     /// No daemon serves the root a file asker dropped its request into.
     NoDaemon,
+    /// A page sign-in through the identity provider whose callback's state is missing, not
+    /// the one this browser started, or of a sign-in that finished already (a replay).
+    OidcState,
+    /// An ID token whose nonce is not the sign-in's.
+    OidcNonce,
+    /// An ID token issued by another than the configured identity provider.
+    OidcIssuer,
+    /// An ID token not meant for dshq (its audience is not dshq's client id).
+    OidcAudience,
+    /// An ID token past its expiry.
+    OidcExpired,
+    /// An ID token that is unsigned (`alg: none`) or signed with an algorithm dshq does not
+    /// allow (an HMAC keyed with the client secret).
+    OidcUnsigned,
+    /// An ID token signed by a key the identity provider does not publish (made up, or
+    /// rotated out), after the key set was fetched again.
+    OidcUnknownKey,
+    /// An ID token whose signature does not verify with the provider's key.
+    OidcBadSignature,
+    /// The identity provider refused the sign-in's authorization code (used already, expired,
+    /// or its PKCE verifier does not match).
+    OidcCodeRejected,
+    /// The identity provider cannot be reached, or answered with an error or with something
+    /// that is not OpenID Connect.
+    OidcProvider,
+    /// A person signed in at the identity provider whom no rule of the config file's
+    /// `[[oidc.rule]]` admits, or for whom no person can be named.
+    OidcNotMapped,
+    /// A sign-in's return address (`next`) that is not a path on this site: an open redirect.
+    BadReturnUrl,
 }
 
 impl Code {
@@ -179,6 +209,18 @@ impl Code {
             Code::BadTimeout => "BAD_TIMEOUT",
             Code::DuplicateWait => "DUPLICATE_WAIT",
             Code::NoDaemon => "NO_DAEMON",
+            Code::OidcState => "OIDC_STATE",
+            Code::OidcNonce => "OIDC_NONCE",
+            Code::OidcIssuer => "OIDC_ISSUER",
+            Code::OidcAudience => "OIDC_AUDIENCE",
+            Code::OidcExpired => "OIDC_EXPIRED",
+            Code::OidcUnsigned => "OIDC_UNSIGNED",
+            Code::OidcUnknownKey => "OIDC_UNKNOWN_KEY",
+            Code::OidcBadSignature => "OIDC_BAD_SIGNATURE",
+            Code::OidcCodeRejected => "OIDC_CODE_REJECTED",
+            Code::OidcProvider => "OIDC_PROVIDER",
+            Code::OidcNotMapped => "OIDC_NOT_MAPPED",
+            Code::BadReturnUrl => "BAD_RETURN_URL",
         }
     }
 
@@ -226,6 +268,18 @@ impl Code {
             Code::SlackUnknownUser => 14,
             Code::LinkInvalid | Code::LinkExpired | Code::LinkUsed => 18,
             Code::NoDaemon => 19,
+            Code::OidcState
+            | Code::OidcNonce
+            | Code::OidcIssuer
+            | Code::OidcAudience
+            | Code::OidcExpired
+            | Code::OidcUnsigned
+            | Code::OidcUnknownKey
+            | Code::OidcBadSignature
+            | Code::OidcCodeRejected
+            | Code::OidcProvider => 13,
+            Code::OidcNotMapped => 14,
+            Code::BadReturnUrl => 3,
         }
     }
 }

@@ -47,6 +47,8 @@ pub struct WebConfig {
     pub a2a: crate::a2a::Config,
     /// `--metrics`: where to serve `/metrics` (and the probes), when given.
     pub metrics: Option<SocketAddr>,
+    /// The identity provider of the config file's `[oidc]`, for the page's sign-in.
+    pub oidc: Option<Arc<crate::host::oidc::Oidc>>,
 }
 
 /// Run the file loop and the HTTP host until `stop` is requested (SIGINT or SIGTERM),
@@ -144,6 +146,7 @@ impl Services {
                 limits: web.limits,
                 shutdown,
                 ends,
+                oidc: web.oidc.clone(),
             },
             health,
             stopping,

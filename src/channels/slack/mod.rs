@@ -213,7 +213,7 @@ impl Api {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| format!("not sent: {}", causes(&e)))?;
+                .map_err(|e| format!("not sent: {}", crate::text::causes(&e)))?;
             let status = resp.status();
             let retry_after = resp
                 .headers()

@@ -21,6 +21,7 @@ pub mod outbox;
 pub mod prune;
 pub mod push;
 pub mod requests;
+pub mod sign_in;
 pub mod slack;
 pub mod store;
 pub mod sweep;

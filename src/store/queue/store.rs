@@ -385,6 +385,18 @@ impl<D: Driver> Queue<D> {
         })
     }
 
+    /// Record that `actor` signed in through the identity provider, with `data` (the
+    /// claims and what they decided): one `signed-in` event ([`super::sign_in`]).
+    pub fn record_sign_in(
+        &mut self,
+        actor: &crate::core::audit::Actor,
+        data: serde_json::Value,
+    ) -> Result<()> {
+        self.driver.write(Write::Plain, |db, now| {
+            super::sign_in::record(db, now, actor, data)
+        })
+    }
+
     /// The Slack messages posted for request `request_id`, oldest first.
     pub fn slack_messages(&mut self, request_id: &str) -> Result<Vec<SlackMessage>> {
         self.driver

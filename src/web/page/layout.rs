@@ -47,6 +47,22 @@ pub struct Nav<'a> {
 /// when someone is logged in. `live` names what the page stream follows (`queue`, or a
 /// context to keep the provider lease of); `None`: no live updates.
 pub fn page(title: &str, nav: Option<&Nav<'_>>, live: Option<&str>, body: Markup) -> String {
+    page_of(title, nav, live, None, body)
+}
+
+/// A page that goes on to `then` (a path on this site) at once: the step after a
+/// provider's sign-in, so the next request is one this site's page makes.
+pub fn page_then(title: &str, then: &str, body: Markup) -> String {
+    page_of(title, None, None, Some(then), body)
+}
+
+fn page_of(
+    title: &str,
+    nav: Option<&Nav<'_>>,
+    live: Option<&str>,
+    then: Option<&str>,
+    body: Markup,
+) -> String {
     html! {
         (PreEscaped("<!DOCTYPE html>\n"))
         html lang="en" {
@@ -60,6 +76,7 @@ pub fn page(title: &str, nav: Option<&Nav<'_>>, live: Option<&str>, body: Markup
                 meta name="theme-color" content="#1f2937";
                 @if let Some(n) = nav { meta name="dshq-csrf" content=(n.csrf); }
                 @if let Some(l) = live { meta name="dshq-live" content=(l); }
+                @if let Some(t) = then { meta http-equiv="refresh" content={ "0;url=" (t) }; }
                 script src="/assets/app.js" defer {}
             }
             body {

@@ -102,7 +102,7 @@ pub async fn open(
     let max_age = ((expires_ms - crate::clock::now_ms()) / 1000).max(1) as u64;
     let (session, _) = match shared
         .sessions
-        .create_for_link(claims, st.limits.session_idle)
+        .create_for_link(claims, super::session::Lifespan::of(&st.limits))
     {
         Ok(x) => x,
         Err(e) => return refused(e),

@@ -8,7 +8,7 @@
 //! record with the CLI's filters) with [`charts`] (its two SVG pictures), [`live`] (the page's event stream,
 //! which also tells the host a reviewer is still there), [`link`] (a mail's link and
 //! the one-request session it opens), [`throttle`] (the login form's wrong tokens, per
-//! peer).
+//! peer), [`sign_in`] (signing in through the identity provider).
 //!
 //! The page works without its script: every answer is a form, confirmed on a
 //! server-rendered summary page before anything is sent. The script adds keyboard
@@ -29,6 +29,7 @@ pub mod markdown;
 pub mod queue;
 pub mod request;
 pub mod session;
+pub mod sign_in;
 pub mod throttle;
 
 use std::sync::Arc;
@@ -50,6 +51,8 @@ pub struct Shared {
     pub mail_key: link::KeyCache,
     /// Wrong tokens at the login form, per peer.
     pub logins: throttle::Throttle,
+    /// The sign-ins through the identity provider under way.
+    pub flows: sign_in::Flows,
 }
 
 async fn secure(mut r: Response) -> Response {
@@ -63,6 +66,8 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(queue::page))
         .route("/queue", get(queue::fragment))
         .route("/login", get(session::login_get).post(session::login_post))
+        .route("/login/oidc", get(sign_in::start))
+        .route("/login/oidc/callback", get(sign_in::callback))
         .route("/logout", post(session::logout))
         .route("/r/{id}", get(request::view))
         .route("/r/{id}/confirm", post(request::confirm))

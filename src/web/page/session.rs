@@ -60,8 +60,38 @@ struct Session {
     token: String,
     /// A mail link's claims, for a session its link opened.
     mail: Option<crate::core::mail_link::LinkClaims>,
+    /// A sign-in through the identity provider: the caller it decided on, and the ID
+    /// token (the provider's logout hint; in memory only).
+    signed_in: Option<(Caller, String)>,
     csrf: String,
     used: Instant,
+    /// When it ends however busy (`--web-session-max` after it began).
+    ends: Instant,
+}
+
+impl Session {
+    fn live(&self, idle: Duration) -> bool {
+        self.used.elapsed() < idle && Instant::now() < self.ends
+    }
+}
+
+/// How long a page session may last: unused, and at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifespan {
+    /// Unused this long, it ends (`--web-session-idle`).
+    pub idle: Duration,
+    /// This long after it began, it ends (`--web-session-max`).
+    pub max: Duration,
+}
+
+impl Lifespan {
+    /// The host's.
+    pub fn of(limits: &crate::host::Limits) -> Lifespan {
+        Lifespan {
+            idle: limits.session_idle,
+            max: limits.session_max,
+        }
+    }
 }
 
 /// The sessions the host keeps in memory.
@@ -88,24 +118,36 @@ impl Sessions {
     pub fn create_for_link(
         &self,
         claims: crate::core::mail_link::LinkClaims,
-        idle: Duration,
+        life: Lifespan,
     ) -> Result<(String, String), Error> {
-        self.create_session(String::new(), Some(claims), idle)
+        self.create_session(String::new(), Some(claims), None, life)
     }
 
-    fn create(&self, token: String, idle: Duration) -> Result<(String, String), Error> {
-        self.create_session(token, None, idle)
+    /// A session for a sign-in through the identity provider: `caller` as it decided,
+    /// and its ID token (kept for the provider's logout).
+    pub fn create_signed_in(
+        &self,
+        caller: Caller,
+        id_token: String,
+        life: Lifespan,
+    ) -> Result<(String, String), Error> {
+        self.create_session(String::new(), None, Some((caller, id_token)), life)
+    }
+
+    fn create(&self, token: String, life: Lifespan) -> Result<(String, String), Error> {
+        self.create_session(token, None, None, life)
     }
 
     fn create_session(
         &self,
         token: String,
         mail: Option<crate::core::mail_link::LinkClaims>,
-        idle: Duration,
+        signed_in: Option<(Caller, String)>,
+        life: Lifespan,
     ) -> Result<(String, String), Error> {
         let (id, csrf) = (random_hex()?, random_hex()?);
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, s| s.used.elapsed() < idle);
+        map.retain(|_, s| s.live(life.idle));
         if map.len() >= MAX_SESSIONS {
             if let Some(oldest) = map
                 .iter()
@@ -120,8 +162,10 @@ impl Sessions {
             Session {
                 token,
                 mail,
+                signed_in,
                 csrf: csrf.clone(),
                 used: Instant::now(),
+                ends: Instant::now() + life.max,
             },
         );
         Ok((id, csrf))
@@ -130,7 +174,7 @@ impl Sessions {
     fn get(&self, id: &str, idle: Duration) -> Option<Session> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let s = map.get_mut(id)?;
-        if s.used.elapsed() >= idle {
+        if !s.live(idle) {
             map.remove(id);
             return None;
         }
@@ -144,15 +188,16 @@ impl Sessions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .is_some_and(|s| s.used.elapsed() < idle)
+            .is_some_and(|s| s.live(idle))
     }
 
-    /// End session `id`.
-    pub fn remove(&self, id: &str) {
+    /// End session `id`; the ID token of a sign-in through the provider, for its logout.
+    pub fn remove(&self, id: &str) -> Option<String> {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+            .remove(id)
+            .and_then(|s| s.signed_in.map(|(_, id_token)| id_token))
     }
 }
 
@@ -169,7 +214,7 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Whether the request came through a TLS-terminating proxy.
-fn behind_tls(headers: &HeaderMap) -> bool {
+pub fn behind_tls(headers: &HeaderMap) -> bool {
     headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
@@ -256,12 +301,42 @@ impl FromRequestParts<AppState> for Viewer {
             .get::<Arc<Shared>>()
             .cloned()
             .expect("the page's routes carry their shared state");
-        let to_login = || layout::see_other("/login");
+        // A page asked for without a session: the login, returning there after a
+        // provider's sign-in.
+        let wanted = parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .filter(|p| {
+                parts.method == axum::http::Method::GET && p != "/" && !p.starts_with("/live")
+            });
+        let to_login = || match (&wanted, &state.oidc) {
+            (Some(p), Some(_)) => layout::see_other(&format!("/login?next={}", urlencode(p))),
+            _ => layout::see_other("/login"),
+        };
         let idle = state.limits.session_idle;
         let login = cookie(&parts.headers, COOKIE)
             .map(str::to_string)
             .and_then(|id| Some((shared.sessions.get(&id, idle)?, id)))
             .filter(|(s, _)| s.mail.is_none());
+        if let Some((
+            Session {
+                signed_in: Some((caller, _)),
+                csrf,
+                ..
+            },
+            id,
+        )) = &login
+        {
+            // Signed in through the identity provider: as its claims decided, for the
+            // session's life.
+            return Ok(Viewer {
+                caller: caller.clone(),
+                csrf: csrf.clone(),
+                shared,
+                session: id.clone(),
+            });
+        }
         let Some((s, id)) = login else {
             // No reviewer logged in: a mail link's session, if the browser has one.
             let link = cookie(&parts.headers, MAIL_COOKIE)
@@ -296,12 +371,16 @@ impl FromRequestParts<AppState> for Viewer {
     }
 }
 
-fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
+fn login_form(csrf: &str, message: Option<&UserQuestionError>, oidc: Option<&str>) -> String {
     let body = html! {
         section.login {
             h1 { "Log in" }
             @if let Some(e) = message {
                 p.flash.bad role="alert" { span.code { (e.code.as_str()) } " " (Line(&e.message)) }
+            }
+            @if let Some(href) = oidc {
+                p { a #sign-in-oidc .button.primary href=(href) { "Sign in with your identity provider" } }
+                p { "Or use a token:" }
             }
             p { "Paste a reviewer or auditor token (" code { "dshq token create --role reviewer --name NAME" } ")." }
             form method="post" action="/login" autocomplete="off" {
@@ -315,16 +394,31 @@ fn login_form(csrf: &str, message: Option<&UserQuestionError>) -> String {
     layout::page("Log in", None, None, body)
 }
 
-fn login_page(
+/// Where the login page's provider button leads (`None` without a provider), returning
+/// to `next` when it is a path on this site.
+pub fn oidc_link(st: &AppState, next: Option<&str>) -> Option<String> {
+    st.oidc.as_ref()?;
+    Some(
+        match next.and_then(|n| crate::core::sign_in::return_path(n).ok()) {
+            Some(n) if n != "/" => format!("/login/oidc?next={}", urlencode(&n)),
+            _ => "/login/oidc".to_string(),
+        },
+    )
+}
+
+/// The login page (the token form, and the provider's button when `oidc` leads there),
+/// with `message` and `status`.
+pub fn login_page(
     headers: &HeaderMap,
     status: StatusCode,
     message: Option<&UserQuestionError>,
+    oidc: Option<String>,
 ) -> Response {
     let csrf = match random_hex() {
         Ok(c) => c,
         Err(e) => return layout::error_page(&e.to_user_error(), None),
     };
-    let mut r = layout::html(status, login_form(&csrf, message));
+    let mut r = layout::html(status, login_form(&csrf, message, oidc.as_deref()));
     r.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(headers, LOGIN_COOKIE, &csrf, Some(3600)),
@@ -332,9 +426,20 @@ fn login_page(
     r
 }
 
+/// The query of `GET /login`: where to go once signed in through the provider.
+#[derive(serde::Deserialize)]
+pub struct LoginQuery {
+    next: Option<String>,
+}
+
 /// `GET /login`.
-pub async fn login_get(headers: HeaderMap) -> Response {
-    login_page(&headers, StatusCode::OK, None)
+pub async fn login_get(
+    axum::extract::State(st): axum::extract::State<AppState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<LoginQuery>,
+) -> Response {
+    let oidc = oidc_link(&st, q.next.as_deref());
+    login_page(&headers, StatusCode::OK, None, oidc)
 }
 
 /// The fields of a posted form, in order.
@@ -369,14 +474,26 @@ pub async fn login_post(
             format!("too many wrong tokens from this address: try again in {secs} s"),
         );
         tracing::info!(peer = ?peer, secs, "page login held back: too many wrong tokens");
-        let mut r = login_page(&headers, StatusCode::TOO_MANY_REQUESTS, Some(&e));
+        let mut r = login_page(
+            &headers,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(&e),
+            oidc_link(&st, None),
+        );
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         return r;
     }
     let fields = match form_fields(&bytes) {
         Ok(f) => f,
-        Err(e) => return login_page(&headers, StatusCode::BAD_REQUEST, Some(&e)),
+        Err(e) => {
+            return login_page(
+                &headers,
+                StatusCode::BAD_REQUEST,
+                Some(&e),
+                oidc_link(&st, None),
+            )
+        }
     };
     let expected = cookie(&headers, LOGIN_COOKIE).unwrap_or("");
     let presented = field(&fields, "csrf").unwrap_or("");
@@ -385,7 +502,12 @@ pub async fn login_post(
             Code::Forbidden,
             "the login form's CSRF token is missing or wrong; try again",
         );
-        return login_page(&headers, StatusCode::FORBIDDEN, Some(&e));
+        return login_page(
+            &headers,
+            StatusCode::FORBIDDEN,
+            Some(&e),
+            oidc_link(&st, None),
+        );
     }
     let token = field(&fields, "token").unwrap_or("").trim().to_string();
     let caller = match Caller::from_token(&st, token.clone()).await {
@@ -395,7 +517,7 @@ pub async fn login_post(
                 shared.logins.wrong(p, std::time::Instant::now());
             }
             let status = crate::host::error::ApiError::status(e.0.code);
-            return login_page(&headers, status, Some(&e.0));
+            return login_page(&headers, status, Some(&e.0), oidc_link(&st, None));
         }
     };
     if let Some(p) = peer {
@@ -404,9 +526,14 @@ pub async fn login_post(
     if caller.token.role == Role::Asker {
         let e = Error::Forbidden.to_user_error();
         tracing::info!(token = %caller.token.name, "page login refused: an asker token");
-        return login_page(&headers, StatusCode::FORBIDDEN, Some(&e));
+        return login_page(
+            &headers,
+            StatusCode::FORBIDDEN,
+            Some(&e),
+            oidc_link(&st, None),
+        );
     }
-    let (id, _) = match shared.sessions.create(token, st.limits.session_idle) {
+    let (id, _) = match shared.sessions.create(token, Lifespan::of(&st.limits)) {
         Ok(x) => x,
         Err(e) => return layout::error_page(&e.to_user_error(), None),
     };
@@ -435,10 +562,16 @@ pub async fn logout(
     if let Err(r) = viewer.check_csrf(field(&fields, "csrf")) {
         return r;
     }
-    viewer.shared.sessions.remove(&viewer.session);
+    let id_token = viewer.shared.sessions.remove(&viewer.session);
     st.ends.end_session(&viewer.session);
     tracing::info!(token = %viewer.caller.token.name, "page logout");
-    let mut r = layout::see_other("/login");
+    // A sign-in through the provider ends there too, when it offers an end-session
+    // endpoint.
+    let provider_logout = match (id_token, &st.oidc) {
+        (Some(t), Some(oidc)) => oidc.end_session_url(&t).await,
+        _ => None,
+    };
+    let mut r = layout::see_other(provider_logout.as_deref().unwrap_or("/login"));
     let cookie_name = if viewer.caller.mail.is_some() {
         MAIL_COOKIE
     } else {
@@ -502,6 +635,7 @@ fn link_viewer(
             revoked_ms: None,
         },
         mail: Some(claims),
+        signed_in: None,
     };
     Ok(Viewer {
         caller,
@@ -538,7 +672,7 @@ mod tests {
         let idle = std::time::Duration::from_secs(60);
         let (id, csrf) = shared
             .sessions
-            .create_for_link(claims.clone(), idle)
+            .create_for_link(claims.clone(), Lifespan { idle, max: idle })
             .unwrap();
         let v = link_viewer(
             &parts("/r/r1"),

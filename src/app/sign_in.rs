@@ -1,0 +1,16 @@
+//! A sign-in through the identity provider, recorded: the use-case the page's callback
+//! calls once the claims decided ([`crate::web::page::sign_in`]), one write.
+
+use crate::core::audit::Actor;
+use crate::core::sign_in::{Claims, Decision};
+use crate::error::Result;
+use crate::store::Store;
+
+/// Record that the person of `decision` signed in with `claims`.
+pub fn record(store: &mut Store, decision: &Decision, claims: &Claims) -> Result<()> {
+    let actor = Actor::Oidc {
+        person: decision.person.clone(),
+        subject: claims.subject.clone(),
+    };
+    store.record_sign_in(&actor, decision.record(claims))
+}
