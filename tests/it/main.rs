@@ -54,6 +54,7 @@ mod release;
 mod screens;
 mod seam;
 mod sessions;
+mod sign_in;
 mod slack;
 mod snippets;
 mod source;

@@ -1,0 +1,657 @@
+//! Signing in to the page through an identity provider (OIDC), against providers the tests
+//! start on loopback: the real `oidc-provider` package (tests/oidc/provider.mjs: PKCE, a
+//! `groups` claim, its dev login form) and one the tests control (tests/oidc/rogue.mjs:
+//! its own discovery and keys, tokens shaped to attack). The real daemon with `--listen`
+//! and an `[oidc]` config; a reviewer signs in through the redirect in headless Chromium
+//! and answers; the others through a plain HTTP client carrying the cookies by hand.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::api::{listening, Host};
+use crate::browser::free_port;
+use crate::helpers::{simple_request, Env, DEADLINE};
+use crate::page::{call, Resp};
+
+const CLIENT_ID: &str = "dshq";
+const SECRET: &str = "the-client-secret-of-dshq-at-the-test-provider";
+
+/// A Node script of tests/oidc, running: killed on drop.
+pub struct Node {
+    child: Child,
+    /// The issuer it printed.
+    pub issuer: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The pinned Node packages, with the provider's.
+fn node_modules() -> PathBuf {
+    let nm = std::env::var_os("DSHQ_TEST_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "the sign-in tests need the pinned Node packages (oidc-provider, jose): run the \
+                 suite with contrib/test/run (or `npm ci` in contrib/test and set \
+                 DSHQ_TEST_NODE_MODULES to its node_modules)"
+            )
+        });
+    for p in [
+        "oidc-provider/package.json",
+        "jose/package.json",
+        ".bin/node",
+    ] {
+        assert!(
+            nm.join(p).exists(),
+            "{p} is missing from {}: reinstall with contrib/test/run",
+            nm.display()
+        );
+    }
+    nm
+}
+
+fn start_node(script: &str, args: &[&str]) -> Node {
+    let nm = node_modules();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/oidc")
+        .join(script);
+    let mut child = Command::new(nm.join(".bin/node"))
+        .arg(path)
+        .args(args)
+        .env("NODE_PATH", &nm)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn node");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = BufReader::new(out);
+        let mut line = String::new();
+        let _ = out.read_line(&mut line);
+        let _ = tx.send(line);
+        // Whatever it says later is read, so it never writes to a closed pipe.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+    });
+    let line = rx
+        .recv_timeout(DEADLINE)
+        .expect("the provider says it is ready");
+    let issuer = line
+        .trim()
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("{script}: {line:?}"))
+        .to_string();
+    Node { child, issuer }
+}
+
+/// The accounts of the real provider: subject (the dev form's login) → claims.
+fn accounts() -> Value {
+    json!({
+        "u-1001": {"preferred_username": "alice", "email": "alice@example.com", "groups": ["dshq-reviewers"]},
+        "u-1002": {"preferred_username": "audrey", "email": "audrey@example.com", "groups": ["dshq-auditors"]},
+        "u-1003": {"preferred_username": "olga", "email": "olga@elsewhere.example", "groups": ["marketing"]},
+        "u-1004": {"preferred_username": "carl", "email": "carl@example.com", "groups": ["deployers"]},
+    })
+}
+
+/// The rules every test's config holds.
+const RULES: &str = r#"
+[[oidc.rule]]
+group = "dshq-reviewers"
+grant = "reviewer"
+
+[[oidc.rule]]
+group = "dshq-auditors"
+grant = "auditor"
+
+[[oidc.rule]]
+group = "deployers"
+grant = "reviewer"
+contexts = ["deploy"]
+"#;
+
+/// A root, a provider, and the daemon signing in through it.
+pub struct World {
+    pub env: Env,
+    pub idp: Node,
+    pub host: Host,
+}
+
+/// Write the `[oidc]` config for `issuer` and a secret file (0600); the page's port.
+fn configure(env: &Env, issuer: &str, port: u16, extra: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = env.root().parent().unwrap().join("config/dshq");
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret = dir.join("oidc-secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = format!(
+        "[oidc]\nissuer = \"{issuer}\"\nclient-id = \"{CLIENT_ID}\"\nclient-secret-file = \"{}\"\n\
+         redirect-url = \"http://127.0.0.1:{port}/login/oidc/callback\"\n\
+         scopes = [\"openid\", \"profile\", \"email\", \"groups\"]\nperson-claim = \"preferred_username\"\n{extra}\n{RULES}",
+        secret.display()
+    );
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+}
+
+fn daemon_on(env: &Env, port: u16) -> Host {
+    let listen = format!("127.0.0.1:{port}");
+    let d = env.daemon_with(&["--listen", &listen], &[("RUST_LOG", "info")]);
+    listening(d)
+}
+
+/// The real provider and the daemon.
+pub fn world() -> World {
+    let env = Env::new();
+    let port = free_port();
+    let dir = env.root().parent().unwrap().join("idp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("provider.json");
+    std::fs::write(
+        &cfg,
+        json!({
+            "clientId": CLIENT_ID,
+            "clientSecret": SECRET,
+            "redirectUri": format!("http://127.0.0.1:{port}/login/oidc/callback"),
+            "postLogoutRedirectUri": format!("http://127.0.0.1:{port}/login"),
+            "accounts": accounts(),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let idp = start_node("provider.mjs", &[cfg.to_str().unwrap()]);
+    configure(&env, &idp.issuer, port, "");
+    let host = daemon_on(&env, port);
+    World { env, idp, host }
+}
+
+/// Cookies by name, as a browser keeps them for one site (paths ignored).
+#[derive(Default)]
+struct Jar(BTreeMap<String, String>);
+
+impl Jar {
+    fn take(&mut self, r: &Resp) {
+        for c in r.set_cookies() {
+            let pair = c.split(';').next().unwrap().trim();
+            if let Some((k, v)) = pair.split_once('=') {
+                if v.is_empty() {
+                    self.0.remove(k);
+                } else {
+                    self.0.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+    }
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+fn location(r: &Resp) -> String {
+    r.header("location")
+        .unwrap_or_else(|| panic!("no Location: {} {}", r.status, r.body))
+        .to_string()
+}
+
+fn absolute(base: &str, loc: &str) -> String {
+    if loc.starts_with("http") {
+        loc.to_string()
+    } else {
+        format!("{base}{loc}")
+    }
+}
+
+/// A sign-in in progress: the page's cookies (the flow's) and the callback URL the
+/// provider sent the browser to.
+pub struct Flow {
+    page: Jar,
+    pub callback: String,
+}
+
+/// Start a sign-in at the page (`next`) and log `login` in at the real provider's dev
+/// form: the callback the provider redirects to, not yet followed.
+fn at_provider(w: &World, login: &str, next: &str) -> Flow {
+    let mut page = Jar::default();
+    let r = call(
+        "GET",
+        &format!("{}/login/oidc?next={}", w.host.base, urlencode(next)),
+        "",
+        &[],
+        None,
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    page.take(&r);
+    let mut idp = Jar::default();
+    let r = call("GET", &location(&r), "", &[], None);
+    idp.take(&r);
+    let form_url = absolute(&w.idp.issuer, &location(&r));
+    let r = call("GET", &form_url, &idp.header(), &[], None);
+    idp.take(&r);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        "POST",
+        &form_url,
+        &idp.header(),
+        &[],
+        Some(&[("prompt", "login"), ("login", login), ("password", "any")]),
+    );
+    idp.take(&r);
+    let r = call(
+        "GET",
+        &absolute(&w.idp.issuer, &location(&r)),
+        &idp.header(),
+        &[],
+        None,
+    );
+    let callback = location(&r);
+    assert!(callback.contains("/login/oidc/callback?"), "{callback}");
+    Flow { page, callback }
+}
+
+/// Follow the callback: the page's answer, and the session cookie when it set one.
+fn finish(flow: &Flow, url: &str) -> (Resp, Option<String>) {
+    let r = call("GET", url, &flow.page.header(), &[], None);
+    let session = r
+        .set_cookies()
+        .iter()
+        .find(|c| c.starts_with("dshq_session=") && !c.starts_with("dshq_session=;"))
+        .map(|c| c.split(';').next().unwrap().to_string());
+    (r, session)
+}
+
+/// A page session signed in as `login` through the provider.
+fn signed_in(w: &World, login: &str) -> crate::page::Session {
+    let flow = at_provider(w, login, "/");
+    let (r, cookie) = finish(&flow, &flow.callback.clone());
+    let cookie =
+        cookie.unwrap_or_else(|| panic!("no session for {login}: {} {}", r.status, r.body));
+    let home = call("GET", &format!("{}/", w.host.base), &cookie, &[], None);
+    assert_eq!(home.status, 200, "{}", home.body);
+    crate::page::Session {
+        base: w.host.base.clone(),
+        cookie,
+        csrf: home.csrf_field(),
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    url_escape(s)
+}
+
+fn url_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The error code the login page shows.
+fn page_code(r: &Resp) -> String {
+    let at = r
+        .body
+        .find("class=\"code\">")
+        .unwrap_or_else(|| panic!("no code on the page: {} {}", r.status, r.body));
+    let rest = &r.body[at + 13..];
+    rest[..rest.find('<').unwrap()].to_string()
+}
+
+/// The log's events of `kind` (oldest first): actor and data.
+fn events_of_kind(env: &Env, kind: &str) -> Vec<(String, Value)> {
+    let db = rusqlite::Connection::open_with_flags(
+        env.root().join("dshq.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut st = db
+        .prepare("SELECT actor, data FROM events WHERE kind = ?1 ORDER BY seq")
+        .unwrap();
+    st.query_map([kind], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })
+    .unwrap()
+    .map(|r| {
+        let (a, d) = r.unwrap();
+        (a, serde_json::from_str(&d).unwrap())
+    })
+    .collect()
+}
+
+/// Every actor the log holds.
+fn actors(env: &Env) -> Vec<String> {
+    let db = rusqlite::Connection::open_with_flags(
+        env.root().join("dshq.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut st = db.prepare("SELECT DISTINCT actor FROM events").unwrap();
+    st.query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn ask_in(env: &Env, id: &str, context: &str) {
+    let mut q = simple_request(id);
+    q["context"] = json!(context);
+    env.ask(&q).ok();
+}
+
+/// Answer request `id` through the page's form (confirm, then send): the send's answer.
+fn answer(s: &crate::page::Session, id: &str) -> Resp {
+    let c = s.post(
+        &format!("/r/{id}/confirm"),
+        &[("csrf", &s.csrf), ("q0", "o0")],
+    );
+    if c.status != 200 {
+        return c;
+    }
+    let fields: Vec<(String, String)> = hidden_fields(&c.body);
+    let form: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    s.post(&format!("/r/{id}/answer"), &form)
+}
+
+fn hidden_fields(html: &str) -> Vec<(String, String)> {
+    let re = regex::Regex::new(r#"<input type="hidden" name="([^"]+)" value="([^"]*)""#).unwrap();
+    re.captures_iter(html)
+        .map(|c| (c[1].to_string(), html_unescape(&c[2])))
+        .collect()
+}
+
+fn html_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn groups_decide_who_reads_who_answers_and_where() {
+    let w = world();
+    ask_in(&w.env, "in-default", "default");
+    ask_in(&w.env, "in-deploy", "deploy");
+
+    // An auditor's groups: the page, read-only; an answer is refused and changes nothing.
+    let audrey = signed_in(&w, "u-1002");
+    let q = audrey.get("/");
+    assert!(q.body.contains("read-only"), "{}", q.body);
+    assert!(q.body.contains("in-default") && q.body.contains("in-deploy"));
+    let r = answer(&audrey, "in-default");
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(w.env.outcome("in-default"), None);
+
+    // A group bound to a context: answers there, and cannot answer (nor see) elsewhere.
+    let carl = signed_in(&w, "u-1004");
+    let r = carl.get("/r/in-default");
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = answer(&carl, "in-default");
+    assert!(
+        r.status == 404 || r.status == 403,
+        "{} {}",
+        r.status,
+        r.body
+    );
+    assert_eq!(w.env.outcome("in-default"), None);
+    let r = answer(&carl, "in-deploy");
+    assert!(r.status < 400, "{} {}", r.status, r.body);
+    let out = w.env.wait_outcome("in-deploy");
+    assert_eq!(out["status"], "answered", "{out}");
+
+    // Outside every mapped group: refused with its code, no session, nothing recorded.
+    let flow = at_provider(&w, "u-1003", "/");
+    let (r, session) = finish(&flow, &flow.callback.clone());
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(page_code(&r), "OIDC_NOT_MAPPED");
+    assert_eq!(session, None);
+    assert!(!actors(&w.env)
+        .iter()
+        .any(|a| a.contains("olga") || a.contains("u-1003")));
+
+    // The sign-ins and what their claims decided are on the record; no token is.
+    let signed = events_of_kind(&w.env, "signed-in");
+    let who: Vec<&str> = signed.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(who, ["oidc:audrey@u-1002", "oidc:carl@u-1004"]);
+    assert_eq!(signed[1].1["claims"]["groups"], json!(["deployers"]));
+    assert_eq!(signed[1].1["decided"]["role"], "reviewer");
+    assert_eq!(signed[1].1["decided"]["contexts"], json!(["deploy"]));
+    let answered = events_of_kind(&w.env, "answered");
+    assert_eq!(answered[0].0, "oidc:carl@u-1004");
+    let all = std::fs::read(w.env.root().join("dshq.db")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&all).contains("eyJ"),
+        "no JWT in the store"
+    );
+    assert!(
+        !w.host.daemon.log_text().contains("eyJ"),
+        "no JWT in the log"
+    );
+}
+
+#[test]
+fn state_replay_and_open_redirect_are_refused() {
+    let w = world();
+    // An open redirect: refused before the provider is asked.
+    for next in [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+    ] {
+        let r = call(
+            "GET",
+            &format!("{}/login/oidc?next={}", w.host.base, url_escape(next)),
+            "",
+            &[],
+            None,
+        );
+        assert_eq!(r.status, 400, "{next}: {}", r.body);
+        assert_eq!(page_code(&r), "BAD_RETURN_URL", "{next}");
+        assert_eq!(r.header("location"), None);
+    }
+    // A state that is not the flow's.
+    let flow = at_provider(&w, "u-1001", "/");
+    let forged = regex::Regex::new("state=[^&]+")
+        .unwrap()
+        .replace(&flow.callback, "state=forged")
+        .into_owned();
+    let (r, session) = finish(&flow, &forged);
+    assert_eq!((page_code(&r).as_str(), session), ("OIDC_STATE", None));
+
+    // A good sign-in returns to its path; its callback again (a replay) finds no flow.
+    let flow = at_provider(&w, "u-1001", "/history");
+    let (r, session) = finish(&flow, &flow.callback.clone());
+    assert!(session.is_some(), "{} {}", r.status, r.body);
+    assert!(r.body.contains("url=/history"), "{}", r.body);
+    let (r, session) = finish(&flow, &flow.callback.clone());
+    assert_eq!((page_code(&r).as_str(), session), ("OIDC_STATE", None));
+    // The used code under a new flow's state: the provider refuses it.
+    let fresh = call("GET", &format!("{}/login/oidc", w.host.base), "", &[], None);
+    let mut jar = Jar::default();
+    jar.take(&fresh);
+    let state = regex::Regex::new("state=([^&]+)")
+        .unwrap()
+        .captures(&location(&fresh))
+        .unwrap()[1]
+        .to_string();
+    let replay = regex::Regex::new("state=[^&]+")
+        .unwrap()
+        .replace(&flow.callback, format!("state={state}").as_str())
+        .into_owned();
+    let r = call("GET", &replay, &jar.header(), &[], None);
+    assert_eq!(page_code(&r), "OIDC_CODE_REJECTED", "{}", r.body);
+    assert_eq!(events_of_kind(&w.env, "signed-in").len(), 1);
+}
+
+#[test]
+fn logout_ends_the_session_and_the_providers() {
+    let w = world();
+    let alice = signed_in(&w, "u-1001");
+    let r = alice.post("/logout", &[("csrf", &alice.csrf)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let to = location(&r);
+    assert!(
+        to.starts_with(&format!("{}/session/end?", w.idp.issuer)),
+        "{to}"
+    );
+    assert!(
+        to.contains("id_token_hint=") && to.contains("post_logout_redirect_uri="),
+        "{to}"
+    );
+    let r = alice.get("/");
+    assert_eq!((r.status, location(&r).as_str()), (303, "/login"));
+}
+
+/// The rogue provider's tokens, each through a whole flow: the page's refusal code, or
+/// the session cookie.
+fn rogue_sign_in(host: &Host, rogue: &Node, mode: &str) -> (Resp, Option<String>) {
+    let r = ureq::post(&format!("{}/mode", rogue.issuer))
+        .send_json(json!({"mode": mode}))
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut page = Jar::default();
+    let r = call("GET", &format!("{}/login/oidc", host.base), "", &[], None);
+    assert_eq!(r.status, 303, "{}", r.body);
+    page.take(&r);
+    let r = call("GET", &location(&r), "", &[], None);
+    let flow = Flow {
+        page,
+        callback: location(&r),
+    };
+    finish(&flow, &flow.callback.clone())
+}
+
+fn jwks_fetches(rogue: &Node) -> u64 {
+    ureq::get(&format!("{}/stats", rogue.issuer))
+        .call()
+        .unwrap()
+        .into_json::<Value>()
+        .unwrap()["jwksFetches"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn hostile_tokens_are_refused_each_with_its_code() {
+    let env = Env::new();
+    let port = free_port();
+    let rogue = start_node("rogue.mjs", &[CLIENT_ID]);
+    configure(&env, &rogue.issuer, port, "jwks-refetch-after = \"1h\"");
+    let host = daemon_on(&env, port);
+
+    let (r, s) = rogue_sign_in(&host, &rogue, "ok");
+    assert!(s.is_some(), "{} {}", r.status, r.body);
+    for (mode, code) in [
+        ("wrong-issuer", "OIDC_ISSUER"),
+        ("wrong-audience", "OIDC_AUDIENCE"),
+        ("expired", "OIDC_EXPIRED"),
+        ("alg-none", "OIDC_UNSIGNED"),
+        ("wrong-nonce", "OIDC_NONCE"),
+        ("wrong-state", "OIDC_STATE"),
+    ] {
+        let (r, s) = rogue_sign_in(&host, &rogue, mode);
+        assert_eq!(page_code(&r), code, "{mode}: {}", r.body);
+        assert_eq!(s, None, "{mode}");
+        assert_eq!(
+            r.status,
+            if code == "OIDC_STATE" { 400 } else { 401 },
+            "{mode}"
+        );
+    }
+    // The provider rotates its key: the new key id is fetched, once.
+    let fetched = jwks_fetches(&rogue);
+    ureq::post(&format!("{}/rotate", rogue.issuer))
+        .call()
+        .unwrap();
+    let (r, s) = rogue_sign_in(&host, &rogue, "ok");
+    assert!(s.is_some(), "after a rotation: {} {}", r.status, r.body);
+    assert_eq!(jwks_fetches(&rogue), fetched + 1);
+    // The key rotated out, and one never published: refused, and not fetched for again
+    // so soon (a stream of made-up key ids does not hammer the provider).
+    for mode in ["rotated-out", "unknown-key"] {
+        let (r, s) = rogue_sign_in(&host, &rogue, mode);
+        assert_eq!(page_code(&r), "OIDC_UNKNOWN_KEY", "{mode}: {}", r.body);
+        assert_eq!(s, None);
+    }
+    assert_eq!(jwks_fetches(&rogue), fetched + 1);
+    // Nothing was recorded as the person but the two good sign-ins.
+    let signed = events_of_kind(&env, "signed-in");
+    assert_eq!(signed.len(), 2, "{signed:?}");
+    assert!(signed.iter().all(|(a, _)| a == "oidc:rita@rogue-subject"));
+}
+
+#[test]
+fn a_reviewer_signs_in_through_the_redirect_in_a_browser_and_answers() {
+    use crate::browser::{browser, click, start_driver, type_into, until};
+    let w = world();
+    ask_in(&w.env, "deploy-now", "default");
+    let (_driver, url) = start_driver();
+    let profile = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = browser(&url, profile.path(), false).await;
+        c.goto(&format!("{}/r/deploy-now", w.host.base))
+            .await
+            .unwrap();
+        // Not signed in: the login page offers the provider.
+        until("the login page", || async {
+            c.title().await.is_ok_and(|t| t.starts_with("Log in"))
+        })
+        .await;
+        click(&c, "a#sign-in-oidc").await;
+        // The provider's own login form.
+        until("the provider's form", || async {
+            crate::browser::has(&c, "input[name=login]").await
+        })
+        .await;
+        type_into(&c, "input[name=login]", "u-1001").await;
+        type_into(&c, "input[name=password]", "anything").await;
+        click(&c, "button[type=submit]").await;
+        // Back on the page, at the request it was opened for.
+        until("the request", || async {
+            crate::browser::has(&c, "form#answer").await
+        })
+        .await;
+        let here = c.current_url().await.unwrap();
+        assert!(here.as_str().ends_with("/r/deploy-now"), "{here}");
+        click(&c, "input[name=q0][value=o0]").await;
+        click(&c, "form#answer button[type=submit]").await;
+        until("the summary page", || async {
+            crate::browser::has(&c, "#send-button").await
+        })
+        .await;
+        click(&c, "#send-button").await;
+        until("the queue after sending", || async {
+            c.current_url()
+                .await
+                .is_ok_and(|u| u.as_str().ends_with("/?done=deploy-now"))
+        })
+        .await;
+        c.close().await.unwrap();
+    });
+    let out = w.env.wait_outcome("deploy-now");
+    assert_eq!(out["status"], "answered", "{out}");
+    let answered = events_of_kind(&w.env, "answered");
+    assert_eq!(answered[0].0, "oidc:alice@u-1001");
+}
