@@ -764,6 +764,47 @@ pub fn default_file(cmd: &Command) -> String {
         }
     }
     out.push_str(TABLES);
+    out.push_str(&oidc_default());
+    out
+}
+
+/// A value of `[oidc]`'s `key` that `config check` takes, for the default file (a
+/// Keycloak-style provider; docs/guide/sign-in.md has the whole story).
+fn oidc_example(key: &str) -> &'static str {
+    match key {
+        "issuer" => "\"https://id.example.com/realms/dshq\"",
+        "client-id" => "\"dshq\"",
+        "client-secret-file" => "\"/etc/dshq/oidc-client-secret\"",
+        "redirect-url" => "\"https://dshq.example.com/login/oidc/callback\"",
+        "scopes" => "[\"openid\", \"profile\", \"email\", \"groups\"]",
+        "groups-claim" => "\"groups\"",
+        "roles-claim" => "\"roles\"",
+        "person-claim" => "\"preferred_username\"",
+        "post-logout-url" => "\"https://dshq.example.com/login\"",
+        "jwks-refetch-after" => "\"60s\"",
+        _ => "\"\"",
+    }
+}
+
+/// The commented `[oidc]` table of the default file: each key with what it holds, and a
+/// rule.
+fn oidc_default() -> String {
+    let mut out = format!(
+        "\n# The page signs people in through an identity provider (OpenID Connect) when this\n\
+         # table is set: see docs/guide/sign-in.md. The issuer, client-id, client-secret-file and\n\
+         # redirect-url are required, and at least one rule.\n# [{OIDC}]\n"
+    );
+    for (key, what) in OIDC_KEYS {
+        for line in textwrap(what, 86) {
+            out.push_str(&format!("# {line}\n"));
+        }
+        out.push_str(&format!("# {key} = {}\n", oidc_example(key)));
+    }
+    out.push_str(&format!(
+        "\n# Each rule: one of group, role or email-domain (a string), grant (\"reviewer\" or\n\
+         # \"auditor\"), and optionally contexts (the contexts it reaches; default every one).\n\
+         # [[{OIDC}.rule]]\n# group = \"dshq-reviewers\"\n# grant = \"reviewer\"\n"
+    ));
     out
 }
 

@@ -292,6 +292,30 @@ export class BadTimeout extends DshqError {}
 export class DuplicateWait extends DshqError {}
 /** NO_DAEMON: no `dshq daemon` serves the root the file transport asked in. */
 export class NoDaemon extends DshqError {}
+/** OIDC_STATE: a page sign-in whose state is not the one its browser started (or a replay) (the page's sign-in). */
+export class OidcState extends DshqError {}
+/** OIDC_NONCE: an ID token whose nonce is not the sign-in's (the page's sign-in). */
+export class OidcNonce extends DshqError {}
+/** OIDC_ISSUER: an ID token from another issuer than the configured provider (the page's sign-in). */
+export class OidcIssuer extends DshqError {}
+/** OIDC_AUDIENCE: an ID token not meant for dshq's client id (the page's sign-in). */
+export class OidcAudience extends DshqError {}
+/** OIDC_EXPIRED: an ID token past its expiry (the page's sign-in). */
+export class OidcExpired extends DshqError {}
+/** OIDC_UNSIGNED: an unsigned ID token (alg none) or one with an algorithm dshq does not allow (the page's sign-in). */
+export class OidcUnsigned extends DshqError {}
+/** OIDC_UNKNOWN_KEY: an ID token signed by a key the provider does not publish (the page's sign-in). */
+export class OidcUnknownKey extends DshqError {}
+/** OIDC_BAD_SIGNATURE: an ID token whose signature does not verify (the page's sign-in). */
+export class OidcBadSignature extends DshqError {}
+/** OIDC_CODE_REJECTED: the provider refused the sign-in's code (used already, or the PKCE verifier) (the page's sign-in). */
+export class OidcCodeRejected extends DshqError {}
+/** OIDC_PROVIDER: the identity provider cannot be reached, or answered with an error (the page's sign-in). */
+export class OidcProvider extends DshqError {}
+/** OIDC_NOT_MAPPED: a person no rule of the config file's [[oidc.rule]] admits (the page's sign-in). */
+export class OidcNotMapped extends DshqError {}
+/** BAD_RETURN_URL: a sign-in's return address that is not a path on this site (the page's sign-in). */
+export class BadReturnUrl extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -36,6 +36,9 @@ export const CODES = Object.freeze([
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
   "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
   "LINK_INVALID", "LINK_EXPIRED", "LINK_USED", "BAD_TIMEOUT", "DUPLICATE_WAIT", "NO_DAEMON",
+  "OIDC_STATE", "OIDC_NONCE", "OIDC_ISSUER", "OIDC_AUDIENCE", "OIDC_EXPIRED", "OIDC_UNSIGNED",
+  "OIDC_UNKNOWN_KEY", "OIDC_BAD_SIGNATURE", "OIDC_CODE_REJECTED", "OIDC_PROVIDER",
+  "OIDC_NOT_MAPPED", "BAD_RETURN_URL",
 ]);
 
 const define = (code) => {
@@ -99,6 +102,30 @@ export class LinkExpired extends define("LINK_EXPIRED") {}
 export class LinkUsed extends define("LINK_USED") {}
 /** NO_DAEMON: no `dshq daemon` serves the root the file transport asked in. */
 export class NoDaemon extends define("NO_DAEMON") {}
+/** OIDC_STATE: a page sign-in whose state is not the one its browser started (or a replay) (the page's sign-in). */
+export class OidcState extends define("OIDC_STATE") {}
+/** OIDC_NONCE: an ID token whose nonce is not the sign-in's (the page's sign-in). */
+export class OidcNonce extends define("OIDC_NONCE") {}
+/** OIDC_ISSUER: an ID token from another issuer than the configured provider (the page's sign-in). */
+export class OidcIssuer extends define("OIDC_ISSUER") {}
+/** OIDC_AUDIENCE: an ID token not meant for dshq's client id (the page's sign-in). */
+export class OidcAudience extends define("OIDC_AUDIENCE") {}
+/** OIDC_EXPIRED: an ID token past its expiry (the page's sign-in). */
+export class OidcExpired extends define("OIDC_EXPIRED") {}
+/** OIDC_UNSIGNED: an unsigned ID token (alg none) or one with an algorithm dshq does not allow (the page's sign-in). */
+export class OidcUnsigned extends define("OIDC_UNSIGNED") {}
+/** OIDC_UNKNOWN_KEY: an ID token signed by a key the provider does not publish (the page's sign-in). */
+export class OidcUnknownKey extends define("OIDC_UNKNOWN_KEY") {}
+/** OIDC_BAD_SIGNATURE: an ID token whose signature does not verify (the page's sign-in). */
+export class OidcBadSignature extends define("OIDC_BAD_SIGNATURE") {}
+/** OIDC_CODE_REJECTED: the provider refused the sign-in's code (used already, or the PKCE verifier) (the page's sign-in). */
+export class OidcCodeRejected extends define("OIDC_CODE_REJECTED") {}
+/** OIDC_PROVIDER: the identity provider cannot be reached, or answered with an error (the page's sign-in). */
+export class OidcProvider extends define("OIDC_PROVIDER") {}
+/** OIDC_NOT_MAPPED: a person no rule of the config file's [[oidc.rule]] admits (the page's sign-in). */
+export class OidcNotMapped extends define("OIDC_NOT_MAPPED") {}
+/** BAD_RETURN_URL: a sign-in's return address that is not a path on this site (the page's sign-in). */
+export class BadReturnUrl extends define("BAD_RETURN_URL") {}
 
 /** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
 export class BadTimeout extends define("BAD_TIMEOUT") {}
@@ -131,6 +158,8 @@ const BY_CODE = new Map(
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
     LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait, NoDaemon,
+    OidcState, OidcNonce, OidcIssuer, OidcAudience, OidcExpired, OidcUnsigned, OidcUnknownKey,
+    OidcBadSignature, OidcCodeRejected, OidcProvider, OidcNotMapped, BadReturnUrl,
   ].map((c) => [c.code, c]),
 );
 

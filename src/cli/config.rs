@@ -44,6 +44,21 @@ pub struct Checked {
     pub quorum: BTreeMap<String, crate::protocol::Quorum>,
     /// The Slack users a press is admitted from, and the person each acts as.
     pub slack_users: BTreeMap<String, String>,
+    /// The identity provider the page signs people in through, and its rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<OidcChecked>,
+}
+
+/// What `config check` says of `[oidc]`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OidcChecked {
+    /// The issuer.
+    pub issuer: String,
+    /// dshq's client id there.
+    pub client_id: String,
+    /// Each rule as written: `group = "x" grants reviewer in deploy`.
+    pub rules: Vec<String>,
 }
 
 impl Checked {
@@ -74,6 +89,27 @@ impl Checked {
                 .collect(),
             quorum: q.contexts.clone(),
             slack_users: f.slack_users.clone(),
+            oidc: f.oidc.as_ref().map(|o| OidcChecked {
+                issuer: o.issuer.clone(),
+                client_id: o.client_id.clone(),
+                rules: o
+                    .mapping
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} = {:?} grants {}{}",
+                            r.kind.as_str(),
+                            r.value,
+                            r.role.as_str(),
+                            r.contexts
+                                .as_ref()
+                                .map(|c| format!(" in {}", c.join(", ")))
+                                .unwrap_or_default()
+                        )
+                    })
+                    .collect(),
+            }),
         }
     }
 
@@ -126,6 +162,16 @@ impl Checked {
             s.push_str("slack users:\n");
             for (u, p) in &self.slack_users {
                 s.push_str(&format!("  {u}: {p}\n"));
+            }
+        }
+        if let Some(o) = &self.oidc {
+            s.push_str(&format!(
+                "oidc: {} as client {}\n",
+                crate::text::one_line(&o.issuer),
+                crate::text::one_line(&o.client_id)
+            ));
+            for r in &o.rules {
+                s.push_str(&format!("  {}\n", crate::text::one_line(r)));
             }
         }
         s

@@ -316,6 +316,11 @@ mod tests {
                 user: "U0123ABCD".into(),
             },
             Actor::Mail("alice@example.com".into()),
+            // A subject may hold '@' (the person never does).
+            Actor::Oidc {
+                person: "alice".into(),
+                subject: "alice@corp.example".into(),
+            },
         ];
         for a in &all {
             match a {
@@ -327,7 +332,7 @@ mod tests {
                 | Actor::Web(_)
                 | Actor::Mcp(_)
                 | Actor::Slack { .. } => {}
-                Actor::Mail(_) => {}
+                Actor::Mail(_) | Actor::Oidc { .. } => {}
             }
         }
         all

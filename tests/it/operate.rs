@@ -828,7 +828,7 @@ fn the_default_file_uncommented_checks_and_shows_every_table() {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new();
     let default = env.run(&["config", "default"]).ok().stdout;
-    let setting = regex::Regex::new(r"^# ([A-Za-z0-9.-]+ = .*|\[[a-z.]+\])$").unwrap();
+    let setting = regex::Regex::new(r"^# ([A-Za-z0-9.-]+ = .*|\[\[?[a-z.]+\]\]?)$").unwrap();
     let mut uncommented = 0;
     let text: String = default
         .lines()
@@ -850,7 +850,7 @@ fn the_default_file_uncommented_checks_and_shows_every_table() {
         .run(&["--config", cfg.to_str().unwrap(), "config", "show"])
         .ok()
         .stdout;
-    for table in ["[people]", "[groups]", "[quorum]", "[slack.users]"] {
+    for table in ["[people]", "[groups]", "[quorum]", "[slack.users]", "[oidc]"] {
         assert!(shown.contains(table), "{table} not shown:\n{shown}");
     }
     assert!(shown.contains("smtp-plain = \"false\""), "{shown}");

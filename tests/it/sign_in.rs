@@ -655,3 +655,69 @@ fn a_reviewer_signs_in_through_the_redirect_in_a_browser_and_answers() {
     let answered = events_of_kind(&w.env, "answered");
     assert_eq!(answered[0].0, "oidc:alice@u-1001");
 }
+
+#[test]
+fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
+    let env = Env::new();
+    let dir = env.root().parent().unwrap().join("cfg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    let head = "[oidc]\nissuer = \"https://idp.example/realms/ops\"\nclient-id = \"dshq\"\n\
+                client-secret-file = \"/etc/dshq/oidc-secret\"\n\
+                redirect-url = \"https://dshq.example/login/oidc/callback\"\n";
+    let good = format!("{head}{RULES}");
+    std::fs::write(&cfg, &good).unwrap();
+    let path = cfg.to_str().unwrap();
+    let checked = env.json(&["config", "check", path]).ok().json();
+    assert_eq!(checked["oidc"]["clientId"], "dshq");
+    assert_eq!(
+        checked["oidc"]["rules"][2],
+        "group = \"deployers\" grants reviewer in deploy"
+    );
+    let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
+    assert!(shown.contains("grant = \"auditor\""), "{shown}");
+    assert!(shown.contains("https://idp.example/realms/ops"), "{shown}");
+    // Each mistake names its key and line.
+    for (bad, line, why) in [
+        (format!("{head}"), "c.toml:1", "at least one [[oidc.rule]]"),
+        (
+            format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\ngrant = \"admin\"\n"),
+            "c.toml:7",
+            "grant is \"reviewer\" or \"auditor\"",
+        ),
+        (
+            format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\nrole = \"r\"\ngrant = \"auditor\"\n"),
+            "c.toml:7",
+            "a rule looks at one claim",
+        ),
+        (
+            good.replace("https://idp.example", "http://idp.example"),
+            "c.toml:2",
+            "must be https",
+        ),
+        (
+            good.replace("client-id = \"dshq\"\n", ""),
+            "c.toml:1",
+            "needs client-id",
+        ),
+        (
+            format!("{head}scopes = [\"profile\"]\n{RULES}"),
+            "c.toml:6",
+            "must include \"openid\"",
+        ),
+    ] {
+        std::fs::write(&cfg, &bad).unwrap();
+        let r = env.run(&["config", "check", path]);
+        assert_eq!(r.code, 2, "{bad}: {r:?}");
+        assert!(
+            r.stderr.contains(why) && r.stderr.contains(line),
+            "{bad}: {}",
+            r.stderr
+        );
+    }
+    let default = env.run(&["config", "default"]).ok().stdout;
+    assert!(
+        default.contains("# [oidc]") && default.contains("# [[oidc.rule]]"),
+        "{default}"
+    );
+}

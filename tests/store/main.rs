@@ -30,6 +30,7 @@ mod push;
 mod quorum;
 mod rules;
 mod scenarios;
+mod sign_in;
 mod slack;
 mod sqlite_driver;
 mod throwaway_server;
@@ -120,4 +121,5 @@ conformance!(
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
     links::a_mail_link_answers_once,
     push::push_subscriptions_are_one_per_device_and_push_rows_are_written,
+    sign_in::a_sign_in_is_one_chained_event,
 );

@@ -134,6 +134,8 @@ pub struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
+    /// The issuer, when the provider says it (RFC 9207): a mix-up is caught here.
+    iss: Option<String>,
 }
 
 /// `GET /login/oidc/callback`: the provider's answer becomes a session.
@@ -172,6 +174,15 @@ async fn finish(
         .is_some_and(|s| same_secret(s, &pending.state))
     {
         return Err(Refused::State);
+    }
+    if let Some(iss) = q.iss.as_deref() {
+        let want = oidc.settings().issuer.trim_end_matches('/');
+        if iss.trim_end_matches('/') != want {
+            return Err(Refused::Issuer(format!(
+                "the callback names {} as its issuer",
+                crate::text::for_log(iss)
+            )));
+        }
     }
     if let Some(e) = q.error {
         return Err(Refused::Provider(format!(

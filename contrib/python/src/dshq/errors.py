@@ -65,6 +65,18 @@ __all__ = [
     "BadTimeout",
     "DuplicateWait",
     "NoDaemon",
+    "OidcState",
+    "OidcNonce",
+    "OidcIssuer",
+    "OidcAudience",
+    "OidcExpired",
+    "OidcUnsigned",
+    "OidcUnknownKey",
+    "OidcBadSignature",
+    "OidcCodeRejected",
+    "OidcProvider",
+    "OidcNotMapped",
+    "BadReturnUrl",
 ]
 
 
@@ -384,6 +396,87 @@ class NoDaemon(DshqError):
     code = "NO_DAEMON"
 
 
+class OidcState(DshqError):
+    """``OIDC_STATE`` (the page's sign-in): a page sign-in whose state is not the one its
+    browser started (or a replay)."""
+
+    code = "OIDC_STATE"
+
+
+class OidcNonce(DshqError):
+    """``OIDC_NONCE`` (the page's sign-in): an ID token whose nonce is not the sign-in's."""
+
+    code = "OIDC_NONCE"
+
+
+class OidcIssuer(DshqError):
+    """``OIDC_ISSUER`` (the page's sign-in): an ID token from another issuer than the
+    configured provider."""
+
+    code = "OIDC_ISSUER"
+
+
+class OidcAudience(DshqError):
+    """``OIDC_AUDIENCE`` (the page's sign-in): an ID token not meant for dshq's client id."""
+
+    code = "OIDC_AUDIENCE"
+
+
+class OidcExpired(DshqError):
+    """``OIDC_EXPIRED`` (the page's sign-in): an ID token past its expiry."""
+
+    code = "OIDC_EXPIRED"
+
+
+class OidcUnsigned(DshqError):
+    """``OIDC_UNSIGNED`` (the page's sign-in): an unsigned ID token (alg none) or one with
+    an algorithm dshq does not allow."""
+
+    code = "OIDC_UNSIGNED"
+
+
+class OidcUnknownKey(DshqError):
+    """``OIDC_UNKNOWN_KEY`` (the page's sign-in): an ID token signed by a key the provider
+    does not publish."""
+
+    code = "OIDC_UNKNOWN_KEY"
+
+
+class OidcBadSignature(DshqError):
+    """``OIDC_BAD_SIGNATURE`` (the page's sign-in): an ID token whose signature does not
+    verify."""
+
+    code = "OIDC_BAD_SIGNATURE"
+
+
+class OidcCodeRejected(DshqError):
+    """``OIDC_CODE_REJECTED`` (the page's sign-in): the provider refused the sign-in's code
+    (used already, or the PKCE verifier)."""
+
+    code = "OIDC_CODE_REJECTED"
+
+
+class OidcProvider(DshqError):
+    """``OIDC_PROVIDER`` (the page's sign-in): the identity provider cannot be reached, or
+    answered with an error."""
+
+    code = "OIDC_PROVIDER"
+
+
+class OidcNotMapped(DshqError):
+    """``OIDC_NOT_MAPPED`` (the page's sign-in): a person no rule of the config file's
+    [[oidc.rule]] admits."""
+
+    code = "OIDC_NOT_MAPPED"
+
+
+class BadReturnUrl(DshqError):
+    """``BAD_RETURN_URL`` (the page's sign-in): a sign-in's return address that is not a
+    path on this site."""
+
+    code = "BAD_RETURN_URL"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -431,6 +524,18 @@ _ALL: Tuple[Type[DshqError], ...] = (
     BadTimeout,
     DuplicateWait,
     NoDaemon,
+    OidcState,
+    OidcNonce,
+    OidcIssuer,
+    OidcAudience,
+    OidcExpired,
+    OidcUnsigned,
+    OidcUnknownKey,
+    OidcBadSignature,
+    OidcCodeRejected,
+    OidcProvider,
+    OidcNotMapped,
+    BadReturnUrl,
 )
 
 #: Every stable code dshq reports, in its own order.
