@@ -116,7 +116,7 @@ grant = "auditor"
 [[oidc.rule]]
 group = "deployers"
 grant = "reviewer"
-contexts = ["deploy"]
+contexts = ["deploy", "release"]
 "#;
 
 /// A root, a provider, and the daemon signing in through it.
@@ -433,7 +433,10 @@ fn groups_decide_who_reads_who_answers_and_where() {
     assert_eq!(who, ["oidc:audrey@u-1002", "oidc:carl@u-1004"]);
     assert_eq!(signed[1].1["claims"]["groups"], json!(["deployers"]));
     assert_eq!(signed[1].1["decided"]["role"], "reviewer");
-    assert_eq!(signed[1].1["decided"]["contexts"], json!(["deploy"]));
+    assert_eq!(
+        signed[1].1["decided"]["contexts"],
+        json!(["deploy", "release"])
+    );
     let answered = events_of_kind(&w.env, "answered");
     assert_eq!(answered[0].0, "oidc:carl@u-1004");
     let all = std::fs::read(w.env.root().join("dshq.db")).unwrap();
@@ -672,7 +675,7 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
     assert_eq!(checked["oidc"]["clientId"], "dshq");
     assert_eq!(
         checked["oidc"]["rules"][2],
-        "group = \"deployers\" grants reviewer in deploy"
+        "group = \"deployers\" grants reviewer in deploy, release"
     );
     let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
     assert!(shown.contains("grant = \"auditor\""), "{shown}");
