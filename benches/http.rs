@@ -360,7 +360,7 @@ fn median(v: &[f64]) -> f64 {
         return f64::NAN;
     }
     let m = v.len() / 2;
-    if v.len() % 2 == 0 {
+    if v.len().is_multiple_of(2) {
         (v[m - 1] + v[m]) / 2.0
     } else {
         v[m]

@@ -410,7 +410,7 @@ fn back_off(rx: &mpsc::Receiver<Hint>, failures: u32, stop: &AtomicBool) -> bool
     let delay = Duration::from_millis(100)
         .saturating_mul(1u32 << failures.min(16).saturating_sub(1))
         .min(MAX_BACKOFF);
-    if failures == 1 || delay == MAX_BACKOFF && failures % 12 == 0 {
+    if failures == 1 || delay == MAX_BACKOFF && failures.is_multiple_of(12) {
         tracing::warn!(failures, retry_in = ?delay, "a pass failed; retrying");
     }
     let until = Instant::now() + delay;

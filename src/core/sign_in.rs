@@ -193,8 +193,8 @@ impl Claims {
 
     fn has(&self, rule: &Rule) -> bool {
         match rule.kind {
-            ClaimKind::Group => self.groups.iter().any(|g| *g == rule.value),
-            ClaimKind::Role => self.roles.iter().any(|r| *r == rule.value),
+            ClaimKind::Group => self.groups.contains(&rule.value),
+            ClaimKind::Role => self.roles.contains(&rule.value),
             ClaimKind::EmailDomain => self
                 .email_domain()
                 .is_some_and(|d| d.eq_ignore_ascii_case(&rule.value)),

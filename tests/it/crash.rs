@@ -202,13 +202,13 @@ fn crash_request(i: usize) -> Vec<u8> {
         "questions": [{"id": "q", "question": format!("Proceed with step {i}?"),
                        "options": [{"label": "yes"}, {"label": "no"}]}]
     });
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         v["id"] = json!(crash_id(i));
     }
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         v["timeout"] = json!("1h");
     }
-    if i % 11 == 0 {
+    if i.is_multiple_of(11) {
         v["meta"] = json!({"n": i, "nested": {"k": [1, 2, 3]}});
     }
     serde_json::to_vec(&v).unwrap()
@@ -295,7 +295,7 @@ fn answerer(
             match plan(i) {
                 Plan::Answer => drop_answer(&mut out),
                 Plan::Abort => drop_abort(&mut out),
-                Plan::Both if (i / 5) % 2 == 0 => {
+                Plan::Both if (i / 5).is_multiple_of(2) => {
                     drop_answer(&mut out);
                     deferred_aborts.push(id.clone());
                 }

@@ -186,7 +186,7 @@ fn three_hosts_share_one_queue_through_sigkills() {
                     }
                     let own = host_of(&id);
                     turn += 1;
-                    let how = if turn % 2 == 0 {
+                    let how = if turn.is_multiple_of(2) {
                         let by = &hosts[(own + 1) % 3];
                         let r = by.run_env(
                             &[("DSHQ_LEASE", &lease)],

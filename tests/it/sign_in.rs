@@ -682,7 +682,7 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
     assert!(shown.contains("https://idp.example/realms/ops"), "{shown}");
     // Each mistake names its key and line.
     for (bad, line, why) in [
-        (format!("{head}"), "c.toml:1", "at least one [[oidc.rule]]"),
+        (head.to_string(), "c.toml:1", "at least one [[oidc.rule]]"),
         (
             format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\ngrant = \"admin\"\n"),
             "c.toml:7",
