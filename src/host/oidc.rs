@@ -31,9 +31,9 @@ use openidconnect::core::{
 };
 use openidconnect::{
     AdditionalClaims, AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret,
-    CsrfToken, IdToken, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
-    ProviderMetadataWithLogout, RedirectUrl, RequestTokenError, Scope, SignatureVerificationError,
-    TokenResponse,
+    CsrfToken, EndpointMaybeSet, EndpointNotSet, EndpointSet, IdToken, IssuerUrl, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, ProviderMetadataWithLogout, RedirectUrl,
+    RequestTokenError, Scope, SignatureVerificationError, TokenResponse,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -256,6 +256,29 @@ impl Oidc {
         Ok(d)
     }
 
+    /// The crate's client of the discovered provider: dshq's id and secret, the callback.
+    fn client(
+        &self,
+        d: &Discovered,
+    ) -> std::result::Result<
+        CoreClient<
+            EndpointSet,
+            EndpointNotSet,
+            EndpointNotSet,
+            EndpointNotSet,
+            EndpointMaybeSet,
+            EndpointMaybeSet,
+        >,
+        Refused,
+    > {
+        Ok(CoreClient::from_provider_metadata(
+            d.meta.clone(),
+            self.client_id(),
+            Some(self.secret.clone()),
+        )
+        .set_redirect_uri(self.redirect()?))
+    }
+
     fn client_id(&self) -> ClientId {
         ClientId::new(self.settings.client_id.clone())
     }
@@ -272,12 +295,7 @@ impl Oidc {
         return_to: String,
     ) -> std::result::Result<(String, Pending), Refused> {
         let d = self.discovered().await?;
-        let client = CoreClient::from_provider_metadata(
-            d.meta.clone(),
-            self.client_id(),
-            Some(self.secret.clone()),
-        )
-        .set_redirect_uri(self.redirect()?);
+        let client = self.client(&d)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut req = client
             .authorize_url(
@@ -310,12 +328,7 @@ impl Oidc {
         code: &str,
     ) -> std::result::Result<Verified, Refused> {
         let d = self.discovered().await?;
-        let client = CoreClient::from_provider_metadata(
-            d.meta.clone(),
-            self.client_id(),
-            Some(self.secret.clone()),
-        )
-        .set_redirect_uri(self.redirect()?);
+        let client = self.client(&d)?;
         let answer = client
             .exchange_code(AuthorizationCode::new(code.to_string()))
             .map_err(|e| Refused::Provider(format!("the provider has no token endpoint: {e}")))?

@@ -700,6 +700,39 @@ mod tests {
     }
 
     #[test]
+    fn a_session_ends_when_unused_and_at_its_age_however_busy() {
+        let sessions = Sessions::default();
+        let long = Duration::from_secs(3600);
+        let (busy, _) = sessions
+            .create(
+                "t".into(),
+                Lifespan {
+                    idle: long,
+                    max: Duration::from_millis(200),
+                },
+            )
+            .unwrap();
+        let (kept, _) = sessions
+            .create(
+                "t".into(),
+                Lifespan {
+                    idle: long,
+                    max: long,
+                },
+            )
+            .unwrap();
+        // Used all along, the first still ends at its age; the other lives on.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) && sessions.get(&busy, long).is_some() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(sessions.get(&busy, long).is_none() && !sessions.alive(&busy, long));
+        assert!(sessions.get(&kept, long).is_some());
+        // Unused past its idle time, a session ends too.
+        assert!(!sessions.alive(&kept, Duration::ZERO));
+    }
+
+    #[test]
     fn a_link_session_reaches_its_request_only() {
         assert!(in_scope("/r/abc", "abc"));
         assert!(in_scope("/r/abc/confirm", "abc"));
