@@ -25,7 +25,6 @@
 
 pub mod deliveries;
 pub mod email;
-pub mod https;
 pub mod push;
 pub mod sender;
 pub mod slack;

@@ -108,7 +108,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the host in the foreground: ingest the inbox, write the outbox, expire leases.
-    Daemon(daemon::Args),
+    Daemon(Box<daemon::Args>),
     /// Submit a request from a file or stdin; prints its id.
     Ask(ask::Args),
     /// Wait for a request's outcome.
@@ -416,7 +416,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
     match cli.command {
         Command::Daemon(a) => daemon::run(
             &ctx,
-            a,
+            *a,
             stop.expect("installed for the daemon"),
             cli_config.as_deref(),
         ),

@@ -1,13 +1,34 @@
-//! The host's HTTPS client setup, one for every outbound call over HTTP (Slack's Web API,
-//! the identity provider): rustls on the ring provider (no OpenSSL, no C toolchain), TLS
-//! 1.2 and 1.3, trusting the system's CA store, as the PostgreSQL connections do.
+//! The one HTTPS client setup for every outbound call over HTTP (Slack's Web API, a Web
+//! Push service, the identity provider): hyper with rustls on the ring provider (no
+//! OpenSSL, no C toolchain), TLS 1.2 and 1.3, trusting the system's CA store, as the
+//! PostgreSQL connections do. `http://` is allowed for what the caller's own checks admit
+//! (a loopback stand-in). One setup, so every caller verifies servers the same way.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
 use crate::error::{Error, Result};
 
+/// The connector: HTTPS, or HTTP where the caller allows it.
+pub type Https = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// A client of `service` (named in the warning when the system has no CA certificate).
+pub fn client(service: &str) -> Result<Client<Https, Full<Bytes>>> {
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(service)?)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(Client::builder(TokioExecutor::new()).build(https))
+}
+
 /// The rustls config: the ring provider, TLS 1.2 and 1.3, the system's CA store.
-pub fn tls_config() -> Result<rustls::ClientConfig> {
+fn tls_config(service: &str) -> Result<rustls::ClientConfig> {
     let found = rustls_native_certs::load_native_certs();
     for e in &found.errors {
         tracing::debug!(error = %e, "a certificate of the system store could not be loaded");
@@ -15,7 +36,9 @@ pub fn tls_config() -> Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(found.certs);
     if added == 0 {
-        tracing::warn!("no CA certificate in the system store: HTTPS (Slack, the identity provider) will fail to verify");
+        tracing::warn!(
+            "no CA certificate in the system store: HTTPS to {service} will fail to verify"
+        );
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)

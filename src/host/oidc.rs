@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreGenderClaim, CoreIdTokenVerifier, CoreJsonWebKeySet,
     CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm,
@@ -53,7 +51,7 @@ pub struct HttpError(String);
 /// and a cap on what an answer may weigh.
 #[derive(Clone)]
 pub struct Http {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<super::https::Https, Full<Bytes>>,
     timeout: Duration,
 }
 
@@ -62,13 +60,8 @@ const MAX_ANSWER: usize = 1 << 20;
 
 impl Http {
     fn new(timeout: Duration) -> Result<Http> {
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(super::https::tls_config()?)
-            .https_or_http()
-            .enable_http1()
-            .build();
         Ok(Http {
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client: super::https::client("the identity provider")?,
             timeout,
         })
     }

@@ -850,7 +850,13 @@ fn the_default_file_uncommented_checks_and_shows_every_table() {
         .run(&["--config", cfg.to_str().unwrap(), "config", "show"])
         .ok()
         .stdout;
-    for table in ["[people]", "[groups]", "[quorum]", "[slack.users]", "[oidc]"] {
+    for table in [
+        "[people]",
+        "[groups]",
+        "[quorum]",
+        "[slack.users]",
+        "[oidc]",
+    ] {
         assert!(shown.contains(table), "{table} not shown:\n{shown}");
     }
     assert!(shown.contains("smtp-plain = \"false\""), "{shown}");

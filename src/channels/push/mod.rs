@@ -32,15 +32,16 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use web_push_native::jwt_simple::algorithms::ES256KeyPair;
 
-use crate::channels::https::{causes, Https};
 use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::access::Action;
 use crate::core::channel::Channel;
 use crate::core::mail_link::LinkKey;
 use crate::core::push_action::{device_of, one_taps, ActionClaims, OneTap};
 use crate::error::Result;
+use crate::host::https::Https;
 use crate::root::Root;
 use crate::store::{Delivery, PushSubscription, RequestRow, WebToken};
+use crate::text::causes;
 
 /// The Web Push channel's settings.
 #[derive(Debug, Clone)]
@@ -99,7 +100,7 @@ impl PushSender {
         Ok(PushSender {
             vapid: crate::app::push_key::load_or_create(root.dir())?,
             links: crate::app::mail_key::load_or_create(root.dir())?,
-            client: crate::channels::https::client("the push service")?,
+            client: crate::host::https::client("the push service")?,
             push,
         })
     }

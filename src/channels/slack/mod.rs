@@ -37,11 +37,11 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
-use crate::channels::https::{causes, Https};
 use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
+use crate::host::https::Https;
 use crate::root::Root;
 use crate::store::{Delivery, RequestRow, Status, Store};
 use blocks::{Call, Ended, How, Shown};
@@ -194,7 +194,7 @@ impl Api {
         Ok(Api {
             base: slack.api.clone(),
             token: BotToken(token),
-            client: crate::channels::https::client("Slack")?,
+            client: crate::host::https::client("Slack")?,
             timeout: slack.timeout,
         })
     }
