@@ -857,6 +857,9 @@ fn example(long: &str) -> Option<&'static str> {
         "email-from" => "dshq <dshq@example.com>",
         "email-page-url" => "https://dshq.example",
         "context-ladder" => "default:remindAfter=30m",
+        "a2a-push-allow" => "http://127.0.0.1:9000",
+        "push" => "default",
+        "push-contact" => "mailto:ops@example.com",
         _ => return None,
     })
 }
