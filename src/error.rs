@@ -214,6 +214,9 @@ pub enum Error {
     /// A page sign-in through the identity provider refused.
     #[error(transparent)]
     SignIn(#[from] crate::core::sign_in::Refused),
+    /// Another party's signed token (a JWT) refused.
+    #[error(transparent)]
+    Jwt(#[from] crate::core::jwt::Refused),
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -333,6 +336,7 @@ impl Error {
             Error::Receipt(e) => e.code(),
             Error::Link(e) => e.code(),
             Error::SignIn(e) => e.code(),
+            Error::Jwt(e) => e.code(),
         }
     }
 

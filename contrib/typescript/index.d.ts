@@ -316,6 +316,22 @@ export class OidcProvider extends DshqError {}
 export class OidcNotMapped extends DshqError {}
 /** BAD_RETURN_URL: a sign-in's return address that is not a path on this site (the page's sign-in). */
 export class BadReturnUrl extends DshqError {}
+/** JWT_MALFORMED: a signed token from another party (a chat service's call, an identity provider's access token) that is not a well-formed JWT. */
+export class JwtMalformed extends DshqError {}
+/** JWT_UNSIGNED: a signed token that is unsigned (alg none) or signed with an algorithm dshq does not allow (only RS256 and ES256). */
+export class JwtUnsigned extends DshqError {}
+/** JWT_ISSUER: a signed token issued by another than the configured issuer. */
+export class JwtIssuer extends DshqError {}
+/** JWT_AUDIENCE: a signed token not meant for this audience. */
+export class JwtAudience extends DshqError {}
+/** JWT_EXPIRED: a signed token past its expiry, or not valid yet. */
+export class JwtExpired extends DshqError {}
+/** JWT_UNKNOWN_KEY: a signed token whose key the issuer does not publish (made up, or rotated out). */
+export class JwtUnknownKey extends DshqError {}
+/** JWT_BAD_SIGNATURE: a signed token whose signature does not verify. */
+export class JwtBadSignature extends DshqError {}
+/** JWT_KEYS: the issuer's OpenID metadata or key set cannot be fetched. */
+export class JwtKeys extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -39,6 +39,8 @@ export const CODES = Object.freeze([
   "OIDC_STATE", "OIDC_NONCE", "OIDC_ISSUER", "OIDC_AUDIENCE", "OIDC_EXPIRED", "OIDC_UNSIGNED",
   "OIDC_UNKNOWN_KEY", "OIDC_BAD_SIGNATURE", "OIDC_CODE_REJECTED", "OIDC_PROVIDER",
   "OIDC_NOT_MAPPED", "BAD_RETURN_URL",
+  "JWT_MALFORMED", "JWT_UNSIGNED", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_EXPIRED", "JWT_UNKNOWN_KEY",
+  "JWT_BAD_SIGNATURE", "JWT_KEYS",
 ]);
 
 const define = (code) => {
@@ -126,6 +128,22 @@ export class OidcProvider extends define("OIDC_PROVIDER") {}
 export class OidcNotMapped extends define("OIDC_NOT_MAPPED") {}
 /** BAD_RETURN_URL: a sign-in's return address that is not a path on this site (the page's sign-in). */
 export class BadReturnUrl extends define("BAD_RETURN_URL") {}
+/** JWT_MALFORMED: a signed token from another party (a chat service's call, an identity provider's access token) that is not a well-formed JWT. */
+export class JwtMalformed extends define("JWT_MALFORMED") {}
+/** JWT_UNSIGNED: a signed token that is unsigned (alg none) or signed with an algorithm dshq does not allow (only RS256 and ES256). */
+export class JwtUnsigned extends define("JWT_UNSIGNED") {}
+/** JWT_ISSUER: a signed token issued by another than the configured issuer. */
+export class JwtIssuer extends define("JWT_ISSUER") {}
+/** JWT_AUDIENCE: a signed token not meant for this audience. */
+export class JwtAudience extends define("JWT_AUDIENCE") {}
+/** JWT_EXPIRED: a signed token past its expiry, or not valid yet. */
+export class JwtExpired extends define("JWT_EXPIRED") {}
+/** JWT_UNKNOWN_KEY: a signed token whose key the issuer does not publish (made up, or rotated out). */
+export class JwtUnknownKey extends define("JWT_UNKNOWN_KEY") {}
+/** JWT_BAD_SIGNATURE: a signed token whose signature does not verify. */
+export class JwtBadSignature extends define("JWT_BAD_SIGNATURE") {}
+/** JWT_KEYS: the issuer's OpenID metadata or key set cannot be fetched. */
+export class JwtKeys extends define("JWT_KEYS") {}
 
 /** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
 export class BadTimeout extends define("BAD_TIMEOUT") {}
@@ -160,6 +178,8 @@ const BY_CODE = new Map(
     LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait, NoDaemon,
     OidcState, OidcNonce, OidcIssuer, OidcAudience, OidcExpired, OidcUnsigned, OidcUnknownKey,
     OidcBadSignature, OidcCodeRejected, OidcProvider, OidcNotMapped, BadReturnUrl,
+    JwtMalformed, JwtUnsigned, JwtIssuer, JwtAudience, JwtExpired, JwtUnknownKey, JwtBadSignature,
+    JwtKeys,
   ].map((c) => [c.code, c]),
 );
 

@@ -49,14 +49,21 @@ impl ApiError {
             | Code::OidcUnsigned
             | Code::OidcUnknownKey
             | Code::OidcBadSignature
-            | Code::OidcCodeRejected => StatusCode::UNAUTHORIZED,
+            | Code::OidcCodeRejected
+            | Code::JwtMalformed
+            | Code::JwtUnsigned
+            | Code::JwtIssuer
+            | Code::JwtAudience
+            | Code::JwtExpired
+            | Code::JwtUnknownKey
+            | Code::JwtBadSignature => StatusCode::UNAUTHORIZED,
             Code::Forbidden
             | Code::OwnRequest
             | Code::NotInGroup
             | Code::SlackUnknownUser
             | Code::OidcNotMapped => StatusCode::FORBIDDEN,
             Code::OidcState | Code::BadReturnUrl => StatusCode::BAD_REQUEST,
-            Code::OidcProvider => StatusCode::BAD_GATEWAY,
+            Code::OidcProvider | Code::JwtKeys => StatusCode::BAD_GATEWAY,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::BadRequest

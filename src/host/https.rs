@@ -47,3 +47,31 @@ fn tls_config(service: &str) -> Result<rustls::ClientConfig> {
         .with_root_certificates(roots)
         .with_no_client_auth())
 }
+
+/// Send `request` and read the whole answer, within `timeout` for both and at most `max`
+/// bytes of body: a party that stalls or floods holds up only this call. The error is a
+/// message (the causes on one line).
+pub async fn exchange(
+    client: &Client<Https, Full<Bytes>>,
+    request: hyper::Request<Full<Bytes>>,
+    timeout: std::time::Duration,
+    max: usize,
+) -> std::result::Result<hyper::Response<Bytes>, String> {
+    use http_body_util::{BodyExt, Limited};
+    let call = async {
+        let resp = client
+            .request(request)
+            .await
+            .map_err(|e| crate::text::causes(&e))?;
+        let (parts, body) = resp.into_parts();
+        let bytes = Limited::new(body, max)
+            .collect()
+            .await
+            .map_err(|e| format!("the answer did not arrive whole: {e}"))?
+            .to_bytes();
+        Ok(hyper::Response::from_parts(parts, bytes))
+    };
+    tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| "timed out".to_string())?
+}

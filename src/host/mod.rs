@@ -30,6 +30,7 @@ pub mod ends;
 pub mod error;
 pub mod health;
 pub mod https;
+pub mod jwks;
 pub mod listen;
 pub mod nofile;
 pub mod oidc;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreGenderClaim, CoreIdTokenVerifier, CoreJsonWebKeySet,
@@ -81,23 +81,11 @@ impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let request = hyper::Request::from_parts(parts, Full::new(Bytes::from(body)));
-            let call = async {
-                let resp = self
-                    .client
-                    .request(request)
-                    .await
-                    .map_err(|e| HttpError(crate::text::causes(&e)))?;
-                let (parts, body) = resp.into_parts();
-                let bytes = Limited::new(body, MAX_ANSWER)
-                    .collect()
-                    .await
-                    .map_err(|e| HttpError(format!("the answer did not arrive whole: {e}")))?
-                    .to_bytes();
-                Ok(hyper::Response::from_parts(parts, bytes.to_vec()))
-            };
-            tokio::time::timeout(self.timeout, call)
+            let resp = super::https::exchange(&self.client, request, self.timeout, MAX_ANSWER)
                 .await
-                .map_err(|_| HttpError("timed out".into()))?
+                .map_err(HttpError)?;
+            let (parts, bytes) = resp.into_parts();
+            Ok(hyper::Response::from_parts(parts, bytes.to_vec()))
         })
     }
 }

@@ -157,6 +157,25 @@ pub enum Code {
     OidcNotMapped,
     /// A sign-in's return address (`next`) that is not a path on this site: an open redirect.
     BadReturnUrl,
+    /// A signed token from another party (a chat service's call, an identity provider's
+    /// access token) that is not a well-formed JWT.
+    JwtMalformed,
+    /// A signed token that is unsigned (`alg: none`) or signed with an algorithm dshq does
+    /// not allow (only RS256 and ES256: never an HMAC).
+    JwtUnsigned,
+    /// A signed token issued by another than the configured issuer.
+    JwtIssuer,
+    /// A signed token not meant for this audience.
+    JwtAudience,
+    /// A signed token past its expiry, or not valid yet, beyond the leeway.
+    JwtExpired,
+    /// A signed token whose key the issuer does not publish (made up, or rotated out), after
+    /// the key set was fetched again where the rate limit allowed.
+    JwtUnknownKey,
+    /// A signed token whose signature does not verify with the issuer's key.
+    JwtBadSignature,
+    /// The issuer's OpenID metadata or key set cannot be fetched, or is not what OpenID says.
+    JwtKeys,
 }
 
 impl Code {
@@ -221,6 +240,14 @@ impl Code {
             Code::OidcProvider => "OIDC_PROVIDER",
             Code::OidcNotMapped => "OIDC_NOT_MAPPED",
             Code::BadReturnUrl => "BAD_RETURN_URL",
+            Code::JwtMalformed => "JWT_MALFORMED",
+            Code::JwtUnsigned => "JWT_UNSIGNED",
+            Code::JwtIssuer => "JWT_ISSUER",
+            Code::JwtAudience => "JWT_AUDIENCE",
+            Code::JwtExpired => "JWT_EXPIRED",
+            Code::JwtUnknownKey => "JWT_UNKNOWN_KEY",
+            Code::JwtBadSignature => "JWT_BAD_SIGNATURE",
+            Code::JwtKeys => "JWT_KEYS",
         }
     }
 
@@ -280,6 +307,14 @@ impl Code {
             | Code::OidcProvider => 13,
             Code::OidcNotMapped => 14,
             Code::BadReturnUrl => 3,
+            Code::JwtMalformed
+            | Code::JwtUnsigned
+            | Code::JwtIssuer
+            | Code::JwtAudience
+            | Code::JwtExpired
+            | Code::JwtUnknownKey
+            | Code::JwtBadSignature
+            | Code::JwtKeys => 13,
         }
     }
 }

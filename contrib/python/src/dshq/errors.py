@@ -77,6 +77,14 @@ __all__ = [
     "OidcProvider",
     "OidcNotMapped",
     "BadReturnUrl",
+    "JwtMalformed",
+    "JwtUnsigned",
+    "JwtIssuer",
+    "JwtAudience",
+    "JwtExpired",
+    "JwtUnknownKey",
+    "JwtBadSignature",
+    "JwtKeys",
 ]
 
 
@@ -477,6 +485,57 @@ class BadReturnUrl(DshqError):
     code = "BAD_RETURN_URL"
 
 
+class JwtMalformed(DshqError):
+    """``JWT_MALFORMED``: a signed token from another party (a chat service's call, an
+    identity provider's access token) that is not a well-formed JWT."""
+
+    code = "JWT_MALFORMED"
+
+
+class JwtUnsigned(DshqError):
+    """``JWT_UNSIGNED``: a signed token that is unsigned (alg none) or signed with an
+    algorithm dshq does not allow (only RS256 and ES256)."""
+
+    code = "JWT_UNSIGNED"
+
+
+class JwtIssuer(DshqError):
+    """``JWT_ISSUER``: a signed token issued by another than the configured issuer."""
+
+    code = "JWT_ISSUER"
+
+
+class JwtAudience(DshqError):
+    """``JWT_AUDIENCE``: a signed token not meant for this audience."""
+
+    code = "JWT_AUDIENCE"
+
+
+class JwtExpired(DshqError):
+    """``JWT_EXPIRED``: a signed token past its expiry, or not valid yet."""
+
+    code = "JWT_EXPIRED"
+
+
+class JwtUnknownKey(DshqError):
+    """``JWT_UNKNOWN_KEY``: a signed token whose key the issuer does not publish (made
+    up, or rotated out)."""
+
+    code = "JWT_UNKNOWN_KEY"
+
+
+class JwtBadSignature(DshqError):
+    """``JWT_BAD_SIGNATURE``: a signed token whose signature does not verify."""
+
+    code = "JWT_BAD_SIGNATURE"
+
+
+class JwtKeys(DshqError):
+    """``JWT_KEYS``: the issuer's OpenID metadata or key set cannot be fetched."""
+
+    code = "JWT_KEYS"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -536,6 +595,14 @@ _ALL: Tuple[Type[DshqError], ...] = (
     OidcProvider,
     OidcNotMapped,
     BadReturnUrl,
+    JwtMalformed,
+    JwtUnsigned,
+    JwtIssuer,
+    JwtAudience,
+    JwtExpired,
+    JwtUnknownKey,
+    JwtBadSignature,
+    JwtKeys,
 )
 
 #: Every stable code dshq reports, in its own order.
