@@ -30,6 +30,8 @@ pub struct Pushed {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When its body had arrived whole.
+    pub at: std::time::Instant,
 }
 
 impl Pushed {
@@ -93,6 +95,7 @@ impl PushService {
                             path,
                             headers,
                             body,
+                            at: std::time::Instant::now(),
                         });
                         let _ = write!(conn, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
                     }
@@ -230,15 +233,27 @@ fn check_vapid(p: &Pushed, key: &str, service: &str) {
 }
 
 /// POST JSON with the session's cookie and CSRF header: status and body.
-fn post_json(base: &str, path: &str, s: Option<&Session>, body: &Value) -> (u16, Value) {
-    let mut req = ureq::post(&format!("{base}{path}")).set("Content-Type", "application/json");
+pub fn post_json(base: &str, path: &str, s: Option<&Session>, body: &Value) -> (u16, Value) {
+    send_json("POST", base, path, s, body)
+}
+
+/// The same, with `method`.
+pub fn send_json(
+    method: &str,
+    base: &str,
+    path: &str,
+    s: Option<&Session>,
+    body: &Value,
+) -> (u16, Value) {
+    let mut req =
+        ureq::request(method, &format!("{base}{path}")).set("Content-Type", "application/json");
     if let Some(s) = s {
         req = req.set("Cookie", &s.cookie).set("X-CSRF-Token", &s.csrf);
     }
     let r = match req.send_string(&body.to_string()) {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("POST {path}: {e}"),
+        Err(e) => panic!("{method} {path}: {e}"),
     };
     let status = r.status();
     let text = r.into_string().unwrap_or_default();
@@ -505,6 +520,69 @@ fn an_expired_or_revoked_action_is_refused_and_changes_nothing() {
     assert_eq!(status(&env, "e1"), "pending");
 }
 
+/// A reviewer stops notifying a device from the page: only the identity that subscribed
+/// it can (anyone else's attempt, or one without the session's CSRF token, changes
+/// nothing), and once removed the device gets no further message.
+#[test]
+fn a_device_is_removed_only_by_who_subscribed_it_and_then_gets_nothing() {
+    let env = Env::new();
+    let service = PushService::start();
+    let h = pushing(&env, &[], &[], "127.0.0.1:0");
+    let (alice_t, bob_t) = (
+        token(&env, "reviewer", "alice", None),
+        token(&env, "reviewer", "bob", None),
+    );
+    let (alice, bob) = (login(&h, &alice_t), login(&h, &bob_t));
+    let phone = Device::new(format!("{}/push/alice-phone", service.base));
+    let (st, body) = post_json(
+        &h.base,
+        "/push/subscriptions",
+        Some(&alice),
+        &phone.subscription(),
+    );
+    assert_eq!(st, 201, "{body}");
+    let remove = |s: Option<&Session>| {
+        send_json(
+            "DELETE",
+            &h.base,
+            "/push/subscriptions",
+            s,
+            &json!({"endpoint": phone.endpoint}),
+        )
+    };
+    // Bob's session, a session without its CSRF token, no session: refused, kept.
+    let (st, body) = remove(Some(&bob));
+    assert_eq!(
+        (st, body["error"]["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{body}"
+    );
+    let no_csrf = Session {
+        csrf: "wrong".into(),
+        base: alice.base.clone(),
+        cookie: alice.cookie.clone(),
+    };
+    assert_eq!(remove(Some(&no_csrf)).0, 403);
+    // No session: sent to log in (the device still gets the next message).
+    let _ = remove(None);
+    env.ask(&crate::helpers::simple_request("u1")).ok();
+    assert_eq!(
+        phone.decrypt(&service.wait_for("/push/alice-phone", 1)[0].body)["request"],
+        "u1"
+    );
+    // Alice's own: removed once; then nothing more reaches the device.
+    let (st, body) = remove(Some(&alice));
+    assert_eq!((st, &body), (200, &json!({"unsubscribed": true})));
+    assert_eq!(remove(Some(&alice)).0, 404);
+    env.ask(&crate::helpers::simple_request("u2")).ok();
+    assert!(wait_until(DEADLINE, || crate::webhooks::deliveries(
+        &env, "u2"
+    )
+    .iter()
+    .all(|d| d["deliveredMs"].is_i64())));
+    assert_eq!(service.to("/push/alice-phone").len(), 1);
+}
+
 #[test]
 fn a_daemon_without_push_has_no_key_route() {
     let env = Env::new();
@@ -591,11 +669,37 @@ fn in_a_real_browser_the_page_is_an_app_whose_worker_registers_and_which_posts_a
         .await;
         let r = js(&c, "return window.__subscribed;").await;
         assert_eq!(r["person"], "rita", "{r}");
+
+        // The subscription the page posted gets the next request's message.
+        env.ask(&crate::helpers::simple_request("b1")).ok();
+        let m = device.decrypt(&service.wait_for("/push/rita-browser", 1)[0].body);
+        assert_eq!(m["request"], "b1");
+
+        // The page removes it, through its own code: once.
+        for want in [true, false] {
+            js(
+                &c,
+                &format!(
+                    "window.__removed = null; window.dshqRemoveSubscription({:?}).then(r => \
+                    {{ window.__removed = r; }}, e => {{ window.__removed = String(e); }}); \
+                    return null;",
+                    device.endpoint
+                ),
+            )
+            .await;
+            until("the removal", || async {
+                js(&c, "return window.__removed;").await != Value::Null
+            })
+            .await;
+            assert_eq!(js(&c, "return window.__removed;").await, Value::Bool(want));
+        }
         c.close().await.unwrap();
     });
-
-    // The subscription the page posted gets the next request's message.
-    env.ask(&crate::helpers::simple_request("b1")).ok();
-    let m = device.decrypt(&service.wait_for("/push/rita-browser", 1)[0].body);
-    assert_eq!(m["request"], "b1");
+    env.ask(&crate::helpers::simple_request("b2")).ok();
+    assert!(wait_until(DEADLINE, || crate::webhooks::deliveries(
+        &env, "b2"
+    )
+    .iter()
+    .all(|d| d["deliveredMs"].is_i64())));
+    assert_eq!(service.to("/push/rita-browser").len(), 1);
 }

@@ -116,9 +116,30 @@ pub fn push_subscriptions_are_one_per_device_and_push_rows_are_written(
         .unwrap()
         .is_none());
 
+    // Removed from the page: only by the identity that subscribed it (a is bob's now).
+    assert!(!store
+        .push_unsubscribe("https://push.example/a", Some("alice"))
+        .unwrap());
+    assert!(store
+        .push_subscription("https://push.example/a")
+        .unwrap()
+        .is_some());
+    assert!(store
+        .push_unsubscribe("https://push.example/a", Some("bob"))
+        .unwrap());
+    assert!(store
+        .push_subscription("https://push.example/a")
+        .unwrap()
+        .is_none());
+    store.push_subscribe(&again).unwrap();
+
     // Gone (its push service answered 410): removed once.
-    assert!(store.push_unsubscribe("https://push.example/b").unwrap());
-    assert!(!store.push_unsubscribe("https://push.example/b").unwrap());
+    assert!(store
+        .push_unsubscribe("https://push.example/b", None)
+        .unwrap());
+    assert!(!store
+        .push_unsubscribe("https://push.example/b", None)
+        .unwrap());
     assert_eq!(
         endpoints(&mut store),
         [("https://push.example/a".to_string(), "bob".to_string())]

@@ -238,7 +238,10 @@ impl PushSender {
                 Ok(Sent::Gone(status)) => {
                     tracing::info!(person = %crate::text::for_log(&s.person), status, "push: the device is gone; its subscription is removed");
                     let endpoint = s.endpoint.clone();
-                    if let Err(e) = store.call(move |st| st.push_unsubscribe(&endpoint)).await {
+                    if let Err(e) = store
+                        .call(move |st| st.push_unsubscribe(&endpoint, None))
+                        .await
+                    {
                         tracing::warn!(error = %e, "push: cannot remove a gone subscription");
                     }
                 }

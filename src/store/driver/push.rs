@@ -34,8 +34,9 @@ pub trait PushStatements {
     /// perhaps by another person, is theirs now).
     fn upsert_push_subscription(&mut self, s: &PushSubscription) -> Result<()>;
 
-    /// Delete the subscription of `endpoint`; whether there was one.
-    fn delete_push_subscription(&mut self, endpoint: &str) -> Result<bool>;
+    /// Delete the subscription of `endpoint` (only when `web_name` subscribed it, when
+    /// given); whether there was one.
+    fn delete_push_subscription(&mut self, endpoint: &str, web_name: Option<&str>) -> Result<bool>;
 }
 
 /// The reads of the subscriptions.

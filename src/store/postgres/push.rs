@@ -45,10 +45,10 @@ impl PushStatements for Tx<'_> {
         Ok(())
     }
 
-    fn delete_push_subscription(&mut self, endpoint: &str) -> Result<bool> {
+    fn delete_push_subscription(&mut self, endpoint: &str, web_name: Option<&str>) -> Result<bool> {
         Ok(self.tx.beside_held().execute(
-            "DELETE FROM push_subscriptions WHERE endpoint = $1",
-            &[&endpoint],
+            "DELETE FROM push_subscriptions WHERE endpoint = $1 AND ($2::text IS NULL OR web_name = $2)",
+            &[&endpoint, &web_name],
         )? == 1)
     }
 }

@@ -29,9 +29,11 @@ pub fn subscribe(db: &mut dyn Statements, s: &PushSubscription) -> Result<()> {
     db.upsert_push_subscription(s)
 }
 
-/// Remove the subscription of `endpoint`; whether there was one.
-pub fn unsubscribe(db: &mut dyn Statements, endpoint: &str) -> Result<bool> {
-    db.delete_push_subscription(endpoint)
+/// Remove the subscription of `endpoint`; whether there was one. `by`: the web identity
+/// removing it from the page, which removes only a device it subscribed itself (another's
+/// is left as it is, and reported as none); `None`: its push service said it is gone.
+pub fn unsubscribe(db: &mut dyn Statements, endpoint: &str, by: Option<&str>) -> Result<bool> {
+    db.delete_push_subscription(endpoint, by)
 }
 
 /// The subscriptions still live at `now` (none past its browser's expiry).

@@ -421,11 +421,13 @@ impl<D: Driver> Queue<D> {
             .write(Write::Plain, |db, _| super::push::subscribe(db, s))
     }
 
-    /// Remove the subscription of `endpoint` (its person unsubscribed it, or its push
-    /// service said it is gone); whether there was one.
-    pub fn push_unsubscribe(&mut self, endpoint: &str) -> Result<bool> {
-        self.driver
-            .write(Write::Plain, |db, _| super::push::unsubscribe(db, endpoint))
+    /// Remove the subscription of `endpoint` (its person unsubscribed it from the page,
+    /// `by` the web identity that subscribed it; or its push service said it is gone,
+    /// `by` none); whether there was one ([`queue::push`]).
+    pub fn push_unsubscribe(&mut self, endpoint: &str, by: Option<&str>) -> Result<bool> {
+        self.driver.write(Write::Plain, |db, _| {
+            super::push::unsubscribe(db, endpoint, by)
+        })
     }
 
     /// The subscriptions live now (none past its browser's expiry), oldest first.

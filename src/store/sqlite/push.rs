@@ -43,11 +43,13 @@ impl PushStatements for Sql<'_, '_> {
         Ok(())
     }
 
-    fn delete_push_subscription(&mut self, endpoint: &str) -> Result<bool> {
+    fn delete_push_subscription(&mut self, endpoint: &str, web_name: Option<&str>) -> Result<bool> {
         Ok(self
             .0
-            .prepare_cached("DELETE FROM push_subscriptions WHERE endpoint = ?1")?
-            .execute([endpoint])?
+            .prepare_cached(
+                "DELETE FROM push_subscriptions WHERE endpoint = ?1 AND (?2 IS NULL OR web_name = ?2)",
+            )?
+            .execute(rusqlite::params![endpoint, web_name])?
             == 1)
     }
 }

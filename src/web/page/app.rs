@@ -1,6 +1,8 @@
 //! The page as an installable web app: its manifest (`GET /manifest.webmanifest`), its
 //! service worker (`GET /sw.js`, at the root so its scope is the whole page), and the
-//! subscription of a device to Web Push (`POST /push/subscriptions`).
+//! subscription of a device to Web Push (`POST /push/subscriptions`) and its removal
+//! (`DELETE /push/subscriptions`: "Stop notifying this device", only by the identity that
+//! subscribed it).
 //!
 //! A logged-in reviewer's page offers "Notify this device" when the browser has push and
 //! the daemon sends it (`GET /push/key` answers: [`crate::channels::push::routes`]); the
@@ -160,6 +162,59 @@ pub async fn subscribe(
             )
                 .into_response()
         }
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// What the page posts to remove a device: its endpoint.
+#[derive(Debug, Deserialize)]
+struct Unsubscribe {
+    endpoint: String,
+}
+
+/// `DELETE /push/subscriptions` (JSON `{"endpoint"}`, header `X-CSRF-Token`): stop
+/// notifying this device. Only the identity that subscribed it removes it: anyone else's
+/// device, or one not subscribed, is `NOT_FOUND` and left as it is. 200
+/// `{"unsubscribed": true}`.
+pub async fn unsubscribe(
+    State(st): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    crate::host::body::Body(body): crate::host::body::Body,
+) -> Response {
+    let presented = headers.get("x-csrf-token").and_then(|v| v.to_str().ok());
+    if let Err(r) = viewer.check_csrf(presented) {
+        return r;
+    }
+    if viewer.caller.mail.is_some() || !viewer.answers() {
+        return ApiError::from(Error::Forbidden).into_response();
+    }
+    let u: Unsubscribe = match serde_json::from_slice(&body) {
+        Ok(u) => u,
+        Err(e) => {
+            return ApiError::from(Error::question(
+                crate::protocol::Code::BadRequest,
+                format!("give {{\"endpoint\": URL}}: {e}"),
+            ))
+            .into_response()
+        }
+    };
+    let name = viewer.caller.token.name.clone();
+    let by = name.clone();
+    let r = st
+        .db
+        .write(move |store| store.push_unsubscribe(&u.endpoint, Some(&by)))
+        .await;
+    match r {
+        Ok(true) => {
+            tracing::info!(token = %name, "push: a device unsubscribed");
+            Json(json!({"unsubscribed": true})).into_response()
+        }
+        Ok(false) => ApiError::from(Error::question(
+            crate::protocol::Code::NotFound,
+            "no subscription of yours at that endpoint",
+        ))
+        .into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
 }

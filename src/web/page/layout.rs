@@ -87,6 +87,7 @@ fn page_of(
                         // Shown by the script when this browser can take push messages and
                         // the daemon sends them.
                         button #push-subscribe type="button" hidden { "Notify this device" }
+                        button #push-unsubscribe type="button" hidden { "Stop notifying this device" }
                         form.logout method="post" action="/logout" {
                             span.who { (Line(n.name)) " (" (Line(n.role)) ")" }
                             input type="hidden" name="csrf" value=(n.csrf);

@@ -79,7 +79,10 @@ pub fn routes() -> Router<AppState> {
         .route("/assets/{name}", get(layout::asset))
         .route("/manifest.webmanifest", get(app::manifest))
         .route("/sw.js", get(app::service_worker))
-        .route("/push/subscriptions", post(app::subscribe))
+        .route(
+            "/push/subscriptions",
+            post(app::subscribe).delete(app::unsubscribe),
+        )
         .layer(axum::middleware::map_response(secure))
         .layer(Extension(Arc::new(Shared::default())))
 }

@@ -169,6 +169,20 @@
     });
   }
   window.dshqPostSubscription = postSubscription;
+  // Remove this reviewer's subscription of a device (its endpoint): true when there was one.
+  function removeSubscription(endpoint) {
+    return fetch("/push/subscriptions", {
+      method: "DELETE", credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "Content-Type": "application/json" },
+      body: JSON.stringify({ endpoint: endpoint })
+    }).then(function (r) {
+      if (r.status === 404) return false;
+      if (!r.ok) throw new Error("the daemon refused the removal (HTTP " + r.status + ")");
+      return true;
+    });
+  }
+  window.dshqRemoveSubscription = removeSubscription;
+  var stopButton = document.getElementById("push-unsubscribe");
   if (pushButton && csrf && "serviceWorker" in navigator && "PushManager" in window) {
     fetch("/push/key", { credentials: "same-origin" }).then(function (r) {
       if (!r.ok) return null;
@@ -176,6 +190,27 @@
     }).then(function (k) {
       if (!k || !k.key) return;
       pushButton.hidden = false;
+      // This device subscribed already: it can stop (the daemon forgets it, then the
+      // browser drops the subscription).
+      navigator.serviceWorker.ready.then(function (reg) {
+        return reg.pushManager.getSubscription();
+      }).then(function (sub) {
+        if (!sub || !stopButton) return;
+        stopButton.hidden = false;
+        stopButton.addEventListener("click", function () {
+          stopButton.disabled = true;
+          removeSubscription(sub.endpoint).then(function () {
+            return sub.unsubscribe();
+          }).then(function () {
+            stopButton.hidden = true;
+            pushButton.textContent = "Notify this device";
+            pushButton.disabled = false;
+          }).catch(function (err) {
+            stopButton.disabled = false;
+            stopButton.title = String(err && err.message || err);
+          });
+        });
+      }).catch(function () {});
       pushButton.addEventListener("click", function () {
         pushButton.disabled = true;
         Notification.requestPermission().then(function (perm) {
