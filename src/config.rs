@@ -35,6 +35,9 @@ pub struct Setting {
     pub value: String,
     /// Its line (1-based).
     pub line: usize,
+    /// Whether it is one element of a TOML array (a flag given several times: each
+    /// element one occurrence).
+    pub list: bool,
 }
 
 /// A parsed config file.
@@ -341,6 +344,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                 .collect::<Vec<_>>()
                 .join(" "),
             line,
+            list: false,
         });
     };
     let scalar = |key: &str, v: &toml::Spanned<DeValue>| -> Result<String> {
@@ -370,13 +374,22 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
             DeValue::Table(t) if key == DAEMON => {
                 for (k2, v2) in t.iter() {
                     let key2 = k2.get_ref().to_string();
-                    let value = scalar(&format!("{DAEMON}.{key2}"), v2)?;
-                    settings.push(Setting {
-                        table: Some(DAEMON.to_string()),
-                        key: key2,
-                        value,
-                        line: line_of(text, k2.span().start),
-                    });
+                    let name = format!("{DAEMON}.{key2}");
+                    // A list is the flag given once per element ([`check`] allows it only
+                    // for a flag that may be repeated).
+                    let (values, list) = match v2.get_ref() {
+                        DeValue::Array(items) => (items.iter().collect::<Vec<_>>(), true),
+                        _ => (vec![v2], false),
+                    };
+                    for v in values {
+                        settings.push(Setting {
+                            table: Some(DAEMON.to_string()),
+                            key: key2.clone(),
+                            value: scalar(&name, v)?,
+                            line: line_of(text, v.span().start),
+                            list,
+                        });
+                    }
                 }
             }
             DeValue::Table(t) if key == GROUPS => {
@@ -425,6 +438,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                         key: context.clone(),
                         value: format!("{{ {} }}", inline.join(", ")),
                         line: at,
+                        list: false,
                     });
                     quorum.contexts.insert(context, q);
                 }
@@ -488,6 +502,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                         key: "rule".into(),
                         value: format!("{{ {} }}", inline.join(", ")),
                         line: headers.next().unwrap_or(line),
+                        list: false,
                     });
                 }
                 oidc = Some(settings);
@@ -507,6 +522,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     key,
                     value,
                     line,
+                    list: false,
                 });
             }
         }
@@ -638,6 +654,14 @@ pub fn check(cmd: &Command, file: &File) -> Result<()> {
                 format!("unknown key {name:?}: {hint}"),
             ));
         };
+        if s.list && !matches!(arg.get_action(), clap::ArgAction::Append) {
+            return Err(config_error(
+                &file.path,
+                s.line,
+                &name,
+                format!("{name} takes one value, not a list"),
+            ));
+        }
         // The flag's own parser, alone in a command of its own (the real one's `requires`
         // and conflicts would judge other settings, not this value).
         let long = arg.get_long().unwrap_or_default().to_string();
@@ -678,18 +702,31 @@ pub fn check(cmd: &Command, file: &File) -> Result<()> {
     Ok(())
 }
 
-/// The file's settings as the arguments' defaults (the file was [`check`]ed).
+/// The file's settings as the arguments' defaults (the file was [`check`]ed): a list's
+/// elements together, as the flag repeated.
 pub fn apply(mut cmd: Command, file: &File) -> Command {
+    let mut done: Vec<(&Option<String>, &str)> = Vec::new();
     for s in &file.settings {
+        if done.contains(&(&s.table, s.key.as_str())) {
+            continue;
+        }
+        done.push((&s.table, s.key.as_str()));
         let Some(id) = argument(&cmd, s).map(|(_, a)| a.get_id().to_string()) else {
             continue;
         };
-        let value = s.value.clone();
+        let values: Vec<String> = file
+            .settings
+            .iter()
+            .filter(|o| o.table == s.table && o.key == s.key)
+            .map(|o| o.value.clone())
+            .collect();
         cmd = match s.table.as_deref() {
-            None => cmd.mut_arg(id, move |a| a.default_value(value)),
+            None => cmd.mut_arg(id, move |a| a.default_values(values)),
             Some(t) => {
                 let t = t.to_string();
-                cmd.mut_subcommand(t, move |sc| sc.mut_arg(id, move |a| a.default_value(value)))
+                cmd.mut_subcommand(t, move |sc| {
+                    sc.mut_arg(id, move |a| a.default_values(values))
+                })
             }
         };
     }
@@ -731,6 +768,8 @@ pub fn default_file(cmd: &Command) -> String {
         "# dshq's config file: $XDG_CONFIG_HOME/dshq/config.toml (~/.config/dshq/config.toml),\n\
          # or the file given with --config FILE or DSHQ_CONFIG. Every key is optional and takes\n\
          # the value its flag takes; a DSHQ_* variable overrides a key, and a flag overrides both.\n\
+         # A flag that may be repeated takes a list, one element per occurrence (each channel's\n\
+         # CONTEXT=TARGET: webhook = [\"ops=http://10.0.0.5/hook\", \"dev=http://10.0.0.6/hook\"]).\n\
          # Check a file with `dshq config check FILE`; see what applies with `dshq config show`.\n",
     );
     let entry = |out: &mut String, a: &clap::Arg| {
@@ -748,6 +787,10 @@ pub fn default_file(cmd: &Command) -> String {
         let value = match a.get_default_values().first() {
             Some(d) => toml_string(&d.to_string_lossy()),
             None if matches!(a.get_action(), clap::ArgAction::SetTrue) => "false".into(),
+            // A flag that may be repeated: a list, one element per occurrence.
+            None if matches!(a.get_action(), clap::ArgAction::Append) => {
+                format!("[{}]", toml_string(example(long).unwrap_or("VALUE")))
+            }
             None => toml_string(example(long).unwrap_or("VALUE")),
         };
         out.push_str(&format!("# {long} = {value}\n"));
@@ -845,6 +888,7 @@ fn example(long: &str) -> Option<&'static str> {
         "prune-export-dir" => "/var/lib/dshq/pruned",
         "metrics" => "127.0.0.1:9464",
         "webhook" => "default=http://127.0.0.1:9000/hook",
+        "webhook-secret-file" => "default=/etc/dshq/default.whsec",
         "slack" => "default=C0123ABCD",
         "slack-token-file" => "/etc/dshq/slack.token",
         "slack-signing-secret-file" => "/etc/dshq/slack-signing-secret",
@@ -915,6 +959,48 @@ mod tests {
         assert!(e.to_string().contains("unknown table [web]"), "{e}");
         let e = parse(Path::new("c.toml"), "a = [1]\n").unwrap_err();
         assert!(e.to_string().contains(":1:"), "{e}");
+    }
+
+    #[test]
+    fn a_list_is_a_repeatable_flag_given_once_per_element() {
+        let cmd = crate::cli::command();
+        let f = parse(
+            Path::new("c.toml"),
+            "[daemon]\nwebhook = [\n  \"a=http://127.0.0.1:9/a\",\n  \"b=http://127.0.0.1:9/b\",\n]\n",
+        )
+        .unwrap();
+        let got: Vec<_> = f
+            .settings
+            .iter()
+            .map(|s| (s.value.as_str(), s.line, s.list))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a=http://127.0.0.1:9/a", 3, true),
+                ("b=http://127.0.0.1:9/b", 4, true)
+            ]
+        );
+        check(&cmd, &f).unwrap();
+        let m = apply(cmd.clone(), &f)
+            .try_get_matches_from(["dshq", "daemon"])
+            .unwrap();
+        let (_, dm) = m.subcommand().unwrap();
+        assert_eq!(dm.get_raw("webhook").unwrap().count(), 2);
+        // A list where the flag takes one value, or an element in the old joined form.
+        let f = parse(Path::new("c.toml"), "[daemon]\ntick = [\"1s\"]\n").unwrap();
+        let e = check(&cmd, &f).unwrap_err().to_string();
+        assert!(
+            e.contains(":2:") && e.contains("takes one value, not a list"),
+            "{e}"
+        );
+        let f = parse(
+            Path::new("c.toml"),
+            "[daemon]\nemail = [\"a=x@example.com;b=y@example.com\"]\n",
+        )
+        .unwrap();
+        let e = check(&cmd, &f).unwrap_err().to_string();
+        assert!(e.contains("repeat --email"), "{e}");
     }
 
     #[test]

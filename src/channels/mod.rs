@@ -28,6 +28,7 @@ pub mod email;
 pub mod push;
 pub mod sender;
 pub mod slack;
+pub mod target;
 pub mod webhook;
 
 use std::sync::Arc;

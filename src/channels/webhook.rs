@@ -5,14 +5,17 @@
 //!
 //! The secret is the root's `webhook.key` (mode 0600, beside `audit.key`, created with 32
 //! random bytes the first time a daemon with webhooks starts; an operator may write their
-//! own `whsec_…` there instead). It is read from that file only: never an argument, an
-//! environment variable, a log line or an event. A receiver is given the file's content.
+//! own `whsec_…` there instead), or, for a context whose receiver is another party, the
+//! file `--webhook-secret-file CONTEXT=FILE` names (mode 0600, written by the operator):
+//! each receiver then verifies with a key of its own, and one that leaks signs nothing
+//! for the others. A secret is read from its file only: never an argument, an environment
+//! variable, a log line or an event. A receiver is given its file's content.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
@@ -32,23 +35,23 @@ use crate::error::{Error, Result};
 use crate::root::Root;
 use crate::store::Delivery;
 
-/// The webhook channels of a daemon: one URL per context.
+/// The webhook channels of a daemon: one receiver per context.
 #[derive(Debug, Clone)]
 pub struct Webhooks {
-    /// Context → its webhook URL (`http://`).
+    /// Context → its receiver's URL (`http://`).
     pub urls: BTreeMap<String, hyper::Uri>,
+    /// Context → the file holding its receiver's own secret; a context not here signs
+    /// with the root's `webhook.key`.
+    pub secret_files: BTreeMap<String, PathBuf>,
     /// How long one attempt may take.
     pub timeout: Duration,
 }
 
-/// Parse `CONTEXT=URL`: a valid context id and an absolute `http://` URL.
+/// Parse `CONTEXT=URL` ([`crate::channels::target`]): a valid context id and an absolute
+/// `http://` URL.
 pub fn parse_webhook(s: &str) -> std::result::Result<(String, hyper::Uri), String> {
-    let (context, url) = s.split_once('=').ok_or_else(|| {
-        format!("{s:?}: give CONTEXT=URL, such as default=http://127.0.0.1:9000/hook")
-    })?;
-    if !crate::protocol::check::is_valid_id(context) {
-        return Err(format!("{context:?} is not a context id"));
-    }
+    let (context, url) =
+        crate::channels::target::split("webhook", s, "default=http://127.0.0.1:9000/hook")?;
     let uri: hyper::Uri = url
         .parse()
         .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
@@ -58,23 +61,47 @@ pub fn parse_webhook(s: &str) -> std::result::Result<(String, hyper::Uri), Strin
              local TLS proxy)"
         ));
     }
-    Ok((context.to_string(), uri))
+    Ok((context, uri))
 }
 
-/// The webhook channel's sender: the URLs, the root's secret, an HTTP client.
+/// Parse `CONTEXT=FILE` of `--webhook-secret-file`: the file holding that context's
+/// receiver's own secret.
+pub fn parse_secret_file(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    let (context, file) = crate::channels::target::split(
+        "webhook-secret-file",
+        s,
+        "partner=/etc/dshq/partner.whsec",
+    )?;
+    Ok((context, PathBuf::from(file)))
+}
+
+/// The webhook channel's sender: the URLs, each receiver's secret, an HTTP client.
 pub struct WebhookSender {
     hooks: Webhooks,
-    secret: Secret,
+    /// Context → the secret its receiver verifies with.
+    secrets: BTreeMap<String, Secret>,
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
 impl WebhookSender {
-    /// The sender of `hooks`, signing with the root's `webhook.key` (created at the first
-    /// start).
+    /// The sender of `hooks`, signing each context's deliveries with its receiver's own
+    /// secret file, or else the root's `webhook.key` (created at the first start when a
+    /// context needs it). A secret file missing, unreadable, readable by others or not a
+    /// secret stops the start.
     pub fn new(root: &Root, hooks: Webhooks) -> Result<WebhookSender> {
+        let mut secrets = BTreeMap::new();
+        for (context, file) in &hooks.secret_files {
+            secrets.insert(context.clone(), Secret::from_file(file)?);
+        }
+        if hooks.urls.keys().any(|c| !secrets.contains_key(c)) {
+            let root_key = Secret::load_or_create(root.dir())?;
+            for c in hooks.urls.keys() {
+                secrets.entry(c.clone()).or_insert_with(|| root_key.clone());
+            }
+        }
         Ok(WebhookSender {
             hooks,
-            secret: Secret::load_or_create(root.dir())?,
+            secrets,
             client: Client::builder(TokioExecutor::new()).build_http(),
         })
     }
@@ -88,7 +115,11 @@ impl WebhookSender {
         let sent_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_secs() as i64);
-        let signature = self.secret.sign(&d.id, sent_at, d.body.as_bytes());
+        let secret = self
+            .secrets
+            .get(&d.context)
+            .ok_or_else(|| format!("no webhook secret for context {:?}", d.context))?;
+        let signature = secret.sign(&d.id, sent_at, d.body.as_bytes());
         let request = hyper::Request::post(uri.clone())
             .header("content-type", "application/json")
             .header("user-agent", concat!("dshq/", env!("CARGO_PKG_VERSION")))
@@ -153,6 +184,22 @@ impl Secret {
     /// The secret as a receiver is given it (`whsec_` + base64).
     pub fn to_text(&self) -> String {
         format!("{PREFIX}{}", STANDARD.encode(&self.0))
+    }
+
+    /// Read a receiver's own secret from `path` (written by the operator, mode 0600).
+    pub fn from_file(path: &Path) -> Result<Secret> {
+        let shown = crate::text::path_for_log(path);
+        let text = crate::disk::secret::read(path, KEY_WHAT)?.ok_or_else(|| {
+            Error::Usage(format!(
+                "--webhook-secret-file {shown}: no such file (write whsec_ and the base64 of \
+                 at least 24 random bytes there, mode 0600)"
+            ))
+        })?;
+        Secret::parse(&text).ok_or_else(|| {
+            Error::Usage(format!(
+                "{shown} is not a webhook secret: it must hold whsec_ and base64"
+            ))
+        })
     }
 
     /// Read `dir/webhook.key`, creating it (0600, 32 random bytes) when it is missing.

@@ -187,6 +187,10 @@ pub struct Effective {
     pub value: Option<String>,
     /// `flag`, `env DSHQ_…`, `file PATH:LINE`, `default` or `unset`.
     pub source: String,
+    /// Whether the setting is a list (a flag that may be repeated): its value is then the
+    /// TOML array of its values.
+    #[serde(skip)]
+    pub list: bool,
 }
 
 /// Run it (`explicit`: the global `--config`).
@@ -245,10 +249,25 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
             if id == "help" || (table.is_none() && !GLOBAL_KEYS.contains(&long)) {
                 continue;
             }
-            let value = ms
+            let raw: Vec<String> = ms
                 .get_raw(id)
-                .and_then(|mut v| v.next())
-                .map(|v| config::redact(&v.to_string_lossy()));
+                .into_iter()
+                .flatten()
+                .map(|v| config::redact(&v.to_string_lossy()))
+                .collect();
+            // A flag that may be repeated shows as the list the file would hold.
+            let list = matches!(a.get_action(), clap::ArgAction::Append);
+            let value = match (list, raw.first()) {
+                (_, None) => None,
+                (true, _) => Some(format!(
+                    "[{}]",
+                    raw.iter()
+                        .map(|v| config::toml_string(v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                (false, Some(v)) => Some(v.clone()),
+            };
             let in_file = file.as_ref().and_then(|f| {
                 f.settings
                     .iter()
@@ -272,7 +291,12 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
                 Some(t) => format!("{t}.{long}"),
                 None => long.to_string(),
             };
-            out.push(Effective { key, value, source });
+            out.push(Effective {
+                key,
+                value,
+                source,
+                list,
+            });
         }
     };
     add(None, &cmd, &m);
@@ -286,6 +310,7 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
                 key: format!("{}.{}", t.table.as_deref().unwrap_or_default(), t.key),
                 value: Some(t.value.clone()),
                 source: format!("file {}:{}", f.path.display(), t.line),
+                list: false,
             });
         }
     }
@@ -327,6 +352,11 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
                 continue;
             }
             match &e.value {
+                Some(v) if e.list => s.push_str(&format!(
+                    "{key} = {}  # {}\n",
+                    crate::text::one_line(v),
+                    crate::text::one_line(&e.source)
+                )),
                 Some(v) => s.push_str(&format!(
                     "{key} = {}  # {}\n",
                     config::toml_string(v),

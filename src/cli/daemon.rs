@@ -95,21 +95,28 @@ pub struct Args {
     /// Send the deliveries of CONTEXT's requests (accepted, claimed, reminded, escalated,
     /// answered, expired, cancelled, aborted) to URL as webhooks signed as Standard Webhooks
     /// describes, with the secret in the root's webhook.key (created 0600 at the first
-    /// start); CONTEXT=URL, repeat (or separate with commas) for several contexts.
-    #[arg(long, value_name = "CONTEXT=URL", value_delimiter = ',', value_parser = crate::channels::webhook::parse_webhook)]
+    /// start) or the context's --webhook-secret-file; one CONTEXT=URL each, repeat for
+    /// several contexts.
+    #[arg(long, value_name = "CONTEXT=URL", value_parser = crate::channels::webhook::parse_webhook)]
     pub webhook: Vec<(String, hyper::Uri)>,
+    /// With --webhook: sign CONTEXT's deliveries with the secret in FILE (whsec_ and
+    /// base64, mode 0600, written by you) instead of the root's webhook.key, so a receiver
+    /// that is another party verifies with a key of its own; one CONTEXT=FILE each, repeat
+    /// for several.
+    #[arg(long, value_name = "CONTEXT=FILE", value_parser = crate::channels::webhook::parse_secret_file)]
+    pub webhook_secret_file: Vec<(String, std::path::PathBuf)>,
     /// With a channel (--webhook, ...): the wait after a delivery's first failed attempt
     /// (doubling after each, at most 10m). Its earlier name, --webhook-retry-min, is kept.
     #[arg(long, visible_alias = "webhook-retry-min", value_name = "DUR", default_value = "1s", value_parser = super::parse_duration)]
     pub delivery_retry_min: Duration,
     /// Post the requests of CONTEXT to the Slack channel CHANNEL (its id, such as
-    /// C0123ABCD) as Block Kit messages with buttons, updated when they end; CONTEXT=CHANNEL,
-    /// repeat (or separate with commas). Needs --listen (the interactions endpoint,
-    /// POST /slack/interactions, and the page) or --slack-page-url naming a daemon on this
-    /// store that serves them, the bot token in the root's slack.token and the signing
-    /// secret in the root's slack-signing-secret (both mode 0600), and the config file's
-    /// [slack.users] mapping Slack users to reviewers.
-    #[arg(long, value_name = "CONTEXT=CHANNEL", value_delimiter = ',', value_parser = crate::channels::slack::parse_slack)]
+    /// C0123ABCD) as Block Kit messages with buttons, updated when they end; one
+    /// CONTEXT=CHANNEL each, repeat for several contexts. Needs --listen (the interactions
+    /// endpoint, POST /slack/interactions, and the page) or --slack-page-url naming a
+    /// daemon on this store that serves them, the bot token in the root's slack.token and
+    /// the signing secret in the root's slack-signing-secret (both mode 0600), and the
+    /// config file's [slack.users] mapping Slack users to reviewers.
+    #[arg(long, value_name = "CONTEXT=CHANNEL", value_parser = crate::channels::slack::parse_slack)]
     pub slack: Vec<(String, String)>,
     /// With --slack: the file holding the bot token (xoxb-…; mode 0600), instead of the
     /// root's slack.token.
@@ -123,7 +130,8 @@ pub struct Args {
     #[arg(long, value_name = "URL", default_value = crate::channels::slack::DEFAULT_API, value_parser = crate::channels::slack::parse_api_url)]
     pub slack_api_url: String,
     /// With --slack: the page's URL as reviewers reach it (behind your TLS proxy), for the
-    /// links in the messages; default http://ADDR of --listen.
+    /// links in the messages; default http://ADDR of --listen, which must then name an
+    /// address and port a browser can open (not 0.0.0.0, [::] or port 0).
     #[arg(long, value_name = "URL", value_parser = crate::channels::slack::parse_page_url)]
     pub slack_page_url: Option<String>,
     /// With --slack: how long one delivery's Web API calls may take in all (connecting,
@@ -168,18 +176,15 @@ fn slack_of(
     if users.is_empty() {
         tracing::warn!("--slack: the config file maps no Slack user to a reviewer ([slack.users]): every press will be refused");
     }
-    let page_url = match (&a.slack_page_url, a.listen) {
-        (Some(u), _) => u.clone(),
-        (None, Some(l)) => format!("http://{l}"),
-        (None, None) => {
-            return Err(crate::Error::Usage(super::page_url_needed(
-                "--slack",
-                "--slack-page-url",
-            )))
-        }
-    };
+    let page_url = super::page_url(
+        a.slack_page_url.as_deref(),
+        a.listen,
+        "--slack",
+        "--slack-page-url",
+    )?;
     Ok(Some(crate::channels::slack::Slack {
-        channels: channels.iter().cloned().collect(),
+        channels: crate::channels::target::one_per_context("slack", channels.to_vec())
+            .map_err(crate::Error::Usage)?,
         api: a.slack_api_url.clone(),
         token_file: a.slack_token_file.clone(),
         signing_secret_file: a.slack_signing_secret_file.clone(),
@@ -187,6 +192,31 @@ fn slack_of(
         users,
         timeout: a.slack_timeout.max(Duration::from_millis(100)),
     }))
+}
+
+/// The webhook channel of `--webhook` and `--webhook-secret-file`: one receiver per
+/// context, and a secret file only for a context that has one.
+fn webhooks_of(
+    urls: Vec<(String, hyper::Uri)>,
+    secret_files: Vec<(String, std::path::PathBuf)>,
+    timeout: Duration,
+) -> Result<Option<crate::channels::webhook::Webhooks>> {
+    use crate::channels::target::one_per_context;
+    let urls = one_per_context("webhook", urls).map_err(crate::Error::Usage)?;
+    let secret_files =
+        one_per_context("webhook-secret-file", secret_files).map_err(crate::Error::Usage)?;
+    if let Some(c) = secret_files.keys().find(|c| !urls.contains_key(*c)) {
+        return Err(crate::Error::Usage(format!(
+            "--webhook-secret-file {c}=…: no --webhook for context {c:?}"
+        )));
+    }
+    Ok(
+        (!urls.is_empty()).then(|| crate::channels::webhook::Webhooks {
+            urls,
+            secret_files,
+            timeout: timeout.max(Duration::from_millis(100)),
+        }),
+    )
 }
 
 /// The identity provider of the config file's `[oidc]`, with its client secret read (a
@@ -308,10 +338,7 @@ pub fn run(
     };
     let channels = {
         let channels = crate::channels::Channels {
-            webhooks: (!a.webhook.is_empty()).then(|| crate::channels::webhook::Webhooks {
-                urls: a.webhook.into_iter().collect(),
-                timeout: a.webhook_timeout.max(Duration::from_millis(100)),
-            }),
+            webhooks: webhooks_of(a.webhook, a.webhook_secret_file, a.webhook_timeout)?,
             slack,
             email: (*a.email).channel(a.listen)?,
             push: a.push.channel(),

@@ -11,12 +11,12 @@ use crate::error::{Error, Result};
 /// The email channel's flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmailArgs {
-    /// Send a mail for each new, reminded and escalated request of CONTEXT to these
-    /// addresses, with a signed, expiring link to the request on the page (needs --smtp,
-    /// --email-from and --email-page-url); repeat (or separate with semicolons) for
-    /// several contexts.
-    #[arg(long, value_name = "CONTEXT=ADDR[,ADDR...]", value_delimiter = ';', value_parser = email::parse_recipients)]
-    pub email: Vec<(String, Vec<lettre::message::Mailbox>)>,
+    /// Send a mail for each new, reminded and escalated request of CONTEXT to ADDR, with a
+    /// signed, expiring link to the request on the page (needs --smtp, --email-from, and
+    /// --listen or --email-page-url); one CONTEXT=ADDR each, repeat for more addresses and
+    /// contexts.
+    #[arg(long, value_name = "CONTEXT=ADDR", value_parser = email::parse_recipient)]
+    pub email: Vec<(String, lettre::message::Mailbox)>,
     /// With --email: the SMTP server, smtps://HOST[:PORT] (TLS, port 465 by default) or
     /// smtp://HOST[:PORT] (STARTTLS required, 587 by default). No credentials in the URL.
     #[arg(long, value_name = "URL")]
@@ -44,9 +44,10 @@ pub struct EmailArgs {
     pub email_from: Option<String>,
     /// With --email: the page's public base URL the links point to (http:// or https://,
     /// e.g. https://dshq.example.com, the TLS proxy in front of --listen); default
-    /// http://ADDR of --listen. The links need a dshq daemon with --listen serving the page
-    /// there.
-    #[arg(long, value_name = "URL")]
+    /// http://ADDR of --listen, which must then name an address and port a browser can open
+    /// (not 0.0.0.0, [::] or port 0). The links need a dshq daemon with --listen serving
+    /// the page there.
+    #[arg(long, value_name = "URL", value_parser = crate::channels::slack::parse_page_url)]
     pub email_page_url: Option<String>,
     /// With --email: how long a mail's link opens its request (1m to 30d).
     #[arg(long, value_name = "DUR", default_value = "72h", value_parser = parse_link_ttl)]
@@ -120,26 +121,18 @@ impl EmailArgs {
             .ok_or_else(|| usage("--email needs --email-from ADDR"))?
             .parse()
             .map_err(|e| usage(format!("--email-from: {e}")))?;
-        let page = match (self.email_page_url, listen) {
-            (Some(u), _) => u,
-            (None, Some(l)) => format!("http://{l}"),
-            (None, None) => {
-                return Err(usage(super::page_url_needed("--email", "--email-page-url")))
-            }
-        };
-        if !(page.starts_with("http://") || page.starts_with("https://"))
-            || page.contains(['?', '#', ' '])
-        {
-            return Err(usage(format!(
-                "--email-page-url {page:?}: give http(s)://HOST[:PORT][/PATH]"
-            )));
-        }
+        let page = super::page_url(
+            self.email_page_url.as_deref(),
+            listen,
+            "--email",
+            "--email-page-url",
+        )?;
         let mut recipients = std::collections::BTreeMap::new();
-        for (context, addrs) in self.email {
+        for (context, addr) in self.email {
             recipients
                 .entry(context)
                 .or_insert_with(Vec::new)
-                .extend(addrs);
+                .push(addr);
         }
         let ca_pem = match &self.smtp_ca_file {
             Some(_) if security == Security::Plain => {
@@ -159,7 +152,7 @@ impl EmailArgs {
             },
             from,
             recipients,
-            page_url: page.trim_end_matches('/').to_string(),
+            page_url: page,
             link_ttl: self.email_link_ttl,
         }))
     }

@@ -568,12 +568,32 @@ pub fn default_provider_name() -> String {
 
 pub use crate::app::provide::TRANSIENT_TTL;
 
-/// Why a channel whose messages link to the page cannot start: the page's URL defaults to
-/// `--listen`'s, so without `--listen` it must be given (naming another daemon on this
-/// store that serves the page). One rule for Slack and mail.
-pub fn page_url_needed(channel: &str, flag: &str) -> String {
-    format!(
-        "{channel} needs --listen (this daemon serves the page its messages link to) or {flag} \
-         URL (another daemon on this store serves it there)"
-    )
+/// The page's URL a channel's messages link to (`channel`, such as `--email`, given
+/// `flag`, its page URL flag): the URL given, else `http://ADDR` of `--listen` when that
+/// is an address a reviewer's browser can open. One rule for every channel that links to
+/// the page:
+///
+/// - neither: the daemon does not start (another daemon on this store may serve the page:
+///   name its URL);
+/// - `--listen` on an unspecified address (`0.0.0.0`, `[::]`) or port 0: no URL anyone
+///   can open follows from it, so the flag must be given.
+pub fn page_url(
+    given: Option<&str>,
+    listen: Option<std::net::SocketAddr>,
+    channel: &str,
+    flag: &str,
+) -> Result<String> {
+    match (given, listen) {
+        (Some(u), _) => Ok(u.trim_end_matches('/').to_string()),
+        (None, Some(l)) if l.ip().is_unspecified() || l.port() == 0 => Err(Error::Usage(format!(
+            "{channel} links to the page, and --listen {l} names no address a browser can open \
+             (an unspecified address or port 0): give {flag} URL, the page's URL as reviewers \
+             reach it"
+        ))),
+        (None, Some(l)) => Ok(format!("http://{l}")),
+        (None, None) => Err(Error::Usage(format!(
+            "{channel} needs --listen (this daemon serves the page its messages link to) or \
+             {flag} URL (another daemon on this store serves it there)"
+        ))),
+    }
 }

@@ -11,10 +11,10 @@ use crate::channels::push::Push;
 pub struct PushArgs {
     /// Send a Web Push message for each new, reminded and escalated request of CONTEXT to
     /// every device its reviewers subscribed from the page ("Notify this device"), with
-    /// one-tap approve/deny where the request allows; repeat (or separate with commas).
-    /// Needs --listen (the page subscribes devices; a tap answers through it). The VAPID
-    /// key is the root's push-vapid.key (made 0600 at the first start).
-    #[arg(long, value_name = "CONTEXT", value_delimiter = ',', requires = "listen", value_parser = parse_context)]
+    /// one-tap approve/deny where the request allows; one CONTEXT each, repeat for
+    /// several. Needs --listen (the page subscribes devices; a tap answers through it). The
+    /// VAPID key is the root's push-vapid.key (made 0600 at the first start).
+    #[arg(long, value_name = "CONTEXT", requires = "listen", value_parser = parse_context)]
     pub push: Vec<String>,
     /// With --push: the contact push services may reach the operator at (RFC 8292's
     /// `sub`: a mailto: address or an https: URL).
@@ -42,6 +42,11 @@ impl PushArgs {
 
 fn parse_context(s: &str) -> std::result::Result<String, String> {
     let t = s.trim();
+    if t.contains([',', ';']) {
+        return Err(format!(
+            "{s:?}: one context per --push; repeat --push for another"
+        ));
+    }
     if !crate::protocol::check::is_valid_id(t) {
         return Err(format!("{s:?} is not a context name"));
     }

@@ -930,7 +930,12 @@ fn one_person_cli_then_mail_link_is_refused_and_the_asker_cannot_vote_by_mail() 
         &env,
         smtp,
         web,
-        &["--email", "votes=bob@example.com,alice@example.com"],
+        &[
+            "--email",
+            "votes=bob@example.com",
+            "--email",
+            "votes=alice@example.com",
+        ],
         &[],
     );
     let r = h.post(

@@ -775,6 +775,8 @@ fn the_web_api_is_reached_over_https_and_an_untrusted_certificate_is_refused() {
             "0",
             "--slack",
             &format!("default={CHANNEL}"),
+            "--slack-page-url",
+            "https://dshq.example",
             "--slack-api-url",
             url,
             "--slack-token-file",

@@ -381,3 +381,100 @@ fn measure_time_to_a_person(label: &str, sender: &Env, asker: &Env) {
         took[took.len() - 1]
     );
 }
+
+/// Each receiver a different party: the config file lists the receivers as a TOML array
+/// (the flag repeated) and gives one of them a secret file of its own; each receiver's
+/// deliveries verify with its own key and not with the other's. A secret file others may
+/// read stops the start; the earlier comma-joined form is refused with the way to write it.
+#[test]
+fn each_receiver_verifies_with_its_own_secret_from_the_config_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let (ops, partner) = (Receiver::start(), Receiver::start());
+    let dir = tempfile::tempdir().unwrap();
+    let partner_key = dir.path().join("partner.whsec");
+    let partner_secret = "whsec_cGFydG5lci1vbmx5LWtleS0wMTIzNDU2Nzg5";
+    std::fs::write(&partner_key, format!("{partner_secret}\n")).unwrap();
+    std::fs::set_permissions(&partner_key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nwebhook = [{:?}, {:?}]\nwebhook-secret-file = [{:?}]\n\
+             delivery-retry-min = \"50ms\"\n",
+            ops.url_for("ops"),
+            partner.url_for("partner"),
+            format!("partner={}", partner_key.display()),
+        ),
+    )
+    .unwrap();
+    let env = Env::new().with_var("DSHQ_CONFIG", config.to_str().unwrap());
+    env.run(&["config", "check", config.to_str().unwrap()]).ok();
+    let shown = env.run(&["config", "show"]).ok().stdout;
+    assert!(
+        shown.contains(&format!(
+            "webhook = [{:?}, {:?}]",
+            ops.url_for("ops"),
+            partner.url_for("partner")
+        )),
+        "{shown}"
+    );
+    let d = env.daemon_with(&[], &[]);
+    for (id, context) in [("o1", "ops"), ("p1", "partner")] {
+        let mut r = simple_request(id);
+        r["context"] = serde_json::json!(context);
+        env.ask(&r).ok();
+    }
+    assert!(
+        wait_until(DEADLINE, || !ops.of("o1", "accepted").is_empty()
+            && !partner.of("p1", "accepted").is_empty()),
+        "{}",
+        d.log_text()
+    );
+    let root_secret = std::fs::read_to_string(env.root().join("webhook.key")).unwrap();
+    let (to_ops, to_partner) = (
+        &ops.of("o1", "accepted")[0],
+        &partner.of("p1", "accepted")[0],
+    );
+    assert!(verify(&root_secret, to_ops) && !verify(partner_secret, to_ops));
+    assert!(verify(partner_secret, to_partner) && !verify(&root_secret, to_partner));
+    assert!(!d.log_text().contains(partner_secret));
+    assert_eq!(d.stop(), 0);
+
+    // The partner's key readable by others: no start, nothing sent.
+    std::fs::set_permissions(&partner_key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = env.run(&["daemon"]);
+    assert_eq!(r.code, 12, "{r:?}");
+    assert!(r.stderr.contains("UNSAFE_ROOT"), "{}", r.stderr);
+    // A secret for a context with no receiver, two receivers for one context, and the
+    // earlier comma-joined form: each a USAGE error saying what to write.
+    let plain = Env::new();
+    let key = partner_key.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--webhook-secret-file".to_string(), format!("nobody={key}")],
+            "no --webhook for context \"nobody\"",
+        ),
+        (
+            vec![
+                "--webhook".into(),
+                ops.url_for("ops"),
+                "--webhook".into(),
+                partner.url_for("ops"),
+            ],
+            "given twice",
+        ),
+        (
+            vec![
+                "--webhook".into(),
+                format!("{},{}", ops.url_for("ops"), partner.url_for("partner")),
+            ],
+            "repeat --webhook",
+        ),
+    ] {
+        let mut all = vec!["daemon"];
+        all.extend(args.iter().map(String::as_str));
+        let r = plain.run(&all);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}

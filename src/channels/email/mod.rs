@@ -141,26 +141,19 @@ pub fn parse_smtp_url(s: &str) -> std::result::Result<(String, Option<u16>, bool
     Ok((host.to_string(), port, tls))
 }
 
-/// Parse `CONTEXT=ADDR[,ADDR...]`: a valid context id and one or more mail addresses
-/// (`alice@example.com` or `Alice <alice@example.com>`).
-pub fn parse_recipients(s: &str) -> std::result::Result<(String, Vec<Mailbox>), String> {
-    let (context, addrs) = s.split_once('=').ok_or_else(|| {
-        format!("{s:?}: give CONTEXT=ADDRESS[,ADDRESS...], such as ops=alice@example.com")
+/// Parse `--email CONTEXT=ADDR` ([`crate::channels::target`]): a valid context id and
+/// one mail address (`alice@example.com` or `Alice <alice@example.com>`); a context's
+/// recipients are the flag repeated.
+pub fn parse_recipient(s: &str) -> std::result::Result<(String, Mailbox), String> {
+    let (context, addr) = crate::channels::target::split("email", s, "default=alice@example.com")?;
+    let mailbox = addr.parse::<Mailbox>().map_err(|e| {
+        if addr.contains([',', ';']) {
+            crate::channels::target::one_target("email", s)
+        } else {
+            format!("{addr:?} is not a mail address: {e}")
+        }
     })?;
-    if !crate::protocol::check::is_valid_id(context) {
-        return Err(format!("{context:?} is not a context id"));
-    }
-    let mut out = Vec::new();
-    for a in addrs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        out.push(
-            a.parse::<Mailbox>()
-                .map_err(|e| format!("{a:?} is not a mail address: {e}"))?,
-        );
-    }
-    if out.is_empty() {
-        return Err(format!("{s:?}: no address"));
-    }
-    Ok((context.to_string(), out))
+    Ok((context, mailbox))
 }
 
 /// The email channel's sender: the configuration, the root's link key, an SMTP transport.
@@ -586,13 +579,15 @@ mod tests {
     }
 
     #[test]
-    fn recipients_are_a_context_and_addresses() {
-        let (c, a) = parse_recipients("ops=alice@example.com, Bob <bob@example.com>").unwrap();
+    fn a_recipient_is_a_context_and_one_address() {
+        let (c, a) = parse_recipient("ops=Bob <bob@example.com>").unwrap();
         assert_eq!(c, "ops");
-        assert_eq!(a.len(), 2);
-        assert_eq!(a[1].email.to_string(), "bob@example.com");
-        assert!(parse_recipients("ops=").is_err());
-        assert!(parse_recipients("ops=not an address").is_err());
-        assert!(parse_recipients("../x=a@b.c").is_err());
+        assert_eq!(a.email.to_string(), "bob@example.com");
+        assert!(parse_recipient("ops=\"Doe, Bob\" <bob@example.com>").is_ok());
+        assert!(parse_recipient("ops=").is_err());
+        assert!(parse_recipient("ops=not an address").is_err());
+        assert!(parse_recipient("../x=a@b.c").is_err());
+        let e = parse_recipient("ops=a@example.com,b@example.com").unwrap_err();
+        assert!(e.contains("repeat --email"), "{e}");
     }
 }

@@ -87,14 +87,10 @@ impl Slack {
     }
 }
 
-/// Parse `--slack CONTEXT=CHANNEL`: a context id and a Slack channel id (`C0123ABCD`).
+/// Parse `--slack CONTEXT=CHANNEL` ([`crate::channels::target`]): a context id and a
+/// Slack channel id (`C0123ABCD`, from the channel's details in Slack).
 pub fn parse_slack(s: &str) -> std::result::Result<(String, String), String> {
-    let (context, channel) = s.split_once('=').ok_or_else(|| {
-        format!("{s:?}: give CONTEXT=CHANNEL, such as default=C0123ABCD (the channel's id, from its details in Slack)")
-    })?;
-    if !crate::protocol::check::is_valid_id(context) {
-        return Err(format!("{context:?} is not a context id"));
-    }
+    let (context, channel) = crate::channels::target::split("slack", s, "default=C0123ABCD")?;
     let b = channel.as_bytes();
     let ok = (2..=32).contains(&b.len())
         && matches!(b[0], b'C' | b'G' | b'D')
@@ -106,7 +102,7 @@ pub fn parse_slack(s: &str) -> std::result::Result<(String, String), String> {
             "{channel:?} is not a Slack channel id: C, G or D and capitals and digits, such as C0123ABCD"
         ));
     }
-    Ok((context.to_string(), channel.to_string()))
+    Ok((context, channel.to_string()))
 }
 
 /// Parse `--slack-api-url`: `https://…`, or `http://` to a loopback address only.
@@ -123,19 +119,20 @@ pub fn parse_api_url(s: &str) -> std::result::Result<String, String> {
     }
 }
 
-/// Parse `--slack-page-url`: the page's base URL as people reach it (`https://dshq.example`),
-/// without `|`, `<`, `>` or spaces (it goes into a Slack link as it is).
+/// Parse `--slack-page-url` and `--email-page-url`: the page's base URL as people reach it
+/// (`https://dshq.example`), without `|`, `<`, `>`, `&`, a query, a fragment or spaces
+/// (paths are appended to it, and it goes into a Slack link as it is).
 pub fn parse_page_url(s: &str) -> std::result::Result<String, String> {
     let t = s.trim_end_matches('/');
     let uri: hyper::Uri = t.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
     if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
         return Err(format!("{s:?}: give an http:// or https:// URL"));
     }
-    if t.chars()
-        .any(|c| matches!(c, '|' | '<' | '>' | '&') || c.is_whitespace() || c.is_control())
-    {
+    if t.chars().any(|c| {
+        matches!(c, '|' | '<' | '>' | '&' | '?' | '#') || c.is_whitespace() || c.is_control()
+    }) {
         return Err(format!(
-            "{s:?}: a page URL cannot hold |, <, >, & or spaces"
+            "{s:?}: a page URL cannot hold |, <, >, &, ?, # or spaces"
         ));
     }
     Ok(t.to_string())
