@@ -513,16 +513,17 @@ fn slack_and_mail_need_the_page_the_same_way() {
         // --listen on an unspecified address or port 0 names no page anyone can open:
         // the page's URL must be given then, the same way.
         for listen in ["0.0.0.0:7465", "[::]:7465", "0"] {
-            let mut all = vec!["daemon", "--listen", listen];
+            let mut all = vec!["--listen", listen];
             all.extend_from_slice(args);
-            let r = env.run(&all);
+            let r = crate::trust::daemon_start(&env, &all)
+                .unwrap_or_else(|| panic!("--listen {listen}: the daemon started"));
             assert_eq!(r.code, 2, "{listen}: {r:?}");
+            let e = &r.json()["error"];
+            assert_eq!(e["code"], "USAGE", "{listen}: {r:?}");
+            let m = e["message"].as_str().unwrap();
             assert!(
-                r.stderr.contains("USAGE")
-                    && r.stderr.contains("names no address a browser can open")
-                    && r.stderr.contains(flag),
-                "{listen}: {}",
-                r.stderr
+                m.contains("names no address a browser can open") && m.contains(flag),
+                "{listen}: {m}"
             );
         }
         // Given the page's URL, it starts without --listen.

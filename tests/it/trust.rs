@@ -537,7 +537,7 @@ fn an_answer_whose_outcome_file_fails_is_reported_as_recorded() {
 
 /// Start `dshq --json daemon ARGS` and wait until it exits (its result) or says it started
 /// (then it is stopped: `None`).
-fn daemon_start(env: &Env, args: &[&str]) -> Option<Run> {
+pub(crate) fn daemon_start(env: &Env, args: &[&str]) -> Option<Run> {
     let log = env.dir.path().join("start.log");
     let mut child = env
         .command()
