@@ -125,6 +125,20 @@ fn parse(
     })
 }
 
+/// Who may subscribe or remove a device: a reviewer's own login (not a mail link's
+/// session, not an auditor) presenting its session's CSRF token; its web token's name.
+fn device_owner(
+    viewer: &Viewer,
+    headers: &HeaderMap,
+) -> std::result::Result<String, Box<Response>> {
+    let presented = headers.get("x-csrf-token").and_then(|v| v.to_str().ok());
+    viewer.check_csrf(presented).map_err(Box::new)?;
+    if viewer.caller.mail.is_some() || !viewer.answers() {
+        return Err(Box::new(ApiError::from(Error::Forbidden).into_response()));
+    }
+    Ok(viewer.caller.token.name.clone())
+}
+
 /// `POST /push/subscriptions` (JSON, header `X-CSRF-Token`): subscribe this device for
 /// the logged-in reviewer. 201 with the person it was stored for.
 pub async fn subscribe(
@@ -133,15 +147,10 @@ pub async fn subscribe(
     headers: HeaderMap,
     crate::host::body::Body(body): crate::host::body::Body,
 ) -> Response {
-    let presented = headers.get("x-csrf-token").and_then(|v| v.to_str().ok());
-    if let Err(r) = viewer.check_csrf(presented) {
-        return r;
-    }
-    // A reviewer's own login: not a mail link's session, not an auditor.
-    if viewer.caller.mail.is_some() || !viewer.answers() {
-        return ApiError::from(Error::Forbidden).into_response();
-    }
-    let name = viewer.caller.token.name.clone();
+    let name = match device_owner(&viewer, &headers) {
+        Ok(name) => name,
+        Err(r) => return *r,
+    };
     let r = st
         .db
         .write(move |store| {
@@ -182,13 +191,10 @@ pub async fn unsubscribe(
     headers: HeaderMap,
     crate::host::body::Body(body): crate::host::body::Body,
 ) -> Response {
-    let presented = headers.get("x-csrf-token").and_then(|v| v.to_str().ok());
-    if let Err(r) = viewer.check_csrf(presented) {
-        return r;
-    }
-    if viewer.caller.mail.is_some() || !viewer.answers() {
-        return ApiError::from(Error::Forbidden).into_response();
-    }
+    let name = match device_owner(&viewer, &headers) {
+        Ok(name) => name,
+        Err(r) => return *r,
+    };
     let u: Unsubscribe = match serde_json::from_slice(&body) {
         Ok(u) => u,
         Err(e) => {
@@ -199,7 +205,6 @@ pub async fn unsubscribe(
             .into_response()
         }
     };
-    let name = viewer.caller.token.name.clone();
     let by = name.clone();
     let r = st
         .db
