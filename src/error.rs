@@ -71,6 +71,31 @@ pub enum Error {
         /// The voter.
         voter: String,
     },
+    /// An away notice whose end is not in the future.
+    #[error("the away notice ends at {0}, which is not in the future")]
+    AwayInPast(String),
+    /// An away notice naming the person as their own delegate.
+    #[error("{0:?} cannot be their own delegate: name another reviewer")]
+    AwaySelf(String),
+    /// An away notice that would chain delegations.
+    #[error("delegations do not chain: {0}")]
+    AwayChain(String),
+    /// A delegate no reviewer is known as.
+    #[error(
+        "{0:?} is no reviewer the people directory or the web tokens know: a delegate must be one"
+    )]
+    UnknownDelegate(String),
+    /// No away notice to cancel.
+    #[error("{0:?} has no away notice to cancel")]
+    NotAway(String),
+    /// An answer for a person whose delegate the answerer is not now.
+    #[error("{delegate:?} is not the delegate of {person:?} now (none set, another delegate, or it ended or was cancelled)")]
+    NotDelegate {
+        /// The person answering.
+        delegate: String,
+        /// The person they answered for.
+        person: String,
+    },
     /// The request is claimed by another lease.
     #[error("request {id:?} is claimed by another provider lease")]
     ClaimedElsewhere {
@@ -318,6 +343,12 @@ impl Error {
             Error::OwnRequest { .. } => Code::OwnRequest,
             Error::NotInGroup { .. } => Code::NotInGroup,
             Error::AlreadyVoted { .. } => Code::AlreadyVoted,
+            Error::AwayInPast(_) => Code::AwayInPast,
+            Error::AwaySelf(_) => Code::AwaySelf,
+            Error::AwayChain(_) => Code::AwayChain,
+            Error::UnknownDelegate(_) => Code::UnknownDelegate,
+            Error::NotAway(_) => Code::NotAway,
+            Error::NotDelegate { .. } => Code::NotDelegate,
             Error::WrongContext { .. } => Code::WrongContext,
             Error::DuplicateProvider { .. } => Code::DuplicateProvider,
             Error::LeaseExpired(_) => Code::LeaseExpired,

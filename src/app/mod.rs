@@ -18,6 +18,7 @@ pub mod ask;
 pub mod audit;
 pub mod backup;
 pub mod copy;
+pub mod delegation;
 pub mod feed;
 pub mod gauges;
 pub mod key_file;

@@ -106,7 +106,20 @@ pub fn answer(
     who: &Acting,
     answer: &Answer,
 ) -> Result<Answering> {
-    let done = store.answer(&who.lease_ref(), id, answer)?;
+    answer_for(store, root, id, who, answer, None)
+}
+
+/// [`answer`], made for the away person `for_person` by their delegate (`who`) when given:
+/// recorded as "D for P" ([`crate::core::delegation`]).
+pub fn answer_for(
+    store: &mut Store,
+    root: Option<&Root>,
+    id: &str,
+    who: &Acting,
+    answer: &Answer,
+    for_person: Option<&str>,
+) -> Result<Answering> {
+    let done = store.answer_for(&who.lease_ref(), id, answer, for_person)?;
     Ok(published(store, root, done))
 }
 

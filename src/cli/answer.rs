@@ -68,6 +68,10 @@ pub struct Args {
     /// Provider name for a transient lease (default $USER).
     #[arg(long)]
     pub name: Option<String>,
+    /// Answer for PERSON, who is away and named you their delegate (`dshq away`): recorded
+    /// as "you for PERSON" (NOT_DELEGATE when you are not their delegate now).
+    #[arg(long = "for", value_name = "PERSON", requires = "id")]
+    pub for_person: Option<String>,
     /// Interactive, without an id: which requests to walk (and, with --follow, to pick
     /// up while waiting): the filters of `list` and `watch`. One --context (a session
     /// holds one context's lease; default: the given lease's, else `default`).
@@ -288,7 +292,14 @@ pub fn run_with_matches(ctx: &Ctx, a: Args, m: Option<&ArgMatches>) -> Result<()
         }
     };
     let who = acting(a.lease.as_deref(), a.name.as_deref());
-    match app::provide::answer(&mut store, Some(&ctx.root), &id, &who, &answer)? {
+    match app::provide::answer_for(
+        &mut store,
+        Some(&ctx.root),
+        &id,
+        &who,
+        &answer,
+        a.for_person.as_deref(),
+    )? {
         app::provide::Answering::Finished(finished) => publish(ctx, &finished),
         // A vote on a request with a quorum that left it open.
         app::provide::Answering::Voted(v) => {

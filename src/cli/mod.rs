@@ -9,6 +9,7 @@ pub mod agent;
 pub mod answer;
 pub mod ask;
 pub mod audit;
+pub mod away;
 pub mod cancel;
 pub mod claim;
 pub mod claude_code;
@@ -160,6 +161,8 @@ pub enum Command {
     /// Bearer tokens of the HTTP API (`daemon --listen`): create, list, revoke.
     #[command(subcommand)]
     Token(token::Command),
+    /// Away until a time: a delegate answers for you meanwhile (set, cancel, list).
+    Away(away::Args),
     /// The MCP server over stdio: MCP agents ask, MCP clients with a human answer.
     Mcp(mcp::Args),
     /// The store itself: back it up, or copy it into a shared PostgreSQL database.
@@ -444,6 +447,7 @@ pub fn run(cli: Cli, answer_matches: Option<&clap::ArgMatches>) -> Result<()> {
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Man => completions::man(&ctx),
         Command::Token(c) => token::run(&ctx, c),
+        Command::Away(a) => away::run(&ctx, a),
         Command::Mcp(a) => mcp::run(&ctx, a),
         Command::ClaudeCode(c) => claude_code::run(&ctx, c),
         Command::Config(c) => config::run(&ctx, c, cli_config),

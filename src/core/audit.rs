@@ -52,6 +52,13 @@ pub enum EventKind {
     /// A person signed in to the page through the identity provider: the claims read and
     /// what they decided (no token).
     SignedIn,
+    /// A person set an away notice: away until a time, their delegate answering for them.
+    AwaySet,
+    /// An away notice was cancelled before its end.
+    AwayCancelled,
+    /// An away notice reached its end (recorded by the sweep; it stopped holding at its
+    /// end whether or not this was written yet).
+    AwayEnded,
 }
 
 impl EventKind {
@@ -82,6 +89,9 @@ impl EventKind {
             EventKind::Escalated => "escalated",
             EventKind::Expired => "expired",
             EventKind::SignedIn => "signed-in",
+            EventKind::AwaySet => "away-set",
+            EventKind::AwayCancelled => "away-cancelled",
+            EventKind::AwayEnded => "away-ended",
         }
     }
 

@@ -135,6 +135,8 @@ pub struct RequestRow {
     pub ladder_done: i64,
     /// `policy` when the request was answered by its declared default on expiry.
     pub decided_by: Option<String>,
+    /// The away person the answer was made for by their delegate (who is `provider`).
+    pub on_behalf_of: Option<String>,
 }
 
 impl RequestRow {
@@ -235,6 +237,7 @@ impl RequestRow {
                     finished_at: rfc3339(finished),
                     edited: self.parsed_edits(),
                     decided_by: self.decided_by.clone(),
+                    on_behalf_of: self.on_behalf_of.clone(),
                     call_id: self.call_id(),
                     receipt: None,
                 }))

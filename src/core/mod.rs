@@ -9,6 +9,7 @@
 pub mod access;
 pub mod audit;
 pub mod channel;
+pub mod delegation;
 pub mod jwt;
 pub mod lifecycle;
 pub mod mail_link;

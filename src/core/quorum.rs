@@ -121,6 +121,10 @@ pub struct Vote {
     pub decision: Option<Decision>,
     /// When (ms).
     pub at_ms: i64,
+    /// The away person this vote was cast for by their delegate (`person`), if any: it
+    /// occupies both of them ([`Vote::occupies`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_person: Option<String>,
 }
 
 /// What a request's votes decide.
@@ -202,6 +206,22 @@ impl Vote {
     pub fn person_key(&self) -> &str {
         self.person.as_deref().unwrap_or(&self.voter)
     }
+
+    /// Whether this vote occupies `person`: it is theirs, or it was cast for them by their
+    /// delegate. A vote by D for P occupies both D and P, so a quorum is never met by a
+    /// person and their delegate alone, and a later vote by either is `ALREADY_VOTED`.
+    pub fn occupies(&self, person: &str) -> bool {
+        self.person_key() == person || self.for_person.as_deref() == Some(person)
+    }
+
+    /// Whether this vote and `other` occupy a person in common.
+    pub fn overlaps(&self, other: &Vote) -> bool {
+        self.occupies(other.person_key())
+            || other
+                .for_person
+                .as_deref()
+                .is_some_and(|p| self.occupies(p))
+    }
 }
 
 impl Required {
@@ -239,9 +259,10 @@ impl Required {
                 };
             }
             let voters = tally.entry(v.answer.as_str()).or_default();
-            // One person is one voter (a second vote of theirs is refused before it is
-            // recorded; this keeps the count right whatever the rows say).
-            if !voters.iter().any(|w| w.person_key() == v.person_key()) {
+            // One person is one voter, and a delegate's vote for an away person counts for
+            // one of the two (a second vote is refused before it is recorded; this keeps
+            // the count right whatever the rows say).
+            if !voters.iter().any(|w| w.overlaps(v)) {
                 voters.push(v);
             }
             if voters.len() >= self.approvals as usize {
@@ -289,11 +310,11 @@ pub struct QuorumView {
 impl QuorumView {
     /// The view of a request's quorum and votes (`None` without a quorum).
     pub fn of(required: &Required, votes: &[Vote]) -> QuorumView {
-        let mut tally: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut tally: BTreeMap<&str, Vec<&Vote>> = BTreeMap::new();
         for v in votes {
             let persons = tally.entry(v.answer.as_str()).or_default();
-            if !persons.contains(&v.person_key()) {
-                persons.push(v.person_key());
+            if !persons.iter().any(|w| w.overlaps(v)) {
+                persons.push(v);
             }
         }
         let agreeing = tally.values().map(Vec::len).max().unwrap_or(0) as u32;
@@ -315,6 +336,7 @@ impl QuorumView {
                         .unwrap_or_else(|_| serde_json::Value::String(v.answer.clone())),
                     decision: v.decision,
                     at: crate::clock::rfc3339(v.at_ms),
+                    on_behalf_of: v.for_person.clone(),
                 })
                 .collect(),
         }
@@ -366,7 +388,27 @@ mod tests {
             answer: answer.into(),
             decision,
             at_ms: 0,
+            for_person: None,
         }
+    }
+
+    #[test]
+    fn a_person_and_their_delegate_never_meet_a_quorum_alone() {
+        let r = Policy::default()
+            .required("c", Some(&q(2, None, None)))
+            .unwrap()
+            .unwrap();
+        let mut for_alice = vote("web:dave", "A", None);
+        for_alice.for_person = Some("alice".into());
+        // Dave for Alice, then Alice (or Dave again): one person's worth.
+        for other in ["web:alice", "provider:dave"] {
+            let votes = [for_alice.clone(), vote(other, "A", None)];
+            assert_eq!(r.verdict(&votes), Verdict::Open, "{other}");
+            assert_eq!(QuorumView::of(&r, &votes).agreeing, 1);
+        }
+        // With a third person it is met.
+        let votes = [for_alice, vote("web:bob", "A", None)];
+        assert!(matches!(r.verdict(&votes), Verdict::Met { .. }));
     }
 
     #[test]

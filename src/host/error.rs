@@ -61,9 +61,14 @@ impl ApiError {
             | Code::OwnRequest
             | Code::NotInGroup
             | Code::SlackUnknownUser
-            | Code::OidcNotMapped => StatusCode::FORBIDDEN,
+            | Code::OidcNotMapped
+            | Code::NotDelegate => StatusCode::FORBIDDEN,
             Code::OidcState | Code::BadReturnUrl => StatusCode::BAD_REQUEST,
             Code::OidcProvider | Code::JwtKeys => StatusCode::BAD_GATEWAY,
+            Code::AwayInPast | Code::AwaySelf | Code::AwayChain | Code::UnknownDelegate => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            Code::NotAway => StatusCode::NOT_FOUND,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::BadRequest

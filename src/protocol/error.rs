@@ -176,6 +176,21 @@ pub enum Code {
     JwtBadSignature,
     /// The issuer's OpenID metadata or key set cannot be fetched, or is not what OpenID says.
     JwtKeys,
+    /// An away notice whose end is not in the future.
+    AwayInPast,
+    /// An away notice that names the person as their own delegate.
+    AwaySelf,
+    /// An away notice that would chain delegations: the delegate is away themselves, or
+    /// the person is someone else's delegate now.
+    AwayChain,
+    /// An away notice whose delegate is no reviewer the people directory or the web
+    /// tokens know.
+    UnknownDelegate,
+    /// An away notice cancelled where the person has none.
+    NotAway,
+    /// An answer "for" a person whose delegate the answerer is not now (none set, another
+    /// delegate, or it ended or was cancelled).
+    NotDelegate,
 }
 
 impl Code {
@@ -248,6 +263,12 @@ impl Code {
             Code::JwtUnknownKey => "JWT_UNKNOWN_KEY",
             Code::JwtBadSignature => "JWT_BAD_SIGNATURE",
             Code::JwtKeys => "JWT_KEYS",
+            Code::AwayInPast => "AWAY_IN_PAST",
+            Code::AwaySelf => "AWAY_SELF",
+            Code::AwayChain => "AWAY_CHAIN",
+            Code::UnknownDelegate => "UNKNOWN_DELEGATE",
+            Code::NotAway => "NOT_AWAY",
+            Code::NotDelegate => "NOT_DELEGATE",
         }
     }
 
@@ -315,6 +336,9 @@ impl Code {
             | Code::JwtUnknownKey
             | Code::JwtBadSignature
             | Code::JwtKeys => 13,
+            Code::AwayInPast | Code::AwaySelf | Code::AwayChain | Code::UnknownDelegate => 3,
+            Code::NotAway => 4,
+            Code::NotDelegate => 14,
         }
     }
 }

@@ -396,6 +396,10 @@ pub struct AnsweredOutcome {
     /// answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
+    /// Extension: the away person this answer was made for by their delegate (the
+    /// `provider`): "D for P". Omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
     /// Extension (dsh 0.2's continued questions): the tool call of a request that came
     /// with a `wait`, so a late answer is delivered to its call. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -424,14 +428,23 @@ pub struct VoteView {
     pub decision: Option<Decision>,
     /// When (RFC 3339).
     pub at: String,
+    /// dshq extension: the away person this vote was cast for by their delegate (the
+    /// voter): "D for P". Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
 }
 
 impl VoteView {
-    /// Who, for people: `alice via web:alice` (the identity alone when it has no person).
+    /// Who, for people: `alice via web:alice` (the identity alone when it has no person),
+    /// with `for bob` when cast for an away person.
     pub fn who(&self) -> String {
-        match &self.person {
+        let who = match &self.person {
             Some(p) => format!("{p} via {}", self.voter),
             None => self.voter.clone(),
+        };
+        match &self.on_behalf_of {
+            Some(p) => format!("{who} for {p}"),
+            None => who,
         }
     }
 }

@@ -255,6 +255,7 @@ mod tests {
             finished_at: "2026-01-01T00:01:00.000Z".into(),
             edited: None,
             decided_by: None,
+            on_behalf_of: None,
             call_id: None,
             receipt: None,
         });

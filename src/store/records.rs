@@ -747,6 +747,14 @@ fn check_votes(row: &RequestRow, voted: &[&Event], votes: &[Vote]) -> Option<(i6
                 &v.person.as_deref(),
                 &str_field(e, "person"),
             )
+        })
+        // The away person a delegate's vote was cast for.
+        .or_else(|| {
+            differs(
+                &format!("the person {voter:?}'s vote was cast for"),
+                &v.for_person.as_deref(),
+                &str_field(e, "for"),
+            )
         });
         if let Some(p) = p {
             return Some((e.seq, p));
@@ -798,6 +806,14 @@ fn check_answered(
             )
         })
         .or_else(|| differs("error code", &row.error_code.as_deref(), &None))
+        // A delegate's answer: the person it was made for is the log's.
+        .or_else(|| {
+            differs(
+                "onBehalfOf",
+                &row.on_behalf_of.as_deref(),
+                &str_field(e, "for"),
+            )
+        })
         // The approvers of a request with a quorum: the row's are the log's.
         .or_else(|| {
             differs_json(

@@ -459,6 +459,16 @@ pub struct WebToken {
     pub revoked_ms: Option<Millis>,
 }
 
+impl WebToken {
+    /// Whether this token may answer a request in `context` now: not revoked, a role that
+    /// answers, bound to no other context.
+    pub fn answers_in(&self, context: &str) -> bool {
+        self.revoked_ms.is_none()
+            && self.role.may(crate::core::access::Action::Answer).is_some()
+            && self.context.as_deref().is_none_or(|c| c == context)
+    }
+}
+
 fn role_str<S: serde::Serializer>(r: &crate::core::access::Role, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(r.as_str())
 }

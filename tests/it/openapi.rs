@@ -32,7 +32,7 @@ fn the_committed_openapi_document_matches_the_types_and_the_server() {
     assert_eq!(served.body, committed);
     // Every route the router has is documented (and the other way round).
     let paths: Vec<&String> = committed["paths"].as_object().unwrap().keys().collect();
-    assert_eq!(paths.len(), 12, "{paths:?}");
+    assert_eq!(paths.len(), 13, "{paths:?}");
 }
 
 #[test]

@@ -18,6 +18,7 @@
 #[allow(dead_code)]
 mod throwaway;
 
+mod delegation;
 mod drivers;
 mod ladder;
 mod lifecycle;
@@ -122,4 +123,7 @@ conformance!(
     links::a_mail_link_answers_once,
     push::push_subscriptions_are_one_per_device_and_push_rows_are_written,
     sign_in::a_sign_in_is_one_chained_event,
+    delegation::away_notices_are_checked_recorded_and_end,
+    delegation::a_delegate_answers_for_the_away_person,
+    delegation::a_person_and_their_delegate_never_meet_a_quorum_alone,
 );

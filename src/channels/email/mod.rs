@@ -209,7 +209,27 @@ impl EmailSender {
             .get(&d.context)
             .ok_or_else(|| format!("no recipients for context {:?}", d.context))?;
         let id = d.request_id.clone();
-        let row = store.call(move |s| s.get(&id)).await?;
+        // The context's recipients, and the delegates of those away now (the ladder's
+        // reminders and escalations reach them too: `crate::core::delegation`).
+        let addresses: Vec<String> = recipients.iter().map(|m| m.email.to_string()).collect();
+        let (row, extra) = store
+            .call(move |s| {
+                let row = s.get(&id)?;
+                Ok((
+                    row,
+                    crate::app::delegation::delegate_addresses(s, &addresses)?,
+                ))
+            })
+            .await?;
+        let mut to_all: Vec<Mailbox> = recipients.clone();
+        for a in extra {
+            match a.parse::<lettre::Address>() {
+                Ok(addr) => to_all.push(Mailbox::new(None, addr)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "mail: a delegate's address does not parse; skipped")
+                }
+            }
+        }
         let Some(row) = row.filter(|r| !r.status.is_final()) else {
             tracing::info!(id = %d.id, request = %d.request_id, "no mail: the request is over (or gone)");
             return Ok(());
@@ -221,7 +241,7 @@ impl EmailSender {
         // Built at the first mail, inside the deliveries' runtime: its pool runs a task
         // there.
         let transport = self.transport.get_or_init(|| self.builder.clone().build());
-        for to in recipients {
+        for to in &to_all {
             let mail = self.message(d, &row, &request, to, expires_ms)?;
             transport
                 .send(mail)

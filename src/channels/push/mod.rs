@@ -33,7 +33,6 @@ use hyper_util::client::legacy::Client;
 use web_push_native::jwt_simple::algorithms::ES256KeyPair;
 
 use crate::channels::sender::{Attempt, Sender, StoreCalls};
-use crate::core::access::Action;
 use crate::core::channel::Channel;
 use crate::core::mail_link::LinkKey;
 use crate::core::push_action::{device_of, one_taps, ActionClaims, OneTap};
@@ -72,9 +71,7 @@ pub fn parse_contact(s: &str) -> std::result::Result<String, String> {
 
 /// Whether the web token `t` may answer a request in `context` now.
 pub fn answers_in(t: &WebToken, context: &str) -> bool {
-    t.revoked_ms.is_none()
-        && t.role.may(Action::Answer).is_some()
-        && t.context.as_deref().is_none_or(|c| c == context)
+    t.answers_in(context)
 }
 
 /// The Web Push channel's sender.

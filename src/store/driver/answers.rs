@@ -33,6 +33,8 @@ pub struct AnsweredRow<'a> {
     /// The edits the answer made (edit-then-approve), as the JSON of
     /// [`crate::protocol::types::Edits`]; `None` when it edited nothing.
     pub edits_json: Option<&'a str>,
+    /// The away person the answer was made for by their delegate, if any.
+    pub on_behalf_of: Option<&'a str>,
 }
 
 /// A reviewer's vote on a request with a quorum, for the `votes` table.
@@ -50,6 +52,8 @@ pub struct NewVote<'a> {
     pub decision: Option<&'a str>,
     /// The lease the vote was made through, if one (a vote needs none).
     pub lease_id: Option<i64>,
+    /// The away person the vote was cast for by their delegate, if any.
+    pub for_person: Option<&'a str>,
 }
 
 /// What an answer writes on one question row.

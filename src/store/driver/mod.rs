@@ -19,6 +19,7 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod delegation;
 pub mod deliveries;
 pub mod events;
 pub mod feed;
@@ -39,6 +40,7 @@ pub mod tokens;
 pub use agents::{AgentReads, AgentStatements};
 pub use answers::{AnswerReads, AnswerStatements};
 pub use audit::AuditReads;
+pub use delegation::{DelegationReads, DelegationStatements};
 pub use deliveries::{DeliveryReads, DeliveryStatements};
 pub use events::{EventReads, EventStatements};
 pub use feed::FeedReads;
@@ -74,6 +76,7 @@ pub trait Statements:
     + LinkStatements
     + SweepStatements
     + OutboxStatements
+    + DelegationStatements
 {
 }
 
@@ -93,6 +96,7 @@ impl<T> Statements for T where
         + LinkStatements
         + SweepStatements
         + OutboxStatements
+        + DelegationStatements
         + ?Sized
 {
 }

@@ -15,9 +15,9 @@
 use std::path::PathBuf;
 
 use super::{
-    AgentReads, AnswerReads, AuditReads, DeliveryReads, EventReads, FeedReads, HistoryReads,
-    LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SlackReads, Statements,
-    SweepReads, TokenReads,
+    AgentReads, AnswerReads, AuditReads, DelegationReads, DeliveryReads, EventReads, FeedReads,
+    HistoryReads, LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SlackReads,
+    Statements, SweepReads, TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -42,6 +42,7 @@ pub trait Reads:
     + SlackReads
     + SweepReads
     + TokenReads
+    + DelegationReads
 {
 }
 
@@ -61,6 +62,7 @@ impl<T> Reads for T where
         + SlackReads
         + SweepReads
         + TokenReads
+        + DelegationReads
         + ?Sized
 {
 }

@@ -102,7 +102,7 @@ impl AnswerStatements for Tx<'_> {
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = $1, claimed_ms = COALESCE(claimed_ms, $2),
                     finished_ms = $2, answer = $3, decision = $4, provider = $5, edits = $8,
-                    outbox_pending = TRUE, approvers = $9
+                    outbox_pending = TRUE, approvers = $9, on_behalf_of = $10
              WHERE seq = $6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = $1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = $1 AND generation = $7
                            AND ended_ms IS NULL AND expires_ms >= $2 FOR SHARE)
@@ -117,6 +117,7 @@ impl AnswerStatements for Tx<'_> {
                 (&fence.generation, Type::INT8),
                 (&row.edits_json, Type::TEXT),
                 (&row.approvers, Type::TEXT),
+                (&row.on_behalf_of, Type::TEXT),
             ],
         )?;
         self.outcome_of_row_due(done)
@@ -127,7 +128,7 @@ impl AnswerStatements for Tx<'_> {
         let done = self.tx.query_typed_opt(
             "UPDATE requests SET status = 'answered', claimed_lease = NULL, claimed_ms = COALESCE(claimed_ms, $1),
                     finished_ms = $1, answer = $2, decision = $3, provider = $4, edits = $6,
-                    outbox_pending = TRUE, approvers = $7
+                    outbox_pending = TRUE, approvers = $7, on_behalf_of = $8
              WHERE seq = $5 AND status IN ('pending', 'claimed')
              RETURNING origin",
             &[
@@ -138,6 +139,7 @@ impl AnswerStatements for Tx<'_> {
                 (&row.seq, Type::INT8),
                 (&row.edits_json, Type::TEXT),
                 (&row.approvers, Type::TEXT),
+                (&row.on_behalf_of, Type::TEXT),
             ],
         )?;
         self.outcome_of_row_due(done)
@@ -156,8 +158,8 @@ impl AnswerStatements for Tx<'_> {
 
     fn insert_vote_if_voter_new(&mut self, v: NewVote<'_>, now: Millis) -> Result<bool> {
         let n = self.tx.execute_typed(
-            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person, for_person)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
             &[
                 (&v.request_seq, Type::INT8),
                 (&v.voter, Type::TEXT),
@@ -166,6 +168,7 @@ impl AnswerStatements for Tx<'_> {
                 (&v.lease_id, Type::INT8),
                 (&now, Type::INT8),
                 (&v.person, Type::TEXT),
+                (&v.for_person, Type::TEXT),
             ],
         )?;
         Ok(n == 1)
@@ -174,7 +177,7 @@ impl AnswerStatements for Tx<'_> {
     fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
         self.tx
             .query(
-                "SELECT voter, answer, decision, created_ms, person FROM votes WHERE request_seq = $1
+                "SELECT voter, answer, decision, created_ms, person, for_person FROM votes WHERE request_seq = $1
                  ORDER BY created_ms, voter",
                 &[&seq],
             )?
@@ -187,6 +190,7 @@ impl AnswerStatements for Tx<'_> {
                     answer: r.try_get(1)?,
                     decision: decision.as_deref().and_then(Decision::parse),
                     at_ms: r.try_get(3)?,
+                    for_person: r.try_get(5)?,
                 })
             })
             .collect()

@@ -155,7 +155,7 @@ impl<C: GenericClient> AuditReads for PgRead<'_, C> {
     fn all_votes(&mut self) -> Result<Vec<(i64, crate::core::quorum::Vote)>> {
         self.0
             .query(
-                "SELECT request_seq, voter, answer, decision, created_ms, person FROM votes
+                "SELECT request_seq, voter, answer, decision, created_ms, person, for_person FROM votes
                  ORDER BY request_seq, created_ms, voter",
                 &[],
             )?
@@ -172,6 +172,7 @@ impl<C: GenericClient> AuditReads for PgRead<'_, C> {
                             .as_deref()
                             .and_then(crate::protocol::Decision::parse),
                         at_ms: r.try_get(3 + 1)?,
+                        for_person: r.try_get(6)?,
                     },
                 ))
             })

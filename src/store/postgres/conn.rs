@@ -106,6 +106,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0011_push",
         include_str!("../../../migrations/postgres/0011_push.sql"),
     ),
+    (
+        12,
+        "0012_delegation",
+        include_str!("../../../migrations/postgres/0012_delegation.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

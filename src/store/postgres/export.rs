@@ -86,6 +86,8 @@ const TABLES: &[Table] = &[
             ("decided_by", Text),
             // SQLite's migration 0012 (edit-then-approve) appends it after the rest.
             ("edits", Text),
+            // SQLite's migration 0018 (delegation) appends it after the rest.
+            ("on_behalf_of", Text),
         ],
         order: "seq",
     },
@@ -155,6 +157,7 @@ const TABLES: &[Table] = &[
             ("lease_id", Int),
             ("created_ms", Int),
             ("person", Text),
+            ("for_person", Text),
         ],
         order: "request_seq, created_ms, voter COLLATE \"C\"",
     },

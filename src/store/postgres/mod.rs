@@ -36,6 +36,7 @@ pub mod agents;
 pub mod answers;
 pub mod conn;
 mod copy;
+pub mod delegation;
 pub mod deliveries;
 pub mod events;
 mod feed;

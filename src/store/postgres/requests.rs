@@ -26,16 +26,16 @@ use crate::store::types::ListFilter;
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
-    r.edits, r.quorum, r.approvers,
+    r.edits, r.quorum, r.approvers, r.on_behalf_of,
     CASE WHEN r.quorum IS NULL THEN NULL ELSE (
         SELECT COALESCE(json_agg(json_build_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
-                                                   'decision', v.decision, 'atMs', v.created_ms)
+                                                   'decision', v.decision, 'atMs', v.created_ms, 'forPerson', v.for_person)
                                  ORDER BY v.created_ms, v.voter), '[]')::text
         FROM votes v WHERE v.request_seq = r.seq) END";
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 27;
+pub(super) const WIDTH: usize = 28;
 
 pub(super) fn row(r: &Row) -> Result<RequestRow> {
     let status: String = r.try_get(3)?;
@@ -69,7 +69,8 @@ pub(super) fn row(r: &Row) -> Result<RequestRow> {
         edits: r.try_get(23)?,
         quorum: r.try_get(24)?,
         approvers: r.try_get(25)?,
-        votes: r.try_get(26)?,
+        on_behalf_of: r.try_get(26)?,
+        votes: r.try_get(27)?,
     })
 }
 

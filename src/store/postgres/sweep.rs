@@ -20,7 +20,8 @@ pub const NEXT_DUE: &str = "LEAST(
                  (SELECT MIN(ladder_due_ms) FROM requests
                    WHERE status IN ('pending', 'claimed') AND ladder_due_ms IS NOT NULL),
                  (SELECT MIN(expires_ms) FROM agents
-                   WHERE ended_ms IS NULL AND expires_ms IS NOT NULL))";
+                   WHERE ended_ms IS NULL AND expires_ms IS NOT NULL),
+                 (SELECT MIN(until_ms) FROM delegations))";
 
 /// The earliest time something falls due ([`NEXT_DUE`]).
 pub fn next_due(c: &mut impl GenericClient) -> Result<Option<Millis>> {

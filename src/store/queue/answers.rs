@@ -148,6 +148,10 @@ pub fn cancel_with(
 /// (`Transient`, `dshq answer --name NAME`) or a reviewer voting as themselves (`Voter`)
 /// is cast without registering or using the context's lease, so voters on different faces
 /// never meet DUPLICATE_PROVIDER; a vote made with a lease (a token) is fenced by it.
+///
+/// `for_person`: the away person this answer is made for by their delegate (the one who
+/// acts), checked by [`super::delegation::admit_for`] and recorded as "D for P".
+#[allow(clippy::too_many_arguments)]
 pub fn answer_with(
     db: &mut dyn Statements,
     now: Millis,
@@ -155,6 +159,7 @@ pub fn answer_with(
     id: &str,
     a: &Answer,
     people: &People,
+    for_person: Option<&str>,
 ) -> Result<Answered> {
     let leaseless = match lease {
         LeaseRef::Transient { name, .. } => Some(Actor::Provider(name.clone())),
@@ -176,12 +181,16 @@ pub fn answer_with(
             let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
             let decisions = check_answer(&request.questions, a)?;
             let a = in_question_order(&request.questions, a);
-            let voter = Voter { actor, lease: None };
+            let voter = Voter {
+                actor,
+                lease: None,
+                for_person,
+            };
             return vote(db, now, &voter, &r, &q, &a, &decisions, people);
         }
     }
     with_lease(db, now, lease, Some(id), context.as_deref(), |db, l| {
-        answer(db, now, l, id, a, people)
+        answer_for(db, now, l, id, a, people, for_person)
     })
 }
 
@@ -239,6 +248,19 @@ pub fn answer(
     answer: &Answer,
     people: &People,
 ) -> Result<Answered> {
+    answer_for(db, now, lease, id, answer, people, None)
+}
+
+/// [`answer`], made for the away person `for_person` by their delegate when given.
+pub fn answer_for(
+    db: &mut dyn Statements,
+    now: Millis,
+    lease: &Lease,
+    id: &str,
+    answer: &Answer,
+    people: &People,
+    for_person: Option<&str>,
+) -> Result<Answered> {
     let r = load_open(db, lease, id)?;
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let decisions = check_answer(&request.questions, answer)?;
@@ -248,20 +270,19 @@ pub fn answer(
         let voter = Voter {
             actor: lease.actor(),
             lease: Some(lease),
+            for_person,
         };
         return vote(db, now, &voter, &r, &q, &answer, &decisions, people);
     }
-    finish_answer(
-        db,
-        now,
-        Some(lease),
-        &lease.actor(),
-        &r,
-        &answer,
-        &decisions,
-        None,
-    )
-    .map(Answered::Finished)
+    let voter = Voter {
+        actor: lease.actor(),
+        lease: Some(lease),
+        for_person,
+    };
+    if for_person.is_some() {
+        admit_delegate(db, now, &voter, &r, people)?;
+    }
+    finish_answer(db, now, &voter, &r, &answer, &decisions, None).map(Answered::Finished)
 }
 
 /// Who casts a vote: the identity a face authenticated, through a lease (which fences
@@ -269,6 +290,35 @@ pub fn answer(
 struct Voter<'a> {
     actor: Actor,
     lease: Option<&'a Lease>,
+    /// The away person the act is made for by their delegate (the actor), if any.
+    for_person: Option<&'a str>,
+}
+
+/// Admit `voter`'s act for an away person on request `r` ([`super::delegation::admit_for`]):
+/// the person of the actor must be their delegate now, and neither of them the asker.
+/// The actor's person.
+fn admit_delegate(
+    db: &mut dyn Statements,
+    now: Millis,
+    voter: &Voter<'_>,
+    r: &RequestRow,
+    people: &People,
+) -> Result<String> {
+    let Some((_, delegate)) = people.of_actor(&voter.actor) else {
+        return Err(Error::Forbidden);
+    };
+    if let Some(p) = voter.for_person {
+        super::delegation::admit_for(
+            db,
+            now,
+            &delegate,
+            p,
+            &people.askers(r.agent_id.as_deref(), &r.source),
+            r.id.as_deref().unwrap_or_default(),
+            &voter.actor.identity(),
+        )?;
+    }
+    Ok(delegate)
 }
 
 impl Voter<'_> {
@@ -287,26 +337,21 @@ impl Voter<'_> {
 /// `decisions`) by `actor`, through the live `lease` (or, for the vote that meets a
 /// quorum cast without one, none), with its `approvers` when it has a quorum; the outcome.
 /// One guarded update: of several racing writers exactly one finishes it.
-#[allow(clippy::too_many_arguments)]
 fn finish_answer(
     db: &mut dyn Statements,
     now: Millis,
-    lease: Option<&Lease>,
-    actor: &Actor,
+    voter: &Voter<'_>,
     r: &RequestRow,
     answer: &Answer,
     decisions: &[Option<Decision>],
     approvers: Option<&[String]>,
 ) -> Result<Outcome> {
+    let (lease, actor) = (voter.lease, &voter.actor);
     let id = r.id.as_deref().unwrap_or_default();
     let request = r.request().ok_or_else(|| Error::NotFound(id.into()))?;
     let answer_json = answer.to_json();
     let decision = request_decision(decisions).map(Decision::as_str);
-    let provider = Voter {
-        actor: actor.clone(),
-        lease,
-    }
-    .provider_name();
+    let provider = voter.provider_name();
     let approvers_json = approvers
         .map(serde_json::to_string)
         .transpose()
@@ -327,6 +372,7 @@ fn finish_answer(
         provider: &provider,
         approvers: approvers_json.as_deref(),
         edits_json: edits_json.as_deref(),
+        on_behalf_of: voter.for_person,
     };
     let done = match lease {
         Some(l) => db.set_answered_if_open_claimed_by_and_lease_live(row, fence(l), now)?,
@@ -351,6 +397,10 @@ fn finish_answer(
     if let Some(a) = approvers {
         // Only for a request with a quorum: every other answer is recorded as before.
         data["approvers"] = serde_json::Value::from(a.to_vec());
+    }
+    if let Some(p) = voter.for_person {
+        // Only for a delegate's answer: "D for P" (the actor is D).
+        data["for"] = serde_json::Value::from(p);
     }
     if let (Some(v), Some(o)) = (edits_value, data.as_object_mut()) {
         // Only when something was edited: every other answer's event keeps its shape.
@@ -401,7 +451,7 @@ fn vote(
     people: &People,
 ) -> Result<Answered> {
     let id = r.id.as_deref().unwrap_or_default();
-    let (voter_id, person) = admit_voter(voter, r, q, people)?;
+    let (voter_id, person) = admit_voter(db, now, voter, r, q, people)?;
     // Lock order: the lease row (shared), then the request row.
     if let Some(l) = voter.lease {
         require_live(db, l, now)?;
@@ -415,6 +465,7 @@ fn vote(
         person,
         answer_json: answer.to_json(),
         decision: request_decision(decisions),
+        for_person: voter.for_person.map(str::to_string),
     };
     let votes = record_vote(db, now, voter, r, q, answer, &ballot)?;
     let voter_id = ballot.voter_id;
@@ -436,17 +487,8 @@ fn vote(
     let decisions = check_answer(&request.questions, &winning)?;
     // Reread: the row is locked, and this is the state the guarded update will see.
     let r = reread(db, id)?;
-    finish_answer(
-        db,
-        now,
-        voter.lease,
-        &voter.actor,
-        &r,
-        &winning,
-        &decisions,
-        Some(&approvers),
-    )
-    .map(Answered::Finished)
+    finish_answer(db, now, voter, &r, &winning, &decisions, Some(&approvers))
+        .map(Answered::Finished)
 }
 
 /// Who may vote on `r`: the voter as the person `people` says it is, refused when it is
@@ -454,18 +496,19 @@ fn vote(
 /// always named it (for Slack the reviewer, whichever account pressed; the `voted`
 /// event's actor names the account), and the person.
 fn admit_voter(
+    db: &mut dyn Statements,
+    now: Millis,
     voter: &Voter<'_>,
     r: &RequestRow,
     q: &Required,
     people: &People,
 ) -> Result<(String, String)> {
     let id = r.id.as_deref().unwrap_or_default();
-    let Some((_, person)) = people.of_actor(&voter.actor) else {
-        return Err(Error::Forbidden);
-    };
+    let person = admit_delegate(db, now, voter, r, people)?;
     let voter_id = voter.actor.identity().into_owned();
+    // A delegate votes in the away person's place: the group is theirs.
     match q.may_vote(
-        &person,
+        voter.for_person.unwrap_or(&person),
         &people.askers(r.agent_id.as_deref(), &r.source),
         people,
     ) {
@@ -489,6 +532,7 @@ struct Ballot {
     person: String,
     answer_json: String,
     decision: Option<Decision>,
+    for_person: Option<String>,
 }
 
 /// Record `ballot` on locked request `r` (a `voted` event for a new one) and return the
@@ -510,7 +554,38 @@ fn record_vote(
         person,
         answer_json,
         decision,
+        for_person,
     } = ballot;
+    // A vote for an away person occupies their delegate and them: a vote that shares a
+    // person with an earlier one is refused, but for the very same vote again (a replay).
+    let this = Vote {
+        voter: voter_id.clone(),
+        person: Some(person.clone()),
+        answer: answer_json.clone(),
+        decision: *decision,
+        at_ms: now,
+        for_person: for_person.clone(),
+    };
+    if let Some(earlier) = db.votes_of_request(r.seq)?.iter().find(|v| {
+        v.overlaps(&this)
+            && (v.voter != this.voter || v.answer != this.answer || v.for_person != this.for_person)
+    }) {
+        return Err(Error::AlreadyVoted {
+            id: id.into(),
+            voter: match &earlier.for_person {
+                Some(p) => format!(
+                    "{voter_id}: {} voted as {} for {p},",
+                    earlier.person_key(),
+                    earlier.voter
+                ),
+                None => format!(
+                    "{voter_id}, the person {} who voted as {},",
+                    earlier.person_key(),
+                    earlier.voter
+                ),
+            },
+        });
+    }
     let new = db.insert_vote_if_voter_new(
         NewVote {
             request_seq: r.seq,
@@ -519,6 +594,7 @@ fn record_vote(
             answer_json,
             decision: decision.map(Decision::as_str),
             lease_id: voter.lease.map(|l| l.lease_id),
+            for_person: for_person.as_deref(),
         },
         now,
     )?;
@@ -533,13 +609,20 @@ fn record_vote(
                 request_id: Some(id),
                 lease_id: voter.lease.map(|l| l.lease_id),
                 actor: voter.actor.clone(),
-                data: serde_json::json!({
-                    "voter": voter_id,
-                    "person": person,
-                    "answer": answer_value,
-                    "decision": decision.map(Decision::as_str),
-                    "approvals": q.approvals,
-                }),
+                data: {
+                    let mut d = serde_json::json!({
+                        "voter": voter_id,
+                        "person": person,
+                        "answer": answer_value,
+                        "decision": decision.map(Decision::as_str),
+                        "approvals": q.approvals,
+                    });
+                    if let Some(p) = for_person {
+                        // Only for a delegate's vote: "D for P".
+                        d["for"] = serde_json::Value::from(p.as_str());
+                    }
+                    d
+                },
                 agent_id: None,
             },
         )?;

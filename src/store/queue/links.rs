@@ -51,7 +51,7 @@ pub fn answer_by_link(
         }
         .into());
     }
-    super::answers::answer_with(db, now, lease, &link.request_id, answer, people)
+    super::answers::answer_with(db, now, lease, &link.request_id, answer, people, None)
 }
 
 /// Whether an answer was sent through link `link_id`.

@@ -11,6 +11,7 @@
 pub mod agents;
 pub mod answers;
 pub mod audit;
+pub mod delegation;
 pub mod deliveries;
 pub mod feed;
 pub mod history;

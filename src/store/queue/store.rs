@@ -129,10 +129,59 @@ impl<D: Driver> Queue<D> {
     /// Answer `id` with `lease` (claiming it implicitly when pending). On a request with a
     /// quorum the answer is a vote, and it may leave the request open.
     pub fn answer(&mut self, lease: &LeaseRef, id: &str, answer: &Answer) -> Result<Answered> {
+        self.answer_for(lease, id, answer, None)
+    }
+
+    /// [`Queue::answer`], made for the away person `for_person` by their delegate (who
+    /// acts) when given: "D for P" ([`super::delegation`]).
+    pub fn answer_for(
+        &mut self,
+        lease: &LeaseRef,
+        id: &str,
+        answer: &Answer,
+        for_person: Option<&str>,
+    ) -> Result<Answered> {
         let policy = self.policy.clone();
         self.driver.write(Write::Swept, |db, now| {
-            answers::answer_with(db, now, lease, id, answer, &policy.people)
+            answers::answer_with(db, now, lease, id, answer, &policy.people, for_person)
         })
+    }
+
+    /// Set `person` away until `until_ms`, `delegate` answering for them, by `by`
+    /// ([`super::delegation::set`]).
+    pub fn set_away(
+        &mut self,
+        person: &str,
+        delegate: &str,
+        until_ms: Millis,
+        by: &Actor,
+    ) -> Result<crate::core::delegation::Away> {
+        let policy = self.policy.clone();
+        self.driver.write(Write::Plain, |db, now| {
+            super::delegation::set(db, now, &policy.people, person, delegate, until_ms, by)
+        })
+    }
+
+    /// Cancel `person`'s away notice, by `by` (`NOT_AWAY` when none holds).
+    pub fn cancel_away(
+        &mut self,
+        person: &str,
+        by: &Actor,
+    ) -> Result<crate::core::delegation::Away> {
+        self.driver.write(Write::Plain, |db, now| {
+            super::delegation::cancel(db, now, person, by)
+        })
+    }
+
+    /// The away notices that hold now, by person.
+    pub fn aways(&mut self) -> Result<Vec<crate::core::delegation::Away>> {
+        let now = self.driver.now()?;
+        self.driver.read(|db| super::delegation::holding(db, now))
+    }
+
+    /// The people directory of the config file.
+    pub fn people(&self) -> &crate::core::people::People {
+        &self.policy.people
     }
 
     /// Cancel `id` with `lease` (`ASK_CANCELLED`).

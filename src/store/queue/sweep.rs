@@ -28,6 +28,8 @@ pub fn sweep(db: &mut dyn Statements, now: Millis) -> Result<Swept> {
     swept.expired = climbed.ended;
     swept.aborted = abort_overdue(db, now)?;
     swept.agents = super::agents::expire_due(db, now)?;
+    // Away notices past their end: they stopped holding then; this records it.
+    super::delegation::end_due(db, now)?;
     Ok(swept)
 }
 

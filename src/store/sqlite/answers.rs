@@ -80,7 +80,7 @@ impl AnswerStatements for Sql<'_, '_> {
         let n = self.0.execute(
             "UPDATE requests SET status = 'answered', claimed_lease = ?1, claimed_ms = COALESCE(claimed_ms, ?2),
                     finished_ms = ?2, answer = ?3, decision = ?4, provider = ?5, edits = ?8,
-                    outbox_pending = 1, approvers = ?9
+                    outbox_pending = 1, approvers = ?9, on_behalf_of = ?10
              WHERE seq = ?6 AND status IN ('pending', 'claimed') AND (claimed_lease IS NULL OR claimed_lease = ?1)
                AND EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1 AND generation = ?7
                            AND ended_ms IS NULL AND expires_ms >= ?2)",
@@ -93,7 +93,8 @@ impl AnswerStatements for Sql<'_, '_> {
                 row.seq,
                 fence.generation,
                 row.edits_json,
-                row.approvers
+                row.approvers,
+                row.on_behalf_of
             ],
         )?;
         Ok(n == 1)
@@ -103,7 +104,7 @@ impl AnswerStatements for Sql<'_, '_> {
         let n = self.0.execute(
             "UPDATE requests SET status = 'answered', claimed_lease = NULL, claimed_ms = COALESCE(claimed_ms, ?1),
                     finished_ms = ?1, answer = ?2, decision = ?3, provider = ?4, edits = ?6,
-                    outbox_pending = 1, approvers = ?7
+                    outbox_pending = 1, approvers = ?7, on_behalf_of = ?8
              WHERE seq = ?5 AND status IN ('pending', 'claimed')",
             params![
                 now,
@@ -112,7 +113,8 @@ impl AnswerStatements for Sql<'_, '_> {
                 row.provider,
                 row.seq,
                 row.edits_json,
-                row.approvers
+                row.approvers,
+                row.on_behalf_of
             ],
         )?;
         Ok(n == 1)
@@ -134,8 +136,8 @@ impl AnswerStatements for Sql<'_, '_> {
         let n = self
             .0
             .prepare_cached(
-                "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                "INSERT INTO votes (request_seq, voter, answer, decision, lease_id, created_ms, person, for_person)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
             )?
             .execute(params![
                 v.request_seq,
@@ -144,14 +146,15 @@ impl AnswerStatements for Sql<'_, '_> {
                 v.decision,
                 v.lease_id,
                 now,
-                v.person
+                v.person,
+                v.for_person
             ])?;
         Ok(n == 1)
     }
 
     fn votes_of_request(&mut self, seq: i64) -> Result<Vec<Vote>> {
         let mut stmt = self.0.prepare_cached(
-            "SELECT voter, answer, decision, created_ms, person FROM votes WHERE request_seq = ?1
+            "SELECT voter, answer, decision, created_ms, person, for_person FROM votes WHERE request_seq = ?1
              ORDER BY created_ms, voter",
         )?;
         let rows = stmt.query_map([seq], |r| {
@@ -162,6 +165,7 @@ impl AnswerStatements for Sql<'_, '_> {
                 answer: r.get(1)?,
                 decision: decision.as_deref().and_then(Decision::parse),
                 at_ms: r.get(3)?,
+                for_person: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

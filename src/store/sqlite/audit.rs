@@ -142,7 +142,7 @@ impl AuditReads for SqlRead<'_> {
         Ok(self
             .0
             .prepare(
-                "SELECT request_seq, voter, answer, decision, created_ms, person FROM votes
+                "SELECT request_seq, voter, answer, decision, created_ms, person, for_person FROM votes
                  ORDER BY request_seq, created_ms, voter",
             )?
             .query_map([], |r| {
@@ -157,6 +157,7 @@ impl AuditReads for SqlRead<'_> {
                             .as_deref()
                             .and_then(crate::protocol::Decision::parse),
                         at_ms: r.get(4)?,
+                        for_person: r.get(6)?,
                     },
                 ))
             })?

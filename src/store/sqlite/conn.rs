@@ -108,6 +108,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0017_push",
         include_str!("../../../migrations/sqlite/0017_push.sql"),
     ),
+    (
+        18,
+        "0018_delegation",
+        include_str!("../../../migrations/sqlite/0018_delegation.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

@@ -18,6 +18,7 @@ pub mod agents;
 pub mod answers;
 pub mod audit;
 pub mod conn;
+pub mod delegation;
 pub mod deliveries;
 pub mod events;
 pub mod export;

@@ -22,13 +22,13 @@ pub use crate::store::types::{Accepted, ListFilter};
 pub(super) const COLUMNS: &str = "r.seq, r.id, r.context, r.status, r.agent_id, r.agent_instance, r.agent_lineage, r.body,
     r.source, r.deadline_ms, r.created_ms, r.claimed_lease, l.name, r.claimed_ms, r.finished_ms, r.answer,
     r.decision, r.provider, r.error_code, r.error_message, r.ladder, r.ladder_done, r.decided_by,
-    r.edits, r.quorum, r.approvers,
+    r.edits, r.quorum, r.approvers, r.on_behalf_of,
     CASE WHEN r.quorum IS NULL THEN NULL ELSE (
         SELECT json_group_array(json_object('voter', v.voter, 'person', v.person, 'answer', v.answer,
-                                            'decision', v.decision, 'atMs', v.created_ms))
+                                            'decision', v.decision, 'atMs', v.created_ms, 'forPerson', v.for_person))
         FROM (SELECT * FROM votes WHERE request_seq = r.seq ORDER BY created_ms, voter) v) END";
 /// How many columns [`COLUMNS`] has (a query may select more after them).
-pub(super) const WIDTH: usize = 27;
+pub(super) const WIDTH: usize = 28;
 
 pub(super) const FROM: &str = "requests r LEFT JOIN leases l ON l.lease_id = r.claimed_lease";
 
@@ -62,7 +62,8 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         edits: r.get(23)?,
         quorum: r.get(24)?,
         approvers: r.get(25)?,
-        votes: r.get(26)?,
+        on_behalf_of: r.get(26)?,
+        votes: r.get(27)?,
     })
 }
 

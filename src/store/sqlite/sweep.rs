@@ -20,7 +20,8 @@ pub fn next_due(conn: &Connection) -> Result<Option<Millis>> {
              SELECT MIN(expires_ms) AS t FROM leases WHERE ended_ms IS NULL
              UNION ALL SELECT MIN(deadline_ms) FROM requests INDEXED BY requests_deadline WHERE status IN ('pending', 'claimed') AND deadline_ms IS NOT NULL
              UNION ALL SELECT MIN(ladder_due_ms) FROM requests INDEXED BY requests_ladder_due WHERE status IN ('pending', 'claimed') AND ladder_due_ms IS NOT NULL
-             UNION ALL SELECT MIN(expires_ms) FROM agents WHERE ended_ms IS NULL AND expires_ms IS NOT NULL)",
+             UNION ALL SELECT MIN(expires_ms) FROM agents WHERE ended_ms IS NULL AND expires_ms IS NOT NULL
+             UNION ALL SELECT MIN(until_ms) FROM delegations)",
     )?
     .query_row([], |r| r.get(0))?)
 }

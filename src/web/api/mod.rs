@@ -3,6 +3,7 @@
 //! document itself.
 
 pub mod audit;
+pub mod away;
 pub mod openapi;
 pub mod query;
 pub mod requests;
@@ -28,4 +29,5 @@ pub fn routes() -> Router<AppState> {
         .route("/history", get(audit::history))
         .route("/stats", get(audit::stats))
         .route("/stream", get(super::stream::stream))
+        .route("/away", get(away::list).put(away::set).delete(away::cancel))
 }

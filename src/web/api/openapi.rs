@@ -63,6 +63,7 @@ fn errors(codes: &[u16]) -> Map<String, Value> {
         404 => "No such request, or not one this token may see (NOT_FOUND)",
         409 => "The request's state or the provider lease forbids it (REQUEST_FINAL, DUPLICATE_PROVIDER, ...)",
         413 => "The body is over the size limit (TOO_LARGE)",
+        422 => "An away notice refused (AWAY_IN_PAST, AWAY_SELF, AWAY_CHAIN, UNKNOWN_DELEGATE)",
         _ => "Error",
     }
     };
@@ -208,6 +209,9 @@ struct Schemas {
     request: Value,
     answer: Value,
     reason: Value,
+    away: Value,
+    aways: Value,
+    away_body: Value,
 }
 
 /// The document.
@@ -237,6 +241,9 @@ pub fn document() -> Value {
         },
         answer: d.body::<Answer>(),
         reason: d.body::<ReasonBody>(),
+        away: d.response::<super::away::AwayView>(),
+        aways: d.response::<Vec<super::away::AwayView>>(),
+        away_body: d.body::<super::away::SetBody>(),
     };
     let mut paths = request_paths(&s);
     if let (Some(p), Value::Object(more)) = (paths.as_object_mut(), audit_paths(&s)) {
@@ -303,7 +310,10 @@ fn request_paths(s: &Schemas) -> Value {
                 vec![(200, "The claimed request", Some(view))], &[401, 403, 404, 409]),
         },
         "/api/v1/requests/{id}/answer": {
-            "post": op("Answer with an Answer document (on a request with a quorum: the caller's vote)", vec![id_param()], Some((answer, true)),
+            "post": op("Answer with an Answer document (on a request with a quorum: the caller's vote)",
+                vec![id_param(), query("for", json!({"type": "string"}),
+                    "Answer for this away person, whose delegate the caller is now: recorded as \"D for P\" (onBehalfOf); NOT_DELEGATE (403) otherwise.")],
+                Some((answer, true)),
                 vec![(200, "The outcome", Some(outcome.clone())),
                      (202, "The vote was recorded and the request's quorum is not met yet (it stays open)", Some(voted))],
                 &[400, 401, 403, 404, 409, 413]),
@@ -328,7 +338,17 @@ fn audit_paths(s: &Schemas) -> Value {
         }
     }
     let (events, history, stats) = (s.events.clone(), s.history.clone(), s.stats.clone());
+    let (away, aways, away_body) = (s.away.clone(), s.aways.clone(), s.away_body.clone());
     json!({
+        "/api/v1/away": {
+            "get": op("The away notices that hold now (as `dshq away`)", vec![], None,
+                vec![(200, "The notices, by person", Some(aways))], &[401, 403]),
+            "put": op("Set the caller's own away notice: away until a time, a delegate answering for them meanwhile (as `dshq away --until T --delegate D`)",
+                vec![], Some((away_body, true)),
+                vec![(200, "The notice set", Some(away.clone()))], &[400, 401, 403, 413, 422]),
+            "delete": op("Cancel the caller's own away notice (NOT_AWAY when none holds)", vec![], None,
+                vec![(200, "The notice cancelled", Some(away))], &[401, 403, 404]),
+        },
         "/api/v1/requests/{id}/events": {
             "get": op("The event trail of one request", vec![id_param()], None,
                 vec![(200, "The events, oldest first", Some(events))], &[401, 403, 404]),

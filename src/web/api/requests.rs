@@ -305,16 +305,36 @@ pub async fn claim(
 /// `POST /api/v1/requests/{id}/answer`: answer with an Answer document. On a request
 /// with a quorum the answer is the caller's vote: `202 Accepted` with the vote and the
 /// votes so far while the quorum is not met, the outcome once it is.
+///
+/// `?for=PERSON`: the caller answers for PERSON, who is away and named the caller's person
+/// their delegate: recorded as "D for P" (`onBehalfOf`). The delegate reaches the contexts
+/// PERSON may answer in as well as their own.
 pub async fn answer(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
     Body(bytes): Body,
 ) -> ApiResult<axum::response::Response> {
     use axum::response::IntoResponse;
     let reach = caller.require(Action::Answer)?;
+    let q = Query::parse(raw.as_deref(), &["for"])?;
+    let for_person = q.one("for").map(str::to_string);
     let doc = crate::protocol::answer::parse_answer(&bytes)?;
-    let row = visible(&st, &caller, &id, reach).await?;
+    let row = match (visible(&st, &caller, &id, reach).await, &for_person) {
+        (Ok(row), _) => row,
+        // A delegate reaches the away person's contexts: the rule that they are the
+        // delegate now is the store's, in the answer's transaction.
+        (Err(e), Some(p)) => {
+            let (id2, p) = (id.clone(), p.clone());
+            st.db
+                .read(move |store| app::delegation::reachable(store, &id2, &p))
+                .await?
+                .filter(|r| caller.sees_id(r.id.as_deref().unwrap_or_default()))
+                .ok_or(e)?
+        }
+        (Err(e), None) => return Err(e),
+    };
     let root = st.root.clone();
     let done = st
         .providers
@@ -322,7 +342,16 @@ pub async fn answer(
             &row,
             caller.actor(),
             Act::ApiAnswer,
-            move |store, acting| app::provide::answer(store, Some(&root), &id, acting, &doc),
+            move |store, acting| {
+                app::provide::answer_for(
+                    store,
+                    Some(&root),
+                    &id,
+                    acting,
+                    &doc,
+                    for_person.as_deref(),
+                )
+            },
         )
         .await?;
     Ok(match done {

@@ -428,6 +428,7 @@ mod tests {
             ladder: None,
             ladder_done: 0,
             decided_by: None,
+            on_behalf_of: None,
             edits: None,
             quorum: Some(q.to_json()),
             approvers: Some(r#"["web:<b>bob</b>","provider:carol"]"#.into()),
