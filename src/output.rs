@@ -359,9 +359,16 @@ fn push_heading(s: &mut String, v: &RequestView) {
     if let Some(f) = &v.finished_at {
         // A final request says who ended it and when; an abort (the asker or its
         // deadline) and a rejection have no provider.
+        // A delegate's answer: "by dave for alice".
+        let for_whom = match &v.outcome {
+            Some(Outcome::Answered(a)) => a.on_behalf_of.as_deref(),
+            _ => None,
+        }
+        .map(|p| format!(" for {}", one_line(p)))
+        .unwrap_or_default();
         match (&v.provider, v.status) {
             (Some(p), Status::Answered | Status::Cancelled) => s.push_str(&format!(
-                "{:<8} by {} at {f}\n",
+                "{:<8} by {}{for_whom} at {f}\n",
                 v.status.as_str(),
                 one_line(p)
             )),
@@ -520,6 +527,9 @@ pub fn outcome_text(o: &Outcome) -> String {
             let mut s = format!("{} answered", one_line(&a.id));
             if let Some(p) = &a.provider {
                 s.push_str(&format!(" by {}", one_line(p)));
+            }
+            if let Some(p) = &a.on_behalf_of {
+                s.push_str(&format!(" for {}", one_line(p)));
             }
             if let Some(d) = a.decision {
                 s.push_str(&format!(" ({})", d.as_str()));

@@ -91,7 +91,7 @@ impl Sink {
     }
 
     /// Wait for the mails about request `id` until there are `n`.
-    fn wait_for(&self, id: &str, n: usize) -> Vec<Value> {
+    pub(crate) fn wait_for(&self, id: &str, n: usize) -> Vec<Value> {
         let mut got = Vec::new();
         assert!(
             wait_until(DEADLINE, || {
@@ -148,7 +148,13 @@ fn mail_host(env: &Env, smtp: u16, web: u16, vars: &[(&str, &str)]) -> Host {
 }
 
 /// The same, with `extra` flags (more `--email CONTEXT=ADDR`, say).
-fn mail_host_with(env: &Env, smtp: u16, web: u16, extra: &[&str], vars: &[(&str, &str)]) -> Host {
+pub(crate) fn mail_host_with(
+    env: &Env,
+    smtp: u16,
+    web: u16,
+    extra: &[&str],
+    vars: &[(&str, &str)],
+) -> Host {
     let listen = format!("127.0.0.1:{web}");
     let smtp_url = format!("smtp://127.0.0.1:{smtp}");
     let page = format!("http://127.0.0.1:{web}");
@@ -185,7 +191,7 @@ fn hostile(id: &str) -> Value {
 }
 
 /// The link in a mail's text part.
-fn link_of(mail: &Value) -> String {
+pub(crate) fn link_of(mail: &Value) -> String {
     let text = mail["text"].as_str().unwrap();
     let at = text.find("http://127.0.0.1:").expect("a link in the mail");
     text[at..].split_whitespace().next().unwrap().to_string()

@@ -18,6 +18,7 @@ mod conformance;
 mod continued;
 mod crash;
 mod daemon;
+mod delegation;
 mod docs;
 mod dsh;
 mod edit;
