@@ -332,6 +332,18 @@ export class JwtUnknownKey extends DshqError {}
 export class JwtBadSignature extends DshqError {}
 /** JWT_KEYS: the issuer's OpenID metadata or key set cannot be fetched. */
 export class JwtKeys extends DshqError {}
+/** AWAY_IN_PAST: an away notice whose end is not in the future (delegation while a reviewer is away). */
+export class AwayInPast extends DshqError {}
+/** AWAY_SELF: an away notice naming the person as their own delegate (delegation while a reviewer is away). */
+export class AwaySelf extends DshqError {}
+/** AWAY_CHAIN: an away notice that would chain delegations (the delegate is away, or the person is a delegate) (delegation while a reviewer is away). */
+export class AwayChain extends DshqError {}
+/** UNKNOWN_DELEGATE: an away notice whose delegate is no reviewer the people directory or the web tokens know (delegation while a reviewer is away). */
+export class UnknownDelegate extends DshqError {}
+/** NOT_AWAY: an away notice cancelled where the person has none (delegation while a reviewer is away). */
+export class NotAway extends DshqError {}
+/** NOT_DELEGATE: an answer for a person whose delegate the caller is not now (delegation while a reviewer is away). */
+export class NotDelegate extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -41,6 +41,7 @@ export const CODES = Object.freeze([
   "OIDC_NOT_MAPPED", "BAD_RETURN_URL",
   "JWT_MALFORMED", "JWT_UNSIGNED", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_EXPIRED", "JWT_UNKNOWN_KEY",
   "JWT_BAD_SIGNATURE", "JWT_KEYS",
+  "AWAY_IN_PAST", "AWAY_SELF", "AWAY_CHAIN", "UNKNOWN_DELEGATE", "NOT_AWAY", "NOT_DELEGATE",
 ]);
 
 const define = (code) => {
@@ -144,6 +145,18 @@ export class JwtUnknownKey extends define("JWT_UNKNOWN_KEY") {}
 export class JwtBadSignature extends define("JWT_BAD_SIGNATURE") {}
 /** JWT_KEYS: the issuer's OpenID metadata or key set cannot be fetched. */
 export class JwtKeys extends define("JWT_KEYS") {}
+/** AWAY_IN_PAST: an away notice whose end is not in the future (delegation while a reviewer is away). */
+export class AwayInPast extends define("AWAY_IN_PAST") {}
+/** AWAY_SELF: an away notice naming the person as their own delegate (delegation while a reviewer is away). */
+export class AwaySelf extends define("AWAY_SELF") {}
+/** AWAY_CHAIN: an away notice that would chain delegations (the delegate is away, or the person is a delegate) (delegation while a reviewer is away). */
+export class AwayChain extends define("AWAY_CHAIN") {}
+/** UNKNOWN_DELEGATE: an away notice whose delegate is no reviewer the people directory or the web tokens know (delegation while a reviewer is away). */
+export class UnknownDelegate extends define("UNKNOWN_DELEGATE") {}
+/** NOT_AWAY: an away notice cancelled where the person has none (delegation while a reviewer is away). */
+export class NotAway extends define("NOT_AWAY") {}
+/** NOT_DELEGATE: an answer for a person whose delegate the caller is not now (delegation while a reviewer is away). */
+export class NotDelegate extends define("NOT_DELEGATE") {}
 
 /** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
 export class BadTimeout extends define("BAD_TIMEOUT") {}
@@ -180,6 +193,7 @@ const BY_CODE = new Map(
     OidcBadSignature, OidcCodeRejected, OidcProvider, OidcNotMapped, BadReturnUrl,
     JwtMalformed, JwtUnsigned, JwtIssuer, JwtAudience, JwtExpired, JwtUnknownKey, JwtBadSignature,
     JwtKeys,
+    AwayInPast, AwaySelf, AwayChain, UnknownDelegate, NotAway, NotDelegate,
   ].map((c) => [c.code, c]),
 );
 

@@ -85,6 +85,12 @@ __all__ = [
     "JwtUnknownKey",
     "JwtBadSignature",
     "JwtKeys",
+    "AwayInPast",
+    "AwaySelf",
+    "AwayChain",
+    "UnknownDelegate",
+    "NotAway",
+    "NotDelegate",
 ]
 
 
@@ -534,6 +540,40 @@ class JwtKeys(DshqError):
     """``JWT_KEYS``: the issuer's OpenID metadata or key set cannot be fetched."""
 
     code = "JWT_KEYS"
+class AwayInPast(DshqError):
+    """``AWAY_IN_PAST`` (delegation while a reviewer is away): an away notice whose end is not in the future."""
+
+    code = "AWAY_IN_PAST"
+
+
+class AwaySelf(DshqError):
+    """``AWAY_SELF`` (delegation while a reviewer is away): an away notice naming the person as their own delegate."""
+
+    code = "AWAY_SELF"
+
+
+class AwayChain(DshqError):
+    """``AWAY_CHAIN`` (delegation while a reviewer is away): an away notice that would chain delegations (the delegate is away, or the person is a delegate)."""
+
+    code = "AWAY_CHAIN"
+
+
+class UnknownDelegate(DshqError):
+    """``UNKNOWN_DELEGATE`` (delegation while a reviewer is away): an away notice whose delegate is no reviewer the people directory or the web tokens know."""
+
+    code = "UNKNOWN_DELEGATE"
+
+
+class NotAway(DshqError):
+    """``NOT_AWAY`` (delegation while a reviewer is away): an away notice cancelled where the person has none."""
+
+    code = "NOT_AWAY"
+
+
+class NotDelegate(DshqError):
+    """``NOT_DELEGATE`` (delegation while a reviewer is away): an answer for a person whose delegate the caller is not now."""
+
+    code = "NOT_DELEGATE"
 
 
 _ALL: Tuple[Type[DshqError], ...] = (
@@ -603,6 +643,12 @@ _ALL: Tuple[Type[DshqError], ...] = (
     JwtUnknownKey,
     JwtBadSignature,
     JwtKeys,
+    AwayInPast,
+    AwaySelf,
+    AwayChain,
+    UnknownDelegate,
+    NotAway,
+    NotDelegate,
 )
 
 #: Every stable code dshq reports, in its own order.
