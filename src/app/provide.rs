@@ -57,8 +57,9 @@ impl Acting {
 /// vote that left it open.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answering {
-    /// The request is answered (or was vetoed): its outcome.
-    Finished(Finished),
+    /// The request is answered (or was vetoed): its outcome (boxed: an outcome is much
+    /// larger than a vote).
+    Finished(Box<Finished>),
     /// The vote was recorded; the quorum is not met yet.
     Voted(Voted),
 }
@@ -92,7 +93,7 @@ pub fn claim_next(store: &mut Store, token: &str) -> Result<RequestRow> {
 /// is given): what every face's answer returns.
 pub(super) fn published(store: &mut Store, root: Option<&Root>, done: Answered) -> Answering {
     match done {
-        Answered::Finished(outcome) => Answering::Finished(publish(store, root, outcome)),
+        Answered::Finished(outcome) => Answering::Finished(Box::new(publish(store, root, outcome))),
         Answered::Voted(v) => Answering::Voted(*v),
     }
 }

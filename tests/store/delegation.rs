@@ -144,7 +144,7 @@ pub fn away_notices_are_checked_recorded_and_end(new: impl Fn(&TestClock) -> Sto
     let b = store
         .set_away("alice", "bob", t0 + 2 * HOUR, &Actor::Web("alice".into()))
         .unwrap();
-    assert_eq!(store.aways().unwrap(), [b.clone()]);
+    assert_eq!(store.aways().unwrap(), [b]);
     store.cancel_away("alice", &by).unwrap();
     assert!(store.aways().unwrap().is_empty());
 

@@ -765,7 +765,7 @@ fn handle_request(
     let token = session.token();
     let result = match &end {
         RequestEnd::Answer(answer) => match submit(ctx, store, &token, &id, answer) {
-            Ok(app::provide::Answering::Finished(f)) => Some(Ok(f)),
+            Ok(app::provide::Answering::Finished(f)) => Some(Ok(*f)),
             // A vote on a request with a quorum that left it open: said, and on to the next.
             Ok(app::provide::Answering::Voted(v)) => {
                 tally.answered += 1;
