@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{default_provider_name, Ctx};
 use crate::app::delegation;
-use crate::clock::{now_ms, rfc3339, Millis};
+use crate::clock::{now_ms, rfc3339};
 use crate::core::audit::Actor;
 use crate::core::delegation::Away;
 use crate::error::{Error, Result};
@@ -50,20 +50,6 @@ pub struct Args {
     pub person: Option<String>,
 }
 
-/// Parse `--until`: a duration from `now`, or an RFC 3339 time.
-pub fn parse_until(s: &str, now: Millis) -> Result<Millis> {
-    if let Ok(d) = humantime::parse_duration(s) {
-        return Ok(now.saturating_add(crate::clock::duration_ms(d)));
-    }
-    s.parse::<jiff::Timestamp>()
-        .map(|t| t.as_millisecond())
-        .map_err(|_| {
-            Error::Usage(format!(
-                "--until {s:?}: give an RFC 3339 time or a duration such as 8h"
-            ))
-        })
-}
-
 /// One notice as `--json` prints it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -101,7 +87,8 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<()> {
         return Ok(());
     }
     if let (Some(until), Some(delegate)) = (a.until, a.delegate) {
-        let until_ms = parse_until(&until, now_ms())?;
+        let until_ms = crate::core::delegation::parse_until(&until, now_ms())
+            .map_err(|why| Error::Usage(format!("--until {why}")))?;
         let mut store = ctx.store()?;
         let set = delegation::set(&mut store, &person, &delegate, until_ms, &Actor::Cli)?;
         drop(store);

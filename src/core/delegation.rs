@@ -70,6 +70,18 @@ impl Away {
     }
 }
 
+/// Parse an away notice's end as written by a person: an RFC 3339 time, or a duration
+/// from `now` (`8h`, `3d`). The reason when it is neither.
+pub fn parse_until(s: &str, now: i64) -> Result<i64, String> {
+    let s = s.trim();
+    if let Ok(d) = humantime::parse_duration(s) {
+        return Ok(now.saturating_add(crate::clock::duration_ms(d)));
+    }
+    s.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .map_err(|_| format!("{s:?}: give an RFC 3339 time or a duration such as 8h"))
+}
+
 /// Check a new away notice of `person` handing to `delegate` until `until_ms`, at `now`,
 /// given the notices that hold now (`holding`, the person's own among them or not: a new
 /// one replaces it) and what is known of the delegate.
@@ -168,6 +180,13 @@ mod tests {
         // One that ended is no chain; the person's own is replaced.
         let held = [away("dave", "erin", 5), away("alice", "bob", 30)];
         assert_eq!(check("alice", "dave", 20, 10, &held, r), Ok(()));
+    }
+
+    #[test]
+    fn an_end_is_a_time_or_a_duration_from_now() {
+        assert_eq!(parse_until("8h", 1_000), Ok(1_000 + 8 * 3_600_000));
+        assert_eq!(parse_until("1970-01-01T00:00:02Z", 0), Ok(2_000));
+        assert!(parse_until("soon", 0).is_err());
     }
 
     #[test]

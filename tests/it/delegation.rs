@@ -226,6 +226,8 @@ fn a_delegate_is_never_the_asker_never_counts_twice_and_stops_at_the_end() {
     let r = h.post("/requests/after/answer?for=alice", Some(&dave), &ship());
     assert_eq!((r.status, r.code()), (403, "NOT_DELEGATE"), "{r:?}");
     // Set again for two minutes; three minutes on (the test clock), it no longer holds.
+    // (The daemon stops first: its host's lease of the context is not what is tested.)
+    h.daemon.stop();
     env.json(&[
         "away",
         "--until",
@@ -252,5 +254,54 @@ fn a_delegate_is_never_the_asker_never_counts_twice_and_stops_at_the_end() {
     let exported = env.run(&["export"]).ok().stdout;
     assert!(exported.contains("away-ended"), "{exported}");
     env.run(&["audit", "verify"]).ok();
+}
+
+/// The page's away form: alice (signed in with her token) hands over to dave with the
+/// session's CSRF token; the page then says so and lists it, and `dshq away` agrees; a
+/// form without the token changes nothing (`FORBIDDEN`); a bad notice shows its code;
+/// "I am back" cancels it. An auditor sees the list but no form.
+#[test]
+fn the_page_sets_and_cancels_ones_own_notice_with_its_csrf_token() {
+    let (_dir, env) = people_env();
+    let alice = token(&env, "reviewer", "alice", None);
+    let audit = token(&env, "auditor", "audit", None);
+    let h = host(&env, &[]);
+    let s = crate::page::login(&h, &alice);
+    let page = s.get("/away");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("id=\"away-set\""), "{}", page.body);
+
+    let set = [("action", "set"), ("until", "8h"), ("delegate", "dave")];
+    let forged = s.post("/away", &set);
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert_eq!(env.json(&["away"]).ok().json(), json!([]));
+    let mut with_csrf = vec![("csrf", s.csrf.as_str())];
+    with_csrf.extend_from_slice(&set);
+    let r = s.post("/away", &with_csrf);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = s.get("/away");
+    assert!(page.body.contains("id=\"away-now\""), "{}", page.body);
+    assert!(page.body.contains("dave answers for you"), "{}", page.body);
+    let listed = env.json(&["away"]).ok().json();
+    assert_eq!(listed[0]["person"], "alice");
+    assert_eq!(listed[0]["setBy"], "web:alice");
+
+    let bad = [
+        ("csrf", s.csrf.as_str()),
+        ("action", "set"),
+        ("until", "8h"),
+        ("delegate", "alice"),
+    ];
+    let r = s.post("/away", &bad);
+    assert!(r.body.contains("AWAY_SELF"), "{} {}", r.status, r.body);
+
+    let auditor = crate::page::login(&h, &audit);
+    let seen = auditor.get("/away");
+    assert!(seen.body.contains("id=\"away-list\""), "{}", seen.body);
+    assert!(!seen.body.contains("id=\"away-set\""), "{}", seen.body);
+
+    let r = s.post("/away", &[("csrf", s.csrf.as_str()), ("action", "cancel")]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(env.json(&["away"]).ok().json(), json!([]));
     h.daemon.stop();
 }

@@ -80,6 +80,6 @@ fn schemathesis_finds_no_server_error_and_no_schema_breaking_response() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "schemathesis failed:\n{text}");
-    assert!(text.contains("Tested: 12"), "{text}");
+    assert!(text.contains("Tested: 15"), "{text}");
     assert!(!text.contains("Server error"), "{text}");
 }

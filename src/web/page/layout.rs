@@ -83,7 +83,7 @@ fn page_of(
                 header.top {
                     a.brand href="/" { "dshq" }
                     @if let Some(n) = nav {
-                        nav { a href="/" { "Queue" } a href="/history" { "History" } }
+                        nav { a href="/" { "Queue" } a href="/history" { "History" } a href="/away" { "Away" } }
                         // Shown by the script when this browser can take push messages and
                         // the daemon sends them.
                         button #push-subscribe type="button" hidden { "Notify this device" }

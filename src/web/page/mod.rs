@@ -20,6 +20,7 @@
 //! says who and is read-only there.
 
 pub mod app;
+pub mod away;
 pub mod charts;
 pub mod history;
 pub mod layout;
@@ -74,6 +75,7 @@ pub fn routes() -> Router<AppState> {
         .route("/r/{id}/answer", post(request::send))
         .route("/mail/{token}", get(link::open))
         .route("/history", get(history::page))
+        .route("/away", get(away::page).post(away::post))
         .route("/live", get(live::stream))
         .route("/live/active", post(live::active))
         .route("/assets/{name}", get(layout::asset))
