@@ -200,10 +200,11 @@ fn migration_version_is_recorded() {
             (14, "0014_mail_links".to_string()),
             (15, "0015_slack".to_string()),
             (16, "0016_persons".to_string()),
-            (17, "0017_push".to_string())
+            (17, "0017_push".to_string()),
+            (18, "0018_delegation".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 17);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 18);
 }
 
 #[test]
