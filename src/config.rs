@@ -56,6 +56,8 @@ pub struct File {
     pub slack_users: std::collections::BTreeMap<String, String>,
     /// The identity provider the page signs people in through (`[oidc]`), if any.
     pub oidc: Option<crate::core::sign_in::Settings>,
+    /// The Telegram channel (`[telegram]`), if the file sets it.
+    pub telegram: Option<crate::core::telegram::Settings>,
     /// Every entry of the tables beyond the settings (`[groups]`, `[quorum.CONTEXT]`,
     /// `[people]`, `[slack.users]`), in file order, for `config show`.
     pub tables: Vec<Setting>,
@@ -327,6 +329,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
     let mut persons: Vec<(String, Vec<String>)> = Vec::new();
     let mut member_lines: Vec<(String, usize)> = Vec::new();
     let mut oidc = None;
+    let mut telegram = None;
     // A table entry as written, for `config show`.
     let entry = |tables: &mut Vec<Setting>,
                  table: &str,
@@ -507,12 +510,32 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                 }
                 oidc = Some(settings);
             }
+            DeValue::Table(t) if key == crate::core::telegram::TABLE => {
+                let settings = crate::core::telegram::parse_table(t).map_err(|(at, key2, why)| {
+                    let at = if at == 0 { line } else { line_of(text, at) };
+                    config_error(path, at, &key2, why)
+                })?;
+                for (k2, v2) in t.iter() {
+                    let table = match (k2.get_ref().as_ref(), v2.get_ref()) {
+                        ("chats", DeValue::Table(chats)) => {
+                            for (c, ids) in chats.iter() {
+                                let at = line_of(text, c.span().start);
+                                entry(&mut tables, "telegram.chats", c.get_ref(), ids, at);
+                            }
+                            continue;
+                        }
+                        _ => crate::core::telegram::TABLE,
+                    };
+                    entry(&mut tables, table, k2.get_ref(), v2, line_of(text, k2.span().start));
+                }
+                telegram = Some(settings);
+            }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}], [{SLACK}.users] and [{OIDC}]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}], [{SLACK}.users], [{OIDC}] and [telegram]"),
                 ))
             }
             _ => {
@@ -568,6 +591,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         quorum,
         slack_users,
         oidc,
+        telegram,
         tables,
     })
 }
@@ -808,6 +832,37 @@ pub fn default_file(cmd: &Command) -> String {
     }
     out.push_str(TABLES);
     out.push_str(&oidc_default());
+    out.push_str(&telegram_default());
+    out
+}
+
+/// The commented `[telegram]` table of the default file: each key with what it holds and
+/// an example that `config check` takes.
+fn telegram_default() -> String {
+    use crate::core::telegram::{KEYS, TABLE};
+    let mut out = format!(
+        "\n# The Telegram channel: each context's requests sent to its chats, answered with a button;\n\
+         # see docs/guide/telegram.md. A presser is admitted when [people] lists their user id\n\
+         # for a person (alice = [\"telegram:123456789\"]); anyone else is refused.\n# [{TABLE}]\n"
+    );
+    for (key, what) in KEYS {
+        for line in textwrap(what, 86) {
+            out.push_str(&format!("# {line}\n"));
+        }
+        let example = match *key {
+            "bot-token-file" => "\"/etc/dshq/telegram.token\"",
+            "secret-token-file" => "\"/etc/dshq/telegram-secret-token\"",
+            "api-url" => "\"https://api.telegram.org\"",
+            "page-url" => "\"https://dshq.example\"",
+            "timeout" => "\"10s\"",
+            _ => "\"\"",
+        };
+        out.push_str(&format!("# {key} = {example}\n"));
+    }
+    out.push_str(&format!(
+        "\n# Each context and the chat it goes to (a group's id is negative), or a list of chats.\n\
+         # [{TABLE}.chats]\n# default = -1001234567890\n"
+    ));
     out
 }
 

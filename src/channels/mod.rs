@@ -29,6 +29,7 @@ pub mod push;
 pub mod sender;
 pub mod slack;
 pub mod target;
+pub mod telegram;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub struct Channels {
     pub email: Option<email::Email>,
     /// `--push`: Web Push to the devices the contexts' reviewers subscribed ([`push`]).
     pub push: Option<push::Push>,
+    /// The config file's `[telegram]`: each context's chats ([`telegram`]).
+    pub telegram: Option<telegram::Telegram>,
     /// The wait after a delivery's first failed attempt (doubling after each).
     pub retry_min: Duration,
 }
@@ -65,6 +68,7 @@ impl Channels {
             && self.slack.is_none()
             && self.email.is_none()
             && self.push.is_none()
+            && self.telegram.is_none()
     }
 
     /// The sender of each configured channel, with its secrets read now (a daemon missing
@@ -83,6 +87,9 @@ impl Channels {
         if let Some(p) = &self.push {
             senders.push(Arc::new(push::PushSender::new(root, p.clone())?));
         }
+        if let Some(t) = &self.telegram {
+            senders.push(Arc::new(telegram::TelegramSender::new(root, t.clone())?));
+        }
         Ok(senders)
     }
 }
@@ -96,6 +103,9 @@ pub fn routes(state: &AppState, channels: Option<&Channels>) -> Result<Router> {
     }
     if let Some(p) = channels.and_then(|c| c.push.as_ref()) {
         router = router.merge(push::routes::routes(state, p)?);
+    }
+    if let Some(t) = channels.and_then(|c| c.telegram.as_ref()) {
+        router = router.merge(telegram::webhook::routes(state, t)?);
     }
     Ok(router)
 }

@@ -219,6 +219,31 @@ fn webhooks_of(
     )
 }
 
+/// The Telegram channel of the config file's `[telegram]`, with the page's URL (its
+/// `page-url`, else `--listen`'s: the one page-URL rule, [`super::page_url`]).
+fn telegram_of(
+    a: &Args,
+    config_file: Option<&std::path::Path>,
+) -> Result<Option<crate::channels::telegram::Telegram>> {
+    let Some(settings) = crate::config::locate(config_file)
+        .map(|path| crate::config::load(&path))
+        .transpose()?
+        .and_then(|f| f.telegram)
+    else {
+        return Ok(None);
+    };
+    let page_url = super::page_url(
+        settings.page_url.as_deref(),
+        a.listen,
+        "the config file's [telegram]",
+        "its page-url",
+    )?;
+    Ok(Some(crate::channels::telegram::Telegram {
+        settings,
+        page_url,
+    }))
+}
+
 /// The identity provider of the config file's `[oidc]`, with its client secret read (a
 /// secret file others may read stops the start).
 fn oidc_of(
@@ -273,6 +298,14 @@ const ROOT_SECRETS: &[(&str, &str)] = &[
         crate::channels::slack::SIGNING_SECRET_FILE,
         crate::channels::slack::SIGNING_SECRET_WHAT,
     ),
+    (
+        crate::channels::telegram::TOKEN_FILE,
+        crate::channels::telegram::TOKEN_WHAT,
+    ),
+    (
+        crate::channels::telegram::SECRET_TOKEN_FILE,
+        crate::channels::telegram::SECRET_TOKEN_WHAT,
+    ),
 ];
 
 /// Run it, stopping on `stop` (installed before anything else: see [`crate::shutdown`]).
@@ -316,6 +349,7 @@ pub fn run(
         Some(out)
     };
     let slack = slack_of(&a.slack, &a, config_file)?;
+    let telegram = telegram_of(&a, config_file)?;
     let oidc = oidc_of(&a, config_file)?;
     let config = Config {
         tick: a.tick,
@@ -342,6 +376,7 @@ pub fn run(
             slack,
             email: (*a.email).channel(a.listen)?,
             push: a.push.channel(),
+            telegram,
             retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
         };
         (!channels.is_empty()).then_some(channels)

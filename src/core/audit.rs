@@ -143,6 +143,15 @@ pub enum Actor {
         /// The provider's subject.
         subject: String,
     },
+    /// A person who pressed a button of a Telegram message: the person the config file's
+    /// `[people]` lists the Telegram user under (`telegram:USERID`) and the user id, both
+    /// recorded, as for Slack.
+    Telegram {
+        /// The person (`alice`).
+        person: String,
+        /// The Telegram user id (`123456789`).
+        user: String,
+    },
 }
 
 impl Actor {
@@ -162,6 +171,7 @@ impl Actor {
             Actor::Slack { reviewer, user } => Cow::Owned(format!("slack:{reviewer}@{user}")),
             Actor::Mail(n) => Cow::Owned(format!("mail:{n}")),
             Actor::Oidc { person, subject } => Cow::Owned(format!("oidc:{person}@{subject}")),
+            Actor::Telegram { person, user } => Cow::Owned(format!("telegram:{person}@{user}")),
         }
     }
 
@@ -208,6 +218,17 @@ impl Actor {
                         Actor::Oidc {
                             person: person.to_string(),
                             subject: subject.to_string(),
+                        }
+                    }
+                    // A user id is digits: the person is what comes before the last '@'.
+                    "telegram" => {
+                        let (person, user) = name.rsplit_once('@')?;
+                        if person.is_empty() || user.is_empty() {
+                            return None;
+                        }
+                        Actor::Telegram {
+                            person: person.to_string(),
+                            user: user.to_string(),
                         }
                     }
                     _ => return None,
@@ -331,6 +352,10 @@ mod tests {
                 person: "alice".into(),
                 subject: "alice@corp.example".into(),
             },
+            Actor::Telegram {
+                person: "alice".into(),
+                user: "123456789".into(),
+            },
         ];
         for a in &all {
             match a {
@@ -343,6 +368,7 @@ mod tests {
                 | Actor::Mcp(_)
                 | Actor::Slack { .. } => {}
                 Actor::Mail(_) | Actor::Oidc { .. } => {}
+                Actor::Telegram { .. } => {}
             }
         }
         all

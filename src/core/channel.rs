@@ -1,4 +1,5 @@
-//! The channels a delivery goes out on: a webhook, a mail, a Slack message, a Web Push message.
+//! The channels a delivery goes out on: a webhook, a mail, a Slack message, a Web Push
+//! message, a Telegram message.
 //!
 //! Why a closed set in the core: a delivery row names its channel, so the outbox holds one
 //! row per channel of an event and each row has its own id, attempts and retry state (a
@@ -22,15 +23,18 @@ pub enum Channel {
     /// A Web Push message to each subscribed device of the context's reviewers, with
     /// one-tap actions where the request allows them.
     Push,
+    /// A Telegram message with an inline keyboard, edited when the request ends.
+    Telegram,
 }
 
 impl Channel {
     /// Every channel.
-    pub const ALL: [Channel; 4] = [
+    pub const ALL: [Channel; 5] = [
         Channel::Webhook,
         Channel::Email,
         Channel::Slack,
         Channel::Push,
+        Channel::Telegram,
     ];
 
     /// The name stored in the outbox and shown in `dshq events --deliveries`.
@@ -40,6 +44,7 @@ impl Channel {
             Channel::Email => "email",
             Channel::Slack => "slack",
             Channel::Push => "push",
+            Channel::Telegram => "telegram",
         }
     }
 
@@ -68,7 +73,7 @@ impl Channel {
             Channel::Email | Channel::Push => matches!(kind, Accepted | Reminded | Escalated),
             // A message is posted when a person is needed and updated when the request
             // ends, so the buttons never stay live on a request that is over.
-            Channel::Slack => matches!(
+            Channel::Slack | Channel::Telegram => matches!(
                 kind,
                 Accepted | Reminded | Escalated | Answered | Expired | Cancelled | Aborted
             ),
@@ -85,12 +90,15 @@ impl Channel {
     ///   so they get one mail saying where it went, and no reminder.
     /// - A Slack message is updated when the request ends, in every channel it was
     ///   posted in; nothing new is posted in a channel whose context is no longer asked.
+    ///   A Telegram message likewise: edited at the end in every chat it was sent to.
     pub fn tells_former(self, kind: EventKind) -> bool {
         use EventKind::*;
         match self {
             Channel::Webhook => self.takes(kind),
             Channel::Email => kind == Escalated,
-            Channel::Slack => matches!(kind, Answered | Expired | Cancelled | Aborted),
+            Channel::Slack | Channel::Telegram => {
+                matches!(kind, Answered | Expired | Cancelled | Aborted)
+            }
             // A notification asks a person to act; one on a request that moved on to
             // another context asks nothing of them (its actions are refused there,
             // WRONG_CONTEXT), and its end needs no message of its own.
@@ -145,5 +153,9 @@ mod tests {
         assert!(!Channel::Slack.tells_former(Escalated));
         assert!(!Channel::Slack.tells_former(Reminded));
         assert!(!Channel::Push.tells_former(Answered));
+        assert!(Channel::Telegram.tells_former(Answered));
+        assert!(Channel::Telegram.tells_former(Cancelled));
+        assert!(!Channel::Telegram.tells_former(Reminded));
+        assert!(!Channel::Telegram.tells_former(Escalated));
     }
 }

@@ -18,3 +18,4 @@ pub mod push_action;
 pub mod quorum;
 pub mod sign_in;
 pub mod slack_users;
+pub mod telegram;

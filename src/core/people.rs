@@ -35,6 +35,8 @@ pub enum Face {
     Agent,
     /// An identity provider's subject (`sub`), signed in to the page.
     Oidc,
+    /// A Telegram user id (`123456789`): the only way a Telegram user is admitted.
+    Telegram,
 }
 
 impl Face {
@@ -51,6 +53,7 @@ impl Face {
             Face::Mail => "mail",
             Face::Agent => "agent",
             Face::Oidc => "oidc",
+            Face::Telegram => "telegram",
         }
     }
 
@@ -102,6 +105,11 @@ impl Identity {
                 "{s:?}: a Slack identity is a Slack user id (U or W, then capitals and digits, such as slack:U0123ABCD)"
             ));
         }
+        if face == Face::Telegram && !crate::core::telegram::is_user_id(name) {
+            return Err(format!(
+                "{s:?}: a Telegram identity is a Telegram user id, digits only (such as telegram:123456789)"
+            ));
+        }
         Ok(Identity::new(face, name))
     }
 
@@ -117,6 +125,7 @@ impl Identity {
             Actor::Mail(a) => Identity::new(Face::Mail, a),
             Actor::Agent(id) => Identity::new(Face::Agent, id),
             Actor::Oidc { subject, .. } => Identity::new(Face::Oidc, subject),
+            Actor::Telegram { user, .. } => Identity::new(Face::Telegram, user),
             Actor::Daemon | Actor::Cli | Actor::Asker => return None,
         })
     }
@@ -257,7 +266,8 @@ impl People {
             Actor::Slack {
                 reviewer: person, ..
             }
-            | Actor::Oidc { person, .. } => self
+            | Actor::Oidc { person, .. }
+            | Actor::Telegram { person, .. } => self
                 .by_identity
                 .get(&id)
                 .cloned()
@@ -336,6 +346,9 @@ mod tests {
         assert!(Identity::parse("web:").is_err());
         assert!(Identity::parse("slack:alice").is_err());
         assert!(Identity::parse("slack:U0123ABCD").is_ok());
+        assert!(Identity::parse("telegram:123456789").is_ok());
+        assert!(Identity::parse("telegram:alice").is_err());
+        assert!(Identity::parse("telegram:-5").is_err());
     }
 
     #[test]

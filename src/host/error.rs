@@ -42,6 +42,7 @@ impl ApiError {
             Code::Unauthorized
             | Code::SlackBadSignature
             | Code::SlackStaleRequest
+            | Code::TelegramBadSecret
             | Code::OidcNonce
             | Code::OidcIssuer
             | Code::OidcAudience
@@ -61,6 +62,7 @@ impl ApiError {
             | Code::OwnRequest
             | Code::NotInGroup
             | Code::SlackUnknownUser
+            | Code::TelegramUnknownUser
             | Code::OidcNotMapped
             | Code::NotDelegate => StatusCode::FORBIDDEN,
             Code::OidcState | Code::BadReturnUrl => StatusCode::BAD_REQUEST,

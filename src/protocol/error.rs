@@ -113,6 +113,12 @@ pub enum Code {
     /// A Slack user that the config file's `[slack.users]` maps to no dshq reviewer
     /// pressed a button: refused, nothing recorded.
     SlackUnknownUser,
+    /// An update posted to the Telegram webhook without the webhook's secret token in
+    /// `X-Telegram-Bot-Api-Secret-Token` (not sent by Telegram for this bot).
+    TelegramBadSecret,
+    /// A Telegram user whom the config file's `[people]` lists for no person
+    /// (`telegram:USERID`) pressed a button: refused, nothing recorded.
+    TelegramUnknownUser,
     /// A mail's link that is not one this root signed, or that was changed.
     LinkInvalid,
     /// A mail's link past its expiry.
@@ -237,6 +243,8 @@ impl Code {
             Code::SlackBadSignature => "SLACK_BAD_SIGNATURE",
             Code::SlackStaleRequest => "SLACK_STALE_REQUEST",
             Code::SlackUnknownUser => "SLACK_UNKNOWN_USER",
+            Code::TelegramBadSecret => "TELEGRAM_BAD_SECRET",
+            Code::TelegramUnknownUser => "TELEGRAM_UNKNOWN_USER",
             Code::LinkInvalid => "LINK_INVALID",
             Code::LinkExpired => "LINK_EXPIRED",
             Code::LinkUsed => "LINK_USED",
@@ -314,6 +322,8 @@ impl Code {
             Code::ReceiptInvalid | Code::ReceiptUntrustedKey | Code::ReceiptMismatch => 17,
             Code::SlackBadSignature | Code::SlackStaleRequest => 13,
             Code::SlackUnknownUser => 14,
+            Code::TelegramBadSecret => 13,
+            Code::TelegramUnknownUser => 14,
             Code::LinkInvalid | Code::LinkExpired | Code::LinkUsed => 18,
             Code::NoDaemon => 19,
             Code::OidcState

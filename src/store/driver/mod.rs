@@ -35,6 +35,7 @@ pub mod requests;
 pub mod slack;
 pub mod store;
 pub mod sweep;
+pub mod telegram;
 pub mod tokens;
 
 pub use agents::{AgentReads, AgentStatements};
@@ -56,6 +57,7 @@ pub use requests::{RequestReads, RequestStatements};
 pub use slack::{SlackReads, SlackStatements};
 pub use store::{Driver, Reads, Write};
 pub use sweep::{SweepReads, SweepStatements};
+pub use telegram::{TelegramReads, TelegramStatements};
 pub use tokens::{TokenReads, TokenStatements};
 
 /// Every statement a write transaction offers: what a queue rule takes. A write reads
@@ -72,6 +74,7 @@ pub trait Statements:
     + LadderStatements
     + DeliveryStatements
     + SlackStatements
+    + TelegramStatements
     + PushStatements
     + LinkStatements
     + SweepStatements
@@ -92,6 +95,7 @@ impl<T> Statements for T where
         + LadderStatements
         + DeliveryStatements
         + SlackStatements
+        + TelegramStatements
         + PushStatements
         + LinkStatements
         + SweepStatements

@@ -99,6 +99,10 @@ pub trait PruneStatements {
     /// whose request has no undelivered delivery left; how many.
     fn delete_slack_messages_upto(&mut self, upto: i64) -> Result<u64>;
 
+    /// Delete the Telegram messages recorded for the request rows up to `upto` whose
+    /// request has no undelivered delivery left; how many.
+    fn delete_telegram_messages_upto(&mut self, upto: i64) -> Result<u64>;
+
     /// Delete the used mail links of the request rows up to `upto`; how many.
     fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64>;
 

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use super::{
     AgentReads, AnswerReads, AuditReads, DelegationReads, DeliveryReads, EventReads, FeedReads,
     HistoryReads, LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SlackReads,
-    Statements, SweepReads, TokenReads,
+    Statements, SweepReads, TelegramReads, TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -40,6 +40,7 @@ pub trait Reads:
     + PushReads
     + RequestReads
     + SlackReads
+    + TelegramReads
     + SweepReads
     + TokenReads
     + DelegationReads
@@ -60,6 +61,7 @@ impl<T> Reads for T where
         + PushReads
         + RequestReads
         + SlackReads
+        + TelegramReads
         + SweepReads
         + TokenReads
         + DelegationReads

@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0012_delegation",
         include_str!("../../../migrations/postgres/0012_delegation.sql"),
     ),
+    (
+        13,
+        "0013_telegram",
+        include_str!("../../../migrations/postgres/0013_telegram.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

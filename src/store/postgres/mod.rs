@@ -50,6 +50,7 @@ pub mod session;
 pub mod slack;
 mod store;
 pub mod sweep;
+pub mod telegram;
 pub mod tls;
 pub mod tx;
 

@@ -176,6 +176,16 @@ impl PruneStatements for Tx<'_> {
         )
     }
 
+    fn delete_telegram_messages_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto(
+            "DELETE FROM telegram_messages AS m
+              WHERE m.request_id IN (SELECT id FROM requests WHERE seq <= $1)
+                AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                 WHERE d.request_id = m.request_id AND d.delivered_ms IS NULL)",
+            upto,
+        )
+    }
+
     fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64> {
         self.delete_upto(
             "DELETE FROM mail_links_used

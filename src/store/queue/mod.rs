@@ -26,6 +26,7 @@ pub mod sign_in;
 pub mod slack;
 pub mod store;
 pub mod sweep;
+pub mod telegram;
 pub mod tokens;
 
 pub use store::Queue;

@@ -254,6 +254,7 @@ pub fn prune(
     // them) and its mail links' uses (a link of a pruned request opens nothing: a request
     // asked later under its id is not the link's, `mail_link::opens`).
     db.delete_slack_messages_upto(plan.rows_upto)?;
+    db.delete_telegram_messages_upto(plan.rows_upto)?;
     db.delete_link_uses_upto(plan.rows_upto)?;
     pruned.requests = db.delete_requests_upto(plan.rows_upto)?;
     pruned.events = db.delete_events_upto(plan.upto_seq)?;

@@ -23,6 +23,7 @@ use crate::store::calls::{
 };
 use crate::store::driver::push::PushSubscription;
 use crate::store::driver::slack::SlackMessage;
+use crate::store::driver::telegram::TelegramMessage;
 use crate::store::driver::{Driver, Write};
 use crate::store::types::{
     AgentInfo, Delivery, DeliveryCounts, Entered, Event, HistoryFilter, HistoryRow, HostMark,
@@ -456,6 +457,30 @@ impl<D: Driver> Queue<D> {
     pub fn slack_message_of_delivery(&mut self, delivery_id: &str) -> Result<Option<SlackMessage>> {
         self.driver
             .read(|db| super::slack::message_of_delivery(db, delivery_id))
+    }
+
+    /// Record the Telegram message `m` (at the store's time), unless its delivery recorded
+    /// one in its chat already: whether this call recorded it ([`queue::telegram`]).
+    pub fn record_telegram_message(&mut self, m: &TelegramMessage) -> Result<bool> {
+        self.driver.write(Write::Plain, |db, now| {
+            super::telegram::record_message(db, now, m)
+        })
+    }
+
+    /// The Telegram messages sent for request `request_id`, oldest first.
+    pub fn telegram_messages(&mut self, request_id: &str) -> Result<Vec<TelegramMessage>> {
+        self.driver
+            .read(|db| super::telegram::messages(db, request_id))
+    }
+
+    /// The Telegram message delivery `delivery_id` sent to chat `chat_id`, if recorded.
+    pub fn telegram_message_of_delivery(
+        &mut self,
+        delivery_id: &str,
+        chat_id: i64,
+    ) -> Result<Option<TelegramMessage>> {
+        self.driver
+            .read(|db| super::telegram::message_of_delivery(db, delivery_id, chat_id))
     }
 
     /// The person an identity belongs to, by the config file's people directory.

@@ -113,6 +113,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0018_delegation",
         include_str!("../../../migrations/sqlite/0018_delegation.sql"),
     ),
+    (
+        19,
+        "0019_telegram",
+        include_str!("../../../migrations/sqlite/0019_telegram.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

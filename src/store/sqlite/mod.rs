@@ -34,6 +34,7 @@ pub mod requests;
 pub mod slack;
 mod store;
 pub mod sweep;
+pub mod telegram;
 pub mod tokens;
 pub mod tx;
 
