@@ -621,6 +621,16 @@ pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) ->
         assert!(store
             .record_slack_message(&first.id, id, "C0123", "1700000000.000100")
             .unwrap());
+        assert!(store
+            .record_telegram_message(&dshq::store::driver::telegram::TelegramMessage {
+                delivery_id: first.id.clone(),
+                chat_id: -100,
+                message_id: 1,
+                request_id: id.into(),
+                digest: "sha256:00".into(),
+                posted_ms: 0,
+            })
+            .unwrap());
     }
     assert!(store.link_used("k-done").unwrap());
     crate::scenarios::mark_outcomes_written(&mut store);
@@ -648,6 +658,8 @@ pub fn prune_takes_delivered_rows_with_their_request(new: impl Fn(&TestClock) ->
         1,
         "its answered delivery is still to update it"
     );
+    assert!(store.telegram_messages("done").unwrap().is_empty());
+    assert_eq!(store.telegram_messages("old").unwrap().len(), 1);
     assert!(!store.link_used("k-done").unwrap());
     verifies(&mut store);
 }

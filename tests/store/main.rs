@@ -34,6 +34,7 @@ mod scenarios;
 mod sign_in;
 mod slack;
 mod sqlite_driver;
+mod telegram;
 mod throwaway_server;
 
 #[allow(unused_imports)]
@@ -119,6 +120,7 @@ conformance!(
     ladder::who_was_told_hears_the_end,
     ladder::prune_takes_delivered_rows_with_their_request,
     slack::slack_messages_are_recorded_once_per_delivery,
+    telegram::telegram_messages_are_recorded_once_per_delivery_and_chat,
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
     links::a_mail_link_answers_once,
     push::push_subscriptions_are_one_per_device_and_push_rows_are_written,

@@ -201,10 +201,11 @@ fn migration_version_is_recorded() {
             (15, "0015_slack".to_string()),
             (16, "0016_persons".to_string()),
             (17, "0017_push".to_string()),
-            (18, "0018_delegation".to_string())
+            (18, "0018_delegation".to_string()),
+            (19, "0019_telegram".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 18);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 19);
 }
 
 #[test]
