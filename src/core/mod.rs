@@ -19,3 +19,4 @@ pub mod quorum;
 pub mod sign_in;
 pub mod slack_users;
 pub mod telegram;
+pub mod telegram_users;

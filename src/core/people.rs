@@ -105,7 +105,7 @@ impl Identity {
                 "{s:?}: a Slack identity is a Slack user id (U or W, then capitals and digits, such as slack:U0123ABCD)"
             ));
         }
-        if face == Face::Telegram && !crate::core::telegram::is_user_id(name) {
+        if face == Face::Telegram && !crate::core::telegram_users::is_user_id(name) {
             return Err(format!(
                 "{s:?}: a Telegram identity is a Telegram user id, digits only (such as telegram:123456789)"
             ));

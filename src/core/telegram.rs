@@ -1,7 +1,7 @@
 //! The Telegram channel's rules that need no I/O: its settings (the config file's
-//! `[telegram]` table), who a Telegram user is (a `telegram:USERID` identity of `[people]`),
-//! which requests a button press can answer and what each button answers, and what a
-//! button carries back (its `callback_data`).
+//! `[telegram]` table), which requests a button press can answer and what each button
+//! answers, and what a button carries back (its `callback_data`). Who a Telegram user is:
+//! [`super::telegram_users`].
 //!
 //! Why a button carries only a reference: Telegram bounds `callback_data` at 64 bytes, and
 //! anyone who can post to the webhook with its secret could write any value there. So a
@@ -50,16 +50,6 @@ pub struct Settings {
     pub page_url: Option<String>,
     /// `timeout`.
     pub timeout: Duration,
-}
-
-/// Whether `s` is a Telegram user id: digits, a positive number below 2^53 (Telegram's
-/// bound), no sign, no leading zero.
-pub fn is_user_id(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 16
-        && !s.starts_with('0')
-        && s.bytes().all(|b| b.is_ascii_digit())
-        && s.parse::<u64>().is_ok_and(|n| n < 1 << 53)
 }
 
 /// The `[telegram]` table `t`: the settings, or (the offset it is at, the key, why not).
@@ -325,8 +315,6 @@ mod tests {
         ] {
             assert_eq!(ButtonRef::parse(bad), None, "{bad}");
         }
-        assert!(is_user_id("123456789") && !is_user_id("0") && !is_user_id("-5"));
-        assert!(!is_user_id("9007199254740993"));
     }
 
     #[test]
