@@ -856,6 +856,7 @@ fn the_default_file_uncommented_checks_and_shows_every_table() {
         "[quorum]",
         "[slack.users]",
         "[oidc]",
+        "[telegram]",
     ] {
         assert!(shown.contains(table), "{table} not shown:\n{shown}");
     }
