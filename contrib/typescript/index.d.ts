@@ -280,6 +280,10 @@ export class SlackBadSignature extends DshqError {}
 export class SlackStaleRequest extends DshqError {}
 /** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
 export class SlackUnknownUser extends DshqError {}
+/** TELEGRAM_BAD_SECRET: an update to the Telegram webhook without its secret token. */
+export class TelegramBadSecret extends DshqError {}
+/** TELEGRAM_UNKNOWN_USER: a Telegram user listed for no person in [people]. */
+export class TelegramUnknownUser extends DshqError {}
 /** LINK_INVALID: a mail's link not signed by this root, or changed. */
 export class LinkInvalid extends DshqError {}
 /** LINK_EXPIRED: a mail's link past its expiry. */

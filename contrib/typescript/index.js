@@ -35,6 +35,7 @@ export const CODES = Object.freeze([
   "BAD_REVIEW_STATE", "EDIT_NOT_ALLOWED", "OWN_REQUEST", "NOT_IN_GROUP", "ALREADY_VOTED",
   "REQUEST_OPEN", "RECEIPT_INVALID", "RECEIPT_UNTRUSTED_KEY", "RECEIPT_MISMATCH",
   "SLACK_BAD_SIGNATURE", "SLACK_STALE_REQUEST", "SLACK_UNKNOWN_USER",
+  "TELEGRAM_BAD_SECRET", "TELEGRAM_UNKNOWN_USER",
   "LINK_INVALID", "LINK_EXPIRED", "LINK_USED", "BAD_TIMEOUT", "DUPLICATE_WAIT", "NO_DAEMON",
   "OIDC_STATE", "OIDC_NONCE", "OIDC_ISSUER", "OIDC_AUDIENCE", "OIDC_EXPIRED", "OIDC_UNSIGNED",
   "OIDC_UNKNOWN_KEY", "OIDC_BAD_SIGNATURE", "OIDC_CODE_REJECTED", "OIDC_PROVIDER",
@@ -97,6 +98,10 @@ export class SlackBadSignature extends define("SLACK_BAD_SIGNATURE") {}
 export class SlackStaleRequest extends define("SLACK_STALE_REQUEST") {}
 /** SLACK_UNKNOWN_USER: a Slack user mapped to no dshq reviewer. */
 export class SlackUnknownUser extends define("SLACK_UNKNOWN_USER") {}
+/** TELEGRAM_BAD_SECRET: an update to the Telegram webhook without its secret token. */
+export class TelegramBadSecret extends define("TELEGRAM_BAD_SECRET") {}
+/** TELEGRAM_UNKNOWN_USER: a Telegram user listed for no person in [people]. */
+export class TelegramUnknownUser extends define("TELEGRAM_UNKNOWN_USER") {}
 /** LINK_INVALID: a mail's link not signed by this root, or changed. */
 export class LinkInvalid extends define("LINK_INVALID") {}
 /** LINK_EXPIRED: a mail's link past its expiry. */
@@ -188,6 +193,7 @@ const BY_CODE = new Map(
     DaemonRunning, UnsafeRoot, Usage, Store, Io, Unauthorized, Forbidden, TooLarge, NoRoot,
     BadReviewState, EditNotAllowed, OwnRequest, NotInGroup, AlreadyVoted, RequestOpen, ReceiptInvalid, ReceiptUntrustedKey,
     ReceiptMismatch, SlackBadSignature, SlackStaleRequest, SlackUnknownUser,
+    TelegramBadSecret, TelegramUnknownUser,
     LinkInvalid, LinkExpired, LinkUsed, BadTimeout, DuplicateWait, NoDaemon,
     OidcState, OidcNonce, OidcIssuer, OidcAudience, OidcExpired, OidcUnsigned, OidcUnknownKey,
     OidcBadSignature, OidcCodeRejected, OidcProvider, OidcNotMapped, BadReturnUrl,

@@ -59,6 +59,8 @@ __all__ = [
     "SlackBadSignature",
     "SlackStaleRequest",
     "SlackUnknownUser",
+    "TelegramBadSecret",
+    "TelegramUnknownUser",
     "LinkInvalid",
     "LinkExpired",
     "LinkUsed",
@@ -371,6 +373,20 @@ class SlackUnknownUser(DshqError):
     pressed a button; nothing was recorded."""
 
     code = "SLACK_UNKNOWN_USER"
+
+
+class TelegramBadSecret(DshqError):
+    """``TELEGRAM_BAD_SECRET``: An update posted to the Telegram webhook without the
+    webhook's secret token in ``X-Telegram-Bot-Api-Secret-Token``."""
+
+    code = "TELEGRAM_BAD_SECRET"
+
+
+class TelegramUnknownUser(DshqError):
+    """``TELEGRAM_UNKNOWN_USER``: A Telegram user whom the config file's ``[people]``
+    lists for no person pressed a button; nothing was recorded."""
+
+    code = "TELEGRAM_UNKNOWN_USER"
 class LinkInvalid(DshqError):
     """``LINK_INVALID``: A mail's link that is not one this root signed, or that was
     changed."""
@@ -617,6 +633,8 @@ _ALL: Tuple[Type[DshqError], ...] = (
     SlackBadSignature,
     SlackStaleRequest,
     SlackUnknownUser,
+    TelegramBadSecret,
+    TelegramUnknownUser,
     LinkInvalid,
     LinkExpired,
     LinkUsed,
