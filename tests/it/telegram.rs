@@ -53,6 +53,8 @@ struct FakeTelegram {
     port: u16,
     calls: Arc<Mutex<Vec<Call>>>,
     next_message: Arc<AtomicI64>,
+    /// Answer this many `sendMessage` calls with HTTP 429 first.
+    rate_limit: Arc<Mutex<usize>>,
 }
 
 impl FakeTelegram {
@@ -62,6 +64,7 @@ impl FakeTelegram {
             port: listener.local_addr().unwrap().port(),
             calls: Default::default(),
             next_message: Arc::new(AtomicI64::new(500)),
+            rate_limit: Default::default(),
         };
         let me = t.clone();
         std::thread::spawn(move || {
@@ -94,7 +97,17 @@ impl FakeTelegram {
                     json!({"ok": false, "error_code": 401, "description": "Unauthorized"}),
                 )
             } else {
+                let mut limited = self.rate_limit.lock().unwrap();
                 match method.as_str() {
+                    "sendMessage" if *limited > 0 => {
+                        *limited -= 1;
+                        (
+                            "429 Too Many Requests",
+                            json!({"ok": false, "error_code": 429,
+                                "description": "Too Many Requests: retry after 1",
+                                "parameters": {"retry_after": 1}}),
+                        )
+                    }
                     "sendMessage" => {
                         let id = self.next_message.fetch_add(1, Ordering::SeqCst);
                         (
@@ -152,6 +165,7 @@ impl FakeTelegram {
     fn sent_of(&self, id: &str) -> Vec<Call> {
         self.calls("sendMessage")
             .into_iter()
+            .filter(|c| !c.result.is_null())
             .filter(|c| {
                 c.body["text"]
                     .as_str()
@@ -312,6 +326,8 @@ fn post(base: &str, update: &Value, secret: Option<&str>) -> (u16, Value) {
 #[test]
 fn telegram_sends_buttons_answers_a_valid_press_and_refuses_the_rest() {
     let s = setup(&format!("default = {CHAT}\noncall = [{ONCALL_CHAT}]\n"));
+    // The first send is rate limited: the attempt fails and the loop tries again.
+    *s.fake.rate_limit.lock().unwrap() = 1;
     let host = s.daemon(&[]);
     let hostile =
         "Deploy <b>now</b> & <a href=\"https://evil.example\">docs</a> &amp; &lt;ok&gt; 'q'?";
@@ -323,6 +339,11 @@ fn telegram_sends_buttons_answers_a_valid_press_and_refuses_the_rest() {
         }))
         .ok();
     let sent = s.message_in("dep", CHAT);
+    assert_eq!(
+        s.fake.calls("sendMessage").len(),
+        2,
+        "one 429, then the message"
+    );
     assert_eq!(sent.token, TOKEN);
     assert_eq!(sent.body["parse_mode"], "HTML");
     // The asker's text, escaped as Telegram's HTML mode requires: no tag, no entity of

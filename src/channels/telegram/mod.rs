@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
@@ -53,6 +53,9 @@ pub const TOKEN_WHAT: &str = "Telegram bot token";
 
 /// The webhook's secret token's file in the root.
 pub const SECRET_TOKEN_FILE: &str = "telegram-secret-token";
+
+/// The most bytes of a Bot API answer read (a Message is a few KB).
+const ANSWER_MAX: usize = 1 << 20;
 
 /// What [`SECRET_TOKEN_FILE`] (or `secret-token-file`) holds, in messages.
 pub const SECRET_TOKEN_WHAT: &str = "Telegram webhook secret token";
@@ -162,50 +165,36 @@ impl Api {
             .header("user-agent", concat!("dshq/", env!("CARGO_PKG_VERSION")))
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|_| fail(0, format!("{method}: the request cannot be built")))?;
-        let call = async {
-            let resp = self.client.request(request).await.map_err(|e| {
-                fail(
-                    0,
-                    format!("{method}: not sent: {}", crate::text::causes(&e)),
-                )
-            })?;
-            let status = resp.status().as_u16();
-            let bytes = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| fail(0, format!("{method}: the answer did not arrive: {e}")))?
-                .to_bytes();
-            let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
-                fail(
-                    status,
-                    format!("{method}: HTTP {status}, and the answer is not JSON"),
-                )
-            })?;
-            if v["ok"] == json!(true) && (200..300).contains(&status) {
-                return Ok(v["result"].clone());
-            }
-            let code = v["error_code"]
-                .as_u64()
-                .and_then(|c| u16::try_from(c).ok())
-                .unwrap_or(status);
-            let description = v["description"].as_str().unwrap_or("no description given");
-            let retry = v["parameters"]["retry_after"]
-                .as_u64()
-                .map(|s| format!(" (retry after {s}s)"))
-                .unwrap_or_default();
-            Err(fail(
-                code,
-                format!(
-                    "{method}: Telegram said {code} {}{retry}",
-                    crate::text::for_log(description)
-                ),
-            ))
-        };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => Err(fail(0, format!("{method}: timed out"))),
+        let resp = crate::host::https::exchange(&self.client, request, self.timeout, ANSWER_MAX)
+            .await
+            // The token is in the URL: never in an error, whatever a layer below wrote.
+            .map_err(|e| fail(0, format!("{method}: {}", e.replace(&self.token.0, "…"))))?;
+        let status = resp.status().as_u16();
+        let v: Value = serde_json::from_slice(resp.body()).map_err(|_| {
+            fail(
+                status,
+                format!("{method}: HTTP {status}, and the answer is not JSON"),
+            )
+        })?;
+        if v["ok"] == json!(true) && (200..300).contains(&status) {
+            return Ok(v["result"].clone());
         }
+        let code = v["error_code"]
+            .as_u64()
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(status);
+        let description = v["description"].as_str().unwrap_or("no description given");
+        let retry = v["parameters"]["retry_after"]
+            .as_u64()
+            .map(|s| format!(" (retry after {s}s)"))
+            .unwrap_or_default();
+        Err(fail(
+            code,
+            format!(
+                "{method}: Telegram said {code} {}{retry}",
+                crate::text::for_log(description)
+            ),
+        ))
     }
 }
 
