@@ -708,6 +708,10 @@ fn time_to_a_person_by_telegram_idle_and_beside_hung_endpoints() {
                 signing_file.to_str().unwrap(),
                 "--slack-timeout",
                 "60s",
+                "--slack-page-url",
+                "https://dshq.example",
+                "--email-page-url",
+                "https://dshq.example",
             ]);
         }
         let _host = s.daemon(&args);
