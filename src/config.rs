@@ -202,7 +202,7 @@ fn oidc_table(
 }
 
 /// One `[[oidc.rule]]`: the claim it looks at (one of `group`, `role`, `email-domain`),
-/// what it grants, and where.
+/// what it grants, where, and the quorum groups a reviewer it matches joins.
 fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign_in::Rule, String> {
     use crate::core::access::Role;
     use crate::core::sign_in::{ClaimKind, Rule};
@@ -211,6 +211,18 @@ fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign
     let mut matched: Option<(ClaimKind, String)> = None;
     let mut grant: Option<Role> = None;
     let mut contexts: Option<Vec<String>> = None;
+    let mut quorum_groups: Vec<String> = Vec::new();
+    let names = |items: &toml::de::DeArray<'_>, what: &str| {
+        let mut out = Vec::new();
+        for i in items.iter() {
+            let DeValue::String(c) = i.get_ref() else {
+                return Err(format!("{what}s is a list of {what} names"));
+            };
+            crate::protocol::syntax::check_id(what, c).map_err(|e| e.message)?;
+            out.push(c.to_string());
+        }
+        Ok(out)
+    };
     for (k, v) in t.iter() {
         let key = k.get_ref().as_ref();
         match (key, v.get_ref()) {
@@ -220,16 +232,10 @@ fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign
                     _ => return Err(format!("grant is \"reviewer\" or \"auditor\", not {r:?}")),
                 }
             }
-            ("contexts", DeValue::Array(items)) => {
-                let mut cs = Vec::new();
-                for i in items.iter() {
-                    let DeValue::String(c) = i.get_ref() else {
-                        return Err("contexts is a list of context names".into());
-                    };
-                    crate::protocol::syntax::check_id("context", c).map_err(|e| e.message)?;
-                    cs.push(c.to_string());
-                }
-                contexts = Some(cs);
+            ("contexts", DeValue::Array(items)) => contexts = Some(names(items, "context")?),
+            ("quorum-groups", DeValue::Array(items)) => {
+                quorum_groups = names(items, "group")
+                    .map_err(|e| e.replace("groups is", "quorum-groups is"))?;
             }
             (key, DeValue::String(value)) if ClaimKind::parse(key).is_some() => {
                 if matched.is_some() {
@@ -239,7 +245,7 @@ fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign
             }
             (key, _) => {
                 return Err(format!(
-                    "{key:?} is not a rule key, or has the wrong type: one of {} (a string), grant (\"reviewer\" or \"auditor\"), contexts (a list)",
+                    "{key:?} is not a rule key, or has the wrong type: one of {} (a string), grant (\"reviewer\" or \"auditor\"), contexts (a list), quorum-groups (a list)",
                     kinds.join(", ")
                 ))
             }
@@ -247,12 +253,24 @@ fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign
     }
     let (kind, value) =
         matched.ok_or_else(|| format!("a rule needs one of {} (a string)", kinds.join(", ")))?;
-    let role = grant.ok_or("a rule needs grant = \"reviewer\" or \"auditor\"")?;
+    match (grant, quorum_groups.is_empty()) {
+        (None, true) => {
+            return Err("a rule needs grant = \"reviewer\" or \"auditor\", or quorum-groups".into())
+        }
+        (Some(Role::Auditor), false) => {
+            return Err("an auditor votes in no quorum: quorum-groups goes with grant = \"reviewer\" (or no grant)".into())
+        }
+        (None, false) if contexts.is_some() => {
+            return Err("contexts goes with a grant: a rule with quorum-groups only grants no role".into())
+        }
+        _ => {}
+    }
     Ok(Rule {
         kind,
         value,
-        role,
+        role: grant,
         contexts,
+        quorum_groups,
     })
 }
 
@@ -492,13 +510,20 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                     .match_indices("[[oidc.rule]]")
                     .map(|(at, _)| line_of(text, at));
                 for r in &settings.mapping.rules {
-                    let mut inline = vec![
-                        format!("{} = {}", r.kind.as_str(), toml_string(&r.value)),
-                        format!("grant = {}", toml_string(r.role.as_str())),
-                    ];
+                    let list = |xs: &[String]| {
+                        let xs: Vec<String> = xs.iter().map(|x| toml_string(x)).collect();
+                        format!("[{}]", xs.join(", "))
+                    };
+                    let mut inline =
+                        vec![format!("{} = {}", r.kind.as_str(), toml_string(&r.value))];
+                    if let Some(role) = r.role {
+                        inline.push(format!("grant = {}", toml_string(role.as_str())));
+                    }
                     if let Some(cs) = &r.contexts {
-                        let cs: Vec<String> = cs.iter().map(|c| toml_string(c)).collect();
-                        inline.push(format!("contexts = [{}]", cs.join(", ")));
+                        inline.push(format!("contexts = {}", list(cs)));
+                    }
+                    if !r.quorum_groups.is_empty() {
+                        inline.push(format!("quorum-groups = {}", list(&r.quorum_groups)));
                     }
                     tables.push(Setting {
                         table: Some(OIDC.to_string()),
@@ -572,6 +597,27 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         }
     }
     quorum.people = people;
+    // The quorum groups a sign-in may put a reviewer in must be [groups] of this file
+    // (an empty list is one): a misspelt name in a rule would otherwise admit nobody.
+    if let Some(o) = &oidc {
+        let rule_lines = tables
+            .iter()
+            .filter(|t| t.table.as_deref() == Some(OIDC) && t.key == "rule")
+            .map(|t| t.line);
+        for (r, at) in o.mapping.rules.iter().zip(rule_lines) {
+            for g in &r.quorum_groups {
+                if !quorum.groups.contains_key(g) {
+                    return Err(config_error(
+                        path,
+                        at,
+                        &format!("{OIDC}.rule"),
+                        format!("quorum group {g:?} is not in [{GROUPS}]: add it there (`{g} = []` when only sign-ins fill it)"),
+                    ));
+                }
+                quorum.sign_in_groups.insert(g.clone());
+            }
+        }
+    }
     for (context, q) in &quorum.contexts {
         if let Some(g) = &q.group {
             // The same judgment an ask makes, once for the file.
@@ -900,7 +946,8 @@ fn oidc_default() -> String {
     }
     out.push_str(&format!(
         "\n# Each rule: one of group, role or email-domain (a string), grant (\"reviewer\" or\n\
-         # \"auditor\"), and optionally contexts (the contexts it reaches; default every one).\n\
+         # \"auditor\"), and optionally contexts (the contexts it reaches; default every one)\n\
+         # and quorum-groups (the [groups] a reviewer it matches joins, such as [\"ops\"]).\n\
          # [[{OIDC}.rule]]\n# group = \"dshq-reviewers\"\n# grant = \"reviewer\"\n"
     ));
     out

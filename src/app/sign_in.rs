@@ -6,11 +6,13 @@ use crate::core::sign_in::{Claims, Decision};
 use crate::error::Result;
 use crate::store::Store;
 
-/// Record that the person of `decision` signed in with `claims`.
+/// Record that the person of `decision` signed in with `claims`: the event, and the
+/// quorum groups the claims put them in.
 pub fn record(store: &mut Store, decision: &Decision, claims: &Claims) -> Result<()> {
     let actor = Actor::Oidc {
         person: decision.person.clone(),
         subject: claims.subject.clone(),
     };
-    store.record_sign_in(&actor, decision.record(claims))
+    let groups: Vec<String> = decision.quorum_groups.iter().cloned().collect();
+    store.record_sign_in(&actor, &groups, decision.record(claims))
 }

@@ -57,7 +57,7 @@ pub struct OidcChecked {
     pub issuer: String,
     /// dshq's client id there.
     pub client_id: String,
-    /// Each rule as written: `group = "x" grants reviewer in deploy`.
+    /// Each rule as written: `group = "x" grants reviewer in deploy; joins quorum group y`.
     pub rules: Vec<String>,
 }
 
@@ -92,23 +92,7 @@ impl Checked {
             oidc: f.oidc.as_ref().map(|o| OidcChecked {
                 issuer: o.issuer.clone(),
                 client_id: o.client_id.clone(),
-                rules: o
-                    .mapping
-                    .rules
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{} = {:?} grants {}{}",
-                            r.kind.as_str(),
-                            r.value,
-                            r.role.as_str(),
-                            r.contexts
-                                .as_ref()
-                                .map(|c| format!(" in {}", c.join(", ")))
-                                .unwrap_or_default()
-                        )
-                    })
-                    .collect(),
+                rules: o.mapping.rules.iter().map(|r| r.describe()).collect(),
             }),
         }
     }

@@ -8,6 +8,14 @@
 //! judges the votes of a request by the same rule whatever its own config says. A named
 //! group is resolved then too: its members are copied into the record, as persons.
 //!
+//! A group an `[[oidc.rule]]` names is also joined by signing in: the claims at a person's
+//! sign-in decide their groups, which the store keeps per person (replaced at each
+//! sign-in, each one a `signed-in` event). Such a group is recorded at acceptance as
+//! joinable ([`Required::joins_by_sign_in`]), and its members are then resolved when a
+//! vote is cast: the members copied at acceptance, and whoever's latest sign-in put them
+//! in the group. Someone who signs in with the group's claim after the request was asked
+//! can vote on it, as a team expects; someone whose last sign-in dropped the claim cannot.
+//!
 //! A quorum counts **persons** ([`crate::core::people`]): a voter is the identity its face
 //! authenticated (`provider:NAME`, `web:NAME`, `mcp:CLIENT`, `slack:REVIEWER`,
 //! `mail:ADDRESS`) and the person that identity belongs to (the people directory's entry,
@@ -15,7 +23,7 @@
 //! persons, and one person is one voter whichever faces they vote from: a two-person rule
 //! must not be met by one person on two faces.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +44,9 @@ pub struct Policy {
     pub contexts: BTreeMap<String, Quorum>,
     /// The people directory (`[people]`, with the Slack users of `[slack.users]`).
     pub people: People,
+    /// The groups a sign-in through the identity provider may put a reviewer in (those an
+    /// `[[oidc.rule]]` names in `quorum-groups`).
+    pub sign_in_groups: BTreeSet<String>,
 }
 
 /// Where a request's quorum came from.
@@ -62,6 +73,11 @@ pub struct Required {
     /// before persons holds identities, each standing for its person).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<String>>,
+    /// Whether a reviewer whose latest sign-in through the identity provider put them in
+    /// the group is a member too, resolved when they vote (the config's rules named the
+    /// group when the request was accepted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joins_by_sign_in: bool,
     /// What a decline does.
     pub decline: DeclineRule,
     /// Who set it.
@@ -161,6 +177,10 @@ impl Policy {
             (None, Some(a)) => (a, QuorumBy::Asker),
             (None, None) => return Ok(None),
         };
+        let joins_by_sign_in = q
+            .group
+            .as_ref()
+            .is_some_and(|g| self.sign_in_groups.contains(g));
         let members = match &q.group {
             None => None,
             Some(g) => {
@@ -181,7 +201,8 @@ impl Policy {
                         persons.push(p);
                     }
                 }
-                if persons.len() < q.approvals as usize {
+                // A group sign-ins fill may be short now: its members join when they vote.
+                if persons.len() < q.approvals as usize && !joins_by_sign_in {
                     return Err(PolicyError::GroupTooSmall {
                         group: g.clone(),
                         members: persons.len(),
@@ -195,6 +216,7 @@ impl Policy {
             approvals: q.approvals,
             group: q.group.clone(),
             members,
+            joins_by_sign_in,
             decline: q.decline.unwrap_or_default(),
             by,
         }))
@@ -227,23 +249,31 @@ impl Vote {
 impl Required {
     /// Whether `person` may vote on a request whose asker is `askers` (persons, see
     /// [`People::askers`]); `people` resolves the recorded members (persons, or, for a
-    /// request recorded before persons, identities standing for theirs).
+    /// request recorded before persons, identities standing for theirs). `signed_in` is
+    /// whether the person's latest sign-in put them in the group (it counts only for a
+    /// group [`Required::joins_by_sign_in`]). `Ok(true)` when that is what made them a
+    /// member.
     pub fn may_vote(
         &self,
         person: &str,
         askers: &[String],
         people: &People,
-    ) -> Result<(), Refusal> {
+        signed_in: bool,
+    ) -> Result<bool, Refusal> {
         if askers.iter().any(|a| a == person) {
             return Err(Refusal::OwnRequest);
         }
         if let (Some(group), Some(members)) = (&self.group, &self.members) {
             let member = |m: &String| people.member(m).is_ok_and(|p| p == person);
-            if !members.iter().any(member) {
-                return Err(Refusal::NotInGroup(group.clone()));
+            if members.iter().any(member) {
+                return Ok(false);
             }
+            if self.joins_by_sign_in && signed_in {
+                return Ok(true);
+            }
+            return Err(Refusal::NotInGroup(group.clone()));
         }
-        Ok(())
+        Ok(false)
     }
 
     /// What `votes` (in the order they were cast, one per voter) decide. Under
@@ -461,11 +491,11 @@ mod tests {
         ] {
             let (_, person) = people.of_actor(&own).unwrap();
             assert_eq!(
-                r.may_vote(&person, &askers, &people),
+                r.may_vote(&person, &askers, &people, false),
                 Err(Refusal::OwnRequest)
             );
         }
-        assert_eq!(r.may_vote("bob", &askers, &people), Ok(()));
+        assert_eq!(r.may_vote("bob", &askers, &people, false), Ok(false));
         // A group is of persons: bob's web token and his CLI name are one member.
         let mut p = Policy::default();
         p.groups.insert("ops".into(), vec!["web:bob".into()]);
@@ -474,22 +504,62 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(g.members.as_deref(), Some(&["bob".to_string()][..]));
-        assert_eq!(g.may_vote("bob", &[], &people), Ok(()));
+        assert_eq!(g.may_vote("bob", &[], &people, false), Ok(false));
         assert_eq!(
-            g.may_vote("mallory", &[], &people),
+            g.may_vote("mallory", &[], &people, true),
             Err(Refusal::NotInGroup("ops".into()))
         );
         // A request recorded before persons holds identities: each stands for its person.
         let mut old = g.clone();
         old.members = Some(vec!["slack:carol".into(), "mail:dave@example.com".into()]);
-        assert_eq!(old.may_vote("carol", &[], &people), Ok(()));
+        assert_eq!(old.may_vote("carol", &[], &people, false), Ok(false));
         let linked = People::new(
             vec![("dave".into(), vec!["mail:dave@example.com".into()])],
             &BTreeMap::new(),
         )
         .unwrap();
-        assert_eq!(old.may_vote("dave", &[], &linked), Ok(()));
-        assert!(old.may_vote("dave", &[], &people).is_err());
+        assert_eq!(old.may_vote("dave", &[], &linked, false), Ok(false));
+        assert!(old.may_vote("dave", &[], &people, false).is_err());
+    }
+
+    #[test]
+    fn a_group_sign_ins_fill_admits_whom_their_latest_sign_in_put_in_it() {
+        let people = People::default();
+        let mut p = Policy::default();
+        p.groups.insert("release".into(), vec!["web:bob".into()]);
+        p.sign_in_groups.insert("release".into());
+        // Short of listed members: members join when they vote.
+        let g = p
+            .required("x", Some(&q(2, Some("release"), None)))
+            .unwrap()
+            .unwrap();
+        assert!(g.joins_by_sign_in);
+        assert_eq!(g.may_vote("bob", &[], &people, false), Ok(false));
+        assert_eq!(g.may_vote("carol", &[], &people, true), Ok(true));
+        assert_eq!(
+            g.may_vote("carol", &[], &people, false),
+            Err(Refusal::NotInGroup("release".into()))
+        );
+        // The asker is refused whatever their sign-in says.
+        assert_eq!(
+            g.may_vote("carol", &["carol".into()], &people, true),
+            Err(Refusal::OwnRequest)
+        );
+        // Recorded with the request: a group no rule names admits no sign-in.
+        assert!(g.to_json().contains("\"joinsBySignIn\":true"));
+        let mut plain = g.clone();
+        plain.joins_by_sign_in = false;
+        assert!(!plain.to_json().contains("joinsBySignIn"));
+        assert_eq!(Required::parse(&plain.to_json()), Some(plain.clone()));
+        assert_eq!(
+            plain.may_vote("carol", &[], &people, true),
+            Err(Refusal::NotInGroup("release".into()))
+        );
+        p.sign_in_groups.clear();
+        assert!(matches!(
+            p.required("x", Some(&q(2, Some("release"), None))),
+            Err(PolicyError::GroupTooSmall { .. })
+        ));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //!
 //! The page's OIDC sign-in ([`crate::web::page::sign_in`]) verifies an ID token and hands
 //! its claims here. The operator's rules (`[[oidc.rule]]` in the config file) map a claim's
-//! value (a group, a role, the mail address's domain) to a dshq role (reviewer or auditor)
-//! and, optionally, to the contexts that role reaches. The person signing in is the OIDC
+//! value (a group, a role, the mail address's domain) to a dshq role (reviewer or auditor),
+//! optionally to the contexts that role reaches, and to the quorum groups (`[groups]`) a
+//! reviewer joins: the store records those per person at each sign-in, and a quorum of such
+//! a group admits them when they vote ([`crate::core::quorum`]). The person signing in is the OIDC
 //! subject's person in the people directory (`oidc:SUBJECT`), else, when the operator
 //! names a claim to take it from, the person that claim names.
 //!
@@ -100,10 +102,42 @@ pub struct Rule {
     pub kind: ClaimKind,
     /// The value that must be there (compared exactly; a domain without case).
     pub value: String,
-    /// The role it grants (a reviewer or an auditor: the page has no askers).
-    pub role: Role,
+    /// The role it grants (a reviewer or an auditor: the page has no askers); `None` for
+    /// a rule that only puts a reviewer in quorum groups.
+    pub role: Option<Role>,
     /// The contexts it reaches; `None`: every context.
     pub contexts: Option<Vec<String>>,
+    /// The quorum groups (`[groups]`) it makes a reviewer a member of.
+    pub quorum_groups: Vec<String>,
+}
+
+impl Rule {
+    /// The rule as `config check` says it: `group = "deployers" grants reviewer in
+    /// deploy, release; joins quorum group release`.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} = {:?}", self.kind.as_str(), self.value);
+        if let Some(role) = self.role {
+            s.push_str(&format!(" grants {}", role.as_str()));
+            if let Some(c) = &self.contexts {
+                s.push_str(&format!(" in {}", c.join(", ")));
+            }
+        }
+        if !self.quorum_groups.is_empty() {
+            if self.role.is_some() {
+                s.push(';');
+            }
+            s.push_str(&format!(
+                " joins quorum group{} {}",
+                if self.quorum_groups.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                self.quorum_groups.join(", ")
+            ));
+        }
+        s
+    }
 }
 
 /// The operator's rules and where the claims are.
@@ -215,6 +249,10 @@ pub struct Decision {
     pub contexts: Option<BTreeSet<String>>,
     /// The rules that matched (their positions, from 1, in file order).
     pub rules: Vec<usize>,
+    /// The quorum groups the matched rules make a reviewer a member of (none for an
+    /// auditor): what the store records as the person's groups by sign-in
+    /// ([`crate::store::queue::sign_in`]), replacing those of their last sign-in.
+    pub quorum_groups: BTreeSet<String>,
 }
 
 impl Decision {
@@ -233,6 +271,7 @@ impl Decision {
                 "role": self.role.as_str(),
                 "contexts": self.contexts,
                 "rules": self.rules,
+                "quorumGroups": self.quorum_groups,
             }
         })
     }
@@ -330,17 +369,19 @@ impl Mapping {
             .filter(|(_, r)| claims.has(r))
             .map(|(i, r)| (i + 1, r))
             .collect();
-        let role = if matched.iter().any(|(_, r)| r.role == Role::Reviewer) {
+        let role = if matched.iter().any(|(_, r)| r.role == Some(Role::Reviewer)) {
             Role::Reviewer
-        } else if matched.iter().any(|(_, r)| r.role == Role::Auditor) {
+        } else if matched.iter().any(|(_, r)| r.role == Some(Role::Auditor)) {
             Role::Auditor
         } else {
             return Err(Refused::NotMapped(format!(
                 "{person} signed in, but no rule of the operator's ([[oidc.rule]]) admits their groups, roles or mail domain"
             )));
         };
-        let granting: Vec<&(usize, &Rule)> =
-            matched.iter().filter(|(_, r)| r.role == role).collect();
+        let granting: Vec<&(usize, &Rule)> = matched
+            .iter()
+            .filter(|(_, r)| r.role == Some(role))
+            .collect();
         let contexts = if granting.iter().any(|(_, r)| r.contexts.is_none()) {
             None
         } else {
@@ -351,12 +392,29 @@ impl Mapping {
                     .collect(),
             )
         };
+        // Only a reviewer votes: an auditor's claims put them in no quorum group.
+        let quorum_groups = match role {
+            Role::Reviewer => matched
+                .iter()
+                .flat_map(|(_, r)| r.quorum_groups.iter().cloned())
+                .collect(),
+            _ => BTreeSet::new(),
+        };
+        let mut rules: Vec<usize> = granting.iter().map(|(i, _)| *i).collect();
+        rules.extend(
+            matched
+                .iter()
+                .filter(|(_, r)| r.role.is_none() && !quorum_groups.is_empty())
+                .map(|(i, _)| *i),
+        );
+        rules.sort_unstable();
         Ok(Decision {
             person,
             identity,
             role,
             contexts,
-            rules: granting.iter().map(|(i, _)| *i).collect(),
+            rules,
+            quorum_groups,
         })
     }
 }
@@ -385,8 +443,9 @@ mod tests {
         Rule {
             kind,
             value: value.into(),
-            role,
+            role: Some(role),
             contexts: contexts.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            quorum_groups: Vec::new(),
         }
     }
 
@@ -450,6 +509,49 @@ mod tests {
             .decide(&claims(&["others"], Some("eve@evil.example")), &p)
             .unwrap_err();
         assert_eq!(e.code(), Code::OidcNotMapped);
+    }
+
+    #[test]
+    fn a_reviewers_rules_name_their_quorum_groups_an_auditors_none() {
+        let p = People::default();
+        let mut m = mapping();
+        m.rules[0].quorum_groups = vec!["release".into()];
+        m.rules.push(Rule {
+            kind: ClaimKind::Group,
+            value: "release-approvers".into(),
+            role: None,
+            contexts: None,
+            quorum_groups: vec!["release".into(), "schema".into()],
+        });
+        let d = m
+            .decide(&claims(&["deployers", "release-approvers"], None), &p)
+            .unwrap();
+        assert_eq!(d.role, Role::Reviewer);
+        assert_eq!(d.contexts, Some(BTreeSet::from(["deploy".to_string()])));
+        assert_eq!(
+            d.quorum_groups,
+            BTreeSet::from(["release".to_string(), "schema".to_string()])
+        );
+        assert_eq!(d.rules, vec![3, 5]);
+        let d = m.decide(&claims(&["dshq-reviewers"], None), &p).unwrap();
+        assert_eq!(d.quorum_groups, BTreeSet::from(["release".to_string()]));
+        // A rule that grants no role admits nobody alone; an auditor joins no group.
+        let e = m
+            .decide(&claims(&["release-approvers"], None), &p)
+            .unwrap_err();
+        assert_eq!(e.code(), Code::OidcNotMapped);
+        let d = m
+            .decide(&claims(&["dshq-auditors", "release-approvers"], None), &p)
+            .unwrap();
+        assert_eq!((d.role, d.quorum_groups.len()), (Role::Auditor, 0));
+        assert_eq!(
+            m.rules[4].describe(),
+            "group = \"release-approvers\" joins quorum groups release, schema"
+        );
+        assert_eq!(
+            m.rules[2].describe(),
+            "group = \"deployers\" grants reviewer in deploy"
+        );
     }
 
     #[test]

@@ -100,6 +100,8 @@ fn accounts() -> Value {
         "u-1002": {"preferred_username": "audrey", "email": "audrey@example.com", "groups": ["dshq-auditors"]},
         "u-1003": {"preferred_username": "olga", "email": "olga@elsewhere.example", "groups": ["marketing"]},
         "u-1004": {"preferred_username": "carl", "email": "carl@example.com", "groups": ["deployers"]},
+        "u-1005": {"preferred_username": "rhea", "email": "rhea@example.com", "groups": ["dshq-reviewers", "release-approvers"]},
+        "u-1006": {"preferred_username": "sam", "email": "sam@example.com", "groups": ["release-approvers", "dshq-reviewers"]},
     })
 }
 
@@ -126,8 +128,9 @@ pub struct World {
     pub host: Host,
 }
 
-/// Write the `[oidc]` config for `issuer` and a secret file (0600); the page's port.
-fn configure(env: &Env, issuer: &str, port: u16, extra: &str) {
+/// Write the `[oidc]` config for `issuer` and a secret file (0600); the page's port,
+/// `extra` keys of `[oidc]`, and `tail` (rules and tables after the common rules).
+fn configure(env: &Env, issuer: &str, port: u16, extra: &str, tail: &str) {
     use std::os::unix::fs::PermissionsExt;
     let dir = env.root().parent().unwrap().join("config/dshq");
     std::fs::create_dir_all(&dir).unwrap();
@@ -137,7 +140,7 @@ fn configure(env: &Env, issuer: &str, port: u16, extra: &str) {
     let config = format!(
         "[oidc]\nissuer = \"{issuer}\"\nclient-id = \"{CLIENT_ID}\"\nclient-secret-file = \"{}\"\n\
          redirect-url = \"http://127.0.0.1:{port}/login/oidc/callback\"\n\
-         scopes = [\"openid\", \"profile\", \"email\", \"groups\"]\nperson-claim = \"preferred_username\"\n{extra}\n{RULES}",
+         scopes = [\"openid\", \"profile\", \"email\", \"groups\"]\nperson-claim = \"preferred_username\"\n{extra}\n{RULES}\n{tail}",
         secret.display()
     );
     std::fs::write(dir.join("config.toml"), config).unwrap();
@@ -151,6 +154,11 @@ fn daemon_on(env: &Env, port: u16) -> Host {
 
 /// The real provider and the daemon.
 pub fn world() -> World {
+    world_with("")
+}
+
+/// The real provider and the daemon, with `tail` after the common rules.
+pub fn world_with(tail: &str) -> World {
     let env = Env::new();
     let port = free_port();
     let dir = env.root().parent().unwrap().join("idp");
@@ -169,7 +177,7 @@ pub fn world() -> World {
     )
     .unwrap();
     let idp = start_node("provider.mjs", &[cfg.to_str().unwrap()]);
-    configure(&env, &idp.issuer, port, "");
+    configure(&env, &idp.issuer, port, "", tail);
     let host = daemon_on(&env, port);
     World { env, idp, host }
 }
@@ -557,7 +565,7 @@ fn hostile_tokens_are_refused_each_with_its_code() {
     let env = Env::new();
     let port = free_port();
     let rogue = start_node("rogue.mjs", &[CLIENT_ID]);
-    configure(&env, &rogue.issuer, port, "jwks-refetch-after = \"1h\"");
+    configure(&env, &rogue.issuer, port, "jwks-refetch-after = \"1h\"", "");
     let host = daemon_on(&env, port);
 
     let (r, s) = rogue_sign_in(&host, &rogue, "ok");
@@ -677,6 +685,16 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
         checked["oidc"]["rules"][2],
         "group = \"deployers\" grants reviewer in deploy, release"
     );
+    // A rule that only makes reviewers members of a quorum group.
+    std::fs::write(&cfg, format!("{good}{RELEASE}")).unwrap();
+    let checked = env.json(&["config", "check", path]).ok().json();
+    assert_eq!(
+        checked["oidc"]["rules"][3],
+        "group = \"release-approvers\" joins quorum group release"
+    );
+    let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
+    assert!(shown.contains("quorum-groups = [\"release\"]"), "{shown}");
+    std::fs::write(&cfg, &good).unwrap();
     let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
     assert!(shown.contains("grant = \"auditor\""), "{shown}");
     assert!(shown.contains("https://idp.example/realms/ops"), "{shown}");
@@ -708,6 +726,21 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
             "c.toml:6",
             "must include \"openid\"",
         ),
+        (
+            format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\n"),
+            "c.toml:7",
+            "or quorum-groups",
+        ),
+        (
+            format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\ngrant = \"auditor\"\nquorum-groups = [\"release\"]\n\n[groups]\nrelease = []\n"),
+            "c.toml:7",
+            "an auditor votes in no quorum",
+        ),
+        (
+            format!("{head}{RULES}{RELEASE}").replace("release = []", "relaese = []"),
+            "c.toml:20",
+            "quorum group \"release\" is not in [groups]",
+        ),
     ] {
         std::fs::write(&cfg, &bad).unwrap();
         let r = env.run(&["config", "check", path]);
@@ -723,4 +756,89 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
         default.contains("# [oidc]") && default.contains("# [[oidc.rule]]"),
         "{default}"
     );
+}
+
+/// A rule that makes a reviewer a member of the quorum group `release` (listing nobody
+/// itself), and the quorum of the `release` context: two of that group.
+const RELEASE: &str = r#"
+[[oidc.rule]]
+group = "release-approvers"
+quorum-groups = ["release"]
+
+[groups]
+release = []
+
+[quorum.release]
+approvals = 2
+group = "release"
+"#;
+
+#[test]
+fn a_quorum_groups_claim_lets_its_holder_vote_and_counts_them() {
+    let w = world_with(RELEASE);
+    // Asked before anyone signed in: the group lists nobody yet, sign-ins fill it.
+    ask_in(&w.env, "rel-1", "release");
+
+    // rhea's groups map to `release`: her vote through the page counts.
+    let rhea = signed_in(&w, "u-1005");
+    let r = answer(&rhea, "rel-1");
+    assert!(r.status < 400, "{} {}", r.status, r.body);
+    let shown = w.env.json(&["show", "rel-1"]).ok().json();
+    assert_eq!(shown["status"], "pending", "{shown}");
+    assert_eq!(shown["quorum"]["votes"][0]["voter"], "oidc:rhea@u-1005");
+    assert_eq!(shown["quorum"]["votes"][0]["person"], "rhea");
+
+    // alice reviews everything, but her groups map to no quorum group: refused.
+    let alice = signed_in(&w, "u-1001");
+    let r = answer(&alice, "rel-1");
+    assert_eq!((r.status, page_code(&r).as_str()), (403, "NOT_IN_GROUP"));
+    let shown = w.env.json(&["show", "rel-1"]).ok().json();
+    assert_eq!(shown["quorum"]["votes"].as_array().unwrap().len(), 1);
+
+    // sam signs in; then the daemon stops (its sessions with it). His membership is the
+    // store's, his person's: he votes from the command line, and the quorum is met.
+    let _sam = signed_in(&w, "u-1006");
+    let World {
+        env,
+        idp: _idp,
+        host,
+    } = w;
+    host.daemon.stop();
+    let v = env
+        .json(&["answer", "rel-1", "--name", "sam", "--select", "Postgres"])
+        .ok()
+        .json();
+    assert_eq!(v["status"], "answered", "{v}");
+    assert_eq!(
+        v["approvers"],
+        json!(["oidc:rhea@u-1005", "provider:sam"]),
+        "{v}"
+    );
+
+    // On the record: what each sign-in's claims decided, and by which sign-in each voter
+    // was a member.
+    let signed = events_of_kind(&env, "signed-in");
+    let decided: Vec<(&str, &Value)> = signed
+        .iter()
+        .map(|(a, d)| (a.as_str(), &d["decided"]["quorumGroups"]))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            ("oidc:rhea@u-1005", &json!(["release"])),
+            ("oidc:alice@u-1001", &json!([])),
+            ("oidc:sam@u-1006", &json!(["release"])),
+        ]
+    );
+    let joined: Vec<Value> = events_of_kind(&env, "voted")
+        .into_iter()
+        .map(|(_, d)| d["joined"].clone())
+        .collect();
+    assert_eq!(joined.len(), 2);
+    assert_eq!(
+        (joined[0]["group"].as_str(), joined[0]["subject"].as_str()),
+        (Some("release"), Some("u-1005"))
+    );
+    assert_eq!(joined[1]["subject"], "u-1006");
+    env.run(&["audit", "verify"]).ok();
 }

@@ -128,4 +128,5 @@ conformance!(
     delegation::away_notices_are_checked_recorded_and_end,
     delegation::a_delegate_answers_for_the_away_person,
     delegation::a_person_and_their_delegate_never_meet_a_quorum_alone,
+    sign_in::a_sign_ins_groups_admit_its_person_to_a_quorum_of_that_group,
 );

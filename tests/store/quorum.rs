@@ -21,7 +21,12 @@ use crate::scenarios::{pick, TestClock};
 const TTL: i64 = 600_000;
 
 /// A one-question request (`db`) in `ctx` with `quorum`, asked by the web token `asker`.
-fn ask_with(store: &mut Store, id: &str, quorum: Value, asker: &str) -> Result<(), Code> {
+pub(crate) fn ask_with(
+    store: &mut Store,
+    id: &str,
+    quorum: Value,
+    asker: &str,
+) -> Result<(), Code> {
     ask_value(
         store,
         json!({
@@ -97,18 +102,18 @@ fn vote(store: &mut Store, who: &LeaseRef, id: &str, a: &Answer) -> dshq::Result
     store.answer(who, id, a)
 }
 
-fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
+pub(crate) fn code<T: std::fmt::Debug>(r: dshq::Result<T>) -> Code {
     r.expect_err("refused").to_user_error().code
 }
 
-fn voted(p: Answered) -> Box<dshq::store::Voted> {
+pub(crate) fn voted(p: Answered) -> Box<dshq::store::Voted> {
     match p {
         Answered::Voted(v) => v,
         other => panic!("expected a vote that leaves the request open: {other:?}"),
     }
 }
 
-fn finished(p: Answered) -> dshq::protocol::AnsweredOutcome {
+pub(crate) fn finished(p: Answered) -> dshq::protocol::AnsweredOutcome {
     match p {
         Answered::Finished(Outcome::Answered(a)) => a,
         other => panic!("expected the answer: {other:?}"),
@@ -314,6 +319,7 @@ pub fn quorum_the_policy_wins_and_a_group_restricts_the_voters(new: impl Fn(&Tes
         groups,
         contexts,
         people: Default::default(),
+        ..Default::default()
     }));
     // The asker asked for one approval: the policy's two of group ops win.
     ask_with(&mut store, "p", json!({"approvals": 1}), "alice").unwrap();

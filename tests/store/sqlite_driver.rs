@@ -202,7 +202,8 @@ fn migration_version_is_recorded() {
             (16, "0016_persons".to_string()),
             (17, "0017_push".to_string()),
             (18, "0018_delegation".to_string()),
-            (19, "0019_telegram".to_string())
+            (19, "0019_telegram".to_string()),
+            (20, "0020_sign_in_groups".to_string())
         ]
     );
     assert_eq!(MIGRATIONS.last().unwrap().0, 19);

@@ -32,6 +32,7 @@ pub mod outbox;
 pub mod prune;
 pub mod push;
 pub mod requests;
+pub mod sign_in;
 pub mod slack;
 pub mod store;
 pub mod sweep;
@@ -54,6 +55,7 @@ pub use outbox::{OutboxReads, OutboxStatements};
 pub use prune::PruneStatements;
 pub use push::{PushReads, PushStatements};
 pub use requests::{RequestReads, RequestStatements};
+pub use sign_in::{SignInReads, SignInStatements};
 pub use slack::{SlackReads, SlackStatements};
 pub use store::{Driver, Reads, Write};
 pub use sweep::{SweepReads, SweepStatements};
@@ -80,6 +82,7 @@ pub trait Statements:
     + SweepStatements
     + OutboxStatements
     + DelegationStatements
+    + SignInStatements
 {
 }
 
@@ -101,6 +104,7 @@ impl<T> Statements for T where
         + SweepStatements
         + OutboxStatements
         + DelegationStatements
+        + SignInStatements
         + ?Sized
 {
 }

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use super::{
     AgentReads, AnswerReads, AuditReads, DelegationReads, DeliveryReads, EventReads, FeedReads,
-    HistoryReads, LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SlackReads,
-    Statements, SweepReads, TelegramReads, TokenReads,
+    HistoryReads, LeaseReads, LinkReads, OutboxReads, PushReads, RequestReads, SignInReads,
+    SlackReads, Statements, SweepReads, TelegramReads, TokenReads,
 };
 use crate::clock::Millis;
 use crate::error::Result;
@@ -39,6 +39,7 @@ pub trait Reads:
     + OutboxReads
     + PushReads
     + RequestReads
+    + SignInReads
     + SlackReads
     + TelegramReads
     + SweepReads
@@ -60,6 +61,7 @@ impl<T> Reads for T where
         + OutboxReads
         + PushReads
         + RequestReads
+        + SignInReads
         + SlackReads
         + TelegramReads
         + SweepReads

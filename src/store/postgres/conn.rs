@@ -116,6 +116,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0013_telegram",
         include_str!("../../../migrations/postgres/0013_telegram.sql"),
     ),
+    (
+        14,
+        "0014_sign_in_groups",
+        include_str!("../../../migrations/postgres/0014_sign_in_groups.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

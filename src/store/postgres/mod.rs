@@ -47,6 +47,7 @@ pub mod outbox;
 pub mod push;
 pub mod requests;
 pub mod session;
+pub mod sign_in;
 pub mod slack;
 mod store;
 pub mod sweep;

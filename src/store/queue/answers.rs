@@ -27,6 +27,7 @@ use crate::store::calls::LeaseRef;
 use crate::store::calls::{Answered, ProviderFile};
 use crate::store::chain::NewEvent;
 use crate::store::driver::answers::{AnsweredQuestion, AnsweredRow, ErrorEnd, Fence, NewVote};
+use crate::store::driver::sign_in::SignInGroup;
 use crate::store::driver::{AnswerReads, Statements};
 use crate::store::queue::leases;
 use crate::store::types::Lease;
@@ -451,7 +452,7 @@ fn vote(
     people: &People,
 ) -> Result<Answered> {
     let id = r.id.as_deref().unwrap_or_default();
-    let (voter_id, person) = admit_voter(db, now, voter, r, q, people)?;
+    let (voter_id, person, joined) = admit_voter(db, now, voter, r, q, people)?;
     // Lock order: the lease row (shared), then the request row.
     if let Some(l) = voter.lease {
         require_live(db, l, now)?;
@@ -466,6 +467,7 @@ fn vote(
         answer_json: answer.to_json(),
         decision: request_decision(decisions),
         for_person: voter.for_person.map(str::to_string),
+        joined,
     };
     let votes = record_vote(db, now, voter, r, q, answer, &ballot)?;
     let voter_id = ballot.voter_id;
@@ -492,9 +494,10 @@ fn vote(
 }
 
 /// Who may vote on `r`: the voter as the person `people` says it is, refused when it is
-/// the asker or, with a group, outside it. The identity as groups and the record have
-/// always named it (for Slack the reviewer, whichever account pressed; the `voted`
-/// event's actor names the account), and the person.
+/// the asker or, with a group, outside it (a group sign-ins fill also admits whom their
+/// latest sign-in put in it: that membership is returned, for the record). The identity
+/// as groups and the record have always named it (for Slack the reviewer, whichever
+/// account pressed; the `voted` event's actor names the account), and the person.
 fn admit_voter(
     db: &mut dyn Statements,
     now: Millis,
@@ -502,17 +505,24 @@ fn admit_voter(
     r: &RequestRow,
     q: &Required,
     people: &People,
-) -> Result<(String, String)> {
+) -> Result<(String, String, Option<SignInGroup>)> {
     let id = r.id.as_deref().unwrap_or_default();
     let person = admit_delegate(db, now, voter, r, people)?;
     let voter_id = voter.actor.identity().into_owned();
-    // A delegate votes in the away person's place: the group is theirs.
+    // A delegate votes in the away person's place: the group, and a sign-in's membership
+    // of it, are theirs.
+    let member = voter.for_person.unwrap_or(&person);
+    let joined = match (&q.group, q.joins_by_sign_in) {
+        (Some(g), true) => super::sign_in::member(db, member, g)?,
+        _ => None,
+    };
     match q.may_vote(
-        voter.for_person.unwrap_or(&person),
+        member,
         &people.askers(r.agent_id.as_deref(), &r.source),
         people,
+        joined.is_some(),
     ) {
-        Ok(()) => Ok((voter_id, person)),
+        Ok(by_sign_in) => Ok((voter_id, person, joined.filter(|_| by_sign_in))),
         Err(Refusal::OwnRequest) => Err(Error::OwnRequest {
             id: id.into(),
             voter: voter_id,
@@ -526,13 +536,15 @@ fn admit_voter(
     }
 }
 
-/// One vote as it is recorded: who cast it and what it answered.
+/// One vote as it is recorded: who cast it, what it answered, and the sign-in that made
+/// the voter a member of the group, when that is how they are one.
 struct Ballot {
     voter_id: String,
     person: String,
     answer_json: String,
     decision: Option<Decision>,
     for_person: Option<String>,
+    joined: Option<SignInGroup>,
 }
 
 /// Record `ballot` on locked request `r` (a `voted` event for a new one) and return the
@@ -555,6 +567,7 @@ fn record_vote(
         answer_json,
         decision,
         for_person,
+        joined,
     } = ballot;
     // A vote for an away person occupies their delegate and them: a vote that shares a
     // person with an earlier one is refused, but for the very same vote again (a replay).
@@ -602,6 +615,26 @@ fn record_vote(
     if new {
         let answer_value = serde_json::to_value(answer)
             .map_err(|e| Error::Invalid(format!("the answer does not serialize: {e}")))?;
+        let mut data = serde_json::json!({
+            "voter": voter_id,
+            "person": person,
+            "answer": answer_value,
+            "decision": decision.map(Decision::as_str),
+            "approvals": q.approvals,
+        });
+        if let Some(j) = joined {
+            // The member by sign-in: which group, and the sign-in (its subject and time,
+            // those of its `signed-in` event) whose claims put them there.
+            data["joined"] = serde_json::json!({
+                "group": j.quorum_group,
+                "subject": j.subject,
+                "signedIn": crate::clock::rfc3339(j.signed_in_ms),
+            });
+        }
+        if let Some(p) = for_person {
+            // Only for a delegate's vote: "D for P".
+            data["for"] = serde_json::Value::from(p.as_str());
+        }
         db.append_event(
             now,
             NewEvent {
@@ -609,20 +642,7 @@ fn record_vote(
                 request_id: Some(id),
                 lease_id: voter.lease.map(|l| l.lease_id),
                 actor: voter.actor.clone(),
-                data: {
-                    let mut d = serde_json::json!({
-                        "voter": voter_id,
-                        "person": person,
-                        "answer": answer_value,
-                        "decision": decision.map(Decision::as_str),
-                        "approvals": q.approvals,
-                    });
-                    if let Some(p) = for_person {
-                        // Only for a delegate's vote: "D for P".
-                        d["for"] = serde_json::Value::from(p.as_str());
-                    }
-                    d
-                },
+                data,
                 agent_id: None,
             },
         )?;

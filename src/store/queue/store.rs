@@ -436,15 +436,26 @@ impl<D: Driver> Queue<D> {
     }
 
     /// Record that `actor` signed in through the identity provider, with `data` (the
-    /// claims and what they decided): one `signed-in` event ([`super::sign_in`]).
+    /// claims and what they decided): one `signed-in` event, and the person's quorum
+    /// groups by sign-in replaced by `quorum_groups` ([`super::sign_in`]).
     pub fn record_sign_in(
         &mut self,
         actor: &crate::core::audit::Actor,
+        quorum_groups: &[String],
         data: serde_json::Value,
     ) -> Result<()> {
         self.driver.write(Write::Plain, |db, now| {
-            super::sign_in::record(db, now, actor, data)
+            super::sign_in::record(db, now, actor, quorum_groups, data)
         })
+    }
+
+    /// The quorum groups `person`'s latest sign-in through the identity provider put them
+    /// in ([`super::sign_in`]).
+    pub fn sign_in_groups(
+        &mut self,
+        person: &str,
+    ) -> Result<Vec<crate::store::driver::sign_in::SignInGroup>> {
+        self.driver.read(|db| super::sign_in::groups_of(db, person))
     }
 
     /// The Slack messages posted for request `request_id`, oldest first.

@@ -118,6 +118,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0019_telegram",
         include_str!("../../../migrations/sqlite/0019_telegram.sql"),
     ),
+    (
+        20,
+        "0020_sign_in_groups",
+        include_str!("../../../migrations/sqlite/0020_sign_in_groups.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

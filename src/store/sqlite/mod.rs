@@ -31,6 +31,7 @@ pub mod outbox;
 pub mod prune;
 pub mod push;
 pub mod requests;
+pub mod sign_in;
 pub mod slack;
 mod store;
 pub mod sweep;
