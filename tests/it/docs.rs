@@ -1493,3 +1493,14 @@ fn every_link_of_the_docs_leads_somewhere() {
     assert!(n > 50, "{n} links");
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+/// The README is the front door: short, the rest in the guide.
+#[test]
+fn the_readme_stays_a_short_front_door() {
+    let text = fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: keep it at most 300, and move the detail to docs/guide/"
+    );
+}

@@ -128,15 +128,21 @@ pub struct World {
     pub host: Host,
 }
 
-/// Write the `[oidc]` config for `issuer` and a secret file (0600); the page's port,
-/// `extra` keys of `[oidc]`, and `tail` (rules and tables after the common rules).
-fn configure(env: &Env, issuer: &str, port: u16, extra: &str, tail: &str) {
+/// The config file's directory, with the client secret file (0600) in it.
+fn config_dir(env: &Env) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = env.root().parent().unwrap().join("config/dshq");
     std::fs::create_dir_all(&dir).unwrap();
     let secret = dir.join("oidc-secret");
     std::fs::write(&secret, SECRET).unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    (dir, secret)
+}
+
+/// Write the `[oidc]` config for `issuer` and a secret file (0600); the page's port,
+/// `extra` keys of `[oidc]`, and `tail` (rules and tables after the common rules).
+fn configure(env: &Env, issuer: &str, port: u16, extra: &str, tail: &str) {
+    let (dir, secret) = config_dir(env);
     let config = format!(
         "[oidc]\nissuer = \"{issuer}\"\nclient-id = \"{CLIENT_ID}\"\nclient-secret-file = \"{}\"\n\
          redirect-url = \"http://127.0.0.1:{port}/login/oidc/callback\"\n\
@@ -161,6 +167,14 @@ pub fn world() -> World {
 pub fn world_with(tail: &str) -> World {
     let env = Env::new();
     let port = free_port();
+    let idp = provider(&env, port);
+    configure(&env, &idp.issuer, port, "", tail);
+    let host = daemon_on(&env, port);
+    World { env, idp, host }
+}
+
+/// The real provider, knowing dshq as a client whose page is on `port`.
+fn provider(env: &Env, port: u16) -> Node {
     let dir = env.root().parent().unwrap().join("idp");
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("provider.json");
@@ -176,10 +190,7 @@ pub fn world_with(tail: &str) -> World {
         .to_string(),
     )
     .unwrap();
-    let idp = start_node("provider.mjs", &[cfg.to_str().unwrap()]);
-    configure(&env, &idp.issuer, port, "", tail);
-    let host = daemon_on(&env, port);
-    World { env, idp, host }
+    start_node("provider.mjs", &[cfg.to_str().unwrap()])
 }
 
 /// Cookies by name, as a browser keeps them for one site (paths ignored).
@@ -841,4 +852,56 @@ fn a_quorum_groups_claim_lets_its_holder_vote_and_counts_them() {
     );
     assert_eq!(joined[1]["subject"], "u-1006");
     env.run(&["audit", "verify"]).ok();
+}
+
+/// The README's configuration example, its provider's addresses and secret file made the
+/// test provider's: the mapping it shows does what the README says (a reviewer, an
+/// auditor, a member of the quorum group `release`, nobody else).
+#[test]
+fn the_readmes_configuration_signs_in_through_a_real_provider() {
+    let readme = std::fs::read_to_string(crate::helpers::repo().join("README.md")).unwrap();
+    let block = crate::docs::blocks("README.md", &readme)
+        .into_iter()
+        .find(|b| b.body.iter().any(|l| l == "[oidc]"))
+        .expect("the README shows an [oidc] configuration");
+    let env = Env::new();
+    let port = free_port();
+    let idp = provider(&env, port);
+    let (dir, secret) = config_dir(&env);
+    let config: Vec<String> = block
+        .body
+        .iter()
+        .map(|l| match l.split_once(" = ").map(|(k, _)| k) {
+            Some("issuer") => format!("issuer = \"{}\"", idp.issuer),
+            Some("client-secret-file") => format!("client-secret-file = \"{}\"", secret.display()),
+            Some("redirect-url") => {
+                format!("redirect-url = \"http://127.0.0.1:{port}/login/oidc/callback\"")
+            }
+            _ => l.clone(),
+        })
+        .collect();
+    std::fs::write(dir.join("config.toml"), config.join("\n")).unwrap();
+    let w = World {
+        host: daemon_on(&env, port),
+        env,
+        idp,
+    };
+    ask_in(&w.env, "q-1", "default");
+    let rhea = signed_in(&w, "u-1005");
+    let r = answer(&rhea, "q-1");
+    assert!(r.status < 400, "{} {}", r.status, r.body);
+    let audrey = signed_in(&w, "u-1002");
+    assert!(audrey.get("/").body.contains("read-only"));
+    let flow = at_provider(&w, "u-1003", "/");
+    let (r, session) = finish(&flow, &flow.callback.clone());
+    assert_eq!((page_code(&r).as_str(), session), ("OIDC_NOT_MAPPED", None));
+    let decided: Vec<Value> = events_of_kind(&w.env, "signed-in")
+        .into_iter()
+        .map(|(_, d)| d["decided"].clone())
+        .collect();
+    assert_eq!(decided[0]["role"], "reviewer");
+    assert_eq!(decided[0]["quorumGroups"], json!(["release"]));
+    assert_eq!(decided[1]["role"], "auditor");
+    assert_eq!(decided[1]["quorumGroups"], json!([]));
+    assert_eq!(w.env.wait_outcome("q-1")["status"], "answered");
 }
