@@ -92,6 +92,8 @@ pub const OIDC_KEYS: &[(&str, &str)] = &[
     ("person-claim", "the claim naming the person when [people] lists no oidc:SUBJECT for them (e.g. \"preferred_username\"); unset: only listed subjects sign in"),
     ("post-logout-url", "where the provider's logout returns to (default: the page's /login)"),
     ("jwks-refetch-after", "the least time between two fetches of the provider's keys for an unknown key id (default 60s)"),
+    ("api-access-tokens", "whether the API for machines also takes the provider's access tokens (JWTs signed by its keys), mapped by the same rules (default false)"),
+    ("api-audience", "the audience those access tokens must hold (default \"dshq\")"),
 ];
 
 /// The `[oidc]` table `t`: the settings, or (the line's offset, the key, why not).
@@ -111,8 +113,11 @@ fn oidc_table(
             .collect(),
         post_logout_url: None,
         jwks_refetch_after: std::time::Duration::from_secs(60),
+        api_audience: None,
         mapping: Mapping::default(),
     };
+    let mut api_tokens = false;
+    let mut api_audience: Option<String> = None;
     let mut seen = Vec::new();
     for (k, v) in t.iter() {
         let key = k.get_ref().to_string();
@@ -162,6 +167,11 @@ fn oidc_table(
                 s.jwks_refetch_after = humantime::parse_duration(&string()?)
                     .map_err(|e| fail(format!("{name}: {e} (such as \"60s\")")))?;
             }
+            "api-access-tokens" => match v.get_ref() {
+                DeValue::Boolean(b) => api_tokens = *b,
+                _ => return Err(fail(format!("{name} is true or false"))),
+            },
+            "api-audience" => api_audience = Some(string()?),
             "rule" => {
                 let DeValue::Array(rules) = v.get_ref() else {
                     return Err(fail("write each rule as [[oidc.rule]]".into()));
@@ -190,6 +200,16 @@ fn oidc_table(
         if !seen.iter().any(|k| k == required) {
             return Err((0, OIDC.to_string(), format!("[{OIDC}] needs {required}")));
         }
+    }
+    if api_tokens {
+        s.api_audience =
+            Some(api_audience.unwrap_or_else(|| crate::core::sign_in::DEFAULT_API_AUDIENCE.into()));
+    } else if api_audience.is_some() {
+        return Err((
+            0,
+            format!("{OIDC}.api-audience"),
+            "api-audience goes with api-access-tokens = true".into(),
+        ));
     }
     if s.mapping.rules.is_empty() {
         return Err((
@@ -926,6 +946,8 @@ fn oidc_example(key: &str) -> &'static str {
         "person-claim" => "\"preferred_username\"",
         "post-logout-url" => "\"https://dshq.example.com/login\"",
         "jwks-refetch-after" => "\"60s\"",
+        "api-access-tokens" => "true",
+        "api-audience" => "\"dshq\"",
         _ => "\"\"",
     }
 }

@@ -59,6 +59,9 @@ pub struct OidcChecked {
     pub client_id: String,
     /// Each rule as written: `group = "x" grants reviewer in deploy; joins quorum group y`.
     pub rules: Vec<String>,
+    /// The audience the provider's access tokens must hold on the API, when it takes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_audience: Option<String>,
 }
 
 impl Checked {
@@ -93,6 +96,7 @@ impl Checked {
                 issuer: o.issuer.clone(),
                 client_id: o.client_id.clone(),
                 rules: o.mapping.rules.iter().map(|r| r.describe()).collect(),
+                api_audience: o.api_audience.clone(),
             }),
         }
     }

@@ -46,9 +46,16 @@ pub struct Settings {
     pub post_logout_url: Option<String>,
     /// The least time between two fetches of the key set for an unknown key id.
     pub jwks_refetch_after: Duration,
+    /// Whether the API for machines takes the provider's access tokens (JWTs), and the
+    /// audience they must hold; `None`: only dshq's own tokens.
+    pub api_audience: Option<String>,
     /// What the claims decide.
     pub mapping: Mapping,
 }
+
+/// The audience the provider's access tokens must hold when `api-access-tokens` is on
+/// and `api-audience` is not set.
+pub const DEFAULT_API_AUDIENCE: &str = "dshq";
 
 /// The scopes asked for when the file names none.
 pub const DEFAULT_SCOPES: &[&str] = &["openid", "profile", "email"];
@@ -255,10 +262,31 @@ pub struct Decision {
     pub quorum_groups: BTreeSet<String>,
 }
 
+/// How a person signed in (a closed set): what the `signed-in` event says in `via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// Through the page's redirect to the provider (an ID token).
+    Page,
+    /// With the provider's access token on the API for machines (its first use).
+    AccessToken,
+}
+
+impl Via {
+    /// As recorded.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Page => "page",
+            Via::AccessToken => "access-token",
+        }
+    }
+}
+
 impl Decision {
-    /// The event's data: the claims read and what they decided (no token).
-    pub fn record(&self, claims: &Claims) -> Value {
+    /// The event's data: how they signed in, the claims read and what they decided (no
+    /// token).
+    pub fn record(&self, claims: &Claims, via: Via) -> Value {
         json!({
+            "via": via.as_str(),
             "issuer": claims.issuer,
             "subject": claims.subject,
             "person": self.person,

@@ -2,6 +2,11 @@
 //! token (the JSON API, the MCP endpoint; the page's session cookie resolves to the same
 //! [`Caller`]).
 //!
+//! A bearer that is the identity provider's access token (a JWT, where `[oidc]` has
+//! `api-access-tokens`) is verified against the provider's keys and judged by the
+//! sign-in's rules instead ([`Caller::from_headers`]); the caller is then the person its
+//! claims name, as a page sign-in's is.
+//!
 //! Use it as an extractor (`caller: Caller` in a handler's arguments: 401 before the
 //! handler runs when the token is missing, wrong or revoked), then ask
 //! [`Caller::require`] for the action: 403 when the role may not. Whether a given request
@@ -17,6 +22,7 @@ use super::AppState;
 use crate::app;
 use crate::core::access::{Action, Reach};
 use crate::core::audit::{Actor, Source};
+use crate::core::sign_in::Via;
 use crate::error::Error;
 use crate::store::{RequestRow, WebToken};
 
@@ -97,7 +103,54 @@ impl Caller {
                 scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
             })
             .ok_or(ApiError::from(Error::Unauthorized))?;
+        if let Some(oidc) = state.oidc.as_deref() {
+            if oidc.access_tokens().is_some() && is_jwt(presented) {
+                return Caller::from_access_token(state, oidc, presented).await;
+            }
+        }
         Caller::from_token(state, presented.to_string()).await
+    }
+
+    /// Authenticate the identity provider's access token `presented` (a JWT): verified
+    /// against the provider's keys, its claims judged by the sign-in's rules. Its first
+    /// use is recorded as a sign-in (a `signed-in` event, the person's quorum groups); a
+    /// refused token records nothing (401 with its `JWT_*` code, or `OIDC_NOT_MAPPED`).
+    async fn from_access_token(
+        state: &AppState,
+        oidc: &crate::host::oidc::Oidc,
+        presented: &str,
+    ) -> Result<Caller, ApiError> {
+        let tokens = oidc
+            .access_tokens()
+            .ok_or(ApiError::from(Error::Unauthorized))?;
+        let mapping = &oidc.settings().mapping;
+        let (claims, exp_ms) = tokens.verify(presented, mapping).await.map_err(|e| {
+            tracing::info!(code = e.code().as_str(), why = %e, "an access token was refused");
+            ApiError::from(Error::Jwt(e))
+        })?;
+        let decision = mapping
+            .decide(&claims, state.root.people())
+            .map_err(|e| {
+                tracing::info!(code = e.code().as_str(), subject = %crate::text::for_log(&claims.subject), "an access token's claims admit nobody");
+                ApiError::from(Error::SignIn(e))
+            })?;
+        if tokens.first_use(presented, exp_ms) {
+            let (d, c) = (decision.clone(), claims.clone());
+            let recorded = state
+                .db
+                .write(move |store| app::sign_in::record(store, &d, &c, Via::AccessToken))
+                .await;
+            if let Err(e) = recorded {
+                tokens.forget(presented);
+                return Err(e.into());
+            }
+            tracing::info!(
+                person = %decision.person,
+                role = decision.role.as_str(),
+                "signed in with the identity provider's access token"
+            );
+        }
+        Ok(Caller::signed_in(&decision))
     }
 
     /// How far this caller may take `action`; 403 when its role may not.
@@ -143,6 +196,27 @@ impl Caller {
         context_ok && own_ok && self.sees_id(row.id.as_deref().unwrap_or_default())
     }
 
+    /// The contexts a list or history of this caller covers, out of those `asked` (none
+    /// asked: every context the caller reaches; an empty answer: every context). `None`
+    /// when it reaches none of those asked (the answer is then empty).
+    pub fn contexts_of(&self, asked: Vec<String>) -> Option<Vec<String>> {
+        if !asked.is_empty() {
+            let reached: Vec<String> = asked.into_iter().filter(|c| self.in_context(c)).collect();
+            return (!reached.is_empty()).then_some(reached);
+        }
+        let signed_in = self.signed_in.as_ref().and_then(|s| s.contexts.as_ref());
+        Some(match (signed_in, &self.token.context) {
+            (Some(cs), _) => cs.iter().cloned().collect(),
+            (None, Some(c)) => vec![c.clone()],
+            (None, None) => Vec::new(),
+        })
+    }
+
+    /// Whether the caller reaches every context (no token context, no sign-in's contexts).
+    pub fn reaches_every_context(&self) -> bool {
+        self.token.context.is_none() && self.signed_in.as_ref().is_none_or(|s| s.contexts.is_none())
+    }
+
     /// Whether the caller may act in `context` (a token bound to a context: only there).
     pub fn in_context(&self, context: &str) -> bool {
         self.token.context.as_deref().is_none_or(|c| c == context)
@@ -152,6 +226,12 @@ impl Caller {
                 .and_then(|s| s.contexts.as_ref())
                 .is_none_or(|cs| cs.contains(context))
     }
+}
+
+/// Whether a presented bearer is a JWT (three dot-separated parts) rather than a dshq
+/// token (`dshq_` and hex, no dot).
+fn is_jwt(presented: &str) -> bool {
+    !presented.starts_with(app::tokens::PREFIX) && presented.split('.').count() == 3
 }
 
 impl FromRequestParts<AppState> for Caller {

@@ -14,6 +14,13 @@
 //! names a key id it does not hold, at most once per `jwks-refetch-after` (so a stream of
 //! tokens with made-up key ids cannot make the host hammer the provider). Discovery is
 //! lazy and retried: a provider that is down when the daemon starts does not stop it.
+//!
+//! The API for machines may also take the provider's access tokens (`api-access-tokens`):
+//! a bearer that is a JWT is verified by the host's one verifier of signed tokens
+//! ([`super::jwks`]) against the provider's published keys (its issuer, the configured
+//! audience, its expiry; RS256 or ES256 only), and its claims are judged by the same rules
+//! as a sign-in's ([`AccessTokens`]). The first use of each token is its sign-in, recorded
+//! once ([`AccessTokens::first_use`]); a refused token records nothing.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -161,6 +168,70 @@ pub struct Oidc {
     secret: ClientSecret,
     http: Http,
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
+    access_tokens: Option<AccessTokens>,
+}
+
+/// The provider's access tokens on the API: the verifier, and the tokens whose first use
+/// was recorded (by a digest; never the token), until they expire.
+pub struct AccessTokens {
+    verifier: super::jwks::Verifier,
+    recorded: Mutex<std::collections::HashMap<[u8; 32], i64>>,
+}
+
+/// How many recorded tokens are remembered at most (expired ones are forgotten first; a
+/// token forgotten early is recorded again at its next use, which is harmless).
+const REMEMBERED_TOKENS: usize = 4096;
+
+impl AccessTokens {
+    /// Verify `token` and read the claims the rules read (every claim of it, by the
+    /// mapping's names), with its expiry (ms).
+    pub async fn verify(
+        &self,
+        token: &str,
+        mapping: &crate::core::sign_in::Mapping,
+    ) -> std::result::Result<(Claims, i64), crate::core::jwt::Refused> {
+        use crate::core::jwt::Refused as R;
+        let all: Value = self.verifier.verify(token).await?;
+        let text = |k: &str| all.get(k).and_then(Value::as_str).map(str::to_string);
+        let subject = text("sub").ok_or_else(|| R::Malformed("the token has no sub".into()))?;
+        let issuer = text("iss").unwrap_or_default();
+        let exp_ms = all
+            .get("exp")
+            .and_then(Value::as_f64)
+            .map(|s| (s * 1000.0) as i64)
+            .unwrap_or_default();
+        Ok((Claims::read(mapping, &issuer, &subject, &all), exp_ms))
+    }
+
+    /// Whether this is the first use of `token` (to be recorded as its sign-in): true once
+    /// per token while it is remembered.
+    pub fn first_use(&self, token: &str, exp_ms: i64) -> bool {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let now = crate::clock::now_ms();
+        let mut seen = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.contains_key(&digest) {
+            return false;
+        }
+        if seen.len() >= REMEMBERED_TOKENS {
+            seen.retain(|_, exp| *exp > now);
+            if seen.len() >= REMEMBERED_TOKENS {
+                seen.clear();
+            }
+        }
+        seen.insert(digest, exp_ms);
+        true
+    }
+
+    /// Forget that `token` was recorded (its recording failed: the next use tries again).
+    pub fn forget(&self, token: &str) {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        self.recorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&digest);
+    }
 }
 
 impl std::fmt::Debug for Oidc {
@@ -193,12 +264,37 @@ impl Oidc {
                 crate::text::path_for_log(&settings.client_secret_file)
             )));
         }
+        let access_tokens = match &settings.api_audience {
+            None => None,
+            Some(audience) => {
+                let mut s = super::jwks::Settings::new(
+                    "the identity provider's access tokens",
+                    format!(
+                        "{}/.well-known/openid-configuration",
+                        settings.issuer.trim_end_matches('/')
+                    ),
+                    vec![settings.issuer.clone()],
+                    vec![audience.clone()],
+                );
+                s.refetch_after = settings.jwks_refetch_after;
+                Some(AccessTokens {
+                    verifier: super::jwks::Verifier::new(s)?,
+                    recorded: Mutex::new(Default::default()),
+                })
+            }
+        };
         Ok(Oidc {
             http: Http::new(Duration::from_secs(10))?,
             settings,
             secret: ClientSecret::new(secret),
             discovered: tokio::sync::Mutex::new(None),
+            access_tokens,
         })
+    }
+
+    /// The provider's access tokens on the API, when `api-access-tokens` is on.
+    pub fn access_tokens(&self) -> Option<&AccessTokens> {
+        self.access_tokens.as_ref()
     }
 
     /// The settings.

@@ -105,6 +105,39 @@ fn accounts() -> Value {
     })
 }
 
+/// The resource indicator under which the provider issues access tokens for dshq's API.
+const API_RESOURCE: &str = "urn:dshq:api";
+
+/// The service accounts (machines) of the real provider: client id → secret and the
+/// claims of its access tokens.
+fn services() -> Value {
+    json!({
+        "svc-deployer": {"secret": "svc-deployer-secret", "claims": {"preferred_username": "deploybot", "groups": ["deployers"]}},
+        "svc-release": {"secret": "svc-release-secret", "claims": {"preferred_username": "releasebot", "groups": ["dshq-reviewers", "release-approvers"]}},
+        "svc-stranger": {"secret": "svc-stranger-secret", "claims": {"preferred_username": "spambot", "groups": ["marketing"]}},
+    })
+}
+
+/// An access token of service account `client` for `resource`, by the client credentials
+/// grant at the real provider.
+fn access_token(idp: &Node, client: &str, resource: &str) -> String {
+    use base64::Engine;
+    let secret = services()[client]["secret"].as_str().unwrap().to_string();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"));
+    let r = ureq::post(&format!("{}/token", idp.issuer))
+        .set("Authorization", &format!("Basic {basic}"))
+        .send_form(&[
+            ("grant_type", "client_credentials"),
+            ("resource", resource),
+            ("scope", "api"),
+        ])
+        .unwrap_or_else(|e| panic!("the provider's token endpoint: {e}"));
+    let v: Value = r.into_json().unwrap();
+    let token = v["access_token"].as_str().unwrap().to_string();
+    assert_eq!(token.split('.').count(), 3, "a JWT access token: {v}");
+    token
+}
+
 /// The rules every test's config holds.
 const RULES: &str = r#"
 [[oidc.rule]]
@@ -165,10 +198,16 @@ pub fn world() -> World {
 
 /// The real provider and the daemon, with `tail` after the common rules.
 pub fn world_with(tail: &str) -> World {
+    world_of("", tail)
+}
+
+/// The real provider and the daemon, with `extra` keys of `[oidc]` and `tail` after the
+/// common rules.
+fn world_of(extra: &str, tail: &str) -> World {
     let env = Env::new();
     let port = free_port();
     let idp = provider(&env, port);
-    configure(&env, &idp.issuer, port, "", tail);
+    configure(&env, &idp.issuer, port, extra, tail);
     let host = daemon_on(&env, port);
     World { env, idp, host }
 }
@@ -186,6 +225,8 @@ fn provider(env: &Env, port: u16) -> Node {
             "redirectUri": format!("http://127.0.0.1:{port}/login/oidc/callback"),
             "postLogoutRedirectUri": format!("http://127.0.0.1:{port}/login"),
             "accounts": accounts(),
+            "resources": {API_RESOURCE: "dshq", "urn:other:api": "other-api"},
+            "services": services(),
         })
         .to_string(),
     )
@@ -708,6 +749,13 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
     std::fs::write(&cfg, &good).unwrap();
     let shown = env.run(&["--config", path, "config", "show"]).ok().stdout;
     assert!(shown.contains("grant = \"auditor\""), "{shown}");
+    assert!(
+        checked["oidc"].get("apiAudience").is_none(),
+        "off by default"
+    );
+    std::fs::write(&cfg, format!("{head}api-access-tokens = true\n{RULES}")).unwrap();
+    let checked = env.json(&["config", "check", path]).ok().json();
+    assert_eq!(checked["oidc"]["apiAudience"], "dshq");
     assert!(shown.contains("https://idp.example/realms/ops"), "{shown}");
     // Each mistake names its key and line.
     for (bad, line, why) in [
@@ -741,6 +789,16 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
             format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\n"),
             "c.toml:7",
             "or quorum-groups",
+        ),
+        (
+            format!("{head}api-audience = \"dshq\"\n{RULES}"),
+            "c.toml:1",
+            "api-audience goes with api-access-tokens = true",
+        ),
+        (
+            format!("{head}api-access-tokens = \"yes\"\n{RULES}"),
+            "c.toml:6",
+            "is true or false",
         ),
         (
             format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\ngrant = \"auditor\"\nquorum-groups = [\"release\"]\n\n[groups]\nrelease = []\n"),
@@ -904,4 +962,199 @@ fn the_readmes_configuration_signs_in_through_a_real_provider() {
     assert_eq!(decided[1]["role"], "auditor");
     assert_eq!(decided[1]["quorumGroups"], json!([]));
     assert_eq!(w.env.wait_outcome("q-1")["status"], "answered");
+}
+
+fn answer_db(label: &str) -> Value {
+    json!({"answers": [{"id": "db", "selected": [label]}]})
+}
+
+/// The ids a `GET /requests` lists.
+fn listed(r: &crate::api::Resp) -> Vec<String> {
+    r.body
+        .as_array()
+        .unwrap_or_else(|| panic!("{r:?}"))
+        .iter()
+        .map(|q| q["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_api_takes_the_providers_access_tokens_mapped_by_the_rules() {
+    let w = world_of("api-access-tokens = true", RELEASE);
+    let h = &w.host;
+    ask_in(&w.env, "dep-1", "deploy");
+    ask_in(&w.env, "def-1", "default");
+    ask_in(&w.env, "rel-2", "release");
+
+    // A service account whose groups make it a reviewer of deploy and release.
+    let deployer = access_token(&w.idp, "svc-deployer", API_RESOURCE);
+    let r = h.get("/requests", Some(&deployer));
+    assert_eq!(r.status, 200, "{r:?}");
+    let ids = listed(&r);
+    assert!(
+        ids.contains(&"dep-1".to_string()) && !ids.contains(&"def-1".to_string()),
+        "{ids:?}"
+    );
+    let r = h.post(
+        "/requests/def-1/answer",
+        Some(&deployer),
+        &answer_db("Postgres"),
+    );
+    assert!(r.status == 404 || r.status == 403, "{r:?}");
+    let r = h.post(
+        "/requests/dep-1/answer",
+        Some(&deployer),
+        &answer_db("Postgres"),
+    );
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("answered")),
+        "{r:?}"
+    );
+    assert_eq!(r.body["provider"], "oidc:deploybot@svc-deployer");
+    // In the release context, but not of the quorum group release.
+    let r = h.post(
+        "/requests/rel-2/answer",
+        Some(&deployer),
+        &answer_db("Postgres"),
+    );
+    assert_eq!((r.status, r.code()), (403, "NOT_IN_GROUP"), "{r:?}");
+
+    // One whose groups put it in release: its vote counts.
+    let release = access_token(&w.idp, "svc-release", API_RESOURCE);
+    let r = h.post(
+        "/requests/rel-2/answer",
+        Some(&release),
+        &answer_db("Postgres"),
+    );
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (202, Some("voted")),
+        "{r:?}"
+    );
+    assert_eq!(r.body["voter"], "oidc:releasebot@svc-release");
+
+    // dshq's own tokens keep working beside them.
+    let rita = crate::api::token(&w.env, "reviewer", "rita", None);
+    assert_eq!(h.get("/requests", Some(&rita)).status, 200);
+
+    // A token of the same provider for another resource (audience), and a service
+    // account no rule admits: refused, nothing recorded as them.
+    let other = access_token(&w.idp, "svc-deployer", "urn:other:api");
+    let r = h.get("/requests", Some(&other));
+    assert_eq!((r.status, r.code()), (401, "JWT_AUDIENCE"), "{r:?}");
+    let stranger = access_token(&w.idp, "svc-stranger", API_RESOURCE);
+    let r = h.get("/requests", Some(&stranger));
+    assert_eq!((r.status, r.code()), (403, "OIDC_NOT_MAPPED"), "{r:?}");
+    assert!(!actors(&w.env)
+        .iter()
+        .any(|a| a.contains("spambot") || a.contains("svc-stranger")));
+
+    // Each token's first use is its sign-in, recorded once with what its claims decided.
+    let signed = events_of_kind(&w.env, "signed-in");
+    let who: Vec<&str> = signed.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(
+        who,
+        ["oidc:deploybot@svc-deployer", "oidc:releasebot@svc-release"]
+    );
+    assert!(signed.iter().all(|(_, d)| d["via"] == "access-token"));
+    assert_eq!(
+        signed[0].1["decided"]["contexts"],
+        json!(["deploy", "release"])
+    );
+    assert_eq!(signed[1].1["decided"]["quorumGroups"], json!(["release"]));
+    assert!(
+        !w.host.daemon.log_text().contains("eyJ"),
+        "no token in the log"
+    );
+}
+
+/// The rogue provider's access token shaped by `mode`.
+fn rogue_access_token(rogue: &Node, mode: &str) -> String {
+    let v: Value = ureq::post(&format!("{}/access-token", rogue.issuer))
+        .send_json(json!({"mode": mode}))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    v["access_token"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn hostile_access_tokens_are_refused_on_the_api_each_with_its_code() {
+    let env = Env::new();
+    let port = free_port();
+    let rogue = start_node("rogue.mjs", &[CLIENT_ID]);
+    ask_in(&env, "q-1", "default");
+
+    // Off unless configured: a provider's token is no dshq token.
+    configure(&env, &rogue.issuer, port, "", "");
+    let host = daemon_on(&env, port);
+    let good = rogue_access_token(&rogue, "ok");
+    let r = host.get("/requests", Some(&good));
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "{r:?}");
+    host.daemon.stop();
+
+    configure(
+        &env,
+        &rogue.issuer,
+        port,
+        "api-access-tokens = true\njwks-refetch-after = \"1h\"",
+        "",
+    );
+    let host = daemon_on(&env, port);
+    let r = host.get("/requests", Some(&good));
+    assert_eq!(r.status, 200, "{r:?}");
+    for (mode, code) in [
+        ("wrong-issuer", "JWT_ISSUER"),
+        ("wrong-audience", "JWT_AUDIENCE"),
+        ("expired", "JWT_EXPIRED"),
+        ("alg-none", "JWT_UNSIGNED"),
+        ("hs256", "JWT_UNSIGNED"),
+        ("bad-signature", "JWT_BAD_SIGNATURE"),
+    ] {
+        let t = rogue_access_token(&rogue, mode);
+        let r = host.get("/requests", Some(&t));
+        assert_eq!((r.status, r.code()), (401, code), "{mode}: {r:?}");
+        let r = host.post("/requests/q-1/answer", Some(&t), &answer_db("Postgres"));
+        assert_eq!((r.status, r.code()), (401, code), "{mode}: {r:?}");
+    }
+    // The provider rotates its key: a token of the new key works at once (its key set
+    // fetched again); one of the key rotated out, or of a key never published, is refused
+    // (and the key set is not fetched for it again so soon).
+    ureq::post(&format!("{}/rotate", rogue.issuer))
+        .call()
+        .unwrap();
+    let rotated = rogue_access_token(&rogue, "ok");
+    let r = host.post(
+        "/requests/q-1/answer",
+        Some(&rotated),
+        &answer_db("Postgres"),
+    );
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("answered")),
+        "{r:?}"
+    );
+    let fetched = jwks_fetches(&rogue);
+    for mode in ["rotated-out", "unknown-key"] {
+        let r = host.get("/requests", Some(&rogue_access_token(&rogue, mode)));
+        assert_eq!(
+            (r.status, r.code()),
+            (401, "JWT_UNKNOWN_KEY"),
+            "{mode}: {r:?}"
+        );
+    }
+    assert_eq!(jwks_fetches(&rogue), fetched);
+
+    // Nothing was recorded but the two good tokens' sign-ins and the one answer.
+    let signed = events_of_kind(&env, "signed-in");
+    assert_eq!(signed.len(), 2, "{signed:?}");
+    assert!(signed.iter().all(|(a, _)| a == "oidc:robo@svc-rogue"));
+    let answered = events_of_kind(&env, "answered");
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0].0, "oidc:robo@svc-rogue");
+    assert!(
+        !host.daemon.log_text().contains("eyJ"),
+        "no token in the log"
+    );
 }

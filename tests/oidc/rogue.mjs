@@ -7,7 +7,10 @@
 //   node rogue.mjs CLIENT_ID
 //
 // Prints `ready ISSUER`. Control: POST /mode {"mode": M}, POST /rotate (a new signing
-// key; the old one leaves the JWKS), GET /stats ({"jwksFetches": N}).
+// key; the old one leaves the JWKS), GET /stats ({"jwksFetches": N}), and POST
+// /access-token {"mode": M} (an access token for the API, audience `dshq`, shaped by M as an
+// ID token is, plus `hs256`, signed with an HMAC keyed by the public key, and
+// `bad-signature`, a good token's claims under another's signature).
 import { createServer } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -66,6 +69,41 @@ async function idToken(nonce) {
     .sign(key.privateKey);
 }
 
+// An access token a service account would present to dshq's API.
+async function accessToken(m) {
+  const now = Math.floor(Date.now() / 1000);
+  const claims = {
+    iss: m === 'wrong-issuer' ? 'http://127.0.0.1:1/not-this-one' : issuer,
+    aud: m === 'wrong-audience' ? 'someone-else' : 'dshq',
+    sub: 'svc-rogue',
+    preferred_username: 'robo',
+    groups: ['dshq-reviewers'],
+    iat: m === 'expired' ? now - 7200 : now,
+    exp: m === 'expired' ? now - 3600 : now + 300,
+  };
+  if (m === 'alg-none') {
+    const head = b64url(JSON.stringify({ alg: 'none', typ: 'at+jwt' }));
+    return `${head}.${b64url(JSON.stringify(claims))}.`;
+  }
+  if (m === 'hs256') {
+    const secret = new TextEncoder().encode(JSON.stringify(current.jwk));
+    return new jose.SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid: current.kid, typ: 'at+jwt' })
+      .sign(secret);
+  }
+  const key = m === 'unknown-key' ? stranger : m === 'rotated-out' ? retired : current;
+  const token = await new jose.SignJWT(claims)
+    .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'at+jwt' })
+    .sign(key.privateKey);
+  if (m === 'bad-signature') {
+    const other = await new jose.SignJWT({ ...claims, sub: 'someone-else' })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'at+jwt' })
+      .sign(key.privateKey);
+    return `${token.split('.').slice(0, 2).join('.')}.${other.split('.')[2]}`;
+  }
+  return token;
+}
+
 server.on('request', async (req, res) => {
   const url = new URL(req.url, issuer);
   try {
@@ -114,6 +152,9 @@ server.on('request', async (req, res) => {
     if (url.pathname === '/mode' && req.method === 'POST') {
       mode = JSON.parse(await body(req)).mode;
       return send(res, 200, { mode });
+    }
+    if (url.pathname === '/access-token' && req.method === 'POST') {
+      return send(res, 200, { access_token: await accessToken(JSON.parse(await body(req)).mode) });
     }
     if (url.pathname === '/rotate' && req.method === 'POST') {
       retired = current;

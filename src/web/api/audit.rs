@@ -32,7 +32,7 @@ pub async fn history(
 ) -> ApiResult<Json<Vec<HistoryRow>>> {
     caller.require(Action::Audit)?;
     let q = Query::parse(raw.as_deref(), HISTORY_PARAMS)?;
-    let Some(filter) = history_filter(&q, caller.token.context.as_ref(), now_ms())? else {
+    let Some(filter) = history_filter(&q, &caller, now_ms())? else {
         return Ok(Json(Vec::new()));
     };
     let rows = st.db.read(move |store| store.history(&filter)).await?;
@@ -68,8 +68,8 @@ pub async fn stats(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Stats>> {
     caller.require(Action::Audit)?;
-    if caller.token.context.is_some() {
-        // The counts span every context: not for a token bound to one.
+    if !caller.reaches_every_context() {
+        // The counts span every context: not for a caller bound to some.
         return Err(Error::Forbidden.into());
     }
     let q = Query::parse(raw.as_deref(), &["since"])?;
@@ -79,22 +79,18 @@ pub async fn stats(
 }
 
 /// The history filter a query asks for (`HISTORY_PARAMS`, the CLI's `history` flags), for
-/// a caller whose token may be bound to one context: `None` when it asks only for other
-/// contexts, which it may not see (an empty answer, not an error that would reveal them).
+/// a caller who may be bound to contexts (a token's, a sign-in's): `None` when it asks
+/// only for other contexts, which it may not see (an empty answer, not an error that would
+/// reveal them).
 /// The API's `GET /history` and the page's history both read their query through here.
 pub fn history_filter(
     q: &Query,
-    bound: Option<&String>,
+    caller: &Caller,
     now: crate::clock::Millis,
 ) -> Result<Option<HistoryFilter>, crate::host::error::ApiError> {
-    let mut contexts = q.all("context");
-    if let Some(bound) = bound {
-        if contexts.is_empty() || contexts.contains(bound) {
-            contexts = vec![bound.clone()];
-        } else {
-            return Ok(None);
-        }
-    }
+    let Some(contexts) = caller.contexts_of(q.all("context")) else {
+        return Ok(None);
+    };
     Ok(Some(HistoryFilter {
         agent: q.one("agent").map(str::to_string),
         contexts,

@@ -143,15 +143,10 @@ pub async fn list(
 ) -> ApiResult<Json<Vec<RequestSummary>>> {
     let reach = caller.require(Action::List)?;
     let q = Query::parse(raw.as_deref(), LIST_PARAMS)?;
-    let mut contexts = q.all("context");
-    if let Some(bound) = &caller.token.context {
-        // A bound token lists its context only (asking for another finds nothing).
-        if contexts.is_empty() || contexts.contains(bound) {
-            contexts = vec![bound.clone()];
-        } else {
-            return Ok(Json(Vec::new()));
-        }
-    }
+    // A caller bound to contexts lists those only (asking for another finds nothing).
+    let Some(contexts) = caller.contexts_of(q.all("context")) else {
+        return Ok(Json(Vec::new()));
+    };
     let filter = ListFilter {
         status: q.parsed("status", "give a status such as pending", Status::parse)?,
         contexts,

@@ -33,7 +33,7 @@ fn filter_of(
         .collect();
     let raw = serde_urlencoded::to_string(&kept).unwrap_or_default();
     let q = Query::parse(Some(&raw), HISTORY_PARAMS)?;
-    let filter = history_filter(&q, viewer.caller.token.context.as_ref(), now_ms())?;
+    let filter = history_filter(&q, &viewer.caller, now_ms())?;
     Ok((q, filter))
 }
 

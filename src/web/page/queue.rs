@@ -91,18 +91,14 @@ async fn load(
         .caller
         .require(Action::List)
         .map_err(|e| viewer.error(e))?;
-    let mut contexts: Vec<String> = if f.context.is_empty() {
+    let asked: Vec<String> = if f.context.is_empty() {
         Vec::new()
     } else {
         vec![f.context.clone()]
     };
-    if let Some(bound) = &viewer.caller.token.context {
-        if contexts.is_empty() || contexts.contains(bound) {
-            contexts = vec![bound.clone()];
-        } else {
-            return Ok((Vec::new(), Vec::new()));
-        }
-    }
+    let Some(contexts) = viewer.caller.contexts_of(asked) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
     let filters: Vec<ListFilter> = f
         .statuses()
         .into_iter()

@@ -29,7 +29,7 @@ use axum::Extension;
 use super::layout;
 use super::session::{cookie, random_hex, same_secret};
 use super::Shared;
-use crate::core::sign_in::{return_path, Refused};
+use crate::core::sign_in::{return_path, Refused, Via};
 use crate::error::Error;
 use crate::host::auth::Caller;
 use crate::host::oidc::Pending;
@@ -203,7 +203,7 @@ async fn finish(
     let recorded = {
         let (decision, claims) = (decision.clone(), claims.clone());
         st.db
-            .write(move |store| crate::app::sign_in::record(store, &decision, &claims))
+            .write(move |store| crate::app::sign_in::record(store, &decision, &claims, Via::Page))
             .await
     };
     if let Err(e) = recorded {
