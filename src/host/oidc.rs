@@ -206,8 +206,7 @@ impl AccessTokens {
     /// Whether this is the first use of `token` (to be recorded as its sign-in): true once
     /// per token while it is remembered.
     pub fn first_use(&self, token: &str, exp_ms: i64) -> bool {
-        use sha2::Digest;
-        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let digest = digest(token);
         let now = crate::clock::now_ms();
         let mut seen = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
         if seen.contains_key(&digest) {
@@ -225,13 +224,17 @@ impl AccessTokens {
 
     /// Forget that `token` was recorded (its recording failed: the next use tries again).
     pub fn forget(&self, token: &str) {
-        use sha2::Digest;
-        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
         self.recorded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&digest);
+            .remove(&digest(token));
     }
+}
+
+/// What a recorded token is remembered by (never the token itself).
+fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
 }
 
 impl std::fmt::Debug for Oidc {

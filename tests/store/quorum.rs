@@ -40,7 +40,7 @@ pub(crate) fn ask_with(
     )
 }
 
-fn ask_value(store: &mut Store, mut v: Value, asker: &str) -> Result<(), Code> {
+pub(crate) fn ask_value(store: &mut Store, mut v: Value, asker: &str) -> Result<(), Code> {
     if v["quorum"].is_null() {
         v.as_object_mut().unwrap().remove("quorum");
     }

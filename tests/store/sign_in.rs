@@ -16,7 +16,7 @@ use dshq::protocol::Quorum;
 use dshq::store::{LeaseRef, Store};
 
 use crate::lifecycle::row;
-use crate::quorum::{ask_with, code, finished, voted};
+use crate::quorum::{ask_value, ask_with, code, finished, voted};
 use crate::scenarios::{pick, TestClock};
 
 /// Two sign-ins: two events, the head moves, the chain verifies, nothing else changes.
@@ -156,8 +156,13 @@ pub fn a_sign_ins_groups_admit_its_person_to_a_quorum_of_that_group(
     assert_eq!(joined[1]["subject"], "u-5");
 
     // A group no rule names: its listed members only, whatever a sign-in said.
-    let mut v = json!({"approvals": 1, "group": "ops"});
-    ask_in_other(&mut store, "o", &mut v);
+    let other = json!({
+        "id": "o", "context": "other",
+        "questions": [{"id": "db", "question": "Which database?",
+                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
+        "quorum": {"approvals": 1, "group": "ops"},
+    });
+    ask_value(&mut store, other, "asker").unwrap();
     assert_eq!(
         code(store.answer(&LeaseRef::Voter(erin), "o", &pick("Postgres"))),
         Code::NotInGroup
@@ -169,27 +174,4 @@ pub fn a_sign_ins_groups_admit_its_person_to_a_quorum_of_that_group(
             .joins_by_sign_in
     );
     assert_eq!(store.verify(&[]).unwrap().broken, None);
-}
-
-/// Ask `id` in a context without a policy, with the asker's `quorum`.
-fn ask_in_other(store: &mut Store, id: &str, quorum: &mut serde_json::Value) {
-    let request: dshq::protocol::Request = serde_json::from_value(json!({
-        "id": id, "context": "other",
-        "questions": [{"id": "db", "question": "Which database?",
-                       "options": [{"label": "Postgres"}, {"label": "SQLite"}]}],
-        "quorum": quorum.take(),
-    }))
-    .unwrap();
-    let input = dshq::store::AskInput {
-        request: Ok(request),
-        fallback_id: None,
-        salvaged: (None, None),
-        raw: String::new(),
-        source: dshq::core::audit::Source::WebToken("asker".into()),
-        actor: Actor::Web("asker".into()),
-    };
-    assert!(matches!(
-        store.ask(input).unwrap(),
-        dshq::store::Asked::Accepted(_)
-    ));
 }
