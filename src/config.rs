@@ -252,6 +252,9 @@ fn oidc_rule(t: &toml::de::DeTable<'_>) -> std::result::Result<crate::core::sign
                     _ => return Err(format!("grant is \"reviewer\" or \"auditor\", not {r:?}")),
                 }
             }
+            ("contexts", DeValue::Array(items)) if items.is_empty() => {
+                return Err("contexts names at least one context (leave it out for every context)".into())
+            }
             ("contexts", DeValue::Array(items)) => contexts = Some(names(items, "context")?),
             ("quorum-groups", DeValue::Array(items)) => {
                 quorum_groups = names(items, "group")

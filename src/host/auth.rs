@@ -206,6 +206,7 @@ impl Caller {
         }
         let signed_in = self.signed_in.as_ref().and_then(|s| s.contexts.as_ref());
         Some(match (signed_in, &self.token.context) {
+            (Some(cs), _) if cs.is_empty() => return None,
             (Some(cs), _) => cs.iter().cloned().collect(),
             (None, Some(c)) => vec![c.clone()],
             (None, None) => Vec::new(),

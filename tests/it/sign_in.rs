@@ -791,6 +791,11 @@ fn the_oidc_table_is_checked_shown_and_in_the_default_file() {
             "or quorum-groups",
         ),
         (
+            format!("{head}\n[[oidc.rule]]\ngroup = \"g\"\ngrant = \"reviewer\"\ncontexts = []\n"),
+            "c.toml:7",
+            "contexts names at least one context",
+        ),
+        (
             format!("{head}api-audience = \"dshq\"\n{RULES}"),
             "c.toml:1",
             "api-audience goes with api-access-tokens = true",
