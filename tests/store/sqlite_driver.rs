@@ -206,7 +206,7 @@ fn migration_version_is_recorded() {
             (20, "0020_sign_in_groups".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 19);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 20);
 }
 
 #[test]
