@@ -56,6 +56,8 @@ pub struct File {
     pub slack_users: std::collections::BTreeMap<String, String>,
     /// The identity provider the page signs people in through (`[oidc]`), if any.
     pub oidc: Option<crate::core::sign_in::Settings>,
+    /// The Microsoft Teams channel (`[teams]`), if any.
+    pub teams: Option<crate::core::teams::Settings>,
     /// The Telegram channel (`[telegram]`), if the file sets it.
     pub telegram: Option<crate::core::telegram::Settings>,
     /// Every entry of the tables beyond the settings (`[groups]`, `[quorum.CONTEXT]`,
@@ -75,6 +77,9 @@ pub const QUORUM: &str = "quorum";
 
 /// The Slack channel's table: `[slack.users]`, `SLACKUSERID = "reviewer"`.
 pub const SLACK: &str = "slack";
+
+/// The Microsoft Teams channel's table (`[teams]`, with `[teams.conversations]`).
+pub const TEAMS: &str = "teams";
 
 /// The identity provider's table (`[oidc]`, with its `[[oidc.rule]]` claim rules).
 pub const OIDC: &str = "oidc";
@@ -370,6 +375,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
     let mut persons: Vec<(String, Vec<String>)> = Vec::new();
     let mut member_lines: Vec<(String, usize)> = Vec::new();
     let mut oidc = None;
+    let mut teams = None;
     let mut telegram = None;
     // A table entry as written, for `config show`.
     let entry = |tables: &mut Vec<Setting>,
@@ -578,12 +584,31 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
                 }
                 telegram = Some(settings);
             }
+            DeValue::Table(t) if key == TEAMS => {
+                let settings = crate::core::teams::parse_table(t).map_err(|(at, key2, why)| {
+                    let at = if at == 0 { line } else { line_of(text, at) };
+                    config_error(path, at, &key2, why)
+                })?;
+                for (k2, v2) in t.iter() {
+                    let at = line_of(text, k2.span().start);
+                    match v2.get_ref() {
+                        DeValue::Table(c) => {
+                            for (k3, v3) in c.iter() {
+                                let at = line_of(text, k3.span().start);
+                                entry(&mut tables, "teams.conversations", k3.get_ref(), v3, at);
+                            }
+                        }
+                        _ => entry(&mut tables, TEAMS, k2.get_ref(), v2, at),
+                    }
+                }
+                teams = Some(settings);
+            }
             DeValue::Table(_) => {
                 return Err(config_error(
                     path,
                     line,
                     &key,
-                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}], [{SLACK}.users], [{OIDC}] and [telegram]"),
+                    format!("unknown table [{key}]: the tables are [{DAEMON}], [{GROUPS}], [{QUORUM}.CONTEXT], [{PEOPLE}], [{SLACK}.users], [{OIDC}], [telegram] and [{TEAMS}]"),
                 ))
             }
             _ => {
@@ -660,6 +685,7 @@ pub fn parse(path: &Path, text: &str) -> Result<File> {
         quorum,
         slack_users,
         oidc,
+        teams,
         telegram,
         tables,
     })
@@ -902,6 +928,39 @@ pub fn default_file(cmd: &Command) -> String {
     out.push_str(TABLES);
     out.push_str(&oidc_default());
     out.push_str(&telegram_default());
+    out.push_str(&teams_default());
+    out
+}
+
+/// The commented `[teams]` table of the default file: each key with what it holds and an
+/// example that `config check` takes (docs/guide/teams.md has the whole story).
+fn teams_default() -> String {
+    let mut out = format!(
+        "\n# The Microsoft Teams channel, when this table is set: see docs/guide/teams.md. The\n\
+         # app-id, app-password-file, service-url and the conversations are required.\n# [{TEAMS}]\n"
+    );
+    for (key, what) in crate::core::teams::KEYS {
+        if *key == "conversations" {
+            continue;
+        }
+        for line in textwrap(what, 86) {
+            out.push_str(&format!("# {line}\n"));
+        }
+        let example = match *key {
+            "app-id" => "\"00000000-0000-0000-0000-000000000000\"".to_string(),
+            "app-password-file" => "\"/etc/dshq/teams-app-password\"".to_string(),
+            "service-url" => "\"https://smba.trafficmanager.net/teams/\"".to_string(),
+            "openid-metadata" => format!("{:?}", crate::core::teams::DEFAULT_OPENID_METADATA),
+            "token-url" => format!("{:?}", crate::core::teams::DEFAULT_TOKEN_URL),
+            "page-url" => "\"https://dshq.example.com\"".to_string(),
+            _ => "\"10s\"".to_string(),
+        };
+        out.push_str(&format!("# {key} = {example}\n"));
+    }
+    out.push_str(&format!(
+        "\n# Each context's Teams conversation (a channel's or a chat's id), where its cards go.\n\
+         # [{TEAMS}.conversations]\n# default = \"19:0123456789abcdef@thread.tacv2\"\n"
+    ));
     out
 }
 

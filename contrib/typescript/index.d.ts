@@ -348,6 +348,10 @@ export class UnknownDelegate extends DshqError {}
 export class NotAway extends DshqError {}
 /** NOT_DELEGATE: an answer for a person whose delegate the caller is not now (delegation while a reviewer is away). */
 export class NotDelegate extends DshqError {}
+/** TEAMS_SERVICE_URL: a call to the Teams messaging endpoint whose token's serviceUrl claim is not the activity's. */
+export class TeamsServiceUrl extends DshqError {}
+/** TEAMS_UNKNOWN_USER: a Teams user whom the people directory does not list (teams:OBJECTID). */
+export class TeamsUnknownUser extends DshqError {}
 /** ASK_ABORTED because the request's own deadline passed. */
 export class Expired extends AskAborted {}
 

@@ -43,6 +43,7 @@ export const CODES = Object.freeze([
   "JWT_MALFORMED", "JWT_UNSIGNED", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_EXPIRED", "JWT_UNKNOWN_KEY",
   "JWT_BAD_SIGNATURE", "JWT_KEYS",
   "AWAY_IN_PAST", "AWAY_SELF", "AWAY_CHAIN", "UNKNOWN_DELEGATE", "NOT_AWAY", "NOT_DELEGATE",
+  "TEAMS_SERVICE_URL", "TEAMS_UNKNOWN_USER",
 ]);
 
 const define = (code) => {
@@ -162,6 +163,10 @@ export class UnknownDelegate extends define("UNKNOWN_DELEGATE") {}
 export class NotAway extends define("NOT_AWAY") {}
 /** NOT_DELEGATE: an answer for a person whose delegate the caller is not now (delegation while a reviewer is away). */
 export class NotDelegate extends define("NOT_DELEGATE") {}
+/** TEAMS_SERVICE_URL: a call to the Teams messaging endpoint whose token's serviceUrl claim is not the activity's. */
+export class TeamsServiceUrl extends define("TEAMS_SERVICE_URL") {}
+/** TEAMS_UNKNOWN_USER: a Teams user whom the people directory does not list (teams:OBJECTID). */
+export class TeamsUnknownUser extends define("TEAMS_UNKNOWN_USER") {}
 
 /** BAD_TIMEOUT (dsh 0.2's name): a wait window that is not 1 to 2147483647 ms. */
 export class BadTimeout extends define("BAD_TIMEOUT") {}
@@ -200,6 +205,7 @@ const BY_CODE = new Map(
     JwtMalformed, JwtUnsigned, JwtIssuer, JwtAudience, JwtExpired, JwtUnknownKey, JwtBadSignature,
     JwtKeys,
     AwayInPast, AwaySelf, AwayChain, UnknownDelegate, NotAway, NotDelegate,
+    TeamsServiceUrl, TeamsUnknownUser,
   ].map((c) => [c.code, c]),
 );
 

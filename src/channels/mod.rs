@@ -29,6 +29,7 @@ pub mod push;
 pub mod sender;
 pub mod slack;
 pub mod target;
+pub mod teams;
 pub mod telegram;
 pub mod webhook;
 
@@ -55,6 +56,8 @@ pub struct Channels {
     pub email: Option<email::Email>,
     /// `--push`: Web Push to the devices the contexts' reviewers subscribed ([`push`]).
     pub push: Option<push::Push>,
+    /// The config file's `[teams]`: Adaptive Cards through the Bot Framework ([`teams`]).
+    pub teams: Option<teams::Teams>,
     /// The config file's `[telegram]`: each context's chats ([`telegram`]).
     pub telegram: Option<telegram::Telegram>,
     /// The wait after a delivery's first failed attempt (doubling after each).
@@ -65,6 +68,7 @@ impl Channels {
     /// Whether no channel is configured (the daemon then starts no sender).
     pub fn is_empty(&self) -> bool {
         self.webhooks.is_none()
+            && self.teams.is_none()
             && self.slack.is_none()
             && self.email.is_none()
             && self.push.is_none()
@@ -90,6 +94,9 @@ impl Channels {
         if let Some(t) = &self.telegram {
             senders.push(Arc::new(telegram::TelegramSender::new(root, t.clone())?));
         }
+        if let Some(t) = &self.teams {
+            senders.push(Arc::new(teams::TeamsSender::new(root, t.clone())?));
+        }
         Ok(senders)
     }
 }
@@ -106,6 +113,9 @@ pub fn routes(state: &AppState, channels: Option<&Channels>) -> Result<Router> {
     }
     if let Some(t) = channels.and_then(|c| c.telegram.as_ref()) {
         router = router.merge(telegram::webhook::routes(state, t)?);
+    }
+    if let Some(t) = channels.and_then(|c| c.teams.as_ref()) {
+        router = router.merge(teams::endpoint::routes(state, t)?);
     }
     Ok(router)
 }

@@ -47,6 +47,9 @@ pub struct Checked {
     /// The identity provider the page signs people in through, and its rules.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oidc: Option<OidcChecked>,
+    /// The Teams channel's conversations: context → conversation id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teams: Option<BTreeMap<String, String>>,
 }
 
 /// What `config check` says of `[oidc]`.
@@ -92,6 +95,7 @@ impl Checked {
                 .collect(),
             quorum: q.contexts.clone(),
             slack_users: f.slack_users.clone(),
+            teams: f.teams.as_ref().map(|t| t.conversations.clone()),
             oidc: f.oidc.as_ref().map(|o| OidcChecked {
                 issuer: o.issuer.clone(),
                 client_id: o.client_id.clone(),
@@ -150,6 +154,12 @@ impl Checked {
             s.push_str("slack users:\n");
             for (u, p) in &self.slack_users {
                 s.push_str(&format!("  {u}: {p}\n"));
+            }
+        }
+        if let Some(t) = &self.teams {
+            s.push_str("teams conversations:\n");
+            for (c, id) in t {
+                s.push_str(&format!("  {c}: {}\n", crate::text::one_line(id)));
             }
         }
         if let Some(o) = &self.oidc {
@@ -321,7 +331,9 @@ fn show(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<()> {
             let (table, key) = match tables
                 .iter()
                 .chain(std::iter::once(&DAEMON.to_string()))
-                .find(|t| e.key.starts_with(&format!("{t}.")))
+                .filter(|t| e.key.starts_with(&format!("{t}.")))
+                // The most specific table (`teams.conversations` over `teams`).
+                .max_by_key(|t| t.len())
             {
                 Some(t) => (Some(t.clone()), &e.key[t.len() + 1..]),
                 None => (None, e.key.as_str()),

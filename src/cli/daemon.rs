@@ -351,6 +351,13 @@ pub fn run(
     let slack = slack_of(&a.slack, &a, config_file)?;
     let telegram = telegram_of(&a, config_file)?;
     let oidc = oidc_of(&a, config_file)?;
+    let teams = crate::channels::teams::of_config(
+        crate::config::locate(config_file)
+            .map(|path| crate::config::load(&path))
+            .transpose()?
+            .and_then(|f| f.teams),
+        a.listen,
+    )?;
     let config = Config {
         tick: a.tick,
         batch: a.batch,
@@ -376,6 +383,7 @@ pub fn run(
             slack,
             email: (*a.email).channel(a.listen)?,
             push: a.push.channel(),
+            teams,
             telegram,
             retry_min: a.delivery_retry_min.max(Duration::from_millis(10)),
         };

@@ -152,6 +152,15 @@ pub enum Actor {
         /// The Telegram user id (`123456789`).
         user: String,
     },
+    /// A Microsoft Teams user who pressed a card's action: the person the people
+    /// directory lists their `teams:` identity under and their Entra ID (AAD) object id,
+    /// both recorded, as for Slack.
+    Teams {
+        /// The person (`alice`).
+        person: String,
+        /// The user's AAD object id.
+        user: String,
+    },
 }
 
 impl Actor {
@@ -171,6 +180,7 @@ impl Actor {
             Actor::Slack { reviewer, user } => Cow::Owned(format!("slack:{reviewer}@{user}")),
             Actor::Mail(n) => Cow::Owned(format!("mail:{n}")),
             Actor::Oidc { person, subject } => Cow::Owned(format!("oidc:{person}@{subject}")),
+            Actor::Teams { person, user } => Cow::Owned(format!("teams:{person}@{user}")),
             Actor::Telegram { person, user } => Cow::Owned(format!("telegram:{person}@{user}")),
         }
     }
@@ -227,6 +237,16 @@ impl Actor {
                             return None;
                         }
                         Actor::Telegram {
+                            person: person.to_string(),
+                            user: user.to_string(),
+                        }
+                    }
+                    "teams" => {
+                        let (person, user) = name.split_once('@')?;
+                        if person.is_empty() || user.is_empty() {
+                            return None;
+                        }
+                        Actor::Teams {
                             person: person.to_string(),
                             user: user.to_string(),
                         }
@@ -356,6 +376,10 @@ mod tests {
                 person: "alice".into(),
                 user: "123456789".into(),
             },
+            Actor::Teams {
+                person: "alice".into(),
+                user: "6f1c2a4e-0d7b-4c2e-9a1e-3b5d7f9a1c2e".into(),
+            },
         ];
         for a in &all {
             match a {
@@ -367,7 +391,7 @@ mod tests {
                 | Actor::Web(_)
                 | Actor::Mcp(_)
                 | Actor::Slack { .. } => {}
-                Actor::Mail(_) | Actor::Oidc { .. } => {}
+                Actor::Mail(_) | Actor::Oidc { .. } | Actor::Teams { .. } => {}
                 Actor::Telegram { .. } => {}
             }
         }

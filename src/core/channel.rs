@@ -25,16 +25,19 @@ pub enum Channel {
     Push,
     /// A Telegram message with an inline keyboard, edited when the request ends.
     Telegram,
+    /// A Microsoft Teams Adaptive Card with actions, updated when the request ends.
+    Teams,
 }
 
 impl Channel {
     /// Every channel.
-    pub const ALL: [Channel; 5] = [
+    pub const ALL: [Channel; 6] = [
         Channel::Webhook,
         Channel::Email,
         Channel::Slack,
         Channel::Push,
         Channel::Telegram,
+        Channel::Teams,
     ];
 
     /// The name stored in the outbox and shown in `dshq events --deliveries`.
@@ -45,6 +48,7 @@ impl Channel {
             Channel::Slack => "slack",
             Channel::Push => "push",
             Channel::Telegram => "telegram",
+            Channel::Teams => "teams",
         }
     }
 
@@ -73,7 +77,7 @@ impl Channel {
             Channel::Email | Channel::Push => matches!(kind, Accepted | Reminded | Escalated),
             // A message is posted when a person is needed and updated when the request
             // ends, so the buttons never stay live on a request that is over.
-            Channel::Slack | Channel::Telegram => matches!(
+            Channel::Slack | Channel::Telegram | Channel::Teams => matches!(
                 kind,
                 Accepted | Reminded | Escalated | Answered | Expired | Cancelled | Aborted
             ),
@@ -90,13 +94,14 @@ impl Channel {
     ///   so they get one mail saying where it went, and no reminder.
     /// - A Slack message is updated when the request ends, in every channel it was
     ///   posted in; nothing new is posted in a channel whose context is no longer asked.
-    ///   A Telegram message likewise: edited at the end in every chat it was sent to.
+    ///   A Telegram message likewise: edited at the end in every chat it was sent to;
+    ///   a Teams card: updated at the end in every conversation it was sent to.
     pub fn tells_former(self, kind: EventKind) -> bool {
         use EventKind::*;
         match self {
             Channel::Webhook => self.takes(kind),
             Channel::Email => kind == Escalated,
-            Channel::Slack | Channel::Telegram => {
+            Channel::Slack | Channel::Telegram | Channel::Teams => {
                 matches!(kind, Answered | Expired | Cancelled | Aborted)
             }
             // A notification asks a person to act; one on a request that moved on to
@@ -146,6 +151,8 @@ mod tests {
         ] {
             assert_eq!(Channel::Webhook.tells_former(k), Channel::Webhook.takes(k));
         }
+        assert!(Channel::Teams.tells_former(Answered));
+        assert!(!Channel::Teams.tells_former(Reminded));
         assert!(Channel::Email.tells_former(Escalated));
         assert!(!Channel::Email.tells_former(Reminded));
         assert!(Channel::Slack.tells_former(Answered));

@@ -18,5 +18,6 @@ pub mod push_action;
 pub mod quorum;
 pub mod sign_in;
 pub mod slack_users;
+pub mod teams;
 pub mod telegram;
 pub mod telegram_users;

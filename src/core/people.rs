@@ -35,6 +35,8 @@ pub enum Face {
     Agent,
     /// An identity provider's subject (`sub`), signed in to the page.
     Oidc,
+    /// A Microsoft Teams user, by their Entra ID (AAD) object id.
+    Teams,
     /// A Telegram user id (`123456789`): the only way a Telegram user is admitted.
     Telegram,
 }
@@ -51,6 +53,7 @@ impl Face {
             Face::Mcp => "mcp",
             Face::Slack => "slack",
             Face::Mail => "mail",
+            Face::Teams => "teams",
             Face::Agent => "agent",
             Face::Oidc => "oidc",
             Face::Telegram => "telegram",
@@ -110,6 +113,11 @@ impl Identity {
                 "{s:?}: a Telegram identity is a Telegram user id, digits only (such as telegram:123456789)"
             ));
         }
+        if face == Face::Teams && !is_aad_object_id(name) {
+            return Err(format!(
+                "{s:?}: a Teams identity is the user's Entra ID object id, a GUID such as teams:6f1c2a4e-0d7b-4c2e-9a1e-3b5d7f9a1c2e"
+            ));
+        }
         Ok(Identity::new(face, name))
     }
 
@@ -125,6 +133,7 @@ impl Identity {
             Actor::Mail(a) => Identity::new(Face::Mail, a),
             Actor::Agent(id) => Identity::new(Face::Agent, id),
             Actor::Oidc { subject, .. } => Identity::new(Face::Oidc, subject),
+            Actor::Teams { user, .. } => Identity::new(Face::Teams, user),
             Actor::Telegram { user, .. } => Identity::new(Face::Telegram, user),
             Actor::Daemon | Actor::Cli | Actor::Asker => return None,
         })
@@ -135,6 +144,17 @@ impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.face.as_str(), self.name)
     }
+}
+
+/// Whether `s` is an Entra ID (AAD) object id as Teams sends it: a GUID, 8-4-4-4-12 hex
+/// digits.
+pub fn is_aad_object_id(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Why a directory is refused (the config file names the key).
@@ -267,7 +287,8 @@ impl People {
                 reviewer: person, ..
             }
             | Actor::Oidc { person, .. }
-            | Actor::Telegram { person, .. } => self
+            | Actor::Telegram { person, .. }
+            | Actor::Teams { person, .. } => self
                 .by_identity
                 .get(&id)
                 .cloned()

@@ -57,14 +57,16 @@ impl ApiError {
             | Code::JwtAudience
             | Code::JwtExpired
             | Code::JwtUnknownKey
-            | Code::JwtBadSignature => StatusCode::UNAUTHORIZED,
+            | Code::JwtBadSignature
+            | Code::TeamsServiceUrl => StatusCode::UNAUTHORIZED,
             Code::Forbidden
             | Code::OwnRequest
             | Code::NotInGroup
             | Code::SlackUnknownUser
             | Code::TelegramUnknownUser
             | Code::OidcNotMapped
-            | Code::NotDelegate => StatusCode::FORBIDDEN,
+            | Code::NotDelegate
+            | Code::TeamsUnknownUser => StatusCode::FORBIDDEN,
             Code::OidcState | Code::BadReturnUrl => StatusCode::BAD_REQUEST,
             Code::OidcProvider | Code::JwtKeys => StatusCode::BAD_GATEWAY,
             Code::AwayInPast | Code::AwaySelf | Code::AwayChain | Code::UnknownDelegate => {

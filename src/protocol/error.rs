@@ -197,6 +197,11 @@ pub enum Code {
     /// An answer "for" a person whose delegate the answerer is not now (none set, another
     /// delegate, or it ended or was cancelled).
     NotDelegate,
+    /// A call to the Teams messaging endpoint whose token's `serviceUrl` claim is not the
+    /// activity's service URL.
+    TeamsServiceUrl,
+    /// A Teams user whom the people directory does not list (`teams:OBJECTID`).
+    TeamsUnknownUser,
 }
 
 impl Code {
@@ -277,6 +282,8 @@ impl Code {
             Code::UnknownDelegate => "UNKNOWN_DELEGATE",
             Code::NotAway => "NOT_AWAY",
             Code::NotDelegate => "NOT_DELEGATE",
+            Code::TeamsServiceUrl => "TEAMS_SERVICE_URL",
+            Code::TeamsUnknownUser => "TEAMS_UNKNOWN_USER",
         }
     }
 
@@ -349,6 +356,8 @@ impl Code {
             Code::AwayInPast | Code::AwaySelf | Code::AwayChain | Code::UnknownDelegate => 3,
             Code::NotAway => 4,
             Code::NotDelegate => 14,
+            Code::TeamsServiceUrl => 13,
+            Code::TeamsUnknownUser => 14,
         }
     }
 }

@@ -61,6 +61,7 @@ mod snippets;
 mod source;
 mod sys;
 mod tables;
+mod teams;
 mod telegram;
 mod terminal;
 #[path = "../support/throwaway.rs"]

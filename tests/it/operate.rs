@@ -856,6 +856,8 @@ fn the_default_file_uncommented_checks_and_shows_every_table() {
         "[quorum]",
         "[slack.users]",
         "[oidc]",
+        "[teams]",
+        "[teams.conversations]",
         "[telegram]",
     ] {
         assert!(shown.contains(table), "{table} not shown:\n{shown}");

@@ -93,6 +93,8 @@ __all__ = [
     "UnknownDelegate",
     "NotAway",
     "NotDelegate",
+    "TeamsServiceUrl",
+    "TeamsUnknownUser",
 ]
 
 
@@ -592,6 +594,20 @@ class NotDelegate(DshqError):
     code = "NOT_DELEGATE"
 
 
+class TeamsServiceUrl(DshqError):
+    """``TEAMS_SERVICE_URL``: a call to the Teams messaging endpoint whose token's
+    serviceUrl claim is not the activity's."""
+
+    code = "TEAMS_SERVICE_URL"
+
+
+class TeamsUnknownUser(DshqError):
+    """``TEAMS_UNKNOWN_USER``: a Teams user whom the people directory does not list
+    (teams:OBJECTID)."""
+
+    code = "TEAMS_UNKNOWN_USER"
+
+
 _ALL: Tuple[Type[DshqError], ...] = (
     BadRequest,
     AskAborted,
@@ -667,6 +683,8 @@ _ALL: Tuple[Type[DshqError], ...] = (
     UnknownDelegate,
     NotAway,
     NotDelegate,
+    TeamsServiceUrl,
+    TeamsUnknownUser,
 )
 
 #: Every stable code dshq reports, in its own order.
