@@ -658,3 +658,81 @@ fn escalation_to_a_teams_only_context_tells_the_former_webhook() {
         .collect();
     assert_eq!(heard, ["accepted", "escalated", "answered"]);
 }
+
+/// Time to a person by Teams (the ignored measurement behind docs/PERFORMANCE.md):
+/// `dshq ask` → the card posted to the stand-in Bot Connector, one request at a time, at
+/// idle and with a webhook receiver and a mail server that accept and never answer (each
+/// with its own request in flight throughout).
+#[test]
+#[ignore]
+fn time_to_a_person_by_teams_idle_and_beside_hung_endpoints() {
+    use std::time::{Duration, Instant};
+    const N: usize = 60;
+    for beside_hung in [false, true] {
+        let s = setup(&["teams"]);
+        // Endpoints that take the connection and never say a word.
+        let hung = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = hung.local_addr().unwrap().port();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let h = held.clone();
+        std::thread::spawn(move || {
+            for conn in hung.incoming().flatten() {
+                h.lock().unwrap().push(conn);
+            }
+        });
+        let (hook, smtp) = (
+            format!("hook=http://127.0.0.1:{port}/hook"),
+            format!("smtp://127.0.0.1:{port}"),
+        );
+        let mut args = vec![];
+        if beside_hung {
+            args.extend([
+                "--webhook",
+                &hook,
+                "--webhook-timeout",
+                "60s",
+                "--email",
+                "mail=alice@example.com",
+                "--smtp",
+                &smtp,
+                "--smtp-plain",
+                "--email-from",
+                "dshq <dshq@example.com>",
+                "--smtp-timeout",
+                "60s",
+            ]);
+        }
+        let _host = s.daemon(&args);
+        if beside_hung {
+            for c in ["hook", "mail"] {
+                let mut r = simple_request(&format!("hung-{c}"));
+                r["context"] = json!(c);
+                s.env.ask(&r).ok();
+            }
+            assert!(wait_until(DEADLINE, || held.lock().unwrap().len() >= 2));
+        }
+        let mut took = Vec::with_capacity(N);
+        for i in 0..N {
+            let id = format!("t{i}");
+            let mut r = simple_request(&id);
+            r["context"] = json!("teams");
+            let began = Instant::now();
+            s.env.ask(&r).ok();
+            assert!(wait_until(DEADLINE, || !s.bot.cards_of(&id).is_empty()));
+            took.push(began.elapsed());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        took.sort();
+        let pct = |p: usize| took[(took.len() * p / 100).min(took.len() - 1)];
+        eprintln!(
+            "time to a person by teams, {}, n={N}: p50 {:?}, p99 {:?}",
+            if beside_hung {
+                "a hung webhook and mail server beside"
+            } else {
+                "idle"
+            },
+            pct(50),
+            pct(99)
+        );
+    }
+}
