@@ -289,6 +289,54 @@ pub fn end_of(store: &mut Store, row: &RequestRow) -> Result<Option<Ended>> {
     Ok(Some(Ended { how, by, at_ms }))
 }
 
+/// What a delivery of a chat channel (Slack, Teams) does: post a message asking a person,
+/// show the request's end in the messages posted, or nothing.
+pub enum Step {
+    /// Post a message, for this reason.
+    Post(Call),
+    /// Show the end in every message posted for the request.
+    End,
+    /// Nothing for a person to see.
+    Nothing,
+}
+
+/// The step of delivery `d`, by its event's kind.
+pub fn step_of(d: &Delivery) -> std::result::Result<Step, String> {
+    let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
+    Ok(match kind {
+        EventKind::Accepted => Step::Post(Call::New),
+        EventKind::Reminded => Step::Post(Call::Reminder),
+        EventKind::Escalated => {
+            let body: Value = serde_json::from_str(&d.body).unwrap_or(Value::Null);
+            Step::Post(Call::Escalated(
+                body["data"]["from"].as_str().map(str::to_string),
+            ))
+        }
+        EventKind::Answered | EventKind::Expired | EventKind::Cancelled | EventKind::Aborted => {
+            Step::End
+        }
+        _ => Step::Nothing,
+    })
+}
+
+/// Request `id` and how it ended, read now through the loop's store; `None` when it was
+/// pruned since.
+pub async fn read_now(
+    store: &StoreCalls,
+    id: &str,
+) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
+    let id = id.to_string();
+    store
+        .call(move |s| {
+            let Some(row) = s.get(&id)? else {
+                return Ok(None);
+            };
+            let end = end_of(s, &row)?;
+            Ok(Some((row, end)))
+        })
+        .await
+}
+
 /// The Slack channel's sender.
 pub struct SlackSender {
     slack: Slack,
@@ -305,21 +353,11 @@ impl SlackSender {
     /// One attempt of `d`: the store is read and written through the loop's connection
     /// ([`StoreCalls`]), the Web API called in between.
     async fn deliver(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
-        let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
-        let call = match kind {
-            EventKind::Accepted => Call::New,
-            EventKind::Reminded => Call::Reminder,
-            EventKind::Escalated => {
-                let body: Value = serde_json::from_str(&d.body).unwrap_or(Value::Null);
-                Call::Escalated(body["data"]["from"].as_str().map(str::to_string))
-            }
-            EventKind::Answered
-            | EventKind::Expired
-            | EventKind::Cancelled
-            | EventKind::Aborted => return self.update(store, d).await,
-            _ => return Ok(()),
-        };
-        self.post(store, d, call).await
+        match step_of(d)? {
+            Step::Post(call) => self.post(store, d, call).await,
+            Step::End => self.update(store, d).await,
+            Step::Nothing => Ok(()),
+        }
     }
 
     /// The message `f` makes of `d`'s request as `row` holds it, with its link to the page.
@@ -341,24 +379,6 @@ impl SlackSender {
         }))
     }
 
-    /// The request of `d` and how it ended, read now.
-    async fn read(
-        store: &StoreCalls,
-        d: &Delivery,
-    ) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
-        let id = d.request_id.clone();
-        store
-            .call(move |s| {
-                // Pruned since: nothing left to show.
-                let Some(row) = s.get(&id)? else {
-                    return Ok(None);
-                };
-                let end = end_of(s, &row)?;
-                Ok(Some((row, end)))
-            })
-            .await
-    }
-
     /// This endpoint's Slack channel: the context's.
     fn channel_of(&self, d: &Delivery) -> std::result::Result<&str, String> {
         self.slack
@@ -378,7 +398,7 @@ impl SlackSender {
             return Ok(());
         }
         let channel = self.channel_of(d)?;
-        let Some((row, end)) = Self::read(store, d).await? else {
+        let Some((row, end)) = read_now(store, &d.request_id).await? else {
             return Ok(());
         };
         let mut body = self.render(d, &row, |shown| match &end {
@@ -423,7 +443,7 @@ impl SlackSender {
         if messages.is_empty() {
             return Ok(());
         }
-        let Some((row, Some(end))) = Self::read(store, d).await? else {
+        let Some((row, Some(end))) = read_now(store, &d.request_id).await? else {
             return Ok(());
         };
         let content = self.render(d, &row, |shown| blocks::ended(shown, &end))?;

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::channels::slack::blocks::{Call, Ended, Shown};
-use crate::core::audit::EventKind;
+use crate::channels::slack::{read_now, step_of, Step};
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
 use crate::host::https::Https;
@@ -305,38 +305,12 @@ impl TeamsSender {
         Ok(TeamsSender { teams, connector })
     }
 
-    async fn read(
-        store: &StoreCalls,
-        id: &str,
-    ) -> std::result::Result<Option<(RequestRow, Option<Ended>)>, String> {
-        let id = id.to_string();
-        store
-            .call(move |s| {
-                let Some(row) = s.get(&id)? else {
-                    return Ok(None);
-                };
-                let end = crate::channels::slack::end_of(s, &row)?;
-                Ok(Some((row, end)))
-            })
-            .await
-    }
-
     async fn deliver(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
-        let kind = EventKind::parse(&d.kind).ok_or_else(|| format!("unknown kind {:?}", d.kind))?;
-        let call = match kind {
-            EventKind::Accepted => Call::New,
-            EventKind::Reminded => Call::Reminder,
-            EventKind::Escalated => {
-                let body: Value = serde_json::from_str(&d.body).unwrap_or(Value::Null);
-                Call::Escalated(body["data"]["from"].as_str().map(str::to_string))
-            }
-            EventKind::Answered
-            | EventKind::Expired
-            | EventKind::Cancelled
-            | EventKind::Aborted => return self.update(store, d).await,
-            _ => return Ok(()),
-        };
-        self.post(store, d, call).await
+        match step_of(d)? {
+            Step::Post(call) => self.post(store, d, call).await,
+            Step::End => self.update(store, d).await,
+            Step::Nothing => Ok(()),
+        }
     }
 
     fn conversation_of(&self, d: &Delivery) -> std::result::Result<&str, String> {
@@ -355,7 +329,7 @@ impl TeamsSender {
             return Ok(());
         }
         let conversation = self.conversation_of(d)?;
-        let Some((row, end)) = Self::read(store, &d.request_id).await? else {
+        let Some((row, end)) = read_now(store, &d.request_id).await? else {
             return Ok(());
         };
         let activity = render(&self.teams, &d.request_id, &row, &call, end.as_ref())?;
@@ -382,7 +356,7 @@ impl TeamsSender {
         if sent.is_empty() {
             return Ok(());
         }
-        let Some((row, Some(end))) = Self::read(store, &d.request_id).await? else {
+        let Some((row, Some(end))) = read_now(store, &d.request_id).await? else {
             return Ok(());
         };
         let activity = render(&self.teams, &d.request_id, &row, &Call::New, Some(&end))?;
