@@ -351,13 +351,26 @@ pub fn run(
     let slack = slack_of(&a.slack, &a, config_file)?;
     let telegram = telegram_of(&a, config_file)?;
     let oidc = oidc_of(&a, config_file)?;
-    let teams = crate::channels::teams::of_config(
-        crate::config::locate(config_file)
-            .map(|path| crate::config::load(&path))
-            .transpose()?
-            .and_then(|f| f.teams),
-        a.listen,
-    )?;
+    let teams = match crate::config::locate(config_file)
+        .map(|path| crate::config::load(&path))
+        .transpose()?
+        .and_then(|f| f.teams)
+    {
+        Some(settings) => {
+            let page = super::page_url(
+                settings.page_url.as_deref(),
+                a.listen,
+                "[teams]",
+                "the [teams] page-url",
+            )?;
+            Some(crate::channels::teams::configured(
+                settings,
+                page,
+                a.listen.is_some(),
+            ))
+        }
+        None => None,
+    };
     let config = Config {
         tick: a.tick,
         batch: a.batch,

@@ -32,7 +32,7 @@ use crate::channels::sender::{Attempt, Sender, StoreCalls};
 use crate::channels::slack::blocks::{Call, Ended, Shown};
 use crate::channels::slack::{read_now, step_of, Step};
 use crate::core::channel::Channel;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::https::Https;
 use crate::root::Root;
 use crate::store::{Delivery, RequestRow};
@@ -395,26 +395,15 @@ impl Sender for TeamsSender {
     }
 }
 
-/// The Teams channel of the config file's `[teams]`, if any: its page URL the file's, else
-/// `--listen`'s.
-pub fn of_config(
-    settings: Option<crate::core::teams::Settings>,
-    listen: Option<std::net::SocketAddr>,
-) -> Result<Option<Teams>> {
-    let Some(settings) = settings else {
-        return Ok(None);
-    };
-    let page_url = match (&settings.page_url, listen) {
-        (Some(u), _) => u.clone(),
-        (None, Some(l)) => format!("http://{l}"),
-        (None, None) => {
-            return Err(Error::Usage(
-                "the config file's [teams] needs --listen (the bot's messaging endpoint and the page are served there) or its page-url".into(),
-            ))
-        }
-    };
-    if listen.is_none() {
+/// The Teams channel of the config file's `[teams]`, linking to the page at `page_url`
+/// (the one page-URL rule of every channel: the table's `page-url`, else `--listen`'s).
+pub fn configured(
+    settings: crate::core::teams::Settings,
+    page_url: String,
+    listening: bool,
+) -> Teams {
+    if !listening {
         tracing::warn!("[teams]: without --listen the cards are sent but their actions have no endpoint to reach");
     }
-    Ok(Some(Teams { settings, page_url }))
+    Teams { settings, page_url }
 }
