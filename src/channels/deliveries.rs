@@ -20,7 +20,7 @@
 //! The loop itself is synchronous, and the store is never called inside the runtime: the
 //! PostgreSQL client runs a runtime of its own for each call and cannot be entered from
 //! another's (it panics). A channel that reads or records beside the outbox (mail reads
-//! the request, Slack records its messages) sends the call to the loop's thread
+//! the request, Slack records its messages, push the devices each delivery reached) sends the call to the loop's thread
 //! ([`super::sender::StoreCalls`]), which runs it with its connection between looks.
 //!
 //! When it looks: right after a commit, whoever made it, when an attempt ends, and when

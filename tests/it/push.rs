@@ -12,7 +12,9 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
@@ -44,10 +46,13 @@ impl Pushed {
 }
 
 /// The push service's stand-in: takes every POST, records it, answers 201 (410 under
-/// `/gone/`).
+/// `/gone/`). While [`PushService::hang`] is set, a POST under `/hang/` is read whole and
+/// never answered (counted in `held`, not recorded): a push service that accepts and hangs.
 pub struct PushService {
     pub base: String,
     pub got: Arc<Mutex<Vec<Pushed>>>,
+    pub hang: Arc<AtomicBool>,
+    pub held: Arc<AtomicUsize>,
 }
 
 impl PushService {
@@ -56,10 +61,16 @@ impl PushService {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
         let into = got.clone();
+        let (hang, held) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let (hanging, holding) = (hang.clone(), held.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { return };
                 let into = into.clone();
+                let (hanging, holding) = (hanging.clone(), holding.clone());
                 std::thread::spawn(move || {
                     let mut r = BufReader::new(conn.try_clone().unwrap());
                     loop {
@@ -86,6 +97,12 @@ impl PushService {
                             .unwrap_or(0);
                         let mut body = vec![0; n];
                         r.read_exact(&mut body).unwrap();
+                        if path.starts_with("/hang/") && hanging.load(Ordering::SeqCst) {
+                            // Never answer: hold the connection until the sender drops it.
+                            holding.fetch_add(1, Ordering::SeqCst);
+                            let _ = std::io::copy(&mut r, &mut std::io::sink());
+                            return;
+                        }
                         let status = if path.starts_with("/gone/") {
                             "410 Gone"
                         } else {
@@ -102,7 +119,12 @@ impl PushService {
                 });
             }
         });
-        PushService { base, got }
+        PushService {
+            base,
+            got,
+            hang,
+            held,
+        }
     }
 
     /// The POSTs to `path` so far.
@@ -702,4 +724,71 @@ fn in_a_real_browser_the_page_is_an_app_whose_worker_registers_and_which_posts_a
     .iter()
     .all(|d| d["deliveredMs"].is_i64())));
     assert_eq!(service.to("/push/rita-browser").len(), 1);
+}
+
+/// Each device is sent to on its own: with one device's push service hung, the other
+/// device gets the message at once (well inside `--push-timeout`), and the retries that
+/// follow the hung one's timeouts go to it alone, so once it recovers each device has the
+/// message exactly once and the delivery is done.
+#[test]
+fn a_hung_device_delays_no_other_and_a_retry_reaches_only_the_devices_not_yet_reached() {
+    let env = Env::new();
+    let service = PushService::start();
+    service.hang.store(true, Ordering::SeqCst);
+    let timeout = Duration::from_secs(3);
+    let h = pushing(&env, &["--push-timeout", "3s"], &[], "127.0.0.1:0");
+    let alice = login(&h, &token(&env, "reviewer", "alice", None));
+    let laptop = Device::new(format!("{}/push/alice-laptop", service.base));
+    let phone = Device::new(format!("{}/hang/alice-phone", service.base));
+    for d in [&laptop, &phone] {
+        let (st, body) = post_json(
+            &h.base,
+            "/push/subscriptions",
+            Some(&alice),
+            &d.subscription(),
+        );
+        assert_eq!(st, 201, "{body}");
+    }
+    let asked = Instant::now();
+    env.ask(&crate::helpers::simple_request("h1")).ok();
+    let first = service.wait_for("/push/alice-laptop", 1);
+    assert!(
+        first[0].at.duration_since(asked) < timeout,
+        "the healthy device waited {:?}, the hung one's timeout",
+        first[0].at.duration_since(asked)
+    );
+    assert_eq!(laptop.decrypt(&first[0].body)["request"], "h1");
+    // The hung device's first attempt timed out and it was tried again: the healthy
+    // device, reached already, was not.
+    assert!(
+        wait_until(DEADLINE, || service.held.load(Ordering::SeqCst) >= 2),
+        "the hung device was not tried again: {}",
+        service.held.load(Ordering::SeqCst)
+    );
+    assert_eq!(service.to("/push/alice-laptop").len(), 1, "sent again");
+    let pending = crate::webhooks::deliveries(&env, "h1");
+    assert!(
+        pending.iter().all(|d| !d["deliveredMs"].is_i64()),
+        "delivered while a device was not reached: {pending:?}"
+    );
+
+    // The push service recovers: the next retry reaches the phone, and the delivery is done.
+    service.hang.store(false, Ordering::SeqCst);
+    let recovered = service.wait_for("/hang/alice-phone", 1);
+    assert_eq!(phone.decrypt(&recovered[0].body)["request"], "h1");
+    assert!(wait_until(DEADLINE, || crate::webhooks::deliveries(
+        &env, "h1"
+    )
+    .iter()
+    .all(|d| d["deliveredMs"].is_i64())));
+    assert_eq!(
+        service.to("/push/alice-laptop").len(),
+        1,
+        "the healthy device twice"
+    );
+    assert_eq!(
+        service.to("/hang/alice-phone").len(),
+        1,
+        "the recovered device twice"
+    );
 }

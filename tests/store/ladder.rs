@@ -17,7 +17,7 @@ use crate::scenarios::{pick, TestClock};
 
 const MIN: i64 = 60_000;
 
-fn request(id: &str, ladder: Value) -> Value {
+pub(crate) fn request(id: &str, ladder: Value) -> Value {
     json!({
         "id": id,
         "questions": [{"id": "db", "question": "Which database?",
@@ -26,7 +26,7 @@ fn request(id: &str, ladder: Value) -> Value {
     })
 }
 
-fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
+pub(crate) fn ask(store: &mut Store, v: Value) -> Result<dshq::store::Accepted, (Code, String)> {
     let raw = v.to_string();
     let input = AskInput {
         request: Ok(serde_json::from_value::<Request>(v).unwrap()),

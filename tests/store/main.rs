@@ -124,6 +124,7 @@ conformance!(
     ladder::a_context_policy_applies_under_the_askers_own_ladder,
     links::a_mail_link_answers_once,
     push::push_subscriptions_are_one_per_device_and_push_rows_are_written,
+    push::push_reached_devices_are_recorded_per_delivery_and_pruned_with_it,
     sign_in::a_sign_in_is_one_chained_event,
     delegation::away_notices_are_checked_recorded_and_end,
     delegation::a_delegate_answers_for_the_away_person,

@@ -3,12 +3,17 @@
 //! which the outbox now admits), a device is subscribed once per endpoint (subscribing it
 //! again replaces its keys and person), a subscription past its browser's expiry is not
 //! live, a bad one is refused and stores nothing, and one is removed when its push service
-//! says it is gone. Bookkeeping, not a change of any request: the chain still verifies.
+//! says it is gone. The devices a delivery reached are recorded once per delivery and
+//! device, so a retry goes only to the others, and are pruned with their request once the
+//! delivery is gone. Bookkeeping, not a change of any request: the chain still verifies.
 
+use serde_json::json;
+
+use dshq::core::audit::Actor;
 use dshq::core::channel::Channel;
-use dshq::store::{PushSubscription, Route, Store};
+use dshq::store::{LeaseRef, PushSubscription, Route, Store};
 
-use crate::scenarios::TestClock;
+use crate::scenarios::{pick, MemoryExport, TestClock};
 use crate::slack::ask;
 
 fn device(endpoint: &str, person: &str, now: i64) -> PushSubscription {
@@ -21,6 +26,17 @@ fn device(endpoint: &str, person: &str, now: i64) -> PushSubscription {
         created_ms: now,
         expires_ms: None,
     }
+}
+
+/// `store` with the push channel on for context `default`.
+fn pushing(mut store: Store) -> Store {
+    store
+        .add_delivery_routes(&[Route {
+            context: "default".into(),
+            channel: Channel::Push,
+        }])
+        .unwrap();
+    store
 }
 
 fn endpoints(store: &mut Store) -> Vec<(String, String)> {
@@ -36,13 +52,7 @@ pub fn push_subscriptions_are_one_per_device_and_push_rows_are_written(
     new: impl Fn(&TestClock) -> Store,
 ) {
     let clock = TestClock::new();
-    let mut store = new(&clock);
-    store
-        .add_delivery_routes(&[Route {
-            context: "default".into(),
-            channel: Channel::Push,
-        }])
-        .unwrap();
+    let mut store = pushing(new(&clock));
     ask(&mut store, "p");
     let d = store.deliveries("p").unwrap();
     assert_eq!(d.len(), 1);
@@ -145,6 +155,67 @@ pub fn push_subscriptions_are_one_per_device_and_push_rows_are_written(
         [("https://push.example/a".to_string(), "bob".to_string())]
     );
 
+    let v = store.verify(&[]).unwrap();
+    assert_eq!(v.broken, None, "{v:?}");
+}
+
+fn reached(store: &mut Store, delivery: &str) -> Vec<String> {
+    let mut r = store.push_reached(delivery).unwrap();
+    r.sort();
+    r
+}
+
+/// The devices a push delivery reached: recorded once per delivery and device (a second
+/// record of the same changes nothing), each delivery apart, one without an endpoint
+/// refused; pruned with the request once its delivery went out, kept while the delivery
+/// is still to be sent (its retry must still skip them).
+pub fn push_reached_devices_are_recorded_per_delivery_and_pruned_with_it(
+    new: impl Fn(&TestClock) -> Store,
+) {
+    let clock = TestClock::new();
+    let mut store = pushing(new(&clock));
+    let (reg, _) = store.register("default", "alice", 600_000).unwrap();
+    for id in ["r1", "r2", "r3"] {
+        crate::ladder::ask(&mut store, crate::ladder::request(id, json!(null))).unwrap();
+    }
+    let first = |store: &mut Store, id: &str| store.deliveries(id).unwrap()[0].id.clone();
+    let (d1, d2) = (first(&mut store, "r1"), first(&mut store, "r2"));
+    let (a, b) = ("https://push.example/a", "https://push.example/b");
+    assert!(reached(&mut store, &d1).is_empty());
+    assert!(store.record_push_reached(&d1, "r1", a).unwrap());
+    assert!(
+        !store.record_push_reached(&d1, "r1", a).unwrap(),
+        "recorded twice"
+    );
+    assert!(store.record_push_reached(&d1, "r1", b).unwrap());
+    assert!(store.record_push_reached(&d2, "r2", a).unwrap());
+    assert!(store.record_push_reached(&d2, "r2", "").is_err());
+    assert_eq!(reached(&mut store, &d1), [a, b]);
+    assert_eq!(reached(&mut store, &d2), [a]);
+
+    // r1's deliveries all went out, r2's first is still to be sent; r3 is the newest.
+    for id in ["r1", "r2", "r3"] {
+        store
+            .answer(&LeaseRef::Token(reg.lease.clone()), id, &pick("SQLite"))
+            .unwrap();
+    }
+    for d in store.deliveries("r1").unwrap() {
+        store.mark_delivered(&d.id, clock.now()).unwrap();
+    }
+    crate::scenarios::mark_outcomes_written(&mut store);
+    clock.advance(10);
+    let cut = clock.now();
+    let pruned = store.prune(cut, None, &Actor::Cli, &mut MemoryExport::default());
+    assert_eq!(pruned.unwrap().requests, 2);
+    assert!(
+        reached(&mut store, &d1).is_empty(),
+        "kept past its delivery"
+    );
+    assert_eq!(
+        reached(&mut store, &d2),
+        [a],
+        "its delivery is still to be sent"
+    );
     let v = store.verify(&[]).unwrap();
     assert_eq!(v.broken, None, "{v:?}");
 }

@@ -203,10 +203,11 @@ fn migration_version_is_recorded() {
             (17, "0017_push".to_string()),
             (18, "0018_delegation".to_string()),
             (19, "0019_telegram".to_string()),
-            (20, "0020_sign_in_groups".to_string())
+            (20, "0020_sign_in_groups".to_string()),
+            (21, "0021_push_reached".to_string())
         ]
     );
-    assert_eq!(MIGRATIONS.last().unwrap().0, 20);
+    assert_eq!(MIGRATIONS.last().unwrap().0, 21);
 }
 
 #[test]

@@ -10,11 +10,15 @@
 //!   other context), the message ([`message`]) encrypted to the device (RFC 8291,
 //!   `aes128gcm`) and signed with the root's VAPID key (RFC 8292, [`crate::app::push_key`])
 //!   by `web-push-native`, POSTed to its endpoint (RFC 8030) over the channels' HTTPS
-//!   client. A push service's 201 (any 2xx) is delivered; 404 or 410 means the device is
-//!   gone: its subscription is removed and the others still count; anything else (429,
-//!   5xx, the attempt's timeout, `--push-timeout`, for all devices at once) fails the
-//!   attempt, retried after the backoff, all devices again (the notification's tag is the
-//!   request's, so a device that got it shows it once).
+//!   client. Each device is sent to on its own, all at once, each request bounded by
+//!   `--push-timeout` by itself, so a push service that hangs holds back no other device.
+//!   A push service's 201 (any 2xx) is the device reached, recorded against the delivery
+//!   at once ([`crate::store::queue::push::record_reached`]); 404 or 410 means the device
+//!   is gone: its subscription is removed. Anything else (429, 5xx, the device's timeout)
+//!   fails the attempt, retried after the backoff to the devices not yet reached only, so
+//!   a device that got the message does not get it again; the attempt succeeds once every
+//!   live device is reached. The attempt as a whole (its store reads and records beside
+//!   the sends) is bounded by twice `--push-timeout` ([`Sender::timeout`]).
 //! - **Inbound routes** ([`routes`]): the page subscribes a device, reads the VAPID public
 //!   key, and the service worker sends a tapped action back.
 //!
@@ -133,9 +137,25 @@ impl PushSender {
             .collect()
     }
 
-    /// One encrypted, signed request of `body` to device `s` (bounded, with the rest of
-    /// the attempt, by the channel's timeout: [`Sender::timeout`]).
+    /// One encrypted, signed request of `body` to device `s`, bounded by `--push-timeout`.
     async fn send_one(
+        &self,
+        s: &PushSubscription,
+        body: Vec<u8>,
+    ) -> std::result::Result<Sent, String> {
+        let limit = self.push.timeout;
+        tokio::time::timeout(limit, self.request_one(s, body))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "timed out after {}",
+                    humantime::format_duration(limit)
+                ))
+            })
+    }
+
+    /// The request of [`Self::send_one`], unbounded.
+    async fn request_one(
         &self,
         s: &PushSubscription,
         body: Vec<u8>,
@@ -181,25 +201,27 @@ impl PushSender {
         }
     }
 
-    /// One attempt of `d`: what it needs from the store is read through `store` (on the
-    /// deliveries loop's thread); the devices are sent to at once.
+    /// One attempt of `d`: what it needs from the store is read and recorded through
+    /// `store` (on the deliveries loop's thread); the devices not yet reached are sent to
+    /// at once, each on its own, and each one reached is recorded as soon as it is.
     async fn deliver(&self, store: &StoreCalls, d: &Delivery) -> Attempt {
         let takes =
             crate::core::audit::EventKind::parse(&d.kind).is_some_and(|k| Channel::Push.takes(k));
         if !takes {
             return Ok(());
         }
-        let id = d.request_id.clone();
+        let (id, delivery) = (d.request_id.clone(), d.id.clone());
         let read = store
             .call(move |s| {
                 // Pruned since: nothing left to ask.
                 let Some(row) = s.get(&id)? else {
                     return Ok(None);
                 };
-                Ok(Some((row, s.tokens()?, s.push_subscriptions()?)))
+                let reached = s.push_reached(&delivery)?;
+                Ok(Some((row, s.tokens()?, s.push_subscriptions()?, reached)))
             })
             .await?;
-        let Some((row, tokens, subscriptions)) = read else {
+        let Some((row, tokens, subscriptions, reached)) = read else {
             return Ok(());
         };
         if row.status.is_final() {
@@ -216,6 +238,7 @@ impl PushSender {
                     .iter()
                     .any(|t| t.name == s.web_name && answers_in(t, &row.context))
             })
+            .filter(|s| !reached.contains(&s.endpoint))
             .collect();
         let about = message::About {
             id: &d.request_id,
@@ -225,7 +248,19 @@ impl PushSender {
         };
         let sends = devices.iter().map(|s| {
             let body = message::message(&about, &self.actions(d, &row, s));
-            self.send_one(s, body)
+            async move {
+                let sent = self.send_one(s, body).await;
+                if let Ok(Sent::Taken) = sent {
+                    // Recorded now, not when the others end: a retry skips this device
+                    // even if the attempt is cut short.
+                    let (delivery, request, endpoint) =
+                        (d.id.clone(), d.request_id.clone(), s.endpoint.clone());
+                    store
+                        .call(move |st| st.record_push_reached(&delivery, &request, &endpoint))
+                        .await?;
+                }
+                sent
+            }
         });
         let outcomes = futures_util::future::join_all(sends).await;
         let mut failed = Vec::new();
@@ -265,8 +300,10 @@ impl Sender for PushSender {
         self.push.contexts.clone()
     }
 
+    /// Each device's request is bounded by `--push-timeout` on its own
+    /// ([`PushSender::send_one`]); the attempt, with its store calls, by twice that.
     fn timeout(&self) -> Duration {
-        self.push.timeout
+        self.push.timeout.saturating_mul(2)
     }
 
     fn send<'a>(&'a self, store: &'a StoreCalls, d: &'a Delivery) -> BoxFuture<'a, Attempt> {

@@ -102,6 +102,9 @@ pub trait PruneStatements {
     /// Delete the Telegram messages recorded for the request rows up to `upto` whose
     /// request has no undelivered delivery left; how many.
     fn delete_telegram_messages_upto(&mut self, upto: i64) -> Result<u64>;
+    /// Delete the devices reached recorded for the request rows up to `upto` whose
+    /// delivery is gone (delivered and deleted); how many.
+    fn delete_push_reached_upto(&mut self, upto: i64) -> Result<u64>;
 
     /// Delete the used mail links of the request rows up to `upto`; how many.
     fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64>;

@@ -1,7 +1,8 @@
 //! The statements of one concern. Web Push subscriptions: the devices a reviewer
 //! subscribed from the page, each with its push service's endpoint and the keys its
 //! messages are encrypted to, so the sender can reach the person and drop a device its
-//! push service says is gone.
+//! push service says is gone; and the devices each delivery reached, so a retry goes only
+//! to the others.
 //!
 //! See [`super`] for what a statement is and is not; the rule is
 //! [`crate::store::queue::push`].
@@ -37,6 +38,16 @@ pub trait PushStatements {
     /// Delete the subscription of `endpoint` (only when `web_name` subscribed it, when
     /// given); whether there was one.
     fn delete_push_subscription(&mut self, endpoint: &str, web_name: Option<&str>) -> Result<bool>;
+
+    /// Record that delivery `delivery_id` (of request `request_id`) reached the device of
+    /// `endpoint` at `at`, unless it is recorded already; whether this call recorded it.
+    fn insert_push_reached(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        endpoint: &str,
+        at: Millis,
+    ) -> Result<bool>;
 }
 
 /// The reads of the subscriptions.
@@ -46,4 +57,7 @@ pub trait PushReads {
 
     /// The subscription of `endpoint`, if any.
     fn push_subscription(&mut self, endpoint: &str) -> Result<Option<PushSubscription>>;
+
+    /// The endpoints delivery `delivery_id` reached, in no particular order.
+    fn push_reached(&mut self, delivery_id: &str) -> Result<Vec<String>>;
 }

@@ -121,6 +121,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0014_sign_in_groups",
         include_str!("../../../migrations/postgres/0014_sign_in_groups.sql"),
     ),
+    (
+        15,
+        "0015_push_reached",
+        include_str!("../../../migrations/postgres/0015_push_reached.sql"),
+    ),
 ];
 
 /// The advisory lock every write transaction takes first (one fixed key: `dshq` + 1):

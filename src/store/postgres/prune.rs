@@ -186,6 +186,15 @@ impl PruneStatements for Tx<'_> {
         )
     }
 
+    fn delete_push_reached_upto(&mut self, upto: i64) -> Result<u64> {
+        self.delete_upto(
+            "DELETE FROM push_reached AS r
+              WHERE r.request_id IN (SELECT id FROM requests WHERE seq <= $1)
+                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id)",
+            upto,
+        )
+    }
+
     fn delete_link_uses_upto(&mut self, upto: i64) -> Result<u64> {
         self.delete_upto(
             "DELETE FROM mail_links_used

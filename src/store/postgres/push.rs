@@ -5,6 +5,7 @@
 use postgres::{GenericClient, Row};
 
 use super::tx::{PgRead, Tx};
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::push::{PushReads, PushStatements, PushSubscription};
 
@@ -51,6 +52,20 @@ impl PushStatements for Tx<'_> {
             &[&endpoint, &web_name],
         )? == 1)
     }
+
+    fn insert_push_reached(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        endpoint: &str,
+        at: Millis,
+    ) -> Result<bool> {
+        Ok(self.tx.beside_held().execute(
+            "INSERT INTO push_reached (delivery_id, endpoint, request_id, reached_ms)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (delivery_id, endpoint) DO NOTHING",
+            &[&delivery_id, &endpoint, &request_id, &at],
+        )? == 1)
+    }
 }
 
 impl<C: GenericClient> PushReads for PgRead<'_, C> {
@@ -74,5 +89,16 @@ impl<C: GenericClient> PushReads for PgRead<'_, C> {
             .as_ref()
             .map(subscription)
             .transpose()
+    }
+
+    fn push_reached(&mut self, delivery_id: &str) -> Result<Vec<String>> {
+        self.0
+            .query(
+                "SELECT endpoint FROM push_reached WHERE delivery_id = $1",
+                &[&delivery_id],
+            )?
+            .iter()
+            .map(|r| Ok(r.try_get(0)?))
+            .collect()
     }
 }

@@ -251,10 +251,12 @@ pub fn prune(
     // not the record. One not yet delivered stays, to be sent (its body says it all).
     db.delete_delivered_deliveries_upto(plan.rows_upto)?;
     // So do its channels' records: its Slack messages (once nothing is left to update
-    // them) and its mail links' uses (a link of a pruned request opens nothing: a request
+    // them), the devices its push deliveries reached (once those deliveries are gone) and
+    // its mail links' uses (a link of a pruned request opens nothing: a request
     // asked later under its id is not the link's, `mail_link::opens`).
     db.delete_slack_messages_upto(plan.rows_upto)?;
     db.delete_telegram_messages_upto(plan.rows_upto)?;
+    db.delete_push_reached_upto(plan.rows_upto)?;
     db.delete_link_uses_upto(plan.rows_upto)?;
     pruned.requests = db.delete_requests_upto(plan.rows_upto)?;
     pruned.events = db.delete_events_upto(plan.upto_seq)?;

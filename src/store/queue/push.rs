@@ -4,6 +4,10 @@
 //! is gone (404, 410). A subscription past the `expirationTime` its browser gave is not
 //! sent to ([`live`]).
 //!
+//! A delivery is sent to each live device on its own; each device its push service took it
+//! for is recorded against the delivery ([`record_reached`]), so an attempt retried
+//! because another device failed goes only to the devices not yet reached.
+//!
 //! These rows are the push channel's bookkeeping, like the Slack messages: no event.
 
 use crate::clock::Millis;
@@ -34,6 +38,24 @@ pub fn subscribe(db: &mut dyn Statements, s: &PushSubscription) -> Result<()> {
 /// is left as it is, and reported as none); `None`: its push service said it is gone.
 pub fn unsubscribe(db: &mut dyn Statements, endpoint: &str, by: Option<&str>) -> Result<bool> {
     db.delete_push_subscription(endpoint, by)
+}
+
+/// Record that delivery `delivery_id` of request `request_id` reached the device of
+/// `endpoint` (its push service took the message) at `now`; whether this call recorded it
+/// (the first record stands). A retry of the delivery skips the devices recorded here.
+pub fn record_reached(
+    db: &mut dyn Statements,
+    now: Millis,
+    delivery_id: &str,
+    request_id: &str,
+    endpoint: &str,
+) -> Result<bool> {
+    if endpoint.is_empty() {
+        return Err(Error::Invalid(format!(
+            "a device reached by delivery {delivery_id} needs its endpoint"
+        )));
+    }
+    db.insert_push_reached(delivery_id, request_id, endpoint, now)
 }
 
 /// The subscriptions still live at `now` (none past its browser's expiry).

@@ -521,6 +521,24 @@ impl<D: Driver> Queue<D> {
         self.driver.read(|db| super::push::live(db, now))
     }
 
+    /// Record that delivery `delivery_id` of request `request_id` reached the device of
+    /// `endpoint`, at the store's time; whether this call recorded it ([`queue::push`]).
+    pub fn record_push_reached(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        endpoint: &str,
+    ) -> Result<bool> {
+        self.driver.write(Write::Plain, |db, now| {
+            super::push::record_reached(db, now, delivery_id, request_id, endpoint)
+        })
+    }
+
+    /// The endpoints of the devices delivery `delivery_id` reached.
+    pub fn push_reached(&mut self, delivery_id: &str) -> Result<Vec<String>> {
+        self.driver.read(|db| db.push_reached(delivery_id))
+    }
+
     /// The subscription of `endpoint`, when it is live now.
     pub fn push_subscription(&mut self, endpoint: &str) -> Result<Option<PushSubscription>> {
         let now = self.driver.now()?;

@@ -123,6 +123,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0020_sign_in_groups",
         include_str!("../../../migrations/sqlite/0020_sign_in_groups.sql"),
     ),
+    (
+        21,
+        "0021_push_reached",
+        include_str!("../../../migrations/sqlite/0021_push_reached.sql"),
+    ),
 ];
 
 /// How long a connection waits for another writer before failing.

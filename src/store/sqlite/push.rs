@@ -5,6 +5,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::tx::{Sql, SqlRead};
+use crate::clock::Millis;
 use crate::error::Result;
 use crate::store::driver::push::{PushReads, PushStatements, PushSubscription};
 
@@ -52,6 +53,23 @@ impl PushStatements for Sql<'_, '_> {
             .execute(rusqlite::params![endpoint, web_name])?
             == 1)
     }
+
+    fn insert_push_reached(
+        &mut self,
+        delivery_id: &str,
+        request_id: &str,
+        endpoint: &str,
+        at: Millis,
+    ) -> Result<bool> {
+        Ok(self
+            .0
+            .prepare_cached(
+                "INSERT INTO push_reached (delivery_id, endpoint, request_id, reached_ms)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (delivery_id, endpoint) DO NOTHING",
+            )?
+            .execute(params![delivery_id, endpoint, request_id, at])?
+            == 1)
+    }
 }
 
 impl PushReads for SqlRead<'_> {
@@ -71,5 +89,13 @@ impl PushReads for SqlRead<'_> {
             ))?
             .query_row([endpoint], subscription)
             .optional()?)
+    }
+
+    fn push_reached(&mut self, delivery_id: &str) -> Result<Vec<String>> {
+        let mut stmt = self
+            .0
+            .prepare_cached("SELECT endpoint FROM push_reached WHERE delivery_id = ?1")?;
+        let rows = stmt.query_map([delivery_id], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
