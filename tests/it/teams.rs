@@ -693,6 +693,8 @@ fn time_to_a_person_by_teams_idle_and_beside_hung_endpoints() {
                 "60s",
                 "--email",
                 "mail=alice@example.com",
+                "--email-page-url",
+                "http://dshq.example",
                 "--smtp",
                 &smtp,
                 "--smtp-plain",
