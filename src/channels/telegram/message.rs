@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::channels::slack::blocks::{Call, Ended, How};
 use crate::core::audit::Actor;
 use crate::core::telegram::{choices, ButtonRef};
-use crate::protocol::{Answer, Request};
+use crate::protocol::Answer;
 
 /// The most characters of the asker's text a message shows (Telegram allows 4,096 after
 /// its entities are read; the rest is dshq's own words).
@@ -34,18 +34,9 @@ const BUTTON_MAX: usize = 64;
 /// Questions shown; more are left to the page.
 const QUESTIONS_SHOWN: usize = 10;
 
-/// The request a message shows.
-#[derive(Debug, Clone)]
-pub struct Shown<'a> {
-    /// The request id.
-    pub id: &'a str,
-    /// Its context.
-    pub context: &'a str,
-    /// The request.
-    pub request: &'a Request,
-    /// The request on the page (`https://host/r/ID`).
-    pub link: &'a str,
-}
+/// The request a message shows: the chat channels' one description of it (Teams' cards
+/// read it too).
+pub use crate::channels::slack::blocks::Shown;
 
 /// `s` on one line (or several, `lines`), cut to `max` characters, then escaped.
 fn cut(s: &str, max: usize, lines: bool) -> String {
@@ -253,6 +244,7 @@ pub fn ended(s: &Shown<'_>, e: &Ended) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Request;
 
     fn req(v: Value) -> Request {
         serde_json::from_value(v).unwrap()
