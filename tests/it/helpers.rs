@@ -154,6 +154,32 @@ impl Env {
         self.run(&all)
     }
 
+    /// The events of request `id` (`dshq events ID --json`), oldest first.
+    pub fn events_of(&self, id: &str) -> Vec<Value> {
+        self.json(&["events", id])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Wait until the `channel` delivery of `id`'s `kind` event is delivered (for a chat
+    /// channel: its message sent and recorded, so a press of it is judged against the
+    /// record).
+    pub fn wait_delivered(&self, id: &str, channel: &str, kind: &str) {
+        let done = || {
+            let d = self.json(&["events", id, "--deliveries"]).ok().json();
+            d.as_array().unwrap().iter().any(|r| {
+                r["channel"] == channel && r["kind"] == kind && !r["deliveredMs"].is_null()
+            })
+        };
+        assert!(
+            wait_until(DEADLINE, done),
+            "the {channel} delivery of {id}'s {kind} was not delivered"
+        );
+    }
+
     /// Run with extra environment variables.
     pub fn run_env(&self, env: &[(&str, &str)], args: &[&str]) -> Run {
         let mut c = self.command();

@@ -341,26 +341,11 @@ impl Setup {
     /// Wait until the Slack delivery of `id`'s `kind` event is delivered (its message
     /// posted and recorded: a press of it is judged against the record).
     fn delivered(&self, id: &str, kind: &str) {
-        let done = || {
-            let d = self.env.json(&["events", id, "--deliveries"]).ok().json();
-            d.as_array().unwrap().iter().any(|r| {
-                r["channel"] == "slack" && r["kind"] == kind && !r["deliveredMs"].is_null()
-            })
-        };
-        assert!(
-            wait_until(DEADLINE, done),
-            "the {kind} message of {id} was not delivered"
-        );
+        self.env.wait_delivered(id, "slack", kind)
     }
 
     fn events(&self, id: &str) -> Vec<Value> {
-        self.env
-            .json(&["events", id])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .clone()
+        self.env.events_of(id)
     }
 
     fn kinds(&self, id: &str) -> Vec<String> {

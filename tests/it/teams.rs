@@ -285,16 +285,7 @@ impl Setup {
     }
 
     fn deliveries_done(&self, id: &str, kind: &str) {
-        let done = || {
-            let d = self.env.json(&["events", id, "--deliveries"]).ok().json();
-            d.as_array().unwrap().iter().any(|r| {
-                r["channel"] == "teams" && r["kind"] == kind && !r["deliveredMs"].is_null()
-            })
-        };
-        assert!(
-            wait_until(DEADLINE, done),
-            "the {kind} card of {id} was not delivered"
-        );
+        self.env.wait_delivered(id, "teams", kind)
     }
 
     fn kinds(&self, id: &str) -> Vec<String> {

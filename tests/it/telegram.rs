@@ -233,26 +233,11 @@ impl Setup {
     /// Wait until the Telegram delivery of `id`'s `kind` event is delivered (its message
     /// sent and recorded: a press of it is judged against the record).
     fn delivered(&self, id: &str, kind: &str) {
-        let done = || {
-            let d = self.env.json(&["events", id, "--deliveries"]).ok().json();
-            d.as_array().unwrap().iter().any(|r| {
-                r["channel"] == "telegram" && r["kind"] == kind && !r["deliveredMs"].is_null()
-            })
-        };
-        assert!(
-            wait_until(DEADLINE, done),
-            "the {kind} message of {id} was not delivered"
-        );
+        self.env.wait_delivered(id, "telegram", kind)
     }
 
     fn events(&self, id: &str) -> Vec<Value> {
-        self.env
-            .json(&["events", id])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .clone()
+        self.env.events_of(id)
     }
 
     fn status(&self, id: &str) -> String {
