@@ -23,6 +23,16 @@ use crate::store::{Delivery, Store};
 /// acceptance), `Err` with why not (the row is tried again after the backoff).
 pub type Attempt = std::result::Result<(), String>;
 
+/// The attempt of a delivery that went to several places (a request's messages, a
+/// context's devices): done when none failed, else failed, saying how many of `of` and the
+/// first reason (the retry goes to the places not yet done).
+pub fn all_of(failed: &[String], of: usize, what: &str) -> Attempt {
+    match failed.first() {
+        None => Ok(()),
+        Some(e) => Err(format!("{} of {of} {what}: {e}", failed.len())),
+    }
+}
+
 /// One channel: where its contexts' messages go, and one attempt of a delivery.
 ///
 /// An endpoint is one context of one channel (a webhook URL, a context's mail, a Slack

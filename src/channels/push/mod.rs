@@ -36,7 +36,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use web_push_native::jwt_simple::algorithms::ES256KeyPair;
 
-use crate::channels::sender::{Attempt, Sender, StoreCalls};
+use crate::channels::sender::{all_of, Attempt, Sender, StoreCalls};
 use crate::core::channel::Channel;
 use crate::core::mail_link::LinkKey;
 use crate::core::push_action::{device_of, one_taps, ActionClaims, OneTap};
@@ -280,14 +280,7 @@ impl PushSender {
                 Err(e) => failed.push(e),
             }
         }
-        match failed.first() {
-            None => Ok(()),
-            Some(e) => Err(format!(
-                "{} of {} devices not reached: {e}",
-                failed.len(),
-                devices.len()
-            )),
-        }
+        all_of(&failed, devices.len(), "devices not reached")
     }
 }
 

@@ -37,7 +37,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
-use crate::channels::sender::{Attempt, Sender, StoreCalls};
+use crate::channels::sender::{all_of, Attempt, Sender, StoreCalls};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
 use crate::error::{Error, Result};
@@ -461,14 +461,7 @@ impl SlackSender {
                 Err(e) => failed.push(e),
             }
         }
-        match failed.first() {
-            None => Ok(()),
-            Some(e) => Err(format!(
-                "{} of {} messages not updated: {e}",
-                failed.len(),
-                messages.len()
-            )),
-        }
+        all_of(&failed, messages.len(), "messages not updated")
     }
 }
 

@@ -28,7 +28,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use serde_json::Value;
 
-use crate::channels::sender::{Attempt, Sender, StoreCalls};
+use crate::channels::sender::{all_of, Attempt, Sender, StoreCalls};
 use crate::channels::slack::blocks::{Call, Ended, Shown};
 use crate::channels::slack::{read_now, step_of, Step};
 use crate::core::channel::Channel;
@@ -366,14 +366,7 @@ impl TeamsSender {
                 failed.push(e);
             }
         }
-        match failed.first() {
-            None => Ok(()),
-            Some(e) => Err(format!(
-                "{} of {} cards not updated: {e}",
-                failed.len(),
-                sent.len()
-            )),
-        }
+        all_of(&failed, sent.len(), "cards not updated")
     }
 }
 

@@ -34,7 +34,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
-use crate::channels::sender::{Attempt, Sender, StoreCalls};
+use crate::channels::sender::{all_of, Attempt, Sender, StoreCalls};
 use crate::channels::slack::blocks::{Call, Ended};
 use crate::core::audit::EventKind;
 use crate::core::channel::Channel;
@@ -371,14 +371,7 @@ impl TelegramSender {
                 Err(e) => failed.push(e.text),
             }
         }
-        match failed.first() {
-            None => Ok(()),
-            Some(e) => Err(format!(
-                "{} of {} messages not edited: {e}",
-                failed.len(),
-                messages.len()
-            )),
-        }
+        all_of(&failed, messages.len(), "messages not edited")
     }
 }
 
