@@ -598,6 +598,8 @@ fn a_request_without_buttons_links_the_page_and_its_expiry_updates_the_message()
         text.contains("<https://dshq.example/r/why|Answer on the page>"),
         "{text}"
     );
+    // Posted and recorded (a press is judged against the record) before the stop.
+    s.env.wait_delivered("why", "slack", "accepted");
     assert_eq!(host.daemon.stop(), 0);
 
     // Four minutes on: the ladder expires it, and the message says so.
